@@ -1,0 +1,31 @@
+/**
+ * Two projects:
+ * - unit: in-process tests of packages and app modules (fast).
+ * - integration: real processes (edge, agent, sim, embedded llama.cpp) over loopback sockets,
+ *   driven by the official SDKs. They run the compiled apps, so `npm run build` comes first.
+ */
+const common = {
+  testEnvironment: 'node',
+  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.test.json' }] },
+  moduleNameMapper: {
+    '^@iop/(core|proto|dialects|stream-gate)$': '<rootDir>/packages/$1/src/index.ts',
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
+};
+
+/** @type {import('jest').Config} */
+module.exports = {
+  projects: [
+    {
+      ...common,
+      displayName: 'unit',
+      testMatch: ['<rootDir>/packages/*/test/**/*.test.ts', '<rootDir>/apps/*/test/unit/**/*.test.ts'],
+    },
+    {
+      ...common,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+      testTimeout: 60000,
+    },
+  ],
+};

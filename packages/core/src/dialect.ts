@@ -1,0 +1,62 @@
+/**
+ * The contract between the edge's one pipeline and a client dialect (OpenAI Chat, OpenAI
+ * Responses, Anthropic Messages). The edge never branches on the dialect: it calls these.
+ */
+import type { IopError } from './errors.js';
+import type { StreamEvent } from './events.js';
+import type { InferenceRequest } from './request.js';
+
+export type DialectName = 'openai-chat' | 'openai-responses' | 'anthropic-messages';
+
+/** What an encoder knows about the response it renders. */
+export interface EncodeContext {
+  /** iop's request id (`x-request-id`). */
+  requestId: string;
+  /** The model name to show the client (the name it asked for, or the served model when it asked by alias). */
+  model: string;
+  /** The decoded request: tool origins, include_usage, stop sequences, response format. */
+  request: InferenceRequest;
+  /** Unix seconds. */
+  createdAt: number;
+}
+
+/**
+ * Streaming encoder: normalized events in, the client's SSE bytes out (already framed, as text).
+ * One instance per response; it keeps the per-stream state (block indexes, sequence numbers).
+ */
+export interface StreamEncoder {
+  /** Encodes one event; returns the SSE text to write now ("" when nothing is due yet). */
+  push(event: StreamEvent): string;
+  /**
+   * Ends the stream after the terminal event (or after an abnormal end with no terminal event,
+   * which the encoder must render as an in-band error); returns the trailing text (e.g. `[DONE]`).
+   */
+  end(): string;
+}
+
+/** A rendered error: HTTP status, headers and JSON body in the client's dialect. */
+export interface ErrorResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+export interface Dialect {
+  readonly name: DialectName;
+  /**
+   * Validates a client's JSON body and decodes it into the hub request.
+   * @throws IopError (`invalid_request` / `unsupported_field`, 400) naming the offending field.
+   */
+  decodeRequest(body: unknown): InferenceRequest;
+  createStreamEncoder(context: EncodeContext): StreamEncoder;
+  /**
+   * Builds the non-stream response body from the complete event list.
+   * @throws IopError when the events end in an `error` event (the edge renders it as an HTTP error).
+   */
+  encodeResponse(events: readonly StreamEvent[], context: EncodeContext): unknown;
+  /**
+   * Renders an error as an HTTP response (status, `Retry-After`, body). Errors after the first
+   * byte are not rendered here: the edge pushes an `error` event into the stream encoder.
+   */
+  errorResponse(error: IopError, requestId: string): ErrorResponse;
+}

@@ -1,0 +1,119 @@
+/**
+ * Normalized stream events: the one internal form of a model's output.
+ *
+ * Dialect decoders turn upstream bytes (OpenAI Chat chunks from vLLM, SGLang, llama.cpp server,
+ * Ollama, the embedded backend) into these events; the stream gate filters and releases them; dialect
+ * encoders turn them into the client's wire format (Chat chunks, Responses events, Anthropic
+ * events). Nothing between those layers passes SSE strings around.
+ *
+ * Order guarantees a decoder gives (and the gate preserves):
+ * - `response-start` comes first, exactly once.
+ * - `text-delta`, `reasoning-delta` and `tool-call-delta` follow in the order the model produced
+ *   them. A tool call's first delta carries `id` and `name`; later ones carry only `argumentsDelta`.
+ * - `usage` may come at any time after `response-start` (usually after `finish`); the last one wins.
+ * - Exactly one terminal event ends the stream: `finish` or `error`. Nothing follows it but `usage`.
+ */
+import type { ErrorCode } from './errors.js';
+
+/**
+ * Unified finish reason (see PROTOCOLS D.7).
+ * - `stop`: natural end or a stop sequence matched.
+ * - `length`: the output token limit was reached.
+ * - `tool_calls`: the model called one or more tools.
+ * - `content_filter`: output was withheld by a filter.
+ * - `other`: the upstream gave a reason iop does not know; the raw value is kept.
+ */
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'other';
+
+/**
+ * Token usage. A field that is `undefined` is unknown, which is distinct from zero.
+ * `inputTokens` is the whole prompt, cached tokens included (OpenAI's `prompt_tokens`);
+ * Anthropic's `input_tokens` = inputTokens − cachedInputTokens − cacheWriteTokens (PROTOCOLS D.8).
+ */
+export interface Usage {
+  /** Prompt tokens, cached ones included. */
+  inputTokens?: number;
+  /** Output tokens, reasoning included. */
+  outputTokens?: number;
+  /** Prompt tokens served from the prefix cache. */
+  cachedInputTokens?: number;
+  /** Prompt tokens written to a cache (Anthropic `cache_creation_input_tokens`). */
+  cacheWriteTokens?: number;
+  /** The part of `outputTokens` spent on reasoning. */
+  reasoningTokens?: number;
+}
+
+export interface ResponseStartEvent {
+  type: 'response-start';
+  /** Upstream response id (e.g. `chatcmpl-…`); encoders mint their own ids where the dialect needs a prefix. */
+  id: string;
+  /** The model that answered, as the backend named it. */
+  model: string;
+  /** Unix seconds. */
+  created: number;
+}
+
+export interface TextDeltaEvent {
+  type: 'text-delta';
+  text: string;
+}
+
+export interface ReasoningDeltaEvent {
+  type: 'reasoning-delta';
+  text: string;
+  /** Opaque signature of the reasoning block, when the upstream gives one (Anthropic `signature_delta`). */
+  signature?: string;
+}
+
+/**
+ * A fragment of a tool call. `index` keeps parallel calls apart (Chat `tool_calls[].index`);
+ * the first fragment of a call carries `id` and `name`, later ones only `argumentsDelta`.
+ * `argumentsDelta` is a fragment of the JSON-encoded arguments, possibly "" (PROTOCOLS A.4).
+ */
+export interface ToolCallDeltaEvent {
+  type: 'tool-call-delta';
+  index: number;
+  id?: string;
+  name?: string;
+  argumentsDelta: string;
+}
+
+export interface UsageEvent {
+  type: 'usage';
+  usage: Usage;
+}
+
+/** Normal end of the output. */
+export interface FinishEvent {
+  type: 'finish';
+  reason: FinishReason;
+  /** The upstream's own value (`stop`, `length`, `eos`, …), or null when it sent none. */
+  raw: string | null;
+  /** The stop sequence that matched, when the upstream says (vLLM `stop_reason`). */
+  stopSequence?: string;
+}
+
+/** Abnormal end: the stream failed. Encoders render it as the dialect's in-band error. */
+export interface ErrorEvent {
+  type: 'error';
+  code: ErrorCode;
+  message: string;
+  /** HTTP status this error would carry before the first byte. */
+  status: number;
+}
+
+export type StreamEvent =
+  | ResponseStartEvent
+  | TextDeltaEvent
+  | ReasoningDeltaEvent
+  | ToolCallDeltaEvent
+  | UsageEvent
+  | FinishEvent
+  | ErrorEvent;
+
+export type StreamEventType = StreamEvent['type'];
+
+/** True for the events that end a stream (`finish`, `error`). */
+export function isTerminal(event: StreamEvent): event is FinishEvent | ErrorEvent {
+  return event.type === 'finish' || event.type === 'error';
+}

@@ -1,0 +1,1 @@
+export * from './gen/iop/v1/tunnel_pb.js';
