@@ -60,3 +60,18 @@ export interface Dialect {
    */
   errorResponse(error: IopError, requestId: string): ErrorResponse;
 }
+
+/**
+ * Decodes an upstream response body (bytes as the backend sent them, any split) into normalized
+ * events, delivered in order to the callback given at construction. It never throws from `push`:
+ * a malformed upstream event becomes an `error` event.
+ */
+export interface UpstreamDecoder {
+  /** Feeds the next slice of the upstream body. */
+  push(chunk: Uint8Array): void;
+  /**
+   * End of the upstream body. Emits what is still pending; if the stream ended without a finish
+   * reason, emits an `error` event (`upstream_error`: a cut stream is never a success).
+   */
+  end(): void;
+}

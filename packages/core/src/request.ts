@@ -146,4 +146,9 @@ export interface InferenceRequest {
    * `chat_template_kwargs`). Set only by the dialect that knows the key is safe.
    */
   backendExtra?: Record<string, unknown>;
+  /**
+   * What the decoder dropped or changed on the way (e.g. `dropped tool web_search: a chat backend
+   * cannot run it`). The edge logs them and returns them in the `x-iop-warnings` header.
+   */
+  warnings?: string[];
 }
