@@ -1,10 +1,6 @@
 /** The dialect codecs the edge uses, in one place. */
-export {
-  openAIChat as chatDialect,
-  peekChatRequest,
-  toBackendChatRequest,
-  createChatStreamDecoder,
-  normalizeUpstreamError,
-  toOpenAIErrorBody,
-  type ToolIdMap,
-} from '@iop/dialects';
+import { openaiChat } from '@iop/dialects';
+
+export const chatDialect = openaiChat.openAIChat;
+export const { peekChatRequest, toBackendChatRequest, createChatStreamDecoder, normalizeUpstreamError, toOpenAIErrorBody } = openaiChat;
+export type ToolIdMap = openaiChat.ToolIdMap;
