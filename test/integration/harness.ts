@@ -3,74 +3,20 @@
  * with ports chosen by the OS, and reads their JSON log lines to know when they are ready.
  * Every process started is killed by `stopAll()` (call it in afterAll/afterEach).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
-import readline from 'node:readline';
+import { launch as launchProcess, repoRoot, Proc } from '../../apps/bench/src/processes';
 
-export const ROOT = path.resolve(__dirname, '../..');
+export { Proc };
+export const ROOT = repoRoot(__dirname);
 export const MODELS_DIR = path.resolve(ROOT, '../shared/models');
 export const TINY_MODEL = path.join(MODELS_DIR, 'stories260K.gguf');
 export const API_KEY = 'sk-iop-test-key-0001';
 export const JOIN_TOKEN = 'join-token-test-0001';
 
-type Json = Record<string, unknown>;
-
-export class Proc {
-  readonly lines: Json[] = [];
-  readonly stderr: string[] = [];
-  private waiters: Array<{ predicate: (line: Json) => boolean; resolve: (line: Json) => void }> = [];
-  readonly exited: Promise<number | null>;
-
-  constructor(readonly name: string, readonly child: ChildProcess) {
-    readline.createInterface({ input: child.stdout! }).on('line', (text) => {
-      let line: Json;
-      try {
-        line = JSON.parse(text) as Json;
-      } catch {
-        line = { text };
-      }
-      this.lines.push(line);
-      this.waiters = this.waiters.filter((waiter) => {
-        if (!waiter.predicate(line)) return true;
-        waiter.resolve(line);
-        return false;
-      });
-    });
-    readline.createInterface({ input: child.stderr! }).on('line', (text) => this.stderr.push(text));
-    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
-  }
-
-  /** Resolves with the first log line (already seen or future) that matches. */
-  waitFor(predicate: (line: Json) => boolean, timeoutMs = 20_000, after = 0): Promise<Json> {
-    const seen = this.lines.slice(after).find(predicate);
-    if (seen !== undefined) return Promise.resolve(seen);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${this.name}: timed out waiting for a log line; stderr: ${this.stderr.slice(-5).join(' | ')}; last lines: ${JSON.stringify(this.lines.slice(-3))}`)), timeoutMs);
-      this.waiters.push({
-        predicate,
-        resolve: (line) => {
-          clearTimeout(timer);
-          resolve(line);
-        },
-      });
-    });
-  }
-
-  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    this.child.kill(signal);
-    await this.exited;
-  }
-}
-
 const running = new Set<Proc>();
 
 function launch(name: string, script: string, args: string[], env: NodeJS.ProcessEnv = {}): Proc {
-  const entry = path.join(ROOT, script);
-  if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first`);
-  const child = spawn(process.execPath, [entry, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const proc = new Proc(name, child);
+  const proc = launchProcess(name, script, args, env);
   running.add(proc);
   void proc.exited.then(() => running.delete(proc));
   return proc;
