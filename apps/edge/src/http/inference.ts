@@ -78,6 +78,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         return;
       }
       log.debug({ runId: handle.runId, agentId: handle.session.agentId }, 'run started');
+      res.setHeader('x-iop-agent-id', handle.session.agentId);
       if (start.status >= 400) throw await readUpstreamError(handle, start.status, start.headers['retry-after']);
       const onFirstByte = () => edge.metrics.ttft.observe({ dialect: route.dialect.name, model }, (performance.now() - startedAt) / 1000);
       if (work.request === undefined) {
