@@ -1,1 +1,1 @@
-export {};
+export * from './anthropic-messages/index.js';
