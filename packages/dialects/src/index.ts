@@ -1,1 +1,2 @@
 export * as openaiChat from './openai-chat/index.js';
+export * from './anthropic-messages/index.js';
