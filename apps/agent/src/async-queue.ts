@@ -68,6 +68,12 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
         this.buffer.length = 0;
         return Promise.resolve({ value: undefined, done: true });
       },
+      // The consumer failed (Connect signals a broken stream this way): stop, like a generator that does not catch.
+      throw: (error: unknown) => {
+        this.closed = true;
+        this.buffer.length = 0;
+        return Promise.reject(error);
+      },
     };
   }
 }

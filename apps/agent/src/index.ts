@@ -8,3 +8,5 @@ export * from './backends/backend.js';
 export * from './backends/openai-backend.js';
 export * from './backends/prometheus-metrics.js';
 export * from './backends/llamacpp/llamacpp-backend.js';
+export * from './backends/llamacpp/model-file.js';
+export type { NodeLlamaCpp } from './backends/llamacpp/library.js';

@@ -51,15 +51,17 @@ export function toRunFailure(error: unknown, signal: AbortSignal, started: boole
   if (code !== undefined && (code === 'ECONNRESET' || code === 'EPIPE' || code.startsWith('UND_ERR'))) {
     return new RunFailure('backend_reset', `backend connection failed (${code})`, { cause: error });
   }
-  return new RunFailure('internal', error instanceof Error ? error.message : 'internal error', { cause: error });
+  const message = (error as { message?: unknown } | null)?.message;
+  return new RunFailure('internal', typeof message === 'string' ? message : 'internal error', { cause: error });
 }
 
+/** The first `code` string along the error's cause chain (duck-typed: errors may come from another realm). */
 function errorCodeOf(error: unknown): string | undefined {
   let current: unknown = error;
-  for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
+  for (let depth = 0; depth < 4 && typeof current === 'object' && current !== null; depth++) {
     const code = (current as { code?: unknown }).code;
     if (typeof code === 'string') return code;
-    current = current.cause;
+    current = (current as { cause?: unknown }).cause;
   }
   return undefined;
 }
