@@ -27,6 +27,8 @@ class TextToolCallExtractor implements EventTransformer {
   private format: TextToolCallFormat | undefined;
   private readonly body: string[] = [];
   private bodyBytes = 0;
+  /** The body's last characters, where a close marker may have begun. */
+  private bodyTail = '';
   /** A trailing partial open marker. */
   private pending = '';
   /** Whitespace not yet released: dropped when a call follows, released when text does. */
@@ -94,8 +96,7 @@ class TextToolCallExtractor implements EventTransformer {
           return undefined;
         }
         // The close marker may straddle the previous part: search from its possible start.
-        const previous = this.body.length > 0 ? this.body[this.body.length - 1]! : '';
-        const carry = previous.slice(Math.max(0, previous.length - close.length + 1));
+        const carry = this.bodyTail;
         const window = carry + rest;
         const index = window.indexOf(close);
         if (index === -1) {
@@ -113,6 +114,8 @@ class TextToolCallExtractor implements EventTransformer {
   private append(text: string): void {
     this.body.push(text);
     this.bodyBytes += text.length;
+    const keep = (this.format?.close?.length ?? 1) - 1;
+    this.bodyTail = keep === 0 ? '' : (this.bodyTail + text).slice(-keep);
   }
 
   /** Ends the open call; `tail` is its last text, of which `overlap` chars are already in `body`. */
@@ -122,6 +125,7 @@ class TextToolCallExtractor implements EventTransformer {
     body = body.slice(0, body.length - overlap) + tail;
     this.body.length = 0;
     this.bodyBytes = 0;
+    this.bodyTail = '';
     this.format = undefined;
     const calls = format.parse(body);
     if (typeof calls === 'string') {
@@ -140,14 +144,17 @@ class TextToolCallExtractor implements EventTransformer {
   private text(text: string, out: StreamEvent[]): void {
     if (text === '') return;
     if (isBlank(text)) {
-      this.whitespace += text;
+      if (!this.afterCall) this.whitespace += text;
       return;
+    }
+    if (this.afterCall) {
+      text = text.trimStart();
+      this.afterCall = false;
     }
     // Trailing whitespace waits for the next text (a call may follow, and whitespace before a call is dropped).
     let end = text.length;
     while (end > 0 && isBlank(text[end - 1]!)) end--;
-    const released = (this.afterCall ? '' : this.whitespace) + text.slice(0, end);
-    this.afterCall = false;
+    const released = this.whitespace + text.slice(0, end);
     this.whitespace = text.slice(end);
     out.push({ type: 'text-delta', text: released });
   }
@@ -157,7 +164,7 @@ class TextToolCallExtractor implements EventTransformer {
     const pending = this.pending;
     this.pending = '';
     this.text(pending, out);
-    if (!this.afterCall && this.whitespace !== '') out.push({ type: 'text-delta', text: this.whitespace });
+    if (this.whitespace !== '') out.push({ type: 'text-delta', text: this.whitespace });
     this.whitespace = '';
     return undefined;
   }
