@@ -93,7 +93,9 @@ export async function* runAttempt(setup: AttemptSetup, record: AttemptRecord): A
       }
 
       for (const item of batch) {
-        if (continuation && item.type === 'reasoning-delta') continue;
+        if ((item.type === 'text-delta' || item.type === 'reasoning-delta') && (item.text === '' || (continuation && item.type === 'reasoning-delta'))) {
+          continue; // nothing to release (an empty delta), or reasoning after the client already has text
+        }
         const terminal = item.type === 'finish';
         const seq = queue.nextSeq;
         for (let i = 0; i < validators.length; i++) {

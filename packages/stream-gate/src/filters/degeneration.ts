@@ -94,8 +94,8 @@ class DegenerationGuard implements EventValidator {
       if (this.ring[(position - period) % size] === token) {
         const run = ++this.run[period]!;
         const span = run + period;
-        if (span >= this.minRepeatedTokens && span >= period * this.minRepeats) {
-          this.found = { period, repeats: Math.floor(span / period) };
+        if (this.found === undefined && span >= this.minRepeatedTokens && span >= period * this.minRepeats) {
+          this.found = { period, repeats: Math.floor(span / period) }; // the shortest period wins
         }
       } else {
         this.run[period] = 0;

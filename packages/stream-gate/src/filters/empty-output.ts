@@ -1,7 +1,8 @@
 /**
  * Empty-output guard (name `empty-output`): an answer that finishes with no text (whitespace
  * only counts as none) and no tool call is rejected and retried exactly. Reasoning alone does
- * not count as an answer unless `allowReasoningOnly`. A continuation is never empty: the client
+ * not count as an answer unless `allowReasoningOnly` (it is still streamed: holding it would hide
+ * a long thinking phase). Leading blank text is held until real text follows. A continuation is never empty: the client
  * already has text.
  *
  * (A stream that ends without a finish reason is not this filter's business: decoders emit an
@@ -34,7 +35,11 @@ class EmptyOutputGuard implements EventValidator {
   check(event: StreamEvent): Verdict {
     switch (event.type) {
       case 'text-delta':
-        if (!this.answered && !isBlank(event.text)) this.answered = true;
+        // Blank text is held until real text follows: releasing it would commit an empty answer.
+        if (!this.answered) {
+          if (isBlank(event.text)) return 'hold';
+          this.answered = true;
+        }
         return 'pass';
       case 'reasoning-delta':
         if (this.allowReasoningOnly && event.text !== '') this.answered = true;
