@@ -60,8 +60,9 @@ export interface AttemptContext {
 /** Rewrites events. One instance per attempt; not shared across requests. */
 export interface EventTransformer {
   /**
-   * Takes the next event and appends the events to pass on (zero or more) to `out`. Terminal
-   * events are pushed too: the transformer flushes what it holds before appending them.
+   * Takes the next event and appends the events to pass on (zero or more) to `out`. It sees the
+   * content events (`text-delta`, `reasoning-delta`, `tool-call-delta`) and `finish`, before which it
+   * flushes what it holds; `response-start`, `usage` and `error` bypass the chain.
    * @returns a Rejection to end the attempt (e.g. an unparseable text tool call), else undefined.
    */
   push(event: StreamEvent, out: StreamEvent[]): Rejection | undefined;
@@ -69,7 +70,7 @@ export interface EventTransformer {
   readonly heldBytes: number;
 }
 
-/** Judges events. One instance per attempt. */
+/** Judges events (content events and `finish`, after the transformers). One instance per attempt. */
 export interface EventValidator {
   check(event: StreamEvent): Verdict;
   /** UTF-8 bytes it retains beyond the gate's own queue, if any; counted against `maxHeldBytes`. */
