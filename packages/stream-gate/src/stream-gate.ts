@@ -141,6 +141,7 @@ class GateRunImpl implements GateRun {
         const record = new AttemptRecord(validators.length);
         let end: AttemptEnd | undefined;
         let dispatched: DispatchedAttempt | undefined;
+        let run: AsyncGenerator<StreamEvent, AttemptEnd> | undefined;
         try {
           try {
             dispatched = this.dispatcher.dispatch(
@@ -157,7 +158,7 @@ class GateRunImpl implements GateRun {
             end = { kind: 'cut', message: `dispatch failed: ${error instanceof Error ? error.message : String(error)}` };
           }
           if (dispatched !== undefined) {
-            const run = runAttempt(
+            run = runAttempt(
               {
                 events: dispatched.events,
                 transformers,
@@ -181,6 +182,7 @@ class GateRunImpl implements GateRun {
           }
         } finally {
           controller.abort();
+          if (end === undefined) void run?.return({ kind: 'aborted' }); // the consumer stopped: close the upstream iterator too
           clientSignal?.removeEventListener('abort', stop);
           deadline.signal.removeEventListener('abort', stop);
         }

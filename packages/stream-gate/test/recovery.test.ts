@@ -176,6 +176,26 @@ describe('recovery', () => {
     expect(yielded).toBeLessThan(1024 * 1024 + 2 * chunk.length);
   });
 
+  it('closes the upstream and aborts the attempt when the consumer stops reading', async () => {
+    let closed = false;
+    let signalSeen: AbortSignal | undefined;
+    async function* upstream(): AsyncGenerator<StreamEvent> {
+      try {
+        for (const event of answer) yield event;
+      } finally {
+        closed = true;
+      }
+    }
+    const gate = createStreamGate({ filters: [], policy: 'passthrough' });
+    const dispatcher = { dispatch: (_attempt: AttemptRequest, signal: AbortSignal) => ((signalSeen = signal), { events: upstream() }) };
+    for await (const event of gate.run(request(), dispatcher, { requestId: 'req_stop' })) {
+      if (event.type === 'text-delta') break;
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(closed).toBe(true);
+    expect(signalSeen?.aborted).toBe(true);
+  });
+
   it('ends quietly when the client aborts', async () => {
     const controller = new AbortController();
     let textsSeen = 0;
