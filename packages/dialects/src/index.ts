@@ -1,2 +1,2 @@
 export * as openaiChat from './openai-chat/index.js';
-export * from './anthropic-messages/index.js';
+export * as anthropic from './anthropic-messages/index.js';
