@@ -41,8 +41,8 @@ function drawFault(knobs: Knobs, requestNumber: number): FaultName {
   return seededRandom(mixSeed(knobs.seed ^ FAULT_SALT, requestNumber))() < knobs.faultRate ? knobs.fault : 'none';
 }
 
-function sendStatusFault(exchange: Exchange, status: 429 | 500 | 503, retryAfter: number): void {
-  const messages = { 429: 'simulated fault: too many requests', 500: 'simulated fault: internal server error', 503: 'simulated fault: service unavailable' };
+function sendStatusFault(exchange: Exchange, status: 403 | 429 | 500 | 503, retryAfter: number): void {
+  const messages = { 403: 'simulated fault: forbidden', 429: 'simulated fault: too many requests', 500: 'simulated fault: internal server error', 503: 'simulated fault: service unavailable' };
   sendError(exchange, status, messages[status], null, retryAfter > 0 ? { 'retry-after': String(retryAfter) } : {});
 }
 
@@ -64,10 +64,11 @@ export function handleChatCompletion(context: SimContext, exchange: Exchange, bo
   const promptTokens = countMessageTokens(request.messages);
 
   switch (fault) {
+    case '403':
     case '429':
     case '500':
     case '503':
-      sendStatusFault(exchange, Number(fault) as 429 | 500 | 503, knobs.retryAfter);
+      sendStatusFault(exchange, Number(fault) as 403 | 429 | 500 | 503, fault === '403' ? 0 : knobs.retryAfter);
       return;
     case 'reset':
       resetSocket(exchange);

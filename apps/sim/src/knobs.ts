@@ -25,6 +25,7 @@ export type ReasoningFormat = 'fields' | 'think-tags' | 'think-close-only';
 /** Fault names. `none` disables a fault set at a lower level. */
 export const FAULT_NAMES = [
   'none',
+  '403',
   '429',
   '500',
   '503',

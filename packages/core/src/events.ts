@@ -100,6 +100,8 @@ export interface ErrorEvent {
   message: string;
   /** HTTP status this error would carry before the first byte. */
   status: number;
+  /** Seconds the client should wait before retrying (an upstream `Retry-After`), when known. */
+  retryAfterSeconds?: number;
 }
 
 export type StreamEvent =

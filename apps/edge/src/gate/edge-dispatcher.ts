@@ -23,7 +23,26 @@ export interface EdgeDispatcherOptions {
 }
 
 function errorEvent(error: IopError): StreamEvent {
-  return { type: 'error', code: error.code, message: error.message, status: error.status };
+  const event: StreamEvent = { type: 'error', code: error.code, message: error.message, status: error.status };
+  if (error.retryAfterSeconds !== undefined) event.retryAfterSeconds = error.retryAfterSeconds;
+  return event;
+}
+
+/**
+ * Clients written for frontier APIs ask for more output than a self-hosted model's whole context
+ * (Claude Code sends `max_tokens: 32000`); vLLM rejects `prompt + max_tokens > max_model_len` with
+ * a 400. When the limit is at least the model's context length (as its providers registered it),
+ * the limit is dropped so the backend generates until the context is full.
+ */
+function fitOutputLimit(request: AttemptRequest['request'], edge: EdgeContext, log: Logger): AttemptRequest['request'] {
+  const limit = request.maxOutputTokens;
+  if (limit === undefined) return request;
+  let contextLength = 0;
+  for (const session of edge.registry.forModel(request.model)) contextLength = Math.max(contextLength, session.contextLength(request.model) ?? 0);
+  if (contextLength === 0 || limit < contextLength) return request;
+  log.info({ maxOutputTokens: limit, contextLength }, 'output limit exceeds the context length; sent without it');
+  const { maxOutputTokens: _dropped, ...rest } = request;
+  return rest;
 }
 
 export class EdgeDispatcher implements Dispatcher {
@@ -42,7 +61,7 @@ export class EdgeDispatcher implements Dispatcher {
 
   private async *attemptEvents(attempt: AttemptRequest, signal: AbortSignal, state: { provider?: string }): AsyncGenerator<StreamEvent> {
     const { edge, requestId, log } = this.options;
-    const { request } = attempt;
+    const request = fitOutputLimit(attempt.request, edge, log);
     const backend = toBackendChatRequest(request, { model: request.model, stream: true });
     if (attempt.prefill !== undefined) {
       // vLLM / SGLang: continue the final assistant message instead of starting a new turn.

@@ -29,7 +29,7 @@ export interface NormalizedOptions {
 }
 
 export function errorOf(event: Extract<StreamEvent, { type: 'error' }>): IopError {
-  return new IopError(event.code, event.message, { status: event.status });
+  return new IopError(event.code, event.message, { status: event.status, ...(event.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: event.retryAfterSeconds }) });
 }
 
 export async function writeNormalized(res: Response, options: NormalizedOptions): Promise<void> {

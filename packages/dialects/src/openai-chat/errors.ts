@@ -70,7 +70,8 @@ function readErrorBody(body: unknown): { message: string | undefined; type: stri
  * The code follows the status (`codeOfStatus`), except that a context overflow (vLLM "maximum
  * context length", llama.cpp `exceed_context_size_error`) becomes `context_length_exceeded`.
  * vLLM's exception-like `type` (`BadRequestError`) and integer `code` are not passed on: the
- * client gets the OpenAI type of the iop code (PROTOCOLS D.12). A 4xx keeps its exact status.
+ * client gets the OpenAI type of the iop code (PROTOCOLS D.12). A 4xx and a 500 keep their exact
+ * status (an upstream 500 stays a 500 `server_error` / `api_error`; 502/503/504 map by code).
  */
 export function normalizeUpstreamError(status: number, body: unknown): IopError {
   const { message, type, param } = readErrorBody(body);
@@ -80,7 +81,7 @@ export function normalizeUpstreamError(status: number, body: unknown): IopError 
   }
   const options: { param?: string; status?: number; cause: unknown } = { cause: body };
   if (param !== undefined) options.param = param;
-  if (status >= 400 && status < 500) options.status = status;
+  if ((status >= 400 && status < 500) || status === 500) options.status = status;
   return new IopError(code, message ?? `upstream answered HTTP ${status}`, options);
 }
 
