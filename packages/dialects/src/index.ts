@@ -1,1 +1,1 @@
-export {};
+export * as openaiChat from './openai-chat/index.js';

@@ -1,0 +1,195 @@
+/**
+ * InferenceRequest → the Chat Completions body a backend serves (vLLM, SGLang, llama.cpp server,
+ * Ollama, the embedded backend; PROTOCOLS A.1, A.2, A.7, D.1–D.6).
+ *
+ * Choices made for open-model backends:
+ * - `system` and `developer` messages go out as `system` by default: many open-model chat
+ *   templates reject `developer` (`developerRole` option).
+ * - Reasoning parts in history are dropped (no backend takes reasoning input; D.9).
+ * - Tool results: Chat tool messages carry text only. Images and files of a tool result move into
+ *   one synthetic `user` message right after the run of tool messages, labelled with the call id
+ *   (D.5). `isError` has no Chat field: the content gets an `Error: ` prefix (`Error` when empty)
+ *   so the model still sees the failure, and a warning says so (D.5, D.11).
+ * - `max_tokens` (every backend takes it; vLLM also takes `max_completion_tokens`).
+ * - Streaming always asks for usage: `stream_options: {include_usage: true}` (D.8).
+ * - Reasoning switch: `chat_template_kwargs: {enable_thinking}` (Qwen3-style templates on vLLM and
+ *   SGLang) when `request.reasoning` is set; `reasoning_effort` only for low/medium/high (vLLM
+ *   validates the value). `reasoningSwitch: 'none'` sends neither.
+ * - `backendExtra` is merged last; a `chat_template_kwargs` object in it is merged key by key.
+ */
+import type { ContentPart, InferenceRequest, Message, ResponseFormat, ToolChoice } from '@iop/core';
+import { createToolIdMap, type ToolIdFormat, type ToolIdMap } from './tool-ids.js';
+import type { ChatContentPart, ChatFunctionTool, ChatRequestMessage, ChatToolCall } from './wire-types.js';
+
+export interface BackendRequestOptions {
+  /** The backend's model id. */
+  model: string;
+  stream: boolean;
+  /**
+   * How to turn a thinking model's reasoning on/off. Default `chat_template_kwargs`
+   * (`enable_thinking`, vLLM/SGLang Qwen3-style templates).
+   */
+  reasoningSwitch?: 'chat_template_kwargs' | 'none';
+  /** Mistral-style backends need 9-char alphanumeric tool-call ids. Default `any`. */
+  toolIdFormat?: ToolIdFormat;
+  /** Role for system/developer instructions. Default `system` (open-model templates reject `developer`). */
+  developerRole?: 'system' | 'developer';
+}
+
+export interface BackendChatRequest {
+  body: Record<string, unknown>;
+  /** Restores client tool-call ids in the decoded output (`toolIds.toClient(id)`). */
+  toolIds: ToolIdMap;
+  /** What was changed on the way (e.g. an `isError` flag carried as a prefix). */
+  warnings: string[];
+}
+
+const EFFORTS = new Set(['low', 'medium', 'high']);
+
+function textOf(parts: readonly ContentPart[], separator: string): string {
+  let text = '';
+  let first = true;
+  for (const part of parts) {
+    if (part.type !== 'text') continue;
+    text += first ? part.text : separator + part.text;
+    first = false;
+  }
+  return text;
+}
+
+function toChatPart(part: ContentPart): ChatContentPart {
+  switch (part.type) {
+    case 'text':
+      return { type: 'text', text: part.text };
+    case 'image':
+      return { type: 'image_url', image_url: part.detail === undefined ? { url: part.url } : { url: part.url, detail: part.detail } };
+    case 'file': {
+      const file: { file_data: string; filename?: string } = { file_data: `data:${part.mediaType};base64,${part.data}` };
+      if (part.filename !== undefined) file.filename = part.filename;
+      return { type: 'file', file };
+    }
+  }
+}
+
+/** A user message: a plain string when it is one text part (what every template takes), else parts. */
+function userContent(parts: readonly ContentPart[]): string | ChatContentPart[] {
+  if (parts.length === 1 && parts[0]!.type === 'text') return parts[0]!.text;
+  return parts.map(toChatPart);
+}
+
+function toMessages(messages: readonly Message[], options: BackendRequestOptions, toolIds: ToolIdMap, warnings: string[]): ChatRequestMessage[] {
+  const out: ChatRequestMessage[] = [];
+  const systemRole = options.developerRole ?? 'system';
+  /** Non-text parts of the current run of tool messages, for the synthetic user message. */
+  let toolMedia: ChatContentPart[] = [];
+  const flushToolMedia = (): void => {
+    if (toolMedia.length === 0) return;
+    out.push({ role: 'user', content: toolMedia });
+    toolMedia = [];
+  };
+  for (const message of messages) {
+    if (message.role !== 'tool') flushToolMedia();
+    switch (message.role) {
+      case 'system':
+      case 'developer':
+        out.push({ role: message.role === 'developer' ? systemRole : 'system', content: textOf(message.content, '\n\n') });
+        break;
+      case 'user':
+        out.push({ role: 'user', content: userContent(message.content) });
+        break;
+      case 'assistant': {
+        let text = '';
+        const toolCalls: ChatToolCall[] = [];
+        for (const part of message.content) {
+          if (part.type === 'text') text += part.text;
+          else if (part.type === 'tool-call') {
+            toolCalls.push({ id: toolIds.toBackend(part.id), type: 'function', function: { name: part.name, arguments: part.arguments } });
+          }
+        }
+        if (toolCalls.length > 0) out.push({ role: 'assistant', content: text.length > 0 ? text : null, tool_calls: toolCalls });
+        else out.push({ role: 'assistant', content: text });
+        break;
+      }
+      case 'tool': {
+        const backendId = toolIds.toBackend(message.toolCallId);
+        let content = textOf(message.content, '\n');
+        if (message.isError === true) {
+          content = content.length > 0 ? `Error: ${content}` : 'Error';
+          warnings.push(`tool result ${message.toolCallId}: is_error carried as an "Error: " prefix (Chat has no such flag)`);
+        }
+        out.push({ role: 'tool', tool_call_id: backendId, content });
+        const media = message.content.filter((part) => part.type !== 'text');
+        if (media.length > 0) {
+          toolMedia.push({ type: 'text', text: `Attachments returned by tool call ${backendId}:` });
+          for (const part of media) toolMedia.push(toChatPart(part));
+          warnings.push(`tool result ${message.toolCallId}: ${media.length} image/file part(s) moved to a following user message`);
+        }
+        break;
+      }
+    }
+  }
+  flushToolMedia();
+  return out;
+}
+
+function toToolChoice(choice: ToolChoice): unknown {
+  return choice.type === 'tool' ? { type: 'function', function: { name: choice.name } } : choice.type;
+}
+
+function toResponseFormat(format: ResponseFormat): unknown {
+  if (format.type !== 'json_schema') return { type: format.type };
+  const jsonSchema: Record<string, unknown> = { name: format.name, schema: format.schema };
+  if (format.description !== undefined) jsonSchema.description = format.description;
+  if (format.strict !== undefined) jsonSchema.strict = format.strict;
+  return { type: 'json_schema', json_schema: jsonSchema };
+}
+
+/**
+ * Builds the backend body for one attempt.
+ * @returns the body (to `JSON.stringify`), the tool id map for the decoded output, and warnings.
+ */
+export function toBackendChatRequest(request: InferenceRequest, options: BackendRequestOptions): BackendChatRequest {
+  const toolIds = createToolIdMap(options.toolIdFormat);
+  const warnings: string[] = [];
+  const body: Record<string, unknown> = { model: options.model, messages: toMessages(request.messages, options, toolIds, warnings) };
+  if (request.tools !== undefined && request.tools.length > 0) {
+    body.tools = request.tools.map((tool): ChatFunctionTool => {
+      const fn: ChatFunctionTool['function'] = { name: tool.name };
+      if (tool.description !== undefined) fn.description = tool.description;
+      fn.parameters = tool.parameters;
+      if (tool.strict !== undefined) fn.strict = tool.strict;
+      return { type: 'function', function: fn };
+    });
+  }
+  if (request.toolChoice !== undefined) body.tool_choice = toToolChoice(request.toolChoice);
+  if (request.parallelToolCalls !== undefined) body.parallel_tool_calls = request.parallelToolCalls;
+  if (request.maxOutputTokens !== undefined) body.max_tokens = request.maxOutputTokens;
+  if (request.temperature !== undefined) body.temperature = request.temperature;
+  if (request.topP !== undefined) body.top_p = request.topP;
+  if (request.topK !== undefined) body.top_k = request.topK;
+  if (request.seed !== undefined) body.seed = request.seed;
+  if (request.stop !== undefined && request.stop.length > 0) body.stop = request.stop;
+  if (request.responseFormat !== undefined) body.response_format = toResponseFormat(request.responseFormat);
+  if (request.user !== undefined) body.user = request.user;
+  if (request.reasoning !== undefined && (options.reasoningSwitch ?? 'chat_template_kwargs') === 'chat_template_kwargs') {
+    body.chat_template_kwargs = { enable_thinking: request.reasoning.enabled };
+    const effort = request.reasoning.effort;
+    if (request.reasoning.enabled && effort !== undefined && EFFORTS.has(effort)) body.reasoning_effort = effort;
+  }
+  body.stream = options.stream;
+  if (options.stream) body.stream_options = { include_usage: true };
+  const extra = request.backendExtra;
+  if (extra !== undefined) {
+    for (const key of Object.keys(extra)) {
+      const value = extra[key];
+      const current = body[key];
+      if (key === 'chat_template_kwargs' && isObject(value) && isObject(current)) body[key] = { ...current, ...value };
+      else body[key] = value;
+    }
+  }
+  return { body, toolIds, warnings };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

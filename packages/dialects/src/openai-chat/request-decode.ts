@@ -1,0 +1,212 @@
+/**
+ * Client Chat Completions body → `InferenceRequest` (PROTOCOLS A.1, A.2, D.2, D.3, D.11).
+ *
+ * Honoured: model, messages, tools (function), tool_choice (incl. `allowed_tools`, which filters
+ * `tools`), parallel_tool_calls, max_completion_tokens ?? max_tokens, temperature, top_p, top_k,
+ * seed, stop, response_format, reasoning_effort, user / safety_identifier, prompt_cache_key,
+ * stream, stream_options.include_usage. Passed to the backend as is (`backendExtra`; vLLM, SGLang
+ * and llama.cpp take them): frequency_penalty, presence_penalty, logit_bias, min_p,
+ * repetition_penalty, chat_template_kwargs.
+ * Rejected (400 `unsupported_field`): n > 1, logprobs: true, audio output, custom tools,
+ * web_search_options, functions/function_call. Dropped with a warning: metadata, store,
+ * service_tier, prediction, verbosity. Unknown keys are ignored.
+ */
+import { IopError, invalidRequest, type InferenceRequest, type ReasoningConfig, type ResponseFormat, type ToolChoice, type ToolDefinition } from '@iop/core';
+import {
+  expectArray,
+  expectObject,
+  expectString,
+  isObject,
+  optionalBoolean,
+  optionalInteger,
+  optionalNumber,
+  optionalString,
+  typeName,
+  type JsonObject,
+} from './fields.js';
+import { decodeMessages } from './request-messages.js';
+
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+const EFFORTS = new Set(['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max']);
+const EXTRA_KEYS = ['frequency_penalty', 'presence_penalty', 'logit_bias', 'min_p', 'repetition_penalty', 'chat_template_kwargs'] as const;
+const DROPPED_KEYS = ['metadata', 'store', 'service_tier', 'prediction', 'verbosity'] as const;
+
+function unsupported(message: string, param: string): IopError {
+  return new IopError('unsupported_field', message, { param });
+}
+
+/** What passthrough (same-dialect relay) needs, validated cheaply without building the hub request. */
+export interface ChatRequestPeek {
+  model: string;
+  stream: boolean;
+  includeUsage: boolean;
+}
+
+/**
+ * Validates only model (string), messages (non-empty array), stream (boolean) and
+ * stream_options.include_usage (boolean). @throws IopError `invalid_request` naming the field.
+ */
+export function peekChatRequest(body: unknown): ChatRequestPeek {
+  if (!isObject(body)) throw invalidRequest(`request body must be a JSON object, got ${typeName(body)}`);
+  const model = expectString(body.model, 'model');
+  if (model.length === 0) throw invalidRequest('model must not be empty', 'model');
+  const messages = expectArray(body.messages, 'messages');
+  if (messages.length === 0) throw invalidRequest('messages must contain at least one message', 'messages');
+  const stream = optionalBoolean(body.stream, 'stream') ?? false;
+  let includeUsage = false;
+  if (body.stream_options !== undefined && body.stream_options !== null) {
+    const options = expectObject(body.stream_options, 'stream_options');
+    includeUsage = optionalBoolean(options.include_usage, 'stream_options.include_usage') ?? false;
+  }
+  return { model, stream, includeUsage: stream && includeUsage };
+}
+
+function decodeTools(value: unknown): ToolDefinition[] {
+  return expectArray(value, 'tools').map((raw, i): ToolDefinition => {
+    const param = `tools[${i}]`;
+    const tool = expectObject(raw, param);
+    if (tool.type !== 'function') {
+      if (tool.type === 'custom') throw unsupported('custom tools are not supported; use function tools', `${param}.type`);
+      throw invalidRequest(`${param}.type must be "function", got ${JSON.stringify(tool.type)}`, `${param}.type`);
+    }
+    const fn = expectObject(tool.function, `${param}.function`);
+    const name = expectString(fn.name, `${param}.function.name`);
+    if (!TOOL_NAME.test(name)) throw invalidRequest(`${param}.function.name must match ^[a-zA-Z0-9_-]{1,64}$`, `${param}.function.name`);
+    const definition: ToolDefinition = { name, parameters: { type: 'object', properties: {} } };
+    if (fn.parameters !== undefined && fn.parameters !== null) definition.parameters = expectObject(fn.parameters, `${param}.function.parameters`);
+    const description = optionalString(fn.description, `${param}.function.description`);
+    if (description !== undefined) definition.description = description;
+    const strict = optionalBoolean(fn.strict, `${param}.function.strict`);
+    if (strict !== undefined) definition.strict = strict;
+    return definition;
+  });
+}
+
+function namedFunction(value: unknown, param: string): string {
+  const choice = expectObject(value, param);
+  return expectString(expectObject(choice.function, `${param}.function`).name, `${param}.function.name`);
+}
+
+/** tool_choice; `allowed_tools` narrows `tools` in place of a tool choice the backend lacks (D.3). */
+function decodeToolChoice(value: unknown, tools: ToolDefinition[] | undefined): { choice: ToolChoice; tools: ToolDefinition[] | undefined } {
+  const known = (name: string, param: string): void => {
+    if (!tools?.some((tool) => tool.name === name)) throw invalidRequest(`${param} names tool ${JSON.stringify(name)}, which is not in tools`, param);
+  };
+  if (value === 'auto' || value === 'none' || value === 'required') return { choice: { type: value }, tools };
+  const choice = expectObject(value, 'tool_choice');
+  if (choice.type === 'function') {
+    const name = namedFunction(choice, 'tool_choice');
+    known(name, 'tool_choice.function.name');
+    return { choice: { type: 'tool', name }, tools };
+  }
+  if (choice.type === 'allowed_tools') {
+    const allowed = expectObject(choice.allowed_tools, 'tool_choice.allowed_tools');
+    const mode = allowed.mode;
+    if (mode !== 'auto' && mode !== 'required') throw invalidRequest('tool_choice.allowed_tools.mode must be auto or required', 'tool_choice.allowed_tools.mode');
+    const names = new Set(
+      expectArray(allowed.tools, 'tool_choice.allowed_tools.tools').map((entry, i) => {
+        const param = `tool_choice.allowed_tools.tools[${i}]`;
+        const name = namedFunction(entry, param);
+        known(name, `${param}.function.name`);
+        return name;
+      }),
+    );
+    return { choice: { type: mode }, tools: tools?.filter((tool) => names.has(tool.name)) };
+  }
+  if (choice.type === 'custom') throw unsupported('custom tools are not supported', 'tool_choice.type');
+  throw invalidRequest('tool_choice must be auto, none, required, or {type:"function", function:{name}}', 'tool_choice');
+}
+
+function decodeResponseFormat(value: unknown): ResponseFormat {
+  const format = expectObject(value, 'response_format');
+  if (format.type === 'text' || format.type === 'json_object') return { type: format.type };
+  if (format.type !== 'json_schema') throw invalidRequest('response_format.type must be text, json_object or json_schema', 'response_format.type');
+  const spec = expectObject(format.json_schema, 'response_format.json_schema');
+  const result: ResponseFormat = {
+    type: 'json_schema',
+    name: expectString(spec.name, 'response_format.json_schema.name'),
+    schema: spec.schema === undefined || spec.schema === null ? {} : expectObject(spec.schema, 'response_format.json_schema.schema'),
+  };
+  const strict = optionalBoolean(spec.strict, 'response_format.json_schema.strict');
+  if (strict !== undefined) result.strict = strict;
+  const description = optionalString(spec.description, 'response_format.json_schema.description');
+  if (description !== undefined) result.description = description;
+  return result;
+}
+
+function decodeStop(value: unknown): string[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'string') return [value];
+  return expectArray(value, 'stop').map((entry, i) => expectString(entry, `stop[${i}]`));
+}
+
+function decodeUnsupported(body: JsonObject): void {
+  const n = optionalInteger(body.n, 'n', 1);
+  if (n !== undefined && n > 1) throw unsupported('n > 1 is not supported: iop returns one choice', 'n');
+  if (optionalBoolean(body.logprobs, 'logprobs') === true) throw unsupported('logprobs are not supported', 'logprobs');
+  if (body.audio !== undefined && body.audio !== null) throw unsupported('audio output is not supported', 'audio');
+  if (Array.isArray(body.modalities) && body.modalities.some((m) => m !== 'text')) throw unsupported('only text output is supported', 'modalities');
+  if (body.web_search_options !== undefined) throw unsupported('web search is not supported', 'web_search_options');
+  if (body.functions !== undefined) throw unsupported('functions is deprecated and not supported; use tools', 'functions');
+  if (body.function_call !== undefined) throw unsupported('function_call is deprecated and not supported; use tool_choice', 'function_call');
+}
+
+/**
+ * Validates a client Chat Completions body and decodes it into the hub request.
+ * @throws IopError `invalid_request` / `unsupported_field` (400) with `param` naming the field.
+ */
+export function decodeChatRequest(body: unknown): InferenceRequest {
+  const peek = peekChatRequest(body);
+  const object = body as JsonObject;
+  decodeUnsupported(object);
+  const request: InferenceRequest = { model: peek.model, messages: decodeMessages(object.messages), stream: peek.stream };
+  if (peek.includeUsage) request.includeUsage = true;
+  const warnings: string[] = [];
+
+  let tools = object.tools === undefined || object.tools === null ? undefined : decodeTools(object.tools);
+  if (object.tool_choice !== undefined && object.tool_choice !== null) {
+    const decoded = decodeToolChoice(object.tool_choice, tools);
+    request.toolChoice = decoded.choice;
+    tools = decoded.tools;
+  }
+  if (tools !== undefined && tools.length > 0) request.tools = tools;
+  const parallel = optionalBoolean(object.parallel_tool_calls, 'parallel_tool_calls');
+  if (parallel !== undefined) request.parallelToolCalls = parallel;
+
+  const maxTokens = optionalInteger(object.max_completion_tokens, 'max_completion_tokens', 1) ?? optionalInteger(object.max_tokens, 'max_tokens', 1);
+  if (maxTokens !== undefined) request.maxOutputTokens = maxTokens;
+  const temperature = optionalNumber(object.temperature, 'temperature', 0, 2);
+  if (temperature !== undefined) request.temperature = temperature;
+  const topP = optionalNumber(object.top_p, 'top_p', 0, 1);
+  if (topP !== undefined) request.topP = topP;
+  const topK = optionalInteger(object.top_k, 'top_k', -1);
+  if (topK !== undefined) request.topK = topK;
+  const seed = optionalInteger(object.seed, 'seed', Number.MIN_SAFE_INTEGER);
+  if (seed !== undefined) request.seed = seed;
+  const stop = decodeStop(object.stop);
+  if (stop !== undefined && stop.length > 0) request.stop = stop;
+  if (object.response_format !== undefined && object.response_format !== null) request.responseFormat = decodeResponseFormat(object.response_format);
+
+  const effort = optionalString(object.reasoning_effort, 'reasoning_effort');
+  if (effort !== undefined) {
+    if (!EFFORTS.has(effort)) throw invalidRequest(`reasoning_effort must be one of ${[...EFFORTS].join(', ')}`, 'reasoning_effort');
+    const reasoning: ReasoningConfig = { enabled: effort !== 'none' };
+    if (effort !== 'none') reasoning.effort = effort;
+    request.reasoning = reasoning;
+  }
+  const user = optionalString(object.user, 'user') ?? optionalString(object.safety_identifier, 'safety_identifier');
+  if (user !== undefined) request.user = user;
+  const cacheKey = optionalString(object.prompt_cache_key, 'prompt_cache_key');
+  if (cacheKey !== undefined) request.promptCacheKey = cacheKey;
+
+  for (const key of EXTRA_KEYS) {
+    if (object[key] === undefined || object[key] === null) continue;
+    request.backendExtra ??= {};
+    request.backendExtra[key] = object[key];
+  }
+  for (const key of DROPPED_KEYS) {
+    if (object[key] !== undefined && object[key] !== null) warnings.push(`dropped ${key}: a self-hosted backend does not use it`);
+  }
+  if (warnings.length > 0) request.warnings = warnings;
+  return request;
+}

@@ -1,0 +1,136 @@
+/**
+ * Client Chat `messages` → hub messages (PROTOCOLS A.2, D.4–D.6). Each shape error is a 400 that
+ * names the field, e.g. `messages[2].content[0].image_url.url`.
+ */
+import { IopError, invalidRequest, type AssistantPart, type ContentPart, type Message, type TextPart } from '@iop/core';
+import { expectArray, expectObject, expectString, isObject, optionalString, typeName } from './fields.js';
+
+const DETAILS = new Set(['auto', 'low', 'high']);
+
+function unsupported(message: string, param: string): IopError {
+  return new IopError('unsupported_field', message, { param });
+}
+
+/** `string | TextPart[]` (system, developer, tool): text parts only. */
+function decodeTextContent(value: unknown, param: string): TextPart[] {
+  if (typeof value === 'string') return [{ type: 'text', text: value }];
+  const parts = expectArray(value, param);
+  return parts.map((raw, i) => {
+    const part = expectObject(raw, `${param}[${i}]`);
+    if (part.type !== 'text') throw invalidRequest(`${param}[${i}].type must be "text" here, got ${JSON.stringify(part.type)}`, `${param}[${i}].type`);
+    return { type: 'text', text: expectString(part.text, `${param}[${i}].text`) };
+  });
+}
+
+/** A `data:<mime>;base64,<payload>` URI split into its parts, or undefined. */
+function parseDataUri(uri: string): { mediaType: string; data: string } | undefined {
+  const match = /^data:([^;,]+);base64,/.exec(uri);
+  return match === null ? undefined : { mediaType: match[1]!, data: uri.slice(match[0].length) };
+}
+
+function decodeUserPart(raw: unknown, param: string): ContentPart {
+  const part = expectObject(raw, param);
+  switch (part.type) {
+    case 'text':
+      return { type: 'text', text: expectString(part.text, `${param}.text`) };
+    case 'image_url': {
+      const image = expectObject(part.image_url, `${param}.image_url`);
+      const url = expectString(image.url, `${param}.image_url.url`);
+      if (!/^(https?:|data:)/i.test(url)) throw invalidRequest(`${param}.image_url.url must be an http(s) URL or a data: URI`, `${param}.image_url.url`);
+      if (/^data:/i.test(url) && parseDataUri(url) === undefined) {
+        throw invalidRequest(`${param}.image_url.url must be a base64 data: URI (data:<mime>;base64,…)`, `${param}.image_url.url`);
+      }
+      const detail = image.detail;
+      if (detail === undefined || detail === null) return { type: 'image', url };
+      if (typeof detail !== 'string' || !DETAILS.has(detail)) throw invalidRequest(`${param}.image_url.detail must be auto, low or high`, `${param}.image_url.detail`);
+      return { type: 'image', url, detail: detail as 'auto' | 'low' | 'high' };
+    }
+    case 'file': {
+      const file = expectObject(part.file, `${param}.file`);
+      if (file.file_id !== undefined) throw unsupported('file_id references are not supported; send file_data', `${param}.file.file_id`);
+      const fileData = expectString(file.file_data, `${param}.file.file_data`);
+      const filename = optionalString(file.filename, `${param}.file.filename`);
+      const parsed = parseDataUri(fileData);
+      const result: ContentPart = parsed === undefined ? { type: 'file', data: fileData, mediaType: 'application/pdf' } : { type: 'file', ...parsed };
+      if (filename !== undefined) result.filename = filename;
+      return result;
+    }
+    case 'input_audio':
+      throw unsupported('audio input is not supported', `${param}.type`);
+    default:
+      throw invalidRequest(`${param}.type must be text, image_url or file, got ${JSON.stringify(part.type)}`, `${param}.type`);
+  }
+}
+
+function decodeAssistant(message: Record<string, unknown>, param: string): AssistantPart[] {
+  const parts: AssistantPart[] = [];
+  // vLLM convention: clients replay reasoning as `reasoning_content` (or `reasoning`).
+  const reasoning = message.reasoning_content ?? message.reasoning;
+  if (typeof reasoning === 'string' && reasoning.length > 0) parts.push({ type: 'reasoning', text: reasoning });
+  const content = message.content;
+  if (typeof content === 'string') {
+    if (content.length > 0) parts.push({ type: 'text', text: content });
+  } else if (Array.isArray(content)) {
+    content.forEach((raw, i) => {
+      const part = expectObject(raw, `${param}.content[${i}]`);
+      if (part.type === 'text') parts.push({ type: 'text', text: expectString(part.text, `${param}.content[${i}].text`) });
+      else if (part.type === 'refusal') parts.push({ type: 'text', text: expectString(part.refusal, `${param}.content[${i}].refusal`) });
+      else throw invalidRequest(`${param}.content[${i}].type must be text or refusal`, `${param}.content[${i}].type`);
+    });
+  } else if (content !== undefined && content !== null) {
+    throw invalidRequest(`${param}.content must be a string, an array or null, got ${typeName(content)}`, `${param}.content`);
+  }
+  const refusal = optionalString(message.refusal, `${param}.refusal`);
+  if (refusal !== undefined && refusal.length > 0) parts.push({ type: 'text', text: refusal });
+  if (message.function_call !== undefined && message.function_call !== null) {
+    throw unsupported('function_call is deprecated and not supported; use tool_calls', `${param}.function_call`);
+  }
+  if (message.tool_calls !== undefined && message.tool_calls !== null) {
+    expectArray(message.tool_calls, `${param}.tool_calls`).forEach((raw, i) => {
+      const at = `${param}.tool_calls[${i}]`;
+      const call = expectObject(raw, at);
+      if (call.type !== undefined && call.type !== 'function') throw unsupported(`${at}.type must be "function"`, `${at}.type`);
+      const fn = expectObject(call.function, `${at}.function`);
+      parts.push({
+        type: 'tool-call',
+        id: expectString(call.id, `${at}.id`),
+        name: expectString(fn.name, `${at}.function.name`),
+        arguments: expectString(fn.arguments, `${at}.function.arguments`),
+      });
+    });
+  }
+  return parts;
+}
+
+/** Decodes `messages` (a non-empty array). */
+export function decodeMessages(value: unknown): Message[] {
+  const list = expectArray(value, 'messages');
+  if (list.length === 0) throw invalidRequest('messages must contain at least one message', 'messages');
+  return list.map((raw, i): Message => {
+    const param = `messages[${i}]`;
+    if (!isObject(raw)) throw invalidRequest(`${param} must be an object, got ${typeName(raw)}`, param);
+    switch (raw.role) {
+      case 'system':
+      case 'developer':
+        return { role: raw.role, content: decodeTextContent(raw.content, `${param}.content`) };
+      case 'user': {
+        const content = raw.content;
+        if (typeof content === 'string') return { role: 'user', content: [{ type: 'text', text: content }] };
+        const parts = expectArray(content, `${param}.content`);
+        return { role: 'user', content: parts.map((part, j) => decodeUserPart(part, `${param}.content[${j}]`)) };
+      }
+      case 'assistant':
+        return { role: 'assistant', content: decodeAssistant(raw, param) };
+      case 'tool':
+        return {
+          role: 'tool',
+          toolCallId: expectString(raw.tool_call_id, `${param}.tool_call_id`),
+          content: decodeTextContent(raw.content, `${param}.content`),
+        };
+      case 'function':
+        throw unsupported('the function role is deprecated and not supported; use tool messages', `${param}.role`);
+      default:
+        throw invalidRequest(`${param}.role must be system, developer, user, assistant or tool, got ${JSON.stringify(raw.role)}`, `${param}.role`);
+    }
+  });
+}
