@@ -15,6 +15,8 @@ const common = {
 
 /** @type {import('jest').Config} */
 module.exports = {
+  // Integration suites start real processes; their hooks need more than jest's 5 s default.
+  testTimeout: 60000,
   projects: [
     {
       ...common,
@@ -25,7 +27,6 @@ module.exports = {
       ...common,
       displayName: 'integration',
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
-      testTimeout: 60000,
     },
   ],
 };

@@ -1,1 +1,68 @@
-export {};
+#!/usr/bin/env node
+/**
+ * `iop-edge`: the iop edge. Flags override environment variables (IOP_*), which override the
+ * config file (`--config`, JSON), which overrides the defaults. See README "Configuration".
+ */
+import { Command, InvalidArgumentError } from 'commander';
+import { ConfigError, configFromEnv, readConfigFile, resolveConfig } from './config.js';
+import { createLogger } from './logger.js';
+import { startEdge } from './server.js';
+import { EDGE_VERSION } from './version.js';
+
+const integer = (value: string): number => {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed)) throw new InvalidArgumentError('not an integer');
+  return parsed;
+};
+
+const program = new Command('iop-edge')
+  .description('iop edge: OpenAI Chat/Responses and Anthropic Messages APIs in front of a pool of node agents')
+  .version(EDGE_VERSION)
+  .option('-c, --config <file>', 'JSON config file (env IOP_CONFIG)')
+  .option('--host <host>', 'HTTP API listen address (env IOP_HOST, default 127.0.0.1)')
+  .option('-p, --port <port>', 'HTTP API port, 0 = any free port (env IOP_PORT, default 8080)', integer)
+  .option('--tunnel-host <host>', 'tunnel listen address (env IOP_TUNNEL_HOST, default 127.0.0.1)')
+  .option('--tunnel-port <port>', 'gRPC tunnel port for agents (env IOP_TUNNEL_PORT, default 8081)', integer)
+  .option('--tls-cert <file>', 'PEM certificate: serve the tunnel over TLS (env IOP_TLS_CERT)')
+  .option('--tls-key <file>', 'PEM private key for --tls-cert (env IOP_TLS_KEY)')
+  .option('--api-keys <keys>', 'comma-separated client API keys (env IOP_API_KEYS)')
+  .option('--join-tokens <tokens>', 'comma-separated agent join tokens (env IOP_JOIN_TOKENS)')
+  .option('--max-body-bytes <bytes>', 'largest request body, bytes (env IOP_MAX_BODY_BYTES, default 33554432)', integer)
+  .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent (env IOP_LOG_LEVEL, default info)');
+
+async function main(): Promise<void> {
+  program.parse();
+  const flags = program.opts<Record<string, string | number | undefined>>();
+  const configPath = (flags.config as string | undefined) ?? process.env.IOP_CONFIG;
+  const fromFlags: Record<string, unknown> = {};
+  const tunnel: Record<string, unknown> = {};
+  const set = (target: Record<string, unknown>, key: string, value: unknown) => {
+    if (value !== undefined) target[key] = value;
+  };
+  set(fromFlags, 'host', flags.host);
+  set(fromFlags, 'port', flags.port);
+  set(tunnel, 'host', flags.tunnelHost);
+  set(tunnel, 'port', flags.tunnelPort);
+  set(tunnel, 'tlsCertFile', flags.tlsCert);
+  set(tunnel, 'tlsKeyFile', flags.tlsKey);
+  if (Object.keys(tunnel).length > 0) fromFlags.tunnel = tunnel;
+  set(fromFlags, 'apiKeys', (flags.apiKeys as string | undefined)?.split(',').map((key) => key.trim()).filter(Boolean));
+  set(fromFlags, 'joinTokens', (flags.joinTokens as string | undefined)?.split(',').map((key) => key.trim()).filter(Boolean));
+  set(fromFlags, 'maxBodyBytes', flags.maxBodyBytes);
+  set(fromFlags, 'logLevel', flags.logLevel);
+  const config = resolveConfig(configPath === undefined ? {} : readConfigFile(configPath), configFromEnv(process.env), fromFlags);
+  const logger = createLogger(config.logLevel);
+  const edge = await startEdge(config, logger);
+  const stop = (signal: string) => {
+    logger.info({ signal }, 'signal received');
+    void edge.close().then(() => process.exit(0));
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) console.error(error.message);
+  else console.error(error);
+  process.exit(1);
+});

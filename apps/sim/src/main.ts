@@ -1,1 +1,37 @@
-export {};
+#!/usr/bin/env node
+/**
+ * `iop-sim` entry point: parses the command line, starts the sim, prints one JSON line
+ * `{"event":"listening","port":<n>,"host":"..."}` to stdout, and closes on SIGTERM/SIGINT.
+ */
+import { helpText, parseCli } from './cli.js';
+import { startSim } from './server.js';
+
+async function main(): Promise<void> {
+  let parsed;
+  try {
+    parsed = parseCli(process.argv.slice(2));
+  } catch (error) {
+    process.stderr.write(`iop-sim: ${(error as Error).message}\n\n${helpText()}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  if (parsed.help) {
+    process.stdout.write(`${helpText()}\n`);
+    return;
+  }
+  const sim = await startSim(parsed.options);
+  process.stdout.write(`${JSON.stringify({ event: 'listening', port: sim.port, host: sim.host })}\n`);
+  const shutdown = (): void => {
+    sim.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  };
+  process.once('SIGTERM', shutdown);
+  process.once('SIGINT', shutdown);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`iop-sim: ${(error as Error).message}\n`);
+  process.exit(1);
+});

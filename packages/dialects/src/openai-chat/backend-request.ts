@@ -15,6 +15,7 @@
  * - Reasoning switch: `chat_template_kwargs: {enable_thinking}` (Qwen3-style templates on vLLM and
  *   SGLang) when `request.reasoning` is set; `reasoning_effort` only for low/medium/high (vLLM
  *   validates the value). `reasoningSwitch: 'none'` sends neither.
+ * - `tool_choice`/`parallel_tool_calls` are sent only with tools (vLLM rejects a tool_choice without tools).
  * - `backendExtra` is merged last; a `chat_template_kwargs` object in it is merged key by key.
  */
 import type { ContentPart, InferenceRequest, Message, ResponseFormat, ToolChoice } from '@iop/core';
@@ -152,6 +153,7 @@ export function toBackendChatRequest(request: InferenceRequest, options: Backend
   const toolIds = createToolIdMap(options.toolIdFormat);
   const warnings: string[] = [];
   const body: Record<string, unknown> = { model: options.model, messages: toMessages(request.messages, options, toolIds, warnings) };
+  // tool_choice and parallel_tool_calls only with tools: vLLM rejects a tool_choice without tools.
   if (request.tools !== undefined && request.tools.length > 0) {
     body.tools = request.tools.map((tool): ChatFunctionTool => {
       const fn: ChatFunctionTool['function'] = { name: tool.name };
@@ -160,9 +162,9 @@ export function toBackendChatRequest(request: InferenceRequest, options: Backend
       if (tool.strict !== undefined) fn.strict = tool.strict;
       return { type: 'function', function: fn };
     });
+    if (request.toolChoice !== undefined) body.tool_choice = toToolChoice(request.toolChoice);
+    if (request.parallelToolCalls !== undefined) body.parallel_tool_calls = request.parallelToolCalls;
   }
-  if (request.toolChoice !== undefined) body.tool_choice = toToolChoice(request.toolChoice);
-  if (request.parallelToolCalls !== undefined) body.parallel_tool_calls = request.parallelToolCalls;
   if (request.maxOutputTokens !== undefined) body.max_tokens = request.maxOutputTokens;
   if (request.temperature !== undefined) body.temperature = request.temperature;
   if (request.topP !== undefined) body.top_p = request.topP;

@@ -93,9 +93,18 @@ describe('toBackendChatRequest', () => {
     ]);
   });
 
-  it('non-stream: stream false and no stream_options; simple tool choices as strings', () => {
-    const { body } = toBackendChatRequest({ ...base, toolChoice: { type: 'required' } }, { model: 'm', stream: false });
-    expect(body).toEqual({ model: 'm', messages: [{ role: 'user', content: 'hi' }], tool_choice: 'required', stream: false });
+  it('non-stream: stream false and no stream_options; simple tool choices as strings; no tool_choice without tools', () => {
+    const tools = [{ name: 'f', parameters: { type: 'object' } }];
+    const { body } = toBackendChatRequest({ ...base, tools, toolChoice: { type: 'required' } }, { model: 'm', stream: false });
+    expect(body).toEqual({
+      model: 'm',
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
+      tool_choice: 'required',
+      stream: false,
+    });
+    const bare = toBackendChatRequest({ ...base, toolChoice: { type: 'auto' }, parallelToolCalls: true }, { model: 'm', stream: false }).body;
+    expect(bare).toEqual({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: false });
   });
 
   it('tool results with images go to a synthetic user message after the run of tool messages; isError gets a prefix', () => {

@@ -1,0 +1,179 @@
+/**
+ * Backend for any OpenAI-compatible server (vLLM, SGLang, llama.cpp server, Ollama), reached over
+ * HTTP with undici (keep-alive pool, one origin). The assignment's path is appended to the base
+ * URL's path; the client's credentials are stripped and the backend key, if any, is sent as
+ * `Authorization: Bearer`.
+ *
+ * Models come from `--models` (names as given, no discovery) or from `GET /v1/models`, reading the
+ * context window from `max_model_len` (vLLM), `context_length` (SGLang, others) or
+ * `meta.n_ctx_train` (llama.cpp server). The `tokenize` capability is set when `POST /tokenize`
+ * answers 200 (vLLM).
+ */
+import { Pool } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Backend, BackendMetrics, BackendRequest, BackendResponse, ModelInfo } from './backend.js';
+import { DROPPED_REQUEST_HEADERS, DROPPED_RESPONSE_HEADERS } from './backend.js';
+import { parseVllmMetrics } from './prometheus-metrics.js';
+
+export interface OpenAiBackendOptions {
+  /** Base URL, e.g. `http://127.0.0.1:8000` (a path prefix is kept). */
+  baseUrl: string;
+  apiKey?: string;
+  /** Served model names as given; skips discovery. */
+  models?: string[];
+  /** Keep-alive connections to the backend. Default 16. */
+  connections?: number;
+  /** Timeout of discovery, probe and metrics calls, ms. Default 5 000. */
+  probeTimeoutMs?: number;
+}
+
+/** How long an absent `/metrics` is not asked again, ms. */
+const METRICS_ABSENT_RETRY_MS = 60_000;
+
+export class OpenAiBackend implements Backend {
+  readonly kind = 'openai' as const;
+  capabilities: string[] = [];
+  private readonly pool: Pool;
+  private readonly pathPrefix: string;
+  private readonly probeTimeoutMs: number;
+  private metricsAbsentUntil = 0;
+
+  constructor(private readonly options: OpenAiBackendOptions) {
+    const url = new URL(options.baseUrl);
+    this.pathPrefix = url.pathname.replace(/\/+$/, '');
+    this.probeTimeoutMs = options.probeTimeoutMs ?? 5_000;
+    this.pool = new Pool(url.origin, {
+      connections: options.connections ?? 16,
+      keepAliveTimeout: 30_000,
+      // The agent applies its own first-byte and idle timeouts (which pause while the edge applies
+      // backpressure), so undici's are off.
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    });
+  }
+
+  async models(): Promise<ModelInfo[]> {
+    let models: ModelInfo[];
+    if (this.options.models !== undefined && this.options.models.length > 0) {
+      models = this.options.models.map((id) => ({ id, contextLength: 0 }));
+    } else {
+      const body = await this.getJson('/v1/models');
+      models = modelsOf(body);
+      if (models.length === 0) throw new Error(`${this.options.baseUrl}/v1/models lists no models`);
+    }
+    this.capabilities = (await this.answersTokenize(models[0]!.id)) ? ['tokenize'] : [];
+    return models;
+  }
+
+  async handle(request: BackendRequest): Promise<BackendResponse> {
+    const headers: Record<string, string> = {};
+    for (const name in request.headers) {
+      const lower = name.toLowerCase();
+      if (!DROPPED_REQUEST_HEADERS.has(lower)) headers[lower] = request.headers[name]!;
+    }
+    if (this.options.apiKey !== undefined && this.options.apiKey !== '') {
+      headers.authorization = `Bearer ${this.options.apiKey}`;
+    }
+    const method = request.method.toUpperCase();
+    const hasBody = method !== 'GET' && method !== 'HEAD';
+    const response = await this.pool.request({
+      method: method as 'GET',
+      path: this.pathPrefix + request.path,
+      headers,
+      body: hasBody ? request.body : null,
+      signal: request.signal,
+    });
+    return { status: response.statusCode, headers: flattenHeaders(response.headers), body: response.body };
+  }
+
+  async metrics(): Promise<BackendMetrics> {
+    if (Date.now() < this.metricsAbsentUntil) return {};
+    try {
+      const response = await this.pool.request({
+        method: 'GET',
+        path: `${this.pathPrefix}/metrics`,
+        headers: this.authHeaders(),
+        signal: AbortSignal.timeout(this.probeTimeoutMs),
+      });
+      if (response.statusCode !== 200) {
+        await response.body.dump();
+        this.metricsAbsentUntil = Date.now() + METRICS_ABSENT_RETRY_MS;
+        return {};
+      }
+      const metrics = parseVllmMetrics(await response.body.text());
+      if (metrics.kvCacheUsage === undefined && metrics.waiting === undefined) {
+        this.metricsAbsentUntil = Date.now() + METRICS_ABSENT_RETRY_MS;
+      }
+      return metrics;
+    } catch {
+      return {};
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.destroy();
+  }
+
+  private async getJson(path: string): Promise<unknown> {
+    const response = await this.pool.request({
+      method: 'GET',
+      path: this.pathPrefix + path,
+      headers: this.authHeaders(),
+      signal: AbortSignal.timeout(this.probeTimeoutMs),
+    });
+    if (response.statusCode !== 200) {
+      await response.body.dump();
+      throw new Error(`GET ${path} answered ${response.statusCode}`);
+    }
+    return response.body.json();
+  }
+
+  private async answersTokenize(model: string): Promise<boolean> {
+    try {
+      const response = await this.pool.request({
+        method: 'POST',
+        path: `${this.pathPrefix}/tokenize`,
+        headers: { ...this.authHeaders(), 'content-type': 'application/json' },
+        body: JSON.stringify({ model, prompt: 'hello' }),
+        signal: AbortSignal.timeout(this.probeTimeoutMs),
+      });
+      await response.body.dump();
+      return response.statusCode === 200;
+    } catch {
+      return false;
+    }
+  }
+
+  private authHeaders(): Record<string, string> {
+    const key = this.options.apiKey;
+    return key !== undefined && key !== '' ? { authorization: `Bearer ${key}` } : {};
+  }
+}
+
+/** Reads an OpenAI `GET /v1/models` list: `{data:[{id, max_model_len?|context_length?|meta.n_ctx_train?}]}`. */
+export function modelsOf(body: unknown): ModelInfo[] {
+  const data = (body as { data?: unknown } | null)?.data;
+  if (!Array.isArray(data)) return [];
+  const models: ModelInfo[] = [];
+  for (const entry of data as unknown[]) {
+    if (typeof entry !== 'object' || entry === null) continue;
+    const record = entry as Record<string, unknown>;
+    if (typeof record.id !== 'string') continue;
+    const meta = record.meta as Record<string, unknown> | undefined;
+    const length = [record.max_model_len, record.context_length, meta?.n_ctx_train].find(
+      (value) => typeof value === 'number' && Number.isInteger(value) && value > 0,
+    );
+    models.push({ id: record.id, contextLength: (length as number | undefined) ?? 0 });
+  }
+  return models;
+}
+
+function flattenHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+  const result: Record<string, string> = {};
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || DROPPED_RESPONSE_HEADERS.has(name)) continue;
+    result[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return result;
+}

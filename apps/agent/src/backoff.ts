@@ -1,0 +1,51 @@
+/**
+ * Reconnect delays: exponential backoff with full jitter ("Exponential Backoff And Jitter",
+ * AWS Architecture Blog): attempt n waits a uniform random time in [0, min(cap, base * 2^n)] ms.
+ */
+export interface BackoffOptions {
+  /** First ceiling, ms. Default 250. */
+  baseMs?: number;
+  /** Largest ceiling, ms. Default 10 000. */
+  capMs?: number;
+  /** Source of uniform numbers in [0, 1); defaults to Math.random (tests pass their own). */
+  random?: () => number;
+}
+
+export class Backoff {
+  private attempt = 0;
+  private readonly baseMs: number;
+  private readonly capMs: number;
+  private readonly random: () => number;
+
+  constructor(options: BackoffOptions = {}) {
+    this.baseMs = options.baseMs ?? 250;
+    this.capMs = options.capMs ?? 10_000;
+    this.random = options.random ?? Math.random;
+  }
+
+  /** The delay before the next attempt, ms; each call raises the ceiling until it reaches the cap. */
+  next(): number {
+    const ceiling = Math.min(this.capMs, this.baseMs * 2 ** Math.min(this.attempt, 30));
+    this.attempt++;
+    return Math.floor(this.random() * ceiling);
+  }
+
+  /** Back to the base ceiling (after a stable connection). */
+  reset(): void {
+    this.attempt = 0;
+  }
+}
+
+/** Resolves after `ms`, or early (without throwing) when `signal` aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+}

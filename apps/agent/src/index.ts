@@ -1,0 +1,12 @@
+export * from './start-agent.js';
+export * from './agent.js';
+export * from './options.js';
+export * from './run-error.js';
+export * from './usage-scanner.js';
+export * from './backoff.js';
+export * from './backends/backend.js';
+export * from './backends/openai-backend.js';
+export * from './backends/prometheus-metrics.js';
+export * from './backends/llamacpp/llamacpp-backend.js';
+export * from './backends/llamacpp/model-file.js';
+export type { NodeLlamaCpp } from './backends/llamacpp/library.js';

@@ -1,0 +1,67 @@
+/**
+ * Why a run failed, as the ERROR frame's `error_code` (proto/iop/v1/tunnel.proto,
+ * ProviderTunnelFrame.error_code).
+ */
+export const RunErrorCodes = [
+  'connect_failed', // the backend could not be reached (refused, DNS, connect timeout)
+  'backend_reset', // the backend connection broke after the request was sent
+  'first_byte_timeout', // no first body byte within the first-byte timeout
+  'idle_timeout', // no body byte for longer than the idle timeout
+  'cancelled', // the edge cancelled the run, the Run stream ended, or the agent shut down
+  'at_capacity', // the agent runs max_concurrency runs already (sent as RunRejected.reason)
+  'internal', // anything else
+] as const;
+
+export type RunErrorCode = (typeof RunErrorCodes)[number];
+
+/** A run failure with its stable code. Also used as the AbortSignal reason of a run. */
+export class RunFailure extends Error {
+  readonly code: RunErrorCode;
+
+  constructor(code: RunErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'RunFailure';
+    this.code = code;
+  }
+}
+
+const CONNECT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/**
+ * Maps anything a backend call threw to a RunFailure. `signal` is the run's signal: when it was
+ * aborted, its reason (a RunFailure: cancel or timeout) wins over the error the abort caused.
+ */
+export function toRunFailure(error: unknown, signal: AbortSignal, started: boolean): RunFailure {
+  if (signal.aborted) {
+    const reason: unknown = signal.reason;
+    return reason instanceof RunFailure ? reason : new RunFailure('cancelled', 'run aborted');
+  }
+  if (error instanceof RunFailure) return error;
+  const code = errorCodeOf(error);
+  if (code !== undefined && CONNECT_CODES.has(code) && !started) {
+    return new RunFailure('connect_failed', `backend unreachable (${code})`, { cause: error });
+  }
+  if (code !== undefined && (code === 'ECONNRESET' || code === 'EPIPE' || code.startsWith('UND_ERR'))) {
+    return new RunFailure('backend_reset', `backend connection failed (${code})`, { cause: error });
+  }
+  const message = (error as { message?: unknown } | null)?.message;
+  return new RunFailure('internal', typeof message === 'string' ? message : 'internal error', { cause: error });
+}
+
+/** The first `code` string along the error's cause chain (duck-typed: errors may come from another realm). */
+function errorCodeOf(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && typeof current === 'object' && current !== null; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}

@@ -1,0 +1,111 @@
+import fc from 'fast-check';
+import { UsageScanner, usageBodyKindOf, usageOfJson } from '../../src/usage-scanner';
+import { parseVllmMetrics } from '../../src/backends/prometheus-metrics';
+
+const enc = (text: string): Uint8Array => new TextEncoder().encode(text);
+
+const chunk = (content: string): string =>
+  `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":${JSON.stringify(content)}},"finish_reason":null}],"usage":null}\n\n`;
+
+const USAGE_EVENT =
+  'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":17,"completion_tokens":5,"total_tokens":22,"prompt_tokens_details":{"cached_tokens":8},"completion_tokens_details":{"reasoning_tokens":3}}}\n\n';
+const EXPECTED = { promptTokens: 17, completionTokens: 5, cachedTokens: 8, reasoningTokens: 3 };
+
+/** Splits bytes at the given (sorted, deduplicated) offsets. */
+function split(bytes: Uint8Array, offsets: number[]): Uint8Array[] {
+  const cuts = [...new Set(offsets.map((offset) => offset % (bytes.length + 1)))].sort((a, b) => a - b);
+  const slices: Uint8Array[] = [];
+  let start = 0;
+  for (const cut of cuts) {
+    slices.push(bytes.subarray(start, cut));
+    start = cut;
+  }
+  slices.push(bytes.subarray(start));
+  return slices;
+}
+
+function scan(kind: 'sse' | 'json', slices: Uint8Array[]): ReturnType<UsageScanner['finish']> {
+  const scanner = new UsageScanner(kind);
+  for (const slice of slices) scanner.push(slice);
+  return scanner.finish();
+}
+
+describe('UsageScanner', () => {
+  const stream = enc(chunk('') + chunk('Hello "usage" {x}') + chunk(' world') + USAGE_EVENT + 'data: [DONE]\n\n');
+
+  test('finds the usage event of an OpenAI chat stream, ignoring usage:null chunks', () => {
+    expect(scan('sse', [stream])).toEqual(EXPECTED);
+  });
+
+  test('any split of the stream into slices gives the same usage (the pattern may straddle slices)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.nat(stream.length), { maxLength: 40 }), (offsets) => {
+        expect(scan('sse', split(stream, offsets))).toEqual(EXPECTED);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  test('every split point inside the pattern itself, and one-byte slices', () => {
+    const at = Buffer.from(stream).indexOf('"usage":{');
+    for (let cut = at; cut <= at + 9; cut++) expect(scan('sse', split(stream, [cut]))).toEqual(EXPECTED);
+    const bytes = [...stream].map((byte) => Uint8Array.of(byte));
+    expect(scan('sse', bytes)).toEqual(EXPECTED);
+  });
+
+  test('spaced JSON (`"usage": {`), CRLF lines, and a last event without a trailing newline', () => {
+    const spaced = enc('data: {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 4}}\r\n\r\n');
+    expect(scan('sse', [spaced])).toEqual({ promptTokens: 3, completionTokens: 4, cachedTokens: 0, reasoningTokens: 0 });
+    const unterminated = enc(chunk('a') + 'data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}');
+    expect(scan('sse', split(unterminated, [unterminated.length - 5]))).toMatchObject({ promptTokens: 1, completionTokens: 2 });
+  });
+
+  test('vLLM continuous usage: the last usage wins', () => {
+    const body = enc(
+      'data: {"choices":[{"delta":{"content":"a"}}],"usage":{"prompt_tokens":9,"completion_tokens":1}}\n\n' +
+        'data: {"choices":[{"delta":{"content":"b"}}],"usage":{"prompt_tokens":9,"completion_tokens":2}}\n\n',
+    );
+    fc.assert(
+      fc.property(fc.array(fc.nat(body.length), { maxLength: 10 }), (offsets) => {
+        expect(scan('sse', split(body, offsets))).toMatchObject({ promptTokens: 9, completionTokens: 2 });
+      }),
+    );
+  });
+
+  test('a stream without usage yields undefined', () => {
+    expect(scan('sse', [enc(chunk('hi') + 'data: [DONE]\n\n')])).toBeUndefined();
+  });
+
+  test('JSON bodies are parsed once at the end, in any split', () => {
+    const body = enc(JSON.stringify({ id: 'x', object: 'chat.completion', choices: [], usage: { prompt_tokens: 12, completion_tokens: 7, prompt_tokens_details: { cached_tokens: 2 } } }));
+    fc.assert(
+      fc.property(fc.array(fc.nat(body.length), { maxLength: 8 }), (offsets) => {
+        expect(scan('json', split(body, offsets))).toEqual({ promptTokens: 12, completionTokens: 7, cachedTokens: 2, reasoningTokens: 0 });
+      }),
+    );
+    expect(usageOfJson('{"error":{"message":"x"}}')).toBeUndefined();
+  });
+
+  test('body kind from content-type', () => {
+    expect(usageBodyKindOf('text/event-stream; charset=utf-8')).toBe('sse');
+    expect(usageBodyKindOf('application/json')).toBe('json');
+    expect(usageBodyKindOf('text/plain')).toBe('none');
+    expect(usageBodyKindOf(undefined)).toBe('none');
+  });
+});
+
+describe('parseVllmMetrics', () => {
+  test('reads KV-cache usage (old and new names) and waiting requests; tolerates absence', () => {
+    const text = [
+      '# HELP vllm:num_requests_waiting Number of requests waiting.',
+      '# TYPE vllm:num_requests_waiting gauge',
+      'vllm:num_requests_waiting{engine="0",model_name="Qwen/Qwen3-8B"} 2.0',
+      'vllm:num_requests_waiting{engine="1",model_name="Qwen/Qwen3-8B"} 1.0',
+      'vllm:gpu_cache_usage_perc{model_name="Qwen/Qwen3-8B"} 0.42',
+      'vllm:num_requests_running{model_name="Qwen/Qwen3-8B"} 5.0',
+    ].join('\n');
+    expect(parseVllmMetrics(text)).toEqual({ waiting: 3, kvCacheUsage: 0.42 });
+    expect(parseVllmMetrics('vllm:kv_cache_usage_perc 0.1\n')).toEqual({ kvCacheUsage: 0.1 });
+    expect(parseVllmMetrics('process_cpu_seconds_total 12\n')).toEqual({});
+  });
+});

@@ -1,0 +1,113 @@
+/**
+ * Launches iop's own processes (sim, edge, agent) from their compiled entry points and follows
+ * their JSON log lines, so benchmarks and integration tests know when each is ready. Also reads a
+ * process's CPU time and memory from /proc (Linux).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+
+export type LogLine = Record<string, unknown>;
+
+export class Proc {
+  readonly lines: LogLine[] = [];
+  readonly stderr: string[] = [];
+  private waiters: Array<{ predicate: (line: LogLine) => boolean; resolve: (line: LogLine) => void }> = [];
+  readonly exited: Promise<number | null>;
+
+  constructor(
+    readonly name: string,
+    readonly child: ChildProcess,
+    /** Keep at most this many log lines (long benchmarks log a lot). */
+    private readonly keepLines = 100_000,
+  ) {
+    readline.createInterface({ input: child.stdout! }).on('line', (text) => {
+      let line: LogLine;
+      try {
+        line = JSON.parse(text) as LogLine;
+      } catch {
+        line = { text };
+      }
+      if (this.lines.length < this.keepLines) this.lines.push(line);
+      if (this.waiters.length > 0) {
+        this.waiters = this.waiters.filter((waiter) => {
+          if (!waiter.predicate(line)) return true;
+          waiter.resolve(line);
+          return false;
+        });
+      }
+    });
+    readline.createInterface({ input: child.stderr! }).on('line', (text) => {
+      if (this.stderr.length < 1000) this.stderr.push(text);
+    });
+    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  /** Resolves with the first log line (already seen or future) that matches. */
+  waitFor(predicate: (line: LogLine) => boolean, timeoutMs = 20_000): Promise<LogLine> {
+    const seen = this.lines.find(predicate);
+    if (seen !== undefined) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`${this.name}: timed out waiting for a log line; stderr: ${this.stderr.slice(-5).join(' | ')}; last lines: ${JSON.stringify(this.lines.slice(-3))}`)),
+        timeoutMs,
+      );
+      this.waiters.push({
+        predicate,
+        resolve: (line) => {
+          clearTimeout(timer);
+          resolve(line);
+        },
+      });
+    });
+  }
+
+  async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill(signal);
+    await this.exited;
+  }
+}
+
+/** The repository root (the folder whose package.json declares the workspaces). */
+export function repoRoot(from = __dirname): string {
+  let dir = from;
+  for (;;) {
+    const manifest = path.join(dir, 'package.json');
+    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { workspaces?: unknown }).workspaces !== undefined) return dir;
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error('repository root not found');
+    dir = parent;
+  }
+}
+
+/** Starts `node <root>/<script> ...args`; the child inherits the environment plus `env`. */
+export function launch(name: string, script: string, args: string[], env: NodeJS.ProcessEnv = {}, execArgv: string[] = []): Proc {
+  const root = repoRoot();
+  const entry = path.join(root, script);
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first`);
+  const child = spawn(process.execPath, [...execArgv, entry, ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return new Proc(name, child);
+}
+
+export interface ProcStats {
+  /** User + system CPU time, ms. */
+  cpuMs: number;
+  /** Resident set size now, bytes. */
+  rssBytes: number;
+}
+
+/** Reads /proc/<pid>/stat and /proc/<pid>/status (Linux); CPU at the kernel's clock tick (10 ms). */
+export function procStats(pid: number): ProcStats {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return { cpuMs: ticks * 10, rssBytes: rssKb * 1024 };
+}

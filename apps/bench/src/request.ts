@@ -1,0 +1,101 @@
+/**
+ * Sends one request and times it: time to response headers, TTFT (first generated token on a
+ * stream; the whole body for non-stream), inter-token latencies, end-to-end latency, output
+ * tokens, and the error class when it fails. Times in ms.
+ */
+import { request as httpRequest, type Dispatcher } from 'undici';
+import { SseReader } from '@iop/core';
+import { DIALECTS, type BenchDialect } from './dialects.js';
+
+export interface RequestSpec {
+  dialect: BenchDialect;
+  model: string;
+  prompt: string;
+  maxTokens: number;
+  stream: boolean;
+  apiKey?: string;
+}
+
+export interface RequestResult {
+  ok: boolean;
+  /** HTTP status, or 0 when the connection failed. */
+  status: number;
+  /** `http_4xx`, `http_5xx`, `connection`, `stream_error`, or undefined on success. */
+  errorClass?: string;
+  latencyMs: number;
+  ttftMs: number | undefined;
+  /** Gaps between consecutive tokens of a stream. */
+  itlMs: number[];
+  outputTokens: number;
+  /** The provider that served it, from the `x-iop-agent-id` response header when present. */
+  agent?: string;
+}
+
+export async function sendRequest(dispatcher: Dispatcher, origin: string, spec: RequestSpec): Promise<RequestResult> {
+  const dialect = DIALECTS[spec.dialect];
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (spec.apiKey !== undefined) {
+    headers.authorization = `Bearer ${spec.apiKey}`;
+    headers['x-api-key'] = spec.apiKey;
+    headers['anthropic-version'] = '2023-06-01';
+  }
+  const started = performance.now();
+  const result: RequestResult = { ok: false, status: 0, latencyMs: 0, ttftMs: undefined, itlMs: [], outputTokens: 0 };
+  try {
+    const response = await httpRequest(`${origin}${dialect.path}`, {
+      dispatcher,
+      method: 'POST',
+      headers,
+      body: JSON.stringify(dialect.body(spec.model, spec.prompt, spec.maxTokens, spec.stream)),
+    });
+    result.status = response.statusCode;
+    const agent = response.headers['x-iop-agent-id'];
+    if (typeof agent === 'string') result.agent = agent;
+    if (response.statusCode >= 400) {
+      await response.body.dump();
+      result.errorClass = response.statusCode >= 500 ? 'http_5xx' : 'http_4xx';
+      return result;
+    }
+    if (!spec.stream) {
+      const body = (await response.body.json()) as Record<string, unknown>;
+      result.ttftMs = performance.now() - started;
+      result.outputTokens = dialect.outputTokens(body) ?? 0;
+      result.ok = true;
+      return result;
+    }
+    let last = 0;
+    let tokens = 0;
+    let reported: number | undefined;
+    let streamError = false;
+    const reader = new SseReader((event) => {
+      if (event.data === '[DONE]') return;
+      let data: Record<string, unknown>;
+      try {
+        data = JSON.parse(event.data) as Record<string, unknown>;
+      } catch {
+        streamError = true;
+        return;
+      }
+      if (event.event === 'error' || 'error' in data || event.event === 'response.failed') streamError = true;
+      if (dialect.isToken(event.event, data)) {
+        const now = performance.now();
+        if (tokens === 0) result.ttftMs = now - started;
+        else result.itlMs.push(now - last);
+        last = now;
+        tokens++;
+      }
+      reported = dialect.outputTokens(data) ?? reported;
+    });
+    for await (const chunk of response.body) reader.pushBytes(chunk as Uint8Array);
+    reader.flush();
+    result.outputTokens = reported ?? tokens;
+    result.ok = !streamError;
+    if (streamError) result.errorClass = 'stream_error';
+    return result;
+  } catch {
+    result.errorClass = 'connection';
+    return result;
+  } finally {
+    result.latencyMs = performance.now() - started;
+  }
+}

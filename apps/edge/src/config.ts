@@ -1,0 +1,137 @@
+/**
+ * Edge configuration: defaults < config file (JSON, `--config` / IOP_CONFIG) < environment <
+ * command-line flags. Validated up front with ajv; an invalid config is refused with every problem
+ * named (field and limit), never half applied.
+ */
+import { readFileSync } from 'node:fs';
+import Ajv from 'ajv';
+
+export interface EdgeConfig {
+  /** HTTP API listen address. */
+  host: string;
+  /** HTTP API port (0 = any free port). */
+  port: number;
+  tunnel: {
+    host: string;
+    /** gRPC tunnel port, HTTP/2 (h2c without TLS). 0 = any free port. */
+    port: number;
+    /** PEM files; when both are set the tunnel serves TLS. */
+    tlsCertFile?: string;
+    tlsKeyFile?: string;
+  };
+  /** Client API keys (`Authorization: Bearer` or `x-api-key`). Empty = no auth (a warning is logged). */
+  apiKeys: string[];
+  /** Agent join tokens. Empty = any agent may join (a warning is logged). */
+  joinTokens: string[];
+  /** Largest request body accepted, bytes (default 32 MiB, Anthropic's limit). */
+  maxBodyBytes: number;
+  /** How often agents send heartbeats, ms; an agent silent for 3 intervals is dropped. */
+  heartbeatIntervalMs: number;
+  /** How long an agent may take to open an assigned run's stream, ms. */
+  runOpenTimeoutMs: number;
+  /** Passed to agents: no first byte from the backend within this time fails the run, ms (0 = agent default). */
+  firstByteTimeoutMs: number;
+  /** Attempts on other agents when a run fails before its first byte (tunnel failures, 5xx). */
+  maxAttempts: number;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+}
+
+export const DEFAULT_CONFIG: EdgeConfig = {
+  host: '127.0.0.1',
+  port: 8080,
+  tunnel: { host: '127.0.0.1', port: 8081 },
+  apiKeys: [],
+  joinTokens: [],
+  maxBodyBytes: 32 * 1024 * 1024,
+  heartbeatIntervalMs: 5_000,
+  runOpenTimeoutMs: 10_000,
+  firstByteTimeoutMs: 0,
+  maxAttempts: 3,
+  logLevel: 'info',
+};
+
+const schema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    host: { type: 'string', minLength: 1 },
+    port: { type: 'integer', minimum: 0, maximum: 65535 },
+    tunnel: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        host: { type: 'string', minLength: 1 },
+        port: { type: 'integer', minimum: 0, maximum: 65535 },
+        tlsCertFile: { type: 'string' },
+        tlsKeyFile: { type: 'string' },
+      },
+    },
+    apiKeys: { type: 'array', items: { type: 'string', minLength: 8 } },
+    joinTokens: { type: 'array', items: { type: 'string', minLength: 8 } },
+    maxBodyBytes: { type: 'integer', minimum: 1024, maximum: 1024 * 1024 * 1024 },
+    heartbeatIntervalMs: { type: 'integer', minimum: 100, maximum: 600_000 },
+    runOpenTimeoutMs: { type: 'integer', minimum: 100, maximum: 600_000 },
+    firstByteTimeoutMs: { type: 'integer', minimum: 0, maximum: 3_600_000 },
+    maxAttempts: { type: 'integer', minimum: 1, maximum: 10 },
+    logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+  },
+} as const;
+
+const validate = new Ajv({ allErrors: true }).compile(schema);
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+const list = (value: string | undefined) => value?.split(',').map((item) => item.trim()).filter((item) => item.length > 0);
+const int = (value: string | undefined) => (value === undefined || value === '' ? undefined : Number(value));
+
+/** Reads the overrides the environment gives (IOP_*). */
+export function configFromEnv(env: NodeJS.ProcessEnv): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const tunnel: Record<string, unknown> = {};
+  const set = (target: Record<string, unknown>, key: string, value: unknown) => {
+    if (value !== undefined) target[key] = value;
+  };
+  set(out, 'host', env.IOP_HOST);
+  set(out, 'port', int(env.IOP_PORT));
+  set(tunnel, 'host', env.IOP_TUNNEL_HOST);
+  set(tunnel, 'port', int(env.IOP_TUNNEL_PORT));
+  set(tunnel, 'tlsCertFile', env.IOP_TLS_CERT);
+  set(tunnel, 'tlsKeyFile', env.IOP_TLS_KEY);
+  if (Object.keys(tunnel).length > 0) out.tunnel = tunnel;
+  set(out, 'apiKeys', list(env.IOP_API_KEYS));
+  set(out, 'joinTokens', list(env.IOP_JOIN_TOKENS));
+  set(out, 'maxBodyBytes', int(env.IOP_MAX_BODY_BYTES));
+  set(out, 'logLevel', env.IOP_LOG_LEVEL);
+  return out;
+}
+
+function merge(base: EdgeConfig, override: Record<string, unknown>): Record<string, unknown> {
+  const tunnel = { ...base.tunnel, ...((override.tunnel as object | undefined) ?? {}) };
+  return { ...base, ...override, tunnel };
+}
+
+/**
+ * Builds the effective config.
+ * @param layers file contents, env overrides, flag overrides — later layers win.
+ * @throws ConfigError naming every invalid field and its limit.
+ */
+export function resolveConfig(...layers: Array<Record<string, unknown>>): EdgeConfig {
+  let merged: Record<string, unknown> = { ...DEFAULT_CONFIG };
+  for (const layer of layers) merged = merge(merged as unknown as EdgeConfig, layer);
+  if (!validate(merged)) {
+    const problems = (validate.errors ?? []).map((error) => `${error.instancePath || '/'} ${error.message ?? 'is invalid'}`);
+    throw new ConfigError(`invalid edge config: ${problems.join('; ')}`);
+  }
+  return merged as unknown as EdgeConfig;
+}
+
+/** Reads a JSON config file. @throws ConfigError when it cannot be read or parsed. */
+export function readConfigFile(path: string): Record<string, unknown> {
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+  } catch (error) {
+    throw new ConfigError(`cannot read config file ${path}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}

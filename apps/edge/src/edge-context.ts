@@ -1,0 +1,14 @@
+/** What the HTTP layer and the tunnel share: config, agent registry, runs, metrics, logger. */
+import type { EdgeConfig } from './config.js';
+import type { Logger } from './logger.js';
+import type { EdgeMetrics } from './metrics.js';
+import type { AgentRegistry } from './pool/agent-registry.js';
+import type { RunRegistry } from './tunnel/run-registry.js';
+
+export interface EdgeContext {
+  config: EdgeConfig;
+  registry: AgentRegistry;
+  runs: RunRegistry;
+  metrics: EdgeMetrics;
+  logger: Logger;
+}

@@ -1,0 +1,63 @@
+/**
+ * The edge's HTTP API (express). Routes:
+ * - `POST /v1/chat/completions` — OpenAI Chat Completions (passthrough to the backend)
+ * - `GET /v1/models` — the union of models that connected agents serve
+ * - `GET /healthz` (process up), `GET /readyz` (at least one agent connected), `GET /metrics`
+ * - `HEAD /` — connection warm-up some clients send (Claude Code)
+ * Dialect endpoints are mounted from `routes` so the pipeline stays one.
+ */
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import type { Dialect } from '@iop/core';
+import type { EdgeContext } from '../edge-context.js';
+import { apiKeyAuth } from './auth.js';
+import { errorHandler } from './error-handler.js';
+import { inferenceHandler, type InferenceRoute } from './inference.js';
+import { rawBody } from './json-body.js';
+import { requestContext } from './request-context.js';
+import { IopError } from '@iop/core';
+
+export interface DialectRoutes {
+  /** Picks the dialect whose error shape a path's clients expect. */
+  dialectForPath: (path: string) => Dialect;
+  /** POST endpoints served by the inference pipeline, by path. */
+  inference: Record<string, InferenceRoute>;
+  /** Extra routers (e.g. Responses retrieval, count_tokens), mounted after auth. */
+  extra?: Array<(app: Express, edge: EdgeContext) => void>;
+}
+
+export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.use(requestContext(edge.logger));
+
+  app.head('/', (_req, res) => void res.status(200).end());
+  app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
+  app.get('/readyz', (_req, res) => {
+    const agents = edge.registry.all().length;
+    res.status(agents > 0 ? 200 : 503).json({ status: agents > 0 ? 'ready' : 'no agents connected', agents });
+  });
+  app.get('/metrics', async (_req, res, next) => {
+    try {
+      res.setHeader('content-type', edge.metrics.registry.contentType);
+      res.end(await edge.metrics.registry.metrics());
+    } catch (error) {
+      next(error);
+    }
+  });
+
+  app.use('/v1', apiKeyAuth(edge.config.apiKeys));
+  app.get('/v1/models', (_req, res) => {
+    res.json({
+      object: 'list',
+      data: edge.registry.models().map((model) => ({ id: model.id, object: 'model', created: 0, owned_by: 'iop', context_length: model.contextLength || null, providers: model.agents })),
+    });
+  });
+  const body = rawBody(edge.config.maxBodyBytes);
+  for (const [path, route] of Object.entries(routes.inference)) app.post(path, body, inferenceHandler(route, edge));
+  for (const mount of routes.extra ?? []) mount(app, edge);
+
+  app.use((req: Request, _res: Response, next: NextFunction) => next(new IopError('not_found', `no route for ${req.method} ${req.path}`)));
+  app.use(errorHandler(routes.dialectForPath));
+  return app;
+}

@@ -1,0 +1,27 @@
+/**
+ * The one terminal error middleware: any failure becomes the client's dialect's error body with
+ * the right status (and `Retry-After`); the cause goes to the log, never on the wire. After the
+ * first byte of a response, the writer has already rendered an in-band error, so here the
+ * response is only ended.
+ */
+import type { NextFunction, Request, Response } from 'express';
+import { IopError, toIopError, type Dialect } from '@iop/core';
+import { bodyParserError } from './json-body.js';
+import { locals } from './request-context.js';
+
+export function errorHandler(dialectFor: (path: string) => Dialect) {
+  return function errorHandlerMiddleware(error: unknown, req: Request, res: Response, _next: NextFunction): void {
+    const iopError = error instanceof IopError ? error : (bodyParserError(error) ?? toIopError(error));
+    const { requestId, log } = locals(res);
+    if (iopError.status >= 500 && !(error instanceof IopError)) log.error({ err: error }, 'unhandled error');
+    else log.info({ code: iopError.code, status: iopError.status, message: iopError.message }, 'request failed');
+    if (res.headersSent) {
+      if (!res.writableEnded) res.end();
+      return;
+    }
+    const rendered = dialectFor(req.path).errorResponse(iopError, requestId);
+    res.status(rendered.status);
+    for (const [name, value] of Object.entries(rendered.headers)) res.setHeader(name, value);
+    res.json(rendered.body);
+  };
+}

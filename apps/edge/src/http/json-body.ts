@@ -1,0 +1,39 @@
+/**
+ * Request bodies: read raw (bounded by `maxBodyBytes`, 413 past it) so passthrough can forward the
+ * client's exact bytes, then parsed once.
+ */
+import express from 'express';
+import { IopError, invalidRequest } from '@iop/core';
+
+export function rawBody(maxBodyBytes: number) {
+  return express.raw({ type: () => true, limit: maxBodyBytes });
+}
+
+/**
+ * Parses the raw body as a JSON object.
+ * @throws IopError 400 `invalid_request` for an empty body, malformed JSON or a non-object.
+ */
+export function parseJsonObject(body: unknown): Record<string, unknown> {
+  if (!Buffer.isBuffer(body) || body.length === 0) throw invalidRequest('the request body must be a JSON object');
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch (error) {
+    throw invalidRequest(`malformed JSON in the request body: ${error instanceof Error ? error.message : 'parse error'}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalidRequest('the request body must be a JSON object');
+  return value as Record<string, unknown>;
+}
+
+/** Maps body-parser's failures (size, encoding, aborted) to IopErrors. */
+export function bodyParserError(error: unknown): IopError | undefined {
+  if (typeof error !== 'object' || error === null || !('type' in error)) return undefined;
+  const type = (error as { type: unknown }).type;
+  if (type === 'entity.too.large') {
+    const limit = (error as { limit?: number }).limit;
+    return new IopError('request_too_large', `request body too large${limit === undefined ? '' : `: the limit is ${limit} bytes`}`);
+  }
+  if (type === 'encoding.unsupported' || type === 'charset.unsupported') return invalidRequest('unsupported content encoding');
+  if (type === 'request.aborted') return invalidRequest('the client aborted the request body');
+  return undefined;
+}

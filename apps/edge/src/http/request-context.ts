@@ -1,0 +1,31 @@
+/**
+ * Per-request context: the request id (the client's `x-request-id` when it is a sane token,
+ * otherwise a new `req_…`), echoed in the `x-request-id` response header, and a child logger that
+ * stamps it on every line. The same id travels to the agent in the RunAssignment.
+ */
+import type { NextFunction, Request, Response } from 'express';
+import { newId } from '@iop/core';
+import type { Logger } from '../logger.js';
+
+const SANE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export interface RequestLocals {
+  requestId: string;
+  log: Logger;
+  startedAt: number;
+}
+
+export function locals(res: Response): RequestLocals {
+  return res.locals as RequestLocals;
+}
+
+export function requestContext(logger: Logger) {
+  return function requestContextMiddleware(req: Request, res: Response, next: NextFunction): void {
+    const given = req.headers['x-request-id'];
+    const requestId = typeof given === 'string' && SANE_ID.test(given) ? given : newId('req_');
+    res.setHeader('x-request-id', requestId);
+    const context: RequestLocals = { requestId, log: logger.child({ requestId }), startedAt: performance.now() };
+    Object.assign(res.locals, context);
+    next();
+  };
+}

@@ -1,0 +1,83 @@
+/**
+ * Starts the edge: the HTTP API (express on node:http) and the tunnel (connect-node on HTTP/2 —
+ * h2c, or TLS when a certificate is configured). `close()` stops accepting, lets in-flight streams
+ * finish up to a deadline, then closes what is left.
+ */
+import http from 'node:http';
+import http2 from 'node:http2';
+import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
+import type { EdgeConfig } from './config.js';
+import type { EdgeContext } from './edge-context.js';
+import { createLogger, type Logger } from './logger.js';
+import { EdgeMetrics } from './metrics.js';
+import { AgentRegistry } from './pool/agent-registry.js';
+import { RunRegistry } from './tunnel/run-registry.js';
+import { tunnelRoutes } from './tunnel/tunnel-service.js';
+import { createApp } from './http/app.js';
+import { buildDialectRoutes } from './routes.js';
+import { EDGE_VERSION } from './version.js';
+
+export interface RunningEdge {
+  /** The HTTP API port actually bound. */
+  port: number;
+  /** The tunnel port actually bound. */
+  tunnelPort: number;
+  context: EdgeContext;
+  /** Graceful stop: waits for in-flight requests up to `deadlineMs` (default 10 000 ms). */
+  close(deadlineMs?: number): Promise<void>;
+}
+
+function listen(server: http.Server | http2.Http2Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+export async function startEdge(config: EdgeConfig, logger: Logger = createLogger(config.logLevel)): Promise<RunningEdge> {
+  const context: EdgeContext = { config, registry: new AgentRegistry(), runs: new RunRegistry(), metrics: new EdgeMetrics(), logger };
+  if (config.apiKeys.length === 0) logger.warn('no API keys configured: the HTTP API accepts every request');
+  if (config.joinTokens.length === 0) logger.warn('no join tokens configured: any agent may join the pool');
+
+  const routes = await buildDialectRoutes(context);
+  const app = createApp(context, routes);
+  const httpServer = http.createServer({ keepAliveTimeout: 65_000, noDelay: true }, app);
+
+  const adapter = connectNodeAdapter({
+    routes: tunnelRoutes({ registry: context.registry, runs: context.runs, joinTokens: config.joinTokens, heartbeatIntervalMs: config.heartbeatIntervalMs, edgeVersion: EDGE_VERSION, logger }),
+    readMaxBytes: config.maxBodyBytes + 1024 * 1024,
+    writeMaxBytes: config.maxBodyBytes + 1024 * 1024,
+  });
+  const tls = config.tunnel.tlsCertFile !== undefined && config.tunnel.tlsKeyFile !== undefined;
+  const tunnelServer = tls
+    ? http2.createSecureServer({ cert: readFileSync(config.tunnel.tlsCertFile!), key: readFileSync(config.tunnel.tlsKeyFile!) }, adapter)
+    : http2.createServer({}, adapter);
+
+  const port = await listen(httpServer, config.port, config.host);
+  const tunnelPort = await listen(tunnelServer, config.tunnel.port, config.tunnel.host);
+  logger.info({ port, tunnelPort, host: config.host, tunnelHost: config.tunnel.host, tls, version: EDGE_VERSION }, 'edge listening');
+
+  let closing: Promise<void> | undefined;
+  const close = (deadlineMs = 10_000) => {
+    closing ??= (async () => {
+      logger.info({ deadlineMs }, 'edge shutting down');
+      const httpClosed = new Promise<void>((resolve) => httpServer.close(() => resolve()));
+      httpServer.closeIdleConnections();
+      const deadline = new Promise<void>((resolve) => setTimeout(resolve, deadlineMs).unref());
+      await Promise.race([httpClosed, deadline]);
+      httpServer.closeAllConnections();
+      for (const session of context.registry.all()) session.close();
+      await new Promise<void>((resolve) => {
+        tunnelServer.close(() => resolve());
+        setTimeout(resolve, 1_000).unref();
+      });
+    })();
+    return closing;
+  };
+  return { port, tunnelPort, context, close };
+}

@@ -1,0 +1,113 @@
+/**
+ * One connected agent: what it registered, its live load, and the outbound half of its Control
+ * stream. Created by the tunnel service when a Register is accepted; closed when the stream ends.
+ */
+import { create } from '@bufbuild/protobuf';
+import {
+  CancelRunSchema,
+  DrainSchema,
+  EdgeMessageSchema,
+  type EdgeMessage,
+  type Heartbeat,
+  type ModelInfo,
+  type Register,
+  type RunAssignment,
+} from '@iop/proto';
+import { AsyncQueue } from './async-queue.js';
+
+export interface AgentLoad {
+  /** Runs in flight as the agent last reported. */
+  reportedInFlight: number;
+  /** Requests queued inside the agent. */
+  queued: number;
+  /** Backend KV-cache usage in [0, 1], when known. */
+  kvCacheUsage: number | undefined;
+  /** Requests waiting inside the backend, when known. */
+  backendWaiting: number | undefined;
+}
+
+export class AgentSession {
+  readonly agentId: string;
+  readonly sessionId: string;
+  readonly models: readonly ModelInfo[];
+  readonly maxConcurrency: number;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly agentVersion: string;
+  readonly backend: string;
+  readonly capabilities: ReadonlySet<string>;
+  readonly connectedAt = Date.now();
+  /** Messages to the agent, consumed by the Control stream's response. */
+  readonly outbound = new AsyncQueue<EdgeMessage>(Number.POSITIVE_INFINITY);
+  /** Runs the edge has assigned and not yet seen finish. */
+  inFlight = 0;
+  /** Runs ever assigned (for the admin view and the distribution figures). */
+  totalRuns = 0;
+  load: AgentLoad = { reportedInFlight: 0, queued: 0, kvCacheUsage: undefined, backendWaiting: undefined };
+  draining = false;
+  lastHeartbeatAt = Date.now();
+  closed = false;
+
+  constructor(register: Register, sessionId: string) {
+    this.agentId = register.agentId;
+    this.sessionId = sessionId;
+    this.models = register.models;
+    this.maxConcurrency = Math.max(1, register.maxConcurrency);
+    this.labels = { ...register.labels };
+    this.agentVersion = register.agentVersion;
+    this.backend = register.backend;
+    this.capabilities = new Set(register.capabilities);
+  }
+
+  /** Whether the edge may assign it another run now. */
+  get available(): boolean {
+    return !this.closed && !this.draining && this.inFlight < this.maxConcurrency;
+  }
+
+  serves(model: string): boolean {
+    return this.models.some((info) => info.id === model);
+  }
+
+  contextLength(model: string): number | undefined {
+    return this.models.find((info) => info.id === model)?.contextLength || undefined;
+  }
+
+  onHeartbeat(heartbeat: Heartbeat): void {
+    this.lastHeartbeatAt = Date.now();
+    this.draining = heartbeat.draining;
+    this.load = {
+      reportedInFlight: heartbeat.inFlight,
+      queued: heartbeat.queued,
+      kvCacheUsage: heartbeat.kvCacheUsage,
+      backendWaiting: heartbeat.backendWaiting,
+    };
+  }
+
+  assign(assignment: RunAssignment): void {
+    this.inFlight++;
+    this.totalRuns++;
+    this.send(create(EdgeMessageSchema, { message: { case: 'assign', value: assignment } }));
+  }
+
+  /** Called once per assigned run when it ends, however it ends. */
+  release(): void {
+    if (this.inFlight > 0) this.inFlight--;
+  }
+
+  cancel(runId: string, reason: string): void {
+    this.send(create(EdgeMessageSchema, { message: { case: 'cancel', value: create(CancelRunSchema, { runId, reason }) } }));
+  }
+
+  drain(drain: boolean, deregister = false): void {
+    this.draining = drain;
+    this.send(create(EdgeMessageSchema, { message: { case: 'drain', value: create(DrainSchema, { drain, deregister }) } }));
+  }
+
+  send(message: EdgeMessage): void {
+    if (!this.closed) void this.outbound.push(message);
+  }
+
+  close(): void {
+    this.closed = true;
+    this.outbound.close();
+  }
+}

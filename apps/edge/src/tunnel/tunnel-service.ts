@@ -1,0 +1,128 @@
+/**
+ * The edge's side of `iop.v1.TunnelService`, served with connect-node (gRPC, gRPC-Web and Connect
+ * protocols over HTTP/2), so any standard gRPC client can be an agent.
+ *
+ * Control: the first message must be Register with a valid join token, otherwise the call fails
+ * with UNAUTHENTICATED (bad token) or INVALID_ARGUMENT (no Register). The edge answers Registered
+ * and keeps the stream open for assignments, cancels and drain; when it ends, the agent leaves the
+ * pool and its runs fail. Run: the agent's frames for one run, delivered with backpressure.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import { create } from '@bufbuild/protobuf';
+import { Code, ConnectError, type ConnectRouter, type HandlerContext } from '@connectrpc/connect';
+import { newId } from '@iop/core';
+import {
+  EdgeMessageSchema,
+  RegisteredSchema,
+  RunSummarySchema,
+  TunnelService,
+  type AgentMessage,
+  type EdgeMessage,
+  type ProviderTunnelFrame,
+} from '@iop/proto';
+import type { Logger } from 'pino';
+import { AgentSession } from './agent-session.js';
+import type { RunRegistry } from './run-registry.js';
+import type { AgentRegistry } from '../pool/agent-registry.js';
+
+export interface TunnelServiceOptions {
+  registry: AgentRegistry;
+  runs: RunRegistry;
+  /** Accepted join tokens; empty = any agent may join (logged as a warning at start). */
+  joinTokens: readonly string[];
+  heartbeatIntervalMs: number;
+  edgeVersion: string;
+  logger: Logger;
+}
+
+function tokenAccepted(token: string, accepted: readonly string[]): boolean {
+  if (accepted.length === 0) return true;
+  const given = Buffer.from(token);
+  return accepted.some((candidate) => {
+    const expected = Buffer.from(candidate);
+    return expected.length === given.length && timingSafeEqual(expected, given);
+  });
+}
+
+export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRouter) => void {
+  const { registry, runs, logger } = options;
+
+  async function* control(requests: AsyncIterable<AgentMessage>, context: HandlerContext): AsyncIterable<EdgeMessage> {
+    const iterator = requests[Symbol.asyncIterator]();
+    const first = await iterator.next();
+    if (first.done === true || first.value.message.case !== 'register') {
+      throw new ConnectError('the first Control message must be Register', Code.InvalidArgument);
+    }
+    const register = first.value.message.value;
+    if (!tokenAccepted(register.joinToken, options.joinTokens)) {
+      logger.warn({ agentId: register.agentId }, 'agent refused: invalid join token');
+      throw new ConnectError('invalid join token', Code.Unauthenticated);
+    }
+    if (register.agentId === '' || register.models.length === 0) {
+      throw new ConnectError('Register needs an agent_id and at least one model', Code.InvalidArgument);
+    }
+    const session = new AgentSession(register, newId('ses_', 16));
+    registry.add(session);
+    logger.info(
+      { agentId: session.agentId, sessionId: session.sessionId, models: session.models.map((model) => model.id), maxConcurrency: session.maxConcurrency, backend: session.backend, agentVersion: session.agentVersion },
+      'agent registered',
+    );
+    session.send(
+      create(EdgeMessageSchema, {
+        message: {
+          case: 'registered',
+          value: create(RegisteredSchema, { sessionId: session.sessionId, heartbeatIntervalMs: options.heartbeatIntervalMs, edgeVersion: options.edgeVersion }),
+        },
+      }),
+    );
+    const end = (reason: string) => {
+      if (session.closed) return;
+      session.close();
+      registry.remove(session);
+      runs.failSession(session);
+      logger.info({ agentId: session.agentId, sessionId: session.sessionId, reason }, 'agent left');
+    };
+    context.signal.addEventListener('abort', () => end('connection closed'), { once: true });
+    const livenessTimer = setInterval(() => {
+      if (Date.now() - session.lastHeartbeatAt > options.heartbeatIntervalMs * 3) end('heartbeat timeout');
+    }, options.heartbeatIntervalMs);
+    livenessTimer.unref();
+    void (async () => {
+      try {
+        for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) {
+          const message = next.value.message;
+          if (message.case === 'heartbeat') session.onHeartbeat(message.value);
+          else if (message.case === 'runRejected') runs.reject(message.value.runId, message.value.reason);
+        }
+        end('agent closed the stream');
+      } catch (error) {
+        end(error instanceof Error ? error.message : 'stream error');
+      }
+    })();
+    try {
+      yield* session.outbound;
+    } finally {
+      clearInterval(livenessTimer);
+      end('control stream ended');
+    }
+  }
+
+  async function run(requests: AsyncIterable<ProviderTunnelFrame>): Promise<ReturnType<typeof create<typeof RunSummarySchema>>> {
+    let handle: ReturnType<RunRegistry['attach']>;
+    for await (const frame of requests) {
+      if (handle === undefined) {
+        handle = runs.attach(frame.runId);
+        if (handle === undefined) throw new ConnectError(`unknown or finished run ${frame.runId}`, Code.NotFound);
+      }
+      if (handle.isFinished) break;
+      const pending = handle.deliver(frame);
+      if (pending !== undefined) await pending;
+    }
+    if (handle !== undefined && !handle.isFinished) handle.failWith('agent_disconnected', 'the run stream ended without END');
+    return create(RunSummarySchema, {});
+  }
+
+  return (router: ConnectRouter) => {
+    router.service(TunnelService, { control, run });
+  };
+}

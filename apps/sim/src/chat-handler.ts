@@ -1,0 +1,177 @@
+/**
+ * `POST /v1/chat/completions`: resolves the knobs of the request, applies a fault if one is due,
+ * plans the output and writes it as a stream or as one `chat.completion` body.
+ */
+import { randomUUID } from 'node:crypto';
+import { readChatRequest, lastUserText, resolveToolCalls, type ChatRequest } from './chat-request.js';
+import { renderChatCompletion } from './chat-response.js';
+import { ChatStream, MID_STREAM_FAULTS, type MidStreamFault } from './chat-stream.js';
+import { ChunkFramer, type StreamUsageMode } from './chunk-framer.js';
+import { resetSocket, sendError, sendJson, type Exchange } from './exchange.js';
+import type { FaultQueue } from './fault-queue.js';
+import { knobsFromHeaders, type FaultName, type Knobs } from './knobs.js';
+import { parseModelName } from './model-name.js';
+import { buildOutputPlan, type OutputPlan } from './output-plan.js';
+import { mixSeed, seededRandom } from './prng.js';
+import type { RequestLog } from './request-log.js';
+import { contextLengthMessage } from './sim-error.js';
+import { countMessageTokens } from './tokenizer.js';
+
+export interface SimContext {
+  models: ReadonlySet<string>;
+  defaults: Readonly<Knobs>;
+  log: RequestLog;
+  faults: FaultQueue;
+}
+
+/** Salt that separates the fault-rate draw from the output draws of the same request. */
+const FAULT_SALT = 0x5eed;
+
+/** Resolves the knobs: CLI defaults < model suffix < `x-sim-*` headers < queued fault. */
+function resolveKnobs(context: SimContext, exchange: Exchange, suffixKnobs: Partial<Knobs> | undefined): Knobs {
+  const headerKnobs = knobsFromHeaders(exchange.req.headers);
+  const queued = context.faults.take();
+  if (suffixKnobs === undefined && headerKnobs === undefined && queued === undefined) return context.defaults as Knobs;
+  return { ...context.defaults, ...suffixKnobs, ...headerKnobs, ...queued };
+}
+
+/** The fault for this request after the seeded `fault-rate` draw. */
+function drawFault(knobs: Knobs, requestNumber: number): FaultName {
+  if (knobs.fault === 'none' || knobs.faultRate >= 1) return knobs.fault;
+  return seededRandom(mixSeed(knobs.seed ^ FAULT_SALT, requestNumber))() < knobs.faultRate ? knobs.fault : 'none';
+}
+
+function sendStatusFault(exchange: Exchange, status: 429 | 500 | 503, retryAfter: number): void {
+  const messages = { 429: 'simulated fault: too many requests', 500: 'simulated fault: internal server error', 503: 'simulated fault: service unavailable' };
+  sendError(exchange, status, messages[status], null, retryAfter > 0 ? { 'retry-after': String(retryAfter) } : {});
+}
+
+/**
+ * Handles one parsed chat completion body.
+ * @throws SimInputError for a bad body or knob (the caller writes the 400).
+ */
+export function handleChatCompletion(context: SimContext, exchange: Exchange, body: unknown): void {
+  const request = readChatRequest(body);
+  exchange.record.model = request.model;
+  const modelName = parseModelName(request.model);
+  if (!context.models.has(modelName.base)) {
+    sendError(exchange, 404, `The model \`${request.model}\` does not exist.`);
+    return;
+  }
+  const knobs = resolveKnobs(context, exchange, modelName.knobs);
+  const fault = drawFault(knobs, exchange.record.id);
+  if (fault !== 'none') context.log.markFault(exchange.record, fault);
+  const promptTokens = countMessageTokens(request.messages);
+
+  switch (fault) {
+    case '429':
+    case '500':
+    case '503':
+      sendStatusFault(exchange, Number(fault) as 429 | 500 | 503, knobs.retryAfter);
+      return;
+    case 'reset':
+      resetSocket(exchange);
+      return;
+    case 'no-response':
+      return; // the socket stays open until the client or the server closes it
+    case 'context-length':
+      sendError(exchange, 400, contextLengthMessage(knobs.maxModelLen, promptTokens, request.maxTokens ?? knobs.maxModelLen));
+      return;
+    default:
+      break;
+  }
+  if (promptTokens >= knobs.maxModelLen || (request.maxTokens !== undefined && promptTokens + request.maxTokens > knobs.maxModelLen)) {
+    sendError(exchange, 400, contextLengthMessage(knobs.maxModelLen, promptTokens, request.maxTokens ?? 0));
+    return;
+  }
+
+  const toolCalls = resolveToolCalls(request, knobs.toolCalls);
+  const plan = buildOutputPlan({
+    knobs,
+    random: seededRandom(request.seed ?? mixSeed(knobs.seed, exchange.record.id)),
+    maxTokens: request.maxTokens ?? knobs.maxModelLen - promptTokens,
+    echoText: knobs.content === 'echo' ? lastUserText(request.messages) : '',
+    tools: request.tools,
+    toolCallCount: toolCalls.count,
+    forcedToolName: toolCalls.forcedName,
+    stop: request.stop,
+  });
+  exchange.record.output = {
+    finishReason: plan.finishReason,
+    promptTokens,
+    completionTokens: plan.pieces.length,
+    toolCalls: plan.toolCalls.map(({ id, name, arguments: text, invalid }) => ({ id, name, arguments: text, invalid })),
+  };
+  const ttftMs = fault === 'slow-first-token' ? knobs.slowTtftMs : knobs.ttftMs;
+  const midStreamFault = MID_STREAM_FAULTS.includes(fault) ? (fault as MidStreamFault) : undefined;
+  const faultAfter = knobs.faultAfter ?? Math.floor(plan.pieces.length / 2);
+  if (request.stream) streamCompletion(exchange, request, knobs, plan, promptTokens, { ttftMs, fault: midStreamFault, faultAfter });
+  else respondCompletion(exchange, request, knobs, plan, promptTokens, ttftMs, midStreamFault);
+}
+
+function completionId(): string {
+  return `chatcmpl-${randomUUID().replaceAll('-', '')}`;
+}
+
+function streamCompletion(
+  exchange: Exchange,
+  request: ChatRequest,
+  knobs: Knobs,
+  plan: OutputPlan,
+  promptTokens: number,
+  timing: { ttftMs: number; fault: MidStreamFault | undefined; faultAfter: number },
+): void {
+  const continuous = knobs.continuousUsage || request.continuousUsage;
+  const usageChunk = request.includeUsage || knobs.forceUsage || continuous;
+  const usageMode: StreamUsageMode = continuous ? 'continuous' : usageChunk ? 'null' : 'absent';
+  const framer = new ChunkFramer(completionId(), Math.floor(Date.now() / 1000), request.model, usageMode, promptTokens);
+  const stream = new ChatStream(exchange.res, plan, framer, {
+    ...timing,
+    itlMs: knobs.itlMs,
+    usageChunk,
+    onServerClose: () => (exchange.closedByServer = true),
+  });
+  exchange.onClose = () => stream.stop();
+  exchange.record.status = 200;
+  stream.start();
+}
+
+/**
+ * Non-stream: waits as long as generation would take (TTFT + ITL per further token), then sends
+ * the whole body. Mid-stream faults map to: stall = never answer, cut = socket destroyed,
+ * malformed = 200 with broken JSON, no-done = half the body then the socket destroyed,
+ * error-chunk = 500.
+ */
+function respondCompletion(exchange: Exchange, request: ChatRequest, knobs: Knobs, plan: OutputPlan, promptTokens: number, ttftMs: number, fault: MidStreamFault | undefined): void {
+  if (fault === 'stall') return;
+  const delayMs = ttftMs + Math.max(0, plan.pieces.length - 1) * knobs.itlMs;
+  const respond = (): void => {
+    if (exchange.res.destroyed) return;
+    const body = JSON.stringify(renderChatCompletion(completionId(), Math.floor(Date.now() / 1000), request.model, plan, promptTokens));
+    switch (fault) {
+      case 'cut':
+        resetSocket(exchange);
+        return;
+      case 'malformed':
+        sendJson(exchange, 200, body.slice(0, -2));
+        return;
+      case 'no-done':
+        exchange.record.status = 200;
+        exchange.res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+        exchange.closedByServer = true;
+        exchange.res.write(body.slice(0, body.length >> 1), () => exchange.res.socket?.destroy());
+        return;
+      case 'error-chunk':
+        sendError(exchange, 500, 'simulated fault: error during generation');
+        return;
+      default:
+        sendJson(exchange, 200, body);
+    }
+  };
+  if (delayMs <= 0) {
+    respond();
+    return;
+  }
+  const timer = setTimeout(respond, delayMs);
+  exchange.onClose = () => clearTimeout(timer);
+}

@@ -1,0 +1,151 @@
+/**
+ * Writes one planned chat completion as an SSE stream with simulated timing: the role chunk and
+ * the first token after TTFT, then one token every ITL, then the finish chunk, the usage chunk
+ * (when asked) and `[DONE]` (PROTOCOLS.md A.4).
+ *
+ * Token i is due at `start + ttftMs + i * itlMs`; every token already due is written in one batch,
+ * so ITL 0 streams a whole answer in a single write. Backpressure: when `write` returns false the
+ * stream waits for `drain`. A mid-stream fault fires once `faultAfter` tokens are out.
+ */
+import type { ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { DONE_FRAME, errorFrame, type ChunkFramer } from './chunk-framer.js';
+import type { OutputPlan } from './output-plan.js';
+
+/** Faults that happen after the response has started. */
+export type MidStreamFault = 'stall' | 'cut' | 'malformed' | 'no-done' | 'error-chunk';
+
+export const MID_STREAM_FAULTS: readonly string[] = ['stall', 'cut', 'malformed', 'no-done', 'error-chunk'] satisfies MidStreamFault[];
+
+export interface ChatStreamOptions {
+  ttftMs: number;
+  itlMs: number;
+  fault: MidStreamFault | undefined;
+  /** Tokens written before the fault (clamped to the planned count). */
+  faultAfter: number;
+  /** Send the trailing `choices:[]` usage chunk. */
+  usageChunk: boolean;
+  /** Called before the sim itself destroys the socket (fault=cut), so it is not taken for a client abort. */
+  onServerClose: () => void;
+}
+
+/** Largest batch (UTF-16 units) written at once when many tokens are due. */
+const MAX_BATCH_CHARS = 64 * 1024;
+
+export class ChatStream {
+  private next = 0;
+  private roleSent = false;
+  private faultPending: boolean;
+  private readonly faultAt: number;
+  private startedAt = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private immediate: NodeJS.Immediate | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly plan: OutputPlan,
+    private readonly framer: ChunkFramer,
+    private readonly options: ChatStreamOptions,
+  ) {
+    this.faultPending = options.fault !== undefined;
+    this.faultAt = Math.min(options.faultAfter, plan.pieces.length);
+  }
+
+  /** Sends the headers now (as vLLM does) and schedules the first token at TTFT. */
+  start(): void {
+    this.res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+    this.startedAt = performance.now();
+    if (this.options.ttftMs > 0) {
+      this.res.flushHeaders();
+      this.timer = setTimeout(this.tick, this.options.ttftMs);
+    } else {
+      this.tick();
+    }
+  }
+
+  /** Stops generating (client gone, or server closing). Idempotent. */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.immediate !== undefined) clearImmediate(this.immediate);
+    this.timer = undefined;
+    this.immediate = undefined;
+  }
+
+  private dueAt(index: number): number {
+    return this.startedAt + this.options.ttftMs + index * this.options.itlMs;
+  }
+
+  private readonly tick = (): void => {
+    this.timer = undefined;
+    this.immediate = undefined;
+    if (this.stopped) return;
+    const { pieces } = this.plan;
+    const now = performance.now();
+    let batch = '';
+    if (!this.roleSent) {
+      this.roleSent = true;
+      batch = this.framer.role();
+    }
+    let written = 0;
+    for (;;) {
+      if (this.faultPending && this.next === this.faultAt) {
+        this.faultPending = false;
+        if (this.options.fault === 'malformed') {
+          batch += this.framer.malformed();
+          continue;
+        }
+        this.fail(batch);
+        return;
+      }
+      if (this.next === pieces.length) {
+        this.finish(batch);
+        return;
+      }
+      if ((written > 0 && this.dueAt(this.next) > now) || batch.length >= MAX_BATCH_CHARS) break;
+      batch += this.framer.piece(pieces[this.next]!, ++this.next);
+      written++;
+    }
+    if (this.res.write(batch)) this.schedule();
+    else this.res.once('drain', () => this.schedule());
+  };
+
+  private schedule(): void {
+    if (this.stopped) return;
+    const delay = this.dueAt(this.next) - performance.now();
+    if (delay > 0) this.timer = setTimeout(this.tick, delay);
+    else this.immediate = setImmediate(this.tick);
+  }
+
+  private finish(batch: string): void {
+    const { plan, framer } = this;
+    const completionTokens = plan.pieces.length;
+    let tail = batch + framer.finish(plan.finishReason, plan.stopReason, completionTokens);
+    if (this.options.usageChunk) tail += framer.usage(completionTokens);
+    this.stopped = true;
+    this.res.end(tail + DONE_FRAME);
+  }
+
+  private fail(batch: string): void {
+    this.stopped = true;
+    switch (this.options.fault) {
+      case 'stall':
+        if (batch.length > 0) this.res.write(batch); // and never another byte: the socket stays open
+        return;
+      case 'cut':
+        this.options.onServerClose();
+        if (batch.length === 0) this.res.socket?.destroy();
+        else this.res.write(batch, () => this.res.socket?.destroy());
+        return;
+      case 'no-done':
+        this.res.end(batch);
+        return;
+      case 'error-chunk':
+        this.res.end(batch + errorFrame('simulated fault: error in the middle of the stream') + DONE_FRAME);
+        return;
+      default:
+        return;
+    }
+  }
+}

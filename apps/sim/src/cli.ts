@@ -1,0 +1,73 @@
+/**
+ * Command line of `iop-sim` (node's `util.parseArgs`): server flags plus one `--<knob>` flag per
+ * knob (knobs.ts), which sets that knob's default for every request.
+ */
+import { parseArgs } from 'node:util';
+import { KNOB_SPECS, parseKnob, type Knobs } from './knobs.js';
+import type { SimOptions } from './server.js';
+
+export type CliResult = { help: true } | { help: false; options: SimOptions };
+
+type OptionConfig = { type: 'string' | 'boolean'; short?: string };
+
+const SERVER_FLAGS: Record<string, OptionConfig> = {
+  port: { type: 'string' },
+  host: { type: 'string' },
+  models: { type: 'string' },
+  'request-log-size': { type: 'string' },
+  'max-body-bytes': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+};
+
+function integerFlag(name: string, raw: string, min: number): number {
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`--${name}: expected an integer >= ${min}, got '${raw}'`);
+  return value;
+}
+
+/**
+ * Parses argv (without node and script).
+ * @throws RangeError / TypeError (from parseArgs) on unknown flags or bad values, with the flag named.
+ */
+export function parseCli(argv: readonly string[]): CliResult {
+  const options: Record<string, OptionConfig> = { ...SERVER_FLAGS };
+  for (const spec of KNOB_SPECS) options[spec.name] = { type: spec.flag ? 'boolean' : 'string' };
+  const { values } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false, allowNegative: true } as Parameters<typeof parseArgs>[0] & { allowNegative: boolean });
+  const flags = values as Record<string, string | boolean | undefined>;
+  if (flags.help === true) return { help: true };
+  const knobs: Partial<Knobs> = {};
+  for (const spec of KNOB_SPECS) {
+    const value = flags[spec.name];
+    if (value !== undefined) Object.assign(knobs, parseKnob(spec.name, String(value)));
+  }
+  const result: SimOptions = { knobs };
+  if (typeof flags.port === 'string') result.port = integerFlag('port', flags.port, 0);
+  if (typeof flags.host === 'string') result.host = flags.host;
+  if (typeof flags.models === 'string') result.models = flags.models.split(',').map((model) => model.trim()).filter((model) => model.length > 0);
+  if (typeof flags['request-log-size'] === 'string') result.requestLogSize = integerFlag('request-log-size', flags['request-log-size'], 1);
+  if (typeof flags['max-body-bytes'] === 'string') result.maxBodyBytes = integerFlag('max-body-bytes', flags['max-body-bytes'], 1);
+  return { help: false, options: result };
+}
+
+/** `iop-sim --help` text. */
+export function helpText(): string {
+  const knobLines = KNOB_SPECS.map((spec) => `  --${`${spec.name} ${spec.flag ? '' : spec.values}`.padEnd(44)} ${spec.describe}`);
+  return [
+    'iop-sim: an OpenAI-compatible inference-server simulator (vLLM-shaped) with fault injection.',
+    '',
+    'Usage: iop-sim [--port 0] [--host 127.0.0.1] [--models sim-model,other] [knob flags]',
+    '',
+    'Server:',
+    '  --port <n>                                     TCP port (0 = any free port; default 0)',
+    '  --host <addr>                                  listen address (default 127.0.0.1)',
+    '  --models <a,b>                                 served model names (default sim-model)',
+    '  --request-log-size <n>                         records kept for GET /_sim/requests (default 10000)',
+    '  --max-body-bytes <n>                           largest request body (default 33554432)',
+    '  -h, --help                                     this text',
+    '',
+    'Knobs (defaults for every request; per request: header x-sim-<name>, or model suffix <model>@<name>=<value>,<flag>):',
+    ...knobLines,
+    '',
+    'On listen, prints one JSON line: {"event":"listening","port":<n>,"host":"<addr>"}.',
+  ].join('\n');
+}

@@ -1,0 +1,37 @@
+/**
+ * The control API under `/_sim/` (for tests):
+ * - `GET /_sim/requests` → `{object:"list", data: RequestRecord[]}` (oldest first); `DELETE` clears it.
+ * - `POST /_sim/faults` `{fault, count?, ...knobs}` → `{queued: QueuedFault}`; `GET` lists; `DELETE` clears.
+ * - `GET /_sim/stats` → `{requests, inFlight, completed, aborted, faulted, queuedFaults}`.
+ */
+import type { SimContext } from './chat-handler.js';
+import { sendError, sendJson, type Exchange } from './exchange.js';
+
+/** Handles a `/_sim/*` request; `body` is the parsed JSON body (or undefined). */
+export function handleControl(context: SimContext, exchange: Exchange, path: string, body: unknown): void {
+  const method = exchange.req.method;
+  switch (`${method} ${path}`) {
+    case 'GET /_sim/requests':
+      sendJson(exchange, 200, JSON.stringify({ object: 'list', data: context.log.list() }));
+      return;
+    case 'DELETE /_sim/requests':
+      context.log.clear();
+      sendJson(exchange, 200, '{"cleared":true}');
+      return;
+    case 'GET /_sim/faults':
+      sendJson(exchange, 200, JSON.stringify({ object: 'list', data: context.faults.list() }));
+      return;
+    case 'POST /_sim/faults':
+      sendJson(exchange, 200, JSON.stringify({ queued: context.faults.push(body) }));
+      return;
+    case 'DELETE /_sim/faults':
+      context.faults.clear();
+      sendJson(exchange, 200, '{"cleared":true}');
+      return;
+    case 'GET /_sim/stats':
+      sendJson(exchange, 200, JSON.stringify({ ...context.log.stats, queuedFaults: context.faults.list().reduce((sum, entry) => sum + entry.remaining, 0) }));
+      return;
+    default:
+      sendError(exchange, 404, `no control route ${method} ${path}`);
+  }
+}

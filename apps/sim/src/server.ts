@@ -1,0 +1,165 @@
+/**
+ * The sim's HTTP server on `node:http`: routing, body reading, abort tracking, start and close.
+ *
+ * Routes (vLLM's OpenAI-compatible server): `POST /v1/chat/completions`, `GET /v1/models`,
+ * `POST /tokenize`, `GET /health`; and the control API under `/_sim/` (control-api.ts).
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { handleChatCompletion, type SimContext } from './chat-handler.js';
+import { handleControl } from './control-api.js';
+import { sendError, sendJson, type Exchange } from './exchange.js';
+import { FaultQueue } from './fault-queue.js';
+import { DEFAULT_KNOBS, type Knobs } from './knobs.js';
+import { RequestLog, type RequestRecord } from './request-log.js';
+import { SimInputError } from './sim-error.js';
+import { handleTokenize, modelsBody } from './vllm-routes.js';
+
+export interface SimOptions {
+  /** TCP port; 0 (default) picks a free one. */
+  port?: number;
+  /** Listen address, default `127.0.0.1`. */
+  host?: string;
+  /** Served model names, default `['sim-model']`. */
+  models?: readonly string[];
+  /** Knob defaults (the CLI flags); unset ones take DEFAULT_KNOBS. */
+  knobs?: Partial<Knobs>;
+  /** Request records kept for `GET /_sim/requests`, default 10,000. */
+  requestLogSize?: number;
+  /** Largest accepted request body (bytes), default 32 MiB; larger gets 413. */
+  maxBodyBytes?: number;
+}
+
+export interface SimServer {
+  port: number;
+  host: string;
+  /** `http://<host>:<port>` */
+  url: string;
+  log: RequestLog;
+  faults: FaultQueue;
+  /** Stops listening and destroys open connections (stalled streams included). */
+  close(): Promise<void>;
+}
+
+const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        reject(new SimInputError(`request body larger than ${maxBytes} bytes`, { status: 413 }));
+        req.removeAllListeners('data');
+        req.resume();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(chunks.length === 0 ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
+    req.on('error', reject);
+  });
+}
+
+function parseJson(raw: Buffer | undefined): unknown {
+  if (raw === undefined) return undefined;
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch (error) {
+    throw new SimInputError(`Invalid JSON body: ${(error as Error).message}`);
+  }
+}
+
+function detachedRecord(exchangeReq: IncomingMessage, path: string): RequestRecord {
+  return {
+    id: 0, receivedAt: Date.now(), method: exchangeReq.method ?? 'GET', path, model: null, headers: exchangeReq.headers, body: null,
+    status: null, fault: null, aborted: false, abortedAt: null, completed: false, completedAt: null, output: null,
+  };
+}
+
+async function route(context: SimContext, exchange: Exchange, path: string, maxBodyBytes: number, modelsJson: string): Promise<void> {
+  const { req, record } = exchange;
+  const body = req.method === 'POST' ? parseJson(await readBody(req, maxBodyBytes)) : undefined;
+  record.body = body ?? null;
+  if (path.startsWith('/_sim/')) {
+    handleControl(context, exchange, path, body);
+    return;
+  }
+  switch (`${req.method} ${path}`) {
+    case 'POST /v1/chat/completions':
+      handleChatCompletion(context, exchange, body);
+      return;
+    case 'GET /v1/models':
+      sendJson(exchange, 200, modelsJson);
+      return;
+    case 'POST /tokenize':
+      handleTokenize(context, exchange, body);
+      return;
+    case 'GET /health':
+      sendJson(exchange, 200, '{}');
+      return;
+    default:
+      // FastAPI's shape for unknown routes, as vLLM answers them.
+      exchange.record.status = 404;
+      exchange.res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Not Found"}');
+  }
+}
+
+/**
+ * Starts a sim and resolves once it listens.
+ * @throws RangeError on invalid options; rejects when the port cannot be bound.
+ */
+export async function startSim(options: SimOptions = {}): Promise<SimServer> {
+  const models = options.models ?? ['sim-model'];
+  if (models.length === 0 || models.some((model) => model.length === 0 || model.includes('@'))) {
+    throw new RangeError(`models must be non-empty names without '@', got ${JSON.stringify(models)}`);
+  }
+  const defaults: Knobs = Object.freeze({ ...DEFAULT_KNOBS, ...options.knobs });
+  const context: SimContext = { models: new Set(models), defaults, log: new RequestLog(options.requestLogSize), faults: new FaultQueue() };
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const modelsJson = modelsBody(models, defaults.maxModelLen);
+
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const url = req.url ?? '/';
+    const query = url.indexOf('?');
+    const path = query < 0 ? url : url.slice(0, query);
+    const control = path.startsWith('/_sim/');
+    const record = control ? detachedRecord(req, path) : context.log.open(req.method ?? 'GET', path, req.headers);
+    const exchange: Exchange = { req, res, record, closedByServer: false, onClose: undefined };
+    res.on('error', () => undefined); // a write after the client left: the close handler accounts for it
+    req.on('error', () => undefined);
+    res.on('close', () => {
+      exchange.onClose?.();
+      if (!control) context.log.settle(record, res.writableFinished, !exchange.closedByServer);
+    });
+    route(context, exchange, path, maxBodyBytes, modelsJson).catch((error: unknown) => {
+      if (res.headersSent || res.destroyed) return;
+      if (error instanceof SimInputError) sendError(exchange, error.status, error.message, error.param);
+      else sendError(exchange, 500, `internal sim error: ${(error as Error).message}`);
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+
+  const host = options.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    host,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    log: context.log,
+    faults: context.faults,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}

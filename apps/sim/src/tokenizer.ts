@@ -1,0 +1,52 @@
+/**
+ * The sim's tokenizer: deterministic and model-free. A token is a run of letters/digits/underscore
+ * or one other non-space character, each with the whitespace before it; trailing whitespace is one
+ * more token. Joining the tokens of a text gives the text back. Token ids are the FNV-1a hash of
+ * the token text modulo a 151,936-entry vocabulary (Qwen's size), so they are stable across runs.
+ */
+
+const TOKEN_PATTERN = /\s*[\p{L}\p{N}_]+|\s*[^\s\p{L}\p{N}_]|\s+$/gu;
+const VOCABULARY_SIZE = 151_936;
+
+/** Splits `text` into tokens (strings whose concatenation is `text`). */
+export function splitTokens(text: string): string[] {
+  return text.match(TOKEN_PATTERN) ?? [];
+}
+
+/** Number of tokens in `text`. */
+export function countTokens(text: string): number {
+  if (text.length === 0) return 0;
+  return splitTokens(text).length;
+}
+
+/** The id of one token. */
+export function tokenId(token: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < token.length; i++) {
+    hash ^= token.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % VOCABULARY_SIZE;
+}
+
+/** Text of one message `content`: a string, or the `text` of its text parts joined by "\n". */
+export function contentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  let text = '';
+  for (const part of content) {
+    if (part !== null && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string') {
+      text = text.length === 0 ? (part as { text: string }).text : `${text}\n${(part as { text: string }).text}`;
+    }
+  }
+  return text;
+}
+
+/** Prompt tokens of a chat request: the sum of the token counts of every message's text. */
+export function countMessageTokens(messages: readonly unknown[]): number {
+  let count = 0;
+  for (const message of messages) {
+    if (message !== null && typeof message === 'object') count += countTokens(contentText((message as { content?: unknown }).content));
+  }
+  return count;
+}

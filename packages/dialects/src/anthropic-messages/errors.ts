@@ -1,0 +1,69 @@
+/**
+ * IopError → Anthropic error envelope (PROTOCOLS C.5, D.12).
+ *
+ * | code                                             | status | error.type              |
+ * |--------------------------------------------------|--------|-------------------------|
+ * | invalid_request, unsupported_field, context_length_exceeded | 400 | invalid_request_error |
+ * | authentication                                   | 401    | authentication_error    |
+ * | permission                                       | 403    | permission_error        |
+ * | not_found, model_not_found                       | 404    | not_found_error         |
+ * | request_too_large                                | 413    | request_too_large       |
+ * | rate_limited                                     | 429    | rate_limit_error        |
+ * | internal                                         | 500    | api_error               |
+ * | upstream_error                                   | 502    | api_error (real status kept; the SDK retries ≥ 500) |
+ * | no_capacity                                      | 529    | overloaded_error (Anthropic's own status for it) |
+ * | timeout                                          | 504    | timeout_error           |
+ *
+ * An error's explicit status (e.g. an upstream 422 passed through) is kept, except that
+ * `no_capacity` is always 529 for Anthropic clients. `Retry-After` is set from `retryAfterSeconds`.
+ */
+import type { ErrorCode, ErrorEvent, ErrorResponse, IopError } from '@iop/core';
+import { sseJson, statusOf } from '@iop/core';
+import type { AnthropicErrorBody, AnthropicErrorType } from './wire-types.js';
+
+/** Anthropic's status for an overloaded API (C.5). */
+export const OVERLOADED_STATUS = 529;
+
+const ERROR_TYPES: Record<ErrorCode, AnthropicErrorType> = {
+  invalid_request: 'invalid_request_error',
+  unsupported_field: 'invalid_request_error',
+  context_length_exceeded: 'invalid_request_error',
+  authentication: 'authentication_error',
+  permission: 'permission_error',
+  not_found: 'not_found_error',
+  model_not_found: 'not_found_error',
+  request_too_large: 'request_too_large',
+  rate_limited: 'rate_limit_error',
+  internal: 'api_error',
+  upstream_error: 'api_error',
+  no_capacity: 'overloaded_error',
+  timeout: 'timeout_error',
+};
+
+/** Anthropic `error.type` of an iop error code. */
+export function anthropicErrorType(code: ErrorCode): AnthropicErrorType {
+  return ERROR_TYPES[code];
+}
+
+/** HTTP status an Anthropic client gets for an error. */
+export function anthropicErrorStatus(code: ErrorCode, status: number): number {
+  return code === 'no_capacity' && status === statusOf('no_capacity') ? OVERLOADED_STATUS : status;
+}
+
+/** Renders an error before the first byte: status, headers (`retry-after`, `request-id`) and body. */
+export function errorResponse(error: IopError, requestId: string): ErrorResponse {
+  const headers: Record<string, string> = { 'request-id': requestId };
+  if (error.retryAfterSeconds !== undefined) headers['retry-after'] = String(Math.ceil(error.retryAfterSeconds));
+  const body: AnthropicErrorBody = {
+    type: 'error',
+    error: { type: anthropicErrorType(error.code), message: error.message },
+    request_id: requestId,
+  };
+  return { status: anthropicErrorStatus(error.code, error.status), headers, body };
+}
+
+/** The in-stream form (C.4 item 6): `event: error` with `{type:"error", error:{type, message}}`. */
+export function errorEventFrame(event: Pick<ErrorEvent, 'code' | 'message'>): string {
+  const body: AnthropicErrorBody = { type: 'error', error: { type: anthropicErrorType(event.code), message: event.message } };
+  return sseJson(body, 'error');
+}

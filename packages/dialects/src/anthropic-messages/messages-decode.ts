@@ -1,0 +1,90 @@
+/**
+ * Anthropic `messages` → hub messages (PROTOCOLS C.2, D.1, D.5).
+ *
+ * - Consecutive turns of the same role are merged, as the Messages API itself does (C.2).
+ * - A user turn's `tool_result` blocks become `tool` messages, in block order, followed by one
+ *   `user` message with the turn's other blocks in their order (D.5: results first).
+ * - `role: "system"` messages (Claude Code, CLIENTS.md) become hub `system` messages at their
+ *   position; they are never rejected.
+ * - A final assistant turn (a prefill) stays the last message; the backend encoder decides how to
+ *   continue it (e.g. vLLM `continue_final_message`) or to refuse it.
+ */
+import type { AssistantMessage, ContentPart, Message, ToolMessage } from '@iop/core';
+import { invalidRequest } from '@iop/core';
+import { decodeAssistantBlock, decodeSystemContent, decodeToolResultBlock, decodeUserBlock } from './content-decode.js';
+import { path, readArray, readEnum, readObject, readString } from './field-readers.js';
+
+const ROLES = ['user', 'assistant', 'system'] as const;
+
+/** The user turn being assembled (consecutive user messages merge into it). */
+interface PendingUserTurn {
+  toolMessages: ToolMessage[];
+  parts: ContentPart[];
+}
+
+/** Content of a turn: a string (one text block) or an array of blocks, each checked to be an object. */
+function forEachBlock(content: unknown, param: string, onBlock: (block: Record<string, unknown>, blockParam: string) => void): void {
+  if (typeof content === 'string') {
+    onBlock({ type: 'text', text: content }, param);
+    return;
+  }
+  readArray(content, param).forEach((item, i) => {
+    const blockParam = path(param, i);
+    onBlock(readObject(item, blockParam), blockParam);
+  });
+}
+
+/**
+ * Decodes the `messages` array.
+ * @throws IopError `invalid_request` (400) naming the field (e.g. `messages.3.content.0.source`),
+ *   or `unsupported_field` for blocks a chat backend cannot take (server tools, file ids).
+ */
+export function decodeMessages(value: unknown, param = 'messages'): Message[] {
+  const items = readArray(value, param);
+  if (items.length === 0) throw invalidRequest(`${param}: at least one message is required`, param);
+  const messages: Message[] = [];
+  let user: PendingUserTurn | undefined;
+  let assistant: AssistantMessage | undefined;
+
+  const flushUser = (): void => {
+    if (user === undefined) return;
+    messages.push(...user.toolMessages);
+    if (user.parts.length > 0 || user.toolMessages.length === 0) messages.push({ role: 'user', content: user.parts });
+    user = undefined;
+  };
+  const flushAssistant = (): void => {
+    if (assistant !== undefined) messages.push(assistant);
+    assistant = undefined;
+  };
+
+  items.forEach((item, i) => {
+    const messageParam = path(param, i);
+    const message = readObject(item, messageParam);
+    const role = readEnum(message.role, path(messageParam, 'role'), ROLES);
+    const contentParam = path(messageParam, 'content');
+    if (role === 'system') {
+      flushUser();
+      flushAssistant();
+      messages.push({ role: 'system', content: decodeSystemContent(message.content, contentParam) });
+    } else if (role === 'user') {
+      flushAssistant();
+      const turn = (user ??= { toolMessages: [], parts: [] });
+      forEachBlock(message.content, contentParam, (block, blockParam) => {
+        if (readString(block.type, path(blockParam, 'type')) === 'tool_result') {
+          turn.toolMessages.push(decodeToolResultBlock(block, blockParam));
+        } else {
+          turn.parts.push(...decodeUserBlock(block, blockParam));
+        }
+      });
+    } else {
+      flushUser();
+      const turn = (assistant ??= { role: 'assistant', content: [] });
+      forEachBlock(message.content, contentParam, (block, blockParam) => {
+        turn.content.push(decodeAssistantBlock(block, blockParam));
+      });
+    }
+  });
+  flushUser();
+  flushAssistant();
+  return messages;
+}

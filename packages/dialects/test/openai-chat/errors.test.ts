@@ -1,0 +1,68 @@
+import { IopError } from '@iop/core';
+import { openAIChat } from '../../src/openai-chat/dialect.js';
+import { normalizeUpstreamError, toOpenAIErrorBody } from '../../src/openai-chat/errors.js';
+
+describe('toOpenAIErrorBody', () => {
+  it.each<[ConstructorParameters<typeof IopError>[0], string, string | null]>([
+    ['invalid_request', 'invalid_request_error', null],
+    ['unsupported_field', 'invalid_request_error', 'unsupported_parameter'],
+    ['context_length_exceeded', 'invalid_request_error', 'context_length_exceeded'],
+    ['authentication', 'authentication_error', 'invalid_api_key'],
+    ['permission', 'permission_error', null],
+    ['model_not_found', 'invalid_request_error', 'model_not_found'],
+    ['rate_limited', 'rate_limit_error', 'rate_limit_exceeded'],
+    ['internal', 'server_error', null],
+    ['no_capacity', 'server_error', 'no_capacity'],
+  ])('%s → type %s, code %s', (code, type, wireCode) => {
+    expect(toOpenAIErrorBody(new IopError(code, 'msg', { param: 'n' }))).toEqual({ error: { message: 'msg', type, param: 'n', code: wireCode } });
+  });
+});
+
+describe('normalizeUpstreamError', () => {
+  it('vLLM {type:"BadRequestError", code:400} → invalid_request, OpenAI type on the way out', () => {
+    const error = normalizeUpstreamError(400, { error: { message: 'temperature must be >= 0', type: 'BadRequestError', param: 'temperature', code: 400 } });
+    expect(error).toMatchObject({ code: 'invalid_request', status: 400, param: 'temperature', message: 'temperature must be >= 0' });
+    expect(toOpenAIErrorBody(error)).toEqual({ error: { message: 'temperature must be >= 0', type: 'invalid_request_error', param: 'temperature', code: null } });
+  });
+
+  it('recognizes context overflow from vLLM and llama.cpp', () => {
+    expect(
+      normalizeUpstreamError(400, {
+        error: { message: "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.", type: 'BadRequestError', code: 400 },
+      }).code,
+    ).toBe('context_length_exceeded');
+    expect(
+      normalizeUpstreamError(400, '{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}')
+        .code,
+    ).toBe('context_length_exceeded');
+  });
+
+  it('reads Ollama {error:"…"}, FastAPI {detail}, plain text; keeps 4xx status, maps 5xx', () => {
+    expect(normalizeUpstreamError(404, { error: 'model "llama3" not found, try pulling it first' })).toMatchObject({
+      code: 'not_found',
+      status: 404,
+      message: 'model "llama3" not found, try pulling it first',
+    });
+    expect(normalizeUpstreamError(422, { detail: 'Field required' })).toMatchObject({ code: 'invalid_request', status: 422, message: 'Field required' });
+    expect(normalizeUpstreamError(500, 'Internal Server Error')).toMatchObject({ code: 'upstream_error', status: 502, message: 'Internal Server Error' });
+    expect(normalizeUpstreamError(503, undefined)).toMatchObject({ code: 'no_capacity', status: 503, message: 'upstream answered HTTP 503' });
+  });
+});
+
+describe('openAIChat.errorResponse', () => {
+  it('renders status, x-request-id, retry-after and the OpenAI body', () => {
+    const response = openAIChat.errorResponse(new IopError('rate_limited', 'slow down', { retryAfterSeconds: 2.5 }), 'req_9');
+    expect(response).toEqual({
+      status: 429,
+      headers: { 'x-request-id': 'req_9', 'retry-after': '3' },
+      body: { error: { message: 'slow down', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' } },
+    });
+  });
+
+  it('decodeRequest and the encoders are wired', () => {
+    const request = openAIChat.decodeRequest({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true });
+    expect(openAIChat.name).toBe('openai-chat');
+    const encoder = openAIChat.createStreamEncoder({ requestId: 'r', model: 'm', request, createdAt: 1 });
+    expect(encoder.push({ type: 'text-delta', text: 'x' })).toContain('"delta":{"content":"x"}');
+  });
+});

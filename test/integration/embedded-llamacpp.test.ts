@@ -1,0 +1,64 @@
+/**
+ * The embedded backend: the agent runs the real tiny model (stories260K.gguf, llama.cpp through
+ * node-llama-cpp) and its generated text streams through the edge with exact usage.
+ */
+import OpenAI from 'openai';
+import { API_KEY, TINY_MODEL, startAgent, startEdge, stopAll, type EdgeHandle } from './harness';
+
+let edge: EdgeHandle;
+let client: OpenAI;
+
+beforeAll(async () => {
+  edge = await startEdge();
+  await startAgent({ tunnelPort: edge.tunnelPort, id: 'embedded', backend: 'llamacpp', args: ['--model', TINY_MODEL, '--threads', '2'] });
+  client = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
+}, 120_000);
+
+afterAll(stopAll);
+
+describe('embedded llama.cpp backend through the edge', () => {
+  it('serves the model under its file name', async () => {
+    const models = await client.models.list();
+    expect(models.data.map((model) => model.id)).toContain('stories260K');
+  });
+
+  it('streams generated text with exact usage', async () => {
+    const stream = await client.chat.completions.create({
+      model: 'stories260K',
+      messages: [{ role: 'user', content: 'Once upon a time' }],
+      stream: true,
+      stream_options: { include_usage: true },
+      max_tokens: 24,
+      temperature: 0,
+    });
+    let text = '';
+    let deltas = 0;
+    let finish: string | null = null;
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    for await (const chunk of stream) {
+      const delta = chunk.choices[0]?.delta.content;
+      if (delta) {
+        text += delta;
+        deltas++;
+      }
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      if (chunk.usage) usage = chunk.usage;
+    }
+    expect(deltas).toBeGreaterThan(3);
+    expect(text).toMatch(/[a-z]{2,}/i);
+    expect(usage!.completion_tokens).toBeGreaterThan(0);
+    expect(usage!.completion_tokens).toBeLessThanOrEqual(24);
+    expect(usage!.prompt_tokens).toBeGreaterThan(3);
+    expect(usage!.total_tokens).toBe(usage!.prompt_tokens + usage!.completion_tokens);
+    expect(['length', 'stop']).toContain(finish);
+    if (finish === 'length') expect(usage!.completion_tokens).toBe(24);
+  });
+
+  it('answers non-stream with the same usage accounting', async () => {
+    const completion = await client.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'The dog' }], max_tokens: 8, temperature: 0 });
+    expect(completion.choices[0]!.message.content!.length).toBeGreaterThan(0);
+    expect(completion.usage!.completion_tokens).toBeLessThanOrEqual(8);
+    if (completion.choices[0]!.finish_reason === 'length') expect(completion.usage!.completion_tokens).toBe(8);
+    else expect(completion.choices[0]!.finish_reason).toBe('stop');
+  });
+});

@@ -1,0 +1,58 @@
+/**
+ * Agents come and go: traffic spreads over the agents serving a model, a killed agent's
+ * replacement re-registers and serves, and agents reconnect by themselves after an edge restart.
+ */
+import OpenAI from 'openai';
+import { API_KEY, eventually, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+
+let sim: SimHandle;
+afterEach(stopAll);
+
+const ask = (client: OpenAI) => client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hello' }] });
+
+describe('provider pool', () => {
+  let edge: EdgeHandle;
+  let client: OpenAI;
+
+  beforeEach(async () => {
+    sim = await startSim(['--models', 'sim-model', '--output-tokens', '4', '--itl-ms', '5']);
+    edge = await startEdge();
+    client = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
+  });
+
+  it('two agents serving one model both get traffic', async () => {
+    await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-1', backendUrl: sim.url, models: ['sim-model'] });
+    await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-2', backendUrl: sim.url, models: ['sim-model'] });
+    await Promise.all(Array.from({ length: 24 }, () => ask(client)));
+    const lines = edge.proc.lines.filter((line) => line.msg === 'request completed');
+    const perAgent = new Map<string, number>();
+    for (const line of lines) perAgent.set(String(line.agentId), (perAgent.get(String(line.agentId)) ?? 0) + 1);
+    expect([...perAgent.keys()].sort()).toEqual(['agent-1', 'agent-2']);
+    for (const count of perAgent.values()) expect(count).toBeGreaterThanOrEqual(4);
+    expect((await simRequests(sim)).length).toBe(24);
+  });
+
+  it('an agent killed and restarted re-registers and serves', async () => {
+    const first = await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-x', backendUrl: sim.url, models: ['sim-model'] });
+    expect((await ask(client)).choices[0]!.finish_reason).toBe('stop');
+    await first.kill('SIGKILL');
+    await eventually(async () => {
+      const response = await fetch(`${edge.baseURL}/models`, { headers: { authorization: `Bearer ${API_KEY}` } });
+      return ((await response.json()) as { data: unknown[] }).data.length === 0;
+    });
+    await expect(ask(client)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-x', backendUrl: sim.url, models: ['sim-model'] });
+    expect((await ask(client)).choices[0]!.finish_reason).toBe('stop');
+  });
+
+  it('agents reconnect and serve after the edge restarts', async () => {
+    const agent = await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-r', backendUrl: sim.url, models: ['sim-model'] });
+    expect((await ask(client)).choices[0]!.finish_reason).toBe('stop');
+    const registeredBefore = agent.lines.filter((line) => line.msg === 'registered').length;
+    await edge.proc.kill('SIGKILL');
+    const restarted = await startEdge({ port: edge.port, tunnelPort: edge.tunnelPort });
+    await eventually(() => agent.lines.filter((line) => line.msg === 'registered').length > registeredBefore, 20_000);
+    const again = new OpenAI({ apiKey: API_KEY, baseURL: restarted.baseURL, maxRetries: 0 });
+    expect((await ask(again)).choices[0]!.finish_reason).toBe('stop');
+  });
+});
