@@ -13,7 +13,7 @@ let agent: Proc;
 beforeAll(async () => {
   sim = await startSim(['--models', 'sim-model', '--output-tokens', '12']);
   edge = await startEdge();
-  agent = await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-a', backendUrl: sim.url, models: ['sim-model', 'sim-model@itl-ms=40,output-tokens=200', 'sim-model@tool-calls=3'] });
+  agent = await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-a', backendUrl: sim.url, models: ['sim-model', 'sim-model@itl-ms=100', 'sim-model@tool-calls=3', 'sim-model@framing=crlf-split'] });
   client = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
 });
 
@@ -83,19 +83,45 @@ describe('POST /v1/chat/completions', () => {
     for (const count of fragments.values()) expect(count).toBeGreaterThan(2);
   });
 
+  it('relays upstream SSE events split across TCP reads and CRLF-framed, intact', async () => {
+    const collect = async (openai: OpenAI, model: string) => {
+      const stream = await openai.chat.completions.create({ model, messages, stream: true, seed: 7, stream_options: { include_usage: true } });
+      const deltas: string[] = [];
+      let usage: OpenAI.CompletionUsage | null | undefined;
+      for await (const chunk of stream) {
+        const delta = chunk.choices[0]?.delta.content;
+        if (delta) deltas.push(delta);
+        if (chunk.usage) usage = chunk.usage;
+      }
+      return { deltas, usage };
+    };
+    const direct = await collect(new OpenAI({ apiKey: 'unused', baseURL: `${sim.url}/v1`, maxRetries: 0 }), 'sim-model');
+    const raw = await fetch(`${edge.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-model@framing=crlf-split', messages, stream: true, seed: 7 }),
+    });
+    expect(await raw.text()).toMatch(/^data: \{.*\}\r\n\r\ndata: /);
+    const relayed = await collect(client, 'sim-model@framing=crlf-split');
+    expect(relayed.deltas).toEqual(direct.deltas);
+    expect(relayed.deltas).toHaveLength(12);
+    expect(relayed.usage).toEqual(direct.usage);
+  });
+
   it('cancels the backend request within 1 s when the client aborts mid-stream', async () => {
     await fetch(`${sim.url}/_sim/requests`, { method: 'DELETE' });
     const controller = new AbortController();
-    const stream = await client.chat.completions.create({ model: 'sim-model@itl-ms=40,output-tokens=200', messages, stream: true }, { signal: controller.signal });
+    const stream = await client.chat.completions.create({ model: 'sim-model@itl-ms=100', messages, stream: true }, { signal: controller.signal });
     let received = 0;
-    await expect(
-      (async () => {
-        for await (const chunk of stream) {
-          if (chunk.choices[0]?.delta.content) received++;
-          if (received === 3) controller.abort();
-        }
-      })(),
-    ).rejects.toThrow();
+    try {
+      for await (const chunk of stream) {
+        if (chunk.choices[0]?.delta.content) received++;
+        if (received === 3) controller.abort();
+      }
+    } catch (error) {
+      expect((error as Error).name).toMatch(/Abort/);
+    }
+    expect(received).toBe(3);
     const abortedAt = Date.now();
     await eventually(async () => (await simRequests(sim)).some((request) => request.aborted === true), 1_000, 20);
     expect(Date.now() - abortedAt).toBeLessThan(1_000);

@@ -92,6 +92,5 @@ export async function eventually(check: () => Promise<boolean> | boolean, timeou
 
 export async function simRequests(sim: SimHandle): Promise<Array<Record<string, unknown>>> {
   const response = await fetch(`${sim.url}/_sim/requests`);
-  const body = (await response.json()) as unknown;
-  return (Array.isArray(body) ? body : ((body as { requests?: unknown[] }).requests ?? [])) as Array<Record<string, unknown>>;
+  return ((await response.json()) as { data: Array<Record<string, unknown>> }).data;
 }

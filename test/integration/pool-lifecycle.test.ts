@@ -23,13 +23,15 @@ describe('provider pool', () => {
   it('two agents serving one model both get traffic', async () => {
     await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-1', backendUrl: sim.url, models: ['sim-model'] });
     await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-2', backendUrl: sim.url, models: ['sim-model'] });
-    await Promise.all(Array.from({ length: 24 }, () => ask(client)));
-    const lines = edge.proc.lines.filter((line) => line.msg === 'request completed');
+    const answered = await Promise.all(Array.from({ length: 24 }, () => client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hello' }] }).withResponse()));
     const perAgent = new Map<string, number>();
-    for (const line of lines) perAgent.set(String(line.agentId), (perAgent.get(String(line.agentId)) ?? 0) + 1);
+    for (const { response } of answered) {
+      const agent = response.headers.get('x-iop-agent-id') ?? 'none';
+      perAgent.set(agent, (perAgent.get(agent) ?? 0) + 1);
+    }
     expect([...perAgent.keys()].sort()).toEqual(['agent-1', 'agent-2']);
-    for (const count of perAgent.values()) expect(count).toBeGreaterThanOrEqual(4);
-    expect((await simRequests(sim)).length).toBe(24);
+    for (const count of perAgent.values()) expect(count).toBeGreaterThanOrEqual(6);
+    expect((await simRequests(sim)).filter((request) => request.path === '/v1/chat/completions').length).toBe(24);
   });
 
   it('an agent killed and restarted re-registers and serves', async () => {

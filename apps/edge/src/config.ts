@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import Ajv from 'ajv';
+import { DEFAULT_GATE, type GateSection } from './gate/gate-registry.js';
 
 export interface EdgeConfig {
   /** HTTP API listen address. */
@@ -34,6 +35,8 @@ export interface EdgeConfig {
   /** Attempts on other agents when a run fails before its first byte (tunnel failures, 5xx). */
   maxAttempts: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Stream gate per model: `default` plus `models.<name>` overrides (see packages/stream-gate/README.md). */
+  gate: GateSection;
 }
 
 export const DEFAULT_CONFIG: EdgeConfig = {
@@ -48,6 +51,7 @@ export const DEFAULT_CONFIG: EdgeConfig = {
   firstByteTimeoutMs: 0,
   maxAttempts: 3,
   logLevel: 'info',
+  gate: DEFAULT_GATE,
 };
 
 const schema = {
@@ -74,6 +78,14 @@ const schema = {
     firstByteTimeoutMs: { type: 'integer', minimum: 0, maximum: 3_600_000 },
     maxAttempts: { type: 'integer', minimum: 1, maximum: 10 },
     logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+    gate: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        default: { type: 'object', required: ['filters'], properties: { filters: { type: 'array' } } },
+        models: { type: 'object', additionalProperties: { type: 'object', required: ['filters'], properties: { filters: { type: 'array' } } } },
+      },
+    },
   },
 } as const;
 
@@ -109,7 +121,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv): Record<string, unknown> {
 
 function merge(base: EdgeConfig, override: Record<string, unknown>): Record<string, unknown> {
   const tunnel = { ...base.tunnel, ...((override.tunnel as object | undefined) ?? {}) };
-  return { ...base, ...override, tunnel };
+  const gate = { ...base.gate, ...((override.gate as object | undefined) ?? {}) };
+  return { ...base, ...override, tunnel, gate: { default: gate.default, models: gate.models ?? {} } };
 }
 
 /**

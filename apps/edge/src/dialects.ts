@@ -4,3 +4,8 @@ import { openaiChat } from '@iop/dialects';
 export const chatDialect = openaiChat.openAIChat;
 export const { peekChatRequest, toBackendChatRequest, createChatStreamDecoder, normalizeUpstreamError, toOpenAIErrorBody } = openaiChat;
 export type ToolIdMap = openaiChat.ToolIdMap;
+
+import { anthropic } from '@iop/dialects';
+
+export const anthropicDialect = anthropic.anthropicMessages;
+export const { decodeCountTokensRequest, estimateRequestTokens, countTokensResponse, TOKEN_COUNT_HEADER } = anthropic;

@@ -4,6 +4,7 @@ import type { Logger } from './logger.js';
 import type { EdgeMetrics } from './metrics.js';
 import type { AgentRegistry } from './pool/agent-registry.js';
 import type { RunRegistry } from './tunnel/run-registry.js';
+import type { GateRegistry } from './gate/gate-registry.js';
 
 export interface EdgeContext {
   config: EdgeConfig;
@@ -11,4 +12,5 @@ export interface EdgeContext {
   runs: RunRegistry;
   metrics: EdgeMetrics;
   logger: Logger;
+  gates: GateRegistry;
 }

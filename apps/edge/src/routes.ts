@@ -5,14 +5,22 @@
 import type { Dialect } from '@iop/core';
 import type { EdgeContext } from './edge-context.js';
 import type { DialectRoutes } from './http/app.js';
-import { chatDialect } from './dialects.js';
+import { anthropicDialect, chatDialect } from './dialects.js';
+import { countTokensHandler } from './http/count-tokens.js';
+import { rawBody } from './http/json-body.js';
 
-export async function buildDialectRoutes(_edge: EdgeContext): Promise<DialectRoutes> {
-  const dialectForPath = (_path: string): Dialect => chatDialect;
+export async function buildDialectRoutes(edge: EdgeContext): Promise<DialectRoutes> {
+  const dialectForPath = (path: string): Dialect => (path.startsWith('/v1/messages') ? anthropicDialect : chatDialect);
   return {
     dialectForPath,
     inference: {
       '/v1/chat/completions': { dialect: chatDialect, passthrough: true },
+      '/v1/messages': { dialect: anthropicDialect, passthrough: false },
     },
+    extra: [
+      (app) => {
+        app.post('/v1/messages/count_tokens', rawBody(edge.config.maxBodyBytes), countTokensHandler(edge));
+      },
+    ],
   };
 }

@@ -18,6 +18,10 @@ import { tunnelRoutes } from './tunnel/tunnel-service.js';
 import { createApp } from './http/app.js';
 import { buildDialectRoutes } from './routes.js';
 import { EDGE_VERSION } from './version.js';
+import { GateRegistry } from './gate/gate-registry.js';
+import { GateMetrics, createGateSink } from './gate/gate-sink.js';
+import { ConfigError } from './config.js';
+import { IopError } from '@iop/core';
 
 export interface RunningEdge {
   /** The HTTP API port actually bound. */
@@ -40,7 +44,17 @@ function listen(server: http.Server | http2.Http2Server, port: number, host: str
 }
 
 export async function startEdge(config: EdgeConfig, logger: Logger = createLogger(config.logLevel)): Promise<RunningEdge> {
-  const context: EdgeContext = { config, registry: new AgentRegistry(), runs: new RunRegistry(), metrics: new EdgeMetrics(), logger };
+  const registry = new AgentRegistry();
+  const metrics = new EdgeMetrics();
+  const knownModel = (model: string) => (registry.forModel(model).length > 0 ? model : 'unknown');
+  let gates: GateRegistry;
+  try {
+    gates = new GateRegistry(config.gate, createGateSink(new GateMetrics(metrics), metrics, logger, knownModel));
+  } catch (error) {
+    if (error instanceof IopError) throw new ConfigError(`invalid gate config: ${error.message}`);
+    throw error;
+  }
+  const context: EdgeContext = { config, registry, runs: new RunRegistry(), metrics, logger, gates };
   if (config.apiKeys.length === 0) logger.warn('no API keys configured: the HTTP API accepts every request');
   if (config.joinTokens.length === 0) logger.warn('no join tokens configured: any agent may join the pool');
 

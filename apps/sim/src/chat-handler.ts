@@ -129,6 +129,7 @@ function streamCompletion(
     ...timing,
     itlMs: knobs.itlMs,
     usageChunk,
+    framing: knobs.framing,
     onServerClose: () => (exchange.closedByServer = true),
   });
   exchange.onClose = () => stream.stop();

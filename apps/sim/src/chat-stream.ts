@@ -10,6 +10,7 @@
 import type { ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { DONE_FRAME, errorFrame, type ChunkFramer } from './chunk-framer.js';
+import { FramedOutput, type Framing } from './framed-output.js';
 import type { OutputPlan } from './output-plan.js';
 
 /** Faults that happen after the response has started. */
@@ -25,6 +26,8 @@ export interface ChatStreamOptions {
   faultAfter: number;
   /** Send the trailing `choices:[]` usage chunk. */
   usageChunk: boolean;
+  /** How SSE text is put on the wire (see framed-output.ts). */
+  framing: Framing;
   /** Called before the sim itself destroys the socket (fault=cut), so it is not taken for a client abort. */
   onServerClose: () => void;
 }
@@ -41,6 +44,7 @@ export class ChatStream {
   private timer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
   private stopped = false;
+  private readonly out: FramedOutput;
 
   constructor(
     private readonly res: ServerResponse,
@@ -48,6 +52,7 @@ export class ChatStream {
     private readonly framer: ChunkFramer,
     private readonly options: ChatStreamOptions,
   ) {
+    this.out = new FramedOutput(res, options.framing);
     this.faultPending = options.fault !== undefined;
     this.faultAt = Math.min(options.faultAfter, plan.pieces.length);
   }
@@ -107,7 +112,7 @@ export class ChatStream {
       batch += this.framer.piece(pieces[this.next]!, ++this.next);
       written++;
     }
-    if (this.res.write(batch)) this.schedule();
+    if (this.out.write(batch)) this.schedule();
     else this.res.once('drain', () => this.schedule());
   };
 
@@ -124,25 +129,25 @@ export class ChatStream {
     let tail = batch + framer.finish(plan.finishReason, plan.stopReason, completionTokens);
     if (this.options.usageChunk) tail += framer.usage(completionTokens);
     this.stopped = true;
-    this.res.end(tail + DONE_FRAME);
+    this.out.end(tail + DONE_FRAME);
   }
 
   private fail(batch: string): void {
     this.stopped = true;
     switch (this.options.fault) {
       case 'stall':
-        if (batch.length > 0) this.res.write(batch); // and never another byte: the socket stays open
+        if (batch.length > 0) this.out.write(batch); // and never another byte: the socket stays open
         return;
       case 'cut':
         this.options.onServerClose();
         if (batch.length === 0) this.res.socket?.destroy();
-        else this.res.write(batch, () => this.res.socket?.destroy());
+        else this.out.write(batch, () => this.res.socket?.destroy());
         return;
       case 'no-done':
-        this.res.end(batch);
+        this.out.end(batch);
         return;
       case 'error-chunk':
-        this.res.end(batch + errorFrame('simulated fault: error in the middle of the stream') + DONE_FRAME);
+        this.out.end(batch + errorFrame('simulated fault: error in the middle of the stream') + DONE_FRAME);
         return;
       default:
         return;

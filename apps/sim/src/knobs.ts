@@ -9,6 +9,7 @@
  * 4. a fault queued through `POST /_sim/faults` (its extra keys are knobs too).
  */
 import { SimInputError } from './sim-error.js';
+import { FRAMINGS, type Framing } from './framed-output.js';
 
 /** `lorem`: generated words; `echo`: the text of the last user message. */
 export type ContentMode = 'lorem' | 'echo';
@@ -62,6 +63,8 @@ export interface Knobs {
   repeat: boolean;
   /** Usage on every stream chunk (vLLM `continuous_usage_stats`). */
   continuousUsage: boolean;
+  /** SSE framing on the wire: `lf`, `crlf`, `split` (events cut across TCP reads), `crlf-split`. */
+  framing: Framing;
   /** Usage chunk in every stream even without `stream_options.include_usage` (vLLM `--enable-force-include-usage`). */
   forceUsage: boolean;
   fault: FaultName;
@@ -90,6 +93,7 @@ export const DEFAULT_KNOBS: Readonly<Knobs> = Object.freeze({
   xmlToolCalls: false,
   repeat: false,
   continuousUsage: false,
+  framing: 'lf',
   forceUsage: false,
   fault: 'none',
   faultAfter: undefined,
@@ -195,6 +199,7 @@ export const KNOB_SPECS: readonly KnobSpec[] = [
   { name: 'xml-tool-calls', flag: true, values: '[true|false]', describe: 'tool calls as <tool_call> text in content', parse: (raw) => ({ xmlToolCalls: bool('xml-tool-calls', raw) }) },
   { name: 'repeat', flag: true, values: '[true|false]', describe: 'repeat one n-gram until the token limit', parse: (raw) => ({ repeat: bool('repeat', raw) }) },
   { name: 'continuous-usage', flag: true, values: '[true|false]', describe: 'usage on every stream chunk', parse: (raw) => ({ continuousUsage: bool('continuous-usage', raw) }) },
+  { name: 'framing', flag: false, values: FRAMINGS.join('|'), describe: 'SSE framing: line ends and events split across TCP reads', parse: (raw) => ({ framing: oneOf('framing', FRAMINGS, raw) }) },
   { name: 'force-usage', flag: true, values: '[true|false]', describe: 'usage chunk even without include_usage', parse: (raw) => ({ forceUsage: bool('force-usage', raw) }) },
   { name: 'fault', flag: false, values: FAULT_NAMES.join('|'), describe: 'fault to inject', parse: (raw) => ({ fault: oneOf('fault', FAULT_NAMES, raw) }) },
   {

@@ -1,14 +1,14 @@
 /**
- * Path B, normalized: the backend's chat SSE is decoded into StreamEvents and encoded in the
- * client's dialect (Anthropic Messages, OpenAI Responses, or Chat when the gate must see content).
- * Streams are written event by event as they are decoded; non-stream answers are built from the
- * complete event list.
+ * Path B, normalized: the client request (any dialect) runs through the model's stream gate; the
+ * gate dispatches attempts (chat runs on providers, decoded into StreamEvents), validates and
+ * releases events, and the client's dialect encodes them. A stream's headers are sent only with
+ * the first released event, so a failure before it is still a real HTTP error; after it, failures
+ * arrive as the dialect's in-band error event. Non-stream answers are built from the complete
+ * released event list.
  */
 import type { Response } from 'express';
 import { IopError, type Dialect, type EncodeContext, type StreamEvent } from '@iop/core';
-import { FrameKind, type RunHandle } from '../tunnel/run-registry.js';
-import { createChatStreamDecoder, type ToolIdMap } from '../dialects.js';
-import { runFailure } from './open-run.js';
+import type { Dispatcher, GateOverrides, StreamGate } from '@iop/stream-gate';
 import { drained } from './drained.js';
 import type { UsageRecorder } from './usage-recorder.js';
 
@@ -17,48 +17,57 @@ export interface NormalizedOptions {
   context: EncodeContext;
   stream: boolean;
   usage: UsageRecorder;
-  toolIds: ToolIdMap;
+  gate: StreamGate;
+  dispatcher: Dispatcher;
+  /** Aborted when the client goes away. */
+  signal: AbortSignal;
+  overrides?: GateOverrides;
   /** Called once with the first byte written to the client (TTFT). */
   onFirstByte?: () => void;
-  /** Called with the final response object when the dialect's encoder exposes one (Responses store). */
+  /** Called with the final response object (Responses store). */
   onResult?: (result: unknown) => void;
 }
 
-/** Decodes a run's frames into events, in order, calling `onEvent` for each; returns when the run ends. */
-export async function decodeRun(handle: RunHandle, onEvent: (event: StreamEvent) => void, afterChunk?: () => Promise<void> | undefined): Promise<void> {
-  const decoder = createChatStreamDecoder(onEvent);
-  for await (const frame of handle.frames) {
-    if (frame.kind === FrameKind.BODY) {
-      decoder.push(frame.body);
-      const pending = afterChunk?.();
-      if (pending !== undefined) await pending;
-    } else if (frame.kind === FrameKind.ERROR) {
-      const error = runFailure(frame);
-      onEvent({ type: 'error', code: error.code, message: error.message, status: error.status });
-      return;
-    }
-  }
-  decoder.end();
+export function errorOf(event: Extract<StreamEvent, { type: 'error' }>): IopError {
+  return new IopError(event.code, event.message, { status: event.status });
 }
 
-export async function writeNormalized(handle: RunHandle, res: Response, options: NormalizedOptions): Promise<void> {
-  const { dialect, context, usage, toolIds } = options;
-  const restore = (event: StreamEvent): StreamEvent => {
+export async function writeNormalized(res: Response, options: NormalizedOptions): Promise<void> {
+  const { dialect, context, usage } = options;
+  const run = options.gate.run(context.request, options.dispatcher, {
+    requestId: context.requestId,
+    signal: options.signal,
+    canContinue: false,
+    ...(options.overrides === undefined ? {} : { overrides: options.overrides }),
+  });
+  const iterator = run[Symbol.asyncIterator]();
+  const note = (event: StreamEvent) => {
     if (event.type === 'usage') usage.recordHub(event.usage);
-    if (event.type === 'tool-call-delta' && event.id !== undefined) return { ...event, id: toolIds.toClient(event.id) };
-    return event;
   };
+
   if (!options.stream) {
     const events: StreamEvent[] = [];
-    await decodeRun(handle, (event) => events.push(restore(event)));
+    for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) {
+      note(next.value);
+      if (next.value.type === 'error') throw errorOf(next.value);
+      events.push(next.value);
+    }
+    if (options.signal.aborted) return;
     const body = dialect.encodeResponse(events, context);
     options.onResult?.(body);
     res.status(200).json(body);
     return;
   }
+
+  const first = await iterator.next();
+  if (first.done === true) return; // the client went away before anything was released
+  if (first.value.type === 'error') throw errorOf(first.value);
   const encoder = dialect.createStreamEncoder(context);
-  let backpressure = false;
+  res.status(200);
+  res.setHeader('content-type', 'text/event-stream; charset=utf-8');
+  res.setHeader('cache-control', 'no-cache');
   let started = false;
+  let backpressure = false;
   const write = (text: string) => {
     if (text.length === 0 || res.destroyed) return;
     if (!started) {
@@ -67,26 +76,18 @@ export async function writeNormalized(handle: RunHandle, res: Response, options:
     }
     if (!res.write(text)) backpressure = true;
   };
-  res.status(200);
-  res.setHeader('content-type', 'text/event-stream; charset=utf-8');
-  res.setHeader('cache-control', 'no-cache');
-  res.flushHeaders();
-  await decodeRun(
-    handle,
-    (event) => write(encoder.push(restore(event))),
-    () => {
-      if (!backpressure) return undefined;
+  note(first.value);
+  write(encoder.push(first.value));
+  for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) {
+    note(next.value);
+    write(encoder.push(next.value));
+    if (backpressure) {
       backpressure = false;
-      return drained(res);
-    },
-  );
+      await drained(res);
+    }
+  }
   write(encoder.end());
   const result = (encoder as { result?: () => unknown }).result?.();
   if (result !== undefined) options.onResult?.(result);
   res.end();
-}
-
-/** For callers that need an IopError from an error event. */
-export function errorOf(event: Extract<StreamEvent, { type: 'error' }>): IopError {
-  return new IopError(event.code, event.message, { status: event.status });
 }

@@ -16,6 +16,8 @@ export interface OpenRunDeps {
   registry: AgentRegistry;
   runs: RunRegistry;
   maxAttempts: number;
+  /** Agent ids to avoid (they faulted earlier in this request); used only while others are available. */
+  avoidAgents?: ReadonlySet<string>;
 }
 
 export interface OpenedRun {
@@ -64,7 +66,8 @@ export async function openRun(
     if (candidates.length === 0) {
       throw lastError ?? new IopError('model_not_found', `The model \`${request.model}\` does not exist or no provider serves it`, { param: 'model' });
     }
-    const session = pickLeastInFlight(candidates, tried);
+    const avoided = deps.avoidAgents === undefined || deps.avoidAgents.size === 0 ? tried : new Set([...tried, ...candidates.filter((candidate) => deps.avoidAgents!.has(candidate.agentId))]);
+    const session = pickLeastInFlight(candidates, avoided) ?? (avoided === tried ? undefined : pickLeastInFlight(candidates, tried));
     if (session === undefined) {
       throw lastError ?? new IopError('no_capacity', `every provider of \`${request.model}\` is at capacity`, { retryAfterSeconds: 1 });
     }

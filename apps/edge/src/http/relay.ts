@@ -22,6 +22,8 @@ const TAIL_BYTES = 32;
 export interface RelayOptions {
   stream: boolean;
   usage: UsageRecorder;
+  /** Called once when the first body byte goes to the client (TTFT). */
+  onFirstByte?: () => void;
 }
 
 /** Response headers worth passing on from the backend. */
@@ -48,8 +50,13 @@ async function relayStream(handle: RunHandle, res: Response, options: RelayOptio
   res.flushHeaders();
   let tail: Uint8Array = new Uint8Array(0);
   let failure: IopError | undefined;
+  let first = true;
   for await (const frame of handle.frames) {
     if (frame.kind === FrameKind.BODY) {
+      if (first) {
+        first = false;
+        options.onFirstByte?.();
+      }
       tail = frame.body.length >= TAIL_BYTES ? frame.body.subarray(frame.body.length - TAIL_BYTES) : Buffer.concat([tail, frame.body]).subarray(-TAIL_BYTES);
       if (!res.write(frame.body)) await drained(res);
     } else if (frame.kind === FrameKind.USAGE) {

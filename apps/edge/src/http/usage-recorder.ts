@@ -15,6 +15,8 @@ export class UsageRecorder {
     private readonly model: string,
   ) {}
 
+  // The model label is given at flush time when it was not known at construction.
+
   /** From a USAGE frame. */
   record(usage: FrameUsage | undefined): void {
     if (usage === undefined) return;
@@ -36,11 +38,11 @@ export class UsageRecorder {
   }
 
   /** Adds the usage to the counters; `attempt` is "answer" or "failed" (a retried attempt's tokens). */
-  flush(attempt: 'answer' | 'failed' = 'answer'): HubUsage | undefined {
+  flush(model: string = this.model, attempt: 'answer' | 'failed' = 'answer'): HubUsage | undefined {
     const usage = this.usage;
     if (usage === undefined) return undefined;
     const add = (kind: string, value: number | undefined) => {
-      if (value !== undefined && value > 0) this.metrics.tokens.inc({ model: this.model, kind, attempt }, value);
+      if (value !== undefined && value > 0) this.metrics.tokens.inc({ model, kind, attempt }, value);
     };
     add('prompt', usage.inputTokens);
     add('completion', usage.outputTokens);

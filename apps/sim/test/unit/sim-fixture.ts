@@ -10,7 +10,7 @@ export interface Fixture {
 
 export async function startFixture(options: SimOptions = {}): Promise<Fixture> {
   const sim = await startSim({ port: 0, ...options });
-  const client = new OpenAI({ baseURL: `${sim.url}/v1`, apiKey: 'test-key', maxRetries: 0, timeout: 5_000 });
+  const client = new OpenAI({ baseURL: `${sim.url}/v1`, apiKey: 'test-key', maxRetries: 0, timeout: 5_000, logLevel: 'off' });
   return { sim, client };
 }
 

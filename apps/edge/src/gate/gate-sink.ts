@@ -1,0 +1,46 @@
+/**
+ * The gate's observations, made visible: Prometheus counters by model, filter and verdict, and
+ * one log line per attempt that did not simply answer (request id, attempt number, provider,
+ * reason). Tokens of discarded attempts are counted apart from the answer's (`attempt="failed"`).
+ */
+import { Counter } from 'prom-client';
+import type { GateSink } from '@iop/stream-gate';
+import type { Logger } from '../logger.js';
+import type { EdgeMetrics } from '../metrics.js';
+
+export class GateMetrics {
+  readonly verdicts: Counter<'model' | 'filter' | 'verdict'>;
+  readonly attempts: Counter<'model' | 'outcome'>;
+
+  constructor(metrics: EdgeMetrics) {
+    this.verdicts = new Counter({ name: 'iop_gate_verdicts_total', help: 'Final verdict of each gate filter per attempt.', labelNames: ['model', 'filter', 'verdict'] as const, registers: [metrics.registry] });
+    this.attempts = new Counter({ name: 'iop_gate_attempts_total', help: 'Gate attempts by outcome (answered, retried, continued, failed, aborted).', labelNames: ['model', 'outcome'] as const, registers: [metrics.registry] });
+  }
+}
+
+/** `knownModel` maps a client model name to a bounded label (unknown names become "unknown"). */
+export function createGateSink(gateMetrics: GateMetrics, metrics: EdgeMetrics, log: Logger, knownModel: (model: string) => string): GateSink {
+  return {
+    verdict(report) {
+      gateMetrics.verdicts.inc({ model: knownModel(report.model), filter: report.filter, verdict: report.verdict });
+      if (report.verdict === 'reject') log.info({ requestId: report.requestId, attempt: report.attempt, filter: report.filter, reason: report.reason }, 'gate rejected an attempt');
+    },
+    attempt(report) {
+      const model = knownModel(report.model);
+      gateMetrics.attempts.inc({ model, outcome: report.outcome });
+      if (report.wasted && report.usage !== undefined) {
+        const add = (kind: string, value: number | undefined) => {
+          if (value !== undefined && value > 0) metrics.tokens.inc({ model, kind, attempt: 'failed' }, value);
+        };
+        add('prompt', report.usage.inputTokens);
+        add('completion', report.usage.outputTokens);
+      }
+      const fields = { requestId: report.requestId, attempt: report.attempt, idempotencyKey: report.idempotencyKey, provider: report.provider, outcome: report.outcome, reason: report.reason, filter: report.filter, durationMs: Math.round(report.durationMs), committed: report.committed };
+      if (report.outcome === 'answered') log.debug(fields, 'gate attempt');
+      else log.info(fields, 'gate attempt');
+    },
+    warning(report) {
+      log.warn({ requestId: report.requestId, attempt: report.attempt, message: report.message }, 'gate warning');
+    },
+  };
+}

@@ -1,0 +1,54 @@
+/**
+ * `POST /v1/messages/count_tokens` (Anthropic, PROTOCOLS C.6): `{input_tokens}` for a Messages
+ * request without sending it. Exact when a provider of the model can tokenize (vLLM's
+ * `/tokenize` with the chat template applied, the embedded llama.cpp tokenizer): the request is
+ * rendered as the chat body the backend would get and tokenized there. Otherwise a documented
+ * estimate. The `x-iop-token-count` header says which (`exact` | `estimate`).
+ */
+import type { NextFunction, Request, Response } from 'express';
+import type { EdgeContext } from '../edge-context.js';
+import { countTokensResponse, decodeCountTokensRequest, estimateRequestTokens, toBackendChatRequest, TOKEN_COUNT_HEADER } from '../dialects.js';
+import { parseJsonObject } from './json-body.js';
+import { locals } from './request-context.js';
+import { openRun } from './open-run.js';
+import { FrameKind } from '../tunnel/run-registry.js';
+import { IopError } from '@iop/core';
+
+async function tokenizeOnProvider(edge: EdgeContext, requestId: string, model: string, payload: unknown, log: ReturnType<typeof locals>['log']): Promise<number | undefined> {
+  const { handle, start } = await openRun(
+    { registry: edge.registry, runs: edge.runs, maxAttempts: 1 },
+    { requestId, model, method: 'POST', path: '/tokenize', body: Buffer.from(JSON.stringify(payload)), openTimeoutMs: edge.config.runOpenTimeoutMs },
+    log,
+    () => undefined,
+  );
+  const parts: Uint8Array[] = [];
+  for await (const frame of handle.frames) if (frame.kind === FrameKind.BODY) parts.push(frame.body);
+  if (start.status !== 200) return undefined;
+  const body = JSON.parse(Buffer.concat(parts).toString('utf8')) as { count?: unknown; tokens?: unknown[] };
+  if (typeof body.count === 'number') return body.count;
+  return Array.isArray(body.tokens) ? body.tokens.length : undefined;
+}
+
+export function countTokensHandler(edge: EdgeContext) {
+  return async function countTokens(req: Request, res: Response, next: NextFunction): Promise<void> {
+    const { requestId, log } = locals(res);
+    try {
+      const request = decodeCountTokensRequest(parseJsonObject(req.body));
+      const providers = edge.registry.forModel(request.model);
+      if (providers.length === 0) throw new IopError('model_not_found', `The model \`${request.model}\` does not exist or no provider serves it`, { param: 'model' });
+      let count: number | undefined;
+      if (providers.some((provider) => provider.capabilities.has('tokenize'))) {
+        const chat = toBackendChatRequest({ ...request, stream: false }, { model: request.model, stream: false }).body;
+        try {
+          count = await tokenizeOnProvider(edge, requestId, request.model, { model: request.model, messages: chat.messages, ...(chat.tools === undefined ? {} : { tools: chat.tools }) }, log);
+        } catch (error) {
+          log.warn({ err: error }, 'tokenize on the provider failed; answering with an estimate');
+        }
+      }
+      res.setHeader(TOKEN_COUNT_HEADER, count === undefined ? 'estimate' : 'exact');
+      res.json(countTokensResponse(count ?? estimateRequestTokens(request)));
+    } catch (error) {
+      next(error);
+    }
+  };
+}

@@ -1,0 +1,164 @@
+/**
+ * Admission control: a bounded FIFO queue per model group in front of the providers, so a burst
+ * beyond the pool's concurrency waits briefly instead of failing, and an overload is refused
+ * quickly and explicitly instead of piling up (backpressure; Envoy `max_pending_requests`,
+ * Google SRE book "Handling Overload").
+ *
+ * `acquire(group, queue, tryAcquire, signal)` calls `tryAcquire()` (the caller's "pick a provider
+ * and take a slot", returning `undefined` when none is free) right away when nobody is waiting,
+ * else queues the request. Each `notify(group)` (call it whenever a slot frees: a run ends, an
+ * agent joins or leaves drain) serves waiters from the head while their `tryAcquire` succeeds;
+ * strict FIFO, so a waiter is never overtaken by a later arrival.
+ *
+ * Rejections (`IopError` `rate_limited`, 429, with `retryAfterSeconds`; the Anthropic dialect
+ * renders it as 529 `overloaded_error`):
+ * - the group already has `maxQueued` waiters (0 = no queueing);
+ * - the request waited `maxWaitMs` without a slot.
+ * When `signal` aborts (the client went away), the waiter is removed and the promise rejects
+ * with the signal's reason. Memory: at most `maxQueued` waiters per group, O(1) insert, removal
+ * and head lookup (an insertion-ordered Set).
+ */
+import { IopError } from '@iop/core';
+
+export interface QueueConfig {
+  /** Waiters allowed per group (0 = refuse at once when no slot is free). */
+  maxQueued: number;
+  /** Longest wait for a slot, ms. */
+  maxWaitMs: number;
+}
+
+export interface Timers {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export interface AdmissionQueueOptions {
+  /** Defaults to the global timers. */
+  timers?: Timers;
+  /** `Retry-After` sent with a 429, seconds (default 1). */
+  retryAfterSeconds?: number;
+}
+
+export interface QueueStats {
+  /** Waiters per group now (groups with none are left out). */
+  queued: Record<string, number>;
+  /** Requests refused because a queue was full, since start. */
+  rejectedFull: number;
+  /** Requests refused because their wait ran out, since start. */
+  rejectedTimeout: number;
+}
+
+interface Waiter {
+  tryAcquire: () => unknown;
+  resolve: (value: unknown) => void;
+  reject: (reason: unknown) => void;
+  timer: unknown;
+  signal: AbortSignal | undefined;
+  onAbort: (() => void) | undefined;
+}
+
+const globalTimers: Timers = {
+  setTimeout: (callback, ms) => setTimeout(callback, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
+
+export class AdmissionQueue {
+  /** Waiters by group; a group with no waiter has no entry. */
+  private readonly groups = new Map<string, Set<Waiter>>();
+  private readonly timers: Timers;
+  private readonly retryAfterSeconds: number;
+  private rejectedFull = 0;
+  private rejectedTimeout = 0;
+
+  constructor(options: AdmissionQueueOptions = {}) {
+    this.timers = options.timers ?? globalTimers;
+    this.retryAfterSeconds = options.retryAfterSeconds ?? 1;
+  }
+
+  /**
+   * Resolves with `tryAcquire()`'s first defined result.
+   * @throws IopError `rate_limited` (429) when the queue is full or `maxWaitMs` passes; the
+   *   signal's reason when it aborts; whatever `tryAcquire` throws.
+   */
+  acquire<T>(group: string, queue: QueueConfig, tryAcquire: () => T | undefined, signal?: AbortSignal): Promise<T> {
+    if (signal?.aborted === true) return Promise.reject(signal.reason);
+    const waiting = this.groups.get(group);
+    if (waiting === undefined) {
+      try {
+        const acquired = tryAcquire();
+        if (acquired !== undefined) return Promise.resolve(acquired);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    if ((waiting?.size ?? 0) >= queue.maxQueued) {
+      this.rejectedFull++;
+      return Promise.reject(this.overloaded(`the queue of \`${group}\` is full (${queue.maxQueued} waiting)`));
+    }
+    return new Promise<T>((resolve, reject) => {
+      const waiter: Waiter = { tryAcquire, resolve: resolve as (value: unknown) => void, reject, timer: undefined, signal, onAbort: undefined };
+      waiter.timer = this.timers.setTimeout(() => {
+        this.rejectedTimeout++;
+        this.remove(group, waiter);
+        reject(this.overloaded(`no provider of \`${group}\` was free within ${queue.maxWaitMs} ms`));
+      }, queue.maxWaitMs);
+      if (signal !== undefined) {
+        waiter.onAbort = () => {
+          this.remove(group, waiter);
+          reject(signal.reason);
+        };
+        signal.addEventListener('abort', waiter.onAbort, { once: true });
+      }
+      let set = this.groups.get(group);
+      if (set === undefined) {
+        set = new Set();
+        this.groups.set(group, set);
+      }
+      set.add(waiter);
+      // A waiter ahead may have become servable without a notify.
+      if (waiting !== undefined) this.notify(group);
+    });
+  }
+
+  /** Serves the group's waiters from the head while slots are free. Call when capacity frees. */
+  notify(group: string): void {
+    const waiters = this.groups.get(group);
+    if (waiters === undefined) return;
+    for (const waiter of waiters) {
+      let acquired: unknown;
+      try {
+        acquired = waiter.tryAcquire();
+      } catch (error) {
+        this.remove(group, waiter);
+        waiter.reject(error);
+        continue;
+      }
+      if (acquired === undefined) break;
+      this.remove(group, waiter);
+      waiter.resolve(acquired);
+    }
+  }
+
+  /** Waiters in `group` now. */
+  size(group: string): number {
+    return this.groups.get(group)?.size ?? 0;
+  }
+
+  stats(): QueueStats {
+    const queued: Record<string, number> = {};
+    for (const [group, waiters] of this.groups) queued[group] = waiters.size;
+    return { queued, rejectedFull: this.rejectedFull, rejectedTimeout: this.rejectedTimeout };
+  }
+
+  private remove(group: string, waiter: Waiter): void {
+    const waiters = this.groups.get(group);
+    if (waiters === undefined || !waiters.delete(waiter)) return;
+    if (waiters.size === 0) this.groups.delete(group);
+    this.timers.clearTimeout(waiter.timer);
+    if (waiter.onAbort !== undefined) waiter.signal?.removeEventListener('abort', waiter.onAbort);
+  }
+
+  private overloaded(message: string): IopError {
+    return new IopError('rate_limited', message, { retryAfterSeconds: this.retryAfterSeconds });
+  }
+}

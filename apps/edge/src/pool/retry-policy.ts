@@ -1,0 +1,191 @@
+/**
+ * Which failed attempts are retried, when, and where. A retry is only possible before the first
+ * byte reached the client (DESIGN "commit point"); the caller asks `decide()` after each failed
+ * attempt and either retries (after `delayMs`, on a provider not yet tried), re-routes to the
+ * group's `contextFallback`, or gives the client the failure.
+ *
+ * Retryable (another provider may well succeed): connect failure, reset / tunnel lost, rejection
+ * for capacity, no response / first-byte timeout, 429 (honouring `Retry-After`), and 5xx except
+ * 501 and 505 (a property of the backend, not a fault). Not retryable: every other 4xx, the
+ * client's own fault; a 400 `context_length_exceeded` is not retried on the same model but goes
+ * once to the group's `contextFallback` (a longer-context group) when one is configured.
+ *
+ * Delay: full-jitter exponential backoff, `random() × min(maxBackoffMs, baseBackoffMs × 2^(r−1))`
+ * for the r-th retry (AWS Architecture Blog, "Exponential Backoff and Jitter", 2015); a 429's
+ * `Retry-After` is a floor, and one longer than `maxBackoffMs` ends the retries (the client gets
+ * the 429 and its `Retry-After`: holding its connection longer helps nobody). Each request has at
+ * most `maxAttempts` attempts, and every retry must also pass the pool-wide `RetryBudget`.
+ */
+import type { AttemptOutcome } from './outlier-detector.js';
+import type { Clock, Random } from './provider.js';
+import { RetryBudget } from './retry-budget.js';
+
+export interface RetryConfig {
+  /** Attempts per request, the first included (1 = no retry). */
+  maxAttempts: number;
+  /** Pool-wide retries per client request (see `RetryBudget`). */
+  budgetRatio: number;
+  /** Pool-wide retries per second allowed whatever the traffic. */
+  minRetriesPerSecond: number;
+  /** Backoff of the first retry before jitter, ms. */
+  baseBackoffMs: number;
+  /** Largest backoff, ms; also the longest `Retry-After` waited for. */
+  maxBackoffMs: number;
+}
+
+/** Why an attempt failed before its first byte. */
+export type AttemptFailure =
+  | { kind: 'connect_failed' | 'reset' | 'rejected' | 'timeout' | 'no_response'; detail?: string }
+  | {
+      kind: 'status';
+      /** HTTP status of the backend's answer. */
+      status: number;
+      /** The `Retry-After` header, verbatim. */
+      retryAfter?: string | undefined;
+      /** The error body's code (e.g. `context_length_exceeded`), when the caller parsed one. */
+      errorCode?: string | undefined;
+    };
+
+export type RetryDecision =
+  | { action: 'retry'; delayMs: number; reason: string }
+  | { action: 'fallback'; group: string; reason: string }
+  | { action: 'fail'; reason: string; retryAfterMs?: number };
+
+/** The attempts of one request: providers tried (so the next pick prefers another), count, fallback used. */
+export class RequestAttempts {
+  /** Provider ids already tried; pass as the picker's `exclude`. */
+  readonly tried = new Set<string>();
+  /** Attempts started. */
+  count = 0;
+  /** Whether the context fallback was already taken. */
+  fallbackUsed = false;
+
+  /** Call when an attempt is sent to `providerId`. */
+  record(providerId: string): void {
+    this.tried.add(providerId);
+    this.count++;
+  }
+}
+
+/** Maps an agent's run error code (tunnel `ERROR` frame) to an attempt failure. */
+export function failureOfRunError(code: string): AttemptFailure {
+  switch (code) {
+    case 'connect_failed':
+      return { kind: 'connect_failed' };
+    case 'agent_disconnected':
+    case 'backend_reset':
+      return { kind: 'reset', detail: code };
+    case 'run_rejected':
+    case 'at_capacity':
+      return { kind: 'rejected', detail: code };
+    case 'run_open_timeout':
+    case 'first_byte_timeout':
+      return { kind: 'timeout', detail: code };
+    default:
+      return { kind: 'no_response', detail: code || 'unknown' };
+  }
+}
+
+/** Whether the failure is the prompt not fitting the model's context (`context_length_exceeded`). */
+export function isContextOverflow(failure: AttemptFailure): boolean {
+  return failure.kind === 'status' && failure.status === 400 && failure.errorCode === 'context_length_exceeded';
+}
+
+/**
+ * Whether a backend's 400 message says the prompt is too long: vLLM "This model's maximum context
+ * length is N tokens", llama.cpp `exceed_context_size_error` / "exceeds the available context
+ * size", SGLang "longer than the model's context length", OpenAI `context_length_exceeded`.
+ */
+export function looksLikeContextOverflow(message: string): boolean {
+  return /maximum context length|context_length_exceeded|exceed_context_size|exceeds the available context|longer than the model's context/i.test(message);
+}
+
+/** Whether a failure may succeed on another attempt. */
+export function isRetryable(failure: AttemptFailure): boolean {
+  if (failure.kind !== 'status') return true;
+  const { status } = failure;
+  return status === 429 || (status >= 500 && status !== 501 && status !== 505);
+}
+
+/** What the failure says about the provider's health, for the outlier detector. */
+export function outcomeOf(failure: AttemptFailure): AttemptOutcome {
+  switch (failure.kind) {
+    case 'connect_failed':
+    case 'reset':
+      return 'connect_failure';
+    case 'timeout':
+    case 'no_response':
+      return 'timeout';
+    case 'rejected':
+      return 'client_error';
+    case 'status':
+      return failure.status >= 500 ? 'server_error' : 'client_error';
+  }
+}
+
+/**
+ * `Retry-After` (RFC 9110 §10.2.3: delay-seconds or an HTTP-date) as ms from `nowMs`; undefined
+ * when absent or unreadable; 0 for a date in the past.
+ */
+export function parseRetryAfterMs(value: string | undefined, nowMs: number): number | undefined {
+  if (value === undefined) return undefined;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
+  const date = Date.parse(trimmed);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
+}
+
+export class RetryPolicy {
+  readonly budget: RetryBudget;
+  private readonly now: Clock;
+  private readonly random: Random;
+
+  /** @throws RangeError when `maxAttempts` < 1 or a backoff is negative. */
+  constructor(
+    private readonly config: RetryConfig,
+    options: { now?: Clock; random?: Random; budget?: RetryBudget } = {},
+  ) {
+    if (!(config.maxAttempts >= 1) || !(config.baseBackoffMs >= 0) || !(config.maxBackoffMs >= config.baseBackoffMs)) {
+      throw new RangeError('retry policy: maxAttempts must be ≥ 1 and 0 ≤ baseBackoffMs ≤ maxBackoffMs');
+    }
+    this.now = options.now ?? Date.now;
+    this.random = options.random ?? Math.random;
+    this.budget = options.budget ?? new RetryBudget(config, { now: this.now });
+  }
+
+  /** Starts a client request: counts it into the budget and returns its attempt record. */
+  begin(): RequestAttempts {
+    this.budget.onRequest();
+    return new RequestAttempts();
+  }
+
+  /** Full-jitter backoff before the `retry`-th retry (1-based), ms. */
+  backoffMs(retry: number): number {
+    const ceiling = Math.min(this.config.maxBackoffMs, this.config.baseBackoffMs * 2 ** Math.max(0, retry - 1));
+    return Math.floor(this.random() * ceiling);
+  }
+
+  /**
+   * What to do after `attempts`' latest attempt failed with `failure`. A `fallback` decision marks
+   * the fallback used and clears `tried` (the fallback group's providers are new ground).
+   * @param options.contextFallback the current group's `contextFallback`, if any.
+   */
+  decide(attempts: RequestAttempts, failure: AttemptFailure, options: { contextFallback?: string | undefined } = {}): RetryDecision {
+    if (isContextOverflow(failure)) {
+      if (options.contextFallback === undefined || attempts.fallbackUsed) return { action: 'fail', reason: 'the prompt exceeds the context length and no fallback group is left' };
+      attempts.fallbackUsed = true;
+      attempts.tried.clear();
+      return { action: 'fallback', group: options.contextFallback, reason: 'context length exceeded' };
+    }
+    const what = failure.kind === 'status' ? `status ${failure.status}` : failure.kind;
+    if (!isRetryable(failure)) return { action: 'fail', reason: `${what} is not retryable` };
+    const retryAfterMs = failure.kind === 'status' ? parseRetryAfterMs(failure.retryAfter, this.now()) : undefined;
+    if (retryAfterMs !== undefined && retryAfterMs > this.config.maxBackoffMs) {
+      return { action: 'fail', reason: `${what} asks to wait ${retryAfterMs} ms, longer than the ${this.config.maxBackoffMs} ms backoff limit`, retryAfterMs };
+    }
+    if (attempts.count >= this.config.maxAttempts) return { action: 'fail', reason: `${what} after ${attempts.count} attempts (the limit)` };
+    if (!this.budget.tryRetry()) return { action: 'fail', reason: `${what}; the pool's retry budget is spent` };
+    const delayMs = Math.max(retryAfterMs ?? 0, this.backoffMs(attempts.count));
+    return { action: 'retry', delayMs, reason: `${what} on attempt ${attempts.count}` };
+  }
+}

@@ -1,0 +1,179 @@
+/**
+ * Tool-call filters (name `tool-calls`):
+ * - a normalizer (transformer): a call whose arguments are empty gets `{}` (a parameterless call
+ *   is `{}` in every dialect, PROTOCOLS A.4), and a `stop` finish after calls becomes `tool_calls`;
+ * - a validator: holds tool-call fragments until the answer ends, then checks each call — name
+ *   declared in the request's tools, arguments parse as JSON, arguments valid against the tool's
+ *   JSON Schema — and the request's `tool_choice` (`none`: no call; `required`: at least one; a
+ *   named tool: only that tool) and `parallel_tool_calls: false` (at most one call). A failure is
+ *   retried with a corrective message for the model.
+ */
+import type { FinishEvent, StreamEvent, ToolDefinition } from '@iop/core';
+import type { EventTransformer, EventValidator, Rejection, TransformerFilter, ValidatorFilter, Verdict } from '../filter.js';
+import { reject } from '../filter.js';
+import type { SchemaCache } from './schema-cache.js';
+import { describeSchemaErrors, sharedSchemaCache } from './schema-cache.js';
+import { ToolCallTracker } from './tool-call-tracker.js';
+import type { TrackedToolCall } from './tool-call-tracker.js';
+
+export interface ToolCallFilterOptions {
+  /** Whether to validate arguments against the tool's JSON Schema. Default true. */
+  validateSchema?: boolean;
+  /** Compiled-schema cache; default the process-wide one. */
+  schemaCache?: SchemaCache;
+}
+
+/** The normalizer and the validator, in that order. */
+export function toolCallFilters(options: ToolCallFilterOptions = {}): [TransformerFilter, ValidatorFilter] {
+  return [toolCallNormalizer(), toolCallValidator(options)];
+}
+
+export function toolCallNormalizer(): TransformerFilter {
+  return { kind: 'transformer', name: 'tool-call-normalizer', create: () => new ToolCallNormalizer() };
+}
+
+class ToolCallNormalizer implements EventTransformer {
+  readonly heldBytes = 0;
+  private current = -1;
+  private currentHasArguments = false;
+  private sawCall = false;
+
+  push(event: StreamEvent, out: StreamEvent[]): undefined {
+    if (event.type === 'tool-call-delta') {
+      if (event.index !== this.current) {
+        this.closeCurrent(out);
+        this.current = event.index;
+        this.currentHasArguments = false;
+        this.sawCall = true;
+      }
+      if (!this.currentHasArguments && event.argumentsDelta.trim() !== '') this.currentHasArguments = true;
+      out.push(event);
+    } else if (event.type === 'finish') {
+      this.closeCurrent(out);
+      out.push(this.sawCall && event.reason === 'stop' ? ({ ...event, reason: 'tool_calls' } satisfies FinishEvent) : event);
+    } else {
+      out.push(event);
+    }
+    return undefined;
+  }
+
+  private closeCurrent(out: StreamEvent[]): void {
+    if (this.current !== -1 && !this.currentHasArguments) {
+      out.push({ type: 'tool-call-delta', index: this.current, argumentsDelta: '{}' });
+    }
+  }
+}
+
+export function toolCallValidator(options: ToolCallFilterOptions = {}): ValidatorFilter {
+  const cache = options.schemaCache ?? sharedSchemaCache;
+  const validateSchema = options.validateSchema !== false;
+  return {
+    kind: 'validator',
+    name: 'tool-calls',
+    create(context) {
+      const tools = new Map<string, ToolDefinition>();
+      for (const tool of context.request.tools ?? []) tools.set(tool.name, tool);
+      const warned = new Set<string>();
+      const checkSchema = (call: TrackedToolCall, value: unknown, tool: ToolDefinition): Rejection | undefined => {
+        if (!validateSchema) return undefined;
+        const compiled = cache.get(tool.parameters);
+        if (!compiled.ok) {
+          if (!warned.has(tool.name)) {
+            warned.add(tool.name);
+            context.warn(`tool-calls: schema of tool ${tool.name} cannot be compiled, arguments not checked: ${compiled.error}`);
+          }
+          return undefined;
+        }
+        if (compiled.validate(value)) return undefined;
+        const errors = describeSchemaErrors(compiled.validate.errors);
+        return reject(`arguments of ${call.name} do not match its schema: ${errors}`, 'retry-with-patch', {
+          patch:
+            `Your previous reply called the tool "${call.name}" with arguments that do not match its JSON Schema: ${errors}. ` +
+            'Call the tool again with arguments that satisfy the schema.',
+        });
+      };
+      return new ToolCallValidator(context.request.toolChoice, context.request.parallelToolCalls, tools, checkSchema);
+    },
+  };
+}
+
+class ToolCallValidator implements EventValidator {
+  private readonly tracker = new ToolCallTracker();
+
+  constructor(
+    private readonly toolChoice: { type: string; name?: string } | undefined,
+    private readonly parallelToolCalls: boolean | undefined,
+    private readonly tools: ReadonlyMap<string, ToolDefinition>,
+    private readonly checkSchema: (call: TrackedToolCall, value: unknown, tool: ToolDefinition) => Rejection | undefined,
+  ) {}
+
+  get heldBytes(): number {
+    return 0; // the arguments it keeps are the held events' own strings
+  }
+
+  check(event: StreamEvent): Verdict {
+    if (event.type === 'tool-call-delta') {
+      this.tracker.push(event);
+      if (this.toolChoice?.type === 'none') {
+        return reject('a tool was called although tool_choice is none', 'retry-with-patch', {
+          patch: 'Do not call any tool. Answer in plain text.',
+        });
+      }
+      return 'hold';
+    }
+    if (event.type === 'finish') return this.validateAll();
+    return this.tracker.size > 0 ? 'hold' : 'pass';
+  }
+
+  private validateAll(): Verdict {
+    const calls = this.tracker.calls();
+    const choice = this.toolChoice;
+    if (choice?.type === 'required' && calls.length === 0) {
+      return reject('tool_choice is required but no tool was called', 'retry-with-patch', {
+        patch: 'You must call one of the available tools now.',
+      });
+    }
+    if (this.parallelToolCalls === false && calls.length > 1) {
+      return reject(`${calls.length} tool calls although parallel_tool_calls is false`, 'retry-with-patch', {
+        patch: 'Call at most one tool per reply.',
+      });
+    }
+    for (const call of calls) {
+      const rejection = this.validateCall(call, choice);
+      if (rejection !== undefined) return rejection;
+    }
+    return 'pass';
+  }
+
+  private validateCall(call: TrackedToolCall, choice: { type: string; name?: string } | undefined): Rejection | undefined {
+    if (call.name === '') return reject(`tool call ${call.index} has no name`, 'retry-exact');
+    const tool = this.tools.get(call.name);
+    if (tool === undefined) {
+      const declared = [...this.tools.keys()].join(', ') || 'none';
+      return reject(`tool ${call.name} is not declared`, 'retry-with-patch', {
+        patch: `The tool "${call.name}" does not exist. Available tools: ${declared}. Use only these tools.`,
+      });
+    }
+    if (choice?.type === 'tool' && choice.name !== call.name) {
+      return reject(`tool ${call.name} called although tool_choice names ${choice.name}`, 'retry-with-patch', {
+        patch: `Call the tool "${choice.name}".`,
+      });
+    }
+    const text = call.arguments.trim() === '' ? '{}' : call.arguments;
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (error) {
+      const detail = error instanceof Error ? error.message : String(error);
+      return reject(`arguments of ${call.name} are not valid JSON: ${detail}`, 'retry-with-patch', {
+        patch: `Your previous reply called the tool "${call.name}" with arguments that are not valid JSON (${detail}). Call it again with a JSON object as arguments.`,
+      });
+    }
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      return reject(`arguments of ${call.name} are not a JSON object`, 'retry-with-patch', {
+        patch: `The arguments of the tool "${call.name}" must be a JSON object. Call it again.`,
+      });
+    }
+    return this.checkSchema(call, value, tool);
+  }
+}
