@@ -85,7 +85,7 @@ export type Message = SystemMessage | UserMessage | AssistantMessage | ToolMessa
 /** Where a client tool came from, so calls can be mapped back to the client's form. */
 export type ToolOrigin =
   | { kind: 'function' }
-  | { kind: 'custom' } // Responses freeform tool: a function with one string argument `input`
+  | { kind: 'custom'; namespace?: string; name?: string } // Responses freeform tool: a function with one string argument `input` (namespace/name when it is a namespace member)
   | { kind: 'namespace'; namespace: string; name: string }; // Responses namespace member
 
 export interface ToolDefinition {
@@ -151,4 +151,10 @@ export interface InferenceRequest {
    * cannot run it`). The edge logs them and returns them in the `x-iop-warnings` header.
    */
   warnings?: string[];
+  /**
+   * State a dialect decoder hands to its own encoder through `EncodeContext.request` (e.g. the
+   * Responses fields a response echoes: instructions, tools as sent, metadata, store). Opaque to
+   * every other layer, which copies it along unchanged.
+   */
+  dialectState?: unknown;
 }

@@ -1,2 +1,3 @@
 export * as openaiChat from './openai-chat/index.js';
 export * as anthropic from './anthropic-messages/index.js';
+export * as openaiResponses from './openai-responses/index.js';

@@ -1,0 +1,3 @@
+export * from './store.js';
+export * from './memory-store.js';
+export * from './sqlite-store.js';

@@ -1,0 +1,117 @@
+/**
+ * The default `ResponseStore`: embedded SQLite (better-sqlite3 12; v13 needs Node 22) in a data
+ * directory, WAL journal, prepared statements. One row per response: the `StoredResponse` as JSON
+ * and the time it was stored.
+ *
+ * Retention: a read of an expired row deletes it and answers undefined; every `pruneEveryPuts`
+ * writes and every `pruneIntervalMs` (an unref'd timer) expired rows and the oldest rows beyond
+ * `maxRows` are deleted.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { pageInputItems, resolveRetention, type InputItemsPage, type InputItemsQuery, type ResolvedRetention, type ResponseStore, type RetentionOptions, type StoredResponse } from './store.js';
+
+/** The data directory: `IOP_DATA_DIR`, default `./.iop-data`. */
+export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env.IOP_DATA_DIR !== undefined && env.IOP_DATA_DIR.length > 0 ? env.IOP_DATA_DIR : './.iop-data';
+}
+
+export interface SqliteStoreOptions extends RetentionOptions {
+  /** Directory of `responses.sqlite` (created if missing). Default `defaultDataDir()`. Use `:memory:` for a throwaway database. */
+  dataDir?: string;
+  /** Prune after this many puts. Default 100. */
+  pruneEveryPuts?: number;
+  /** Prune on a timer this often, in ms; 0 disables the timer. Default 60,000. */
+  pruneIntervalMs?: number;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS responses (
+  id TEXT PRIMARY KEY,
+  stored_at_ms INTEGER NOT NULL,
+  record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS responses_stored_at ON responses (stored_at_ms);
+`;
+
+export class SqliteResponseStore implements ResponseStore {
+  private readonly db: Database.Database;
+  private readonly retention: ResolvedRetention;
+  private readonly pruneEveryPuts: number;
+  private readonly timer: NodeJS.Timeout | undefined;
+  private putsSincePrune = 0;
+  private readonly statements: {
+    put: Database.Statement<[string, number, string]>;
+    get: Database.Statement<[string], { stored_at_ms: number; record: string }>;
+    delete: Database.Statement<[string]>;
+    deleteExpired: Database.Statement<[number]>;
+    deleteOverflow: Database.Statement<[number]>;
+  };
+
+  constructor(options: SqliteStoreOptions = {}) {
+    this.retention = resolveRetention(options);
+    this.pruneEveryPuts = options.pruneEveryPuts ?? 100;
+    if (!Number.isSafeInteger(this.pruneEveryPuts) || this.pruneEveryPuts < 1) throw new RangeError(`pruneEveryPuts must be an integer >= 1, got ${this.pruneEveryPuts}`);
+    const pruneIntervalMs = options.pruneIntervalMs ?? 60_000;
+    if (!Number.isFinite(pruneIntervalMs) || pruneIntervalMs < 0) throw new RangeError(`pruneIntervalMs must be >= 0, got ${pruneIntervalMs}`);
+    const dataDir = options.dataDir ?? defaultDataDir();
+    let file = ':memory:';
+    if (dataDir !== ':memory:') {
+      mkdirSync(dataDir, { recursive: true });
+      file = join(dataDir, 'responses.sqlite');
+    }
+    this.db = new Database(file);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.exec(SCHEMA);
+    this.statements = {
+      put: this.db.prepare('INSERT OR REPLACE INTO responses (id, stored_at_ms, record) VALUES (?, ?, ?)'),
+      get: this.db.prepare('SELECT stored_at_ms, record FROM responses WHERE id = ?'),
+      delete: this.db.prepare('DELETE FROM responses WHERE id = ?'),
+      deleteExpired: this.db.prepare('DELETE FROM responses WHERE stored_at_ms <= ?'),
+      deleteOverflow: this.db.prepare('DELETE FROM responses WHERE id IN (SELECT id FROM responses ORDER BY stored_at_ms DESC, rowid DESC LIMIT -1 OFFSET ?)'),
+    };
+    if (pruneIntervalMs > 0) {
+      this.timer = setInterval(() => this.prune(), pruneIntervalMs);
+      this.timer.unref();
+    }
+  }
+
+  async put(record: StoredResponse): Promise<void> {
+    this.statements.put.run(record.id, this.retention.now(), JSON.stringify(record));
+    if (++this.putsSincePrune >= this.pruneEveryPuts) this.prune();
+  }
+
+  async get(id: string): Promise<StoredResponse | undefined> {
+    const row = this.statements.get.get(id);
+    if (row === undefined) return undefined;
+    if (row.stored_at_ms <= this.retention.now() - this.retention.maxAgeMs) {
+      this.statements.delete.run(id);
+      return undefined;
+    }
+    return JSON.parse(row.record) as StoredResponse;
+  }
+
+  async delete(id: string): Promise<boolean> {
+    return this.statements.delete.run(id).changes > 0;
+  }
+
+  async inputItems(id: string, query?: InputItemsQuery): Promise<InputItemsPage | undefined> {
+    const record = await this.get(id);
+    return record === undefined ? undefined : pageInputItems(record.inputItems, query);
+  }
+
+  /** Deletes expired rows and the oldest beyond `maxRows`; returns how many rows went. */
+  prune(): number {
+    this.putsSincePrune = 0;
+    const expired = this.statements.deleteExpired.run(this.retention.now() - this.retention.maxAgeMs).changes;
+    const overflow = this.statements.deleteOverflow.run(this.retention.maxRows).changes;
+    return expired + overflow;
+  }
+
+  async close(): Promise<void> {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    if (this.db.open) this.db.close();
+  }
+}

@@ -1,0 +1,100 @@
+/**
+ * The response store: finished Responses kept for `previous_response_id`,
+ * `GET /v1/responses/{id}` and `GET /v1/responses/{id}/input_items` (PROTOCOLS B.1, D.10).
+ * Records are `StoredResponse`s (@iop/dialects `openaiResponses`): the Response object, its input
+ * items (with ids) and the resolved conversation, instructions excluded.
+ */
+import type { openaiResponses } from '@iop/dialects';
+
+export type StoredResponse = openaiResponses.StoredResponse;
+export type StoredInputItem = openaiResponses.StoredInputItem;
+
+export interface InputItemsQuery {
+  /** An item id: list the items after it (in the chosen order). */
+  after?: string;
+  /** 1–100, default 20 (the OpenAI list default). */
+  limit?: number;
+  /** `desc` (the OpenAI default: newest first) or `asc`. */
+  order?: 'asc' | 'desc';
+}
+
+/** An OpenAI list page (`GET /v1/responses/{id}/input_items`). */
+export interface InputItemsPage {
+  object: 'list';
+  data: StoredInputItem[];
+  first_id: string | null;
+  last_id: string | null;
+  has_more: boolean;
+}
+
+export interface ResponseStore {
+  /** Keeps a record (replacing one with the same id). */
+  put(record: StoredResponse): Promise<void>;
+  /** The record, or undefined when unknown or past the retention age. */
+  get(id: string): Promise<StoredResponse | undefined>;
+  /** True when a record was removed. */
+  delete(id: string): Promise<boolean>;
+  /** A page of a record's input items, or undefined when the response is unknown. */
+  inputItems(id: string, query?: InputItemsQuery): Promise<InputItemsPage | undefined>;
+  close(): Promise<void>;
+}
+
+/** Retention limits; expired rows are removed lazily (reads) and periodically (writes, timer). */
+export interface RetentionOptions {
+  /** Age after which a record is gone, in ms. Default 30 days (OpenAI keeps stored responses 30 days). */
+  maxAgeMs?: number;
+  /** Most records kept; the oldest go first. Default 100,000. */
+  maxRows?: number;
+  /** Clock in ms (tests). Default `Date.now`. */
+  now?: () => number;
+}
+
+export const DEFAULT_MAX_AGE_MS = 30 * 24 * 60 * 60 * 1000;
+export const DEFAULT_MAX_ROWS = 100_000;
+const DEFAULT_LIMIT = 20;
+const MAX_LIMIT = 100;
+
+export interface ResolvedRetention {
+  maxAgeMs: number;
+  maxRows: number;
+  now: () => number;
+}
+
+/** Validates retention options. @throws RangeError naming the option and its limits. */
+export function resolveRetention(options: RetentionOptions = {}): ResolvedRetention {
+  const maxAgeMs = options.maxAgeMs ?? DEFAULT_MAX_AGE_MS;
+  const maxRows = options.maxRows ?? DEFAULT_MAX_ROWS;
+  if (!Number.isFinite(maxAgeMs) || maxAgeMs <= 0) throw new RangeError(`maxAgeMs must be a positive number of ms, got ${maxAgeMs}`);
+  if (!Number.isSafeInteger(maxRows) || maxRows < 1) throw new RangeError(`maxRows must be an integer >= 1, got ${maxRows}`);
+  return { maxAgeMs, maxRows, now: options.now ?? Date.now };
+}
+
+/** Pages a record's input items (OpenAI list semantics: `after` is exclusive, `has_more` when items remain). */
+export function pageInputItems(items: readonly StoredInputItem[], query: InputItemsQuery = {}): InputItemsPage {
+  const limit = query.limit ?? DEFAULT_LIMIT;
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new RangeError(`limit must be an integer between 1 and ${MAX_LIMIT}, got ${limit}`);
+  const ordered = query.order === 'asc' ? items : [...items].reverse();
+  let start = 0;
+  if (query.after !== undefined) {
+    const index = ordered.findIndex((item) => item.id === query.after);
+    start = index === -1 ? ordered.length : index + 1;
+  }
+  const data = ordered.slice(start, start + limit);
+  return {
+    object: 'list',
+    data,
+    first_id: data[0]?.id ?? null,
+    last_id: data.at(-1)?.id ?? null,
+    has_more: start + limit < ordered.length,
+  };
+}
+
+/**
+ * Keeps a finished response unless its request said `store:false` (then nothing is kept).
+ * `record` is `openaiResponses.storedResponseOf(request, response)`, undefined for `store:false`.
+ */
+export async function keepResponse(store: ResponseStore, record: StoredResponse | undefined): Promise<boolean> {
+  if (record === undefined) return false;
+  await store.put(record);
+  return true;
+}

@@ -1,0 +1,93 @@
+/**
+ * Stored conversation state for `previous_response_id` (PROTOCOLS B.1, D.10, D.11).
+ *
+ * A stored response keeps its Response object, its own input items (with ids) and the resolved
+ * conversation: the earlier history, this request's input and the response's output, as hub
+ * messages, WITHOUT `instructions` (they apply to one request only, B.1). A follow-up request is
+ * then `[its instructions] + previous.conversation + its input` (`withHistory`).
+ */
+import type { AssistantMessage, AssistantPart, InferenceRequest, Message } from '@iop/core';
+import { backendToolName } from './tools-decode.js';
+import { responsesStateOf } from './request-state.js';
+import type { OutputItem, ResponseObject, StoredInputItem } from './wire-types.js';
+
+export interface StoredResponse {
+  /** `resp_…`, the Response's id. */
+  id: string;
+  /** Unix seconds (the Response's `created_at`). */
+  createdAt: number;
+  response: ResponseObject;
+  /** The request's own input items, each with an `id` (for `GET /v1/responses/{id}/input_items`). */
+  inputItems: StoredInputItem[];
+  /** History + input + output as hub messages, instructions excluded. */
+  conversation: Message[];
+}
+
+/** The output items as one assistant message (reasoning, text and tool calls in output order); [] when there is nothing. */
+export function outputToMessages(output: readonly OutputItem[]): Message[] {
+  const content: AssistantPart[] = [];
+  for (const item of output) {
+    switch (item.type) {
+      case 'reasoning': {
+        const text = (item.content ?? []).map((part) => part.text).join('') || item.summary.map((part) => part.text).join('\n\n');
+        const part: AssistantPart = { type: 'reasoning', text };
+        if (typeof item.encrypted_content === 'string') part.signature = item.encrypted_content;
+        if (text.length > 0 || part.signature !== undefined) content.push(part);
+        break;
+      }
+      case 'message':
+        for (const part of item.content) if (part.text.length > 0) content.push({ type: 'text', text: part.text });
+        break;
+      case 'function_call':
+        content.push(
+          item.namespace === undefined
+            ? { type: 'tool-call', id: item.call_id, name: item.name, arguments: item.arguments }
+            : { type: 'tool-call', id: item.call_id, name: backendToolName(item.namespace, item.name), arguments: item.arguments, origin: { kind: 'namespace', namespace: item.namespace, name: item.name } },
+        );
+        break;
+      case 'custom_tool_call':
+        content.push({
+          type: 'tool-call',
+          id: item.call_id,
+          name: item.namespace === undefined ? item.name : backendToolName(item.namespace, item.name),
+          arguments: JSON.stringify({ input: item.input }),
+          origin: item.namespace === undefined ? { kind: 'custom' } : { kind: 'custom', namespace: item.namespace, name: item.name },
+        });
+        break;
+    }
+  }
+  if (content.length === 0) return [];
+  const message: AssistantMessage = { role: 'assistant', content };
+  return [message];
+}
+
+/** The request's messages without its `instructions` message. */
+function ownMessages(request: InferenceRequest): Message[] {
+  return responsesStateOf(request).instructions === null ? request.messages : request.messages.slice(1);
+}
+
+/**
+ * What the store keeps for a finished response, or undefined when the request said `store:false`
+ * (nothing may be kept then).
+ */
+export function storedResponseOf(request: InferenceRequest, response: ResponseObject): StoredResponse | undefined {
+  const state = responsesStateOf(request);
+  if (!state.store) return undefined;
+  return {
+    id: response.id,
+    createdAt: response.created_at,
+    response,
+    inputItems: state.inputItems,
+    conversation: [...ownMessages(request), ...outputToMessages(response.output)],
+  };
+}
+
+/**
+ * Prepends a stored conversation to a request that named it in `previous_response_id`: the result
+ * is `[instructions of this request] + previous.conversation + this request's input`. The previous
+ * response's instructions are not carried (B.1). Returns a new request; the argument is unchanged.
+ */
+export function withHistory(request: InferenceRequest, previous: StoredResponse): InferenceRequest {
+  const instructions = responsesStateOf(request).instructions === null ? [] : request.messages.slice(0, 1);
+  return { ...request, messages: [...instructions, ...previous.conversation, ...ownMessages(request)] };
+}

@@ -1,0 +1,202 @@
+/**
+ * Responses `input` → hub messages (PROTOCOLS B.1 input items, D.10; CLIENTS "Codex CLI").
+ *
+ * - A string is one user message.
+ * - Messages (`{role, content, type?:"message", id?, status?}`): user/system/developer parts
+ *   `input_text`, `input_image`, `input_file`; assistant parts `output_text`, `refusal` (as text).
+ * - Assistant-side items — assistant messages, `function_call`, `custom_tool_call` and replayed
+ *   `reasoning` — join the assistant message that ends the conversation so far, or start one
+ *   (D.10: a run of function calls attaches to the preceding assistant message).
+ * - `function_call_output` / `custom_tool_call_output` → a tool message.
+ * - Items of hosted tools (`web_search_call`, `tool_search_call`, …) are dropped with a warning.
+ * Every item is also kept for the response store, with an `id` minted (`msg_…`) where missing.
+ */
+import { IopError, invalidRequest, newId, type AssistantMessage, type AssistantPart, type ContentPart, type Message, type TextPart } from '@iop/core';
+import { expectArray, expectObject, expectString, isObject, optionalString, typeName, type JsonObject } from '../openai-chat/fields.js';
+import { backendToolName } from './tools-decode.js';
+import type { StoredInputItem } from './wire-types.js';
+
+export interface DecodedInput {
+  messages: Message[];
+  /** The client's items, each with an `id`. */
+  items: StoredInputItem[];
+}
+
+const DATA_URI = /^data:([^;,]+)(?:;[^,]*)?;base64,(.*)$/s;
+
+function unsupported(message: string, param: string): IopError {
+  return new IopError('unsupported_field', message, { param });
+}
+
+function filePart(part: JsonObject, param: string): ContentPart {
+  if (part.file_id !== undefined && part.file_id !== null) throw unsupported(`${param}.file_id: file ids are not supported; send file_data`, `${param}.file_id`);
+  if (part.file_url !== undefined && part.file_url !== null) throw unsupported(`${param}.file_url: file URLs are not supported; send file_data`, `${param}.file_url`);
+  const fileData = expectString(part.file_data, `${param}.file_data`);
+  const filename = optionalString(part.filename, `${param}.filename`);
+  const match = DATA_URI.exec(fileData);
+  const file: ContentPart = match
+    ? { type: 'file', mediaType: match[1]!, data: match[2]! }
+    : { type: 'file', mediaType: filename?.toLowerCase().endsWith('.pdf') === false ? 'application/octet-stream' : 'application/pdf', data: fileData };
+  if (filename !== undefined) file.filename = filename;
+  return file;
+}
+
+function imagePart(part: JsonObject, param: string): ContentPart {
+  if (part.file_id !== undefined && part.file_id !== null) throw unsupported(`${param}.file_id: file ids are not supported; send image_url`, `${param}.file_id`);
+  const url = expectString(part.image_url, `${param}.image_url`);
+  const detail = part.detail;
+  if (detail === 'auto' || detail === 'low' || detail === 'high') return { type: 'image', url, detail };
+  return { type: 'image', url };
+}
+
+/** User-side parts (`input_text`, `input_image`, `input_file`); `output_text` is read as text too. */
+function contentParts(value: unknown, param: string): ContentPart[] {
+  if (typeof value === 'string') return [{ type: 'text', text: value }];
+  return expectArray(value, param).map((raw, k): ContentPart => {
+    const partParam = `${param}[${k}]`;
+    const part = expectObject(raw, partParam);
+    switch (part.type) {
+      case 'input_text':
+      case 'output_text':
+        return { type: 'text', text: expectString(part.text, `${partParam}.text`) };
+      case 'input_image':
+        return imagePart(part, partParam);
+      case 'input_file':
+        return filePart(part, partParam);
+      default:
+        throw invalidRequest(`${partParam}.type must be input_text, input_image or input_file, got ${JSON.stringify(part.type)}`, `${partParam}.type`);
+    }
+  });
+}
+
+function textOnly(parts: ContentPart[], param: string): TextPart[] {
+  for (const part of parts) if (part.type !== 'text') throw invalidRequest(`${param}: system and developer messages take text only`, param);
+  return parts as TextPart[];
+}
+
+function assistantParts(value: unknown, param: string): AssistantPart[] {
+  if (typeof value === 'string') return [{ type: 'text', text: value }];
+  return expectArray(value, param).map((raw, k): AssistantPart => {
+    const partParam = `${param}[${k}]`;
+    const part = expectObject(raw, partParam);
+    if (part.type === 'output_text' || part.type === 'input_text') return { type: 'text', text: expectString(part.text, `${partParam}.text`) };
+    if (part.type === 'refusal') return { type: 'text', text: expectString(part.refusal, `${partParam}.refusal`) };
+    throw invalidRequest(`${partParam}.type must be output_text or refusal, got ${JSON.stringify(part.type)}`, `${partParam}.type`);
+  });
+}
+
+/** Replayed reasoning: `content` reasoning text, else the summaries. Never rejected (a replay must not 400). */
+function reasoningPart(item: JsonObject): AssistantPart | undefined {
+  const texts: string[] = [];
+  const collect = (list: unknown, type: string) => {
+    if (!Array.isArray(list)) return;
+    for (const part of list) if (isObject(part) && part.type === type && typeof part.text === 'string') texts.push(part.text);
+  };
+  collect(item.content, 'reasoning_text');
+  if (texts.length === 0) collect(item.summary, 'summary_text');
+  const signature = typeof item.encrypted_content === 'string' ? item.encrypted_content : undefined;
+  if (texts.length === 0 && signature === undefined) return undefined;
+  const part: AssistantPart = { type: 'reasoning', text: texts.join('\n\n') };
+  if (signature !== undefined) part.signature = signature;
+  return part;
+}
+
+function callId(item: JsonObject, param: string): string {
+  const id = expectString(item.call_id, `${param}.call_id`);
+  if (id.length === 0) throw invalidRequest(`${param}.call_id must not be empty`, `${param}.call_id`);
+  return id;
+}
+
+function toolOutput(value: unknown, param: string): ContentPart[] {
+  return typeof value === 'string' ? [{ type: 'text', text: value }] : contentParts(value, param);
+}
+
+class InputBuilder {
+  readonly messages: Message[] = [];
+
+  /** The assistant message ending the conversation so far, created when absent. */
+  assistant(): AssistantMessage {
+    const last = this.messages.at(-1);
+    if (last !== undefined && last.role === 'assistant') return last;
+    const message: AssistantMessage = { role: 'assistant', content: [] };
+    this.messages.push(message);
+    return message;
+  }
+
+  item(item: JsonObject, param: string, warnings: string[]): void {
+    const type = item.type ?? (item.role !== undefined ? 'message' : undefined);
+    switch (type) {
+      case 'message':
+        return this.message(item, param);
+      case 'function_call': {
+        const namespace = optionalString(item.namespace, `${param}.namespace`);
+        const name = expectString(item.name, `${param}.name`);
+        const args = expectString(item.arguments, `${param}.arguments`);
+        this.assistant().content.push(
+          namespace === undefined
+            ? { type: 'tool-call', id: callId(item, param), name, arguments: args }
+            : { type: 'tool-call', id: callId(item, param), name: backendToolName(namespace, name), arguments: args, origin: { kind: 'namespace', namespace, name } },
+        );
+        return;
+      }
+      case 'custom_tool_call': {
+        const namespace = optionalString(item.namespace, `${param}.namespace`);
+        const name = expectString(item.name, `${param}.name`);
+        const input = expectString(item.input, `${param}.input`);
+        this.assistant().content.push({
+          type: 'tool-call',
+          id: callId(item, param),
+          name: namespace === undefined ? name : backendToolName(namespace, name),
+          arguments: JSON.stringify({ input }),
+          origin: namespace === undefined ? { kind: 'custom' } : { kind: 'custom', namespace, name },
+        });
+        return;
+      }
+      case 'function_call_output':
+      case 'custom_tool_call_output':
+        this.messages.push({ role: 'tool', toolCallId: callId(item, param), content: toolOutput(item.output, `${param}.output`) });
+        return;
+      case 'reasoning': {
+        const part = reasoningPart(item);
+        if (part !== undefined) this.assistant().content.push(part);
+        return;
+      }
+      case 'item_reference':
+        throw unsupported(`${param}: item references are not supported; send the item itself`, `${param}.type`);
+      default:
+        if (typeof type !== 'string') throw invalidRequest(`${param}.type must be a string, got ${typeName(type)}`, `${param}.type`);
+        warnings.push(`dropped input item ${param} (${type}): a chat backend cannot replay it`);
+    }
+  }
+
+  private message(item: JsonObject, param: string): void {
+    const role = item.role;
+    const contentParam = `${param}.content`;
+    if (role === 'user') this.messages.push({ role: 'user', content: contentParts(item.content, contentParam) });
+    else if (role === 'system' || role === 'developer') this.messages.push({ role, content: textOnly(contentParts(item.content, contentParam), contentParam) });
+    else if (role === 'assistant') this.assistant().content.push(...assistantParts(item.content, contentParam));
+    else throw invalidRequest(`${param}.role must be user, assistant, system or developer, got ${JSON.stringify(role)}`, `${param}.role`);
+  }
+}
+
+/** Decodes `input` (string or item list). @throws IopError 400 naming the item field at fault. */
+export function decodeInput(value: unknown, warnings: string[]): DecodedInput {
+  if (value === undefined || value === null) return { messages: [], items: [] };
+  if (typeof value === 'string') {
+    return {
+      messages: [{ role: 'user', content: [{ type: 'text', text: value }] }],
+      items: [{ id: newId('msg_'), type: 'message', role: 'user', content: [{ type: 'input_text', text: value }] }],
+    };
+  }
+  const builder = new InputBuilder();
+  const items: StoredInputItem[] = [];
+  expectArray(value, 'input').forEach((raw, i) => {
+    const param = `input[${i}]`;
+    const item = expectObject(raw, param);
+    builder.item(item, param, warnings);
+    const id = typeof item.id === 'string' && item.id.length > 0 ? item.id : newId('msg_');
+    const type = typeof item.type === 'string' ? item.type : 'message';
+    items.push({ ...item, id, type });
+  });
+  return { messages: builder.messages, items };
+}

@@ -1,0 +1,149 @@
+/**
+ * Builds one Response from hub events, shared by the stream and non-stream encoders: the Response
+ * object (B.2, echoing the request's fields), its lifecycle events and the terminal status.
+ *
+ * Lifecycle (B.3): `response.created` then `response.in_progress` before anything else; item
+ * events from `OutputTracker`; the terminal event once the stream has ended (`end()`), so a
+ * `usage` event after `finish` still lands in it:
+ * - `finish` → `response.completed`, or `response.incomplete` (`length`, `content_filter`; D.7);
+ * - `error`, or an end with no terminal event → `response.failed` with `error:{code, message}`
+ *   and the output so far (open items closed as `incomplete`). iop renders failures this way
+ *   rather than with the `error` event: openai-node v6 keeps the snapshot (`finalResponse()`
+ *   resolves with `status:"failed"`), whereas a flat `error` event is silently skipped by its
+ *   stream reader, and Codex CLI reads `response.failed`'s `error.message`.
+ * Every terminal event carries the complete `output` array and `usage`.
+ */
+import { newId, type EncodeContext, type ErrorCode, type StreamEvent, type Usage } from '@iop/core';
+import { responseErrorCode } from './errors.js';
+import { OutputTracker, type EmitWire } from './items.js';
+import { responsesStateOf } from './request-state.js';
+import { statusOfFinish } from './status.js';
+import { toResponsesUsage } from './usage.js';
+import type { OutputItem, ResponseObject } from './wire-types.js';
+
+/** Joins the `output_text` parts of every message item (openai-node `addOutputText`). */
+export function outputTextOf(output: readonly OutputItem[]): string {
+  let text = '';
+  for (const item of output) if (item.type === 'message') for (const part of item.content) if (part.type === 'output_text') text += part.text;
+  return text;
+}
+
+function initialResponse(context: EncodeContext): ResponseObject {
+  const state = responsesStateOf(context.request);
+  return {
+    id: newId('resp_'),
+    object: 'response',
+    created_at: context.createdAt,
+    status: 'in_progress',
+    completed_at: null,
+    background: false,
+    error: null,
+    incomplete_details: null,
+    instructions: state.instructions,
+    max_output_tokens: state.maxOutputTokens,
+    model: context.model,
+    output: [],
+    parallel_tool_calls: state.parallelToolCalls,
+    previous_response_id: state.previousResponseId,
+    prompt_cache_key: state.promptCacheKey,
+    reasoning: state.reasoning,
+    safety_identifier: state.safetyIdentifier,
+    store: state.store,
+    temperature: state.temperature,
+    text: state.text,
+    tool_choice: state.toolChoice,
+    tools: state.tools,
+    top_p: state.topP,
+    truncation: state.truncation,
+    usage: null,
+    user: state.user,
+    metadata: state.metadata,
+  };
+}
+
+type Outcome = { kind: 'finish'; event: StreamEvent & { type: 'finish' } } | { kind: 'error'; code: ErrorCode; message: string; status: number };
+
+export class ResponseBuilder {
+  readonly response: ResponseObject;
+  private readonly tracker: OutputTracker;
+  private started = false;
+  private ended = false;
+  private outcome: Outcome | undefined;
+  private usage: Usage | undefined;
+
+  constructor(
+    context: EncodeContext,
+    private readonly emit: EmitWire,
+  ) {
+    this.response = initialResponse(context);
+    this.tracker = new OutputTracker(emit, context.request.tools);
+    this.response.output = this.tracker.output;
+  }
+
+  /** How the response ended: the `error` event's code/message/status, or undefined. */
+  get failure(): { code: ErrorCode; message: string; status: number } | undefined {
+    return this.outcome?.kind === 'error' ? this.outcome : undefined;
+  }
+
+  push(event: StreamEvent): void {
+    if (this.ended) return;
+    this.start();
+    if (event.type === 'usage') {
+      this.usage = event.usage;
+      return;
+    }
+    if (this.outcome !== undefined) return; // nothing but usage after the terminal event
+    switch (event.type) {
+      case 'text-delta':
+        return this.tracker.text(event.text);
+      case 'reasoning-delta':
+        return this.tracker.reasoning(event.text, event.signature);
+      case 'tool-call-delta':
+        return this.tracker.toolCall(event);
+      case 'finish': {
+        this.outcome = { kind: 'finish', event };
+        this.tracker.closeAll(statusOfFinish(event.reason).itemStatus);
+        return;
+      }
+      case 'error': {
+        this.outcome = { kind: 'error', code: event.code, message: event.message, status: event.status };
+        this.tracker.closeAll('incomplete');
+        return;
+      }
+      case 'response-start':
+        return;
+    }
+  }
+
+  /** Emits the terminal lifecycle event (a stream with no terminal event fails). Idempotent. */
+  end(): void {
+    if (this.ended) return;
+    this.start();
+    this.ended = true;
+    if (this.outcome === undefined) {
+      this.outcome = { kind: 'error', code: 'upstream_error', message: 'the model stream ended without a finish reason', status: 502 };
+      this.tracker.closeAll('incomplete');
+    }
+    const response = this.response;
+    response.usage = toResponsesUsage(this.usage);
+    response.completed_at = Math.floor(Date.now() / 1000);
+    if (this.outcome.kind === 'error') {
+      response.status = 'failed';
+      response.error = { code: responseErrorCode(this.outcome.code), message: this.outcome.message };
+      this.emit({ type: 'response.failed', response });
+    } else {
+      const terminal = statusOfFinish(this.outcome.event.reason);
+      response.status = terminal.status;
+      response.incomplete_details = terminal.incompleteDetails;
+      this.emit({ type: terminal.status === 'completed' ? 'response.completed' : 'response.incomplete', response });
+    }
+    response.output_text = outputTextOf(response.output);
+  }
+
+  private start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.emit({ type: 'response.created', response: this.response });
+    this.emit({ type: 'response.in_progress', response: this.response });
+  }
+}

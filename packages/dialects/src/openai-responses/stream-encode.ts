@@ -1,0 +1,57 @@
+/**
+ * Hub events → Responses SSE (PROTOCOLS B.3): every event framed as `event: <type>` +
+ * `data: <json>`, with `sequence_number` from 0 in steps of 1. The grammar itself is
+ * `ResponseBuilder`'s and `OutputTracker`'s. No `[DONE]`: the stream ends after the terminal
+ * event. After `end()`, `result()` gives the final Response object (for the response store).
+ */
+import { sseJson, type EncodeContext, type StreamEncoder, type StreamEvent } from '@iop/core';
+import type { WireEvent } from './items.js';
+import { ResponseBuilder } from './response-builder.js';
+import type { ResponseObject } from './wire-types.js';
+
+export class ResponsesStreamEncoder implements StreamEncoder {
+  private readonly builder: ResponseBuilder;
+  private sequenceNumber = 0;
+  private pending = '';
+  private ended = false;
+
+  constructor(context: EncodeContext) {
+    this.builder = new ResponseBuilder(context, (event) => this.write(event));
+  }
+
+  push(event: StreamEvent): string {
+    this.builder.push(event);
+    return this.take();
+  }
+
+  end(): string {
+    this.builder.end();
+    this.ended = true;
+    return this.take();
+  }
+
+  /** The final Response (with `output_text`), once `end()` has run; undefined before. */
+  result(): ResponseObject | undefined {
+    return this.ended ? this.builder.response : undefined;
+  }
+
+  private write(event: WireEvent): void {
+    event.sequence_number = this.sequenceNumber++;
+    this.pending += sseJson(event, event.type);
+  }
+
+  private take(): string {
+    const text = this.pending;
+    this.pending = '';
+    return text;
+  }
+}
+
+export function createResponsesStreamEncoder(context: EncodeContext): ResponsesStreamEncoder {
+  return new ResponsesStreamEncoder(context);
+}
+
+/** The final Response of a Responses stream encoder after `end()` (undefined for any other encoder, or before the end). */
+export function responseOf(encoder: StreamEncoder): ResponseObject | undefined {
+  return encoder instanceof ResponsesStreamEncoder ? encoder.result() : undefined;
+}
