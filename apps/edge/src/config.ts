@@ -35,6 +35,8 @@ export interface EdgeConfig {
   /** Attempts on other agents when a run fails before its first byte (tunnel failures, 5xx). */
   maxAttempts: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Stored Responses (`store: true`): embedded SQLite in `dataDir` (env IOP_DATA_DIR, default ./.iop-data), or memory. */
+  responsesStore: { kind: 'sqlite' | 'memory'; dataDir?: string; maxAgeMs: number; maxRows: number };
   /** Stream gate per model: `default` plus `models.<name>` overrides (see packages/stream-gate/README.md). */
   gate: GateSection;
 }
@@ -52,6 +54,7 @@ export const DEFAULT_CONFIG: EdgeConfig = {
   maxAttempts: 3,
   logLevel: 'info',
   gate: DEFAULT_GATE,
+  responsesStore: { kind: 'sqlite', maxAgeMs: 30 * 24 * 60 * 60 * 1000, maxRows: 100_000 },
 };
 
 const schema = {
@@ -78,6 +81,16 @@ const schema = {
     firstByteTimeoutMs: { type: 'integer', minimum: 0, maximum: 3_600_000 },
     maxAttempts: { type: 'integer', minimum: 1, maximum: 10 },
     logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+    responsesStore: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        kind: { enum: ['sqlite', 'memory'] },
+        dataDir: { type: 'string', minLength: 1 },
+        maxAgeMs: { type: 'integer', minimum: 1000 },
+        maxRows: { type: 'integer', minimum: 1 },
+      },
+    },
     gate: {
       type: 'object',
       additionalProperties: false,
@@ -116,13 +129,15 @@ export function configFromEnv(env: NodeJS.ProcessEnv): Record<string, unknown> {
   set(out, 'joinTokens', list(env.IOP_JOIN_TOKENS));
   set(out, 'maxBodyBytes', int(env.IOP_MAX_BODY_BYTES));
   set(out, 'logLevel', env.IOP_LOG_LEVEL);
+  if (env.IOP_DATA_DIR !== undefined && env.IOP_DATA_DIR !== '') out.responsesStore = { dataDir: env.IOP_DATA_DIR };
   return out;
 }
 
 function merge(base: EdgeConfig, override: Record<string, unknown>): Record<string, unknown> {
   const tunnel = { ...base.tunnel, ...((override.tunnel as object | undefined) ?? {}) };
   const gate = { ...base.gate, ...((override.gate as object | undefined) ?? {}) };
-  return { ...base, ...override, tunnel, gate: { default: gate.default, models: gate.models ?? {} } };
+  const responsesStore = { ...base.responsesStore, ...((override.responsesStore as object | undefined) ?? {}) };
+  return { ...base, ...override, tunnel, gate: { default: gate.default, models: gate.models ?? {} }, responsesStore };
 }
 
 /**

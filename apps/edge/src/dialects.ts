@@ -9,3 +9,9 @@ import { anthropic } from '@iop/dialects';
 
 export const anthropicDialect = anthropic.anthropicMessages;
 export const { decodeCountTokensRequest, estimateRequestTokens, countTokensResponse, TOKEN_COUNT_HEADER } = anthropic;
+
+import { openaiResponses } from '@iop/dialects';
+
+export const responsesDialect = openaiResponses.openAIResponses;
+export const { storedResponseOf, withHistory } = openaiResponses;
+export type ResponseObject = openaiResponses.ResponseObject;

@@ -8,18 +8,22 @@ import type { DialectRoutes } from './http/app.js';
 import { anthropicDialect, chatDialect } from './dialects.js';
 import { countTokensHandler } from './http/count-tokens.js';
 import { rawBody } from './http/json-body.js';
+import { mountResponsesRetrieval, responsesInferenceRoute } from './http/responses-routes.js';
+import type { ResponseStore } from './responses-store/index.js';
 
-export async function buildDialectRoutes(edge: EdgeContext): Promise<DialectRoutes> {
+export function buildDialectRoutes(edge: EdgeContext, store: ResponseStore): DialectRoutes {
   const dialectForPath = (path: string): Dialect => (path.startsWith('/v1/messages') ? anthropicDialect : chatDialect);
   return {
     dialectForPath,
     inference: {
       '/v1/chat/completions': { dialect: chatDialect, passthrough: true },
       '/v1/messages': { dialect: anthropicDialect, passthrough: false },
+      '/v1/responses': responsesInferenceRoute(store, edge),
     },
     extra: [
       (app) => {
         app.post('/v1/messages/count_tokens', rawBody(edge.config.maxBodyBytes), countTokensHandler(edge));
+        mountResponsesRetrieval(app, store);
       },
     ],
   };

@@ -19,6 +19,7 @@ import { createApp } from './http/app.js';
 import { buildDialectRoutes } from './routes.js';
 import { EDGE_VERSION } from './version.js';
 import { GateRegistry } from './gate/gate-registry.js';
+import { MemoryResponseStore, SqliteResponseStore, defaultDataDir } from './responses-store/index.js';
 import { GateMetrics, createGateSink } from './gate/gate-sink.js';
 import { ConfigError } from './config.js';
 import { IopError } from '@iop/core';
@@ -58,7 +59,10 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   if (config.apiKeys.length === 0) logger.warn('no API keys configured: the HTTP API accepts every request');
   if (config.joinTokens.length === 0) logger.warn('no join tokens configured: any agent may join the pool');
 
-  const routes = await buildDialectRoutes(context);
+  const store = config.responsesStore.kind === 'memory'
+    ? new MemoryResponseStore({ maxAgeMs: config.responsesStore.maxAgeMs, maxRows: config.responsesStore.maxRows })
+    : new SqliteResponseStore({ dataDir: config.responsesStore.dataDir ?? defaultDataDir(), maxAgeMs: config.responsesStore.maxAgeMs, maxRows: config.responsesStore.maxRows });
+  const routes = buildDialectRoutes(context, store);
   const app = createApp(context, routes);
   const httpServer = http.createServer({ keepAliveTimeout: 65_000, noDelay: true }, app);
 
@@ -90,6 +94,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
         tunnelServer.close(() => resolve());
         setTimeout(resolve, 1_000).unref();
       });
+      await store.close();
     })();
     return closing;
   };

@@ -12,7 +12,8 @@ import type { FaultQueue } from './fault-queue.js';
 import { knobsFromHeaders, type FaultName, type Knobs } from './knobs.js';
 import { parseModelName } from './model-name.js';
 import { buildOutputPlan, type OutputPlan } from './output-plan.js';
-import { mixSeed, seededRandom } from './prng.js';
+import { mixSeed, seededRandom, type Random } from './prng.js';
+import { sampleValue } from './tool-arguments.js';
 import type { RequestLog } from './request-log.js';
 import { contextLengthMessage } from './sim-error.js';
 import { countMessageTokens } from './tokenizer.js';
@@ -39,6 +40,11 @@ function resolveKnobs(context: SimContext, exchange: Exchange, suffixKnobs: Part
 function drawFault(knobs: Knobs, requestNumber: number): FaultName {
   if (knobs.fault === 'none' || knobs.faultRate >= 1) return knobs.fault;
   return seededRandom(mixSeed(knobs.seed ^ FAULT_SALT, requestNumber))() < knobs.faultRate ? knobs.fault : 'none';
+}
+
+/** Structured output: a value that fits the schema (json_schema), or a small object (json_object). */
+function jsonContent(format: NonNullable<ChatRequest['responseFormat']>, random: Random): string {
+  return JSON.stringify(format.type === 'json_schema' ? sampleValue(format.schema, random) : { answer: 'lorem ipsum' });
 }
 
 function sendStatusFault(exchange: Exchange, status: 403 | 429 | 500 | 503, retryAfter: number): void {
@@ -87,9 +93,11 @@ export function handleChatCompletion(context: SimContext, exchange: Exchange, bo
   }
 
   const toolCalls = resolveToolCalls(request, knobs.toolCalls);
+  const random = seededRandom(request.seed ?? mixSeed(knobs.seed, exchange.record.id));
   const plan = buildOutputPlan({
     knobs,
-    random: seededRandom(request.seed ?? mixSeed(knobs.seed, exchange.record.id)),
+    random,
+    ...(request.responseFormat === undefined ? {} : { jsonText: jsonContent(request.responseFormat, random) }),
     maxTokens: request.maxTokens ?? knobs.maxModelLen - promptTokens,
     echoText: knobs.content === 'echo' ? lastUserText(request.messages) : '',
     tools: request.tools,

@@ -24,6 +24,15 @@ export interface ChatRequest {
   parallelToolCalls: boolean;
   /** Request `seed`, which overrides the `seed` knob. */
   seed: number | undefined;
+  /** `response_format`: JSON output instead of words (`json_schema` fills the schema). */
+  responseFormat: { type: 'json_object' } | { type: 'json_schema'; schema: unknown } | undefined;
+}
+
+function readResponseFormat(value: unknown): ChatRequest['responseFormat'] {
+  const format = value as { type?: unknown; json_schema?: { schema?: unknown } } | null | undefined;
+  if (format?.type === 'json_object') return { type: 'json_object' };
+  if (format?.type === 'json_schema') return { type: 'json_schema', schema: format.json_schema?.schema ?? {} };
+  return undefined;
 }
 
 function optionalTokenCount(body: Record<string, unknown>, field: string): number | undefined {
@@ -82,6 +91,7 @@ export function readChatRequest(body: unknown): ChatRequest {
     toolChoice: fields.tool_choice,
     parallelToolCalls: fields.parallel_tool_calls !== false,
     seed: typeof seed === 'number' ? seed : undefined,
+    responseFormat: readResponseFormat(fields.response_format),
   };
 }
 

@@ -41,6 +41,8 @@ export interface PlanInput {
   maxTokens: number;
   /** Text of the last user message (content=echo). */
   echoText: string;
+  /** JSON to emit as the content (structured output), split into small pieces; overrides words. */
+  jsonText?: string;
   tools: readonly DeclaredTool[];
   /** Number of tool calls to emit (already resolved from the knob and `tool_choice`). */
   toolCallCount: number;
@@ -98,6 +100,10 @@ function addContent(budget: PieceBudget, input: PlanInput): void {
   const { knobs, random } = input;
   if (knobs.repeat) {
     for (let i = 0; budget.add({ kind: 'content', text: REPEATED_NGRAM[i % REPEATED_NGRAM.length]! }); i++);
+    return;
+  }
+  if (input.jsonText !== undefined) {
+    for (let i = 0; i < input.jsonText.length; i += 4) if (!budget.add({ kind: 'content', text: input.jsonText.slice(i, i + 4) })) return;
     return;
   }
   if (knobs.content === 'echo') {

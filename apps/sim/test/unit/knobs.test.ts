@@ -21,7 +21,7 @@ describe('model-name suffix', () => {
     expect(() => parseModelName('m@itl-ms')).toThrow("sim knob 'itl-ms' needs a value (itl-ms=<ms>)");
     expect(() => parseModelName('m@fault-rate=1.5')).toThrow("expected a rate between 0 and 1, got '1.5'");
     expect(() => parseModelName('m@output-tokens=2.5')).toThrow('expected an integer >= 0');
-    expect(() => parseModelName('m@fault=boom')).toThrow('expected one of none|429|500');
+    expect(() => parseModelName('m@fault=boom')).toThrow('expected one of none|403|429|500');
   });
 });
 

@@ -1,0 +1,93 @@
+/**
+ * OpenAI Responses: `POST /v1/responses` runs through the shared inference pipeline; stored
+ * conversation state makes `previous_response_id` work and backs the retrieval endpoints
+ * (`GET /v1/responses/{id}`, `DELETE /v1/responses/{id}`, `GET /v1/responses/{id}/input_items`).
+ * `store: false` keeps nothing. Unknown ids are 404 `not_found` in OpenAI shape.
+ */
+import type { Express, NextFunction, Request, Response } from 'express';
+import { IopError, type InferenceRequest } from '@iop/core';
+import type { EdgeContext } from '../edge-context.js';
+import { responsesDialect, storedResponseOf, withHistory, type ResponseObject } from '../dialects.js';
+import { keepResponse, type InputItemsQuery, type ResponseStore } from '../responses-store/index.js';
+import type { InferenceRoute } from './inference.js';
+import { locals } from './request-context.js';
+
+function notFound(id: string, param?: string): IopError {
+  return new IopError('not_found', `Response with id '${id}' not found.`, param === undefined ? {} : { param });
+}
+
+/** The inference route: prepends stored history for `previous_response_id`, stores the result. */
+export function responsesInferenceRoute(store: ResponseStore, edge: EdgeContext): InferenceRoute {
+  return {
+    dialect: responsesDialect,
+    passthrough: false,
+    async prepare(request: InferenceRequest, body: Record<string, unknown>) {
+      const previousId = body.previous_response_id;
+      if (previousId === undefined || previousId === null) return request;
+      if (typeof previousId !== 'string' || previousId.length === 0) throw new IopError('invalid_request', 'previous_response_id must be a non-empty string', { param: 'previous_response_id' });
+      const previous = await store.get(previousId);
+      if (previous === undefined) throw notFound(previousId, 'previous_response_id');
+      return withHistory(request, previous);
+    },
+    async onResult(result: unknown, request: InferenceRequest) {
+      try {
+        await keepResponse(store, storedResponseOf(request, result as ResponseObject));
+      } catch (error) {
+        edge.logger.error({ err: error }, 'storing a response failed');
+      }
+    },
+  };
+}
+
+function wrap(handler: (req: Request, res: Response) => Promise<void>) {
+  return function responsesRoute(req: Request, res: Response, next: NextFunction): void {
+    handler(req, res).catch(next);
+  };
+}
+
+function listQuery(req: Request): InputItemsQuery {
+  const query: InputItemsQuery = {};
+  const { after, limit, order } = req.query;
+  if (typeof after === 'string') query.after = after;
+  if (typeof limit === 'string') {
+    const value = Number(limit);
+    if (!Number.isInteger(value) || value < 1 || value > 100) throw new IopError('invalid_request', 'limit must be an integer from 1 to 100', { param: 'limit' });
+    query.limit = value;
+  }
+  if (order !== undefined) {
+    if (order !== 'asc' && order !== 'desc') throw new IopError('invalid_request', "order must be 'asc' or 'desc'", { param: 'order' });
+    query.order = order;
+  }
+  return query;
+}
+
+/** Mounts the retrieval endpoints. */
+export function mountResponsesRetrieval(app: Express, store: ResponseStore): void {
+  app.get(
+    '/v1/responses/:id',
+    wrap(async (req, res) => {
+      const id = String(req.params.id);
+      const stored = await store.get(id);
+      if (stored === undefined) throw notFound(id);
+      res.json(stored.response);
+    }),
+  );
+  app.delete(
+    '/v1/responses/:id',
+    wrap(async (req, res) => {
+      const id = String(req.params.id);
+      if (!(await store.delete(id))) throw notFound(id);
+      locals(res).log.info({ responseId: id }, 'stored response deleted');
+      res.json({ id, object: 'response', deleted: true });
+    }),
+  );
+  app.get(
+    '/v1/responses/:id/input_items',
+    wrap(async (req, res) => {
+      const id = String(req.params.id);
+      const page = await store.inputItems(id, listQuery(req));
+      if (page === undefined) throw notFound(id);
+      res.json(page);
+    }),
+  );
+}
