@@ -44,7 +44,8 @@ describe('normalizeUpstreamError', () => {
       message: 'model "llama3" not found, try pulling it first',
     });
     expect(normalizeUpstreamError(422, { detail: 'Field required' })).toMatchObject({ code: 'invalid_request', status: 422, message: 'Field required' });
-    expect(normalizeUpstreamError(500, 'Internal Server Error')).toMatchObject({ code: 'upstream_error', status: 502, message: 'Internal Server Error' });
+    expect(normalizeUpstreamError(500, 'Internal Server Error')).toMatchObject({ code: 'upstream_error', status: 500, message: 'Internal Server Error' });
+    expect(normalizeUpstreamError(502, 'Bad Gateway')).toMatchObject({ code: 'upstream_error', status: 502 });
     expect(normalizeUpstreamError(503, undefined)).toMatchObject({ code: 'no_capacity', status: 503, message: 'upstream answered HTTP 503' });
   });
 });

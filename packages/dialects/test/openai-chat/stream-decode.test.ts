@@ -65,7 +65,7 @@ describe('createChatStreamDecoder on recorded upstream streams', () => {
     expect(decode('vllm-error-mid-stream')).toEqual([
       { type: 'response-start', id: 'chatcmpl-e5', model: 'Qwen/Qwen3-8B', created: 1764500500 },
       { type: 'text-delta', text: 'Partial' },
-      { type: 'error', code: 'upstream_error', message: 'CUDA out of memory while decoding', status: 502 },
+      { type: 'error', code: 'upstream_error', message: 'CUDA out of memory while decoding', status: 500 },
     ]);
   });
 
