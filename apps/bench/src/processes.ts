@@ -16,13 +16,16 @@ export class Proc {
   private waiters: Array<{ predicate: (line: LogLine) => boolean; resolve: (line: LogLine) => void }> = [];
   readonly exited: Promise<number | null>;
 
+  private readonly reader: readline.Interface;
+
   constructor(
     readonly name: string,
     readonly child: ChildProcess,
     /** Keep at most this many log lines (long benchmarks log a lot). */
     private readonly keepLines = 100_000,
   ) {
-    readline.createInterface({ input: child.stdout! }).on('line', (text) => {
+    this.reader = readline.createInterface({ input: child.stdout! });
+    this.reader.on('line', (text) => {
       let line: LogLine;
       try {
         line = JSON.parse(text) as LogLine;
@@ -42,6 +45,12 @@ export class Proc {
       if (this.stderr.length < 1000) this.stderr.push(text);
     });
     this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+  }
+
+  /** Stops reading log lines (the output is still drained): keeps a benchmark's own process out of the measurement. */
+  detach(): void {
+    this.reader.close();
+    this.child.stdout!.resume();
   }
 
   get pid(): number {
