@@ -47,6 +47,26 @@ describe('provider pool', () => {
     expect((await ask(client)).choices[0]!.finish_reason).toBe('stop');
   });
 
+  it('a stream whose agent dies ends promptly with an in-band error, never a hang or a clean finish', async () => {
+    const agent = await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-dies', backendUrl: sim.url, models: ['sim-model@itl-ms=400'] });
+    const stream = await client.chat.completions.create({ model: 'sim-model@itl-ms=400', messages: [{ role: 'user', content: 'hello' }], stream: true, max_tokens: 200 });
+    let deltas = 0;
+    let finish: string | null = null;
+    const started = Date.now();
+    await expect(
+      (async () => {
+        for await (const chunk of stream) {
+          if (chunk.choices[0]?.delta.content) deltas++;
+          finish = chunk.choices[0]?.finish_reason ?? finish;
+          if (deltas === 2) void agent.kill('SIGKILL');
+        }
+      })(),
+    ).rejects.toBeInstanceOf(OpenAI.APIError);
+    expect(finish).toBeNull();
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect((await fetch(`${edge.url}/healthz`)).status).toBe(200);
+  });
+
   it('agents reconnect and serve after the edge restarts', async () => {
     const agent = await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-r', backendUrl: sim.url, models: ['sim-model'] });
     expect((await ask(client)).choices[0]!.finish_reason).toBe('stop');
