@@ -55,6 +55,11 @@ export class Agent {
     return this.runs.size;
   }
 
+  /** Runs in flight, by run id. */
+  get activeRuns(): ReadonlyMap<string, RunExecution> {
+    return this.runs;
+  }
+
   get isDraining(): boolean {
     return this.draining;
   }

@@ -4,7 +4,7 @@
  * SIGTERM/SIGINT: drain, deregister, and exit once idle (or after --shutdown-deadline-ms).
  */
 import { Command, Option } from 'commander';
-import { startAgent } from './start-agent.js';
+import { startAgent, type AgentHandle } from './start-agent.js';
 import type { AgentOptionsInput } from './options.js';
 
 const program = new Command('iop-agent')
@@ -53,15 +53,10 @@ async function main(): Promise<void> {
     tlsCa: flags.tlsCa,
     logLevel: flags.logLevel,
   } as AgentOptionsInput;
-  let handle;
-  try {
-    handle = await startAgent(input);
-  } catch (error) {
-    process.stderr.write(`iop-agent: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exit(2);
-  }
+  let handle: AgentHandle | undefined;
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals): void => {
+    if (handle === undefined) process.exit(0); // still starting: nothing in flight
     signals++;
     if (signals > 1) {
       handle.agent.logger.warn({ signal }, 'second signal: stopping now');
@@ -73,6 +68,12 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  try {
+    handle = await startAgent(input);
+  } catch (error) {
+    process.stderr.write(`iop-agent: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(2);
+  }
   await handle.stopped;
   process.exit(0);
 }

@@ -42,6 +42,11 @@ export class RunExecution {
   private readonly startedAt = performance.now();
   private bytes = 0;
 
+  /** Body bytes read from the backend so far (each read only once the edge took the previous frame). */
+  get bodyBytes(): number {
+    return this.bytes;
+  }
+
   constructor(
     private readonly assignment: RunAssignment,
     private readonly options: RunExecutionOptions,

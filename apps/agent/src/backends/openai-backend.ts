@@ -27,6 +27,9 @@ export interface OpenAiBackendOptions {
   probeTimeoutMs?: number;
 }
 
+/** Largest `/metrics` exposition read, bytes (vLLM's is tens of KiB). */
+const MAX_METRICS_BYTES = 4 << 20;
+
 /** How long an absent `/metrics` is not asked again, ms. */
 const METRICS_ABSENT_RETRY_MS = 60_000;
 
@@ -100,7 +103,7 @@ export class OpenAiBackend implements Backend {
         this.metricsAbsentUntil = Date.now() + METRICS_ABSENT_RETRY_MS;
         return {};
       }
-      const metrics = parseVllmMetrics(await response.body.text());
+      const metrics = parseVllmMetrics(await readCapped(response.body, MAX_METRICS_BYTES));
       if (metrics.kvCacheUsage === undefined && metrics.waiting === undefined) {
         this.metricsAbsentUntil = Date.now() + METRICS_ABSENT_RETRY_MS;
       }
@@ -166,6 +169,21 @@ export function modelsOf(body: unknown): ModelInfo[] {
     models.push({ id: record.id, contextLength: (length as number | undefined) ?? 0 });
   }
   return models;
+}
+
+/** Reads a body as UTF-8 text up to `maxBytes`; the rest is dropped and the body destroyed. */
+async function readCapped(body: AsyncIterable<Uint8Array> & { destroy(): unknown }, maxBytes: number): Promise<string> {
+  const slices: Uint8Array[] = [];
+  let bytes = 0;
+  for await (const slice of body) {
+    bytes += slice.length;
+    if (bytes > maxBytes) {
+      body.destroy();
+      break;
+    }
+    slices.push(slice);
+  }
+  return Buffer.concat(slices).toString('utf8');
 }
 
 function flattenHeaders(headers: IncomingHttpHeaders): Record<string, string> {

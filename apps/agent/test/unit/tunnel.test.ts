@@ -235,6 +235,21 @@ describe('agent tunnel client (openai backend)', () => {
     expect(logs.lines.some((line) => line.msg === 'deregistered')).toBe(true);
   });
 
+  test('shutdown (SIGTERM): drains, lets in-flight runs finish, cancels what outlives the deadline, then stops', async () => {
+    await start();
+    edge.assign({ runId: 's1' }); // ~80 ms of SSE
+    edge.assign({ runId: 's2', path: '/hang' });
+    await waitFor(() => agent!.agent.inFlight === 2, 2_000, 'two runs');
+    const startedAt = performance.now();
+    await agent!.shutdown(400);
+    expect(performance.now() - startedAt).toBeGreaterThanOrEqual(350);
+    expect(edge.runs.get('s1')!.frames.at(-1)!.kind).toBe(Kind.END);
+    expect(edge.runs.get('s2')!.frames.at(-1)).toMatchObject({ kind: Kind.ERROR, errorCode: 'cancelled' });
+    expect(edge.heartbeats.some((beat) => beat.draining)).toBe(true);
+    await agent!.stopped;
+    await waitFor(() => edge.controlEnded === 1, 2_000, 'control closed');
+  });
+
   test('reconnects and registers again after the edge restarts', async () => {
     await start();
     await edge.stop();

@@ -24,7 +24,6 @@ import { AsyncQueue } from '../../../src/async-queue';
 export interface RecordedRun {
   frames: ProviderTunnelFrame[];
   ended: boolean;
-  /** Set by the test to fail the Run call from the edge side after N frames. */
 }
 
 export class TestEdge {
@@ -33,6 +32,8 @@ export class TestEdge {
   readonly rejections: RunRejected[] = [];
   readonly runs = new Map<string, RecordedRun>();
   controlEnded = 0;
+  /** When set, Run handlers stop reading after the first BODY frame until it resolves (HTTP/2 flow control then holds the agent back). */
+  runGate: Promise<void> | undefined;
   /** Fail the Run call of this run id right after its first BODY frame. */
   failRunAfterFirstBody = new Set<string>();
   private outgoing: AsyncQueue<EdgeMessage> | undefined;
@@ -107,6 +108,7 @@ export class TestEdge {
             this.runs.set(frame.runId, record);
           }
           record.frames.push(frame);
+          if (frame.kind === 2 && this.runGate !== undefined) await this.runGate;
           if (this.failRunAfterFirstBody.has(frame.runId) && frame.kind === 2) {
             throw new ConnectError('client went away', Code.Canceled);
           }
