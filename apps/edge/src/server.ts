@@ -15,6 +15,7 @@ import { EdgeMetrics } from './metrics.js';
 import { AgentRegistry } from './pool/agent-registry.js';
 import { RunRegistry } from './tunnel/run-registry.js';
 import { tunnelRoutes } from './tunnel/tunnel-service.js';
+import { handleRunStream, isGrpcRun } from './tunnel/run-stream-handler.js';
 import { createApp } from './http/app.js';
 import { buildDialectRoutes } from './routes.js';
 import { EDGE_VERSION } from './version.js';
@@ -71,10 +72,15 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     readMaxBytes: config.maxBodyBytes + 1024 * 1024,
     writeMaxBytes: config.maxBodyBytes + 1024 * 1024,
   });
+  // Run calls over gRPC take the hot-path handler; everything else is Connect's.
+  const tunnelHandler = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
+    if (isGrpcRun(req.url, req.headers)) handleRunStream(req, res, context.runs);
+    else adapter(req, res);
+  };
   const tls = config.tunnel.tlsCertFile !== undefined && config.tunnel.tlsKeyFile !== undefined;
   const tunnelServer = tls
-    ? http2.createSecureServer({ cert: readFileSync(config.tunnel.tlsCertFile!), key: readFileSync(config.tunnel.tlsKeyFile!) }, adapter)
-    : http2.createServer({}, adapter);
+    ? http2.createSecureServer({ cert: readFileSync(config.tunnel.tlsCertFile!), key: readFileSync(config.tunnel.tlsKeyFile!) }, tunnelHandler)
+    : http2.createServer({}, tunnelHandler);
 
   const port = await listen(httpServer, config.port, config.host);
   const tunnelPort = await listen(tunnelServer, config.tunnel.port, config.tunnel.host);

@@ -1,0 +1,76 @@
+/**
+ * Splits a gRPC request body into its length-prefixed messages (gRPC over HTTP/2, "Length-Prefixed-
+ * Message": 1 byte compressed-flag, 4 bytes big-endian length, then the message). Messages may
+ * span reads and a read may hold several; a message inside one read is returned as a view of it
+ * (no copy), only a message split across reads is joined.
+ */
+export interface GrpcMessage {
+  compressed: boolean;
+  payload: Uint8Array;
+}
+
+/** Largest message accepted, bytes; a larger length prefix is a protocol error. */
+export const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+export class GrpcMessageError extends Error {
+  override readonly name = 'GrpcMessageError';
+}
+
+export class GrpcMessageReader {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  /** Bytes the pending data must reach before it can yield a message (5 while the prefix is incomplete). */
+  private neededBytes = 0;
+
+  constructor(private readonly maxMessageBytes = DEFAULT_MAX_MESSAGE_BYTES) {}
+
+  /**
+   * Feeds one read; calls `onMessage` for each complete message, in order. Pending reads are
+   * joined once, when they hold a whole message (no quadratic re-copying of a large message).
+   * @throws GrpcMessageError when a length prefix exceeds the limit.
+   */
+  push(chunk: Buffer, onMessage: (message: GrpcMessage) => void): void {
+    if (this.pendingBytes === 0) {
+      this.process(chunk, onMessage);
+      return;
+    }
+    this.pending.push(chunk);
+    this.pendingBytes += chunk.length;
+    if (this.pendingBytes < this.neededBytes) return;
+    const buffer = Buffer.concat(this.pending, this.pendingBytes);
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.process(buffer, onMessage);
+  }
+
+  private process(buffer: Buffer, onMessage: (message: GrpcMessage) => void): void {
+    let offset = 0;
+    while (buffer.length - offset >= 5) {
+      const length = buffer.readUInt32BE(offset + 1);
+      if (length > this.maxMessageBytes) throw new GrpcMessageError(`gRPC message of ${length} bytes exceeds the ${this.maxMessageBytes}-byte limit`);
+      if (buffer.length - offset - 5 < length) break;
+      onMessage({ compressed: buffer[offset] === 1, payload: buffer.subarray(offset + 5, offset + 5 + length) });
+      offset += 5 + length;
+    }
+    if (offset < buffer.length) {
+      const rest = buffer.subarray(offset);
+      this.pending.push(rest);
+      this.pendingBytes = rest.length;
+      this.neededBytes = rest.length >= 5 ? 5 + rest.readUInt32BE(1) : 5;
+    }
+  }
+
+  /** Bytes of an incomplete message still waiting for more input. */
+  get bufferedBytes(): number {
+    return this.pendingBytes;
+  }
+}
+
+/** Frames one message (uncompressed). */
+export function grpcFrame(payload: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(5 + payload.length);
+  out[0] = 0;
+  out.writeUInt32BE(payload.length, 1);
+  out.set(payload, 5);
+  return out;
+}

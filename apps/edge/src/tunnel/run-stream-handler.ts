@@ -1,0 +1,113 @@
+/**
+ * The edge's handler for `iop.v1.TunnelService/Run` over the gRPC protocol. Run is the per-request hot path of the tunnel (one call per run, one message per body
+ * slice), so it skips the generic Connect call machinery (async-iterable pipelines, linked abort
+ * signals, header conversions); Control and the Connect/gRPC-Web protocols stay with
+ * connect-node, which serves every other request on the same port.
+ *
+ * Wire behaviour follows "gRPC over HTTP2" (grpc/grpc PROTOCOL-HTTP2.md): request messages are
+ * length-prefixed ProviderTunnelFrames; the answer is HTTP 200 `application/grpc`, one RunSummary
+ * message and the `grpc-status` trailer, or a Trailers-Only response carrying the error:
+ * NOT_FOUND for an unknown or finished run, CANCELLED when the edge dropped the run (its agent
+ * then aborts the backend request), UNIMPLEMENTED for a compressed message, INTERNAL for a frame
+ * that does not decode. Backpressure: while the run's consumer is behind, the stream is paused,
+ * so HTTP/2 flow control holds the agent (and through it the backend).
+ */
+import { constants, type Http2ServerRequest, type Http2ServerResponse, type IncomingHttpHeaders } from 'node:http2';
+import { fromBinary, toBinary, create } from '@bufbuild/protobuf';
+import { Code } from '@connectrpc/connect';
+import { ProviderTunnelFrameSchema, RunSummarySchema, type ProviderTunnelFrame } from '@iop/proto';
+import { GrpcMessageError, GrpcMessageReader, grpcFrame } from './grpc-message-reader.js';
+import type { RunHandle, RunRegistry } from './run-registry.js';
+
+export const RUN_PATH = '/iop.v1.TunnelService/Run';
+
+const SUMMARY_MESSAGE = grpcFrame(toBinary(RunSummarySchema, create(RunSummarySchema, {})));
+
+/** True for a gRPC (not Connect, not gRPC-Web) request that this handler can serve. */
+export function isGrpcRun(path: string | undefined, headers: IncomingHttpHeaders): boolean {
+  const contentType = headers['content-type'];
+  return path === RUN_PATH && (contentType === 'application/grpc' || contentType === 'application/grpc+proto');
+}
+
+function trailersOnly(res: Http2ServerResponse, code: Code, message: string): void {
+  const stream = res.stream;
+  if (stream.destroyed || stream.headersSent) return;
+  stream.respond(
+    { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeURIComponent(message) },
+    { endStream: true },
+  );
+  // The agent may still be writing; stop its side too.
+  stream.close(constants.NGHTTP2_NO_ERROR);
+}
+
+function succeed(res: Http2ServerResponse): void {
+  if (res.stream.destroyed || res.headersSent) return;
+  res.writeHead(200, { 'content-type': 'application/grpc', 'grpc-accept-encoding': 'identity' });
+  res.addTrailers({ 'grpc-status': '0' });
+  res.end(SUMMARY_MESSAGE);
+}
+
+/** Serves one Run call. */
+export function handleRunStream(req: Http2ServerRequest, res: Http2ServerResponse, runs: RunRegistry): void {
+  const reader = new GrpcMessageReader();
+  let handle: RunHandle | undefined;
+  let done = false;
+  const finish = (code: Code | undefined, message = '') => {
+    if (done) return;
+    done = true;
+    req.removeAllListeners('data');
+    req.resume();
+    if (code === undefined) succeed(res);
+    else trailersOnly(res, code, message);
+  };
+
+  const onFrame = (frame: ProviderTunnelFrame): Promise<void> | undefined => {
+    if (handle === undefined) {
+      handle = runs.attach(frame.runId);
+      if (handle === undefined) {
+        finish(Code.NotFound, `unknown or finished run ${frame.runId}`);
+        return undefined;
+      }
+    }
+    if (handle.isFinished) {
+      finish(Code.Canceled, 'run cancelled by the edge');
+      return undefined;
+    }
+    return handle.deliver(frame);
+  };
+
+  req.on('data', (chunk: Buffer) => {
+    let waits: Array<Promise<void>> | undefined;
+    try {
+      reader.push(chunk, (message) => {
+        if (done) return;
+        if (message.compressed) {
+          finish(Code.Unimplemented, 'compressed messages are not accepted; send identity');
+          return;
+        }
+        const pending = onFrame(fromBinary(ProviderTunnelFrameSchema, message.payload));
+        if (pending !== undefined) (waits ??= []).push(pending);
+      });
+    } catch (error) {
+      finish(error instanceof GrpcMessageError ? Code.ResourceExhausted : Code.Internal, error instanceof Error ? error.message : 'bad frame');
+      return;
+    }
+    if (waits !== undefined && !done) {
+      req.pause();
+      void Promise.all(waits).then(() => {
+        if (!done) req.resume();
+      });
+    }
+  });
+  req.on('end', () => {
+    if (handle !== undefined && !handle.isFinished) handle.failWith('agent_disconnected', 'the run stream ended without END');
+    finish(undefined);
+  });
+  const onGone = () => {
+    if (handle !== undefined && !handle.isFinished) handle.failWith('agent_disconnected', 'the run stream was reset');
+    done = true;
+  };
+  req.on('aborted', onGone);
+  req.on('error', onGone);
+  res.on('close', onGone);
+}
