@@ -54,6 +54,18 @@ describe('embedded llama.cpp backend through the edge', () => {
     if (finish === 'length') expect(usage!.completion_tokens).toBe(24);
   });
 
+  it('count_tokens is exact: the model tokenizer counts what the chat request is billed', async () => {
+    const messages = [{ role: 'user' as const, content: 'Once upon a time there was a cat' }];
+    const completion = await client.chat.completions.create({ model: 'stories260K', messages, max_tokens: 1 });
+    const response = await fetch(`${edge.url}/v1/messages/count_tokens`, {
+      method: 'POST',
+      headers: { 'x-api-key': API_KEY, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'stories260K', messages }),
+    });
+    expect(response.headers.get('x-iop-token-count')).toBe('exact');
+    expect(((await response.json()) as { input_tokens: number }).input_tokens).toBe(completion.usage!.prompt_tokens);
+  });
+
   it('answers non-stream with the same usage accounting', async () => {
     const completion = await client.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'The dog' }], max_tokens: 8, temperature: 0 });
     expect(completion.choices[0]!.message.content!.length).toBeGreaterThan(0);
