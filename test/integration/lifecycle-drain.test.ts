@@ -31,7 +31,7 @@ describe('agent drain', () => {
     expect(status).toBe(200);
     const ids = body.data.map((agent: { id: string }) => agent.id).sort();
     expect(ids).toEqual(['agent-a', 'agent-b']);
-    const view = body.data[0];
+    const view = body.data[0]!;
     expect(view).toMatchObject({
       models: [{ id: 'sim-model', contextLength: null }],
       load: { inFlight: 0, queued: 0 },
@@ -67,7 +67,7 @@ describe('agent drain', () => {
     // The last agent drained (no deregister): nobody takes runs → 503; undrain → served again.
     expect((await admin(edge.url, 'POST', `/admin/agents/${other}/drain`)).status).toBe(200);
     expect((await ask(edge.baseURL)).status).toBe(503);
-    expect((await admin(edge.url, 'POST', `/admin/agents/${other}/undrain`)).body.data[0].drain).toEqual({ draining: false, deregistering: false });
+    expect((await admin(edge.url, 'POST', `/admin/agents/${other}/undrain`)).body.data[0]!.drain).toEqual({ draining: false, deregistering: false });
     expect(await ask(edge.baseURL)).toEqual({ status: 200, agent: other });
   });
 

@@ -1,6 +1,7 @@
 /**
  * Helpers of the lifecycle tests: a streamed chat request read as it arrives, and admin API calls.
  */
+import type { AgentView } from '../../apps/edge/src/admin/agent-view';
 import { API_KEY } from './harness';
 
 export const ADMIN_KEY = 'iop-admin-key-test-000001';
@@ -52,7 +53,7 @@ export async function ask(baseURL: string, key = API_KEY): Promise<{ status: num
 }
 
 /** An admin API call; `key` null sends no Authorization header. */
-export async function admin(url: string, method: 'GET' | 'POST', path: string, key: string | null = ADMIN_KEY): Promise<{ status: number; body: any }> {
+export async function admin(url: string, method: 'GET' | 'POST', path: string, key: string | null = ADMIN_KEY): Promise<{ status: number; body: { data: AgentView[] } }> {
   const response = await fetch(`${url}${path}`, { method, headers: key === null ? {} : { authorization: `Bearer ${key}` } });
-  return { status: response.status, body: await response.json() };
+  return { status: response.status, body: (await response.json()) as { data: AgentView[] } };
 }
