@@ -1,12 +1,16 @@
 /**
  * Reconnect delays: exponential backoff with full jitter ("Exponential Backoff And Jitter",
  * AWS Architecture Blog): attempt n waits a uniform random time in [0, min(cap, base * 2^n)] ms.
+ * After losing an established connection (e.g. the edge restarted) a further uniform delay in
+ * [0, lostConnectionJitterMs) spreads the reconnects of many agents over that window.
  */
 export interface BackoffOptions {
   /** First ceiling, ms. Default 250. */
   baseMs?: number;
   /** Largest ceiling, ms. Default 10 000. */
   capMs?: number;
+  /** Window of the extra random delay after a lost connection, ms. Default 1 000. */
+  lostConnectionJitterMs?: number;
   /** Source of uniform numbers in [0, 1); defaults to Math.random (tests pass their own). */
   random?: () => number;
 }
@@ -16,8 +20,10 @@ export class Backoff {
   private readonly baseMs: number;
   private readonly capMs: number;
   private readonly random: () => number;
+  private readonly lostConnectionJitterMs: number;
 
   constructor(options: BackoffOptions = {}) {
+    this.lostConnectionJitterMs = options.lostConnectionJitterMs ?? 1_000;
     this.baseMs = options.baseMs ?? 250;
     this.capMs = options.capMs ?? 10_000;
     this.random = options.random ?? Math.random;
@@ -28,6 +34,11 @@ export class Backoff {
     const ceiling = Math.min(this.capMs, this.baseMs * 2 ** Math.min(this.attempt, 30));
     this.attempt++;
     return Math.floor(this.random() * ceiling);
+  }
+
+  /** The delay before reconnecting after a registered connection was lost, ms: `next()` plus a uniform [0, lostConnectionJitterMs). */
+  nextAfterLostConnection(): number {
+    return Math.floor(this.random() * this.lostConnectionJitterMs) + this.next();
   }
 
   /** Back to the base ceiling (after a stable connection). */

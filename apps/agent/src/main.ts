@@ -9,7 +9,7 @@ import type { AgentOptionsInput } from './options.js';
 
 const program = new Command('iop-agent')
   .description('iop node agent: dials the edge over a gRPC tunnel and serves runs from an OpenAI-compatible server or an embedded llama.cpp model.')
-  .addOption(new Option('--edge <url>', 'edge tunnel URL (http:// = h2c, https:// = TLS)').env('IOP_EDGE_URL').default('http://127.0.0.1:8081'))
+  .addOption(new Option('--edge <url,...>', 'edge tunnel URL(s) (http:// = h2c, https:// = TLS); several = one session per edge, runs from any').env('IOP_EDGE_URL').default('http://127.0.0.1:8081'))
   .addOption(new Option('--join-token <token>', "shared secret of the edge's agent pool").env('IOP_JOIN_TOKEN'))
   .addOption(new Option('--agent-id <id>', 'agent id (default: the hostname)').env('IOP_AGENT_ID'))
   .addOption(new Option('--backend <kind>', 'openai (vLLM, SGLang, llama.cpp server, Ollama) or llamacpp (embedded)').env('IOP_BACKEND').choices(['openai', 'llamacpp']).default('llamacpp'))
@@ -26,6 +26,7 @@ const program = new Command('iop-agent')
   .addOption(new Option('--first-byte-timeout-ms <ms>', 'default first-byte timeout of a run, 100-3600000').env('IOP_FIRST_BYTE_TIMEOUT_MS').default('120000'))
   .addOption(new Option('--idle-timeout-ms <ms>', 'longest gap between backend body bytes, 100-3600000').env('IOP_IDLE_TIMEOUT_MS').default('60000'))
   .addOption(new Option('--shutdown-deadline-ms <ms>', 'on SIGTERM, longest wait for in-flight runs, 0-3600000').env('IOP_SHUTDOWN_DEADLINE_MS').default('30000'))
+  .addOption(new Option('--reconnect-jitter-ms <ms>', 'extra random delay before reconnecting to a lost edge, 0-600000').env('IOP_RECONNECT_JITTER_MS').default('1000'))
   .addOption(new Option('--tls-ca <file>', "PEM CA for the edge's TLS certificate").env('IOP_TLS_CA'))
   .addOption(new Option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent').env('IOP_LOG_LEVEL').default('info'));
 
@@ -50,6 +51,7 @@ async function main(): Promise<void> {
     firstByteTimeoutMs: flags.firstByteTimeoutMs,
     idleTimeoutMs: flags.idleTimeoutMs,
     shutdownDeadlineMs: flags.shutdownDeadlineMs,
+    reconnectJitterMs: flags.reconnectJitterMs,
     tlsCa: flags.tlsCa,
     logLevel: flags.logLevel,
   } as AgentOptionsInput;

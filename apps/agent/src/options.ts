@@ -11,8 +11,10 @@ const GPUS: readonly GpuOption[] = ['auto', 'none', 'cuda', 'vulkan', 'metal'];
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export interface AgentOptions {
-  /** Edge tunnel URL (`http://` = h2c, `https://` = TLS). Default `http://127.0.0.1:8081`. */
+  /** Edge tunnel URL (`http://` = h2c, `https://` = TLS); the first of `edgeUrls`. Default `http://127.0.0.1:8081`. */
   edgeUrl: string;
+  /** Every edge to serve (`--edge a,b`): one Control session per edge, runs from any. */
+  edgeUrls: string[];
   /** Shared secret of the edge's pool. Default empty. */
   joinToken: string;
   /** Default `<hostname>`. */
@@ -49,6 +51,8 @@ export interface AgentOptions {
   /** Reconnect backoff: first ceiling and cap, ms (full jitter). Defaults 250 and 10 000. */
   reconnectBaseMs: number;
   reconnectCapMs: number;
+  /** Extra uniform random delay before reconnecting after a lost edge, ms (spreads reconnect storms). Default 1 000. */
+  reconnectJitterMs: number;
   /** A connection registered for this long resets the backoff, ms. Default 10 000. */
   stableConnectionMs: number;
   /** Programmatic use: a logger to use instead of a new pino logger on stdout. */
@@ -70,10 +74,11 @@ export function resolveAgentOptions(input: AgentOptionsInput): AgentOptions {
     if (backendUrl === undefined) throw new Error('--backend-url is required with --backend openai');
     httpUrl('--backend-url', backendUrl);
   }
-  const edgeUrl = optionalString(input.edgeUrl) ?? 'http://127.0.0.1:8081';
-  httpUrl('--edge', edgeUrl);
+  const edgeUrls = [...new Set(list(input.edgeUrls) ?? list(input.edgeUrl) ?? ['http://127.0.0.1:8081'])];
+  for (const url of edgeUrls) httpUrl('--edge', url);
   return {
-    edgeUrl,
+    edgeUrl: edgeUrls[0]!,
+    edgeUrls,
     joinToken: optionalString(input.joinToken) ?? '',
     agentId: optionalString(input.agentId) ?? hostname(),
     backend,
@@ -94,6 +99,7 @@ export function resolveAgentOptions(input: AgentOptionsInput): AgentOptions {
     shutdownDeadlineMs: integer('--shutdown-deadline-ms', input.shutdownDeadlineMs, 0, 3_600_000, 30_000),
     reconnectBaseMs: integer('reconnectBaseMs', input.reconnectBaseMs, 1, 60_000, 250),
     reconnectCapMs: integer('reconnectCapMs', input.reconnectCapMs, 1, 600_000, 10_000),
+    reconnectJitterMs: integer('--reconnect-jitter-ms', input.reconnectJitterMs, 0, 600_000, 1_000),
     stableConnectionMs: integer('stableConnectionMs', input.stableConnectionMs, 0, 3_600_000, 10_000),
     logger: typeof input.logger === 'object' ? input.logger : undefined,
     backendInstance: typeof input.backendInstance === 'object' ? input.backendInstance : undefined,

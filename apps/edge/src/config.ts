@@ -39,6 +39,13 @@ export interface EdgeConfig {
   responsesStore: { kind: 'sqlite' | 'memory'; dataDir?: string; maxAgeMs: number; maxRows: number };
   /** Stream gate per model: `default` plus `models.<name>` overrides (see packages/stream-gate/README.md). */
   gate: GateSection;
+  /**
+   * Admin API keys (`Authorization: Bearer` on `/admin/*`), distinct from client keys: never
+   * accepted on `/v1`, and a key may not be both. Empty = the admin API refuses every call.
+   */
+  adminKeys: string[];
+  /** Graceful shutdown (SIGTERM): longest wait for in-flight streams before they are ended with an error, ms. */
+  shutdownDeadlineMs: number;
 }
 
 export const DEFAULT_CONFIG: EdgeConfig = {
@@ -55,6 +62,8 @@ export const DEFAULT_CONFIG: EdgeConfig = {
   logLevel: 'info',
   gate: DEFAULT_GATE,
   responsesStore: { kind: 'sqlite', maxAgeMs: 30 * 24 * 60 * 60 * 1000, maxRows: 100_000 },
+  adminKeys: [],
+  shutdownDeadlineMs: 10_000,
 };
 
 const schema = {
@@ -91,6 +100,8 @@ const schema = {
         maxRows: { type: 'integer', minimum: 1 },
       },
     },
+    adminKeys: { type: 'array', items: { type: 'string', minLength: 16 } },
+    shutdownDeadlineMs: { type: 'integer', minimum: 0, maximum: 3_600_000 },
     gate: {
       type: 'object',
       additionalProperties: false,
@@ -129,6 +140,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv): Record<string, unknown> {
   set(out, 'joinTokens', list(env.IOP_JOIN_TOKENS));
   set(out, 'maxBodyBytes', int(env.IOP_MAX_BODY_BYTES));
   set(out, 'logLevel', env.IOP_LOG_LEVEL);
+  set(out, 'adminKeys', list(env.IOP_ADMIN_KEYS));
+  set(out, 'shutdownDeadlineMs', int(env.IOP_SHUTDOWN_DEADLINE_MS));
   if (env.IOP_DATA_DIR !== undefined && env.IOP_DATA_DIR !== '') out.responsesStore = { dataDir: env.IOP_DATA_DIR };
   return out;
 }
@@ -152,7 +165,10 @@ export function resolveConfig(...layers: Array<Record<string, unknown>>): EdgeCo
     const problems = (validate.errors ?? []).map((error) => `${error.instancePath || '/'} ${error.message ?? 'is invalid'}`);
     throw new ConfigError(`invalid edge config: ${problems.join('; ')}`);
   }
-  return merged as unknown as EdgeConfig;
+  const config = merged as unknown as EdgeConfig;
+  const shared = config.adminKeys.filter((key) => config.apiKeys.includes(key));
+  if (shared.length > 0) throw new ConfigError('invalid edge config: /adminKeys must not repeat a client API key (/apiKeys)');
+  return config;
 }
 
 /** Reads a JSON config file. @throws ConfigError when it cannot be read or parsed. */

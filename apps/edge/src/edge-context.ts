@@ -13,4 +13,9 @@ export interface EdgeContext {
   metrics: EdgeMetrics;
   logger: Logger;
   gates: GateRegistry;
+  /**
+   * Pool health per agent session (e.g. outlier ejections), keyed by session id, when the pool
+   * provides it; the admin API shows it as each agent's `health.pool`. Optional.
+   */
+  poolSnapshot?: () => ReadonlyMap<string, unknown>;
 }

@@ -2,7 +2,13 @@
 /**
  * `iop-edge`: the iop edge. Flags override environment variables (IOP_*), which override the
  * config file (`--config`, JSON), which overrides the defaults. See README "Configuration".
+ *
+ * Signals: SIGTERM/SIGINT stop gracefully (streams may finish up to `--shutdown-deadline-ms`; a
+ * second signal stops at once). SIGHUP — or a change of the config file with `--watch-config` —
+ * reloads the config: the reloadable settings (admin/config-reload.ts) apply to the next request;
+ * an invalid config is refused with a log line naming the problem and the running one is kept.
  */
+import { watch } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import { ConfigError, configFromEnv, readConfigFile, resolveConfig } from './config.js';
 import { createLogger } from './logger.js';
@@ -28,11 +34,14 @@ const program = new Command('iop-edge')
   .option('--api-keys <keys>', 'comma-separated client API keys (env IOP_API_KEYS)')
   .option('--join-tokens <tokens>', 'comma-separated agent join tokens (env IOP_JOIN_TOKENS)')
   .option('--max-body-bytes <bytes>', 'largest request body, bytes (env IOP_MAX_BODY_BYTES, default 33554432)', integer)
-  .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent (env IOP_LOG_LEVEL, default info)');
+  .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent (env IOP_LOG_LEVEL, default info)')
+  .option('--admin-keys <keys>', 'comma-separated admin API keys for /admin, distinct from client keys (env IOP_ADMIN_KEYS)')
+  .option('--shutdown-deadline-ms <ms>', 'on SIGTERM, longest wait for in-flight streams, ms (env IOP_SHUTDOWN_DEADLINE_MS, default 10000)', integer)
+  .option('--watch-config', 'reload the config file when it changes (SIGHUP always reloads)');
 
 async function main(): Promise<void> {
   program.parse();
-  const flags = program.opts<Record<string, string | number | undefined>>();
+  const flags = program.opts<Record<string, string | number | boolean | undefined>>();
   const configPath = (flags.config as string | undefined) ?? process.env.IOP_CONFIG;
   const fromFlags: Record<string, unknown> = {};
   const tunnel: Record<string, unknown> = {};
@@ -50,15 +59,45 @@ async function main(): Promise<void> {
   set(fromFlags, 'joinTokens', (flags.joinTokens as string | undefined)?.split(',').map((key) => key.trim()).filter(Boolean));
   set(fromFlags, 'maxBodyBytes', flags.maxBodyBytes);
   set(fromFlags, 'logLevel', flags.logLevel);
-  const config = resolveConfig(configPath === undefined ? {} : readConfigFile(configPath), configFromEnv(process.env), fromFlags);
+  set(fromFlags, 'adminKeys', (flags.adminKeys as string | undefined)?.split(',').map((key) => key.trim()).filter(Boolean));
+  set(fromFlags, 'shutdownDeadlineMs', flags.shutdownDeadlineMs);
+  const load = () => resolveConfig(configPath === undefined ? {} : readConfigFile(configPath), configFromEnv(process.env), fromFlags);
+  const config = load();
   const logger = createLogger(config.logLevel);
   const edge = await startEdge(config, logger);
+
+  const reload = (trigger: string) => {
+    try {
+      const result = edge.reload(load());
+      if (result.restartRequired.length > 0) logger.warn({ trigger, settings: result.restartRequired }, 'config reload: these settings need a restart; running values kept');
+      logger.info({ trigger, changed: result.changed }, 'config reloaded');
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      logger.error({ trigger, error: message }, 'config reload refused: the running config is kept');
+    }
+  };
+  process.on('SIGHUP', () => reload('SIGHUP'));
+  if (flags.watchConfig === true && configPath !== undefined) {
+    let pending: NodeJS.Timeout | undefined;
+    // Editors replace files in several steps: reload once the writes settle.
+    watch(configPath, () => {
+      clearTimeout(pending);
+      pending = setTimeout(() => reload('file change'), 200);
+    }).unref();
+  }
+
+  let signals = 0;
   const stop = (signal: string) => {
+    signals++;
+    if (signals > 1) {
+      logger.warn({ signal }, 'second signal: stopping now');
+      process.exit(1);
+    }
     logger.info({ signal }, 'signal received');
     void edge.close().then(() => process.exit(0));
   };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
 }
 
 main().catch((error: unknown) => {

@@ -1,7 +1,8 @@
 /**
  * Starts the edge: the HTTP API (express on node:http) and the tunnel (connect-node on HTTP/2 —
  * h2c, or TLS when a certificate is configured). `close()` stops accepting, lets in-flight streams
- * finish up to a deadline, then closes what is left.
+ * finish up to a deadline, then ends what is left with an in-band error in the client's dialect.
+ * `reload()` applies a new config's reloadable settings (admin/config-reload.ts).
  */
 import http from 'node:http';
 import http2 from 'node:http2';
@@ -24,6 +25,7 @@ import { MemoryResponseStore, SqliteResponseStore, defaultDataDir } from './resp
 import { GateMetrics, createGateSink } from './gate/gate-sink.js';
 import { ConfigError } from './config.js';
 import { IopError } from '@iop/core';
+import { applyConfigReload, mountAdmin, type ReloadResult } from './admin/index.js';
 
 export interface RunningEdge {
   /** The HTTP API port actually bound. */
@@ -31,8 +33,17 @@ export interface RunningEdge {
   /** The tunnel port actually bound. */
   tunnelPort: number;
   context: EdgeContext;
-  /** Graceful stop: waits for in-flight requests up to `deadlineMs` (default 10 000 ms). */
+  /**
+   * Graceful stop: the HTTP port stops accepting at once; in-flight requests may finish up to
+   * `deadlineMs` (default the config's `shutdownDeadlineMs`); runs still open then end with an
+   * ERROR (`edge_shutdown`), which each response renders in its dialect, and the rest is closed.
+   */
   close(deadlineMs?: number): Promise<void>;
+  /**
+   * Applies a new config's reloadable settings (see admin/config-reload.ts).
+   * @throws ConfigError when the new gate section is invalid; nothing is changed then.
+   */
+  reload(next: EdgeConfig): ReloadResult;
 }
 
 function listen(server: http.Server | http2.Http2Server, port: number, host: string): Promise<number> {
@@ -49,14 +60,16 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   const registry = new AgentRegistry();
   const metrics = new EdgeMetrics();
   const knownModel = (model: string) => (registry.forModel(model).length > 0 ? model : 'unknown');
-  let gates: GateRegistry;
-  try {
-    gates = new GateRegistry(config.gate, createGateSink(new GateMetrics(metrics), metrics, logger, knownModel));
-  } catch (error) {
-    if (error instanceof IopError) throw new ConfigError(`invalid gate config: ${error.message}`);
-    throw error;
-  }
-  const context: EdgeContext = { config, registry, runs: new RunRegistry(), metrics, logger, gates };
+  const gateSink = createGateSink(new GateMetrics(metrics), metrics, logger, knownModel);
+  const buildGates = (section: EdgeConfig['gate']): GateRegistry => {
+    try {
+      return new GateRegistry(section, gateSink);
+    } catch (error) {
+      if (error instanceof IopError) throw new ConfigError(`invalid gate config: ${error.message}`);
+      throw error;
+    }
+  };
+  const context: EdgeContext = { config, registry, runs: new RunRegistry(), metrics, logger, gates: buildGates(config.gate) };
   if (config.apiKeys.length === 0) logger.warn('no API keys configured: the HTTP API accepts every request');
   if (config.joinTokens.length === 0) logger.warn('no join tokens configured: any agent may join the pool');
 
@@ -64,11 +77,11 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     ? new MemoryResponseStore({ maxAgeMs: config.responsesStore.maxAgeMs, maxRows: config.responsesStore.maxRows })
     : new SqliteResponseStore({ dataDir: config.responsesStore.dataDir ?? defaultDataDir(), maxAgeMs: config.responsesStore.maxAgeMs, maxRows: config.responsesStore.maxRows });
   const routes = buildDialectRoutes(context, store);
-  const app = createApp(context, routes);
+  const app = createApp(context, { ...routes, extra: [...(routes.extra ?? []), mountAdmin] });
   const httpServer = http.createServer({ keepAliveTimeout: 65_000, noDelay: true }, app);
 
   const adapter = connectNodeAdapter({
-    routes: tunnelRoutes({ registry: context.registry, runs: context.runs, joinTokens: config.joinTokens, heartbeatIntervalMs: config.heartbeatIntervalMs, edgeVersion: EDGE_VERSION, logger }),
+    routes: tunnelRoutes({ registry: context.registry, runs: context.runs, joinTokens: () => context.config.joinTokens, heartbeatIntervalMs: config.heartbeatIntervalMs, edgeVersion: EDGE_VERSION, logger }),
     readMaxBytes: config.maxBodyBytes + 1024 * 1024,
     writeMaxBytes: config.maxBodyBytes + 1024 * 1024,
   });
@@ -87,13 +100,24 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   logger.info({ port, tunnelPort, host: config.host, tunnelHost: config.tunnel.host, tls, version: EDGE_VERSION }, 'edge listening');
 
   let closing: Promise<void> | undefined;
-  const close = (deadlineMs = 10_000) => {
+  const close = (deadlineMs = context.config.shutdownDeadlineMs) => {
     closing ??= (async () => {
-      logger.info({ deadlineMs }, 'edge shutting down');
-      const httpClosed = new Promise<void>((resolve) => httpServer.close(() => resolve()));
+      logger.info({ deadlineMs, inFlightRuns: context.runs.size }, 'edge shutting down');
+      let httpDone = false;
+      const httpClosed = new Promise<void>((resolve) => httpServer.close(() => resolve())).then(() => (httpDone = true));
+      // Keep-alive connections become idle as their last response ends: close them as they do.
       httpServer.closeIdleConnections();
-      const deadline = new Promise<void>((resolve) => setTimeout(resolve, deadlineMs).unref());
+      const idleSweep = setInterval(() => httpServer.closeIdleConnections(), 50);
+      const timer = { id: undefined as NodeJS.Timeout | undefined };
+      const deadline = new Promise<void>((resolve) => (timer.id = setTimeout(resolve, deadlineMs)));
       await Promise.race([httpClosed, deadline]);
+      clearTimeout(timer.id);
+      if (!httpDone) {
+        const ended = context.runs.failAll('edge_shutdown', 'the edge is shutting down');
+        logger.warn({ runs: ended, deadlineMs }, 'shutdown deadline passed: ending the runs left with an error');
+        await Promise.race([httpClosed, new Promise<void>((resolve) => setTimeout(resolve, 1_000).unref())]);
+      }
+      clearInterval(idleSweep);
       httpServer.closeAllConnections();
       for (const session of context.registry.all()) session.close();
       await new Promise<void>((resolve) => {
@@ -104,5 +128,6 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     })();
     return closing;
   };
-  return { port, tunnelPort, context, close };
+  const reload = (next: EdgeConfig): ReloadResult => applyConfigReload(context, next, buildGates);
+  return { port, tunnelPort, context, close, reload };
 }

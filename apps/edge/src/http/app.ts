@@ -46,7 +46,7 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
     }
   });
 
-  app.use('/v1', apiKeyAuth(edge.config.apiKeys));
+  app.use('/v1', apiKeyAuth(() => edge.config.apiKeys));
   app.get('/v1/models', (_req, res) => {
     res.json({
       object: 'list',

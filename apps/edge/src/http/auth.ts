@@ -25,9 +25,14 @@ export function keyMatches(given: string, keys: readonly string[]): boolean {
   return found;
 }
 
-/** Express middleware factory; with no keys configured every request passes. */
-export function apiKeyAuth(keys: readonly string[]) {
+/**
+ * Express middleware factory; with no keys configured every request passes. `keys` may be a
+ * getter, read on every request, so a config reload takes effect at once.
+ */
+export function apiKeyAuth(keys: readonly string[] | (() => readonly string[])) {
+  const current = typeof keys === 'function' ? keys : () => keys;
   return function apiKeyAuthMiddleware(req: Request, _res: Response, next: NextFunction): void {
+    const keys = current();
     if (keys.length === 0) return next();
     const given = presentedKey(req);
     if (given === undefined) return next(new IopError('authentication', 'missing API key: send `Authorization: Bearer <key>` or `x-api-key: <key>`'));

@@ -26,6 +26,9 @@ export interface AgentLoad {
   backendWaiting: number | undefined;
 }
 
+/** How long a drain state the edge asked for overrides heartbeats that disagree, ms. */
+const DRAIN_ACK_WAIT_MS = 10_000;
+
 export class AgentSession {
   readonly agentId: string;
   readonly sessionId: string;
@@ -43,9 +46,13 @@ export class AgentSession {
   /** Runs ever assigned (for the admin view and the distribution figures). */
   totalRuns = 0;
   load: AgentLoad = { reportedInFlight: 0, queued: 0, kvCacheUsage: undefined, backendWaiting: undefined };
+  /** Takes no new runs: set at once by `drain()` (admin), and by the agent's heartbeats (e.g. its SIGTERM). */
   draining = false;
+  /** The edge asked the agent to deregister once its in-flight runs are over. */
+  deregistering = false;
   lastHeartbeatAt = Date.now();
   closed = false;
+  private requestedDrain: { drain: boolean; at: number } | undefined;
 
   constructor(register: Register, sessionId: string) {
     this.agentId = register.agentId;
@@ -73,7 +80,15 @@ export class AgentSession {
 
   onHeartbeat(heartbeat: Heartbeat): void {
     this.lastHeartbeatAt = Date.now();
-    this.draining = heartbeat.draining;
+    // A heartbeat sent before the agent saw our Drain must not undo it; the agent answers a Drain
+    // with a heartbeat that reflects it, after which heartbeats are authoritative again.
+    const pending = this.requestedDrain;
+    if (pending !== undefined && heartbeat.draining !== pending.drain && Date.now() - pending.at < DRAIN_ACK_WAIT_MS) {
+      // keep the requested state until the agent acknowledges it
+    } else {
+      this.requestedDrain = undefined;
+      this.draining = heartbeat.draining;
+    }
     this.load = {
       reportedInFlight: heartbeat.inFlight,
       queued: heartbeat.queued,
@@ -97,8 +112,11 @@ export class AgentSession {
     this.send(create(EdgeMessageSchema, { message: { case: 'cancel', value: create(CancelRunSchema, { runId, reason }) } }));
   }
 
+  /** Drain (or undrain) at once on the edge side, and tell the agent (proto `Drain`). */
   drain(drain: boolean, deregister = false): void {
-    this.draining = drain;
+    this.draining = drain || deregister;
+    this.deregistering = deregister;
+    this.requestedDrain = { drain: drain || deregister, at: Date.now() };
     this.send(create(EdgeMessageSchema, { message: { case: 'drain', value: create(DrainSchema, { drain, deregister }) } }));
   }
 

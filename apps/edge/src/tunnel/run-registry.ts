@@ -20,7 +20,7 @@ import type { AgentSession } from './agent-session.js';
 export { FrameKind };
 
 /** Error codes of synthesized ERROR frames (the agent's own codes pass through unchanged). */
-export type TunnelErrorCode = 'agent_disconnected' | 'run_rejected' | 'run_open_timeout';
+export type TunnelErrorCode = 'agent_disconnected' | 'run_rejected' | 'run_open_timeout' | 'edge_shutdown';
 
 export interface RunRequest {
   requestId: string;
@@ -133,6 +133,19 @@ export class RunRegistry {
 
   reject(runId: string, reason: string): void {
     this.runs.get(runId)?.failWith('run_rejected', reason);
+  }
+
+  /**
+   * Ends every run now with a synthesized ERROR frame (the edge's shutdown deadline passed) and
+   * tells each agent to stop its backend request. Not retryable: consumers render it in-band.
+   */
+  failAll(code: TunnelErrorCode, message: string): number {
+    const handles = [...this.runs.values()];
+    for (const handle of handles) {
+      handle.session.cancel(handle.runId, message);
+      handle.failWith(code, message);
+    }
+    return handles.length;
   }
 
   /** The agent's Control stream ended: every run of it fails. */

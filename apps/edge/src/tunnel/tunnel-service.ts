@@ -28,8 +28,8 @@ import type { AgentRegistry } from '../pool/agent-registry.js';
 export interface TunnelServiceOptions {
   registry: AgentRegistry;
   runs: RunRegistry;
-  /** Accepted join tokens; empty = any agent may join (logged as a warning at start). */
-  joinTokens: readonly string[];
+  /** Accepted join tokens; empty = any agent may join (logged as a warning at start). A getter is read at each Register (config reload). */
+  joinTokens: readonly string[] | (() => readonly string[]);
   heartbeatIntervalMs: number;
   edgeVersion: string;
   logger: Logger;
@@ -54,7 +54,7 @@ export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRou
       throw new ConnectError('the first Control message must be Register', Code.InvalidArgument);
     }
     const register = first.value.message.value;
-    if (!tokenAccepted(register.joinToken, options.joinTokens)) {
+    if (!tokenAccepted(register.joinToken, typeof options.joinTokens === 'function' ? options.joinTokens() : options.joinTokens)) {
       logger.warn({ agentId: register.agentId }, 'agent refused: invalid join token');
       throw new ConnectError('invalid join token', Code.Unauthenticated);
     }

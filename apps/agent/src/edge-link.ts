@@ -1,0 +1,217 @@
+/**
+ * The agent's link to one edge: its own client, Control session, reconnect loop and drain state,
+ * and the runs that edge assigned (each run's frames go back on that edge's `Run` call). An agent
+ * given several edges (`--edge a,b`, high availability) holds one link per edge and serves runs
+ * from any of them; capacity (`maxConcurrency`) is shared across links.
+ *
+ * Drain is per link: `Drain{drain}` from an edge stops that edge's assignments; `deregister`
+ * closes that edge's Control once its runs are over and stops the link. The agent stops when
+ * every link has stopped (or on shutdown). Reconnects: exponential backoff with full jitter, plus
+ * a uniform random delay in [0, reconnectJitterMs) after losing a registered connection, so the
+ * agents of a restarted edge do not all come back at the same instant.
+ */
+import { readFileSync } from 'node:fs';
+import { Code, ConnectError, createClient, type Client } from '@connectrpc/connect';
+import { createGrpcTransport } from '@connectrpc/connect-node';
+import { create, type MessageInitShape } from '@bufbuild/protobuf';
+import { ModelInfoSchema, RunRejectedSchema, TunnelService, type CancelRun, type Drain, type HeartbeatSchema, type Registered, type RunAssignment } from '@iop/proto';
+import type { Logger } from 'pino';
+import type { Backend } from './backends/backend.js';
+import { Backoff, sleep } from './backoff.js';
+import { ControlSession } from './control-session.js';
+import type { AgentOptions } from './options.js';
+import { RunExecution } from './run-execution.js';
+
+/** What a link needs from its agent. */
+export interface LinkHost {
+  readonly options: AgentOptions;
+  readonly backend: Backend;
+  readonly agentVersion: string;
+  /** Runs in flight over every link (capacity is the agent's). */
+  totalInFlight(): number;
+  /** The agent itself drains (SIGTERM): every link refuses new runs. */
+  readonly agentDraining: boolean;
+  /** Heartbeat figures common to every link (backend metrics). */
+  heartbeatFigures(): Promise<MessageInitShape<typeof HeartbeatSchema>>;
+  /** A run of this link ended. */
+  onRunDone(): void;
+}
+
+export class EdgeLink {
+  readonly logger: Logger;
+  /** Resolves when the link stopped (close, or deregistered by its edge). */
+  readonly stopped: Promise<void>;
+  readonly runs = new Map<string, RunExecution>();
+  private readonly client: Client<typeof TunnelService>;
+  private readonly stop = new AbortController();
+  private readonly backoff: Backoff;
+  private session: ControlSession | undefined;
+  private draining = false;
+  private deregisterWhenIdle = false;
+
+  constructor(
+    readonly edgeUrl: string,
+    private readonly host: LinkHost,
+    logger: Logger,
+  ) {
+    const { options } = host;
+    this.logger = options.edgeUrls.length > 1 ? logger.child({ edge: edgeUrl }) : logger;
+    this.backoff = new Backoff({ baseMs: options.reconnectBaseMs, capMs: options.reconnectCapMs, lostConnectionJitterMs: options.reconnectJitterMs });
+    const transport = createGrpcTransport({
+      baseUrl: edgeUrl,
+      nodeOptions: options.tlsCa === undefined ? undefined : { ca: readFileSync(options.tlsCa) },
+    });
+    this.client = createClient(TunnelService, transport);
+    this.stopped = this.connectLoop();
+  }
+
+  /** Whether this link refuses new runs (its edge drained it, or the agent drains). */
+  get isDraining(): boolean {
+    return this.draining || this.host.agentDraining;
+  }
+
+  get isStopped(): boolean {
+    return this.stop.signal.aborted;
+  }
+
+  sendHeartbeat(): void {
+    this.session?.sendHeartbeat();
+  }
+
+  /** Stops at once: cancels this link's runs and closes its Control stream. */
+  close(graceMs = 0): void {
+    if (this.stop.signal.aborted) return;
+    for (const run of this.runs.values()) run.cancel('agent shutting down');
+    this.session?.end(graceMs);
+    this.stop.abort(new Error('agent closed'));
+  }
+
+  private async connectLoop(): Promise<void> {
+    const stop = this.stop.signal;
+    while (!stop.aborted) {
+      const lost = await this.connectOnce(stop);
+      if (stop.aborted) break;
+      const delayMs = lost ? this.backoff.nextAfterLostConnection() : this.backoff.next();
+      this.logger.info({ delayMs, edge: this.edgeUrl }, 'reconnecting');
+      await sleep(delayMs, stop);
+    }
+  }
+
+  /** One connection: discovery, Register, the Control stream until it ends. Returns whether a registered connection was lost. */
+  private async connectOnce(stop: AbortSignal): Promise<boolean> {
+    const { options, backend } = this.host;
+    let models;
+    try {
+      models = await backend.models();
+    } catch (error) {
+      this.logger.warn({ err: error }, 'backend model discovery failed');
+      return false;
+    }
+    const session = new ControlSession({
+      client: this.client,
+      register: {
+        agentId: options.agentId,
+        joinToken: options.joinToken,
+        models: models.map((model) => create(ModelInfoSchema, { id: model.id, contextLength: model.contextLength })),
+        maxConcurrency: options.maxConcurrency,
+        labels: options.labels,
+        agentVersion: this.host.agentVersion,
+        backend: backend.kind,
+        capabilities: backend.capabilities,
+      },
+      handlers: {
+        onRegistered: (registered) => this.onRegistered(registered),
+        onAssign: (assignment) => this.onAssign(assignment),
+        onCancel: (cancel) => this.onCancel(cancel),
+        onDrain: (drain) => this.onDrain(drain),
+        heartbeat: () => this.heartbeat(),
+      },
+      heartbeatFallbackMs: options.heartbeatMs,
+      registeredTimeoutMs: 10_000,
+    });
+    this.session = session;
+    try {
+      await session.run(stop);
+      if (!stop.aborted) this.logger.warn({ edge: this.edgeUrl }, 'control stream ended by the edge');
+    } catch (error) {
+      if (!stop.aborted) this.logConnectionError(error);
+    } finally {
+      this.session = undefined;
+    }
+    if (session.registeredAt !== undefined && performance.now() - session.registeredAt >= options.stableConnectionMs) {
+      this.backoff.reset();
+    }
+    return session.registeredAt !== undefined;
+  }
+
+  private logConnectionError(error: unknown): void {
+    const connectError = ConnectError.from(error);
+    if (connectError.code === Code.Unauthenticated || connectError.code === Code.PermissionDenied) {
+      this.logger.error(
+        { code: Code[connectError.code], edge: this.edgeUrl },
+        `the edge refused the join token (${connectError.rawMessage}); check --join-token / IOP_JOIN_TOKEN and the edge's configuration`,
+      );
+      return;
+    }
+    this.logger.warn({ code: Code[connectError.code], edge: this.edgeUrl, error: connectError.rawMessage }, 'edge connection lost');
+  }
+
+  private onRegistered(registered: Registered): void {
+    this.logger.info(
+      { sessionId: registered.sessionId, heartbeatIntervalMs: registered.heartbeatIntervalMs, edgeVersion: registered.edgeVersion, edge: this.edgeUrl },
+      'registered',
+    );
+    if (this.isDraining) this.session?.sendHeartbeat();
+  }
+
+  private onAssign(assignment: RunAssignment): void {
+    const reason = this.isDraining ? 'draining' : this.host.totalInFlight() >= this.host.options.maxConcurrency ? 'at_capacity' : undefined;
+    if (reason !== undefined || this.runs.has(assignment.runId)) {
+      const why = reason ?? 'duplicate run_id';
+      this.logger.info({ requestId: assignment.requestId, runId: assignment.runId, reason: why }, 'run rejected');
+      this.session?.send({ case: 'runRejected', value: create(RunRejectedSchema, { runId: assignment.runId, reason: why }) });
+      return;
+    }
+    const run = new RunExecution(assignment, {
+      client: this.client,
+      backend: this.host.backend,
+      logger: this.logger,
+      firstByteTimeoutMs: this.host.options.firstByteTimeoutMs,
+      idleTimeoutMs: this.host.options.idleTimeoutMs,
+    });
+    this.runs.set(run.runId, run);
+    void run.done.then(() => {
+      this.runs.delete(run.runId);
+      if (this.runs.size === 0 && this.deregisterWhenIdle) this.deregister();
+      this.host.onRunDone();
+    });
+  }
+
+  private onCancel(cancel: CancelRun): void {
+    const run = this.runs.get(cancel.runId);
+    this.logger.info({ runId: cancel.runId, reason: cancel.reason, known: run !== undefined }, 'run cancelled by the edge');
+    run?.cancel(cancel.reason || 'cancelled by the edge');
+  }
+
+  private onDrain(drain: Drain): void {
+    this.draining = drain.drain || drain.deregister;
+    this.deregisterWhenIdle = drain.deregister;
+    this.logger.info({ draining: this.draining, edge: this.edgeUrl }, this.draining ? 'draining' : 'undrained');
+    this.session?.sendHeartbeat();
+    if (drain.deregister) {
+      this.logger.info({ inFlight: this.runs.size }, 'deregistering once idle');
+      if (this.runs.size === 0) this.deregister();
+    }
+  }
+
+  private deregister(): void {
+    if (this.stop.signal.aborted) return;
+    this.logger.info({ edge: this.edgeUrl }, 'deregistered');
+    this.session?.end();
+    this.stop.abort(new Error('deregistered'));
+  }
+
+  private async heartbeat(): Promise<MessageInitShape<typeof HeartbeatSchema>> {
+    return { ...(await this.host.heartbeatFigures()), draining: this.isDraining };
+  }
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env node
+/**
+ * `iop-bench`: load generator for an iop edge (or any server speaking the same APIs). Closed loop
+ * (`--concurrency N` workers) or open loop (`--rate R` requests/s, Poisson arrivals); stops after
+ * `--requests` or `--duration`, whichever comes first. Prints a table (or `--json`) with TTFT,
+ * inter-token latency and end-to-end latency percentiles, requests/s, tokens/s, errors by class
+ * and the requests per agent (`x-iop-agent-id`). See docs/load-testing.md.
+ *
+ * Exit status: 0 when at least one request succeeded, 1 when none did, 2 on bad options.
+ */
+import { Command, Option } from 'commander';
+import { buildReport, formatReport } from './bench-report.js';
+import { parseDuration, parsePositiveInteger, parsePositiveNumber, parseRange } from './cli-options.js';
+import type { BenchDialect } from './dialects.js';
+import { ProgressLine } from './progress.js';
+import { runWorkload, type Range } from './workload.js';
+
+interface CliOptions {
+  url: string;
+  apiKey?: string;
+  model: string;
+  dialect: BenchDialect;
+  concurrency?: number;
+  rate?: number;
+  requests?: number;
+  duration?: number;
+  stream: boolean;
+  promptWords: Range;
+  maxTokens: Range;
+  json?: boolean;
+}
+
+const program = new Command('iop-bench')
+  .description('Load generator for an iop edge: TTFT, ITL, latency percentiles, throughput, errors and per-agent distribution.')
+  .requiredOption('--url <url>', 'edge base URL, e.g. http://127.0.0.1:8080')
+  .addOption(new Option('--api-key <key>', 'client API key (Authorization: Bearer and x-api-key)').env('IOP_API_KEY'))
+  .requiredOption('--model <model>', 'model name to request')
+  .addOption(new Option('--dialect <dialect>', 'client API').choices(['chat', 'responses', 'messages']).default('chat'))
+  .option('--concurrency <n>', 'closed loop: concurrent workers (default 8 unless --rate)', parsePositiveInteger)
+  .option('--rate <r>', 'open loop: requests per second, Poisson arrivals', parsePositiveNumber)
+  .option('--requests <n>', 'requests to send (default 100, or unbounded with --duration)', parsePositiveInteger)
+  .option('--duration <time>', 'stop starting requests after this time: 30s, 2m, 500ms', parseDuration)
+  .addOption(new Option('--stream', 'stream responses').default(true))
+  .option('--no-stream', 'non-stream requests')
+  .addOption(new Option('--prompt-words <range>', 'prompt length in words: fixed (100) or uniform min:max').argParser(parseRange).default({ min: 50, max: 200 }, '50:200'))
+  .addOption(new Option('--max-tokens <range>', 'output limit per request (max_tokens): fixed or uniform min:max').argParser(parseRange).default({ min: 64, max: 256 }, '64:256'))
+  .option('--json', 'print the result as JSON on stdout (no table)')
+  .showHelpAfterError();
+
+function originOf(url: string): string {
+  const parsed = URL.canParse(url) ? new URL(url) : undefined;
+  if (parsed === undefined || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
+    return program.error(`--url must be an http:// or https:// URL, got ${JSON.stringify(url)}`, { exitCode: 2 });
+  }
+  return parsed.origin;
+}
+
+async function main(): Promise<number> {
+  program.parse();
+  const options = program.opts<CliOptions>();
+  if (options.concurrency !== undefined && options.rate !== undefined) program.error('--concurrency and --rate exclude each other (closed loop or open loop)', { exitCode: 2 });
+  const origin = originOf(options.url);
+  const requests = options.requests ?? (options.duration === undefined ? 100 : Number.POSITIVE_INFINITY);
+  const mode = options.rate !== undefined ? { kind: 'open' as const, ratePerSecond: options.rate } : { kind: 'closed' as const, concurrency: options.concurrency ?? 8 };
+  const progress = new ProgressLine(requests);
+  const { results, wallMs } = await runWorkload({
+    origin,
+    spec: { dialect: options.dialect, model: options.model, stream: options.stream, ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }) },
+    promptWords: options.promptWords,
+    maxTokens: options.maxTokens,
+    mode,
+    requests,
+    ...(options.duration === undefined ? {} : { durationMs: options.duration }),
+    onProgress: (_done, all) => progress.record(all[all.length - 1]!),
+  });
+  progress.stop();
+  const report = buildReport(results, wallMs);
+  if (options.json === true) {
+    const config = { url: origin, model: options.model, dialect: options.dialect, stream: options.stream, mode, promptWords: options.promptWords, maxTokens: options.maxTokens };
+    process.stdout.write(`${JSON.stringify({ config, ...report }, null, 2)}\n`);
+  } else {
+    process.stdout.write(`${formatReport(report)}\n`);
+  }
+  return report.requests.ok > 0 ? 0 : 1;
+}
+
+main().then(
+  (code) => (process.exitCode = code),
+  (error: unknown) => {
+    process.stderr.write(`iop-bench: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,113 @@
+#!/usr/bin/env node
+/**
+ * `npm run bench:pool`: a pool of 3 sims, each behind its own agent, behind one edge, on loopback.
+ * 1. Distribution: how the current routing spreads a closed-loop streaming load over the agents.
+ * 2. Failover: the same load for a fixed time; one agent is killed (SIGKILL) halfway; p99 latency
+ *    and errors of the requests that completed before and after the kill.
+ * 3. Prefix hit rate: read from the edge's `/metrics` when the pool exports prefix-affinity
+ *    counters (`iop_prefix_*`); "n/a" otherwise.
+ * The edge logs at info (its `edge listening` line tells the port), which costs a little CPU.
+ * `BENCH_SCALE=0.5` halves the requests and the failover duration.
+ */
+import os from 'node:os';
+import { launch, type Proc } from './processes.js';
+import { buildReport } from './bench-report.js';
+import type { RequestResult } from './request.js';
+import { summarize } from './stats.js';
+import { runWorkload, type WorkloadOptions } from './workload.js';
+
+const API_KEY = 'sk-iop-pool-bench-0001';
+const JOIN_TOKEN = 'iop-pool-bench-join-token';
+const AGENTS = 3;
+const CONCURRENCY = 12;
+const scale = Number(process.env.BENCH_SCALE ?? '1');
+
+async function startPool(): Promise<{ edge: Proc; origin: string; agents: Proc[]; all: Proc[] }> {
+  const all: Proc[] = [];
+  const edge = launch('edge', 'apps/edge/dist/main.js', ['--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN], { IOP_LOG_LEVEL: 'info', IOP_DATA_DIR: os.tmpdir() });
+  all.push(edge);
+  const listening = await edge.waitFor((line) => line.msg === 'edge listening');
+  const agents: Proc[] = [];
+  for (let index = 1; index <= AGENTS; index++) {
+    const sim = launch(`sim-${index}`, 'apps/sim/dist/main.js', ['--port', '0', '--host', '127.0.0.1', '--models', 'pool-model', '--ttft-ms', '40', '--itl-ms', '5', '--output-tokens', '32']);
+    all.push(sim);
+    const simPort = (await sim.waitFor((line) => line.event === 'listening')).port as number;
+    const agent = launch(`agent-${index}`, 'apps/agent/dist/main.js', [
+      '--edge', `http://127.0.0.1:${listening.tunnelPort as number}`, '--join-token', JOIN_TOKEN, '--agent-id', `agent-${index}`,
+      '--backend', 'openai', '--backend-url', `http://127.0.0.1:${simPort}`, '--models', 'pool-model', '--max-concurrency', '8',
+    ], { IOP_LOG_LEVEL: 'info' });
+    all.push(agent);
+    await agent.waitFor((line) => line.msg === 'registered', 30_000);
+    agents.push(agent);
+  }
+  return { edge, origin: `http://127.0.0.1:${listening.port as number}`, agents, all };
+}
+
+function workload(origin: string, extra: Partial<WorkloadOptions>): WorkloadOptions {
+  return {
+    origin,
+    spec: { dialect: 'chat', model: 'pool-model', stream: true, apiKey: API_KEY },
+    promptWords: { min: 50, max: 200 },
+    maxTokens: { min: 32, max: 32 },
+    mode: { kind: 'closed', concurrency: CONCURRENCY },
+    requests: Math.round(600 * scale),
+    ...extra,
+  };
+}
+
+function phase(results: readonly RequestResult[]): string {
+  const latency = summarize(results.map((result) => result.latencyMs));
+  const errors = results.filter((result) => !result.ok).length;
+  return `${results.length} requests, p50 ${latency.p50.toFixed(1)} ms, p99 ${latency.p99.toFixed(1)} ms, errors ${errors}`;
+}
+
+async function prefixHitRate(origin: string): Promise<string> {
+  const text = await (await fetch(`${origin}/metrics`)).text();
+  const value = (name: string) => Number(/^(\S+) (\S+)$/m.exec(text.split('\n').filter((line) => line.startsWith(name)).join('\n'))?.[2] ?? Number.NaN);
+  const hits = value('iop_prefix_affinity_hits_total');
+  const lookups = value('iop_prefix_affinity_lookups_total');
+  return Number.isFinite(hits) && Number.isFinite(lookups) && lookups > 0 ? `${((hits / lookups) * 100).toFixed(1)}%` : 'n/a (prefix affinity not wired in this build)';
+}
+
+async function main(): Promise<void> {
+  console.log(`machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`);
+  console.log(`pool: 1 edge, ${AGENTS} agents (max concurrency 8) each on its own sim (TTFT 40 ms, ITL 5 ms, 32 tokens); closed loop, concurrency ${CONCURRENCY}, streaming chat\n`);
+  let pool = await startPool();
+  try {
+    const distribution = buildReport(...Object.values(await runWorkload(workload(pool.origin, {}))) as [RequestResult[], number]);
+    console.log('1. distribution across agents');
+    for (const [agent, count] of Object.entries(distribution.agents).sort()) console.log(`   ${agent}: ${count} (${((count / distribution.requests.total) * 100).toFixed(1)}%)`);
+    console.log(`   ${distribution.requests.total} requests, ${distribution.requestsPerSecond} req/s, TTFT p50 ${distribution.ttftMs.p50} ms p99 ${distribution.ttftMs.p99} ms, latency p99 ${distribution.latencyMs.p99} ms, errors ${distribution.requests.failed}`);
+    console.log(`   prefix hit rate: ${await prefixHitRate(pool.origin)}\n`);
+    await Promise.all(pool.all.map((proc) => proc.kill()));
+
+    pool = await startPool();
+    const durationMs = Math.round(10_000 * scale);
+    const completions: Array<{ at: number; result: RequestResult }> = [];
+    let killedAt = Number.POSITIVE_INFINITY;
+    const victim = pool.agents[AGENTS - 1]!;
+    const kill = setTimeout(() => {
+      killedAt = performance.now();
+      void victim.kill('SIGKILL');
+    }, durationMs / 2);
+    await runWorkload(workload(pool.origin, { requests: Number.POSITIVE_INFINITY, durationMs, onProgress: (_done, all) => completions.push({ at: performance.now(), result: all[all.length - 1]! }) }));
+    clearTimeout(kill);
+    const before = completions.filter((entry) => entry.at < killedAt).map((entry) => entry.result);
+    const after = completions.filter((entry) => entry.at >= killedAt).map((entry) => entry.result);
+    const firstSecond = completions.filter((entry) => entry.at >= killedAt && entry.at < killedAt + 1000).map((entry) => entry.result);
+    console.log(`2. failover: agent-${AGENTS} killed (SIGKILL) at ${(durationMs / 2000).toFixed(1)} s of ${(durationMs / 1000).toFixed(1)} s`);
+    console.log(`   before: ${phase(before)}`);
+    console.log(`   after:  ${phase(after)}`);
+    console.log(`   first second after the kill: ${phase(firstSecond)}`);
+    const classes = buildReport(after, 1).errors;
+    console.log(`   errors after the kill by class: ${Object.keys(classes).length === 0 ? 'none' : JSON.stringify(classes)}`);
+    console.log(`   requests completed after the kill, by agent (ok only): ${JSON.stringify(buildReport(after.filter((result) => result.ok), 1).agents)}; served by the killed agent (any outcome): ${after.filter((result) => result.agent === `agent-${AGENTS}`).length}`);
+  } finally {
+    await Promise.all(pool.all.map((proc) => proc.kill()));
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,22 @@
+/**
+ * Admin API authentication: `Authorization: Bearer <admin key>` against the config's `adminKeys`,
+ * read on every request (config reload). Admin keys are a separate set from client API keys
+ * (config validation refuses a key in both), so a client key never opens `/admin` and an admin key
+ * never opens `/v1`. With no admin keys configured every admin call is refused.
+ */
+import type { NextFunction, Request, Response } from 'express';
+import { IopError } from '@iop/core';
+import { keyMatches } from '../http/auth.js';
+
+/** @returns express middleware; failures are `authentication` IopErrors (401). */
+export function adminAuth(keys: () => readonly string[]) {
+  return function adminAuthMiddleware(req: Request, _res: Response, next: NextFunction): void {
+    const configured = keys();
+    if (configured.length === 0) return next(new IopError('authentication', 'the admin API is disabled: no admin keys configured (adminKeys / IOP_ADMIN_KEYS)'));
+    const match = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
+    const given = match?.[1]?.trim();
+    if (given === undefined || given === '') return next(new IopError('authentication', 'missing admin key: send `Authorization: Bearer <admin key>`'));
+    if (!keyMatches(given, configured)) return next(new IopError('authentication', 'invalid admin key'));
+    next();
+  };
+}

@@ -1,0 +1,53 @@
+/**
+ * The admin API, mounted under `/admin` behind admin keys (see admin-auth.ts):
+ * - `GET /admin/agents` → `{ object: 'list', data: AgentView[] }`, every connected session.
+ * - `POST /admin/agents/{id}/drain[?deregister=true]` → the edge stops routing to the agent at
+ *   once and sends it `Drain` (proto/iop/v1/tunnel.proto): it finishes its in-flight runs and, with
+ *   `deregister`, closes its Control stream afterwards (it leaves the pool only then).
+ * - `POST /admin/agents/{id}/undrain` → takes runs again.
+ * `{id}` is an agent id (every session of that agent) or a session id. 404 when none matches;
+ * 400 when `deregister` is not `true` or `false`.
+ */
+import type { Express, Request, Response } from 'express';
+import { IopError } from '@iop/core';
+import type { EdgeContext } from '../edge-context.js';
+import type { AgentSession } from '../tunnel/agent-session.js';
+import { adminAuth } from './admin-auth.js';
+import { agentView } from './agent-view.js';
+
+function sessionsNamed(edge: EdgeContext, id: string): AgentSession[] {
+  const sessions = edge.registry.all().filter((session) => session.agentId === id || session.sessionId === id);
+  if (sessions.length === 0) throw new IopError('not_found', `no connected agent or session \`${id}\``);
+  return sessions;
+}
+
+function deregisterParam(req: Request): boolean {
+  const value = req.query.deregister;
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  throw new IopError('invalid_request', 'query parameter `deregister` must be `true` or `false`', { param: 'deregister' });
+}
+
+export function mountAdmin(app: Express, edge: EdgeContext): void {
+  const views = (sessions: readonly AgentSession[]) => {
+    const pool = edge.poolSnapshot?.();
+    return sessions.map((session) => agentView(session, edge.config.heartbeatIntervalMs, pool));
+  };
+  app.use('/admin', adminAuth(() => edge.config.adminKeys));
+  app.get('/admin/agents', (_req: Request, res: Response) => {
+    res.json({ object: 'list', data: views(edge.registry.all()) });
+  });
+  app.post('/admin/agents/:id/drain', (req: Request, res: Response) => {
+    const deregister = deregisterParam(req);
+    const sessions = sessionsNamed(edge, String(req.params.id));
+    for (const session of sessions) session.drain(true, deregister);
+    edge.logger.info({ agentId: req.params.id, sessions: sessions.map((session) => session.sessionId), deregister }, 'admin: agent draining');
+    res.json({ object: 'list', data: views(sessions) });
+  });
+  app.post('/admin/agents/:id/undrain', (req: Request, res: Response) => {
+    const sessions = sessionsNamed(edge, String(req.params.id));
+    for (const session of sessions) session.drain(false);
+    edge.logger.info({ agentId: req.params.id, sessions: sessions.map((session) => session.sessionId) }, 'admin: agent undrained');
+    res.json({ object: 'list', data: views(sessions) });
+  });
+}

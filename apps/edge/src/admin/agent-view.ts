@@ -1,0 +1,62 @@
+/**
+ * The admin view of one connected agent session (`GET /admin/agents`). Times are Unix ms, loads
+ * are counts of requests, `kvCacheUsage` is in [0, 1] (null when the backend does not expose it).
+ */
+import type { AgentSession } from '../tunnel/agent-session.js';
+
+export interface AgentView {
+  id: string;
+  sessionId: string;
+  models: Array<{ id: string; contextLength: number | null }>;
+  load: {
+    /** Runs the edge has assigned to it and not seen finish. */
+    inFlight: number;
+    /** Runs in flight as the agent last reported (all edges it serves). */
+    reportedInFlight: number;
+    queued: number;
+    kvCacheUsage: number | null;
+    backendWaiting: number | null;
+  };
+  maxConcurrency: number;
+  labels: Record<string, string>;
+  health: {
+    /** `ok` while heartbeats arrive on time; `late` after two missed intervals (dropped after three). */
+    status: 'ok' | 'late';
+    lastHeartbeatAt: number;
+    /** Pool health (outlier ejections) from the pool's `poolSnapshot()`, null when not provided. */
+    pool: unknown;
+  };
+  version: string;
+  backend: string;
+  drain: { draining: boolean; deregistering: boolean };
+  connectedSince: number;
+  runsServed: number;
+}
+
+export function agentView(session: AgentSession, heartbeatIntervalMs: number, pool: ReadonlyMap<string, unknown> | undefined, now = Date.now()): AgentView {
+  return {
+    id: session.agentId,
+    sessionId: session.sessionId,
+    models: session.models.map((model) => ({ id: model.id, contextLength: model.contextLength || null })),
+    load: {
+      inFlight: session.inFlight,
+      reportedInFlight: session.load.reportedInFlight,
+      queued: session.load.queued,
+      kvCacheUsage: session.load.kvCacheUsage ?? null,
+      backendWaiting: session.load.backendWaiting ?? null,
+    },
+    maxConcurrency: session.maxConcurrency,
+    labels: { ...session.labels },
+    health: {
+      status: now - session.lastHeartbeatAt > 2 * heartbeatIntervalMs ? 'late' : 'ok',
+      lastHeartbeatAt: session.lastHeartbeatAt,
+      // Pool health goes here once the pool exposes `poolSnapshot()` (EdgeContext).
+      pool: pool?.get(session.sessionId) ?? null,
+    },
+    version: session.agentVersion,
+    backend: session.backend,
+    drain: { draining: session.draining, deregistering: session.deregistering },
+    connectedSince: session.connectedAt,
+    runsServed: session.totalRuns,
+  };
+}
