@@ -6,8 +6,8 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { API_KEY, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
-import { clearSim, metricSum, queueFault } from './stream-gate-helpers';
+import { API_KEY, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import { chatRequests, clearSim, metricSum, queueFault } from './stream-gate-helpers';
 
 const OUTPUT_TOKENS = 12;
 
@@ -35,7 +35,7 @@ const gated = (policy: string) => ({ headers: { 'x-iop-gate': `policy=${policy}`
 
 /** The sim saw `count` requests, the first with `fault` and the last complete. */
 async function expectBackendRequests(count: number, fault: string): Promise<void> {
-  const records = await simRequests(sim);
+  const records = await chatRequests(sim);
   expect(records).toHaveLength(count);
   expect(records[0]!.fault).toBe(fault);
   if (count > 1) expect(records.at(-1)).toMatchObject({ fault: null, completed: true });

@@ -5,7 +5,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { EdgeHandle, SimHandle } from './harness';
+import { simRequests, type EdgeHandle, type SimHandle } from './harness';
 
 /** Sum of a Prometheus sample over every label set that contains all of `labels` (exact values). */
 export async function metricSum(edge: EdgeHandle, name: string, labels: Record<string, string> = {}): Promise<number> {
@@ -35,4 +35,9 @@ export function writeGateConfig(gate: Record<string, unknown>): string {
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'iop-gate-')), 'edge.json');
   writeFileSync(file, JSON.stringify({ gate }));
   return file;
+}
+
+/** The sim's logged chat completion requests (the agent's own `GET /v1/models` probes left out). */
+export async function chatRequests(sim: SimHandle): Promise<Array<Record<string, unknown>>> {
+  return (await simRequests(sim)).filter((record) => record.path === '/v1/chat/completions');
 }

@@ -9,8 +9,8 @@
 import Anthropic from '@anthropic-ai/sdk';
 import Ajv from 'ajv';
 import OpenAI from 'openai';
-import { API_KEY, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
-import { clearSim, metricSum } from './stream-gate-helpers';
+import { API_KEY, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import { chatRequests, clearSim, metricSum } from './stream-gate-helpers';
 
 const MODEL = 'sim-model@tool-calls=1';
 const REQUESTS_PER_CLIENT = 20;
@@ -71,7 +71,7 @@ async function exercise(send: (index: number) => Promise<Call[]>, errorClass: ne
     if (!validArguments(parsed)) throw new Error(`invalid arguments reached the client: ${JSON.stringify(parsed)} ${JSON.stringify(validArguments.errors)}`);
     answered++;
   }
-  const records = await simRequests(sim);
+  const records = await chatRequests(sim);
   const invalid = records.filter((record) => (record.output as { toolCalls: Array<{ invalid: string | null }> } | null)?.toolCalls.some((call) => call.invalid !== null));
   const retried = (await metricSum(edge, 'iop_gate_attempts_total', { outcome: 'retried' })) - retriedBefore;
   // At 30 % per attempt and 3 attempts, a request fails with probability 0.027.
