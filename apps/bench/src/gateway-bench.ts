@@ -10,6 +10,7 @@
  * a ratio. Stops by itself. `BENCH_SCALE=0.2` runs a fifth of the requests (a quick look).
  */
 import os from 'node:os';
+import { freePort, waitForHttp } from './ports.js';
 import { launch, procStats, type Proc } from './processes.js';
 import { summarize } from './stats.js';
 import { runWorkload } from './workload.js';
@@ -57,17 +58,19 @@ async function startStack(sim: SimKind): Promise<{ sim: Proc; simUrl: string; ed
   const simProc = launch('sim', 'apps/sim/dist/main.js', ['--port', '0', '--host', '127.0.0.1', '--models', 'bench-model', '--output-tokens', String(OUTPUT_TOKENS), ...sim.args]);
   const simPort = (await simProc.waitFor((line) => line.event === 'listening')).port as number;
   const prof = (name: string) => (profile ? ['--cpu-prof', `--cpu-prof-dir=${process.cwd()}/profiles`, `--cpu-prof-name=${name}-${sim.name}.cpuprofile`] : []);
-  const edge = launch('edge', 'apps/edge/dist/main.js', ['--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN], { IOP_LOG_LEVEL: 'warn' }, prof('edge'));
-  const ready = await edge.waitFor((line) => line.msg === 'edge listening');
+  // Log level warn prints no "edge listening" line: choose the ports here and poll /healthz.
+  const [port, tunnelPort] = [await freePort(), await freePort()];
+  const edge = launch('edge', 'apps/edge/dist/main.js', ['--port', String(port), '--tunnel-port', String(tunnelPort), '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN], { IOP_LOG_LEVEL: 'warn' }, prof('edge'));
+  await waitForHttp(`http://127.0.0.1:${port}/healthz`);
   const agent = launch(
     'agent',
     'apps/agent/dist/main.js',
-    ['--edge', `http://127.0.0.1:${ready.tunnelPort as number}`, '--join-token', JOIN_TOKEN, '--agent-id', 'bench-agent', '--backend', 'openai', '--backend-url', `http://127.0.0.1:${simPort}`, '--models', 'bench-model', '--max-concurrency', '256'],
+    ['--edge', `http://127.0.0.1:${tunnelPort}`, '--join-token', JOIN_TOKEN, '--agent-id', 'bench-agent', '--backend', 'openai', '--backend-url', `http://127.0.0.1:${simPort}`, '--models', 'bench-model', '--max-concurrency', '256'],
     { IOP_LOG_LEVEL: 'info' },
     prof('agent'),
   );
   await agent.waitFor((line) => line.msg === 'registered', 30_000);
-  return { sim: simProc, simUrl: `http://127.0.0.1:${simPort}`, edge, edgeUrl: `http://127.0.0.1:${ready.port as number}`, agent };
+  return { sim: simProc, simUrl: `http://127.0.0.1:${simPort}`, edge, edgeUrl: `http://127.0.0.1:${port}`, agent };
 }
 
 function rowOf(base: Omit<Row, 'requests' | 'errors' | 'rps' | 'latencyP50' | 'latencyP99' | 'ttftP50' | 'ttftP99' | 'itlP99' | 'tokensPerSecond'>, results: RequestResult[], wallMs: number): Row {
