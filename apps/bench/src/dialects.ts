@@ -11,6 +11,22 @@ export interface DialectSpec {
   isToken(event: string | undefined, data: Record<string, unknown>): boolean;
   /** Output tokens reported by a non-stream body or a final stream event, when present. */
   outputTokens(data: Record<string, unknown>): number | undefined;
+  /**
+   * Adds the tool calls a non-stream body or a stream event carries to `calls` (by index; stream
+   * fragments are appended). Defined for the dialects the benchmarks check tool calls on.
+   */
+  collectToolCalls?(data: Record<string, unknown>, calls: ToolCallResult[]): void;
+}
+
+/** A tool call as the client received it: name and arguments JSON text. */
+export interface ToolCallResult {
+  name: string;
+  arguments: string;
+}
+
+interface ChatToolCallWire {
+  index?: number;
+  function?: { name?: string; arguments?: string };
 }
 
 type Json = Record<string, unknown>;
@@ -25,6 +41,15 @@ export const DIALECTS: Record<BenchDialect, DialectSpec> = {
       return typeof content === 'string' && content.length > 0;
     },
     outputTokens: (data) => ((data.usage as Json | null | undefined)?.completion_tokens as number | undefined),
+    collectToolCalls: (data, calls) => {
+      const choice = (data.choices as Array<{ delta?: { tool_calls?: ChatToolCallWire[] }; message?: { tool_calls?: ChatToolCallWire[] } }> | undefined)?.[0];
+      const stream = choice?.delta?.tool_calls;
+      for (const [position, wire] of (stream ?? choice?.message?.tool_calls ?? []).entries()) {
+        const call = (calls[stream === undefined ? position : (wire.index ?? 0)] ??= { name: '', arguments: '' });
+        call.name += wire.function?.name ?? '';
+        call.arguments += wire.function?.arguments ?? '';
+      }
+    },
   },
   responses: {
     path: '/v1/responses',

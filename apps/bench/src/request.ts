@@ -5,7 +5,7 @@
  */
 import { request as httpRequest, type Dispatcher } from 'undici';
 import { SseReader } from '@iop/core';
-import { DIALECTS, type BenchDialect } from './dialects.js';
+import { DIALECTS, type BenchDialect, type ToolCallResult } from './dialects.js';
 
 export interface RequestSpec {
   dialect: BenchDialect;
@@ -14,6 +14,10 @@ export interface RequestSpec {
   maxTokens: number;
   stream: boolean;
   apiKey?: string;
+  /** Extra body fields (e.g. `tools`, `tool_choice`), merged over the dialect's body. */
+  body?: Record<string, unknown>;
+  /** Extra request headers (e.g. `x-iop-gate`). */
+  headers?: Record<string, string>;
 }
 
 export interface RequestResult {
@@ -29,16 +33,20 @@ export interface RequestResult {
   outputTokens: number;
   /** The provider that served it, from the `x-iop-agent-id` response header when present. */
   agent?: string;
+  /** Tool calls of the answer, for dialects that collect them (`DialectSpec.collectToolCalls`). */
+  toolCalls?: ToolCallResult[];
 }
 
 export async function sendRequest(dispatcher: Dispatcher, origin: string, spec: RequestSpec): Promise<RequestResult> {
   const dialect = DIALECTS[spec.dialect];
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...spec.headers };
   if (spec.apiKey !== undefined) {
     headers.authorization = `Bearer ${spec.apiKey}`;
     headers['x-api-key'] = spec.apiKey;
     headers['anthropic-version'] = '2023-06-01';
   }
+  const body = dialect.body(spec.model, spec.prompt, spec.maxTokens, spec.stream);
+  if (spec.body !== undefined) Object.assign(body, spec.body);
   const started = performance.now();
   const result: RequestResult = { ok: false, status: 0, latencyMs: 0, ttftMs: undefined, itlMs: [], outputTokens: 0 };
   try {
@@ -46,7 +54,7 @@ export async function sendRequest(dispatcher: Dispatcher, origin: string, spec: 
       dispatcher,
       method: 'POST',
       headers,
-      body: JSON.stringify(dialect.body(spec.model, spec.prompt, spec.maxTokens, spec.stream)),
+      body: JSON.stringify(body),
     });
     result.status = response.statusCode;
     const agent = response.headers['x-iop-agent-id'];
@@ -57,9 +65,10 @@ export async function sendRequest(dispatcher: Dispatcher, origin: string, spec: 
       return result;
     }
     if (!spec.stream) {
-      const body = (await response.body.json()) as Record<string, unknown>;
+      const answer = (await response.body.json()) as Record<string, unknown>;
       result.ttftMs = performance.now() - started;
-      result.outputTokens = dialect.outputTokens(body) ?? 0;
+      result.outputTokens = dialect.outputTokens(answer) ?? 0;
+      if (dialect.collectToolCalls !== undefined) dialect.collectToolCalls(answer, (result.toolCalls = []));
       result.ok = true;
       return result;
     }
@@ -67,6 +76,7 @@ export async function sendRequest(dispatcher: Dispatcher, origin: string, spec: 
     let tokens = 0;
     let reported: number | undefined;
     let streamError = false;
+    const toolCalls: ToolCallResult[] | undefined = dialect.collectToolCalls === undefined ? undefined : (result.toolCalls = []);
     const reader = new SseReader((event) => {
       if (event.data === '[DONE]') return;
       let data: Record<string, unknown>;
@@ -85,6 +95,7 @@ export async function sendRequest(dispatcher: Dispatcher, origin: string, spec: 
         tokens++;
       }
       reported = dialect.outputTokens(data) ?? reported;
+      if (toolCalls !== undefined) dialect.collectToolCalls!(data, toolCalls);
     });
     for await (const chunk of response.body) reader.pushBytes(chunk as Uint8Array);
     reader.flush();

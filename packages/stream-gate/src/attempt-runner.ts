@@ -46,6 +46,11 @@ export class AttemptRecord {
   readonly verdicts: ('pass' | 'hold' | 'reject')[];
   /** Whether any event of this attempt was released. */
   releasedAny = false;
+  /**
+   * The most bytes the attempt held at once, as the `maxHeldBytes` check measures them: queued
+   * events (UTF-8, just-arrived ones included) plus transformer and validator state.
+   */
+  peakHeldBytes = 0;
 
   constructor(validatorCount: number) {
     this.verdicts = new Array<'pass' | 'hold' | 'reject'>(validatorCount).fill('pass');
@@ -116,6 +121,7 @@ export async function* runAttempt(setup: AttemptSetup, record: AttemptRecord): A
       }
 
       const held = heldBytes(queue, transformers, validators);
+      if (held > record.peakHeldBytes) record.peakHeldBytes = held;
       if (held > maxHeldBytes) return { kind: 'over-budget', heldBytes: held };
 
       const released = queue.take(finished ? queue.nextSeq : releaseLimit(policy, queue, holdStart));

@@ -51,6 +51,11 @@ export interface AttemptReport {
    * report it as the cost of failed attempts.
    */
   wasted: boolean;
+  /**
+   * The most bytes the gate held at once in this attempt (queued events plus filter state, the
+   * measure `maxHeldBytes` bounds), bytes.
+   */
+  peakHeldBytes: number;
 }
 
 export interface WarningReport {

@@ -78,7 +78,10 @@ export function createStreamGate(options: StreamGateOptions): StreamGate {
   return {
     run(request, dispatcher, runOptions) {
       const applied = applyGateOverrides(policy, budgets, runOptions.overrides);
-      return new GateRunImpl(settings, applied.policy, applied.budgets, request, dispatcher, runOptions);
+      // A non-stream client sees nothing before the whole answer, so the answer is released only
+      // whole (`buffered`): a failure before `finish` is then before commit and retried, never
+      // turned into an error for output the client has not seen.
+      return new GateRunImpl(settings, request.stream ? applied.policy : 'buffered', applied.budgets, request, dispatcher, runOptions);
     },
   };
 }
@@ -206,6 +209,7 @@ class GateRunImpl implements GateRun {
             committed: this.committed,
             usage: record.usage,
             wasted: !record.releasedAny,
+            peakHeldBytes: record.peakHeldBytes,
           });
 
         if (end.kind === 'finished') {
