@@ -62,7 +62,7 @@ async function startStack(sim: SimKind): Promise<{ sim: Proc; simUrl: string; ed
   const agent = launch(
     'agent',
     'apps/agent/dist/main.js',
-    ['--edge', `http://127.0.0.1:${tunnelPort}`, '--join-token', JOIN_TOKEN, '--agent-id', 'bench-agent', '--backend', 'openai', '--backend-url', `http://127.0.0.1:${simPort}`, '--models', 'bench-model', '--max-concurrency', '256'],
+    ['--edge', `http://127.0.0.1:${ready.tunnelPort as number}`, '--join-token', JOIN_TOKEN, '--agent-id', 'bench-agent', '--backend', 'openai', '--backend-url', `http://127.0.0.1:${simPort}`, '--models', 'bench-model', '--max-concurrency', '256'],
     { IOP_LOG_LEVEL: 'info' },
     prof('agent'),
   );
