@@ -6,6 +6,8 @@
 import { readFileSync } from 'node:fs';
 import Ajv from 'ajv';
 import { DEFAULT_GATE, type GateSection } from './gate/gate-registry.js';
+import { parsePoolConfig, type PoolConfig } from './pool/pool-config.js';
+import { ConfigError } from './config-error.js';
 
 export interface EdgeConfig {
   /** HTTP API listen address. */
@@ -39,6 +41,12 @@ export interface EdgeConfig {
   responsesStore: { kind: 'sqlite' | 'memory'; dataDir?: string; maxAgeMs: number; maxRows: number };
   /** Stream gate per model: `default` plus `models.<name>` overrides (see packages/stream-gate/README.md). */
   gate: GateSection;
+  /**
+   * Provider pool: model groups and aliases, direct providers, fallbacks, queue, retry, outlier
+   * ejection and prefix affinity (see `pool/pool-config.ts`). Replaced whole by a later layer;
+   * `pool.retry.maxAttempts` defaults to the top-level `maxAttempts`.
+   */
+  pool: PoolConfig;
 }
 
 export const DEFAULT_CONFIG: EdgeConfig = {
@@ -54,6 +62,7 @@ export const DEFAULT_CONFIG: EdgeConfig = {
   maxAttempts: 3,
   logLevel: 'info',
   gate: DEFAULT_GATE,
+  pool: parsePoolConfig({}),
   responsesStore: { kind: 'sqlite', maxAgeMs: 30 * 24 * 60 * 60 * 1000, maxRows: 100_000 },
 };
 
@@ -91,6 +100,7 @@ const schema = {
         maxRows: { type: 'integer', minimum: 1 },
       },
     },
+    pool: { type: 'object' },
     gate: {
       type: 'object',
       additionalProperties: false,
@@ -104,9 +114,7 @@ const schema = {
 
 const validate = new Ajv({ allErrors: true }).compile(schema);
 
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
+export { ConfigError };
 
 const list = (value: string | undefined) => value?.split(',').map((item) => item.trim()).filter((item) => item.length > 0);
 const int = (value: string | undefined) => (value === undefined || value === '' ? undefined : Number(value));
@@ -152,7 +160,15 @@ export function resolveConfig(...layers: Array<Record<string, unknown>>): EdgeCo
     const problems = (validate.errors ?? []).map((error) => `${error.instancePath || '/'} ${error.message ?? 'is invalid'}`);
     throw new ConfigError(`invalid edge config: ${problems.join('; ')}`);
   }
-  return merged as unknown as EdgeConfig;
+  const config = merged as unknown as EdgeConfig;
+  if (config.pool !== DEFAULT_CONFIG.pool) {
+    const raw = config.pool as unknown as Record<string, unknown>;
+    const retry = { maxAttempts: config.maxAttempts, ...((raw.retry as object | undefined) ?? {}) };
+    config.pool = parsePoolConfig({ ...raw, retry });
+  } else if (config.maxAttempts !== DEFAULT_CONFIG.maxAttempts) {
+    config.pool = parsePoolConfig({ retry: { maxAttempts: config.maxAttempts } });
+  }
+  return config;
 }
 
 /** Reads a JSON config file. @throws ConfigError when it cannot be read or parsed. */
