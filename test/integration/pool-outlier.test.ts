@@ -18,7 +18,7 @@ beforeAll(async () => {
   simA = await startSim(['--models', 'sim-model', '--output-tokens', '4']);
   simB = await startSim(['--models', 'sim-model', '--output-tokens', '4']);
   const file = path.join(mkdtempSync(path.join(tmpdir(), 'iop-edge-')), 'edge.json');
-  writeFileSync(file, JSON.stringify({ pool: { outlier: { consecutiveFailures: 2, baseEjectionMs: 1500, maxEjectionMs: 10_000, maxEjectedPercent: 50 }, retry: { baseBackoffMs: 5 } } }));
+  writeFileSync(file, JSON.stringify({ pool: { outlier: { consecutiveFailures: 2, baseEjectionMs: 4000, maxEjectionMs: 10_000, maxEjectedPercent: 50 }, retry: { baseBackoffMs: 5 } } }));
   edge = await startEdge({ args: ['--config', file] });
   await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-a', backendUrl: simA.url, models: ['sim-model'] });
   await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-b', backendUrl: simB.url, models: ['sim-model'] });
