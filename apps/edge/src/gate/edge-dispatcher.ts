@@ -13,7 +13,7 @@ import { openRun, runFailure } from '../http/open-run.js';
 import { overloadFor } from '../http/overload.js';
 import type { ModelGroup } from '../pool/pool-config.js';
 import type { PoolRun } from '../pool/pool-provider.js';
-import type { PoolPick } from '../pool/provider-pool.js';
+import { PoolOverloadedError, type PoolPick } from '../pool/provider-pool.js';
 import { failureOfRunError, type AttemptFailure, type RequestAttempts } from '../pool/retry-policy.js';
 import { FrameKind } from '../tunnel/run-registry.js';
 import type { Logger } from '../logger.js';
@@ -75,6 +75,8 @@ export class EdgeDispatcher implements Dispatcher {
   private attempts: RequestAttempts | undefined;
   /** The last attempt's failure before its first byte (or its mid-stream run error). */
   private lastFailure: { failure: AttemptFailure; error: IopError } | undefined;
+  /** Admission control refused the request: the gate's further attempts get the same answer at once (no second wait). */
+  private refusal: IopError | undefined;
   private group: ModelGroup | undefined;
 
   constructor(private readonly options: EdgeDispatcherOptions) {}
@@ -92,6 +94,7 @@ export class EdgeDispatcher implements Dispatcher {
 
   /** Undefined when the retry may go ahead (after the backoff it waited); else the error to give the gate. */
   private async retryGate(signal: AbortSignal, avoid: ReadonlySet<string>): Promise<IopError | undefined> {
+    if (this.refusal !== undefined) return this.refusal;
     const last = this.lastFailure;
     const attempts = this.attempts;
     if (last === undefined || attempts === undefined) return undefined;
@@ -105,7 +108,7 @@ export class EdgeDispatcher implements Dispatcher {
       this.options.log.warn({ reason: decision.reason }, 'gate retry refused by the retry policy');
       return last.error;
     }
-    // Refused retries keep the failure, so every later gate attempt is refused the same way.
+    // Only an allowed retry clears the failure: a refused one stays, so later gate attempts are refused too.
     this.lastFailure = undefined;
     pool.metrics.retries.inc({ group: group.name, reason: 'retry' });
     await sleep(decision.delayMs, signal);
@@ -154,11 +157,15 @@ export class EdgeDispatcher implements Dispatcher {
         );
       } catch (error) {
         if (error instanceof IopError) {
-          yield errorEvent(overloadFor(error, this.options.dialect) as IopError);
+          const rendered = overloadFor(error, this.options.dialect) as IopError;
+          if (error instanceof PoolOverloadedError) this.refusal = rendered;
+          yield errorEvent(rendered);
           return;
         }
         throw error;
       }
+      // A failure that a fallback inside `openRun` recovered from is not a reason to refuse a later retry.
+      this.lastFailure = undefined;
       if (signal.aborted) return;
       const pending: StreamEvent[] = [];
       const ids = toolIds!;
