@@ -23,15 +23,17 @@ import type { AgentRegistry } from './agent-registry.js';
 import type { RunRegistry } from '../tunnel/run-registry.js';
 import { AdmissionQueue } from './admission-queue.js';
 import { DirectProvider } from './direct-provider.js';
-import { OutlierDetector, type AttemptOutcome, type OutlierSnapshot, type OutlierTicket } from './outlier-detector.js';
+import { OutlierDetector, type AttemptOutcome, type OutlierTicket } from './outlier-detector.js';
 import { P2cPicker, isEligible, type PickOptions } from './p2c.js';
 import { ModelResolver, type ModelGroup, type ModelTarget, type PoolConfig } from './pool-config.js';
 import { agentPoolProvider, type PoolProvider, type PoolRun } from './pool-provider.js';
 import { PoolMetrics } from './pool-metrics.js';
-import { PrefixAffinity, type AffinityStats } from './prefix-affinity.js';
+import type { PoolGroupSnapshot, PoolProviderSnapshot, PoolSnapshot } from './pool-snapshot.js';
+import { PrefixAffinity } from './prefix-affinity.js';
 import { hasLabels, type Clock, type Random } from './provider.js';
 import { RetryPolicy, type RequestAttempts } from './retry-policy.js';
-import type { RetryBudgetSnapshot } from './retry-budget.js';
+
+export type { PoolGroupSnapshot, PoolProviderSnapshot, PoolSnapshot } from './pool-snapshot.js';
 
 const NOTIFY_INTERVAL_MS = 200;
 
@@ -77,41 +79,6 @@ export interface AcquiredRun {
   /** The group that serves it (a fallback group when the first had no room). */
   group: ModelGroup;
   ticket: OutlierTicket;
-}
-
-export interface PoolProviderSnapshot {
-  id: string;
-  kind: 'agent' | 'direct';
-  /** Served model ids of the group it serves here. */
-  models: string[];
-  inFlight: number;
-  maxConcurrency: number;
-  weight: number;
-  labels: Record<string, string>;
-  available: boolean;
-  queued: number;
-  kvCacheUsage: number | undefined;
-  /** `healthy` | `ejected` | `probing`, with the outlier detector's counters. */
-  outlier: Omit<OutlierSnapshot, 'providerId'>;
-}
-
-export interface PoolGroupSnapshot {
-  name: string;
-  aliases: string[];
-  /** True for a served model used under its own name (no configured group). */
-  implicit: boolean;
-  targets: Array<{ model: string; labels?: Record<string, string>; weight: number }>;
-  fallbacks: string[];
-  contextFallback: string | undefined;
-  queue: { waiting: number; maxQueued: number; maxWaitMs: number };
-  providers: PoolProviderSnapshot[];
-  affinity: AffinityStats;
-}
-
-export interface PoolSnapshot {
-  groups: PoolGroupSnapshot[];
-  retryBudget: RetryBudgetSnapshot;
-  queue: { rejectedFull: number; rejectedTimeout: number };
 }
 
 interface GroupState {
