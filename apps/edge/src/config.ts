@@ -6,6 +6,8 @@
 import { readFileSync } from 'node:fs';
 import Ajv from 'ajv';
 import { DEFAULT_GATE, type GateSection } from './gate/gate-registry.js';
+import { parsePoolConfig, type PoolConfig } from './pool/pool-config.js';
+import { ConfigError } from './config-error.js';
 
 export interface EdgeConfig {
   /** HTTP API listen address. */
@@ -46,6 +48,12 @@ export interface EdgeConfig {
   adminKeys: string[];
   /** Graceful shutdown (SIGTERM): longest wait for in-flight streams before they are ended with an error, ms. */
   shutdownDeadlineMs: number;
+  /**
+   * Provider pool: model groups and aliases, direct providers, fallbacks, queue, retry, outlier
+   * ejection and prefix affinity (see `pool/pool-config.ts`). Replaced whole by a later layer;
+   * `pool.retry.maxAttempts` defaults to the top-level `maxAttempts`.
+   */
+  pool: PoolConfig;
 }
 
 export const DEFAULT_CONFIG: EdgeConfig = {
@@ -61,6 +69,7 @@ export const DEFAULT_CONFIG: EdgeConfig = {
   maxAttempts: 3,
   logLevel: 'info',
   gate: DEFAULT_GATE,
+  pool: parsePoolConfig({}),
   responsesStore: { kind: 'sqlite', maxAgeMs: 30 * 24 * 60 * 60 * 1000, maxRows: 100_000 },
   adminKeys: [],
   shutdownDeadlineMs: 10_000,
@@ -102,6 +111,7 @@ const schema = {
     },
     adminKeys: { type: 'array', items: { type: 'string', minLength: 16 } },
     shutdownDeadlineMs: { type: 'integer', minimum: 0, maximum: 3_600_000 },
+    pool: { type: 'object' },
     gate: {
       type: 'object',
       additionalProperties: false,
@@ -115,9 +125,7 @@ const schema = {
 
 const validate = new Ajv({ allErrors: true }).compile(schema);
 
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
+export { ConfigError };
 
 const list = (value: string | undefined) => value?.split(',').map((item) => item.trim()).filter((item) => item.length > 0);
 const int = (value: string | undefined) => (value === undefined || value === '' ? undefined : Number(value));
@@ -168,6 +176,13 @@ export function resolveConfig(...layers: Array<Record<string, unknown>>): EdgeCo
   const config = merged as unknown as EdgeConfig;
   const shared = config.adminKeys.filter((key) => config.apiKeys.includes(key));
   if (shared.length > 0) throw new ConfigError('invalid edge config: /adminKeys must not repeat a client API key (/apiKeys)');
+  if (config.pool !== DEFAULT_CONFIG.pool) {
+    const raw = config.pool as unknown as Record<string, unknown>;
+    const retry = { maxAttempts: config.maxAttempts, ...((raw.retry as object | undefined) ?? {}) };
+    config.pool = parsePoolConfig({ ...raw, retry });
+  } else if (config.maxAttempts !== DEFAULT_CONFIG.maxAttempts) {
+    config.pool = parsePoolConfig({ retry: { maxAttempts: config.maxAttempts } });
+  }
   return config;
 }
 

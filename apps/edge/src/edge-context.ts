@@ -5,6 +5,7 @@ import type { EdgeMetrics } from './metrics.js';
 import type { AgentRegistry } from './pool/agent-registry.js';
 import type { RunRegistry } from './tunnel/run-registry.js';
 import type { GateRegistry } from './gate/gate-registry.js';
+import type { PoolSnapshot, ProviderPool } from './pool/provider-pool.js';
 
 export interface EdgeContext {
   config: EdgeConfig;
@@ -13,9 +14,10 @@ export interface EdgeContext {
   metrics: EdgeMetrics;
   logger: Logger;
   gates: GateRegistry;
-  /**
-   * Pool health per agent session (e.g. outlier ejections), keyed by session id, when the pool
-   * provides it; the admin API shows it as each agent's `health.pool`. Optional.
-   */
-  poolSnapshot?: () => ReadonlyMap<string, unknown>;
+  /** Every provider (agents and direct providers) behind the model groups: routing, retries, queue. */
+  pool: ProviderPool;
+  /** The pool's state (groups, providers, outlier states, queue, retry budget) for the admin API. */
+  poolSnapshot(): PoolSnapshot;
+  /** A bounded metric label for a client's model name: its group, a served model, else "unknown". */
+  knownModel(model: string): string;
 }

@@ -14,6 +14,7 @@ import type { EdgeContext } from './edge-context.js';
 import { createLogger, type Logger } from './logger.js';
 import { EdgeMetrics } from './metrics.js';
 import { AgentRegistry } from './pool/agent-registry.js';
+import { ProviderPool } from './pool/provider-pool.js';
 import { RunRegistry } from './tunnel/run-registry.js';
 import { tunnelRoutes } from './tunnel/tunnel-service.js';
 import { handleRunStream, isGrpcRun } from './tunnel/run-stream-handler.js';
@@ -59,7 +60,13 @@ function listen(server: http.Server | http2.Http2Server, port: number, host: str
 export async function startEdge(config: EdgeConfig, logger: Logger = createLogger(config.logLevel)): Promise<RunningEdge> {
   const registry = new AgentRegistry();
   const metrics = new EdgeMetrics();
-  const knownModel = (model: string) => (registry.forModel(model).length > 0 ? model : 'unknown');
+  const runs = new RunRegistry();
+  const pool = new ProviderPool({ config: config.pool, registry, runs, metrics: metrics.registry, logger });
+  const knownModel = (model: string) => {
+    const resolved = pool.resolver.resolveModel(model);
+    if (!resolved.implicit) return resolved.group.name;
+    return registry.forModel(model).length > 0 ? model : 'unknown';
+  };
   const gateSink = createGateSink(new GateMetrics(metrics), metrics, logger, knownModel);
   const buildGates = (section: EdgeConfig['gate']): GateRegistry => {
     try {
@@ -69,7 +76,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
       throw error;
     }
   };
-  const context: EdgeContext = { config, registry, runs: new RunRegistry(), metrics, logger, gates: buildGates(config.gate) };
+  const context: EdgeContext = { config, registry, runs, metrics, logger, gates: buildGates(config.gate), pool, poolSnapshot: () => pool.snapshot(), knownModel };
   if (config.apiKeys.length === 0) logger.warn('no API keys configured: the HTTP API accepts every request');
   if (config.joinTokens.length === 0) logger.warn('no join tokens configured: any agent may join the pool');
 
@@ -125,6 +132,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
         setTimeout(resolve, 1_000).unref();
       });
       await store.close();
+      await pool.close();
     })();
     return closing;
   };

@@ -14,7 +14,7 @@ import { parseModelName } from './model-name.js';
 import { buildOutputPlan, type OutputPlan } from './output-plan.js';
 import { mixSeed, seededRandom, type Random } from './prng.js';
 import { sampleValue } from './tool-arguments.js';
-import type { RequestLog } from './request-log.js';
+import type { RequestLog, SimStats } from './request-log.js';
 import { contextLengthMessage } from './sim-error.js';
 import { countMessageTokens } from './tokenizer.js';
 
@@ -114,7 +114,7 @@ export function handleChatCompletion(context: SimContext, exchange: Exchange, bo
   const ttftMs = fault === 'slow-first-token' ? knobs.slowTtftMs : knobs.ttftMs;
   const midStreamFault = MID_STREAM_FAULTS.includes(fault) ? (fault as MidStreamFault) : undefined;
   const faultAfter = knobs.faultAfter ?? Math.floor(plan.pieces.length / 2);
-  if (request.stream) streamCompletion(exchange, request, knobs, plan, promptTokens, { ttftMs, fault: midStreamFault, faultAfter });
+  if (request.stream) streamCompletion(exchange, request, knobs, plan, promptTokens, { ttftMs, fault: midStreamFault, faultAfter }, context.log.stats);
   else respondCompletion(exchange, request, knobs, plan, promptTokens, ttftMs, midStreamFault);
 }
 
@@ -129,6 +129,7 @@ function streamCompletion(
   plan: OutputPlan,
   promptTokens: number,
   timing: { ttftMs: number; fault: MidStreamFault | undefined; faultAfter: number },
+  stats: SimStats,
 ): void {
   const continuous = knobs.continuousUsage || request.continuousUsage;
   const usageChunk = request.includeUsage || knobs.forceUsage || continuous;
@@ -140,6 +141,7 @@ function streamCompletion(
     usageChunk,
     framing: knobs.framing,
     onServerClose: () => (exchange.closedByServer = true),
+    stats,
   });
   exchange.onClose = () => stream.stop();
   exchange.record.status = 200;

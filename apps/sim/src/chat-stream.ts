@@ -12,6 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { DONE_FRAME, errorFrame, type ChunkFramer } from './chunk-framer.js';
 import { FramedOutput, type Framing } from './framed-output.js';
 import type { OutputPlan } from './output-plan.js';
+import type { SimStats } from './request-log.js';
 
 /** Faults that happen after the response has started. */
 export type MidStreamFault = 'stall' | 'cut' | 'malformed' | 'no-done' | 'error-chunk';
@@ -30,6 +31,8 @@ export interface ChatStreamOptions {
   framing: Framing;
   /** Called before the sim itself destroys the socket (fault=cut), so it is not taken for a client abort. */
   onServerClose: () => void;
+  /** Counters of stream writes: bytes and writes that hit backpressure. */
+  stats?: Pick<SimStats, 'streamBytes' | 'pausedWrites'>;
 }
 
 /** Largest batch (UTF-16 units) written at once when many tokens are due. */
@@ -112,8 +115,13 @@ export class ChatStream {
       batch += this.framer.piece(pieces[this.next]!, ++this.next);
       written++;
     }
+    const stats = this.options.stats;
+    if (stats !== undefined) stats.streamBytes += Buffer.byteLength(batch);
     if (this.out.write(batch)) this.schedule();
-    else this.res.once('drain', () => this.schedule());
+    else {
+      if (stats !== undefined) stats.pausedWrites++;
+      this.res.once('drain', () => this.schedule());
+    }
   };
 
   private schedule(): void {

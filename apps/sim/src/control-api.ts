@@ -2,7 +2,7 @@
  * The control API under `/_sim/` (for tests):
  * - `GET /_sim/requests` → `{object:"list", data: RequestRecord[]}` (oldest first); `DELETE` clears it.
  * - `POST /_sim/faults` `{fault, count?, ...knobs}` → `{queued: QueuedFault}`; `GET` lists; `DELETE` clears.
- * - `GET /_sim/stats` → `{requests, inFlight, completed, aborted, faulted, queuedFaults}`.
+ * - `GET /_sim/stats` → `{requests, inFlight, completed, aborted, faulted, streamBytes, pausedWrites, queuedFaults}`.
  */
 import type { SimContext } from './chat-handler.js';
 import { sendError, sendJson, type Exchange } from './exchange.js';

@@ -44,13 +44,17 @@ export interface SimStats {
   completed: number;
   aborted: number;
   faulted: number;
+  /** Bytes of SSE written by streams (UTF-8). */
+  streamBytes: number;
+  /** Stream writes the socket did not accept at once (the stream then waited for `drain`): backpressure seen. */
+  pausedWrites: number;
 }
 
 export class RequestLog {
   private readonly ring: (RequestRecord | undefined)[];
   private next = 0;
   private sequence = 0;
-  readonly stats: SimStats = { requests: 0, inFlight: 0, completed: 0, aborted: 0, faulted: 0 };
+  readonly stats: SimStats = { requests: 0, inFlight: 0, completed: 0, aborted: 0, faulted: 0, streamBytes: 0, pausedWrites: 0 };
 
   /** @param capacity records kept (default 10,000). */
   constructor(private readonly capacity = 10_000) {

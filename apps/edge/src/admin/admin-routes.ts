@@ -11,6 +11,7 @@
 import type { Express, Request, Response } from 'express';
 import { IopError } from '@iop/core';
 import type { EdgeContext } from '../edge-context.js';
+import type { PoolProviderSnapshot, PoolSnapshot } from '../pool/pool-snapshot.js';
 import type { AgentSession } from '../tunnel/agent-session.js';
 import { adminAuth } from './admin-auth.js';
 import { agentView } from './agent-view.js';
@@ -28,12 +29,29 @@ function deregisterParam(req: Request): boolean {
   throw new IopError('invalid_request', 'query parameter `deregister` must be `true` or `false`', { param: 'deregister' });
 }
 
+/** Each agent's outlier state per model group, keyed by agent id (an agent provider's id). */
+function poolHealthByAgent(snapshot: PoolSnapshot): Map<string, Array<{ group: string; outlier: PoolProviderSnapshot['outlier'] }>> {
+  const byAgent = new Map<string, Array<{ group: string; outlier: PoolProviderSnapshot['outlier'] }>>();
+  for (const group of snapshot.groups) {
+    for (const provider of group.providers) {
+      if (provider.kind !== 'agent') continue;
+      const list = byAgent.get(provider.id) ?? [];
+      list.push({ group: group.name, outlier: provider.outlier });
+      byAgent.set(provider.id, list);
+    }
+  }
+  return byAgent;
+}
+
 export function mountAdmin(app: Express, edge: EdgeContext): void {
   const views = (sessions: readonly AgentSession[]) => {
-    const pool = edge.poolSnapshot?.();
+    const pool = poolHealthByAgent(edge.poolSnapshot());
     return sessions.map((session) => agentView(session, edge.config.heartbeatIntervalMs, pool));
   };
   app.use('/admin', adminAuth(() => edge.config.adminKeys));
+  app.get('/admin/pool', (_req: Request, res: Response) => {
+    res.json(edge.poolSnapshot());
+  });
   app.get('/admin/agents', (_req: Request, res: Response) => {
     res.json({ object: 'list', data: views(edge.registry.all()) });
   });

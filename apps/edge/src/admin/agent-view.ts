@@ -23,7 +23,7 @@ export interface AgentView {
     /** `ok` while heartbeats arrive on time; `late` after two missed intervals (dropped after three). */
     status: 'ok' | 'late';
     lastHeartbeatAt: number;
-    /** Pool health (outlier ejections) from the pool's `poolSnapshot()`, null when not provided. */
+    /** Outlier state in each model group the agent serves (from the pool's snapshot); null when it has served none yet. */
     pool: unknown;
   };
   version: string;
@@ -50,8 +50,7 @@ export function agentView(session: AgentSession, heartbeatIntervalMs: number, po
     health: {
       status: now - session.lastHeartbeatAt > 2 * heartbeatIntervalMs ? 'late' : 'ok',
       lastHeartbeatAt: session.lastHeartbeatAt,
-      // Pool health goes here once the pool exposes `poolSnapshot()` (EdgeContext).
-      pool: pool?.get(session.sessionId) ?? null,
+      pool: pool?.get(session.agentId) ?? null,
     },
     version: session.agentVersion,
     backend: session.backend,

@@ -5,21 +5,29 @@
  * its HTTP status, and the gate decides whether to retry (its commit boundary knows whether the
  * client has seen anything).
  */
-import { IopError, type StreamEvent } from '@iop/core';
+import { IopError, type DialectName, type StreamEvent } from '@iop/core';
 import type { AttemptRequest, DispatchedAttempt, Dispatcher } from '@iop/stream-gate';
 import type { EdgeContext } from '../edge-context.js';
 import { createChatStreamDecoder, toBackendChatRequest } from '../dialects.js';
 import { openRun, runFailure } from '../http/open-run.js';
-import { readUpstreamError } from '../http/upstream-error.js';
-import { FrameKind, type RunHandle } from '../tunnel/run-registry.js';
+import { overloadFor } from '../http/overload.js';
+import type { ModelGroup } from '../pool/pool-config.js';
+import type { PoolRun } from '../pool/pool-provider.js';
+import { PoolOverloadedError, type PoolPick } from '../pool/provider-pool.js';
+import { failureOfRunError, type AttemptFailure, type RequestAttempts } from '../pool/retry-policy.js';
+import { FrameKind } from '../tunnel/run-registry.js';
 import type { Logger } from '../logger.js';
 
 export interface EdgeDispatcherOptions {
   edge: EdgeContext;
   requestId: string;
   log: Logger;
-  /** Called with every run started (so a client disconnect can cancel it) and each serving agent. */
-  onRun?: (handle: RunHandle) => void;
+  /** The client's dialect (an overloaded pool renders per dialect). */
+  dialect: DialectName;
+  /** Prefix-affinity key of the request, when affinity applies. */
+  affinityKey?: number | undefined;
+  /** Called with every run started (so a client disconnect can cancel it) and each serving provider. */
+  onRun?: (run: PoolRun, pick: PoolPick) => void;
 }
 
 function errorEvent(error: IopError): StreamEvent {
@@ -31,21 +39,46 @@ function errorEvent(error: IopError): StreamEvent {
 /**
  * Clients written for frontier APIs ask for more output than a self-hosted model's whole context
  * (Claude Code sends `max_tokens: 32000`); vLLM rejects `prompt + max_tokens > max_model_len` with
- * a 400. When the limit is at least the model's context length (as its providers registered it),
- * the limit is dropped so the backend generates until the context is full.
+ * a 400. When the limit is at least the served model's context length (as its providers
+ * registered it), the limit is dropped so the backend generates until the context is full.
  */
-function fitOutputLimit(request: AttemptRequest['request'], edge: EdgeContext, log: Logger): AttemptRequest['request'] {
+function fitOutputLimit(request: AttemptRequest['request'], contextLength: number, log: Logger): AttemptRequest['request'] {
   const limit = request.maxOutputTokens;
   if (limit === undefined) return request;
-  let contextLength = 0;
-  for (const session of edge.registry.forModel(request.model)) contextLength = Math.max(contextLength, session.contextLength(request.model) ?? 0);
   if (contextLength === 0 || limit < contextLength) return request;
   log.info({ maxOutputTokens: limit, contextLength }, 'output limit exceeds the context length; sent without it');
   const { maxOutputTokens: _dropped, ...rest } = request;
   return rest;
 }
 
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (ms <= 0 || signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+/**
+ * One dispatcher per client request. The gate decides WHETHER to retry (its commit boundary);
+ * the dispatcher decides HOW: before a retry after a provider fault it applies the pool's retry
+ * policy (jittered backoff, `Retry-After`, the pool-wide retry budget, and no second try on the
+ * same provider after a status answer), and gives the gate the previous failure again when the
+ * policy says no — so a failing pool is never hammered by gate retries either.
+ */
 export class EdgeDispatcher implements Dispatcher {
+  private attempts: RequestAttempts | undefined;
+  /** The last attempt's failure before its first byte (or its mid-stream run error). */
+  private lastFailure: { failure: AttemptFailure; error: IopError } | undefined;
+  /** Admission control refused the request: the gate's further attempts get the same answer at once (no second wait). */
+  private refusal: IopError | undefined;
+  private group: ModelGroup | undefined;
+
   constructor(private readonly options: EdgeDispatcherOptions) {}
 
   dispatch(attempt: AttemptRequest, signal: AbortSignal): DispatchedAttempt {
@@ -59,60 +92,108 @@ export class EdgeDispatcher implements Dispatcher {
     };
   }
 
+  /** Undefined when the retry may go ahead (after the backoff it waited); else the error to give the gate. */
+  private async retryGate(signal: AbortSignal, avoid: ReadonlySet<string>): Promise<IopError | undefined> {
+    if (this.refusal !== undefined) return this.refusal;
+    const last = this.lastFailure;
+    const attempts = this.attempts;
+    if (last === undefined || attempts === undefined) return undefined;
+    const { pool } = this.options.edge;
+    const group = this.group!;
+    const tried = new Set([...attempts.tried, ...avoid]);
+    if (last.failure.kind === 'status' && !pool.canRoute(group, tried)) return last.error;
+    const decision = pool.retry.decide(attempts, last.failure, { maxAttempts: Number.POSITIVE_INFINITY });
+    if (decision.action !== 'retry') {
+      if (decision.reason.includes('budget')) pool.metrics.retries.inc({ group: group.name, reason: 'budget_exhausted' });
+      this.options.log.warn({ reason: decision.reason }, 'gate retry refused by the retry policy');
+      return last.error;
+    }
+    // Only an allowed retry clears the failure: a refused one stays, so later gate attempts are refused too.
+    this.lastFailure = undefined;
+    pool.metrics.retries.inc({ group: group.name, reason: 'retry' });
+    await sleep(decision.delayMs, signal);
+    return undefined;
+  }
+
   private async *attemptEvents(attempt: AttemptRequest, signal: AbortSignal, state: { provider?: string }): AsyncGenerator<StreamEvent> {
     const { edge, requestId, log } = this.options;
-    const request = fitOutputLimit(attempt.request, edge, log);
-    const backend = toBackendChatRequest(request, { model: request.model, stream: true });
-    if (attempt.prefill !== undefined) {
-      // vLLM / SGLang: continue the final assistant message instead of starting a new turn.
-      backend.body.continue_final_message = true;
-      backend.body.add_generation_prompt = false;
+    const { pool } = edge;
+    this.group ??= pool.resolve(attempt.request.model);
+    const avoid = new Set(attempt.avoidProviders);
+    const refused = await this.retryGate(signal, avoid);
+    if (refused !== undefined) {
+      yield errorEvent(refused);
+      return;
     }
-    let handle: RunHandle | undefined;
-    const cancel = () => handle?.cancel('attempt abandoned');
+    if (signal.aborted) return;
+    const attempts = (this.attempts ??= pool.begin());
+    let toolIds: ReturnType<typeof toBackendChatRequest>['toolIds'] | undefined;
+    const bodyFor = (model: string) => {
+      const request = fitOutputLimit(attempt.request, pool.contextLength(model), log);
+      const backend = toBackendChatRequest(request, { model, stream: true });
+      if (attempt.prefill !== undefined) {
+        // vLLM / SGLang: continue the final assistant message instead of starting a new turn.
+        backend.body.continue_final_message = true;
+        backend.body.add_generation_prompt = false;
+      }
+      toolIds = backend.toolIds;
+      return Buffer.from(JSON.stringify(backend.body));
+    };
+    let run: PoolRun | undefined;
+    const cancel = () => run?.cancel('attempt abandoned');
     signal.addEventListener('abort', cancel, { once: true });
     try {
-      let start;
+      let opened;
       try {
-        ({ handle, start } = await openRun(
-          { registry: edge.registry, runs: edge.runs, maxAttempts: 1, avoidAgents: new Set(attempt.avoidProviders) },
-          { requestId, model: request.model, method: 'POST', path: '/v1/chat/completions', body: Buffer.from(JSON.stringify(backend.body)), idempotencyKey: attempt.idempotencyKey, openTimeoutMs: edge.config.runOpenTimeoutMs, firstByteTimeoutMs: edge.config.firstByteTimeoutMs },
+        opened = await openRun(
+          pool,
+          { requestId, model: attempt.request.model, method: 'POST', path: '/v1/chat/completions', bodyFor, idempotencyKey: attempt.idempotencyKey, openTimeoutMs: edge.config.runOpenTimeoutMs, firstByteTimeoutMs: edge.config.firstByteTimeoutMs, affinityKey: attempt.attempt === 1 ? this.options.affinityKey : undefined, attempts, maxAttempts: attempts.count + 1, avoid, signal, onFailure: (failure, error) => (this.lastFailure = { failure, error }) },
           log,
-          (started) => {
-            if (started !== undefined) this.options.onRun?.(started);
+          (started, pick) => {
+            run = started;
+            state.provider = pick.provider.id;
+            this.options.onRun?.(started, pick);
           },
-        ));
+        );
       } catch (error) {
         if (error instanceof IopError) {
-          yield errorEvent(error);
+          const rendered = overloadFor(error, this.options.dialect) as IopError;
+          if (error instanceof PoolOverloadedError) this.refusal = rendered;
+          yield errorEvent(rendered);
           return;
         }
         throw error;
       }
-      state.provider = handle.session.agentId;
+      // A failure that a fallback inside `openRun` recovered from is not a reason to refuse a later retry.
+      this.lastFailure = undefined;
       if (signal.aborted) return;
-      if (start.status >= 400) {
-        yield errorEvent(await readUpstreamError(handle, start.status, start.headers['retry-after']));
-        return;
-      }
       const pending: StreamEvent[] = [];
-      const toolIds = backend.toolIds;
+      const ids = toolIds!;
       const decoder = createChatStreamDecoder((event) => {
-        pending.push(event.type === 'tool-call-delta' && event.id !== undefined && !toolIds.identity ? { ...event, id: toolIds.toClient(event.id) } : event);
+        pending.push(event.type === 'tool-call-delta' && event.id !== undefined && !ids.identity ? { ...event, id: ids.toClient(event.id) } : event);
       });
-      for await (const frame of handle.frames) {
+      const consume = (frame: (typeof opened)['start']) => {
         if (frame.kind === FrameKind.BODY) decoder.push(frame.body);
-        else if (frame.kind === FrameKind.ERROR) pending.push(errorEvent(runFailure(frame)));
-        else if (frame.kind === FrameKind.END) decoder.end();
+        else if (frame.kind === FrameKind.ERROR) {
+          const error = runFailure(frame);
+          this.lastFailure = { failure: failureOfRunError(frame.errorCode), error };
+          pending.push(errorEvent(error));
+        } else if (frame.kind === FrameKind.END) decoder.end();
+      };
+      if (opened.first !== undefined) consume(opened.first);
+      for (;;) {
         if (pending.length > 0) {
           for (const event of pending) yield event;
           pending.length = 0;
         }
         if (signal.aborted) return;
+        const next = await opened.run.frames.next();
+        if (next.done === true) return;
+        consume(next.value);
       }
     } finally {
       signal.removeEventListener('abort', cancel);
-      if (handle !== undefined && !handle.isFinished) handle.cancel('attempt ended');
+      if (run !== undefined && !run.isFinished) run.cancel('attempt ended');
     }
   }
 }

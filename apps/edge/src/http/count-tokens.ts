@@ -14,16 +14,16 @@ import { openRun } from './open-run.js';
 import { FrameKind } from '../tunnel/run-registry.js';
 import { IopError } from '@iop/core';
 
-async function tokenizeOnProvider(edge: EdgeContext, requestId: string, model: string, payload: unknown, log: ReturnType<typeof locals>['log']): Promise<number | undefined> {
-  const { handle, start } = await openRun(
-    { registry: edge.registry, runs: edge.runs, maxAttempts: 1 },
-    { requestId, model, method: 'POST', path: '/tokenize', body: Buffer.from(JSON.stringify(payload)), openTimeoutMs: edge.config.runOpenTimeoutMs },
+async function tokenizeOnProvider(edge: EdgeContext, requestId: string, model: string, payload: Record<string, unknown>, log: ReturnType<typeof locals>['log']): Promise<number | undefined> {
+  const { run, first } = await openRun(
+    edge.pool,
+    { requestId, model, method: 'POST', path: '/tokenize', bodyFor: (served) => Buffer.from(JSON.stringify({ ...payload, model: served })), openTimeoutMs: edge.config.runOpenTimeoutMs, maxAttempts: 1 },
     log,
     () => undefined,
   );
   const parts: Uint8Array[] = [];
-  for await (const frame of handle.frames) if (frame.kind === FrameKind.BODY) parts.push(frame.body);
-  if (start.status !== 200) return undefined;
+  if (first?.kind === FrameKind.BODY) parts.push(first.body);
+  for await (const frame of run.frames) if (frame.kind === FrameKind.BODY) parts.push(frame.body);
   const body = JSON.parse(Buffer.concat(parts).toString('utf8')) as { count?: unknown; tokens?: unknown[] };
   if (typeof body.count === 'number') return body.count;
   return Array.isArray(body.tokens) ? body.tokens.length : undefined;
@@ -34,10 +34,10 @@ export function countTokensHandler(edge: EdgeContext) {
     const { requestId, log } = locals(res);
     try {
       const request = decodeCountTokensRequest(parseJsonObject(req.body));
-      const providers = edge.registry.forModel(request.model);
-      if (providers.length === 0) throw new IopError('model_not_found', `The model \`${request.model}\` does not exist or no provider serves it`, { param: 'model' });
+      const group = edge.pool.resolve(request.model);
+      if (edge.pool.candidates(group).size === 0) throw new IopError('model_not_found', `The model \`${request.model}\` does not exist or no provider serves it`, { param: 'model' });
       let count: number | undefined;
-      if (providers.some((provider) => provider.capabilities.has('tokenize'))) {
+      if (group.targets.some((target) => edge.registry.forModel(target.model).some((session) => session.capabilities.has('tokenize')))) {
         const chat = toBackendChatRequest({ ...request, stream: false }, { model: request.model, stream: false }).body;
         try {
           count = await tokenizeOnProvider(edge, requestId, request.model, { model: request.model, messages: chat.messages, ...(chat.tools === undefined ? {} : { tools: chat.tools }) }, log);

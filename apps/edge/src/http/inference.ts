@@ -10,13 +10,16 @@ import { GATE_HEADER, parseGateHeader } from '@iop/stream-gate';
 import type { EdgeContext } from '../edge-context.js';
 import { peekChatRequest } from '../dialects.js';
 import { EdgeDispatcher } from '../gate/edge-dispatcher.js';
-import type { RunHandle } from '../tunnel/run-registry.js';
+import type { PoolRun } from '../pool/pool-provider.js';
+import type { PoolPick } from '../pool/provider-pool.js';
+import { affinityKey, chatAffinityKey } from '../pool/prefix-affinity.js';
+import { ModelRewriter } from './model-rewrite.js';
+import { overloadFor } from './overload.js';
 import { parseJsonObject } from './json-body.js';
 import { locals } from './request-context.js';
 import { openRun } from './open-run.js';
 import { relay } from './relay.js';
 import { writeNormalized } from './normalized.js';
-import { readUpstreamError } from './upstream-error.js';
 import { UsageRecorder } from './usage-recorder.js';
 
 export interface InferenceRoute {
@@ -30,12 +33,13 @@ export interface InferenceRoute {
 }
 
 export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
-  const metricLabels = (model: string) => ({ dialect: route.dialect.name, model: edge.registry.forModel(model).length > 0 ? model : 'unknown' });
+  const metricLabels = (model: string) => ({ dialect: route.dialect.name, model: edge.knownModel(model) });
+  const affinity = edge.config.pool.affinity;
 
   return async function inference(req: Request, res: Response, next: NextFunction): Promise<void> {
     const { requestId, log, startedAt } = locals(res);
     const abort = new AbortController();
-    let current: RunHandle | undefined;
+    let current: PoolRun | undefined;
     let model = 'unknown';
     res.on('close', () => {
       if (res.writableFinished) return;
@@ -45,9 +49,14 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         log.info({ runId: current.runId }, 'client disconnected; run cancelled');
       }
     });
-    const onRun = (handle: RunHandle) => {
-      current = handle;
-      if (!res.headersSent) res.setHeader('x-iop-agent-id', handle.session.agentId);
+    let servedModel: string | undefined;
+    const onRun = (run: PoolRun, pick: PoolPick) => {
+      current = run;
+      servedModel = pick.model;
+      if (!res.headersSent) {
+        res.setHeader('x-iop-agent-id', run.providerId);
+        res.setHeader('x-iop-model', pick.model);
+      }
     };
     try {
       const body = parseJsonObject(req.body);
@@ -59,18 +68,31 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       if (route.passthrough && overrides === undefined && !edge.gates.needsContent(String(body.model), body)) {
         const peek = peekChatRequest(body);
         model = peek.model;
-        const { handle, start } = await openRun(
-          { registry: edge.registry, runs: edge.runs, maxAttempts: edge.config.maxAttempts },
-          { requestId, model, method: 'POST', path: '/v1/chat/completions', body: req.body as Buffer, openTimeoutMs: edge.config.runOpenTimeoutMs, firstByteTimeoutMs: edge.config.firstByteTimeoutMs },
+        const opened = await openRun(
+          edge.pool,
+          {
+            requestId,
+            model,
+            method: 'POST',
+            path: '/v1/chat/completions',
+            // The backend gets its served id; the client's exact bytes when the names agree.
+            bodyFor: (served) => (served === model ? (req.body as Buffer) : Buffer.from(JSON.stringify({ ...body, model: served }))),
+            openTimeoutMs: edge.config.runOpenTimeoutMs,
+            firstByteTimeoutMs: edge.config.firstByteTimeoutMs,
+            affinityKey: affinity.enabled ? chatAffinityKey(body, affinity.prefixMessages) : undefined,
+            signal: abort.signal,
+          },
           log,
-          (handle) => handle !== undefined && onRun(handle),
+          onRun,
         );
         if (res.destroyed) {
-          handle.cancel('client disconnected');
+          opened.run.cancel('client disconnected');
           return;
         }
-        if (start.status >= 400) throw await readUpstreamError(handle, start.status, start.headers['retry-after']);
-        await relay(handle, start, res, { stream: peek.stream, usage, onFirstByte });
+        const rewriter = opened.model === model ? undefined : new ModelRewriter(opened.model, model);
+        const failure = await relay(opened.run, opened.start, res, { stream: peek.stream, usage, onFirstByte, first: opened.first, rewriter });
+        // A stream that ended in an error is not an answer: its tokens count as a failed attempt's.
+        if (failure !== undefined) usage.flush(metricLabels(model).model, 'failed');
       } else {
         let request = route.dialect.decodeRequest(body);
         if (route.prepare !== undefined) request = await route.prepare(request, body);
@@ -86,7 +108,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           stream: request.stream,
           usage,
           gate: edge.gates.gateFor(model),
-          dispatcher: new EdgeDispatcher({ edge, requestId, log, onRun }),
+          dispatcher: new EdgeDispatcher({ edge, requestId, log, onRun, dialect: route.dialect.name, affinityKey: affinity.enabled ? affinityKey(request, affinity.prefixMessages) : undefined }),
           signal: abort.signal,
           ...(overrides === undefined ? {} : { overrides }),
           onFirstByte,
@@ -97,8 +119,9 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       const durationMs = performance.now() - startedAt;
       edge.metrics.requests.inc({ ...metricLabels(model), status: String(res.statusCode) });
       edge.metrics.duration.observe(metricLabels(model), durationMs / 1000);
-      log.info({ model, agentId: current?.session.agentId, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10, usage: tokens, aborted: abort.signal.aborted || undefined }, 'request completed');
-    } catch (error) {
+      log.info({ model, servedModel, agentId: current?.providerId, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10, usage: tokens, aborted: abort.signal.aborted || undefined }, 'request completed');
+    } catch (caught) {
+      const error = overloadFor(caught, route.dialect.name);
       if (error instanceof IopError) edge.metrics.requests.inc({ ...metricLabels(model), status: String(error.status) });
       next(error);
     }

@@ -1,36 +1,62 @@
 /**
- * Opens a run on a provider that serves the model and waits for the backend's answer to start
- * (RESPONSE_START). Failures before that point — the agent rejected the run, disconnected, could
- * not reach its backend, or the backend answered 5xx/429 — are retried on another agent, up to
- * `maxAttempts`; nothing has reached the client yet, so a retry is invisible to it.
+ * Opens a run for a client request on the provider pool and waits until it is safe to commit to
+ * it: the backend answered 2xx AND its first body frame arrived. Everything before that point is
+ * invisible to the client, so failures are retried here (passthrough path) or handed to the
+ * stream gate as errors (normalized path, `maxAttempts: 1`: the gate's commit boundary decides).
+ *
+ * Per failed attempt (`RetryPolicy.decide`, DESIGN "commit boundary"):
+ * - connection failure, reset, agent lost, run rejected, first-byte / open timeout, 5xx, 429:
+ *   retried with full-jitter backoff (a 429's `Retry-After` as floor), within `maxAttempts` and
+ *   the pool-wide retry budget, on another provider when there is one. A status answer (5xx,
+ *   429) is the provider speaking: it is retried only on ANOTHER provider, never hammered again.
+ * - 400 `context_length_exceeded`: never retried on the same model; the group's
+ *   `contextFallback` (a longer-context group) serves it when configured.
+ * - other 4xx: the client's fault, returned at once.
+ * Each verdict feeds the group's outlier detector.
  */
-import { IopError, isRetryableStatus } from '@iop/core';
+import { IopError } from '@iop/core';
 import type { ProviderTunnelFrame } from '@iop/proto';
-import type { AgentRegistry } from '../pool/agent-registry.js';
-import { pickLeastInFlight } from '../pool/least-in-flight.js';
-import type { AgentSession } from '../tunnel/agent-session.js';
-import { FrameKind, type RunHandle, type RunRegistry, type RunRequest } from '../tunnel/run-registry.js';
 import type { Logger } from '../logger.js';
+import type { ModelGroup } from '../pool/pool-config.js';
+import type { PoolRun } from '../pool/pool-provider.js';
+import type { PoolPick, ProviderPool } from '../pool/provider-pool.js';
+import { failureOfRunError, isContextOverflow, isRetryable, outcomeOf, type AttemptFailure, type RequestAttempts } from '../pool/retry-policy.js';
+import { FrameKind, type RunRequest } from '../tunnel/run-registry.js';
+import { readUpstreamError } from './upstream-error.js';
 
-export interface OpenRunDeps {
-  registry: AgentRegistry;
-  runs: RunRegistry;
-  maxAttempts: number;
-  /** Agent ids to avoid (they faulted earlier in this request); used only while others are available. */
-  avoidAgents?: ReadonlySet<string>;
+export interface OpenRunRequest extends Omit<RunRequest, 'model' | 'body'> {
+  /** The client's model name (group, alias or served model). */
+  model: string;
+  /** The backend request body for a served model id (called once per attempt). */
+  bodyFor(servedModel: string): Uint8Array;
+  /** Prefix-affinity key, when affinity applies. */
+  affinityKey?: number | undefined;
+  /** The request's attempt record (shared by the gate's attempts); a new one when absent. */
+  attempts?: RequestAttempts;
+  /** Attempts allowed in this call (default: the pool's `retry.maxAttempts`). */
+  maxAttempts?: number;
+  /** Providers to avoid (faulted on earlier attempts of the gate). */
+  avoid?: ReadonlySet<string>;
+  /** Aborted when the client goes away. */
+  signal?: AbortSignal;
+  /** Told about every failed attempt (the gate's dispatcher applies the retry policy before the gate's next attempt). */
+  onFailure?: (failure: AttemptFailure, error: IopError) => void;
 }
 
 export interface OpenedRun {
-  handle: RunHandle;
-  /** The RESPONSE_START frame (status and headers of the backend's answer). */
+  run: PoolRun;
+  /** The RESPONSE_START frame (2xx). */
   start: ProviderTunnelFrame;
+  /** The frame that followed it (first BODY, or USAGE/END of an empty body); undefined when the frames ended. */
+  first: ProviderTunnelFrame | undefined;
+  /** Served model id. */
+  model: string;
+  /** Group that served it (a fallback group after a fallback). */
+  group: ModelGroup;
 }
 
-/** Agent error codes after which another agent may well succeed. */
-const RETRYABLE_RUN_ERRORS = new Set(['agent_disconnected', 'run_rejected', 'run_open_timeout', 'connect_failed', 'backend_reset', 'at_capacity']);
-
 /** Maps an ERROR frame to the IopError a client sees. */
-export function runFailure(frame: ProviderTunnelFrame): IopError {
+export function runFailure(frame: Pick<ProviderTunnelFrame, 'errorCode' | 'errorMessage'>): IopError {
   const message = frame.errorMessage || frame.errorCode || 'run failed';
   switch (frame.errorCode) {
     case 'first_byte_timeout':
@@ -47,47 +73,95 @@ export function runFailure(frame: ProviderTunnelFrame): IopError {
   }
 }
 
+/** The attempt failure an IopError rendered from a backend status stands for. */
+function statusFailure(error: IopError, start: ProviderTunnelFrame): AttemptFailure {
+  return { kind: 'status', status: start.status, retryAfter: start.headers['retry-after'], errorCode: error.code === 'context_length_exceeded' ? error.code : undefined };
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (ms <= 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Runs one attempt up to its commit point; returns the opened run or the failure. */
+async function attemptOnce(run: PoolRun): Promise<{ start: ProviderTunnelFrame; first: ProviderTunnelFrame | undefined } | { error: IopError; failure: AttemptFailure }> {
+  const head = await run.frames.next();
+  const frame = head.done === true ? undefined : head.value;
+  if (frame?.kind === FrameKind.RESPONSE_START) {
+    if (frame.status >= 400) {
+      const error = await readUpstreamError(run, frame.status, frame.headers['retry-after']);
+      return { error, failure: statusFailure(error, frame) };
+    }
+    const next = await run.frames.next();
+    const first = next.done === true ? undefined : next.value;
+    if (first?.kind === FrameKind.ERROR) return { error: runFailure(first), failure: failureOfRunError(first.errorCode) };
+    return { start: frame, first };
+  }
+  if (frame === undefined) return { error: new IopError('upstream_error', 'the run ended without a response'), failure: { kind: 'no_response', detail: 'ended' } };
+  return { error: runFailure(frame), failure: failureOfRunError(frame.errorCode) };
+}
+
 /**
- * @param onHandle called with each run as it starts, so a client disconnect can cancel it.
- * @throws IopError `model_not_found` (404) when no agent serves the model, `no_capacity` (503, Retry-After 1)
- *   when all are busy, or the last attempt's failure.
- * Returns a non-2xx RESPONSE_START as is when it is not retryable or attempts are spent; the caller renders it.
+ * @param onRun called with each run as it starts (so a client disconnect can cancel it).
+ * @throws IopError `model_not_found` (404) when nothing serves the model; `rate_limited` (429,
+ *   `Retry-After`) when the group's queue is full or the wait ran out; the last attempt's failure
+ *   (the backend's status and message, or a tunnel / timeout error) when no retry is left.
  */
-export async function openRun(
-  deps: OpenRunDeps,
-  request: RunRequest,
-  log: Logger,
-  onHandle: (handle: RunHandle | undefined) => void,
-): Promise<OpenedRun> {
-  const tried = new Set<AgentSession>();
-  let lastError: IopError | undefined;
-  for (let attempt = 1; attempt <= deps.maxAttempts; attempt++) {
-    const candidates = deps.registry.forModel(request.model);
-    if (candidates.length === 0) {
-      throw lastError ?? new IopError('model_not_found', `The model \`${request.model}\` does not exist or no provider serves it`, { param: 'model' });
+export async function openRun(pool: ProviderPool, request: OpenRunRequest, log: Logger, onRun: (run: PoolRun, pick: PoolPick) => void): Promise<OpenedRun> {
+  const { bodyFor, affinityKey, attempts: given, maxAttempts, avoid, signal, onFailure, ...base } = request;
+  const attempts = given ?? pool.begin();
+  let group = pool.resolve(request.model);
+  for (let call = 1; ; call++) {
+    const exclude = avoid === undefined || avoid.size === 0 ? attempts.tried : new Set([...attempts.tried, ...avoid]);
+    const number = attempts.count + 1;
+    const acquired = await pool.acquire(group, { exclude, affinityKey, ...(signal === undefined ? {} : { signal }) }, (pick) =>
+      pick.provider.start({ ...base, model: pick.model, body: bodyFor(pick.model), idempotencyKey: call === 1 && request.idempotencyKey !== undefined ? request.idempotencyKey : `${request.idempotencyKey ?? request.requestId}:${number}` }),
+    );
+    const { run, pick, ticket } = acquired;
+    group = acquired.group;
+    attempts.record(pick.provider.id);
+    onRun(run, pick);
+    const result = await attemptOnce(run);
+    if ('start' in result) {
+      pool.report(group, ticket, 'success');
+      return { run, start: result.start, first: result.first, model: pick.model, group };
     }
-    const avoided = deps.avoidAgents === undefined || deps.avoidAgents.size === 0 ? tried : new Set([...tried, ...candidates.filter((candidate) => deps.avoidAgents!.has(candidate.agentId))]);
-    const session = pickLeastInFlight(candidates, avoided) ?? (avoided === tried ? undefined : pickLeastInFlight(candidates, tried));
-    if (session === undefined) {
-      throw lastError ?? new IopError('no_capacity', `every provider of \`${request.model}\` is at capacity`, { retryAfterSeconds: 1 });
+    if (!run.isFinished) run.cancel('attempt failed');
+    const { error, failure } = result;
+    onFailure?.(failure, error);
+    pool.report(group, ticket, signal?.aborted === true ? 'cancelled' : outcomeOf(failure));
+    if (signal?.aborted === true) throw error;
+    const fields = { providerId: pick.provider.id, model: pick.model, attempt: attempts.count, failure: failure.kind === 'status' ? failure.status : failure.kind };
+    if (failure.kind === 'status' && isRetryable(failure) && !isContextOverflow(failure) && !pool.canRoute(group, attempts.tried)) {
+      log.warn({ ...fields }, 'attempt failed; no other provider to retry on');
+      throw error;
     }
-    tried.add(session);
-    const handle = deps.runs.start(session, { ...request, idempotencyKey: `${request.requestId}:${attempt}` });
-    onHandle(handle);
-    const first = await handle.frames.next();
-    const frame = first.done === true ? undefined : first.value;
-    if (frame?.kind === FrameKind.RESPONSE_START) {
-      const retryable = isRetryableStatus(frame.status) && frame.status !== 408 && attempt < deps.maxAttempts && candidates.length > tried.size;
-      if (!retryable) return { handle, start: frame };
-      log.warn({ agentId: session.agentId, status: frame.status, attempt }, 'backend answered an error status; retrying on another provider');
-      handle.cancel('retrying elsewhere');
-      lastError = undefined;
+    const decision = pool.retry.decide(attempts, failure, { contextFallback: group.contextFallback, ...(maxAttempts === undefined ? {} : { maxAttempts }) });
+    if (decision.action === 'fail') {
+      if (decision.reason.includes('budget')) pool.metrics.retries.inc({ group: group.name, reason: 'budget_exhausted' });
+      log.warn({ ...fields, reason: decision.reason }, 'attempt failed; not retried');
+      throw error;
+    }
+    if (decision.action === 'fallback') {
+      const fallback = pool.group(decision.group);
+      if (fallback === undefined) throw error;
+      pool.metrics.retries.inc({ group: group.name, reason: 'fallback' });
+      log.info({ ...fields, fallback: fallback.name, reason: decision.reason }, 'routing to the fallback group');
+      group = fallback;
       continue;
     }
-    lastError = frame === undefined ? new IopError('upstream_error', 'the run ended without a response') : runFailure(frame);
-    const code = frame?.errorCode ?? '';
-    log.warn({ agentId: session.agentId, errorCode: code, attempt }, 'run failed before its first byte');
-    if (!RETRYABLE_RUN_ERRORS.has(code)) throw lastError;
+    pool.metrics.retries.inc({ group: group.name, reason: 'retry' });
+    log.warn({ ...fields, delayMs: decision.delayMs, reason: decision.reason }, 'attempt failed before its first byte; retrying');
+    await sleep(decision.delayMs, signal);
   }
-  throw lastError ?? new IopError('upstream_error', 'no attempt succeeded');
 }

@@ -8,9 +8,12 @@
  * in-band OpenAI error event, never a silent truncation (PROTOCOLS A.5).
  */
 import type { Response } from 'express';
-import { sseJson, type IopError } from '@iop/core';
+import { IopError, sseJson } from '@iop/core';
 import type { ProviderTunnelFrame } from '@iop/proto';
-import { FrameKind, type RunHandle } from '../tunnel/run-registry.js';
+import { FrameKind } from '../tunnel/run-registry.js';
+import type { PoolRun } from '../pool/pool-provider.js';
+import type { ModelRewriter } from './model-rewrite.js';
+import { SseGuard } from './sse-guard.js';
 import { runFailure } from './open-run.js';
 import { toOpenAIErrorBody } from '../dialects.js';
 import type { UsageRecorder } from './usage-recorder.js';
@@ -24,6 +27,10 @@ export interface RelayOptions {
   usage: UsageRecorder;
   /** Called once when the first body byte goes to the client (TTFT). */
   onFirstByte?: () => void;
+  /** The frame `openRun` already took after RESPONSE_START; relayed first. */
+  first?: ProviderTunnelFrame | undefined;
+  /** Rewrites the served model id to the client's name (model groups and aliases). */
+  rewriter?: ModelRewriter | undefined;
 }
 
 /** Response headers worth passing on from the backend. */
@@ -31,43 +38,87 @@ function contentType(start: ProviderTunnelFrame, stream: boolean): string {
   return start.headers['content-type'] ?? (stream ? 'text/event-stream' : 'application/json');
 }
 
-export async function relay(handle: RunHandle, start: ProviderTunnelFrame, res: Response, options: RelayOptions): Promise<void> {
+/** The run's frames, the one `openRun` took first included. */
+async function* framesOf(handle: PoolRun, first: ProviderTunnelFrame | undefined): AsyncGenerator<ProviderTunnelFrame> {
+  if (first !== undefined) yield first;
+  yield* handle.frames;
+}
+
+/**
+ * Relays a run to the client. Returns the failure that ended a stream early (in-band error sent),
+ * or undefined when the answer was complete.
+ * @throws IopError when a non-stream answer fails (nothing was sent yet).
+ */
+export async function relay(handle: PoolRun, start: ProviderTunnelFrame, res: Response, options: RelayOptions): Promise<IopError | undefined> {
   res.status(start.status);
   res.setHeader('content-type', contentType(start, options.stream));
   if (options.stream) return relayStream(handle, res, options);
   // Non-stream: small, and buffering it lets a failure still become a clean HTTP error.
   const parts: Uint8Array[] = [];
-  for await (const frame of handle.frames) {
+  for await (const frame of framesOf(handle, options.first)) {
     if (frame.kind === FrameKind.BODY) parts.push(frame.body);
     else if (frame.kind === FrameKind.USAGE) options.usage.record(frame.usage);
     else if (frame.kind === FrameKind.ERROR) throw runFailure(frame);
   }
-  res.end(parts.length === 1 ? parts[0] : Buffer.concat(parts));
+  const body = parts.length === 1 ? Buffer.from(parts[0]!.buffer, parts[0]!.byteOffset, parts[0]!.byteLength) : Buffer.concat(parts);
+  if (start.status < 300 && !looksLikeJsonObject(body)) throw new IopError('upstream_error', 'upstream failure: the backend sent a malformed response body');
+  if (options.rewriter === undefined) res.end(body);
+  else res.end(Buffer.concat([options.rewriter.push(body), options.rewriter.end()]));
+  return undefined;
 }
 
-async function relayStream(handle: RunHandle, res: Response, options: RelayOptions): Promise<void> {
+/** First non-space byte `{`, last `}`: catches a truncated body without parsing it. */
+function looksLikeJsonObject(body: Buffer): boolean {
+  let from = 0;
+  let to = body.length;
+  while (from < to && body[from]! <= 0x20) from++;
+  while (to > from && body[to - 1]! <= 0x20) to--;
+  return to > from && body[from] === 0x7b && body[to - 1] === 0x7d;
+}
+
+async function relayStream(handle: PoolRun, res: Response, options: RelayOptions): Promise<IopError | undefined> {
   res.setHeader('cache-control', 'no-cache');
   res.flushHeaders();
   let tail: Uint8Array = new Uint8Array(0);
   let failure: IopError | undefined;
   let first = true;
-  for await (const frame of handle.frames) {
+  const { rewriter } = options;
+  const guard = new SseGuard();
+  for (let frame = options.first; ; ) {
+    if (frame === undefined) {
+      const next = await handle.frames.next();
+      if (next.done === true) break;
+      frame = next.value;
+    }
     if (frame.kind === FrameKind.BODY) {
       if (first) {
         first = false;
         options.onFirstByte?.();
       }
       tail = frame.body.length >= TAIL_BYTES ? frame.body.subarray(frame.body.length - TAIL_BYTES) : Buffer.concat([tail, frame.body]).subarray(-TAIL_BYTES);
-      if (!res.write(frame.body)) await drained(res);
+      const checked = guard.push(frame.body);
+      const bytes = rewriter === undefined ? checked.safe : rewriter.push(checked.safe);
+      if (bytes.length > 0 && !res.write(bytes)) await drained(res);
+      if (checked.malformed) {
+        failure = new IopError('upstream_error', 'upstream failure: the backend sent a malformed stream chunk');
+        handle.cancel('malformed stream chunk');
+        break;
+      }
     } else if (frame.kind === FrameKind.USAGE) {
       options.usage.record(frame.usage);
     } else if (frame.kind === FrameKind.ERROR) {
       failure = runFailure(frame);
     }
+    frame = undefined;
   }
   if (failure === undefined && Buffer.from(tail.buffer, tail.byteOffset, tail.byteLength).indexOf(DONE_MARKER) === -1) {
     failure = runFailure({ errorCode: 'backend_reset', errorMessage: 'the upstream stream ended before [DONE]' } as ProviderTunnelFrame);
   }
+  const partial = failure === undefined ? guard.end() : undefined;
+  if (partial !== undefined && !res.destroyed) res.write(rewriter === undefined ? partial : rewriter.push(partial));
+  const held = rewriter?.end();
+  if (held !== undefined && held.length > 0 && !res.destroyed) res.write(held);
   if (failure !== undefined && !res.destroyed) res.write(sseJson(toOpenAIErrorBody(failure)));
   res.end();
+  return failure;
 }

@@ -15,6 +15,8 @@ export interface ServedModel {
 export class AgentRegistry {
   private readonly sessions = new Map<string, AgentSession>();
   private readonly byModel = new Map<string, AgentSession[]>();
+  /** Called after an agent joined or left (the provider pool serves its queue, forgets outlier state). */
+  onChange: ((session: AgentSession, change: 'added' | 'removed') => void) | undefined;
 
   add(session: AgentSession): void {
     this.sessions.set(session.sessionId, session);
@@ -23,6 +25,7 @@ export class AgentRegistry {
       if (list === undefined) this.byModel.set(model.id, [session]);
       else list.push(session);
     }
+    this.onChange?.(session, 'added');
   }
 
   remove(session: AgentSession): void {
@@ -34,6 +37,7 @@ export class AgentRegistry {
       if (next.length === 0) this.byModel.delete(model.id);
       else this.byModel.set(model.id, next);
     }
+    this.onChange?.(session, 'removed');
   }
 
   /** Agents serving `model` (empty when none). The array is shared: do not mutate it. */

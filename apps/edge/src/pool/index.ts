@@ -6,3 +6,7 @@ export * from './prefix-affinity.js';
 export * from './provider.js';
 export * from './retry-budget.js';
 export * from './retry-policy.js';
+export * from './direct-provider.js';
+export * from './pool-metrics.js';
+export * from './pool-provider.js';
+export * from './provider-pool.js';

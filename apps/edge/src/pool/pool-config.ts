@@ -17,7 +17,7 @@
  *     "affinity": { "enabled": true, "prefixMessages": 2, "loadFactor": 1.25 } }
  */
 import Ajv from 'ajv';
-import { ConfigError } from '../config.js';
+import { ConfigError } from '../config-error.js';
 import type { QueueConfig } from './admission-queue.js';
 import type { OutlierConfig } from './outlier-detector.js';
 import type { RetryConfig } from './retry-policy.js';
@@ -56,6 +56,12 @@ export interface DirectProviderConfig {
   maxConcurrency: number;
   weight: number;
   labels: Record<string, string>;
+  /** Longest wait for a TCP/TLS connection, ms (default 10 000). */
+  connectTimeoutMs: number;
+  /** No first body byte within this time fails the attempt, ms (default 120 000; the edge's `firstByteTimeoutMs` wins when > 0). */
+  firstByteTimeoutMs: number;
+  /** No body byte for this long (between chunks) fails the run, ms (default 60 000). */
+  idleTimeoutMs: number;
 }
 
 export interface AffinityConfig {
@@ -138,6 +144,9 @@ const schema = {
           maxConcurrency: { type: 'integer', minimum: 1, maximum: 100_000, default: 16 },
           weight: { type: 'number', exclusiveMinimum: 0, maximum: 1000, default: 1 },
           labels: { ...labelsSchema, default: {} },
+          connectTimeoutMs: { type: 'integer', minimum: 1, maximum: 600_000, default: 10_000 },
+          firstByteTimeoutMs: { type: 'integer', minimum: 1, maximum: 3_600_000, default: 120_000 },
+          idleTimeoutMs: { type: 'integer', minimum: 1, maximum: 3_600_000, default: 60_000 },
         },
       },
     },

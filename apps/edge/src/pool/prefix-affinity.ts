@@ -102,6 +102,40 @@ export function affinityKey(request: InferenceRequest, prefixMessages: number): 
   return finalize(hash);
 }
 
+/**
+ * The affinity key of a raw OpenAI Chat body (the passthrough path: the JSON the edge already
+ * parsed, walked in place). Same rules as `affinityKey`: `prompt_cache_key` when given, else the
+ * leading messages up to the first assistant turn. A text message hashes as it does through the
+ * hub (`role`, `text`, its text), so a plain conversation keeps its key on either path.
+ */
+export function chatAffinityKey(body: Record<string, unknown>, prefixMessages: number): number {
+  const cacheKey = body.prompt_cache_key;
+  if (typeof cacheKey === 'string' && cacheKey !== '') return hashString(`k:${cacheKey}`);
+  const messages = Array.isArray(body.messages) ? (body.messages as unknown[]) : [];
+  let hash = FNV_OFFSET;
+  const count = Math.min(prefixMessages, messages.length);
+  for (let i = 0; i < count; i++) {
+    const message = messages[i] as Record<string, unknown> | null;
+    if (typeof message !== 'object' || message === null) continue;
+    const role = typeof message.role === 'string' ? message.role : '';
+    if (role === 'assistant' && i > 0) break;
+    hash = feed(hash, role === 'developer' ? 'system' : role);
+    if (typeof message.tool_call_id === 'string') hash = feed(hash, message.tool_call_id);
+    const content = message.content;
+    if (typeof content === 'string') hash = feed(feed(hash, 'text'), content);
+    else if (Array.isArray(content)) {
+      for (const part of content as Array<Record<string, unknown> | null>) {
+        if (typeof part !== 'object' || part === null) continue;
+        hash = feed(hash, String(part.type));
+        if (typeof part.text === 'string') hash = feed(hash, part.text);
+        const url = (part.image_url as { url?: unknown } | undefined)?.url;
+        if (typeof url === 'string') hash = feed(hash, url);
+      }
+    }
+  }
+  return finalize(hash);
+}
+
 export interface PrefixAffinityOptions {
   /** Ring points per provider of weight 1 (default 100; more = smoother split, larger ring). */
   virtualNodes?: number;

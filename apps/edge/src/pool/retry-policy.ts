@@ -169,8 +169,10 @@ export class RetryPolicy {
    * What to do after `attempts`' latest attempt failed with `failure`. A `fallback` decision marks
    * the fallback used and clears `tried` (the fallback group's providers are new ground).
    * @param options.contextFallback the current group's `contextFallback`, if any.
+   * @param options.maxAttempts a lower attempt limit for this request (e.g. 1 when the stream gate
+   *   does the retrying and only a context fallback may still happen here).
    */
-  decide(attempts: RequestAttempts, failure: AttemptFailure, options: { contextFallback?: string | undefined } = {}): RetryDecision {
+  decide(attempts: RequestAttempts, failure: AttemptFailure, options: { contextFallback?: string | undefined; maxAttempts?: number } = {}): RetryDecision {
     if (isContextOverflow(failure)) {
       if (options.contextFallback === undefined || attempts.fallbackUsed) return { action: 'fail', reason: 'the prompt exceeds the context length and no fallback group is left' };
       attempts.fallbackUsed = true;
@@ -183,7 +185,7 @@ export class RetryPolicy {
     if (retryAfterMs !== undefined && retryAfterMs > this.config.maxBackoffMs) {
       return { action: 'fail', reason: `${what} asks to wait ${retryAfterMs} ms, longer than the ${this.config.maxBackoffMs} ms backoff limit`, retryAfterMs };
     }
-    if (attempts.count >= this.config.maxAttempts) return { action: 'fail', reason: `${what} after ${attempts.count} attempts (the limit)` };
+    if (attempts.count >= Math.min(this.config.maxAttempts, options.maxAttempts ?? Number.POSITIVE_INFINITY)) return { action: 'fail', reason: `${what} after ${attempts.count} attempts (the limit)` };
     if (!this.budget.tryRetry()) return { action: 'fail', reason: `${what}; the pool's retry budget is spent` };
     const delayMs = Math.max(retryAfterMs ?? 0, this.backoffMs(attempts.count));
     return { action: 'retry', delayMs, reason: `${what} on attempt ${attempts.count}` };

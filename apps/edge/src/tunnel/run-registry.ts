@@ -94,6 +94,8 @@ export class RunHandle {
 
 export class RunRegistry {
   private readonly runs = new Map<string, RunHandle>();
+  /** Called after any run ended and its agent slot was released (the provider pool serves its queue). */
+  onRunFinished: ((handle: RunHandle) => void) | undefined;
 
   get size(): number {
     return this.runs.size;
@@ -104,6 +106,7 @@ export class RunRegistry {
     const handle = new RunHandle(runId, session, (finished) => {
       this.runs.delete(finished.runId);
       finished.session.release();
+      this.onRunFinished?.(finished);
     });
     this.runs.set(runId, handle);
     handle.armOpenTimeout(request.openTimeoutMs);

@@ -1,0 +1,46 @@
+/**
+ * Prometheus metrics of the provider pool (registered on the edge's registry). Labels are bounded:
+ * `group` is a configured group or a served model name, `provider` a registered agent id or a
+ * configured direct provider id.
+ *
+ * - `iop_prefix_affinity_hits_total{group,result="warm|cold"}`: requests whose affinity key was
+ *   served before, by whether they landed on the same provider (its KV cache still holds the prefix).
+ * - `iop_pool_attempts_total{group,provider,outcome}`: attempt verdicts (`success`, `client_error`,
+ *   `server_error`, `connect_failure`, `timeout`, `cancelled`).
+ * - `iop_pool_retries_total{group,reason}`: retries and fallbacks taken (`retry`, `fallback`,
+ *   `budget_exhausted` for a retry the pool-wide budget refused).
+ * - `iop_pool_ejections_total{group,provider}` and `iop_pool_provider_ejected{group,provider}` (1
+ *   while ejected or probing).
+ * - `iop_pool_queue_rejections_total{group,reason="full|timeout"}` and `iop_pool_queued{group}`.
+ */
+import { Counter, Gauge, type Registry } from 'prom-client';
+
+export class PoolMetrics {
+  readonly affinityHits: Counter<'group' | 'result'>;
+  readonly attempts: Counter<'group' | 'provider' | 'outcome'>;
+  readonly retries: Counter<'group' | 'reason'>;
+  readonly ejections: Counter<'group' | 'provider'>;
+  readonly ejected: Gauge<'group' | 'provider'>;
+  readonly queueRejections: Counter<'group' | 'reason'>;
+  readonly queued: Gauge<'group'>;
+
+  constructor(registry: Registry, queued: () => Record<string, number>) {
+    const registers = [registry];
+    this.affinityHits = new Counter({ name: 'iop_prefix_affinity_hits_total', help: 'Requests with a known prefix: landed on the provider that served it before (warm) or elsewhere (cold).', labelNames: ['group', 'result'] as const, registers });
+    this.attempts = new Counter({ name: 'iop_pool_attempts_total', help: 'Attempt verdicts by provider.', labelNames: ['group', 'provider', 'outcome'] as const, registers });
+    this.retries = new Counter({ name: 'iop_pool_retries_total', help: 'Retries, fallbacks and retries refused by the pool-wide budget.', labelNames: ['group', 'reason'] as const, registers });
+    this.ejections = new Counter({ name: 'iop_pool_ejections_total', help: 'Outlier ejections by provider.', labelNames: ['group', 'provider'] as const, registers });
+    this.ejected = new Gauge({ name: 'iop_pool_provider_ejected', help: '1 while a provider is ejected or probing, else 0.', labelNames: ['group', 'provider'] as const, registers });
+    this.queueRejections = new Counter({ name: 'iop_pool_queue_rejections_total', help: 'Requests refused by admission control.', labelNames: ['group', 'reason'] as const, registers });
+    this.queued = new Gauge({
+      name: 'iop_pool_queued',
+      help: 'Requests waiting for a provider, by model group.',
+      labelNames: ['group'] as const,
+      registers,
+      collect() {
+        this.reset();
+        for (const [group, count] of Object.entries(queued())) this.set({ group }, count);
+      },
+    });
+  }
+}

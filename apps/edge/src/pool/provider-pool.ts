@@ -1,0 +1,331 @@
+/**
+ * The provider pool: every provider (tunnelled agents and direct providers) behind the model
+ * groups of the `pool` config, with the routing and resilience parts wired together.
+ *
+ * - `resolve(name)`: the client's model name (group, alias, or a served model of that name) → group.
+ * - `acquire(group, …)`: picks a provider and starts the run in one synchronous step (so two
+ *   requests never take the same last slot), or waits in the group's bounded admission queue.
+ *   When no provider of the group can take the request now but one of its `fallbacks` can, the
+ *   fallback serves it at once. Picking: prefix affinity (consistent hashing with bounded load)
+ *   when the request has an affinity key, else power of two choices on live load; always among
+ *   providers that serve one of the group's targets, carry its labels and that the group's
+ *   outlier detector allows. Targets are drawn by weight first when a group has several.
+ * - `report(ticket, outcome)`: an attempt's verdict, for outlier ejection (logged, counted).
+ * - `snapshot()`: the state for the admin API and tests (`PoolSnapshot`).
+ *
+ * The queue is served when a run ends (RunRegistry / DirectProvider hook), when an agent joins,
+ * and every `NOTIFY_INTERVAL_MS` while requests wait (drain ends arrive by heartbeat).
+ */
+import { IopError } from '@iop/core';
+import type { Registry } from 'prom-client';
+import type { Logger } from '../logger.js';
+import type { AgentRegistry } from './agent-registry.js';
+import type { RunRegistry } from '../tunnel/run-registry.js';
+import { AdmissionQueue } from './admission-queue.js';
+import { DirectProvider } from './direct-provider.js';
+import { OutlierDetector, type AttemptOutcome, type OutlierTicket } from './outlier-detector.js';
+import { P2cPicker, isEligible, type PickOptions } from './p2c.js';
+import { ModelResolver, type ModelGroup, type ModelTarget, type PoolConfig } from './pool-config.js';
+import { agentPoolProvider, type PoolProvider, type PoolRun } from './pool-provider.js';
+import { PoolMetrics } from './pool-metrics.js';
+import type { PoolGroupSnapshot, PoolProviderSnapshot, PoolSnapshot } from './pool-snapshot.js';
+import { PrefixAffinity } from './prefix-affinity.js';
+import { hasLabels, type Clock, type Random } from './provider.js';
+import { RetryPolicy, type RequestAttempts } from './retry-policy.js';
+
+export type { PoolGroupSnapshot, PoolProviderSnapshot, PoolSnapshot } from './pool-snapshot.js';
+
+const NOTIFY_INTERVAL_MS = 200;
+
+/**
+ * Admission control refused the request (queue full, or no slot within `maxWaitMs`): 429
+ * `rate_limited` with `Retry-After`. Dialects render overload differently (Anthropic: 529
+ * `overloaded_error`), so the edge maps it per dialect (`overloadFor`).
+ */
+export class PoolOverloadedError extends IopError {
+  constructor(message: string, retryAfterSeconds: number | undefined) {
+    super('rate_limited', message, retryAfterSeconds === undefined ? {} : { retryAfterSeconds });
+  }
+}
+
+export interface ProviderPoolOptions {
+  config: PoolConfig;
+  registry: AgentRegistry;
+  runs: RunRegistry;
+  metrics: Registry;
+  logger: Logger;
+  now?: Clock;
+  random?: Random;
+}
+
+/** A provider chosen for a request and the served model id it will run. */
+export interface PoolPick {
+  provider: PoolProvider;
+  /** Served model id (the target's `model`). */
+  model: string;
+}
+
+export interface AcquireOptions {
+  /** Provider ids to avoid (already tried); ignored when only they could serve. */
+  exclude?: ReadonlySet<string>;
+  /** Prefix-affinity key (see `affinityKey`); routes by consistent hashing when set. */
+  affinityKey?: number | undefined;
+  signal?: AbortSignal;
+}
+
+export interface AcquiredRun {
+  run: PoolRun;
+  pick: PoolPick;
+  /** The group that serves it (a fallback group when the first had no room). */
+  group: ModelGroup;
+  ticket: OutlierTicket;
+}
+
+interface GroupState {
+  group: ModelGroup;
+  implicit: boolean;
+  outliers: OutlierDetector;
+  affinity: PrefixAffinity;
+}
+
+export class ProviderPool {
+  readonly resolver: ModelResolver;
+  readonly retry: RetryPolicy;
+  readonly queue = new AdmissionQueue();
+  readonly metrics: PoolMetrics;
+  readonly direct: readonly DirectProvider[];
+  private readonly picker: P2cPicker;
+  private readonly states = new Map<string, GroupState>();
+  private readonly random: Random;
+  private readonly now: Clock;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly options: ProviderPoolOptions) {
+    this.now = options.now ?? Date.now;
+    this.random = options.random ?? Math.random;
+    this.resolver = new ModelResolver(options.config);
+    this.retry = new RetryPolicy(options.config.retry, { now: this.now, random: this.random });
+    this.picker = new P2cPicker({ random: this.random });
+    this.metrics = new PoolMetrics(options.metrics, () => this.queue.stats().queued);
+    this.direct = options.config.directProviders.map((config) => new DirectProvider(config, () => this.notifyAll()));
+    options.registry.onChange = (session, change) => {
+      if (change === 'removed') for (const state of this.states.values()) state.outliers.remove(session.agentId);
+      this.notifyAll();
+    };
+    options.runs.onRunFinished = () => this.notifyAll();
+    this.timer = setInterval(() => this.notifyAll(), NOTIFY_INTERVAL_MS);
+    this.timer.unref();
+  }
+
+  /** The group serving a client's model name (configured group or alias, else implicit). */
+  resolve(name: string): ModelGroup {
+    const resolved = this.resolver.resolveModel(name);
+    if (!resolved.implicit) return this.stateOf(resolved.group).group;
+    // State for an unknown name only once something serves it: random names cost no memory.
+    const known = this.states.get(name);
+    if (known !== undefined) return known.group;
+    return this.candidates(resolved.group).size > 0 ? this.stateOf(resolved.group).group : resolved.group;
+  }
+
+  /** The configured group called `name`, if any. */
+  group(name: string): ModelGroup | undefined {
+    const group = this.resolver.group(name);
+    return group === undefined ? undefined : this.stateOf(group).group;
+  }
+
+  /** Every provider that serves one of the group's targets, with the target it serves. */
+  candidates(group: ModelGroup): Map<PoolProvider, ModelTarget> {
+    const out = new Map<PoolProvider, ModelTarget>();
+    for (const target of group.targets) {
+      const labels = target.agents?.labels;
+      for (const session of this.options.registry.forModel(target.model)) {
+        const provider = agentPoolProvider(session, this.options.runs);
+        if (!out.has(provider) && hasLabels(provider, labels)) out.set(provider, target);
+      }
+      for (const provider of this.direct) {
+        if (!out.has(provider) && provider.serves(target.model) && hasLabels(provider, labels)) out.set(provider, target);
+      }
+    }
+    return out;
+  }
+
+  /** Largest context length any provider reports for the served model `model`, tokens (0 = unknown). */
+  contextLength(model: string): number {
+    let length = 0;
+    for (const session of this.options.registry.forModel(model)) length = Math.max(length, session.contextLength(model) ?? 0);
+    return length;
+  }
+
+  /** Whether some provider of the group, other than `exclude`, could take a request now. */
+  canRoute(group: ModelGroup, exclude?: ReadonlySet<string>): boolean {
+    return this.pick(group, { exclude }) !== undefined;
+  }
+
+  /** Chooses a provider (no side effect); undefined when none is eligible now. */
+  pick(group: ModelGroup, options: AcquireOptions = {}): PoolPick | undefined {
+    const candidates = this.candidates(group);
+    if (candidates.size === 0) return undefined;
+    const state = this.stateOf(group);
+    for (const provider of candidates.keys()) state.outliers.add(provider.id);
+    const pickOptions: PickOptions = { exclude: options.exclude, allow: (provider) => state.outliers.allows(provider.id) };
+    let providers = [...candidates.keys()];
+    const affinity = this.options.config.affinity;
+    let chosen: PoolProvider | undefined;
+    if (options.affinityKey !== undefined && affinity.enabled) {
+      chosen = state.affinity.pick(options.affinityKey, providers, pickOptions);
+    } else {
+      if (group.targets.length > 1) providers = this.drawTarget(group, providers, candidates, pickOptions);
+      chosen = this.picker.pick(providers, pickOptions);
+    }
+    return chosen === undefined ? undefined : { provider: chosen, model: candidates.get(chosen)!.model };
+  }
+
+  /**
+   * Picks a provider and starts the run (`start`) at once, or waits in the group's queue.
+   * @throws IopError `model_not_found` (404) when no provider serves the group or its fallbacks;
+   *   `rate_limited` (429, `Retry-After`) when the queue is full or the wait runs out; the
+   *   signal's reason when it aborts.
+   */
+  async acquire(group: ModelGroup, options: AcquireOptions, start: (pick: PoolPick) => PoolRun): Promise<AcquiredRun> {
+    const served = this.servingGroup(group);
+    if (served === undefined) throw new IopError('model_not_found', `The model \`${group.name}\` does not exist or no provider serves it`, { param: 'model' });
+    const tryAcquire = (): AcquiredRun | undefined => {
+      for (const candidate of [served, ...served.fallbacks.map((name) => this.group(name)).filter((g) => g !== undefined)]) {
+        const pick = this.pick(candidate, options) ?? (options.exclude !== undefined && options.exclude.size > 0 ? this.pick(candidate, { ...options, exclude: undefined }) : undefined);
+        if (pick === undefined) continue;
+        const ticket = this.stateOf(candidate).outliers.onStart(pick.provider.id);
+        return { run: start(pick), pick, group: candidate, ticket };
+      }
+      return undefined;
+    };
+    try {
+      const acquired = await this.queue.acquire(served.name, served.queue, tryAcquire, options.signal);
+      if (options.affinityKey !== undefined && this.options.config.affinity.enabled && (options.exclude === undefined || options.exclude.size === 0)) {
+        const hit = this.stateOf(acquired.group).affinity.observe(options.affinityKey, acquired.pick.provider.id);
+        if (hit !== 'new') this.metrics.affinityHits.inc({ group: acquired.group.name, result: hit });
+      }
+      return acquired;
+    } catch (error) {
+      if (error instanceof IopError && error.code === 'rate_limited') {
+        this.metrics.queueRejections.inc({ group: served.name, reason: error.message.includes('is full') ? 'full' : 'timeout' });
+        throw new PoolOverloadedError(error.message, error.retryAfterSeconds);
+      }
+      throw error;
+    }
+  }
+
+  /** Records an attempt's verdict for the outlier detector of `group`. */
+  report(group: ModelGroup, ticket: OutlierTicket, outcome: AttemptOutcome): void {
+    this.metrics.attempts.inc({ group: group.name, provider: ticket.providerId, outcome });
+    this.stateOf(group).outliers.onResult(ticket, outcome);
+  }
+
+  /** Begins a client request for the pool-wide retry budget. */
+  begin(): RequestAttempts {
+    return this.retry.begin();
+  }
+
+  snapshot(): PoolSnapshot {
+    const groups: PoolGroupSnapshot[] = [];
+    for (const group of this.options.config.modelGroups) this.stateOf(group);
+    for (const state of this.states.values()) {
+      const { group } = state;
+      const outliers = new Map(state.outliers.snapshot().map((entry) => [entry.providerId, entry]));
+      const providers: PoolProviderSnapshot[] = [];
+      const models = new Map<PoolProvider, string[]>();
+      for (const target of group.targets) {
+        for (const [provider, served] of this.candidates({ ...group, targets: [target] })) {
+          if (served === target) models.set(provider, [...(models.get(provider) ?? []), target.model]);
+        }
+      }
+      for (const [provider, served] of models) {
+        const { providerId: _id, ...outlier } = outliers.get(provider.id) ?? { providerId: provider.id, state: 'healthy', consecutiveFailures: 0, ejections: 0, ejectedUntil: undefined, reason: undefined };
+        providers.push({
+          id: provider.id,
+          kind: provider.kind,
+          models: served,
+          inFlight: provider.inFlight,
+          maxConcurrency: provider.maxConcurrency,
+          weight: provider.weight,
+          labels: { ...provider.labels },
+          available: provider.available,
+          queued: provider.load.queued,
+          kvCacheUsage: provider.load.kvCacheUsage,
+          outlier,
+        });
+      }
+      groups.push({
+        name: group.name,
+        aliases: [...group.aliases],
+        implicit: state.implicit,
+        targets: group.targets.map((target) => ({ model: target.model, weight: target.weight, ...(target.agents === undefined ? {} : { labels: { ...target.agents.labels } }) })),
+        fallbacks: [...group.fallbacks],
+        contextFallback: group.contextFallback,
+        queue: { waiting: this.queue.size(group.name), maxQueued: group.queue.maxQueued, maxWaitMs: group.queue.maxWaitMs },
+        providers,
+        affinity: state.affinity.stats(),
+      });
+    }
+    const { rejectedFull, rejectedTimeout } = this.queue.stats();
+    return { groups, retryBudget: this.retry.budget.snapshot(), queue: { rejectedFull, rejectedTimeout } };
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await Promise.all(this.direct.map((provider) => provider.close()));
+  }
+
+  /** The group itself when it has providers, else its first fallback that has; undefined when none. */
+  private servingGroup(group: ModelGroup): ModelGroup | undefined {
+    if (this.candidates(group).size > 0) return group;
+    for (const name of group.fallbacks) {
+      const fallback = this.group(name);
+      if (fallback !== undefined && this.candidates(fallback).size > 0) return fallback;
+    }
+    return undefined;
+  }
+
+  /** Providers of one target, drawn by target weight among targets with an eligible provider. */
+  private drawTarget(group: ModelGroup, providers: PoolProvider[], candidates: Map<PoolProvider, ModelTarget>, options: PickOptions): PoolProvider[] {
+    const open = group.targets.filter((target) => providers.some((provider) => candidates.get(provider) === target && isEligible(provider, options)));
+    if (open.length <= 1) return providers;
+    let draw = this.random() * open.reduce((sum, target) => sum + target.weight, 0);
+    let chosen = open[open.length - 1]!;
+    for (const target of open) {
+      draw -= target.weight;
+      if (draw < 0) {
+        chosen = target;
+        break;
+      }
+    }
+    return providers.filter((provider) => candidates.get(provider) === chosen);
+  }
+
+  private notifyAll(): void {
+    for (const group of Object.keys(this.queue.stats().queued)) this.queue.notify(group);
+  }
+
+  private stateOf(group: ModelGroup): GroupState {
+    let state = this.states.get(group.name);
+    if (state === undefined) {
+      const name = group.name;
+      const implicit = this.resolver.group(name) === undefined;
+      state = {
+        group,
+        implicit,
+        outliers: new OutlierDetector(this.options.config.outlier, {
+          now: this.now,
+          onChange: (providerId, outlierState, reason) => {
+            this.metrics.ejected.set({ group: name, provider: providerId }, outlierState === 'healthy' ? 0 : 1);
+            if (outlierState === 'ejected') this.metrics.ejections.inc({ group: name, provider: providerId });
+            const log = outlierState === 'healthy' ? this.options.logger.info.bind(this.options.logger) : this.options.logger.warn.bind(this.options.logger);
+            log({ group: name, providerId, state: outlierState, reason }, `provider ${outlierState === 'ejected' ? 'ejected' : outlierState === 'probing' ? 'probing' : 'recovered'}`);
+          },
+        }),
+        affinity: new PrefixAffinity({ loadFactor: this.options.config.affinity.loadFactor }),
+      };
+      this.states.set(name, state);
+    }
+    return state;
+  }
+}
