@@ -33,11 +33,18 @@ export interface ReloadResult {
  * @param buildGates builds the gate registry of a gate section; throws (IopError/ConfigError) on a bad one.
  * @throws whatever `buildGates` throws — then nothing has changed.
  */
+/** `pool.retry.maxAttempts` follows the top-level `maxAttempts` (reloadable): not a pool change of its own. */
+function comparable(key: keyof EdgeConfig, value: unknown): unknown {
+  if (key !== 'pool' || typeof value !== 'object' || value === null) return value;
+  const pool = value as { retry?: Record<string, unknown> };
+  return { ...pool, retry: { ...pool.retry, maxAttempts: undefined } };
+}
+
 export function applyConfigReload(edge: EdgeContext, next: EdgeConfig, buildGates: (section: EdgeConfig['gate']) => GateRegistry): ReloadResult {
   const current = edge.config;
   const changed = RELOADABLE_KEYS.filter((key) => !isDeepStrictEqual(current[key], next[key]));
   const restartRequired = (Object.keys(next) as Array<keyof EdgeConfig>).filter(
-    (key) => !(RELOADABLE_KEYS as readonly string[]).includes(key) && !isDeepStrictEqual(current[key], next[key]),
+    (key) => !(RELOADABLE_KEYS as readonly string[]).includes(key) && !isDeepStrictEqual(comparable(key, current[key]), comparable(key, next[key])),
   );
   const gates = changed.includes('gate') ? buildGates(next.gate) : edge.gates;
   const merged: EdgeConfig = { ...current };

@@ -133,6 +133,10 @@ export class DirectProvider implements PoolProvider {
     return !this.closed && this.inFlight < this.maxConcurrency;
   }
 
+  get accepting(): boolean {
+    return !this.closed;
+  }
+
   serves(model: string): boolean {
     return this.models.has(model);
   }

@@ -24,6 +24,11 @@ export interface PoolRun {
 
 export interface PoolProvider extends Provider {
   readonly kind: 'agent' | 'direct';
+  /**
+   * Whether it takes runs at all (not draining, not gone). A provider that is accepting but not
+   * `available` is only at capacity: worth queueing for.
+   */
+  readonly accepting: boolean;
   /** Whether it serves the backend model id `model`. */
   serves(model: string): boolean;
   /** Context length of `model` in tokens, when known. */
@@ -78,6 +83,9 @@ export function agentPoolProvider(session: AgentSession, runs: RunRegistry): Poo
       },
       get available() {
         return view.available;
+      },
+      get accepting() {
+        return !session.closed && !session.draining;
       },
       serves: (model) => session.serves(model),
       contextLength: (model) => session.contextLength(model),

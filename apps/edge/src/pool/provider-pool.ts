@@ -156,6 +156,15 @@ export class ProviderPool {
     return length;
   }
 
+  /** Whether some provider of the groups takes requests at all (it may be busy): queueing can succeed. */
+  private anyAccepting(groups: readonly ModelGroup[]): boolean {
+    for (const group of groups) {
+      const state = this.stateOf(group);
+      for (const provider of this.candidates(group).keys()) if (provider.accepting && state.outliers.allows(provider.id)) return true;
+    }
+    return false;
+  }
+
   /** Whether some provider of the group, other than `exclude`, could take a request now. */
   canRoute(group: ModelGroup, exclude?: ReadonlySet<string>): boolean {
     return this.pick(group, { exclude }) !== undefined;
@@ -198,6 +207,10 @@ export class ProviderPool {
       }
       return undefined;
     };
+    if (!this.anyAccepting([served, ...served.fallbacks.map((name) => this.group(name)).filter((g) => g !== undefined)])) {
+      // Every provider is draining, gone or ejected: waiting in the queue would only delay the answer.
+      throw new IopError('no_capacity', `no provider of \`${group.name}\` is taking requests (draining or unhealthy)`, { retryAfterSeconds: 1 });
+    }
     try {
       const acquired = await this.queue.acquire(served.name, served.queue, tryAcquire, options.signal);
       if (options.affinityKey !== undefined && this.options.config.affinity.enabled && (options.exclude === undefined || options.exclude.size === 0)) {
