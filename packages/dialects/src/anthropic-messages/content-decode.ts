@@ -56,7 +56,11 @@ export function decodeImageBlock(block: JsonObject, param: string): ImagePart {
     const data = readBase64(source.data, path(sourceParam, 'data'));
     return { type: 'image', url: `data:${mediaType};base64,${data}` };
   }
-  if (kind === 'url') return { type: 'image', url: readString(source.url, path(sourceParam, 'url')) };
+  if (kind === 'url') {
+    const url = readString(source.url, path(sourceParam, 'url'));
+    if (!/^https?:\/\//i.test(url)) throw invalidRequest(`${sourceParam}.url: expected an http(s) URL`, path(sourceParam, 'url'));
+    return { type: 'image', url };
+  }
   if (kind === 'file') {
     throw unsupported(`${sourceParam}: file ids are not supported; send the image as base64 or a URL`, sourceParam);
   }

@@ -39,10 +39,12 @@ describe('images and files whose base64 is broken (PROTOCOLS D.6)', () => {
     expect(rejection(chat, body)).toMatchObject({ status: 400, param: 'messages[0].content[0].file.file_data' });
   });
 
-  it('Anthropic: image and document source.data that is not base64', () => {
+  it('Anthropic: image and document source.data that is not base64, an image URL that is not http(s)', () => {
     const image = anthropicBody({ messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: '!!!' } }] }] });
     expect(rejection(messages, image)).toMatchObject({ status: 400, param: 'messages.0.content.0.source.data', message: 'messages.0.content.0.source.data: not valid base64 data' });
     const pdf = anthropicBody({ messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: '' } }] }] });
+    const ftp = anthropicBody({ messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'ftp://host/a.png' } }] }] });
+    expect(rejection(messages, ftp)).toMatchObject({ status: 400, param: 'messages.0.content.0.source.url', message: 'messages.0.content.0.source.url: expected an http(s) URL' });
     expect(rejection(messages, pdf)).toMatchObject({ status: 400, param: 'messages.0.content.0.source.data', message: 'messages.0.content.0.source.data: empty base64 data' });
   });
 
