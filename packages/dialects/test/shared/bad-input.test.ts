@@ -129,3 +129,24 @@ describe('Responses input whose items are all dropped', () => {
     });
   });
 });
+
+describe('an error event that names a field keeps its param to the client', () => {
+  const request = { model: 'm', messages: [], stream: true } as const;
+  const context = { requestId: 'req_1', model: 'm', request: { ...request, messages: [] }, createdAt: 1_700_000_000 };
+  const event = { type: 'error', code: 'model_not_found', message: 'The model `m` does not exist or no provider serves it', status: 404, param: 'model' } as const;
+
+  it('Chat stream: the in-band error object has param', () => {
+    const encoder = openaiChat.openAIChat.createStreamEncoder(context);
+    const text = encoder.push(event) + encoder.end();
+    const first = JSON.parse(/^data: (.*)$/m.exec(text)![1]!);
+    expect(first).toEqual({ error: { message: event.message, type: 'invalid_request_error', param: 'model', code: 'model_not_found' } });
+  });
+
+  it('non-stream encoders of all three dialects throw an IopError with param and status', () => {
+    for (const dialect of [openaiChat.openAIChat, anthropic.anthropicMessages, openaiResponses.openAIResponses]) {
+      const decoded = dialect === openaiChat.openAIChat ? context : { ...context, request: dialect.decodeRequest(dialect === anthropic.anthropicMessages ? anthropicBody({}) : responsesBody({})) };
+      const thrown = rejection(() => dialect.encodeResponse([event], decoded), undefined);
+      expect(thrown).toMatchObject({ code: 'model_not_found', status: 404, param: 'model' });
+    }
+  });
+});
