@@ -115,7 +115,8 @@ export function decodeMessages(value: unknown): Message[] {
       case 'user': {
         const content = raw.content;
         if (typeof content === 'string') return { role: 'user', content: [{ type: 'text', text: content }] };
-        const parts = expectArray(content, `${param}.content`);
+        if (!Array.isArray(content)) throw invalidRequest(`${param}.content must be a string or an array of content parts, got ${typeName(content)}`, `${param}.content`);
+        const parts = content;
         return { role: 'user', content: parts.map((part, j) => decodeUserPart(part, `${param}.content[${j}]`)) };
       }
       case 'assistant': {

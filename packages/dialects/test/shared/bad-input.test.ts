@@ -150,3 +150,11 @@ describe('an error event that names a field keeps its param to the client', () =
     }
   });
 });
+
+describe('Chat: a wrongly typed union field says every form it takes', () => {
+  it('stop, tool_choice and user content', () => {
+    expect(rejection(chat, chatBody({ stop: 5 }))).toMatchObject({ status: 400, param: 'stop', message: 'stop must be a string or an array of strings, got number' });
+    expect(rejection(chat, chatBody({ tool_choice: 'bogus' }))).toMatchObject({ status: 400, param: 'tool_choice', message: 'tool_choice must be "auto", "none", "required" or an object, got "bogus"' });
+    expect(rejection(chat, chatBody({ messages: [{ role: 'user' }] }))).toMatchObject({ status: 400, param: 'messages[0].content', message: 'messages[0].content must be a string or an array of content parts, got undefined' });
+  });
+});
