@@ -5,6 +5,8 @@
  * `{type:"error",error:{type,message}}`). The `cause` is kept for logs and never sent on the wire.
  */
 
+import type { ErrorEvent } from './events.js';
+
 export const ErrorCodes = [
   'invalid_request', // 400: malformed JSON, a missing or wrongly typed field, a value out of range
   'unsupported_field', // 400: a field that cannot be honoured on this route
@@ -116,4 +118,23 @@ export function invalidRequest(message: string, param?: string): IopError {
 export function toIopError(error: unknown): IopError {
   if (error instanceof IopError) return error;
   return new IopError('internal', 'internal error', { cause: error });
+}
+
+/**
+ * The in-band `error` event for an IopError (code, message, status, `Retry-After`, `param`), so an
+ * error that travels through a stream keeps everything the client's error body needs.
+ */
+export function errorEventOf(error: IopError): ErrorEvent {
+  const event: ErrorEvent = { type: 'error', code: error.code, message: error.message, status: error.status };
+  if (error.retryAfterSeconds !== undefined) event.retryAfterSeconds = error.retryAfterSeconds;
+  if (error.param !== undefined) event.param = error.param;
+  return event;
+}
+
+/** The IopError an `error` event stands for (the inverse of `errorEventOf`). */
+export function iopErrorOf(event: ErrorEvent): IopError {
+  const options: IopErrorOptions = { status: event.status };
+  if (event.retryAfterSeconds !== undefined) options.retryAfterSeconds = event.retryAfterSeconds;
+  if (event.param !== undefined) options.param = event.param;
+  return new IopError(event.code, event.message, options);
 }

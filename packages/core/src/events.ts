@@ -102,6 +102,8 @@ export interface ErrorEvent {
   status: number;
   /** Seconds the client should wait before retrying (an upstream `Retry-After`), when known. */
   retryAfterSeconds?: number;
+  /** The request field at fault (OpenAI `param`), when the error names one (e.g. `model` for `model_not_found`). */
+  param?: string;
 }
 
 export type StreamEvent =

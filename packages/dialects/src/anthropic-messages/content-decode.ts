@@ -12,6 +12,7 @@
  */
 import type { AssistantPart, ContentPart, ImagePart, TextPart, ToolMessage } from '@iop/core';
 import { IopError, invalidRequest } from '@iop/core';
+import { isBase64 } from '../shared/data-uri.js';
 import {
   isAbsent,
   path,
@@ -33,6 +34,13 @@ function blockType(block: JsonObject, param: string): string {
   return readString(block.type, path(param, 'type'));
 }
 
+/** A base64 `source.data` (D.6: a payload that is not base64 gets a 400). */
+function readBase64(value: unknown, param: string): string {
+  const data = readString(value, param);
+  if (!isBase64(data)) throw invalidRequest(`${param}: ${data.length === 0 ? 'empty' : 'not valid'} base64 data`, param);
+  return data;
+}
+
 /** A `text` block. */
 export function decodeTextBlock(block: JsonObject, param: string): TextPart {
   return { type: 'text', text: readString(block.text, path(param, 'text')) };
@@ -45,10 +53,14 @@ export function decodeImageBlock(block: JsonObject, param: string): ImagePart {
   const kind = readString(source.type, path(sourceParam, 'type'));
   if (kind === 'base64') {
     const mediaType = readEnum(source.media_type, path(sourceParam, 'media_type'), IMAGE_MEDIA_TYPES);
-    const data = readString(source.data, path(sourceParam, 'data'));
+    const data = readBase64(source.data, path(sourceParam, 'data'));
     return { type: 'image', url: `data:${mediaType};base64,${data}` };
   }
-  if (kind === 'url') return { type: 'image', url: readString(source.url, path(sourceParam, 'url')) };
+  if (kind === 'url') {
+    const url = readString(source.url, path(sourceParam, 'url'));
+    if (!/^https?:\/\//i.test(url)) throw invalidRequest(`${sourceParam}.url: expected an http(s) URL`, path(sourceParam, 'url'));
+    return { type: 'image', url };
+  }
   if (kind === 'file') {
     throw unsupported(`${sourceParam}: file ids are not supported; send the image as base64 or a URL`, sourceParam);
   }
@@ -64,7 +76,7 @@ export function decodeDocumentBlock(block: JsonObject, param: string): ContentPa
   switch (kind) {
     case 'base64': {
       const mediaType = readEnum(source.media_type, path(sourceParam, 'media_type'), ['application/pdf'] as const);
-      const data = readString(source.data, path(sourceParam, 'data'));
+      const data = readBase64(source.data, path(sourceParam, 'data'));
       return [title === undefined ? { type: 'file', data, mediaType } : { type: 'file', data, mediaType, filename: title }];
     }
     case 'text':

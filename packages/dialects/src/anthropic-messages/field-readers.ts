@@ -59,9 +59,10 @@ export function readNumber(value: unknown, param: string, range: { min?: number;
   return value;
 }
 
-/** An integer `>= min` (JSON numbers such as `32000.0` count as integers). */
+/** A safe integer (≤ 2^53 − 1) `>= min` (JSON numbers such as `32000.0` count as integers). */
 export function readInteger(value: unknown, param: string, min: number): number {
-  if (typeof value !== 'number' || !Number.isInteger(value)) wrongType(param, 'an integer', value);
+  if (typeof value !== 'number') wrongType(param, 'an integer', value);
+  if (!Number.isSafeInteger(value)) throw invalidRequest(`${param}: expected an integer, got ${value}`, param);
   if (value < min) throw invalidRequest(`${param}: ${value} is less than the minimum of ${min}`, param);
   return value;
 }

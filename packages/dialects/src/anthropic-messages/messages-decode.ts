@@ -6,6 +6,8 @@
  *   `user` message with the turn's other blocks in their order (D.5: results first).
  * - `role: "system"` messages (Claude Code, CLIENTS.md) become hub `system` messages at their
  *   position; they are never rejected.
+ * - A `tool_result` must answer a `tool_use` block of an earlier assistant turn (D.5; the API
+ *   itself rejects an orphan result), else 400 naming its `tool_use_id`.
  * - A final assistant turn (a prefill) stays the last message; the backend encoder decides how to
  *   continue it (e.g. vLLM `continue_final_message`) or to refuse it.
  */
@@ -13,6 +15,7 @@ import type { AssistantMessage, ContentPart, Message, ToolMessage } from '@iop/c
 import { invalidRequest } from '@iop/core';
 import { decodeAssistantBlock, decodeSystemContent, decodeToolResultBlock, decodeUserBlock } from './content-decode.js';
 import { path, readArray, readEnum, readObject, readString } from './field-readers.js';
+import { ToolCallIds } from '../shared/tool-history.js';
 
 const ROLES = ['user', 'assistant', 'system'] as const;
 
@@ -45,6 +48,7 @@ export function decodeMessages(value: unknown, param = 'messages'): Message[] {
   const messages: Message[] = [];
   let user: PendingUserTurn | undefined;
   let assistant: AssistantMessage | undefined;
+  const toolUseIds = new ToolCallIds();
 
   const flushUser = (): void => {
     if (user === undefined) return;
@@ -71,7 +75,9 @@ export function decodeMessages(value: unknown, param = 'messages'): Message[] {
       const turn = (user ??= { toolMessages: [], parts: [] });
       forEachBlock(message.content, contentParam, (block, blockParam) => {
         if (readString(block.type, path(blockParam, 'type')) === 'tool_result') {
-          turn.toolMessages.push(decodeToolResultBlock(block, blockParam));
+          const result = decodeToolResultBlock(block, blockParam);
+          toolUseIds.expect(result.toolCallId, path(blockParam, 'tool_use_id'), 'tool_use block');
+          turn.toolMessages.push(result);
         } else {
           turn.parts.push(...decodeUserBlock(block, blockParam));
         }
@@ -80,7 +86,9 @@ export function decodeMessages(value: unknown, param = 'messages'): Message[] {
       flushUser();
       const turn = (assistant ??= { role: 'assistant', content: [] });
       forEachBlock(message.content, contentParam, (block, blockParam) => {
-        turn.content.push(decodeAssistantBlock(block, blockParam));
+        const part = decodeAssistantBlock(block, blockParam);
+        if (part.type === 'tool-call') toolUseIds.add(part.id);
+        turn.content.push(part);
       });
     }
   });

@@ -133,6 +133,11 @@ export function decodeMessagesRequest(body: unknown, options: DecodeOptions = {}
       throw invalidRequest('max_tokens: 0 (prompt cache pre-warming) is not supported by this backend; use 1 or more', 'max_tokens');
     }
     request.maxOutputTokens = readInteger(root.max_tokens, 'max_tokens', 1);
+    const budget = request.reasoning?.budgetTokens;
+    if (budget !== undefined && budget >= request.maxOutputTokens) {
+      // C.2: `budget_tokens` must be ≥ 1024 and < `max_tokens`.
+      throw invalidRequest(`thinking.budget_tokens: must be less than max_tokens (${request.maxOutputTokens}), got ${budget}`, 'thinking.budget_tokens');
+    }
     if (!isAbsent(root.stream)) request.stream = readBoolean(root.stream, 'stream');
     if (request.stream) request.includeUsage = true;
   }

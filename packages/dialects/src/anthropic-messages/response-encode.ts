@@ -12,7 +12,7 @@
  * that would run the tool with missing arguments.
  */
 import type { EncodeContext, FinishEvent, StreamEvent, Usage } from '@iop/core';
-import { IopError, newId } from '@iop/core';
+import { IopError, iopErrorOf, newId } from '@iop/core';
 import { toAnthropicStop } from './stop-reason.js';
 import { UNSIGNED_THINKING_SIGNATURE } from './stream-encode.js';
 import { toAnthropicUsage } from './usage.js';
@@ -92,7 +92,7 @@ export function encodeResponse(events: readonly StreamEvent[], context: EncodeCo
         finish ??= event;
         break;
       case 'error':
-        throw new IopError(event.code, event.message, { status: event.status });
+        throw iopErrorOf(event);
       case 'response-start':
         break;
     }

@@ -93,7 +93,8 @@ function decodeToolChoice(value: unknown, tools: ToolDefinition[] | undefined): 
     if (!tools?.some((tool) => tool.name === name)) throw invalidRequest(`${param} names tool ${JSON.stringify(name)}, which is not in tools`, param);
   };
   if (value === 'auto' || value === 'none' || value === 'required') return { choice: { type: value }, tools };
-  const choice = expectObject(value, 'tool_choice');
+  if (!isObject(value)) throw invalidRequest(`tool_choice must be "auto", "none", "required" or an object, got ${JSON.stringify(value) ?? typeName(value)}`, 'tool_choice');
+  const choice = value;
   if (choice.type === 'function') {
     const name = namedFunction(choice, 'tool_choice');
     known(name, 'tool_choice.function.name');
@@ -137,7 +138,8 @@ function decodeResponseFormat(value: unknown): ResponseFormat {
 function decodeStop(value: unknown): string[] | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'string') return [value];
-  return expectArray(value, 'stop').map((entry, i) => expectString(entry, `stop[${i}]`));
+  if (!Array.isArray(value)) throw invalidRequest(`stop must be a string or an array of strings, got ${typeName(value)}`, 'stop');
+  return value.map((entry, i) => expectString(entry, `stop[${i}]`));
 }
 
 function decodeUnsupported(body: JsonObject): void {

@@ -3,6 +3,8 @@
  * names the field, e.g. `messages[2].content[0].image_url.url`.
  */
 import { IopError, invalidRequest, type AssistantPart, type ContentPart, type Message, type TextPart } from '@iop/core';
+import { dataUriProblem, isBase64, parseDataUri } from '../shared/data-uri.js';
+import { checkToolArguments, ToolCallIds } from '../shared/tool-history.js';
 import { expectArray, expectObject, expectString, isObject, optionalString, typeName } from './fields.js';
 
 const DETAILS = new Set(['auto', 'low', 'high']);
@@ -22,12 +24,6 @@ function decodeTextContent(value: unknown, param: string): TextPart[] {
   });
 }
 
-/** A `data:<mime>;base64,<payload>` URI split into its parts, or undefined. */
-function parseDataUri(uri: string): { mediaType: string; data: string } | undefined {
-  const match = /^data:([^;,]+);base64,/.exec(uri);
-  return match === null ? undefined : { mediaType: match[1]!, data: uri.slice(match[0].length) };
-}
-
 function decodeUserPart(raw: unknown, param: string): ContentPart {
   const part = expectObject(raw, param);
   switch (part.type) {
@@ -37,9 +33,8 @@ function decodeUserPart(raw: unknown, param: string): ContentPart {
       const image = expectObject(part.image_url, `${param}.image_url`);
       const url = expectString(image.url, `${param}.image_url.url`);
       if (!/^(https?:|data:)/i.test(url)) throw invalidRequest(`${param}.image_url.url must be an http(s) URL or a data: URI`, `${param}.image_url.url`);
-      if (/^data:/i.test(url) && parseDataUri(url) === undefined) {
-        throw invalidRequest(`${param}.image_url.url must be a base64 data: URI (data:<mime>;base64,…)`, `${param}.image_url.url`);
-      }
+      const problem = /^data:/i.test(url) ? dataUriProblem(url) : undefined;
+      if (problem !== undefined) throw invalidRequest(`${param}.image_url.url ${problem}`, `${param}.image_url.url`);
       const detail = image.detail;
       if (detail === undefined || detail === null) return { type: 'image', url };
       if (typeof detail !== 'string' || !DETAILS.has(detail)) throw invalidRequest(`${param}.image_url.detail must be auto, low or high`, `${param}.image_url.detail`);
@@ -51,6 +46,9 @@ function decodeUserPart(raw: unknown, param: string): ContentPart {
       const fileData = expectString(file.file_data, `${param}.file.file_data`);
       const filename = optionalString(file.filename, `${param}.file.filename`);
       const parsed = parseDataUri(fileData);
+      if (!isBase64(parsed?.data ?? fileData)) {
+        throw invalidRequest(`${param}.file.file_data must be base64 or a base64 data: URI`, `${param}.file.file_data`);
+      }
       const result: ContentPart = parsed === undefined ? { type: 'file', data: fileData, mediaType: 'application/pdf' } : { type: 'file', ...parsed };
       if (filename !== undefined) result.filename = filename;
       return result;
@@ -91,21 +89,22 @@ function decodeAssistant(message: Record<string, unknown>, param: string): Assis
       const call = expectObject(raw, at);
       if (call.type !== undefined && call.type !== 'function') throw unsupported(`${at}.type must be "function"`, `${at}.type`);
       const fn = expectObject(call.function, `${at}.function`);
-      parts.push({
-        type: 'tool-call',
-        id: expectString(call.id, `${at}.id`),
-        name: expectString(fn.name, `${at}.function.name`),
-        arguments: expectString(fn.arguments, `${at}.function.arguments`),
-      });
+      const args = expectString(fn.arguments, `${at}.function.arguments`);
+      checkToolArguments(args, `${at}.function.arguments`);
+      parts.push({ type: 'tool-call', id: expectString(call.id, `${at}.id`), name: expectString(fn.name, `${at}.function.name`), arguments: args });
     });
   }
   return parts;
 }
 
-/** Decodes `messages` (a non-empty array). */
+/**
+ * Decodes `messages` (a non-empty array). A `tool` message must answer an earlier assistant tool
+ * call (D.5), and replayed tool-call arguments must be JSON objects (D.4).
+ */
 export function decodeMessages(value: unknown): Message[] {
   const list = expectArray(value, 'messages');
   if (list.length === 0) throw invalidRequest('messages must contain at least one message', 'messages');
+  const callIds = new ToolCallIds();
   return list.map((raw, i): Message => {
     const param = `messages[${i}]`;
     if (!isObject(raw)) throw invalidRequest(`${param} must be an object, got ${typeName(raw)}`, param);
@@ -116,17 +115,20 @@ export function decodeMessages(value: unknown): Message[] {
       case 'user': {
         const content = raw.content;
         if (typeof content === 'string') return { role: 'user', content: [{ type: 'text', text: content }] };
-        const parts = expectArray(content, `${param}.content`);
+        if (!Array.isArray(content)) throw invalidRequest(`${param}.content must be a string or an array of content parts, got ${typeName(content)}`, `${param}.content`);
+        const parts = content;
         return { role: 'user', content: parts.map((part, j) => decodeUserPart(part, `${param}.content[${j}]`)) };
       }
-      case 'assistant':
-        return { role: 'assistant', content: decodeAssistant(raw, param) };
-      case 'tool':
-        return {
-          role: 'tool',
-          toolCallId: expectString(raw.tool_call_id, `${param}.tool_call_id`),
-          content: decodeTextContent(raw.content, `${param}.content`),
-        };
+      case 'assistant': {
+        const content = decodeAssistant(raw, param);
+        for (const part of content) if (part.type === 'tool-call') callIds.add(part.id);
+        return { role: 'assistant', content };
+      }
+      case 'tool': {
+        const toolCallId = expectString(raw.tool_call_id, `${param}.tool_call_id`);
+        callIds.expect(toolCallId, `${param}.tool_call_id`, 'assistant tool call');
+        return { role: 'tool', toolCallId, content: decodeTextContent(raw.content, `${param}.content`) };
+      }
       case 'function':
         throw unsupported('the function role is deprecated and not supported; use tool messages', `${param}.role`);
       default:

@@ -4,7 +4,7 @@
  * `message.reasoning_content` (vLLM convention) when there is any; `usage` is always present
  * (unknown counts as 0, the wire type requires the numbers).
  */
-import { IopError, newId, type EncodeContext, type FinishEvent, type StreamEvent, type Usage } from '@iop/core';
+import { IopError, iopErrorOf, newId, type EncodeContext, type FinishEvent, type StreamEvent, type Usage } from '@iop/core';
 import { toChatFinishReason } from './finish-reason.js';
 import { toChatUsage } from './usage.js';
 import type { ChatToolCall, ChatUsage } from './wire-types.js';
@@ -62,7 +62,7 @@ export function encodeChatResponse(events: readonly StreamEvent[], context: Enco
         finish ??= event;
         break;
       case 'error':
-        if (finish === undefined) throw new IopError(event.code, event.message, { status: event.status });
+        if (finish === undefined) throw iopErrorOf(event);
         break;
       case 'response-start':
         break;

@@ -70,7 +70,7 @@ class ChatStreamEncoder implements StreamEncoder {
         return out;
       }
       case 'error':
-        return this.error(event.code, event.message);
+        return this.error(event.code, event.message, event.param);
     }
   }
 
@@ -114,9 +114,9 @@ class ChatStreamEncoder implements StreamEncoder {
     return this.chunk(`{"tool_calls":[{"index":${index},"function":{"arguments":${JSON.stringify(argumentsDelta)}}}]}`);
   }
 
-  private error(code: ErrorCode, message: string): string {
+  private error(code: ErrorCode, message: string, param?: string): string {
     this.phase = 'closed';
-    return sseJson(toOpenAIErrorBody({ code, message }));
+    return sseJson(toOpenAIErrorBody({ code, message, param }));
   }
 }
 

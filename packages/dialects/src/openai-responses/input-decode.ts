@@ -13,6 +13,8 @@
  */
 import { IopError, invalidRequest, newId, type AssistantMessage, type AssistantPart, type ContentPart, type Message, type TextPart } from '@iop/core';
 import { expectArray, expectObject, expectString, isObject, optionalString, typeName, type JsonObject } from '../openai-chat/fields.js';
+import { dataUriProblem, isBase64, parseDataUri } from '../shared/data-uri.js';
+import { checkToolArguments } from '../shared/tool-history.js';
 import { backendToolName } from './tools-decode.js';
 import type { StoredInputItem } from './wire-types.js';
 
@@ -21,8 +23,6 @@ export interface DecodedInput {
   /** The client's items, each with an `id`. */
   items: StoredInputItem[];
 }
-
-const DATA_URI = /^data:([^;,]+)(?:;[^,]*)?;base64,(.*)$/s;
 
 function unsupported(message: string, param: string): IopError {
   return new IopError('unsupported_field', message, { param });
@@ -33,9 +33,10 @@ function filePart(part: JsonObject, param: string): ContentPart {
   if (part.file_url !== undefined && part.file_url !== null) throw unsupported(`${param}.file_url: file URLs are not supported; send file_data`, `${param}.file_url`);
   const fileData = expectString(part.file_data, `${param}.file_data`);
   const filename = optionalString(part.filename, `${param}.filename`);
-  const match = DATA_URI.exec(fileData);
+  const match = parseDataUri(fileData);
+  if (!isBase64(match?.data ?? fileData)) throw invalidRequest(`${param}.file_data must be base64 or a base64 data: URI`, `${param}.file_data`);
   const file: ContentPart = match
-    ? { type: 'file', mediaType: match[1]!, data: match[2]! }
+    ? { type: 'file', mediaType: match.mediaType, data: match.data }
     : { type: 'file', mediaType: filename?.toLowerCase().endsWith('.pdf') === false ? 'application/octet-stream' : 'application/pdf', data: fileData };
   if (filename !== undefined) file.filename = filename;
   return file;
@@ -44,6 +45,9 @@ function filePart(part: JsonObject, param: string): ContentPart {
 function imagePart(part: JsonObject, param: string): ContentPart {
   if (part.file_id !== undefined && part.file_id !== null) throw unsupported(`${param}.file_id: file ids are not supported; send image_url`, `${param}.file_id`);
   const url = expectString(part.image_url, `${param}.image_url`);
+  if (!/^(https?:|data:)/i.test(url)) throw invalidRequest(`${param}.image_url must be an http(s) URL or a data: URI`, `${param}.image_url`);
+  const problem = /^data:/i.test(url) ? dataUriProblem(url) : undefined;
+  if (problem !== undefined) throw invalidRequest(`${param}.image_url ${problem}`, `${param}.image_url`);
   const detail = part.detail;
   if (detail === 'auto' || detail === 'low' || detail === 'high') return { type: 'image', url, detail };
   return { type: 'image', url };
@@ -132,6 +136,7 @@ class InputBuilder {
         const namespace = optionalString(item.namespace, `${param}.namespace`);
         const name = expectString(item.name, `${param}.name`);
         const args = expectString(item.arguments, `${param}.arguments`);
+        checkToolArguments(args, `${param}.arguments`);
         this.assistant().content.push(
           namespace === undefined
             ? { type: 'tool-call', id: callId(item, param), name, arguments: args }

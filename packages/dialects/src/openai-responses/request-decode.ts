@@ -112,7 +112,11 @@ export function decodeResponsesRequest(body: unknown): InferenceRequest {
   if (body.input === undefined && previousResponseId === null) throw invalidRequest('input is required', 'input');
   const input = decodeInput(body.input, warnings);
   const instructions = optionalString(body.instructions, 'instructions') ?? null;
-  if (input.messages.length === 0 && instructions === null && previousResponseId === null) throw invalidRequest('input must contain at least one item', 'input');
+  if (input.messages.length === 0 && instructions === null && previousResponseId === null) {
+    // Every item was dropped (hosted-tool or unknown item types): say so rather than "empty".
+    const why = input.items.length === 0 ? 'input must contain at least one item' : `input has no item a chat backend can take${warnings.length === 0 ? '' : ` (${warnings.slice(0, 3).join('; ')})`}`;
+    throw invalidRequest(why, 'input');
+  }
 
   const state: ResponsesRequestState = defaultRequestState();
   state.instructions = instructions;

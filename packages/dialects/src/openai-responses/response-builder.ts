@@ -13,7 +13,7 @@
  *   stream reader, and Codex CLI reads `response.failed`'s `error.message`.
  * Every terminal event carries the complete `output` array and `usage`.
  */
-import { newId, type EncodeContext, type ErrorCode, type StreamEvent, type Usage } from '@iop/core';
+import { newId, type EncodeContext, type ErrorEvent, type StreamEvent, type Usage } from '@iop/core';
 import { responseErrorCode } from './errors.js';
 import { OutputTracker, type EmitWire } from './items.js';
 import { responsesStateOf } from './request-state.js';
@@ -61,7 +61,7 @@ function initialResponse(context: EncodeContext): ResponseObject {
   };
 }
 
-type Outcome = { kind: 'finish'; event: StreamEvent & { type: 'finish' } } | { kind: 'error'; code: ErrorCode; message: string; status: number };
+type Outcome = { kind: 'finish'; event: StreamEvent & { type: 'finish' } } | ({ kind: 'error' } & Omit<ErrorEvent, 'type'>);
 
 export class ResponseBuilder {
   readonly response: ResponseObject;
@@ -81,7 +81,7 @@ export class ResponseBuilder {
   }
 
   /** How the response ended: the `error` event's code/message/status, or undefined. */
-  get failure(): { code: ErrorCode; message: string; status: number } | undefined {
+  get failure(): Omit<ErrorEvent, 'type'> | undefined {
     return this.outcome?.kind === 'error' ? this.outcome : undefined;
   }
 
@@ -106,7 +106,8 @@ export class ResponseBuilder {
         return;
       }
       case 'error': {
-        this.outcome = { kind: 'error', code: event.code, message: event.message, status: event.status };
+        const { type: _type, ...error } = event;
+        this.outcome = { kind: 'error', ...error };
         this.tracker.closeAll('incomplete');
         return;
       }

@@ -2,7 +2,7 @@
  * Hub events → the non-stream Response body (PROTOCOLS B.2, D.10 "Chat response → Responses
  * output"): the same builder as the stream, its wire events discarded.
  */
-import { IopError, type EncodeContext, type StreamEvent } from '@iop/core';
+import { iopErrorOf, type EncodeContext, type StreamEvent } from '@iop/core';
 import { ResponseBuilder } from './response-builder.js';
 import type { ResponseObject } from './wire-types.js';
 
@@ -17,9 +17,9 @@ export function encodeResponsesResponse(events: readonly StreamEvent[], context:
   const builder = new ResponseBuilder(context, discard);
   for (const event of events) builder.push(event);
   const failure = builder.failure;
-  if (failure !== undefined) throw new IopError(failure.code, failure.message, { status: failure.status });
+  if (failure !== undefined) throw iopErrorOf({ ...failure, type: 'error' });
   builder.end();
   const cut = builder.failure;
-  if (cut !== undefined) throw new IopError(cut.code, cut.message, { status: cut.status });
+  if (cut !== undefined) throw iopErrorOf({ ...cut, type: 'error' });
   return builder.response;
 }
