@@ -138,3 +138,8 @@ export function iopErrorOf(event: ErrorEvent): IopError {
   if (event.param !== undefined) options.param = event.param;
   return new IopError(event.code, event.message, options);
 }
+
+/** Client-supplied text quoted in an error message, cut to `maxChars` (default 200) so errors never echo megabytes back. */
+export function excerpt(text: string, maxChars = 200): string {
+  return text.length <= maxChars ? text : `${text.slice(0, maxChars)}… (${text.length} characters)`;
+}

@@ -5,7 +5,7 @@
  * its HTTP status, and the gate decides whether to retry (its commit boundary knows whether the
  * client has seen anything).
  */
-import { IopError, type DialectName, type StreamEvent } from '@iop/core';
+import { IopError, errorEventOf, type DialectName, type StreamEvent } from '@iop/core';
 import type { AttemptRequest, DispatchedAttempt, Dispatcher } from '@iop/stream-gate';
 import type { EdgeContext } from '../edge-context.js';
 import { createChatStreamDecoder, toBackendChatRequest } from '../dialects.js';
@@ -30,11 +30,7 @@ export interface EdgeDispatcherOptions {
   onRun?: (run: PoolRun, pick: PoolPick) => void;
 }
 
-function errorEvent(error: IopError): StreamEvent {
-  const event: StreamEvent = { type: 'error', code: error.code, message: error.message, status: error.status };
-  if (error.retryAfterSeconds !== undefined) event.retryAfterSeconds = error.retryAfterSeconds;
-  return event;
-}
+const errorEvent = errorEventOf;
 
 /**
  * Clients written for frontier APIs ask for more output than a self-hosted model's whole context

@@ -6,12 +6,12 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import { IopError, toIopError, type Dialect } from '@iop/core';
-import { bodyParserError } from './json-body.js';
+import { bodyDecodeError, bodyParserError } from './json-body.js';
 import { locals } from './request-context.js';
 
 export function errorHandler(dialectFor: (path: string) => Dialect) {
   return function errorHandlerMiddleware(error: unknown, req: Request, res: Response, _next: NextFunction): void {
-    const iopError = error instanceof IopError ? error : (bodyParserError(error) ?? toIopError(error));
+    const iopError = error instanceof IopError ? error : (bodyParserError(error) ?? bodyDecodeError(error) ?? toIopError(error));
     const { requestId, log } = locals(res);
     if (iopError.status >= 500 && !(error instanceof IopError)) log.error({ err: error }, 'unhandled error');
     else log.info({ code: iopError.code, status: iopError.status, message: iopError.message }, 'request failed');

@@ -37,3 +37,16 @@ export function bodyParserError(error: unknown): IopError | undefined {
   if (type === 'request.aborted') return invalidRequest('the client aborted the request body');
   return undefined;
 }
+
+/**
+ * Decompression failures (a body that does not match its `content-encoding`) come from zlib
+ * through body-parser as http-errors with a 4xx `status` and no `type`.
+ */
+export function bodyDecodeError(error: unknown): IopError | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const { status, expose, code } = error as { status?: unknown; expose?: unknown; code?: unknown };
+  if (typeof status === 'number' && status >= 400 && status < 500 && expose === true) {
+    return invalidRequest(`the request body could not be decoded${typeof code === 'string' ? ` (${code})` : ''}: check its content-encoding`);
+  }
+  return undefined;
+}

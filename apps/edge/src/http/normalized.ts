@@ -7,7 +7,7 @@
  * released event list.
  */
 import type { Response } from 'express';
-import { IopError, type Dialect, type EncodeContext, type StreamEvent } from '@iop/core';
+import { iopErrorOf, type Dialect, type EncodeContext, type StreamEvent } from '@iop/core';
 import type { Dispatcher, GateOverrides, StreamGate } from '@iop/stream-gate';
 import { drained } from './drained.js';
 import type { UsageRecorder } from './usage-recorder.js';
@@ -28,9 +28,7 @@ export interface NormalizedOptions {
   onResult?: (result: unknown) => void;
 }
 
-export function errorOf(event: Extract<StreamEvent, { type: 'error' }>): IopError {
-  return new IopError(event.code, event.message, { status: event.status, ...(event.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: event.retryAfterSeconds }) });
-}
+export const errorOf = iopErrorOf;
 
 export async function writeNormalized(res: Response, options: NormalizedOptions): Promise<void> {
   const { dialect, context, usage } = options;

@@ -16,7 +16,7 @@
  * The queue is served when a run ends (RunRegistry / DirectProvider hook), when an agent joins,
  * and every `NOTIFY_INTERVAL_MS` while requests wait (drain ends arrive by heartbeat).
  */
-import { IopError } from '@iop/core';
+import { IopError, excerpt } from '@iop/core';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
 import type { AgentRegistry } from './agent-registry.js';
@@ -197,7 +197,7 @@ export class ProviderPool {
    */
   async acquire(group: ModelGroup, options: AcquireOptions, start: (pick: PoolPick) => PoolRun): Promise<AcquiredRun> {
     const served = this.servingGroup(group);
-    if (served === undefined) throw new IopError('model_not_found', `The model \`${group.name}\` does not exist or no provider serves it`, { param: 'model' });
+    if (served === undefined) throw new IopError('model_not_found', `The model \`${excerpt(group.name)}\` does not exist or no provider serves it`, { param: 'model' });
     const tryAcquire = (): AcquiredRun | undefined => {
       for (const candidate of [served, ...served.fallbacks.map((name) => this.group(name)).filter((g) => g !== undefined)]) {
         const pick = this.pick(candidate, options) ?? (options.exclude !== undefined && options.exclude.size > 0 ? this.pick(candidate, { ...options, exclude: undefined }) : undefined);
@@ -209,7 +209,7 @@ export class ProviderPool {
     };
     if (!this.anyAccepting([served, ...served.fallbacks.map((name) => this.group(name)).filter((g) => g !== undefined)])) {
       // Every provider is draining, gone or ejected: waiting in the queue would only delay the answer.
-      throw new IopError('no_capacity', `no provider of \`${group.name}\` is taking requests (draining or unhealthy)`, { retryAfterSeconds: 1 });
+      throw new IopError('no_capacity', `no provider of \`${excerpt(group.name)}\` is taking requests (draining or unhealthy)`, { retryAfterSeconds: 1 });
     }
     try {
       const acquired = await this.queue.acquire(served.name, served.queue, tryAcquire, options.signal);
