@@ -127,6 +127,28 @@ describe('POST /v1/chat/completions', () => {
     expect(Date.now() - abortedAt).toBeLessThan(1_000);
   });
 
+  it('cancels every backend request when many concurrent streams are aborted at once', async () => {
+    await fetch(`${sim.url}/_sim/requests`, { method: 'DELETE' });
+    const streams = 24;
+    await Promise.all(
+      Array.from({ length: streams }, async () => {
+        const controller = new AbortController();
+        const stream = await client.chat.completions.create({ model: 'sim-model@itl-ms=100', messages, stream: true }, { signal: controller.signal });
+        try {
+          for await (const chunk of stream) if (chunk.choices[0]?.delta.content) controller.abort();
+        } catch {
+          // aborted by us
+        }
+      }),
+    );
+    await eventually(async () => {
+      const chats = (await simRequests(sim)).filter((request) => request.path === '/v1/chat/completions');
+      return chats.length === streams && chats.every((request) => request.aborted === true);
+    }, 1_500, 25);
+    const stats = (await (await fetch(`${sim.url}/_sim/stats`)).json()) as { inFlight: number };
+    expect(stats.inFlight).toBe(0);
+  });
+
   it('lists the models connected agents serve', async () => {
     const models = await client.models.list();
     expect(models.data.map((model) => model.id)).toEqual(expect.arrayContaining(['sim-model', 'sim-model@tool-calls=3']));

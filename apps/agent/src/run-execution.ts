@@ -122,6 +122,9 @@ export class RunExecution {
       const failure = toRunFailure(error, signal, started);
       this.finished = true;
       this.clearTimers();
+      // Whatever ended the run (the Run call failing under us, a backend error), the backend
+      // request must stop now: an unconsumed body would otherwise keep the model generating.
+      if (!signal.aborted) this.controller.abort(failure);
       const log = failure.code === 'cancelled' ? this.logger.info.bind(this.logger) : this.logger.warn.bind(this.logger);
       log({ code: failure.code, bytes: this.bytes, durationMs: this.elapsedMs(), err: failure.code === 'internal' ? error : undefined }, `run failed: ${failure.message}`);
       yield create(ProviderTunnelFrameSchema, {
@@ -132,6 +135,8 @@ export class RunExecution {
       });
     } finally {
       this.clearTimers();
+      // The generator can also be closed early by its consumer (return()): stop the backend too.
+      if (!this.finished && !signal.aborted) this.controller.abort(new RunFailure('cancelled', 'Run stream closed'));
     }
   }
 

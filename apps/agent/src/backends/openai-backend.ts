@@ -79,6 +79,10 @@ export class OpenAiBackend implements Backend {
     }
     const method = request.method.toUpperCase();
     const hasBody = method !== 'GET' && method !== 'HEAD';
+    // Bodies from the edge are JSON; FastAPI-based servers (vLLM, SGLang) parse only JSON content types.
+    if (hasBody && headers['content-type'] === undefined) headers['content-type'] = 'application/json';
+    // The request id travels on to the model server's logs.
+    if (headers['x-request-id'] === undefined && request.requestId !== '') headers['x-request-id'] = request.requestId;
     const response = await this.pool.request({
       method: method as 'GET',
       path: this.pathPrefix + request.path,
