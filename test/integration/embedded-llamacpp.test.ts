@@ -66,6 +66,13 @@ describe('embedded llama.cpp backend through the edge', () => {
     expect(((await response.json()) as { input_tokens: number }).input_tokens).toBe(completion.usage!.prompt_tokens);
   });
 
+  it('a prompt longer than the context is a 400 context_length_exceeded, not a silent truncation', async () => {
+    const long = 'the little cat ran over the hill and '.repeat(400);
+    const error = await client.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: long }], max_tokens: 8 }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((error as InstanceType<typeof OpenAI.BadRequestError>).code).toBe('context_length_exceeded');
+  });
+
   it('answers non-stream with the same usage accounting', async () => {
     const completion = await client.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'The dog' }], max_tokens: 8, temperature: 0 });
     expect(completion.choices[0]!.message.content!.length).toBeGreaterThan(0);

@@ -85,7 +85,16 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     : new SqliteResponseStore({ dataDir: config.responsesStore.dataDir ?? defaultDataDir(), maxAgeMs: config.responsesStore.maxAgeMs, maxRows: config.responsesStore.maxRows });
   const routes = buildDialectRoutes(context, store);
   const app = createApp(context, { ...routes, extra: [...(routes.extra ?? []), mountAdmin] });
-  const httpServer = http.createServer({ keepAliveTimeout: 65_000, noDelay: true }, app);
+  // requestTimeout bounds how long a client may take to send a whole request (slow bodies), ms.
+  const httpServer = http.createServer({ keepAliveTimeout: 65_000, noDelay: true, requestTimeout: 120_000, headersTimeout: 30_000 }, app);
+  httpServer.on('clientError', (error: NodeJS.ErrnoException, socket) => {
+    // Requests Node rejects before express sees them (bad header bytes, headers too large) still
+    // get a JSON error body instead of an empty one.
+    if (!socket.writable) return socket.destroy();
+    const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+    const body = JSON.stringify({ error: { message: status === 431 ? 'request headers too large' : 'malformed HTTP request', type: 'invalid_request_error', param: null, code: null } });
+    socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  });
 
   const adapter = connectNodeAdapter({
     routes: tunnelRoutes({ registry: context.registry, runs: context.runs, joinTokens: () => context.config.joinTokens, heartbeatIntervalMs: config.heartbeatIntervalMs, edgeVersion: EDGE_VERSION, logger }),

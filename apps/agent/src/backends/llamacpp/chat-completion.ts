@@ -23,6 +23,8 @@ export interface ChatGeneration {
   sequence: LlamaContextSequence;
   grammar: LlamaGrammar | undefined;
   params: ChatParams;
+  /** Prompt tokens of `params.history` as rendered, when already counted. */
+  promptTokens?: number;
   signal: AbortSignal;
   /** Called once generation is over (the sequence can be reused). */
   onDone: () => void;
@@ -93,7 +95,7 @@ function streamResponse(generation: ChatGeneration): BackendResponse {
 
 async function generate(generation: ChatGeneration, onText: (text: string) => void): Promise<Outcome> {
   const { library, model, chatWrapper, sequence, grammar, params, signal } = generation;
-  const promptTokens = countPromptTokens(model, chatWrapper, params.history).length;
+  const promptTokens = generation.promptTokens ?? countPromptTokens(model, chatWrapper, params.history).length;
   const chat = new library.LlamaChat({ contextSequence: sequence, chatWrapper, autoDisposeSequence: false });
   let completionTokens = 0;
   try {

@@ -109,9 +109,22 @@ export class LlamaCppBackend implements Backend {
 
   private async chatCompletions(request: BackendRequest): Promise<BackendResponse> {
     const params = parseChatRequest(request.body);
+    const promptTokens = countPromptTokens(this.model, this.chatWrapper, params.history).length;
+    if (promptTokens >= this.contextSize) {
+      // The same answer vLLM gives, so the edge reports `context_length_exceeded` (and may fall back to a larger-context group).
+      return jsonBody(400, {
+        error: {
+          message: `This model's maximum context length is ${this.contextSize} tokens. However, your request has ${promptTokens} input tokens. Please reduce the length of the input messages.`,
+          type: 'BadRequestError',
+          param: 'messages',
+          code: 400,
+        },
+      });
+    }
     const grammar = await this.grammarFor(params.responseFormat);
     const sequence = await this.acquireSequence(request.signal);
     return generateChatCompletion({
+      promptTokens,
       library: this.library,
       model: this.model,
       chatWrapper: this.chatWrapper,
