@@ -4,19 +4,21 @@
  * 1. Distribution: how the current routing spreads a closed-loop streaming load over the agents.
  * 2. Failover: the same load for a fixed time; one agent is killed (SIGKILL) halfway; p99 latency
  *    and errors of the requests that completed before and after the kill.
- * 3. Prefix hit rate: read from the edge's `/metrics` when the pool exports prefix-affinity
- *    counters (`iop_prefix_*`); "n/a" otherwise.
+ * 3. Prefix affinity: conversations with shared prefixes; the share of follow-ups that reach the
+ *    agent that served the conversation first, and the edge's warm/cold counters.
  * The edge logs at info (its `edge listening` line tells the port), which costs a little CPU.
  * `BENCH_SCALE=0.5` halves the requests and the failover duration.
  */
 import os from 'node:os';
 import { launch, type Proc } from './processes.js';
 import { buildReport } from './bench-report.js';
-import type { RequestResult } from './request.js';
+import { Agent } from 'undici';
+import { sendRequest, type RequestResult } from './request.js';
 import { summarize } from './stats.js';
 import { runWorkload, type WorkloadOptions } from './workload.js';
 
 const API_KEY = 'sk-iop-pool-bench-0001';
+const MODEL = 'pool-model';
 const JOIN_TOKEN = 'iop-pool-bench-join-token';
 const AGENTS = 3;
 const CONCURRENCY = 12;
@@ -61,12 +63,55 @@ function phase(results: readonly RequestResult[]): string {
   return `${results.length} requests, p50 ${latency.p50.toFixed(1)} ms, p99 ${latency.p99.toFixed(1)} ms, errors ${errors}`;
 }
 
-async function prefixHitRate(origin: string): Promise<string> {
-  const text = await (await fetch(`${origin}/metrics`)).text();
-  const value = (name: string) => Number(/^(\S+) (\S+)$/m.exec(text.split('\n').filter((line) => line.startsWith(name)).join('\n'))?.[2] ?? Number.NaN);
-  const hits = value('iop_prefix_affinity_hits_total');
-  const lookups = value('iop_prefix_affinity_lookups_total');
-  return Number.isFinite(hits) && Number.isFinite(lookups) && lookups > 0 ? `${((hits / lookups) * 100).toFixed(1)}%` : 'n/a (prefix affinity not wired in this build)';
+const CONVERSATIONS = 24;
+
+/**
+ * Prefix affinity: requests of 24 conversations, each with its own long system prompt and first
+ * user turn, and a different last turn per request. Reports the share of requests that reached
+ * the agent that served their conversation first (measured here from `x-iop-agent-id`), and the
+ * edge's own warm/cold counters (`iop_prefix_affinity_hits_total`).
+ */
+async function affinityPhase(origin: string): Promise<string> {
+  const dispatcher = new Agent({ connections: 64 });
+  const firstAgent = new Map<number, string>();
+  let warm = 0;
+  let total = 0;
+  let next = 0;
+  const requests = Math.round(300 * scale);
+  const worker = async () => {
+    for (let index = next++; index < requests; index = next++) {
+      const conversation = index % CONVERSATIONS;
+      const body = {
+        model: MODEL,
+        stream: true,
+        max_tokens: 16,
+        messages: [
+          { role: 'system', content: `You are assistant number ${conversation}. ${'Follow the house rules. '.repeat(40)}` },
+          { role: 'user', content: `Conversation ${conversation}: let us plan a trip.` },
+          { role: 'assistant', content: 'Sure.' },
+          { role: 'user', content: `Question ${index}` },
+        ],
+      };
+      const result = await sendRequest(dispatcher, origin, { dialect: 'chat', model: MODEL, prompt: '', maxTokens: 16, stream: true, apiKey: API_KEY, body });
+      if (!result.ok || result.agent === undefined) continue;
+      const first = firstAgent.get(conversation);
+      if (first === undefined) firstAgent.set(conversation, result.agent);
+      else {
+        total++;
+        if (first === result.agent) warm++;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  await dispatcher.close();
+  const metrics = await (await fetch(`${origin}/metrics`)).text();
+  const counter = (result: string) =>
+    metrics
+      .split('\n')
+      .filter((line) => line.startsWith('iop_prefix_affinity_hits_total{') && line.includes(`result="${result}"`))
+      .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+  const spread = new Set(firstAgent.values()).size;
+  return `${((warm / Math.max(1, total)) * 100).toFixed(1)}% of follow-up requests reached their conversation's first agent (${warm}/${total}); edge counters warm ${counter('warm')}, cold ${counter('cold')}; ${CONVERSATIONS} conversations spread over ${spread} agents`;
 }
 
 async function main(): Promise<void> {
@@ -78,7 +123,7 @@ async function main(): Promise<void> {
     console.log('1. distribution across agents');
     for (const [agent, count] of Object.entries(distribution.agents).sort()) console.log(`   ${agent}: ${count} (${((count / distribution.requests.total) * 100).toFixed(1)}%)`);
     console.log(`   ${distribution.requests.total} requests, ${distribution.requestsPerSecond} req/s, TTFT p50 ${distribution.ttftMs.p50} ms p99 ${distribution.ttftMs.p99} ms, latency p99 ${distribution.latencyMs.p99} ms, errors ${distribution.requests.failed}`);
-    console.log(`   prefix hit rate: ${await prefixHitRate(pool.origin)}\n`);
+    console.log(`   prefix affinity: ${await affinityPhase(pool.origin)}\n`);
     await Promise.all(pool.all.map((proc) => proc.kill()));
 
     pool = await startPool();
