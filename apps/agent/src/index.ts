@@ -10,3 +10,4 @@ export * from './backends/prometheus-metrics.js';
 export * from './backends/llamacpp/llamacpp-backend.js';
 export * from './backends/llamacpp/model-file.js';
 export type { NodeLlamaCpp } from './backends/llamacpp/library.js';
+export * from './backend-relay.js';

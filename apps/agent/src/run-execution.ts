@@ -11,13 +11,12 @@
  * the edge side aborts the run's AbortSignal, which aborts the backend request at once (undici
  * destroys the socket; the embedded backend stops generating).
  */
-import { create } from '@bufbuild/protobuf';
 import type { Client } from '@connectrpc/connect';
-import { ProviderTunnelFrameSchema, ProviderTunnelFrame_Kind, type ProviderTunnelFrame, type RunAssignment, type TunnelService } from '@iop/proto';
+import type { ProviderTunnelFrame, RunAssignment, TunnelService } from '@iop/proto';
 import type { Logger } from 'pino';
 import type { Backend } from './backends/backend.js';
-import { RunFailure, toRunFailure } from './run-error.js';
-import { UsageScanner, usageBodyKindOf } from './usage-scanner.js';
+import { relayBackend } from './backend-relay.js';
+import { RunFailure } from './run-error.js';
 
 export interface RunExecutionOptions {
   client: Client<typeof TunnelService>;
@@ -35,9 +34,6 @@ export class RunExecution {
   readonly done: Promise<void>;
   private readonly controller = new AbortController();
   private readonly logger: Logger;
-  private firstByteTimer: NodeJS.Timeout | undefined;
-  private idleTimer: NodeJS.Timeout | undefined;
-  private idleArmed = false;
   private finished = false;
   private readonly startedAt = performance.now();
   private bytes = 0;
@@ -69,107 +65,39 @@ export class RunExecution {
       if (!this.finished) this.logger.warn({ err: error }, 'run stream failed; backend request aborted');
     } finally {
       if (!this.finished) this.cancel('Run stream ended');
-      this.clearTimers();
     }
   }
 
-  private async *frames(): AsyncGenerator<ProviderTunnelFrame> {
-    const signal = this.controller.signal;
-    const runId = this.runId;
-    const firstByteTimeoutMs = this.assignment.firstByteTimeoutMs || this.options.firstByteTimeoutMs;
-    this.firstByteTimer = setTimeout(
-      () => this.abortWith(new RunFailure('first_byte_timeout', `no first byte within ${firstByteTimeoutMs} ms`)),
-      firstByteTimeoutMs,
-    );
-    let started = false;
-    try {
-      const response = await this.options.backend.handle({
+  private frames(): AsyncGenerator<ProviderTunnelFrame> {
+    return relayBackend(
+      this.options.backend,
+      {
+        runId: this.runId,
+        requestId: this.assignment.requestId,
         method: this.assignment.method,
         path: this.assignment.path,
         headers: this.assignment.headers,
         body: this.assignment.body,
-        signal,
-        requestId: this.assignment.requestId,
-      });
-      started = true;
-      yield create(ProviderTunnelFrameSchema, {
-        runId,
-        kind: ProviderTunnelFrame_Kind.RESPONSE_START,
-        status: response.status,
-        headers: response.headers,
-      });
-      const usage = new UsageScanner(usageBodyKindOf(response.headers['content-type']));
-      const body = response.body[Symbol.asyncIterator]();
-      for (;;) {
-        this.armIdle();
-        const slice = await body.next();
-        this.idleArmed = false;
-        if (slice.done === true) break;
-        if (this.bytes === 0) this.onFirstByte(response.status);
-        this.bytes += slice.value.length;
-        usage.push(slice.value);
-        yield create(ProviderTunnelFrameSchema, { runId, kind: ProviderTunnelFrame_Kind.BODY, body: slice.value });
-      }
-      if (signal.aborted) throw signal.reason;
-      const tokens = usage.finish();
-      if (tokens !== undefined) {
-        yield create(ProviderTunnelFrameSchema, { runId, kind: ProviderTunnelFrame_Kind.USAGE, usage: tokens });
-      }
-      this.finished = true;
-      this.logger.info({ status: response.status, bytes: this.bytes, durationMs: this.elapsedMs(), usage: tokens }, 'run ended');
-      yield create(ProviderTunnelFrameSchema, { runId, kind: ProviderTunnelFrame_Kind.END });
-    } catch (error) {
-      const failure = toRunFailure(error, signal, started);
-      this.finished = true;
-      this.clearTimers();
-      // Whatever ended the run (the Run call failing under us, a backend error), the backend
-      // request must stop now: an unconsumed body would otherwise keep the model generating.
-      if (!signal.aborted) this.controller.abort(failure);
-      const log = failure.code === 'cancelled' ? this.logger.info.bind(this.logger) : this.logger.warn.bind(this.logger);
-      log({ code: failure.code, bytes: this.bytes, durationMs: this.elapsedMs(), err: failure.code === 'internal' ? error : undefined }, `run failed: ${failure.message}`);
-      yield create(ProviderTunnelFrameSchema, {
-        runId,
-        kind: ProviderTunnelFrame_Kind.ERROR,
-        errorCode: failure.code,
-        errorMessage: failure.message,
-      });
-    } finally {
-      this.clearTimers();
-      // The generator can also be closed early by its consumer (return()): stop the backend too.
-      if (!this.finished && !signal.aborted) this.controller.abort(new RunFailure('cancelled', 'Run stream closed'));
-    }
-  }
-
-  private onFirstByte(status: number): void {
-    clearTimeout(this.firstByteTimer);
-    this.firstByteTimer = undefined;
-    this.logger.debug({ status, ttfbMs: this.elapsedMs() }, 'run first byte');
-  }
-
-  /** Starts (or restarts) the idle clock while the run waits on the backend. */
-  private armIdle(): void {
-    if (this.bytes === 0) return; // the first-byte timer covers the wait for the first slice
-    this.idleArmed = true;
-    if (this.idleTimer === undefined) {
-      const idleTimeoutMs = this.options.idleTimeoutMs;
-      this.idleTimer = setTimeout(() => {
-        if (this.idleArmed) this.abortWith(new RunFailure('idle_timeout', `no body byte for ${idleTimeoutMs} ms`));
-      }, idleTimeoutMs);
-    } else {
-      this.idleTimer.refresh();
-    }
-  }
-
-  private abortWith(failure: RunFailure): void {
-    if (!this.controller.signal.aborted) this.controller.abort(failure);
-  }
-
-  private clearTimers(): void {
-    clearTimeout(this.firstByteTimer);
-    clearTimeout(this.idleTimer);
-    this.firstByteTimer = undefined;
-    this.idleTimer = undefined;
-    this.idleArmed = false;
+        firstByteTimeoutMs: this.assignment.firstByteTimeoutMs || this.options.firstByteTimeoutMs,
+        idleTimeoutMs: this.options.idleTimeoutMs,
+      },
+      this.controller,
+      {
+        onFirstByte: (status) => this.logger.debug({ status, ttfbMs: this.elapsedMs() }, 'run first byte'),
+        onBytes: (total) => {
+          this.bytes = total;
+        },
+        onEnd: ({ status, bytes, usage }) => {
+          this.finished = true;
+          this.logger.info({ status, bytes, durationMs: this.elapsedMs(), usage }, 'run ended');
+        },
+        onFailure: (failure, bytes, error) => {
+          this.finished = true;
+          const log = failure.code === 'cancelled' ? this.logger.info.bind(this.logger) : this.logger.warn.bind(this.logger);
+          log({ code: failure.code, bytes, durationMs: this.elapsedMs(), err: failure.code === 'internal' ? error : undefined }, `run failed: ${failure.message}`);
+        },
+      },
+    );
   }
 
   private elapsedMs(): number {

@@ -25,6 +25,8 @@ export interface OpenAiBackendOptions {
   connections?: number;
   /** Timeout of discovery, probe and metrics calls, ms. Default 5 000. */
   probeTimeoutMs?: number;
+  /** Longest wait to establish a connection, ms. Default undici's (10 000). */
+  connectTimeoutMs?: number;
 }
 
 /** Largest `/metrics` exposition read, bytes (vLLM's is tens of KiB). */
@@ -52,6 +54,7 @@ export class OpenAiBackend implements Backend {
       // backpressure), so undici's are off.
       headersTimeout: 0,
       bodyTimeout: 0,
+      ...(options.connectTimeoutMs === undefined ? {} : { connect: { timeout: options.connectTimeoutMs } }),
     });
   }
 
