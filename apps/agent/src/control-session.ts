@@ -17,7 +17,7 @@ import {
   type RunAssignment,
   type TunnelService,
 } from '@iop/proto';
-import { AsyncQueue } from './async-queue.js';
+import { AsyncQueue } from '@iop/core';
 
 export interface ControlSessionHandlers {
   onRegistered(registered: Registered): void;
@@ -41,7 +41,7 @@ export interface ControlSessionOptions {
 export class ControlSession {
   /** performance.now() when Registered arrived; undefined before. */
   registeredAt: number | undefined;
-  private readonly outgoing = new AsyncQueue<AgentMessage>();
+  private readonly outgoing = new AsyncQueue<AgentMessage>(Number.POSITIVE_INFINITY);
   private readonly abort = new AbortController();
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private heartbeatPending = false;

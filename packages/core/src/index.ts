@@ -4,3 +4,4 @@ export * from './request.js';
 export * from './sse.js';
 export * from './ids.js';
 export * from './dialect.js';
+export * from './async-queue.js';

@@ -19,7 +19,7 @@
 import { newId } from '@iop/core';
 import type { ProviderTunnelFrame } from '@iop/proto';
 import { OpenAiBackend, RunFailure, relayBackend } from '@iop/agent';
-import { AsyncQueue } from '../tunnel/async-queue.js';
+import { AsyncQueue } from '@iop/core';
 import { FrameKind, type RunRequest } from '../tunnel/run-registry.js';
 import type { DirectProviderConfig } from './pool-config.js';
 import type { PoolProvider, PoolRun } from './pool-provider.js';

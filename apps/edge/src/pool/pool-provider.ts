@@ -6,7 +6,7 @@
  */
 import type { ProviderTunnelFrame } from '@iop/proto';
 import type { AgentSession } from '../tunnel/agent-session.js';
-import type { AsyncQueue } from '../tunnel/async-queue.js';
+import type { AsyncQueue } from '@iop/core';
 import type { RunHandle, RunRegistry, RunRequest } from '../tunnel/run-registry.js';
 import { agentProvider, type Provider, type ProviderLoad } from './provider.js';
 

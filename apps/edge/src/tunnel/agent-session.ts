@@ -13,7 +13,7 @@ import {
   type Register,
   type RunAssignment,
 } from '@iop/proto';
-import { AsyncQueue } from './async-queue.js';
+import { AsyncQueue } from '@iop/core';
 
 export interface AgentLoad {
   /** Runs in flight as the agent last reported. */

@@ -14,7 +14,7 @@ import {
   RunAssignmentSchema,
   type ProviderTunnelFrame,
 } from '@iop/proto';
-import { AsyncQueue } from './async-queue.js';
+import { AsyncQueue } from '@iop/core';
 import type { AgentSession } from './agent-session.js';
 
 export { FrameKind };

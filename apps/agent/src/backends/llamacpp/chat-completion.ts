@@ -11,7 +11,7 @@
  * generated.
  */
 import { newId, sseJson, SSE_DONE } from '@iop/core';
-import { AsyncQueue } from '../../async-queue.js';
+import { AsyncQueue } from '@iop/core';
 import type { BackendResponse } from '../backend.js';
 import type { ChatParams } from './chat-request.js';
 import type { ChatWrapper, LlamaContextSequence, LlamaGrammar, LlamaModel, NodeLlamaCpp } from './library.js';
@@ -67,7 +67,7 @@ function jsonResponse(generation: ChatGeneration): BackendResponse {
 
 function streamResponse(generation: ChatGeneration): BackendResponse {
   const { params } = generation;
-  const queue = new AsyncQueue<Uint8Array>();
+  const queue = new AsyncQueue<Uint8Array>(Number.POSITIVE_INFINITY);
   const head = { id: newId('chatcmpl-'), object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: params.model };
   const usageNull = params.includeUsage ? { usage: null } : {};
   const send = (choices: unknown[], extra: object = usageNull): void => {

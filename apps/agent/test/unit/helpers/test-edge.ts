@@ -19,7 +19,7 @@ import {
   type Register,
   type RunRejected,
 } from '@iop/proto';
-import { AsyncQueue } from '../../../src/async-queue';
+import { AsyncQueue } from '@iop/core';
 
 export interface RecordedRun {
   frames: ProviderTunnelFrame[];
@@ -128,7 +128,7 @@ export class TestEdge {
     const register = first.value.message.value;
     if (register.joinToken !== this.options.joinToken) throw new ConnectError('invalid join token', Code.Unauthenticated);
     this.registrations.push(register);
-    const outgoing = new AsyncQueue<EdgeMessage>();
+    const outgoing = new AsyncQueue<EdgeMessage>(Number.POSITIVE_INFINITY);
     this.outgoing = outgoing;
     void (async () => {
       try {

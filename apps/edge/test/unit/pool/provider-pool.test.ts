@@ -7,7 +7,7 @@ import type { PoolRun } from '../../../src/pool/pool-provider.js';
 import { affinityKey, chatAffinityKey } from '../../../src/pool/prefix-affinity.js';
 import { PoolOverloadedError, ProviderPool, type PoolPick } from '../../../src/pool/provider-pool.js';
 import { RunRegistry } from '../../../src/tunnel/run-registry.js';
-import { AsyncQueue } from '../../../src/tunnel/async-queue.js';
+import { AsyncQueue } from '@iop/core';
 import { ManualClock, seededRandom } from './fixtures.js';
 
 const direct = (id: string, models: string[], fields: Record<string, unknown> = {}) => ({ id, baseUrl: `http://127.0.0.1:9/${id}/v1`, models, ...fields });

@@ -1,5 +1,6 @@
 /**
- * A single-consumer async queue with backpressure.
+ * A single-consumer async queue with optional backpressure (the edge's run frames, the agent's
+ * Control messages and embedded-backend bytes).
  *
  * The producer calls `push(value)`: it returns `undefined` while fewer than `highWaterMark` values
  * wait, and otherwise a promise that resolves once the consumer has taken enough values — so a
@@ -17,6 +18,7 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
   private closed = false;
   private failure: unknown = undefined;
 
+  /** @param highWaterMark queued values at which `push` starts returning a promise; Infinity = never (unbounded producer). */
   constructor(private readonly highWaterMark = 16) {}
 
   get size(): number {
@@ -39,6 +41,13 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
     this.values.push(value);
     if (this.size < this.highWaterMark) return undefined;
     return new Promise<void>((resolve) => this.waitingProducers.push(resolve));
+  }
+
+  /** The consumer is gone: drop what is queued and end. */
+  private discard(): void {
+    this.values.length = 0;
+    this.head = 0;
+    this.close();
   }
 
   close(): void {
@@ -97,8 +106,13 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
     return {
       next: () => this.next(),
       return: () => {
-        this.close();
+        this.discard();
         return Promise.resolve({ value: undefined, done: true });
+      },
+      // The consumer failed (Connect signals a broken stream this way): stop, like a generator that does not catch.
+      throw: (error: unknown) => {
+        this.discard();
+        return Promise.reject(error);
       },
     };
   }

@@ -1,4 +1,4 @@
-import { AsyncQueue } from '../../../src/tunnel/async-queue';
+import { AsyncQueue } from '@iop/core';
 
 describe('AsyncQueue', () => {
   it('delivers values in order and ends after close', async () => {
