@@ -1,3 +1,4 @@
+import { splitAt } from '@iop/test-support';
 import fc from 'fast-check';
 import { UsageScanner, usageBodyKindOf, usageOfJson } from '../../src/usage-scanner';
 import { parseVllmMetrics } from '../../src/backends/prometheus-metrics';
@@ -11,18 +12,6 @@ const USAGE_EVENT =
   'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":17,"completion_tokens":5,"total_tokens":22,"prompt_tokens_details":{"cached_tokens":8},"completion_tokens_details":{"reasoning_tokens":3}}}\n\n';
 const EXPECTED = { promptTokens: 17, completionTokens: 5, cachedTokens: 8, reasoningTokens: 3 };
 
-/** Splits bytes at the given (sorted, deduplicated) offsets. */
-function split(bytes: Uint8Array, offsets: number[]): Uint8Array[] {
-  const cuts = [...new Set(offsets.map((offset) => offset % (bytes.length + 1)))].sort((a, b) => a - b);
-  const slices: Uint8Array[] = [];
-  let start = 0;
-  for (const cut of cuts) {
-    slices.push(bytes.subarray(start, cut));
-    start = cut;
-  }
-  slices.push(bytes.subarray(start));
-  return slices;
-}
 
 function scan(kind: 'sse' | 'json', slices: Uint8Array[]): ReturnType<UsageScanner['finish']> {
   const scanner = new UsageScanner(kind);
@@ -40,7 +29,7 @@ describe('UsageScanner', () => {
   test('any split of the stream into slices gives the same usage (the pattern may straddle slices)', () => {
     fc.assert(
       fc.property(fc.array(fc.nat(stream.length), { maxLength: 40 }), (offsets) => {
-        expect(scan('sse', split(stream, offsets))).toEqual(EXPECTED);
+        expect(scan('sse', splitAt(stream, offsets))).toEqual(EXPECTED);
       }),
       { numRuns: 500 },
     );
@@ -48,7 +37,7 @@ describe('UsageScanner', () => {
 
   test('every split point inside the pattern itself, and one-byte slices', () => {
     const at = Buffer.from(stream).indexOf('"usage":{');
-    for (let cut = at; cut <= at + 9; cut++) expect(scan('sse', split(stream, [cut]))).toEqual(EXPECTED);
+    for (let cut = at; cut <= at + 9; cut++) expect(scan('sse', splitAt(stream, [cut]))).toEqual(EXPECTED);
     const bytes = [...stream].map((byte) => Uint8Array.of(byte));
     expect(scan('sse', bytes)).toEqual(EXPECTED);
   });
@@ -57,7 +46,7 @@ describe('UsageScanner', () => {
     const spaced = enc('data: {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 4}}\r\n\r\n');
     expect(scan('sse', [spaced])).toEqual({ promptTokens: 3, completionTokens: 4, cachedTokens: 0, reasoningTokens: 0 });
     const unterminated = enc(chunk('a') + 'data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}');
-    expect(scan('sse', split(unterminated, [unterminated.length - 5]))).toMatchObject({ promptTokens: 1, completionTokens: 2 });
+    expect(scan('sse', splitAt(unterminated, [unterminated.length - 5]))).toMatchObject({ promptTokens: 1, completionTokens: 2 });
   });
 
   test('vLLM continuous usage: the last usage wins', () => {
@@ -67,7 +56,7 @@ describe('UsageScanner', () => {
     );
     fc.assert(
       fc.property(fc.array(fc.nat(body.length), { maxLength: 10 }), (offsets) => {
-        expect(scan('sse', split(body, offsets))).toMatchObject({ promptTokens: 9, completionTokens: 2 });
+        expect(scan('sse', splitAt(body, offsets))).toMatchObject({ promptTokens: 9, completionTokens: 2 });
       }),
     );
   });
@@ -80,7 +69,7 @@ describe('UsageScanner', () => {
     const body = enc(JSON.stringify({ id: 'x', object: 'chat.completion', choices: [], usage: { prompt_tokens: 12, completion_tokens: 7, prompt_tokens_details: { cached_tokens: 2 } } }));
     fc.assert(
       fc.property(fc.array(fc.nat(body.length), { maxLength: 8 }), (offsets) => {
-        expect(scan('json', split(body, offsets))).toEqual({ promptTokens: 12, completionTokens: 7, cachedTokens: 2, reasoningTokens: 0 });
+        expect(scan('json', splitAt(body, offsets))).toEqual({ promptTokens: 12, completionTokens: 7, cachedTokens: 2, reasoningTokens: 0 });
       }),
     );
     expect(usageOfJson('{"error":{"message":"x"}}')).toBeUndefined();

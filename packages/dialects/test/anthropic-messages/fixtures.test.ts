@@ -1,3 +1,4 @@
+import { splitAt } from '@iop/test-support';
 /**
  * Recorded upstream chat streams (`src/anthropic-messages/__fixtures__/*.sse`, one raw SSE event
  * per line) → the chat stream decoder → the Anthropic stream encoder → what the client receives,
@@ -41,17 +42,6 @@ function translate(slices: readonly Uint8Array[]): string {
   return out.replace(/msg_[A-Za-z0-9]{24}/g, 'msg_ID');
 }
 
-function splitAt(bytes: Uint8Array, cuts: readonly number[]): Uint8Array[] {
-  const points = [...new Set(cuts)].sort((a, b) => a - b);
-  const slices: Uint8Array[] = [];
-  let start = 0;
-  for (const point of points) {
-    slices.push(bytes.subarray(start, point));
-    start = point;
-  }
-  slices.push(bytes.subarray(start));
-  return slices;
-}
 
 const clientEvents = (name: FixtureName) => parseSse(translate([upstreamBody(name)]));
 const blockEvents = (name: FixtureName) =>

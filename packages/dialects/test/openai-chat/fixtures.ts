@@ -1,3 +1,4 @@
+export { splitAt } from '@iop/test-support';
 /**
  * Recorded upstream streams: `src/openai-chat/__fixtures__/*.sse` hold one raw SSE event per
  * line; `frameFixture` re-frames them with the chosen line ending.
@@ -40,15 +41,3 @@ export function decodeSlices(slices: readonly Uint8Array[]): StreamEvent[] {
   return events;
 }
 
-/** Splits bytes at the given cut points (sorted, deduplicated, within range). */
-export function splitAt(bytes: Uint8Array, cuts: readonly number[]): Uint8Array[] {
-  const points = [...new Set(cuts.map((cut) => Math.max(0, Math.min(bytes.length, cut))))].sort((a, b) => a - b);
-  const slices: Uint8Array[] = [];
-  let start = 0;
-  for (const point of points) {
-    slices.push(bytes.subarray(start, point));
-    start = point;
-  }
-  slices.push(bytes.subarray(start));
-  return slices;
-}

@@ -1,3 +1,4 @@
+import { splitAt } from '@iop/test-support';
 import fc from 'fast-check';
 import { ModelRewriter } from '../../../src/http/model-rewrite.js';
 import { SseGuard } from '../../../src/http/sse-guard.js';
@@ -6,19 +7,6 @@ const chunk = (model: string, text: string) => `data: {"id":"c1","object":"chat.
 const STREAM = chunk('Qwen/Qwen3-8B', 'Hel') + chunk('Qwen/Qwen3-8B', 'lo') + 'data: [DONE]\n\n';
 const EXPECTED = chunk('gpt-4o-mini', 'Hel') + chunk('gpt-4o-mini', 'lo') + 'data: [DONE]\n\n';
 
-/** Splits `text` at the given (sorted, distinct) offsets. */
-function split(text: string, cuts: number[]): Buffer[] {
-  const bytes = Buffer.from(text);
-  const points = [...new Set(cuts.map((cut) => cut % (bytes.length + 1)))].sort((a, b) => a - b);
-  const parts: Buffer[] = [];
-  let from = 0;
-  for (const point of points) {
-    parts.push(bytes.subarray(from, point));
-    from = point;
-  }
-  parts.push(bytes.subarray(from));
-  return parts;
-}
 
 describe('ModelRewriter', () => {
   it('rewrites every "model" of the served id to the client name', () => {
@@ -30,7 +18,7 @@ describe('ModelRewriter', () => {
     fc.assert(
       fc.property(fc.array(fc.nat(), { maxLength: 12 }), (cuts) => {
         const rewriter = new ModelRewriter('Qwen/Qwen3-8B', 'gpt-4o-mini');
-        const out = split(STREAM, cuts).map((part) => rewriter.push(part));
+        const out = splitAt(Buffer.from(STREAM), cuts).map((part) => rewriter.push(part));
         out.push(rewriter.end());
         expect(Buffer.concat(out).toString()).toBe(EXPECTED);
       }),
@@ -72,7 +60,7 @@ describe('SseGuard', () => {
         const guard = new SseGuard();
         const safe: Buffer[] = [];
         let malformed = false;
-        for (const part of split(bad, cuts)) {
+        for (const part of splitAt(Buffer.from(bad), cuts)) {
           const result = guard.push(part);
           safe.push(result.safe);
           if (result.malformed) {
