@@ -126,7 +126,7 @@ export class EdgeDispatcher implements Dispatcher {
     let toolIds: ReturnType<typeof toBackendChatRequest>['toolIds'] | undefined;
     const bodyFor = (model: string) => {
       const request = fitOutputLimit(attempt.request, pool.contextLength(model), log);
-      const backend = toBackendChatRequest(request, { model, stream: true });
+      const backend = toBackendChatRequest(request, { model, stream: true, toolIdFormat: pool.toolIdFormatOf(model) });
       if (attempt.prefill !== undefined) {
         // vLLM / SGLang: continue the final assistant message instead of starting a new turn.
         backend.body.continue_final_message = true;

@@ -65,7 +65,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       const usage = new UsageRecorder(edge.metrics, 'pending');
       const onFirstByte = () => edge.metrics.ttft.observe(metricLabels(model), (performance.now() - startedAt) / 1000);
 
-      if (route.passthrough && overrides === undefined && !edge.gates.needsContent(String(body.model), body)) {
+      if (route.passthrough && overrides === undefined && !edge.gates.needsContent(String(body.model), body) && !edge.pool.restrictsToolIds(String(body.model))) {
         const peek = peekChatRequest(body);
         model = peek.model;
         const opened = await openRun(

@@ -29,6 +29,12 @@ export interface ModelTarget {
   agents?: { labels: Record<string, string> };
   /** Share of the group's traffic relative to the other targets (default 1). */
   weight: number;
+  /**
+   * Tool-call ids the backend accepts: `any` (default), or `alnum9` for servers whose chat
+   * template requires 9-character alphanumeric ids (Mistral models on vLLM). With `alnum9` the
+   * edge rewrites the client's ids on the way in and restores them on the way out.
+   */
+  toolIdFormat?: 'any' | 'alnum9';
 }
 
 export interface ModelGroup {
@@ -119,6 +125,7 @@ const schema = {
                 model: { type: 'string', minLength: 1 },
                 agents: { type: 'object', additionalProperties: false, required: ['labels'], properties: { labels: labelsSchema } },
                 weight: { type: 'number', exclusiveMinimum: 0, maximum: 1000, default: 1 },
+                toolIdFormat: { enum: ['any', 'alnum9'] },
               },
             },
           },

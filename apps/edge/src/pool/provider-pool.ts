@@ -156,6 +156,19 @@ export class ProviderPool {
     return length;
   }
 
+  /** The tool-call id format the served model `model` needs (`alnum9` when any target says so). */
+  toolIdFormatOf(model: string): 'any' | 'alnum9' {
+    for (const group of this.options.config.modelGroups) {
+      for (const target of group.targets) if (target.model === model && target.toolIdFormat === 'alnum9') return 'alnum9';
+    }
+    return 'any';
+  }
+
+  /** Whether a group (by client name) has a target whose backend restricts tool-call ids. */
+  restrictsToolIds(name: string): boolean {
+    return this.resolve(name).targets.some((target) => target.toolIdFormat === 'alnum9');
+  }
+
   /** Whether some provider of the groups takes requests at all (it may be busy): queueing can succeed. */
   private anyAccepting(groups: readonly ModelGroup[]): boolean {
     for (const group of groups) {
