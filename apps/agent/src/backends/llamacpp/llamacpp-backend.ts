@@ -121,6 +121,10 @@ export class LlamaCppBackend implements Backend {
         },
       });
     }
+    // Like vLLM: without max_tokens, or with more than fits, the output stops where the context
+    // ends (node-llama-cpp would otherwise shift the context and generate without end).
+    const room = this.contextSize - promptTokens;
+    if (params.maxTokens === undefined || params.maxTokens > room) params.maxTokens = room;
     const grammar = await this.grammarFor(params.responseFormat);
     const sequence = await this.acquireSequence(request.signal);
     return generateChatCompletion({
