@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { HeartbeatSchema } from '@iop/proto';
 import pino, { type Logger } from 'pino';
+import { stdoutDestination } from '@iop/core';
 import type { Backend, BackendMetrics } from './backends/backend.js';
 import { EdgeLink, type LinkHost } from './edge-link.js';
 import type { AgentOptions } from './options.js';
@@ -36,8 +37,7 @@ export class Agent implements LinkHost {
     readonly options: AgentOptions,
     readonly backend: Backend,
   ) {
-    // Asynchronous writes: a slow stdout reader never blocks a run's relay; pino flushes at exit.
-    this.logger = options.logger ?? pino({ level: options.logLevel, base: { agentId: options.agentId } }, pino.destination({ dest: 1, sync: false }));
+    this.logger = options.logger ?? pino({ level: options.logLevel, base: { agentId: options.agentId } }, stdoutDestination());
     this.links = options.edgeUrls.map((url) => new EdgeLink(url, this, this.logger));
     this.stopped = this.whenLinksStop();
   }

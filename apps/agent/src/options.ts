@@ -92,7 +92,7 @@ export function resolveAgentOptions(input: AgentOptionsInput): AgentOptions {
     maxConcurrency: integer('--max-concurrency', input.maxConcurrency, 1, 1024, backend === 'llamacpp' ? 4 : 16),
     labels: labels(input.labels),
     heartbeatMs: integer('--heartbeat-ms', input.heartbeatMs, 100, 600_000, 5_000),
-    firstByteTimeoutMs: integer('--first-byte-timeout-ms', input.firstByteTimeoutMs, 100, 3_600_000, 120_000),
+    firstByteTimeoutMs: integer('--first-byte-timeout-ms', input.firstByteTimeoutMs, 100, 3_600_000, 600_000),
     idleTimeoutMs: integer('--idle-timeout-ms', input.idleTimeoutMs, 100, 3_600_000, 60_000),
     tlsCa: optionalString(input.tlsCa),
     logLevel: oneOf('--log-level', input.logLevel, LOG_LEVELS, 'info'),

@@ -170,7 +170,10 @@ export function resolveConfig(...layers: Array<Record<string, unknown>>): EdgeCo
   let merged: Record<string, unknown> = { ...DEFAULT_CONFIG };
   for (const layer of layers) merged = merge(merged as unknown as EdgeConfig, layer);
   if (!validate(merged)) {
-    const problems = (validate.errors ?? []).map((error) => `${error.instancePath || '/'} ${error.message ?? 'is invalid'}`);
+    const problems = (validate.errors ?? []).map((error) => {
+      const extra = (error.params as { additionalProperty?: string }).additionalProperty;
+      return `${error.instancePath || '/'} ${error.message ?? 'is invalid'}${extra === undefined ? '' : ` (${extra})`}`;
+    });
     throw new ConfigError(`invalid edge config: ${problems.join('; ')}`);
   }
   const config = merged as unknown as EdgeConfig;

@@ -5,3 +5,4 @@ export * from './sse.js';
 export * from './ids.js';
 export * from './dialect.js';
 export * from './async-queue.js';
+export * from './log-destination.js';

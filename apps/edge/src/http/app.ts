@@ -34,8 +34,9 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
   app.head('/', (_req, res) => void res.status(200).end());
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', (_req, res) => {
-    const agents = edge.registry.all().length;
-    res.status(agents > 0 ? 200 : 503).json({ status: agents > 0 ? 'ready' : 'no agents connected', agents });
+    const all = edge.registry.all();
+    const agents = all.filter((session) => !session.draining).length;
+    res.status(agents > 0 ? 200 : 503).json({ status: agents > 0 ? 'ready' : all.length > 0 ? 'every agent is draining' : 'no agents connected', agents });
   });
   app.get('/metrics', async (_req, res, next) => {
     try {
