@@ -210,7 +210,14 @@ export class ProviderPool {
    */
   async acquire(group: ModelGroup, options: AcquireOptions, start: (pick: PoolPick) => PoolRun): Promise<AcquiredRun> {
     const served = this.servingGroup(group);
-    if (served === undefined) throw new IopError('model_not_found', `The model \`${excerpt(group.name)}\` does not exist or no provider serves it`, { param: 'model' });
+    if (served === undefined) {
+      // On a retry the model did exist a moment ago (its last provider just went away): that is a
+      // capacity problem the client may retry, not an unknown model.
+      if (options.exclude !== undefined && options.exclude.size > 0) {
+        throw new IopError('no_capacity', `no provider of \`${excerpt(group.name)}\` is connected any more`, { retryAfterSeconds: 1 });
+      }
+      throw new IopError('model_not_found', `The model \`${excerpt(group.name)}\` does not exist or no provider serves it`, { param: 'model' });
+    }
     const tryAcquire = (): AcquiredRun | undefined => {
       for (const candidate of [served, ...served.fallbacks.map((name) => this.group(name)).filter((g) => g !== undefined)]) {
         const pick = this.pick(candidate, options) ?? (options.exclude !== undefined && options.exclude.size > 0 ? this.pick(candidate, { ...options, exclude: undefined }) : undefined);
