@@ -19,8 +19,6 @@ import { toOpenAIErrorBody } from '../dialects.js';
 import type { UsageRecorder } from './usage-recorder.js';
 import { drained } from './drained.js';
 
-const DONE_MARKER = Buffer.from('[DONE]');
-const TAIL_BYTES = 32;
 
 export interface RelayOptions {
   stream: boolean;
@@ -79,7 +77,6 @@ function looksLikeJsonObject(body: Buffer): boolean {
 async function relayStream(handle: PoolRun, res: Response, options: RelayOptions): Promise<IopError | undefined> {
   res.setHeader('cache-control', 'no-cache');
   res.flushHeaders();
-  let tail: Uint8Array = new Uint8Array(0);
   let failure: IopError | undefined;
   let first = true;
   const { rewriter } = options;
@@ -95,7 +92,6 @@ async function relayStream(handle: PoolRun, res: Response, options: RelayOptions
         first = false;
         options.onFirstByte?.();
       }
-      tail = frame.body.length >= TAIL_BYTES ? frame.body.subarray(frame.body.length - TAIL_BYTES) : Buffer.concat([tail, frame.body]).subarray(-TAIL_BYTES);
       const checked = guard.push(frame.body);
       const bytes = rewriter === undefined ? checked.safe : rewriter.push(checked.safe);
       if (bytes.length > 0 && !res.write(bytes)) await drained(res);
@@ -111,10 +107,12 @@ async function relayStream(handle: PoolRun, res: Response, options: RelayOptions
     }
     frame = undefined;
   }
-  if (failure === undefined && Buffer.from(tail.buffer, tail.byteOffset, tail.byteLength).indexOf(DONE_MARKER) === -1) {
+  // The held last line goes out only when it is the terminator itself (an unterminated `data: [DONE]`).
+  let partial = failure === undefined ? guard.end() : undefined;
+  if (failure === undefined && !guard.sawDone) {
     failure = runFailure({ errorCode: 'backend_reset', errorMessage: 'the upstream stream ended before [DONE]' } as ProviderTunnelFrame);
+    partial = undefined;
   }
-  const partial = failure === undefined ? guard.end() : undefined;
   if (partial !== undefined && !res.destroyed) res.write(rewriter === undefined ? partial : rewriter.push(partial));
   const held = rewriter?.end();
   if (held !== undefined && held.length > 0 && !res.destroyed) res.write(held);

@@ -24,13 +24,17 @@ export interface GuardResult {
 
 export class SseGuard {
   private partial: Buffer | undefined;
+  /** Whether the `data: [DONE]` terminator has passed (a stream without it was cut). */
+  sawDone = false;
 
   push(chunk: Uint8Array): GuardResult {
     const data = this.partial === undefined ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([this.partial, chunk]);
     this.partial = undefined;
     let start = 0;
     for (let end = data.indexOf(NEWLINE); end !== -1; end = data.indexOf(NEWLINE, start)) {
-      if (!lineIsWellFormed(data, start, end)) return { safe: data.subarray(0, start), malformed: true };
+      const line = classifyLine(data, start, end);
+      if (line === 'malformed') return { safe: data.subarray(0, start), malformed: true };
+      if (line === 'done') this.sawDone = true;
       start = end + 1;
     }
     if (start < data.length) this.partial = Buffer.from(data.subarray(start));
@@ -41,18 +45,19 @@ export class SseGuard {
   end(): Buffer | undefined {
     const rest = this.partial;
     this.partial = undefined;
+    if (rest !== undefined && classifyLine(rest, 0, rest.length) === 'done') this.sawDone = true;
     return rest;
   }
 }
 
-/** Whether `data[start..end)` (one line, `\n` excluded) is not a `data:` line or carries `[DONE]` / a `{…}` object. */
-function lineIsWellFormed(data: Buffer, start: number, end: number): boolean {
-  if (end - start < DATA.length || data.compare(DATA, 0, DATA.length, start, start + DATA.length) !== 0) return true;
+/** Classifies `data[start..end)` (one line, `\n` excluded): a `data:` line must carry `[DONE]` or a `{…}` object. */
+function classifyLine(data: Buffer, start: number, end: number): 'other' | 'done' | 'malformed' {
+  if (end - start < DATA.length || data.compare(DATA, 0, DATA.length, start, start + DATA.length) !== 0) return 'other';
   let from = start + DATA.length;
   let to = end;
   while (from < to && data[from] === SPACE) from++;
   while (to > from && (data[to - 1] === CR || data[to - 1] === SPACE)) to--;
-  if (from === to) return true;
-  if (data[from] === OPEN) return data[to - 1] === CLOSE;
-  return to - from === DONE.length && data.compare(DONE, 0, DONE.length, from, to) === 0;
+  if (from === to) return 'other';
+  if (data[from] === OPEN) return data[to - 1] === CLOSE ? 'other' : 'malformed';
+  return to - from === DONE.length && data.compare(DONE, 0, DONE.length, from, to) === 0 ? 'done' : 'malformed';
 }

@@ -37,8 +37,27 @@ describe('SseGuard', () => {
   it('passes complete well-formed lines and holds a partial one', () => {
     const guard = new SseGuard();
     expect(guard.push(Buffer.from('data: {"a":1}\n\ndata: {"b"'))).toEqual({ safe: Buffer.from('data: {"a":1}\n\n'), malformed: false });
+    expect(guard.sawDone).toBe(false);
     expect(guard.push(Buffer.from(':2}\n\ndata: [DONE]\n\n'))).toEqual({ safe: Buffer.from('data: {"b":2}\n\ndata: [DONE]\n\n'), malformed: false });
+    expect(guard.sawDone).toBe(true);
     expect(guard.end()).toBeUndefined();
+  });
+
+  it('knows a stream was cut when no [DONE] line came, for any split (an unterminated [DONE] counts)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.nat(), { maxLength: 10 }), (cuts) => {
+        const verdict = (text: string) => {
+          const guard = new SseGuard();
+          for (const part of splitAt(Buffer.from(text), cuts)) guard.push(part);
+          guard.end();
+          return guard.sawDone;
+        };
+        expect(verdict('data: {"a":1}\n\ndata: [DONE]\n\n')).toBe(true);
+        expect(verdict('data: {"a":1}\n\ndata: [DONE]')).toBe(true);
+        expect(verdict('data: {"a":1}\n\ndata: {"b":2}\n\n')).toBe(false);
+        expect(verdict('data: {"text":"[DONE]"}\n\n')).toBe(false);
+      }),
+    );
   });
 
   it('stops before a truncated JSON chunk (what came before is still sent)', () => {
