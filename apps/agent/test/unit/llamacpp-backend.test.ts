@@ -1,7 +1,9 @@
 /**
- * The embedded backend with a real model: /work/shared/models/stories260K.gguf (found through the
- * models search path: ../shared/models beside the repository).
+ * The embedded backend with a real model: ../shared/models/stories260K.gguf beside the repository
+ * (found through the models search path).
  */
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import vm from 'node:vm';
 import { ProviderTunnelFrame_Kind as Kind } from '@iop/proto';
 import { LlamaCppBackend, modelSearchPath, startAgent, type BackendResponse, type NodeLlamaCpp } from '../../src';
@@ -47,7 +49,9 @@ const MESSAGES = [{ role: 'user', content: 'Once upon a time, there was a little
 
 describe('LlamaCppBackend (stories260K.gguf)', () => {
   test('the default model comes from the models search path', () => {
-    expect(modelSearchPath()).toContain('/work/shared/models');
+    const sharedModels = resolve(__dirname, '../../../../../shared/models');
+    expect(existsSync(join(sharedModels, 'stories260K.gguf'))).toBe(true);
+    expect(modelSearchPath()).toContain(sharedModels);
     expect(backend.modelId).toBe('stories260K');
     expect(backend.contextSize).toBe(2048);
   });
