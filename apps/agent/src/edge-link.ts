@@ -12,7 +12,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Code, ConnectError, createClient, type Client } from '@connectrpc/connect';
-import { createGrpcTransport } from '@connectrpc/connect-node';
+import { Http2SessionManager, createGrpcTransport } from '@connectrpc/connect-node';
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { ModelInfoSchema, RunRejectedSchema, TunnelService, type CancelRun, type Drain, type HeartbeatSchema, type Registered, type RunAssignment } from '@iop/proto';
 import type { Logger } from 'pino';
@@ -43,6 +43,8 @@ export class EdgeLink {
   readonly stopped: Promise<void>;
   readonly runs = new Map<string, RunExecution>();
   private readonly client: Client<typeof TunnelService>;
+  /** The HTTP/2 connection to the edge, shared by Control (Connect) and the runs' raw Run calls. */
+  private readonly connection: Http2SessionManager;
   private readonly stop = new AbortController();
   private readonly backoff: Backoff;
   private session: ControlSession | undefined;
@@ -57,12 +59,9 @@ export class EdgeLink {
     const { options } = host;
     this.logger = options.edgeUrls.length > 1 ? logger.child({ edge: edgeUrl }) : logger;
     this.backoff = new Backoff({ baseMs: options.reconnectBaseMs, capMs: options.reconnectCapMs, lostConnectionJitterMs: options.reconnectJitterMs });
-    const transport = createGrpcTransport({
-      baseUrl: edgeUrl,
-      nodeOptions: options.tlsCa === undefined ? undefined : { ca: readFileSync(options.tlsCa) },
-    });
-    this.client = createClient(TunnelService, transport);
-    this.stopped = this.connectLoop();
+    this.connection = new Http2SessionManager(edgeUrl, {}, options.tlsCa === undefined ? {} : { ca: readFileSync(options.tlsCa) });
+    this.client = createClient(TunnelService, createGrpcTransport({ baseUrl: edgeUrl, sessionManager: this.connection }));
+    this.stopped = this.connectLoop().finally(() => this.closeConnectionWhenIdle());
   }
 
   /** Whether this link refuses new runs (its edge drained it, or the agent drains). */
@@ -84,6 +83,16 @@ export class EdgeLink {
     for (const run of this.runs.values()) run.cancel('agent shutting down');
     this.session?.end(graceMs);
     this.stop.abort(new Error('agent closed'));
+  }
+
+  /** Closes the connection once the runs still sending (their final frames) are over, at most 5 s later. */
+  private closeConnectionWhenIdle(): void {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, 5_000).unref()));
+    void Promise.race([Promise.all([...this.runs.values()].map((run) => run.done)), deadline]).then(() => {
+      clearTimeout(timer);
+      this.connection.abort();
+    });
   }
 
   private async connectLoop(): Promise<void> {
@@ -173,7 +182,7 @@ export class EdgeLink {
       return;
     }
     const run = new RunExecution(assignment, {
-      client: this.client,
+      connection: this.connection,
       backend: this.host.backend,
       logger: this.logger,
       firstByteTimeoutMs: this.host.options.firstByteTimeoutMs,

@@ -1,25 +1,27 @@
 /**
  * One run: the backend call for a RunAssignment, relayed to the edge on its own client-streaming
- * `Run` call as ProviderTunnelFrames: RESPONSE_START, BODY..., USAGE?, END, or ERROR
- * (proto/iop/v1/tunnel.proto).
+ * `Run` call (`sendRun`, run-call.ts) as ProviderTunnelFrames: RESPONSE_START, BODY..., USAGE?,
+ * END, or ERROR (proto/iop/v1/tunnel.proto).
  *
- * Backpressure: frames come from a pull-based generator. Connect writes a frame and asks for the
- * next one only once HTTP/2 accepted the previous write, and the generator reads the next backend
- * slice only when asked, so a slow edge (flow control) slows the backend socket, never a buffer.
+ * Backpressure: frames come from a pull-based generator. `sendRun` writes a frame and asks for
+ * the next one only once HTTP/2 accepted the previous write, and the generator reads the next
+ * backend slice only when asked, so a slow edge (flow control) slows the backend socket, never a
+ * buffer.
  *
  * Stopping: `cancel()` (CancelRun, shutdown), a timeout, or the Run call failing or ending from
  * the edge side aborts the run's AbortSignal, which aborts the backend request at once (undici
  * destroys the socket; the embedded backend stops generating).
  */
-import type { Client } from '@connectrpc/connect';
-import type { ProviderTunnelFrame, RunAssignment, TunnelService } from '@iop/proto';
+import type { ProviderTunnelFrame, RunAssignment } from '@iop/proto';
 import type { Logger } from 'pino';
 import type { Backend } from './backends/backend.js';
 import { relayBackend } from './backend-relay.js';
 import { RunFailure } from './run-error.js';
+import { sendRun, type RunConnection } from './run-call.js';
 
 export interface RunExecutionOptions {
-  client: Client<typeof TunnelService>;
+  /** The HTTP/2 connection to the edge that assigned the run. */
+  connection: RunConnection;
   backend: Backend;
   logger: Logger;
   /** Agent default when the assignment gives 0, ms. */
@@ -60,7 +62,7 @@ export class RunExecution {
   private async execute(): Promise<void> {
     this.logger.debug({ method: this.assignment.method, path: this.assignment.path, model: this.assignment.model }, 'run started');
     try {
-      await this.options.client.run(this.frames());
+      await sendRun(this.options.connection, this.frames(), (error) => this.cancel(`Run call ended by the edge: ${error.rawMessage}`));
     } catch (error) {
       if (!this.finished) this.logger.warn({ err: error }, 'run stream failed; backend request aborted');
     } finally {

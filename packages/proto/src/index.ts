@@ -1,1 +1,2 @@
 export * from './gen/iop/v1/tunnel_pb.js';
+export * from './grpc-message.js';

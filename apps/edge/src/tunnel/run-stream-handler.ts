@@ -15,11 +15,9 @@
 import { constants, type Http2ServerRequest, type Http2ServerResponse, type IncomingHttpHeaders } from 'node:http2';
 import { fromBinary, toBinary, create } from '@bufbuild/protobuf';
 import { Code } from '@connectrpc/connect';
-import { ProviderTunnelFrameSchema, RunSummarySchema, type ProviderTunnelFrame } from '@iop/proto';
-import { GrpcMessageError, GrpcMessageReader, grpcFrame } from './grpc-message-reader.js';
+import { GrpcMessageError, GrpcMessageReader, ProviderTunnelFrameSchema, RUN_PATH, RunSummarySchema, grpcFrame, type ProviderTunnelFrame } from '@iop/proto';
 import type { RunHandle, RunRegistry } from './run-registry.js';
 
-export const RUN_PATH = '/iop.v1.TunnelService/Run';
 
 const SUMMARY_MESSAGE = grpcFrame(toBinary(RunSummarySchema, create(RunSummarySchema, {})));
 

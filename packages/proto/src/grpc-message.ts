@@ -1,9 +1,18 @@
 /**
- * Splits a gRPC request body into its length-prefixed messages (gRPC over HTTP/2, "Length-Prefixed-
- * Message": 1 byte compressed-flag, 4 bytes big-endian length, then the message). Messages may
+ * gRPC message framing for the tunnel's `Run` calls, which the edge serves and the agent sends on
+ * raw HTTP/2 streams (the per-run hot path; Control stays with Connect).
+ *
+ * `GrpcMessageReader` splits a gRPC request body into its length-prefixed messages (gRPC over
+ * HTTP/2, "Length-Prefixed-Message": 1 byte compressed-flag, 4 bytes big-endian length, then the
+ * message); `grpcFrame` writes one. Messages may
  * span reads and a read may hold several; a message inside one read is returned as a view of it
  * (no copy), only a message split across reads is joined.
  */
+import { TunnelService } from './gen/iop/v1/tunnel_pb.js';
+
+/** HTTP/2 `:path` of the Run call: `/iop.v1.TunnelService/Run` (proto/iop/v1/tunnel.proto). */
+export const RUN_PATH = `/${TunnelService.typeName}/${TunnelService.method.run.name}`;
+
 export interface GrpcMessage {
   compressed: boolean;
   payload: Uint8Array;
