@@ -5,7 +5,8 @@
  *
  * Signals: SIGTERM/SIGINT stop gracefully (streams may finish up to `--shutdown-deadline-ms`; a
  * second signal stops at once). SIGHUP — or a change of the config file with `--watch-config` —
- * reloads the config: the reloadable settings (admin/config-reload.ts) apply to the next request;
+ * reloads the config: the reloadable settings (admin/config-reload.ts, the `pool` section included)
+ * apply to the next request;
  * an invalid config is refused with a log line naming the problem and the running one is kept.
  */
 import { watch } from 'node:fs';
@@ -70,7 +71,7 @@ async function main(): Promise<void> {
     try {
       const result = edge.reload(load());
       if (result.restartRequired.length > 0) logger.warn({ trigger, settings: result.restartRequired }, 'config reload: these settings need a restart; running values kept');
-      logger.info({ trigger, changed: result.changed }, 'config reloaded');
+      logger.info({ trigger, changed: result.changed, ...(result.pool === undefined ? {} : { pool: result.pool }) }, 'config reloaded');
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       logger.error({ trigger, error: message }, 'config reload refused: the running config is kept');

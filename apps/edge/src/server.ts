@@ -42,7 +42,7 @@ export interface RunningEdge {
   close(deadlineMs?: number): Promise<void>;
   /**
    * Applies a new config's reloadable settings (see admin/config-reload.ts).
-   * @throws ConfigError when the new gate section is invalid; nothing is changed then.
+   * @throws ConfigError when the new gate or pool section is invalid; nothing is changed then.
    */
   reload(next: EdgeConfig): ReloadResult;
 }

@@ -1,7 +1,9 @@
 /**
  * The edge's HTTP API (express). Routes:
  * - `POST /v1/chat/completions` — OpenAI Chat Completions (passthrough to the backend)
- * - `GET /v1/models` — the union of models that connected agents serve
+ * - `GET /v1/models` — the model names a client may send now: configured groups and aliases with a
+ *   provider able to serve them, and the served models of connected agents and direct providers
+ *   (pool/model-list.ts)
  * - `GET /healthz` (process up), `GET /readyz` (at least one agent connected), `GET /metrics`
  * - `HEAD /` — connection warm-up some clients send (Claude Code)
  * Dialect endpoints are mounted from `routes` so the pipeline stays one.
@@ -13,6 +15,7 @@ import { apiKeyAuth } from './auth.js';
 import { errorHandler } from './error-handler.js';
 import { inferenceHandler, type InferenceRoute } from './inference.js';
 import { rawBody } from './json-body.js';
+import { listModels } from '../pool/model-list.js';
 import { requestContext } from './request-context.js';
 import { IopError } from '@iop/core';
 
@@ -49,10 +52,7 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
 
   app.use('/v1', apiKeyAuth(() => edge.config.apiKeys));
   app.get('/v1/models', (_req, res) => {
-    res.json({
-      object: 'list',
-      data: edge.registry.models().map((model) => ({ id: model.id, object: 'model', created: 0, owned_by: 'iop', context_length: model.contextLength || null, providers: model.agents })),
-    });
+    res.json({ object: 'list', data: listModels(edge.pool) });
   });
   const body = rawBody(edge.config.maxBodyBytes);
   for (const [path, route] of Object.entries(routes.inference)) app.post(path, body, inferenceHandler(route, edge));

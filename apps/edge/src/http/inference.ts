@@ -34,10 +34,10 @@ export interface InferenceRoute {
 
 export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
   const metricLabels = (model: string) => ({ dialect: route.dialect.name, model: edge.knownModel(model) });
-  const affinity = edge.config.pool.affinity;
 
   return async function inference(req: Request, res: Response, next: NextFunction): Promise<void> {
     const { requestId, log, startedAt } = locals(res);
+    const affinity = edge.pool.config.affinity; // read per request: a reload may change it
     const abort = new AbortController();
     let current: PoolRun | undefined;
     let model = 'unknown';

@@ -139,6 +139,21 @@ export class AdmissionQueue {
     }
   }
 
+  /**
+   * Answers every waiter of `group` with `reason` (a rejection) at once, e.g. when a config reload
+   * removed the group. Returns how many waiters there were.
+   */
+  rejectAll(group: string, reason: unknown): number {
+    const waiters = this.groups.get(group);
+    if (waiters === undefined) return 0;
+    const count = waiters.size;
+    for (const waiter of [...waiters]) {
+      this.remove(group, waiter);
+      waiter.reject(reason);
+    }
+    return count;
+  }
+
   /** Waiters in `group` now. */
   size(group: string): number {
     return this.groups.get(group)?.size ?? 0;

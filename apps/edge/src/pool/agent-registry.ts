@@ -1,6 +1,6 @@
 /**
- * The connected agents, indexed by the models they serve. The union of their models is what
- * `GET /v1/models` lists.
+ * The connected agents, indexed by the models they serve (`GET /v1/models` lists their served
+ * models among the pool's names, see model-list.ts).
  */
 import type { AgentSession } from '../tunnel/agent-session.js';
 

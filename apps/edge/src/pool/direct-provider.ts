@@ -74,6 +74,8 @@ export class DirectProvider implements PoolProvider {
   /** The base URL's path without a trailing `/v1` (run paths carry their own `/v1`). */
   private readonly basePath: string;
   private closed = false;
+  /** Set while retiring: called when the last run in flight ends. */
+  private onIdle: (() => void) | undefined;
 
   /** @param onRelease called whenever a run ends (a slot frees). */
   constructor(
@@ -104,6 +106,11 @@ export class DirectProvider implements PoolProvider {
     return !this.closed;
   }
 
+  /** The served model ids of its config. */
+  get servedModels(): readonly string[] {
+    return this.config.models;
+  }
+
   serves(model: string): boolean {
     return this.models.has(model);
   }
@@ -122,12 +129,24 @@ export class DirectProvider implements PoolProvider {
     const run = new DirectRun(this.id, () => {
       if (this.inFlight > 0) this.inFlight--;
       this.onRelease?.();
+      if (this.inFlight === 0) this.onIdle?.();
     });
     void this.execute(run, request);
     return run;
   }
 
-  /** Stops taking runs and closes idle connections. */
+  /**
+   * Takes no new run from now on (`accepting` and `available` turn false) but lets the runs in
+   * flight finish; closes the connections once the last one has ended (config reload removed or
+   * replaced the provider). Resolves then.
+   */
+  retire(): Promise<void> {
+    this.closed = true;
+    if (this.inFlight === 0) return this.close();
+    return new Promise<void>((resolve) => (this.onIdle = resolve)).then(() => this.close());
+  }
+
+  /** Stops taking runs and closes its connections (runs in flight are aborted). */
   async close(): Promise<void> {
     this.closed = true;
     await this.backend.close().catch(() => undefined);

@@ -10,3 +10,5 @@ export * from './direct-provider.js';
 export * from './pool-metrics.js';
 export * from './pool-provider.js';
 export * from './provider-pool.js';
+export * from './model-list.js';
+export * from './pool-reload.js';

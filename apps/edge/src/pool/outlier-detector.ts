@@ -81,11 +81,19 @@ export class OutlierDetector {
   private readonly onChange: OutlierListener | undefined;
 
   constructor(
-    private readonly config: OutlierConfig,
+    private config: OutlierConfig,
     options: { now?: Clock; onChange?: OutlierListener } = {},
   ) {
     this.now = options.now ?? Date.now;
     this.onChange = options.onChange;
+  }
+
+  /**
+   * Applies new settings (config reload). Providers keep their state: an ejection in progress
+   * keeps its end time; the new times and thresholds apply from the next failure or ejection.
+   */
+  configure(config: OutlierConfig): void {
+    this.config = config;
   }
 
   /** Registers a provider of the group (it counts towards `maxEjectedPercent`). Idempotent. */

@@ -12,6 +12,7 @@
  *   outlier detector allows. Targets are drawn by weight first when a group has several.
  * - `report(ticket, outcome)`: an attempt's verdict, for outlier ejection (logged, counted).
  * - `snapshot()`: the state for the admin API and tests (`PoolSnapshot`).
+ * - `prepareReload(config)` + `applyReload(prepared)`: a config reload (see `applyReload`).
  *
  * The queue is served when a run ends (RunRegistry / DirectProvider hook), when an agent joins,
  * and every `NOTIFY_INTERVAL_MS` while requests wait (drain ends arrive by heartbeat).
@@ -25,7 +26,8 @@ import { AdmissionQueue } from './admission-queue.js';
 import { DirectProvider } from './direct-provider.js';
 import { OutlierDetector, type AttemptOutcome, type OutlierTicket } from './outlier-detector.js';
 import { P2cPicker, isEligible, type PickOptions } from './p2c.js';
-import { ModelResolver, type ModelGroup, type ModelTarget, type PoolConfig } from './pool-config.js';
+import { ModelResolver, parsePoolConfig, type ModelGroup, type ModelTarget, type PoolConfig } from './pool-config.js';
+import { diffPoolConfig, type PoolConfigChanges } from './pool-reload.js';
 import { agentPoolProvider, type PoolProvider, type PoolRun } from './pool-provider.js';
 import { PoolMetrics } from './pool-metrics.js';
 import type { PoolGroupSnapshot, PoolProviderSnapshot, PoolSnapshot } from './pool-snapshot.js';
@@ -46,6 +48,23 @@ export class PoolOverloadedError extends IopError {
   constructor(message: string, retryAfterSeconds: number | undefined) {
     super('rate_limited', message, retryAfterSeconds === undefined ? {} : { retryAfterSeconds });
   }
+}
+
+/** Rejects the queued waiters of a group a reload removed; `acquire` resolves the request again. */
+class GroupRemovedError extends Error {}
+
+/** A validated pool config with everything a reload needs built, not yet in service (`ProviderPool.prepareReload`). */
+export interface PreparedPoolReload {
+  readonly config: PoolConfig;
+  readonly changes: PoolConfigChanges;
+  /** The config it was prepared against (a reload prepared against an older one is refused). */
+  readonly base: PoolConfig;
+  readonly resolver: ModelResolver;
+  readonly retry: RetryPolicy;
+  /** Direct providers after the reload: kept instances and new ones (added or changed). */
+  readonly direct: readonly DirectProvider[];
+  /** Kept instances are not recreated; these are the new ones (closed again when discarded). */
+  readonly created: readonly DirectProvider[];
 }
 
 export interface ProviderPoolOptions {
@@ -84,16 +103,19 @@ export interface AcquiredRun {
 interface GroupState {
   group: ModelGroup;
   implicit: boolean;
-  outliers: OutlierDetector;
+  readonly outliers: OutlierDetector;
   affinity: PrefixAffinity;
 }
 
 export class ProviderPool {
-  readonly resolver: ModelResolver;
-  readonly retry: RetryPolicy;
   readonly queue = new AdmissionQueue();
   readonly metrics: PoolMetrics;
-  readonly direct: readonly DirectProvider[];
+  private poolConfig: PoolConfig;
+  private modelResolver: ModelResolver;
+  private retryPolicy: RetryPolicy;
+  private directProviders: readonly DirectProvider[];
+  /** Direct providers a reload removed or replaced, finishing their runs in flight. */
+  private readonly retiring = new Set<DirectProvider>();
   private readonly picker: P2cPicker;
   private readonly states = new Map<string, GroupState>();
   private readonly random: Random;
@@ -103,11 +125,12 @@ export class ProviderPool {
   constructor(private readonly options: ProviderPoolOptions) {
     this.now = options.now ?? Date.now;
     this.random = options.random ?? Math.random;
-    this.resolver = new ModelResolver(options.config);
-    this.retry = new RetryPolicy(options.config.retry, { now: this.now, random: this.random });
+    this.poolConfig = options.config;
+    this.modelResolver = new ModelResolver(options.config);
+    this.retryPolicy = new RetryPolicy(options.config.retry, { now: this.now, random: this.random });
     this.picker = new P2cPicker({ random: this.random });
     this.metrics = new PoolMetrics(options.metrics, () => this.queue.stats().queued);
-    this.direct = options.config.directProviders.map((config) => new DirectProvider(config, () => this.notifyAll()));
+    this.directProviders = options.config.directProviders.map((config) => new DirectProvider(config, () => this.notifyAll()));
     options.registry.onChange = (session, change) => {
       if (change === 'removed') for (const state of this.states.values()) state.outliers.remove(session.agentId);
       this.notifyAll();
@@ -115,6 +138,30 @@ export class ProviderPool {
     options.runs.onRunFinished = () => this.notifyAll();
     this.timer = setInterval(() => this.notifyAll(), NOTIFY_INTERVAL_MS);
     this.timer.unref();
+  }
+
+  /** The pool config in service (replaced whole by a reload). */
+  get config(): PoolConfig {
+    return this.poolConfig;
+  }
+
+  /** Client model names → groups, for the config in service. */
+  get resolver(): ModelResolver {
+    return this.modelResolver;
+  }
+
+  get retry(): RetryPolicy {
+    return this.retryPolicy;
+  }
+
+  /** The direct providers in service (not those a reload retired). */
+  get direct(): readonly DirectProvider[] {
+    return this.directProviders;
+  }
+
+  /** The agent registry (connected agents), for listings. */
+  get agents(): AgentRegistry {
+    return this.options.registry;
   }
 
   /** The group serving a client's model name (configured group or alias, else implicit). */
@@ -142,7 +189,7 @@ export class ProviderPool {
         const provider = agentPoolProvider(session, this.options.runs);
         if (!out.has(provider) && hasLabels(provider, labels)) out.set(provider, target);
       }
-      for (const provider of this.direct) {
+      for (const provider of this.directProviders) {
         if (!out.has(provider) && provider.serves(target.model) && hasLabels(provider, labels)) out.set(provider, target);
       }
     }
@@ -158,7 +205,7 @@ export class ProviderPool {
 
   /** The tool-call id format the served model `model` needs (`alnum9` when any target says so). */
   toolIdFormatOf(model: string): 'any' | 'alnum9' {
-    for (const group of this.options.config.modelGroups) {
+    for (const group of this.poolConfig.modelGroups) {
       for (const target of group.targets) if (target.model === model && target.toolIdFormat === 'alnum9') return 'alnum9';
     }
     return 'any';
@@ -185,13 +232,14 @@ export class ProviderPool {
 
   /** Chooses a provider (no side effect); undefined when none is eligible now. */
   pick(group: ModelGroup, options: AcquireOptions = {}): PoolPick | undefined {
+    group = this.current(group);
     const candidates = this.candidates(group);
     if (candidates.size === 0) return undefined;
     const state = this.stateOf(group);
     for (const provider of candidates.keys()) state.outliers.add(provider.id);
     const pickOptions: PickOptions = { exclude: options.exclude, allow: (provider) => state.outliers.allows(provider.id) };
     let providers = [...candidates.keys()];
-    const affinity = this.options.config.affinity;
+    const affinity = this.poolConfig.affinity;
     let chosen: PoolProvider | undefined;
     if (options.affinityKey !== undefined && affinity.enabled) {
       chosen = state.affinity.pick(options.affinityKey, providers, pickOptions);
@@ -209,6 +257,7 @@ export class ProviderPool {
    *   signal's reason when it aborts.
    */
   async acquire(group: ModelGroup, options: AcquireOptions, start: (pick: PoolPick) => PoolRun): Promise<AcquiredRun> {
+    group = this.current(group);
     const served = this.servingGroup(group);
     if (served === undefined) {
       // On a retry the model did exist a moment ago (its last provider just went away): that is a
@@ -219,7 +268,9 @@ export class ProviderPool {
       throw new IopError('model_not_found', `The model \`${excerpt(group.name)}\` does not exist or no provider serves it`, { param: 'model' });
     }
     const tryAcquire = (): AcquiredRun | undefined => {
-      for (const candidate of [served, ...served.fallbacks.map((name) => this.group(name)).filter((g) => g !== undefined)]) {
+      // A waiter may outlive a reload: it routes by the group as configured now.
+      const head = this.current(served);
+      for (const candidate of [head, ...head.fallbacks.map((name) => this.group(name)).filter((g) => g !== undefined)]) {
         const pick = this.pick(candidate, options) ?? (options.exclude !== undefined && options.exclude.size > 0 ? this.pick(candidate, { ...options, exclude: undefined }) : undefined);
         if (pick === undefined) continue;
         const ticket = this.stateOf(candidate).outliers.onStart(pick.provider.id);
@@ -233,12 +284,14 @@ export class ProviderPool {
     }
     try {
       const acquired = await this.queue.acquire(served.name, served.queue, tryAcquire, options.signal);
-      if (options.affinityKey !== undefined && this.options.config.affinity.enabled && (options.exclude === undefined || options.exclude.size === 0)) {
+      if (options.affinityKey !== undefined && this.poolConfig.affinity.enabled && (options.exclude === undefined || options.exclude.size === 0)) {
         const hit = this.stateOf(acquired.group).affinity.observe(options.affinityKey, acquired.pick.provider.id);
         if (hit !== 'new') this.metrics.affinityHits.inc({ group: acquired.group.name, result: hit });
       }
       return acquired;
     } catch (error) {
+      // The group it waited for was removed by a reload: resolve the request again by its name.
+      if (error instanceof GroupRemovedError) return this.acquire(group, options, start);
       if (error instanceof IopError && error.code === 'rate_limited') {
         this.metrics.queueRejections.inc({ group: served.name, reason: error.message.includes('is full') ? 'full' : 'timeout' });
         throw new PoolOverloadedError(error.message, error.retryAfterSeconds);
@@ -250,7 +303,8 @@ export class ProviderPool {
   /** Records an attempt's verdict for the outlier detector of `group`. */
   report(group: ModelGroup, ticket: OutlierTicket, outcome: AttemptOutcome): void {
     this.metrics.attempts.inc({ group: group.name, provider: ticket.providerId, outcome });
-    this.stateOf(group).outliers.onResult(ticket, outcome);
+    // A group a reload removed has no state any more: its verdicts are dropped.
+    this.states.get(group.name)?.outliers.onResult(ticket, outcome);
   }
 
   /** Begins a client request for the pool-wide retry budget. */
@@ -258,9 +312,95 @@ export class ProviderPool {
     return this.retry.begin();
   }
 
+  /**
+   * Builds what a new pool config needs (resolver, retry policy, new direct providers) without
+   * putting anything in service; `applyReload` then swaps it in. Direct providers whose config is
+   * unchanged are kept (same instance, same load and outlier state).
+   * @throws ConfigError when `next` is invalid (a duplicate name or alias, a fallback to an unknown
+   *   group…, see `parsePoolConfig`): nothing has changed then.
+   */
+  prepareReload(next: PoolConfig): PreparedPoolReload {
+    const config = parsePoolConfig(next);
+    const current = new Map(this.directProviders.map((provider) => [provider.id, provider]));
+    const changes = diffPoolConfig(this.poolConfig, config);
+    const replaced = new Set([...changes.directChanged, ...changes.directAdded]);
+    const created: DirectProvider[] = [];
+    try {
+      const retry = new RetryPolicy(config.retry, { now: this.now, random: this.random, budget: this.retryPolicy.budget });
+      const direct = config.directProviders.map((provider) => {
+        const kept = current.get(provider.id);
+        if (kept !== undefined && !replaced.has(provider.id)) return kept;
+        const made = new DirectProvider(provider, () => this.notifyAll());
+        created.push(made);
+        return made;
+      });
+      return { config, changes, base: this.poolConfig, resolver: new ModelResolver(config), retry, direct, created };
+    } catch (error) {
+      for (const provider of created) void provider.close();
+      throw error;
+    }
+  }
+
+  /** Closes the direct providers a prepared reload created; for a reload that will not be applied. */
+  discardReload(prepared: PreparedPoolReload): void {
+    for (const provider of prepared.created) void provider.close();
+  }
+
+  /**
+   * Puts a prepared config in service in one synchronous step; the next request routes by it.
+   * - Runs in flight keep their provider. A direct provider removed (or replaced, when its config
+   *   changed) takes no new run, finishes its runs in flight, then closes its connections; its
+   *   outlier state is forgotten. Added ones take requests at once; unchanged ones keep their state.
+   * - A group that still exists under the same name keeps its outlier detector (new settings apply
+   *   from the next failure) and its affinity ring (rebuilt when `affinity.loadFactor` changed);
+   *   its queued waiters stay and route by the new definition.
+   * - A group that no longer exists (or whose name now means something else: an alias, a served
+   *   model) loses its state; its queued waiters are resolved again by their group name, which
+   *   ends in a 404 `model_not_found` when nothing serves that name any more.
+   * - The retry budget keeps its window; its ratio and reserve follow the new settings.
+   * @returns what changed.
+   * @throws Error when `prepared` was built against another config than the one in service.
+   */
+  applyReload(prepared: PreparedPoolReload): PoolConfigChanges {
+    if (prepared.base !== this.poolConfig) throw new Error('pool reload prepared against a config no longer in service');
+    const { config, changes } = prepared;
+    const forgotten = [...changes.directRemoved, ...changes.directChanged];
+    const kept = new Set(prepared.direct);
+    for (const provider of this.directProviders) {
+      if (kept.has(provider)) continue;
+      this.retiring.add(provider);
+      void provider.retire().finally(() => this.retiring.delete(provider));
+    }
+    const loadFactorChanged = config.affinity.loadFactor !== this.poolConfig.affinity.loadFactor;
+    this.poolConfig = config;
+    this.modelResolver = prepared.resolver;
+    this.retryPolicy = prepared.retry;
+    this.retryPolicy.budget.configure(config.retry);
+    this.directProviders = prepared.direct;
+    const removed: string[] = [];
+    for (const [name, state] of this.states) {
+      const resolved = this.modelResolver.resolveModel(name);
+      const configured = !resolved.implicit && resolved.group.name === name;
+      if (configured || (resolved.implicit && state.implicit)) {
+        state.group = resolved.group;
+        state.implicit = !configured;
+        state.outliers.configure(config.outlier);
+        for (const id of forgotten) this.forgetProvider(name, state, id);
+        if (loadFactorChanged) state.affinity = new PrefixAffinity({ loadFactor: config.affinity.loadFactor });
+        continue;
+      }
+      for (const entry of state.outliers.snapshot()) this.metrics.ejected.remove({ group: name, provider: entry.providerId });
+      this.states.delete(name);
+      removed.push(name);
+    }
+    for (const name of removed) this.queue.rejectAll(name, new GroupRemovedError(name));
+    this.notifyAll();
+    return changes;
+  }
+
   snapshot(): PoolSnapshot {
     const groups: PoolGroupSnapshot[] = [];
-    for (const group of this.options.config.modelGroups) this.stateOf(group);
+    for (const group of this.poolConfig.modelGroups) this.stateOf(group);
     for (const state of this.states.values()) {
       const { group } = state;
       const outliers = new Map(state.outliers.snapshot().map((entry) => [entry.providerId, entry]));
@@ -305,7 +445,15 @@ export class ProviderPool {
 
   async close(): Promise<void> {
     clearInterval(this.timer);
-    await Promise.all(this.direct.map((provider) => provider.close()));
+    await Promise.all([...this.directProviders, ...this.retiring].map((provider) => provider.close()));
+  }
+
+  /**
+   * The group as configured now: `group` itself while it is in service, else its name resolved
+   * again (a reload replaced or removed it; requests and waiters may hold the old object).
+   */
+  private current(group: ModelGroup): ModelGroup {
+    return this.states.get(group.name)?.group === group ? group : this.resolve(group.name);
   }
 
   /** The group itself when it has providers, else its first fallback that has; undefined when none. */
@@ -334,6 +482,11 @@ export class ProviderPool {
     return providers.filter((provider) => candidates.get(provider) === chosen);
   }
 
+  private forgetProvider(group: string, state: GroupState, providerId: string): void {
+    state.outliers.remove(providerId);
+    this.metrics.ejected.remove({ group, provider: providerId });
+  }
+
   private notifyAll(): void {
     for (const group of Object.keys(this.queue.stats().queued)) this.queue.notify(group);
   }
@@ -346,7 +499,7 @@ export class ProviderPool {
       state = {
         group,
         implicit,
-        outliers: new OutlierDetector(this.options.config.outlier, {
+        outliers: new OutlierDetector(this.poolConfig.outlier, {
           now: this.now,
           onChange: (providerId, outlierState, reason) => {
             this.metrics.ejected.set({ group: name, provider: providerId }, outlierState === 'healthy' ? 0 : 1);
@@ -355,7 +508,7 @@ export class ProviderPool {
             log({ group: name, providerId, state: outlierState, reason }, `provider ${outlierState === 'ejected' ? 'ejected' : outlierState === 'probing' ? 'probing' : 'recovered'}`);
           },
         }),
-        affinity: new PrefixAffinity({ loadFactor: this.options.config.affinity.loadFactor }),
+        affinity: new PrefixAffinity({ loadFactor: this.poolConfig.affinity.loadFactor }),
       };
       this.states.set(name, state);
     }

@@ -34,12 +34,12 @@ export class RetryBudget {
   private readonly requests = new Float64Array(BUCKETS);
   private readonly retries = new Float64Array(BUCKETS);
   private readonly bucketMs: number;
-  private readonly reserve: number;
+  private reserve: number;
   private bucket = Number.MIN_SAFE_INTEGER;
   private readonly now: Clock;
 
   constructor(
-    private readonly config: RetryBudgetConfig,
+    private config: RetryBudgetConfig,
     options: { now?: Clock } = {},
   ) {
     const windowMs = config.windowMs ?? 10_000;
@@ -49,6 +49,18 @@ export class RetryBudget {
     this.bucketMs = windowMs / BUCKETS;
     this.reserve = (config.minRetriesPerSecond * windowMs) / 1000;
     this.now = options.now ?? Date.now;
+  }
+
+  /**
+   * Applies a new `budgetRatio` and `minRetriesPerSecond` (config reload), keeping the requests
+   * and retries counted in the window and the window length.
+   * @throws RangeError when a value is negative.
+   */
+  configure(config: Pick<RetryBudgetConfig, 'budgetRatio' | 'minRetriesPerSecond'>): void {
+    if (!(config.budgetRatio >= 0) || !(config.minRetriesPerSecond >= 0)) throw new RangeError('retry budget: budgetRatio and minRetriesPerSecond must be ≥ 0');
+    const windowMs = this.bucketMs * BUCKETS;
+    this.config = { budgetRatio: config.budgetRatio, minRetriesPerSecond: config.minRetriesPerSecond, windowMs };
+    this.reserve = (config.minRetriesPerSecond * windowMs) / 1000;
   }
 
   /** Counts one client request (deposits `budgetRatio` of a retry). */

@@ -123,6 +123,27 @@ describe('DirectProvider', () => {
     await direct.close();
   });
 
+  it('retire takes no new run, lets the run in flight finish, then closes', async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"choices":[{"delta":{"content":"a"}}]}\n\n');
+      setTimeout(() => res.end('data: {"choices":[{"delta":{"content":"b"}}]}\n\ndata: [DONE]\n\n'), 150);
+    };
+    const direct = provider();
+    const run = direct.start(request());
+    expect((await run.frames.next()).value).toMatchObject({ kind: FrameKind.RESPONSE_START, status: 200 });
+    let retired = false;
+    const retiring = direct.retire().then(() => (retired = true));
+    expect(direct.accepting).toBe(false);
+    expect(direct.available).toBe(false);
+    const rest = await collect(run);
+    expect(rest.at(-1)!.kind).toBe(FrameKind.END);
+    expect(Buffer.concat(rest.filter((frame) => frame.kind === FrameKind.BODY).map((frame) => Buffer.from(frame.body))).toString()).toContain('[DONE]');
+    await retiring;
+    expect(retired).toBe(true);
+    expect(direct.inFlight).toBe(0);
+  });
+
   it('joins a base URL without /v1 to the full path', () => {
     const config = parsePoolConfig({ directProviders: [{ id: 'x', baseUrl: 'http://h:8000', models: ['m'] }, { id: 'y', baseUrl: 'http://h:8000/openai/v1/', models: ['m'] }] });
     expect(new DirectProvider(config.directProviders[0]!).upstreamPath('/v1/chat/completions')).toBe('/v1/chat/completions');

@@ -1,5 +1,16 @@
-/** Test helpers: a seeded generator (mulberry32), a plain provider and a manual clock. */
+/** Test helpers: a seeded generator (mulberry32), a plain provider, a manual clock, a pool, fake runs and agent sessions. */
+import { create } from '@bufbuild/protobuf';
+import { AsyncQueue } from '@iop/core';
+import { ModelInfoSchema, RegisterSchema } from '@iop/proto';
+import pino from 'pino';
+import { Registry } from 'prom-client';
+import { AgentRegistry } from '../../../src/pool/agent-registry.js';
+import { parsePoolConfig } from '../../../src/pool/pool-config.js';
+import type { PoolRun } from '../../../src/pool/pool-provider.js';
 import type { Provider } from '../../../src/pool/provider.js';
+import { ProviderPool, type PoolPick } from '../../../src/pool/provider-pool.js';
+import { AgentSession } from '../../../src/tunnel/agent-session.js';
+import { RunRegistry } from '../../../src/tunnel/run-registry.js';
 
 export function seededRandom(seed: number): () => number {
   let state = seed >>> 0;
@@ -41,4 +52,43 @@ export class ManualClock {
   advance(ms: number): void {
     this.ms += ms;
   }
+}
+
+/** A pool over `raw` (a pool config section), silent logs, a manual clock and a seeded generator. */
+export function makePool(raw: Record<string, unknown>, options: { clock?: ManualClock; registry?: AgentRegistry } = {}): { pool: ProviderPool; metrics: Registry; clock: ManualClock } {
+  const metrics = new Registry();
+  const clock = options.clock ?? new ManualClock();
+  const pool = new ProviderPool({ config: parsePoolConfig(raw), registry: options.registry ?? new AgentRegistry(), runs: new RunRegistry(), metrics, logger: pino({ level: 'silent' }), now: clock.now, random: seededRandom(7) });
+  return { pool, metrics, clock };
+}
+
+/** A direct provider entry of a pool config (nothing listens at its URL). */
+export const directConfig = (id: string, models: string[], fields: Record<string, unknown> = {}) => ({ id, baseUrl: `http://127.0.0.1:9/${id}/v1`, models, ...fields });
+
+/** A run that holds a slot of its provider until `end()`; no I/O. */
+export function fakeStart(pick: PoolPick): PoolRun & { end(): void } {
+  pick.provider.inFlight++;
+  let finished = false;
+  return {
+    runId: `run-${pick.provider.id}`,
+    providerId: pick.provider.id,
+    frames: new AsyncQueue(4),
+    get isFinished() {
+      return finished;
+    },
+    cancel() {
+      this.end();
+    },
+    end() {
+      if (finished) return;
+      finished = true;
+      pick.provider.inFlight--;
+    },
+  };
+}
+
+/** A connected agent session serving `models` (no tunnel behind it). */
+export function agentSession(agentId: string, models: Array<string | { id: string; contextLength: number }>, maxConcurrency = 4): AgentSession {
+  const infos = models.map((model) => create(ModelInfoSchema, typeof model === 'string' ? { id: model } : model));
+  return new AgentSession(create(RegisterSchema, { agentId, maxConcurrency, models: infos }), `ses_${agentId}`);
 }

@@ -1,0 +1,69 @@
+/**
+ * What `GET /v1/models` lists: every name a client may send as `model` and get served now, in the
+ * OpenAI list shape (`{ object: "list", data: Model[] }`, API reference "Models › List models").
+ *
+ * - Configured model groups, by name and by each alias, when a provider able to take requests
+ *   (connected, not draining; agent or direct provider) serves the group or one of its fallbacks.
+ * - Served models of connected agents and direct providers that take requests, under their own
+ *   name (the implicit groups of `ModelResolver.resolveModel`), unless that name is a configured
+ *   group or alias: the name routes to the group then, so only the group decides.
+ *
+ * Each name appears once: groups first in config order (name, then aliases), then served models in
+ * the order agents joined, then direct providers in config order. Extra fields beyond OpenAI's:
+ * `context_length` (tokens, the largest an agent reports for the model or the group's targets;
+ * null when unknown) and `providers` (providers able to serve it now). Computed on each call, so
+ * it follows agents joining and leaving and config reloads at once.
+ */
+import type { ModelGroup } from './pool-config.js';
+import type { ProviderPool } from './provider-pool.js';
+
+export interface ListedModel {
+  id: string;
+  object: 'model';
+  /** Unix seconds; 0: iop does not know when a backend's model was made. */
+  created: number;
+  owned_by: string;
+  /** Largest context length reported for it, tokens; null when unknown. */
+  context_length: number | null;
+  /** Providers (agents and direct providers) able to serve it now. */
+  providers: number;
+}
+
+const entry = (id: string, providers: number, contextLength: number): ListedModel => ({ id, object: 'model', created: 0, owned_by: 'iop', context_length: contextLength > 0 ? contextLength : null, providers });
+
+/** Accepting providers of the first group of `group` and its fallbacks that has any, with its context length. */
+function serving(pool: ProviderPool, group: ModelGroup): { providers: number; contextLength: number } | undefined {
+  for (const candidate of [group, ...group.fallbacks.map((name) => pool.group(name))]) {
+    if (candidate === undefined) continue;
+    let providers = 0;
+    for (const provider of pool.candidates(candidate).keys()) if (provider.accepting) providers++;
+    if (providers === 0) continue;
+    const contextLength = Math.max(0, ...candidate.targets.map((target) => pool.contextLength(target.model)));
+    return { providers, contextLength };
+  }
+  return undefined;
+}
+
+/** The models a client may send now (see the module docstring). */
+export function listModels(pool: ProviderPool): ListedModel[] {
+  const out: ListedModel[] = [];
+  const configured = new Set(pool.resolver.names());
+  for (const group of pool.config.modelGroups) {
+    const served = serving(pool, group);
+    if (served === undefined) continue;
+    for (const name of [group.name, ...group.aliases]) out.push(entry(name, served.providers, served.contextLength));
+  }
+  const providersByModel = new Map<string, number>();
+  const count = (model: string) => {
+    if (!configured.has(model)) providersByModel.set(model, (providersByModel.get(model) ?? 0) + 1);
+  };
+  for (const session of pool.agents.all()) {
+    if (session.closed || session.draining) continue;
+    for (const model of session.models) count(model.id);
+  }
+  for (const provider of pool.direct) {
+    if (provider.accepting) for (const model of provider.servedModels) count(model);
+  }
+  for (const [model, providers] of providersByModel) out.push(entry(model, providers, pool.contextLength(model)));
+  return out;
+}
