@@ -30,7 +30,7 @@ import { ModelResolver, parsePoolConfig, type ModelGroup, type ModelTarget, type
 import { diffPoolConfig, type PoolConfigChanges } from './pool-reload.js';
 import { agentPoolProvider, type PoolProvider, type PoolRun } from './pool-provider.js';
 import { PoolMetrics } from './pool-metrics.js';
-import type { PoolGroupSnapshot, PoolProviderSnapshot, PoolSnapshot } from './pool-snapshot.js';
+import { groupSnapshot, type PoolGroupState, type PoolSnapshot } from './pool-snapshot.js';
 import { PrefixAffinity } from './prefix-affinity.js';
 import { hasLabels, type Clock, type Random } from './provider.js';
 import { RetryPolicy, type RequestAttempts } from './retry-policy.js';
@@ -100,13 +100,6 @@ export interface AcquiredRun {
   ticket: OutlierTicket;
 }
 
-interface GroupState {
-  group: ModelGroup;
-  implicit: boolean;
-  readonly outliers: OutlierDetector;
-  affinity: PrefixAffinity;
-}
-
 export class ProviderPool {
   readonly queue = new AdmissionQueue();
   readonly metrics: PoolMetrics;
@@ -117,7 +110,7 @@ export class ProviderPool {
   /** Direct providers a reload removed or replaced, finishing their runs in flight. */
   private readonly retiring = new Set<DirectProvider>();
   private readonly picker: P2cPicker;
-  private readonly states = new Map<string, GroupState>();
+  private readonly states = new Map<string, PoolGroupState>();
   private readonly random: Random;
   private readonly now: Clock;
   private readonly timer: NodeJS.Timeout;
@@ -399,46 +392,8 @@ export class ProviderPool {
   }
 
   snapshot(): PoolSnapshot {
-    const groups: PoolGroupSnapshot[] = [];
     for (const group of this.poolConfig.modelGroups) this.stateOf(group);
-    for (const state of this.states.values()) {
-      const { group } = state;
-      const outliers = new Map(state.outliers.snapshot().map((entry) => [entry.providerId, entry]));
-      const providers: PoolProviderSnapshot[] = [];
-      const models = new Map<PoolProvider, string[]>();
-      for (const target of group.targets) {
-        for (const [provider, served] of this.candidates({ ...group, targets: [target] })) {
-          if (served === target) models.set(provider, [...(models.get(provider) ?? []), target.model]);
-        }
-      }
-      for (const [provider, served] of models) {
-        const { providerId: _id, ...outlier } = outliers.get(provider.id) ?? { providerId: provider.id, state: 'healthy', consecutiveFailures: 0, ejections: 0, ejectedUntil: undefined, reason: undefined };
-        providers.push({
-          id: provider.id,
-          kind: provider.kind,
-          models: served,
-          inFlight: provider.inFlight,
-          maxConcurrency: provider.maxConcurrency,
-          weight: provider.weight,
-          labels: { ...provider.labels },
-          available: provider.available,
-          queued: provider.load.queued,
-          kvCacheUsage: provider.load.kvCacheUsage,
-          outlier,
-        });
-      }
-      groups.push({
-        name: group.name,
-        aliases: [...group.aliases],
-        implicit: state.implicit,
-        targets: group.targets.map((target) => ({ model: target.model, weight: target.weight, ...(target.agents === undefined ? {} : { labels: { ...target.agents.labels } }) })),
-        fallbacks: [...group.fallbacks],
-        contextFallback: group.contextFallback,
-        queue: { waiting: this.queue.size(group.name), maxQueued: group.queue.maxQueued, maxWaitMs: group.queue.maxWaitMs },
-        providers,
-        affinity: state.affinity.stats(),
-      });
-    }
+    const groups = [...this.states.values()].map((state) => groupSnapshot(state, (group) => this.candidates(group), this.queue.size(state.group.name)));
     const { rejectedFull, rejectedTimeout } = this.queue.stats();
     return { groups, retryBudget: this.retry.budget.snapshot(), queue: { rejectedFull, rejectedTimeout } };
   }
@@ -482,7 +437,7 @@ export class ProviderPool {
     return providers.filter((provider) => candidates.get(provider) === chosen);
   }
 
-  private forgetProvider(group: string, state: GroupState, providerId: string): void {
+  private forgetProvider(group: string, state: PoolGroupState, providerId: string): void {
     state.outliers.remove(providerId);
     this.metrics.ejected.remove({ group, provider: providerId });
   }
@@ -491,7 +446,7 @@ export class ProviderPool {
     for (const group of Object.keys(this.queue.stats().queued)) this.queue.notify(group);
   }
 
-  private stateOf(group: ModelGroup): GroupState {
+  private stateOf(group: ModelGroup): PoolGroupState {
     let state = this.states.get(group.name);
     if (state === undefined) {
       const name = group.name;
