@@ -62,6 +62,21 @@ export function makePool(raw: Record<string, unknown>, options: { clock?: Manual
   return { pool, metrics, clock };
 }
 
+/**
+ * Registers an afterEach that closes every pool passed to the returned `track` (direct providers
+ * hold undici clients and the pool a timer). Call once at a test file's top level.
+ */
+export function trackPools(): <T extends { pool: ProviderPool }>(made: T) => T {
+  const pools: ProviderPool[] = [];
+  afterEach(async () => {
+    await Promise.all(pools.splice(0).map((pool) => pool.close()));
+  });
+  return (made) => {
+    pools.push(made.pool);
+    return made;
+  };
+}
+
 /** A direct provider entry of a pool config (nothing listens at its URL). */
 export const directConfig = (id: string, models: string[], fields: Record<string, unknown> = {}) => ({ id, baseUrl: `http://127.0.0.1:9/${id}/v1`, models, ...fields });
 

@@ -2,17 +2,9 @@ import { ConfigError } from '../../../src/config-error.js';
 import { parsePoolConfig } from '../../../src/pool/pool-config.js';
 import { compactChanges, diffPoolConfig } from '../../../src/pool/pool-reload.js';
 import type { ProviderPool } from '../../../src/pool/provider-pool.js';
-import { directConfig as direct, fakeStart, makePool } from './fixtures.js';
+import { directConfig as direct, fakeStart, makePool, trackPools } from './fixtures.js';
 
-const pools: ProviderPool[] = [];
-afterEach(async () => {
-  await Promise.all(pools.splice(0).map((pool) => pool.close()));
-});
-
-function track<T extends { pool: ProviderPool }>(made: T): T {
-  pools.push(made.pool);
-  return made;
-}
+const track = trackPools();
 
 /** Prepares and applies `raw` as the new pool config. */
 function reload(pool: ProviderPool, raw: Record<string, unknown>) {

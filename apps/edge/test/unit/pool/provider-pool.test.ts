@@ -1,54 +1,9 @@
 import { IopError, type InferenceRequest } from '@iop/core';
-import { Registry } from 'prom-client';
-import pino from 'pino';
-import { AgentRegistry } from '../../../src/pool/agent-registry.js';
-import { parsePoolConfig } from '../../../src/pool/pool-config.js';
-import type { PoolRun } from '../../../src/pool/pool-provider.js';
 import { affinityKey, chatAffinityKey } from '../../../src/pool/prefix-affinity.js';
-import { PoolOverloadedError, ProviderPool, type PoolPick } from '../../../src/pool/provider-pool.js';
-import { RunRegistry } from '../../../src/tunnel/run-registry.js';
-import { AsyncQueue } from '@iop/core';
-import { ManualClock, seededRandom } from './fixtures.js';
+import { PoolOverloadedError } from '../../../src/pool/provider-pool.js';
+import { directConfig as direct, fakeStart, makePool, trackPools } from './fixtures.js';
 
-const direct = (id: string, models: string[], fields: Record<string, unknown> = {}) => ({ id, baseUrl: `http://127.0.0.1:9/${id}/v1`, models, ...fields });
-
-function makePool(raw: Record<string, unknown>, clock = new ManualClock()) {
-  const metrics = new Registry();
-  const pool = new ProviderPool({ config: parsePoolConfig(raw), registry: new AgentRegistry(), runs: new RunRegistry(), metrics, logger: pino({ level: 'silent' }), now: clock.now, random: seededRandom(7) });
-  return { pool, metrics, clock };
-}
-
-/** A run that holds a slot of its provider until `end()`; no I/O. */
-function fakeStart(pick: PoolPick): PoolRun & { end(): void } {
-  pick.provider.inFlight++;
-  let finished = false;
-  return {
-    runId: `run-${pick.provider.id}`,
-    providerId: pick.provider.id,
-    frames: new AsyncQueue(4),
-    get isFinished() {
-      return finished;
-    },
-    cancel() {
-      this.end();
-    },
-    end() {
-      if (finished) return;
-      finished = true;
-      pick.provider.inFlight--;
-    },
-  };
-}
-
-const pools: ProviderPool[] = [];
-afterEach(async () => {
-  await Promise.all(pools.splice(0).map((pool) => pool.close()));
-});
-
-function track<T extends { pool: ProviderPool }>(made: T): T {
-  pools.push(made.pool);
-  return made;
-}
+const track = trackPools();
 
 describe('ProviderPool', () => {
   it('resolves aliases to their group, unknown names to the served model of that name', () => {
