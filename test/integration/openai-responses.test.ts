@@ -104,6 +104,25 @@ describe('POST /v1/responses', () => {
     expect(second.output[0]!.type).toBe('message');
   });
 
+  it('the tool loop with previous_response_id: only the function_call_output is sent, the call comes from the stored response', async () => {
+    const first = await client.responses.create({ model: 'sim-model', input: 'Weather in Paris?', tools: [weather], tool_choice: 'required' });
+    const call = first.output.find((item) => item.type === 'function_call');
+    if (call?.type !== 'function_call') throw new Error('expected a function call');
+    const second = await client.responses.create({
+      model: 'sim-model',
+      tools: [weather],
+      previous_response_id: first.id,
+      input: [{ type: 'function_call_output', call_id: call.call_id, output: '18 degrees and sunny' }],
+    });
+    expect(second.status).toBe('completed');
+    expect(second.previous_response_id).toBe(first.id);
+    expect(second.output[0]!.type).toBe('message');
+    // An output for a call that exists nowhere in the conversation is the client's mistake.
+    await expect(
+      client.responses.create({ model: 'sim-model', tools: [weather], previous_response_id: first.id, input: [{ type: 'function_call_output', call_id: 'call_unknown', output: 'x' }] }),
+    ).rejects.toMatchObject({ status: 400 });
+  });
+
   it('continues a conversation with previous_response_id, and serves the stored response', async () => {
     const first = await client.responses.create({ model: 'sim-model', instructions: 'Be brief.', input: 'My name is Ada.' });
     const second = await client.responses.create({ model: 'sim-model', previous_response_id: first.id, input: 'What is my name?' });

@@ -7,6 +7,7 @@
  * then `[its instructions] + previous.conversation + its input` (`withHistory`).
  */
 import type { AssistantMessage, AssistantPart, InferenceRequest, Message } from '@iop/core';
+import { noToolCallFor } from './input-decode.js';
 import { backendToolName } from './tools-decode.js';
 import { responsesStateOf } from './request-state.js';
 import type { OutputItem, ResponseObject, StoredInputItem } from './wire-types.js';
@@ -86,8 +87,19 @@ export function storedResponseOf(request: InferenceRequest, response: ResponseOb
  * Prepends a stored conversation to a request that named it in `previous_response_id`: the result
  * is `[instructions of this request] + previous.conversation + this request's input`. The previous
  * response's instructions are not carried (B.1). Returns a new request; the argument is unchanged.
+ * @throws IopError 400 when a tool output of the request answers no call of the conversation (D.5).
  */
 export function withHistory(request: InferenceRequest, previous: StoredResponse): InferenceRequest {
+  const unpaired = responsesStateOf(request).unpairedToolOutputs;
+  if (unpaired.length > 0) {
+    const calls = new Set<string>();
+    for (const message of previous.conversation) {
+      if (message.role !== 'assistant') continue;
+      for (const part of message.content) if (part.type === 'tool-call') calls.add(part.id);
+    }
+    const orphan = unpaired.find((output) => !calls.has(output.callId));
+    if (orphan !== undefined) throw noToolCallFor(orphan);
+  }
   const instructions = responsesStateOf(request).instructions === null ? [] : request.messages.slice(0, 1);
   return { ...request, messages: [...instructions, ...previous.conversation, ...ownMessages(request)] };
 }

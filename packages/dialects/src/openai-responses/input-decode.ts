@@ -7,14 +7,16 @@
  * - Assistant-side items — assistant messages, `function_call`, `custom_tool_call` and replayed
  *   `reasoning` — join the assistant message that ends the conversation so far, or start one
  *   (D.10: a run of function calls attaches to the preceding assistant message).
- * - `function_call_output` / `custom_tool_call_output` → a tool message.
+ * - `function_call_output` / `custom_tool_call_output` → a tool message. One that answers no earlier
+ *   call of the input is listed in `unpairedToolOutputs`: with `previous_response_id` it may answer
+ *   a stored call (`withHistory` checks), without it the request is a 400 (D.5 pairing).
  * - Items of hosted tools (`web_search_call`, `tool_search_call`, …) are dropped with a warning.
  * Every item is also kept for the response store, with an `id` minted (`msg_…`) where missing.
  */
 import { IopError, invalidRequest, newId, type AssistantMessage, type AssistantPart, type ContentPart, type Message, type TextPart } from '@iop/core';
 import { expectArray, expectObject, expectString, isObject, optionalString, typeName, type JsonObject } from '../openai-chat/fields.js';
 import { dataUriProblem, isBase64, parseDataUri } from '../shared/data-uri.js';
-import { checkToolArguments } from '../shared/tool-history.js';
+import { checkToolArguments, ToolCallIds } from '../shared/tool-history.js';
 import { backendToolName } from './tools-decode.js';
 import type { StoredInputItem } from './wire-types.js';
 
@@ -22,6 +24,8 @@ export interface DecodedInput {
   messages: Message[];
   /** The client's items, each with an `id`. */
   items: StoredInputItem[];
+  /** Tool outputs answering no earlier call of this input (with `call_id`'s param), in order. */
+  unpairedToolOutputs: Array<{ callId: string; param: string }>;
 }
 
 function unsupported(message: string, param: string): IopError {
@@ -117,6 +121,8 @@ function toolOutput(value: unknown, param: string): ContentPart[] {
 
 class InputBuilder {
   readonly messages: Message[] = [];
+  readonly unpairedToolOutputs: Array<{ callId: string; param: string }> = [];
+  private readonly callIds = new ToolCallIds();
 
   /** The assistant message ending the conversation so far, created when absent. */
   assistant(): AssistantMessage {
@@ -137,10 +143,11 @@ class InputBuilder {
         const name = expectString(item.name, `${param}.name`);
         const args = expectString(item.arguments, `${param}.arguments`);
         checkToolArguments(args, `${param}.arguments`);
+        const id = this.call(item, param);
         this.assistant().content.push(
           namespace === undefined
-            ? { type: 'tool-call', id: callId(item, param), name, arguments: args }
-            : { type: 'tool-call', id: callId(item, param), name: backendToolName(namespace, name), arguments: args, origin: { kind: 'namespace', namespace, name } },
+            ? { type: 'tool-call', id, name, arguments: args }
+            : { type: 'tool-call', id, name: backendToolName(namespace, name), arguments: args, origin: { kind: 'namespace', namespace, name } },
         );
         return;
       }
@@ -150,7 +157,7 @@ class InputBuilder {
         const input = expectString(item.input, `${param}.input`);
         this.assistant().content.push({
           type: 'tool-call',
-          id: callId(item, param),
+          id: this.call(item, param),
           name: namespace === undefined ? name : backendToolName(namespace, name),
           arguments: JSON.stringify({ input }),
           origin: namespace === undefined ? { kind: 'custom' } : { kind: 'custom', namespace, name },
@@ -158,9 +165,12 @@ class InputBuilder {
         return;
       }
       case 'function_call_output':
-      case 'custom_tool_call_output':
-        this.messages.push({ role: 'tool', toolCallId: callId(item, param), content: toolOutput(item.output, `${param}.output`) });
+      case 'custom_tool_call_output': {
+        const id = callId(item, param);
+        if (!this.callIds.has(id)) this.unpairedToolOutputs.push({ callId: id, param: `${param}.call_id` });
+        this.messages.push({ role: 'tool', toolCallId: id, content: toolOutput(item.output, `${param}.output`) });
         return;
+      }
       case 'reasoning': {
         const part = reasoningPart(item);
         if (part !== undefined) this.assistant().content.push(part);
@@ -174,6 +184,13 @@ class InputBuilder {
     }
   }
 
+  /** A tool call's `call_id`, remembered for the pairing of later outputs. */
+  private call(item: JsonObject, param: string): string {
+    const id = callId(item, param);
+    this.callIds.add(id);
+    return id;
+  }
+
   private message(item: JsonObject, param: string): void {
     const role = item.role;
     const contentParam = `${param}.content`;
@@ -184,13 +201,23 @@ class InputBuilder {
   }
 }
 
+/**
+ * The 400 for a tool output that answers no tool call of the conversation (OpenAI answers "No tool
+ * call found for function call output with call_id …", `param` the item's `call_id`).
+ */
+export function noToolCallFor(output: { callId: string; param: string }): IopError {
+  const id = output.callId.length > 80 ? `${output.callId.slice(0, 80)}…` : output.callId;
+  return invalidRequest(`No tool call found for function call output with call_id ${JSON.stringify(id)}.`, output.param);
+}
+
 /** Decodes `input` (string or item list). @throws IopError 400 naming the item field at fault. */
 export function decodeInput(value: unknown, warnings: string[]): DecodedInput {
-  if (value === undefined || value === null) return { messages: [], items: [] };
+  if (value === undefined || value === null) return { messages: [], items: [], unpairedToolOutputs: [] };
   if (typeof value === 'string') {
     return {
       messages: [{ role: 'user', content: [{ type: 'text', text: value }] }],
       items: [{ id: newId('msg_'), type: 'message', role: 'user', content: [{ type: 'input_text', text: value }] }],
+      unpairedToolOutputs: [],
     };
   }
   const builder = new InputBuilder();
@@ -203,5 +230,5 @@ export function decodeInput(value: unknown, warnings: string[]): DecodedInput {
     const type = typeof item.type === 'string' ? item.type : 'message';
     items.push({ ...item, id, type });
   });
-  return { messages: builder.messages, items };
+  return { messages: builder.messages, items, unpairedToolOutputs: builder.unpairedToolOutputs };
 }

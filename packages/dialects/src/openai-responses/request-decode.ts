@@ -25,7 +25,7 @@ import {
   optionalString,
   typeName,
 } from '../openai-chat/fields.js';
-import { decodeInput } from './input-decode.js';
+import { decodeInput, noToolCallFor } from './input-decode.js';
 import { defaultRequestState, type ResponsesRequestState } from './request-state.js';
 import { decodeToolChoice, decodeTools } from './tools-decode.js';
 
@@ -118,10 +118,14 @@ export function decodeResponsesRequest(body: unknown): InferenceRequest {
     throw invalidRequest(why, 'input');
   }
 
+  const unpaired = input.unpairedToolOutputs[0];
+  if (unpaired !== undefined && previousResponseId === null) throw noToolCallFor(unpaired);
+
   const state: ResponsesRequestState = defaultRequestState();
   state.instructions = instructions;
   state.inputItems = input.items;
   state.previousResponseId = previousResponseId;
+  state.unpairedToolOutputs = input.unpairedToolOutputs;
   const request: InferenceRequest = {
     model,
     messages: instructions === null ? input.messages : [{ role: 'system', content: [{ type: 'text', text: instructions }] }, ...input.messages],

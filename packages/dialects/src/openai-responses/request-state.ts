@@ -12,6 +12,12 @@ export interface ResponsesRequestState {
   /** The request's own input items, each with an `id`. */
   inputItems: StoredInputItem[];
   previousResponseId: string | null;
+  /**
+   * Tool outputs (`function_call_output`, `custom_tool_call_output`) whose call is not in this
+   * request's own input: they must answer a call of the `previous_response_id` conversation,
+   * which `withHistory` checks (D.5 pairing). `param` names the item, e.g. `input[0].call_id`.
+   */
+  unpairedToolOutputs: Array<{ callId: string; param: string }>;
   /** `store` (default true): whether the edge keeps the response for `previous_response_id` and GET. */
   store: boolean;
   metadata: Record<string, string>;
@@ -38,6 +44,7 @@ export function defaultRequestState(): ResponsesRequestState {
     instructions: null,
     inputItems: [],
     previousResponseId: null,
+    unpairedToolOutputs: [],
     store: true,
     metadata: {},
     tools: [],

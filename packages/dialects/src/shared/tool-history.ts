@@ -35,6 +35,10 @@ export class ToolCallIds {
     this.ids.add(id);
   }
 
+  has(id: string): boolean {
+    return this.ids.has(id);
+  }
+
   /**
    * @throws IopError `invalid_request` (400) when no earlier tool call has this id.
    * @param what how the dialect names the call, e.g. `tool_use block` or `assistant tool call`.

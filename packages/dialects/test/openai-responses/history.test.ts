@@ -53,6 +53,33 @@ describe('stored conversation state (previous_response_id)', () => {
     expect(secondStored.conversation.map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'tool']);
   });
 
+  it('pairs tool outputs with the calls of the input or of the stored conversation (D.5): an orphan is a 400 naming its call_id', () => {
+    const orphan = { type: 'function_call_output', call_id: 'call_nowhere', output: 'x' };
+    expect(() => decodeResponsesRequest({ model: 'm', input: [orphan] })).toThrow(
+      expect.objectContaining({ status: 400, param: 'input[0].call_id', message: 'No tool call found for function call output with call_id "call_nowhere".' }),
+    );
+    // Answered within the same input: fine; an output before its call is not.
+    const call = { type: 'function_call', call_id: 'call_here', name: 'f', arguments: '{}' };
+    const answer = { type: 'function_call_output', call_id: 'call_here', output: 'y' };
+    expect(decodeResponsesRequest({ model: 'm', input: [call, answer] }).messages.map((message) => message.role)).toEqual(['assistant', 'tool']);
+    expect(() => decodeResponsesRequest({ model: 'm', input: [answer, call] })).toThrow(expect.objectContaining({ status: 400, param: 'input[0].call_id' }));
+
+    const first = decodeResponsesRequest({ model: 'm', input: 'Weather?' });
+    const response = encodeResponsesResponse(
+      [
+        { type: 'tool-call-delta', index: 0, id: 'call_w', name: 'weather', argumentsDelta: '{"city":"Paris"}' },
+        { type: 'finish', reason: 'tool_calls', raw: 'tool_calls' },
+      ],
+      { requestId: 'r', model: 'm', request: first, createdAt: 1 },
+    );
+    const stored = storedResponseOf(first, response)!;
+    // With previous_response_id the decoder defers the check to the stored conversation.
+    const follow = decodeResponsesRequest({ model: 'm', previous_response_id: response.id, input: [{ type: 'function_call_output', call_id: 'call_w', output: '18 C' }] });
+    expect(withHistory(follow, stored).messages.map((message) => message.role)).toEqual(['user', 'assistant', 'tool']);
+    const wrong = decodeResponsesRequest({ model: 'm', previous_response_id: response.id, input: [orphan] });
+    expect(() => withHistory(wrong, stored)).toThrow(expect.objectContaining({ status: 400, param: 'input[0].call_id' }));
+  });
+
   it('keeps nothing for store:false', () => {
     const request = decodeResponsesRequest({ model: 'm', input: 'x', store: false });
     const response = encodeResponsesResponse([{ type: 'finish', reason: 'stop', raw: 'stop' }], { requestId: 'r', model: 'm', request, createdAt: 1 });
