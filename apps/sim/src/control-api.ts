@@ -6,13 +6,33 @@
  */
 import type { SimContext } from './chat-handler.js';
 import { sendError, sendJson, type Exchange } from './exchange.js';
+import type { RequestRecord } from './request-log.js';
+
+/**
+ * The request log as JSON. A recorded body nested too deeply for JSON.stringify (it parsed, but
+ * serializing overflows the stack) is replaced by `{"unserializable": reason}` in its record only.
+ */
+function requestList(records: readonly RequestRecord[]): string {
+  try {
+    return JSON.stringify({ object: 'list', data: records });
+  } catch {
+    const data = records.map((record) => {
+      try {
+        return JSON.stringify(record);
+      } catch (error) {
+        return JSON.stringify({ ...record, body: { unserializable: error instanceof Error ? error.message : 'cannot serialize' } });
+      }
+    });
+    return `{"object":"list","data":[${data.join(',')}]}`;
+  }
+}
 
 /** Handles a `/_sim/*` request; `body` is the parsed JSON body (or undefined). */
 export function handleControl(context: SimContext, exchange: Exchange, path: string, body: unknown): void {
   const method = exchange.req.method;
   switch (`${method} ${path}`) {
     case 'GET /_sim/requests':
-      sendJson(exchange, 200, JSON.stringify({ object: 'list', data: context.log.list() }));
+      sendJson(exchange, 200, requestList(context.log.list()));
       return;
     case 'DELETE /_sim/requests':
       context.log.clear();

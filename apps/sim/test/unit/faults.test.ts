@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import { startSim } from '../../src/index.js';
 import type { SimStats } from '../../src/index.js';
+import type { RequestRecord } from '../../src/request-log.js';
 import { getJson, postRaw, requests, sseData, startFixture, USER_MESSAGES, waitFor, type Fixture } from './sim-fixture.js';
 
 let fixture: Fixture;
@@ -223,6 +224,19 @@ describe('abort detection and request log', () => {
     expect(record!.headers['x-trace-id']).toBe('abc');
     expect(record!.body).toEqual({ model: 'sim-model@itl-ms=0', messages: USER_MESSAGES });
     expect(typeof record!.receivedAt).toBe('number');
+  });
+
+  it('a recorded body too deeply nested to serialize does not break the log: that body is replaced, the rest listed', async () => {
+    await fetch(`${fixture.sim.url}/_sim/requests`, { method: 'DELETE' });
+    const deep = `{"model":"sim-model","messages":[],"x":${'['.repeat(20_000)}${']'.repeat(20_000)}}`;
+    await postRaw(fixture.sim, '/v1/chat/completions', deep);
+    await postRaw(fixture.sim, '/v1/chat/completions', { model: 'sim-model@itl-ms=0', messages: USER_MESSAGES });
+    const response = await fetch(`${fixture.sim.url}/_sim/requests`);
+    expect(response.status).toBe(200);
+    const records = ((await response.json()) as { data: RequestRecord[] }).data;
+    expect(records).toHaveLength(2);
+    expect(records[0]!.body).toEqual({ unserializable: expect.stringContaining('call stack') });
+    expect(records[1]!.body).toEqual({ model: 'sim-model@itl-ms=0', messages: USER_MESSAGES });
   });
 
   it('keeps only the last request-log-size records', async () => {
