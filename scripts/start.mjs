@@ -14,8 +14,10 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const once = process.argv.includes('--once');
 const port = process.env.IOP_PORT ?? '8080';
 const tunnelPort = process.env.IOP_TUNNEL_PORT ?? '8081';
-const apiKey = (process.env.IOP_API_KEYS ?? 'sk-iop-local-demo').split(',')[0];
-const joinToken = process.env.IOP_JOIN_TOKENS?.split(',')[0] ?? 'iop-local-join-token';
+const apiKeys = process.env.IOP_API_KEYS ?? 'sk-iop-local-demo';
+const apiKey = apiKeys.split(',')[0]; // the demo's own requests use the first key
+const joinTokens = process.env.IOP_JOIN_TOKENS ?? 'iop-local-join-token';
+const joinToken = joinTokens.split(',')[0];
 const children = [];
 
 function start(name, script, args, env, readyMessage) {
@@ -45,7 +47,7 @@ process.on('SIGINT', () => {
 });
 
 try {
-  await start('edge', 'apps/edge/dist/main.js', ['--port', port, '--tunnel-port', tunnelPort], { IOP_API_KEYS: apiKey, IOP_JOIN_TOKENS: joinToken }, 'edge listening');
+  await start('edge', 'apps/edge/dist/main.js', ['--port', port, '--tunnel-port', tunnelPort], { IOP_API_KEYS: apiKeys, IOP_JOIN_TOKENS: joinTokens }, 'edge listening');
   console.log(`edge: http://127.0.0.1:${port}/v1 (tunnel :${tunnelPort})`);
   const args = ['--edge', `http://127.0.0.1:${tunnelPort}`, '--join-token', joinToken, '--agent-id', 'local-agent', '--backend', 'llamacpp'];
   if (process.env.IOP_MODEL) args.push('--model', process.env.IOP_MODEL);

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { API_KEY, ROOT, startAgent, startEdge, startSim, stopAll } from './harness';
 
 const run = promisify(execFile);
-const CLI = path.join(ROOT, 'apps/bench/dist/cli.js');
+const CLI = path.join(ROOT, 'apps/bench/bin/iop-bench.js');
 
 afterAll(stopAll);
 
@@ -62,7 +62,7 @@ describe('iop-bench', () => {
     expect(stdout).toContain('errors  none');
     expect(stdout).toMatch(/\nagent +requests +share\n/);
     const bad = (await run(process.execPath, [CLI, '--url', url, '--model', 'm', '--prompt-words', '9:3']).catch((error: unknown) => error)) as { code: number; stderr: string };
-    expect(bad.code).not.toBe(0);
+    expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("option '--prompt-words <range>' argument '9:3' is invalid. expected 1 <= min <= max");
     const both = (await run(process.execPath, [CLI, '--url', url, '--model', 'm', '--rate', '1', '--concurrency', '2']).catch((error: unknown) => error)) as { code: number; stderr: string };
     expect(both.code).toBe(2);

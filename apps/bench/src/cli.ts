@@ -31,6 +31,9 @@ interface CliOptions {
 }
 
 const program = new Command('iop-bench')
+  // Bad options exit 2 (commander uses 1), so scripts can tell them from "no request succeeded";
+  // --help and --version still exit 0.
+  .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
   .description('Load generator for an iop edge: TTFT, ITL, latency percentiles, throughput, errors and per-agent distribution.')
   .requiredOption('--url <url>', 'edge base URL, e.g. http://127.0.0.1:8080')
   .addOption(new Option('--api-key <key>', 'client API key (Authorization: Bearer and x-api-key)').env('IOP_API_KEY'))

@@ -174,6 +174,15 @@ export function resolveConfig(...layers: Array<Record<string, unknown>>): EdgeCo
       const extra = (error.params as { additionalProperty?: string }).additionalProperty;
       return `${error.instancePath || '/'} ${error.message ?? 'is invalid'}${extra === undefined ? '' : ` (${extra})`}`;
     });
+    // The pool section has its own schema and cross-checks: name its problems in the same pass.
+    const pool = (merged as { pool?: unknown }).pool;
+    if (typeof pool === 'object' && pool !== null && pool !== DEFAULT_CONFIG.pool) {
+      try {
+        parsePoolConfig(pool as Record<string, unknown>);
+      } catch (error) {
+        if (error instanceof ConfigError) problems.push(error.message.replace(/^invalid pool config: /, '').split('; ').map((problem) => `/pool${problem.startsWith('/') ? '' : ' '}${problem}`).join('; '));
+      }
+    }
     throw new ConfigError(`invalid edge config: ${problems.join('; ')}`);
   }
   const config = merged as unknown as EdgeConfig;

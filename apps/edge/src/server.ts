@@ -47,11 +47,21 @@ export interface RunningEdge {
   reload(next: EdgeConfig): ReloadResult;
 }
 
-function listen(server: http.Server | http2.Http2Server, port: number, host: string): Promise<number> {
+/**
+ * Listens; resolves with the bound port.
+ * @throws ConfigError naming the address and the flag to change when the port is taken or not allowed.
+ */
+function listen(server: http.Server | http2.Http2Server, port: number, host: string, flag: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    const onError = (error: NodeJS.ErrnoException) => {
+      if (error.code === 'EADDRINUSE') reject(new ConfigError(`cannot listen on ${host}:${port}: the address is in use by another process; choose another with ${flag}`));
+      else if (error.code === 'EACCES') reject(new ConfigError(`cannot listen on ${host}:${port}: permission denied (ports below 1024 need privileges); choose another with ${flag}`));
+      else if (error.code === 'EADDRNOTAVAIL') reject(new ConfigError(`cannot listen on ${host}:${port}: no such local address; check the host setting`));
+      else reject(error);
+    };
+    server.once('error', onError);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', onError);
       resolve((server.address() as AddressInfo).port);
     });
   });
@@ -111,8 +121,8 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     ? http2.createSecureServer({ cert: readFileSync(config.tunnel.tlsCertFile!), key: readFileSync(config.tunnel.tlsKeyFile!) }, tunnelHandler)
     : http2.createServer({}, tunnelHandler);
 
-  const port = await listen(httpServer, config.port, config.host);
-  const tunnelPort = await listen(tunnelServer, config.tunnel.port, config.tunnel.host);
+  const port = await listen(httpServer, config.port, config.host, '--port / IOP_PORT');
+  const tunnelPort = await listen(tunnelServer, config.tunnel.port, config.tunnel.host, '--tunnel-port / IOP_TUNNEL_PORT');
   logger.info({ port, tunnelPort, host: config.host, tunnelHost: config.tunnel.host, tls, version: EDGE_VERSION }, 'edge listening');
 
   let closing: Promise<void> | undefined;

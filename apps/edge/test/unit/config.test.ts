@@ -11,11 +11,17 @@ describe('edge config', () => {
 
   it('refuses an invalid config naming every bad field', () => {
     expect(() => resolveConfig({ port: 70000, apiKeys: ['short'], bogus: true })).toThrow(ConfigError);
-    try {
-      resolveConfig({ port: 70000, apiKeys: ['short'] });
-    } catch (error) {
-      expect((error as Error).message).toMatch(/\/port must be <= 65535/);
-      expect((error as Error).message).toMatch(/\/apiKeys\/0 must NOT have fewer than 8 characters/);
-    }
+    const message = (() => {
+      try {
+        resolveConfig({ port: 70000, apiKeys: ['short'], pool: { modelGroups: [{ name: 'g' }] } });
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return 'accepted';
+    })();
+    expect(message).toMatch(/\/port must be <= 65535/);
+    expect(message).toMatch(/\/apiKeys\/0 must NOT have fewer than 8 characters/);
+    // The pool section's own problems come in the same message.
+    expect(message).toMatch(/\/pool\/modelGroups\/0 must have required property 'targets'/);
   });
 });
