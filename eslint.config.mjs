@@ -31,4 +31,8 @@ export default tseslint.config(
     languageOptions: { globals: { console: 'readonly', process: 'readonly', URL: 'readonly', fetch: 'readonly', module: 'writable', require: 'readonly' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
+  {
+    files: ['apps/*/bin/*.js'],
+    languageOptions: { sourceType: 'commonjs', globals: { __dirname: 'readonly' } },
+  },
 );
