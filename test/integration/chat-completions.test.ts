@@ -188,6 +188,15 @@ describe('bad input gets an OpenAI error object and the edge keeps serving', () 
     expect(response.status).toBe(401);
   });
 
+  it('another method on a known path is a 405 with Allow; an unknown path a 404', async () => {
+    const get = await fetch(`${edge.baseURL}/chat/completions`, { headers: { authorization: `Bearer ${API_KEY}` } });
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+    expect(((await get.json()) as { error: { code: string } }).error.code).toBe('method_not_allowed');
+    const unknown = await fetch(`${edge.baseURL}/chat/completion`, { method: 'POST', headers: { authorization: `Bearer ${API_KEY}` } });
+    expect(unknown.status).toBe(404);
+  });
+
   it('still serves after all of that', async () => {
     const completion = await client.chat.completions.create({ model: 'sim-model', messages });
     expect(completion.choices[0]!.finish_reason).toBe('stop');

@@ -15,6 +15,7 @@ export const ErrorCodes = [
   'permission', // 403
   'not_found', // 404: unknown route or resource (e.g. a stored response id)
   'model_not_found', // 404: no provider serves the model
+  'method_not_allowed', // 405: a known path with another method (the response has `Allow`)
   'request_too_large', // 413: body over the size limit
   'rate_limited', // 429: the upstream or the queue says slow down
   'internal', // 500
@@ -33,6 +34,7 @@ const STATUS: Record<ErrorCode, number> = {
   permission: 403,
   not_found: 404,
   model_not_found: 404,
+  method_not_allowed: 405,
   request_too_large: 413,
   rate_limited: 429,
   internal: 500,

@@ -6,6 +6,7 @@
  *   (pool/model-list.ts)
  * - `GET /healthz` (process up), `GET /readyz` (at least one agent connected), `GET /metrics`
  * - `HEAD /` — connection warm-up some clients send (Claude Code)
+ * A known path with another method is a 405 with `Allow`; an unknown path a 404.
  * Dialect endpoints are mounted from `routes` so the pipeline stays one.
  */
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
@@ -26,6 +27,22 @@ export interface DialectRoutes {
   inference: Record<string, InferenceRoute>;
   /** Extra routers (e.g. Responses retrieval, count_tokens), mounted after auth. */
   extra?: Array<(app: Express, edge: EdgeContext) => void>;
+}
+
+/** The shape of express 5's router layers that `allowedMethods` reads. */
+interface RouteLayer {
+  route?: { methods: Record<string, boolean> };
+  match(path: string): boolean;
+}
+
+/** Methods with a route for `path` (RFC 9110 §15.5.6: a 405 lists them in `Allow`). */
+function allowedMethods(app: Express, path: string): string[] {
+  const methods = new Set<string>();
+  for (const layer of (app.router as unknown as { stack: RouteLayer[] }).stack) {
+    if (layer.route === undefined || !layer.match(path)) continue;
+    for (const [method, on] of Object.entries(layer.route.methods)) if (on && method !== '_all') methods.add(method.toUpperCase());
+  }
+  return [...methods];
 }
 
 export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
@@ -58,7 +75,12 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
   for (const [path, route] of Object.entries(routes.inference)) app.post(path, body, inferenceHandler(route, edge));
   for (const mount of routes.extra ?? []) mount(app, edge);
 
-  app.use((req: Request, _res: Response, next: NextFunction) => next(new IopError('not_found', `no route for ${req.method} ${req.path}`)));
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const allowed = allowedMethods(app, req.path);
+    if (allowed.length === 0) return next(new IopError('not_found', `no route for ${req.method} ${req.path}`));
+    res.setHeader('allow', allowed.join(', '));
+    next(new IopError('method_not_allowed', `${req.method} is not allowed on ${req.path}; use ${allowed.join(' or ')}`));
+  });
   app.use(errorHandler(routes.dialectForPath));
   return app;
 }

@@ -7,6 +7,7 @@
  * | authentication                                   | 401    | authentication_error    |
  * | permission                                       | 403    | permission_error        |
  * | not_found, model_not_found                       | 404    | not_found_error         |
+ * | method_not_allowed                               | 405    | invalid_request_error   |
  * | request_too_large                                | 413    | request_too_large       |
  * | rate_limited                                     | 429    | rate_limit_error        |
  * | internal                                         | 500    | api_error               |
@@ -32,6 +33,7 @@ const ERROR_TYPES: Record<ErrorCode, AnthropicErrorType> = {
   permission: 'permission_error',
   not_found: 'not_found_error',
   model_not_found: 'not_found_error',
+  method_not_allowed: 'invalid_request_error',
   request_too_large: 'request_too_large',
   rate_limited: 'rate_limit_error',
   internal: 'api_error',

@@ -20,6 +20,7 @@ const ENVELOPE: Record<ErrorCode, { type: string; code: string | null }> = {
   permission: { type: 'permission_error', code: null },
   not_found: { type: 'invalid_request_error', code: 'not_found' },
   model_not_found: { type: 'invalid_request_error', code: 'model_not_found' },
+  method_not_allowed: { type: 'invalid_request_error', code: 'method_not_allowed' },
   request_too_large: { type: 'invalid_request_error', code: 'request_too_large' },
   rate_limited: { type: 'rate_limit_error', code: 'rate_limit_exceeded' },
   internal: { type: 'server_error', code: null },
