@@ -2,7 +2,10 @@
  * The tunnel is plain gRPC: an agent written with any standard gRPC stack can join. Here a bare
  * @grpc/grpc-js client (no Connect code) registers over the edge's connect-node server, receives
  * a run, answers it with ProviderTunnelFrames, and the client's request is answered through it.
+ * A Run call is bound to the Control session the run was assigned on (`iop-session-id`): without
+ * it, or from another session, the edge refuses it and the run stays intact.
  */
+import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import {
@@ -16,13 +19,14 @@ import {
   type ProviderTunnelFrame,
 } from '@iop/proto';
 import OpenAI from 'openai';
-import { API_KEY, JOIN_TOKEN, startEdge, stopAll, type EdgeHandle } from './harness';
+import { API_KEY, JOIN_TOKEN, eventually, startEdge, stopAll, type EdgeHandle } from './harness';
+import { ADMIN_KEY, admin } from './lifecycle-helpers';
 
 let edge: EdgeHandle;
 let client: grpc.Client;
 
 beforeAll(async () => {
-  edge = await startEdge();
+  edge = await startEdge({ args: ['--admin-keys', ADMIN_KEY] });
   client = new grpc.Client(`127.0.0.1:${edge.tunnelPort}`, grpc.credentials.createInsecure());
 });
 
@@ -36,14 +40,38 @@ const deserializeEdge = (bytes: Buffer) => fromBinary(EdgeMessageSchema, bytes);
 const serializeFrame = (frame: ProviderTunnelFrame) => Buffer.from(toBinary(ProviderTunnelFrameSchema, frame));
 const deserializeSummary = (bytes: Buffer) => fromBinary(RunSummarySchema, bytes);
 
-function register(token: string, agentId: string): grpc.ClientDuplexStream<AgentMessage, EdgeMessage> {
+function register(token: string, agentId: string, model = 'grpc-model'): grpc.ClientDuplexStream<AgentMessage, EdgeMessage> {
   const call = client.makeBidiStreamRequest('/iop.v1.TunnelService/Control', serializeAgent, deserializeEdge, new grpc.Metadata());
   call.write(
     create(AgentMessageSchema, {
-      message: { case: 'register', value: { agentId, joinToken: token, models: [{ id: 'grpc-model', contextLength: 4096 }], maxConcurrency: 4, agentVersion: 'grpc-js-test', backend: 'openai' } },
+      message: { case: 'register', value: { agentId, joinToken: token, models: [{ id: model, contextLength: 4096 }], maxConcurrency: 4, agentVersion: 'grpc-js-test', backend: 'openai' } },
     }),
   );
   return call;
+}
+
+function sessionMetadata(sessionId: string | undefined): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  if (sessionId !== undefined) metadata.set('iop-session-id', sessionId);
+  return metadata;
+}
+
+/** Opens a Run call, writes `frames`, ends it; resolves with the call's status code. */
+function runCall(sessionId: string | undefined, frames: ProviderTunnelFrame[]): Promise<grpc.status> {
+  return new Promise((resolve) => {
+    const run = client.makeClientStreamRequest('/iop.v1.TunnelService/Run', serializeFrame, deserializeSummary, sessionMetadata(sessionId), (error) => resolve(error === null ? grpc.status.OK : error.code));
+    for (const frame of frames) run.write(frame);
+    run.end();
+  });
+}
+
+/** The session id from the Registered message on a Control call. */
+function sessionIdOf(call: grpc.ClientDuplexStream<AgentMessage, EdgeMessage>): Promise<string> {
+  return new Promise((resolve) =>
+    call.on('data', (message: EdgeMessage) => {
+      if (message.message.case === 'registered') resolve(message.message.value.sessionId);
+    }),
+  );
 }
 
 describe('tunnel over plain @grpc/grpc-js', () => {
@@ -61,13 +89,17 @@ describe('tunnel over plain @grpc/grpc-js', () => {
   it('registers, receives a run, and answers it with frames', async () => {
     const call = register(JOIN_TOKEN, 'grpc-agent');
     const assignments: EdgeMessage[] = [];
+    let sessionId = '';
     const registered = new Promise<EdgeMessage>((resolve) =>
       call.on('data', (message: EdgeMessage) => {
-        if (message.message.case === 'registered') resolve(message);
+        if (message.message.case === 'registered') {
+          sessionId = message.message.value.sessionId;
+          resolve(message);
+        }
         if (message.message.case === 'assign') {
           assignments.push(message);
           const assign = message.message.value;
-          const run = client.makeClientStreamRequest('/iop.v1.TunnelService/Run', serializeFrame, deserializeSummary, () => undefined);
+          const run = client.makeClientStreamRequest('/iop.v1.TunnelService/Run', serializeFrame, deserializeSummary, sessionMetadata(sessionId), () => undefined);
           const body = JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'grpc-model', choices: [{ index: 0, message: { role: 'assistant', content: 'hello from grpc-js' }, finish_reason: 'stop' }], usage: { prompt_tokens: 5, completion_tokens: 4, total_tokens: 9 } });
           run.write(create(ProviderTunnelFrameSchema, { runId: assign.runId, kind: Kind.RESPONSE_START, status: 200, headers: { 'content-type': 'application/json' } }));
           run.write(create(ProviderTunnelFrameSchema, { runId: assign.runId, kind: Kind.BODY, body: new TextEncoder().encode(body) }));
@@ -90,5 +122,65 @@ describe('tunnel over plain @grpc/grpc-js', () => {
     expect(assign.value.model).toBe('grpc-model');
     expect(JSON.parse(new TextDecoder().decode(assign.value.body))).toEqual({ model: 'grpc-model', messages: [{ role: 'user', content: 'hi' }] });
     call.end();
+  });
+
+  it('refuses a Run call without a session (UNAUTHENTICATED) and one for another session\'s run (NOT_FOUND); the run stays intact', async () => {
+    const owner = register(JOIN_TOKEN, 'grpc-owner', 'owned-model');
+    const intruder = register(JOIN_TOKEN, 'grpc-intruder', 'intruder-model');
+    owner.on('error', () => undefined);
+    intruder.on('error', () => undefined);
+    const [ownerSession, intruderSession] = await Promise.all([sessionIdOf(owner), sessionIdOf(intruder)]);
+    const verdicts: Record<string, grpc.status> = {};
+    owner.on('data', (message: EdgeMessage) => {
+      if (message.message.case !== 'assign') return;
+      const runId = message.message.value.runId;
+      const injected = [
+        create(ProviderTunnelFrameSchema, { runId, kind: Kind.RESPONSE_START, status: 200, headers: { 'content-type': 'application/json' } }),
+        create(ProviderTunnelFrameSchema, { runId, kind: Kind.BODY, body: new TextEncoder().encode('{"injected":true}') }),
+        create(ProviderTunnelFrameSchema, { runId, kind: Kind.END }),
+      ];
+      void (async () => {
+        verdicts.none = await runCall(undefined, injected);
+        verdicts.forged = await runCall('ses_forged000000000000000000', injected);
+        verdicts.other = await runCall(intruderSession, injected);
+        const body = JSON.stringify({ id: 'chatcmpl-2', object: 'chat.completion', created: 1, model: 'owned-model', choices: [{ index: 0, message: { role: 'assistant', content: 'from the owner' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 3, total_tokens: 4 } });
+        verdicts.owner = await runCall(ownerSession, [injected[0]!, create(ProviderTunnelFrameSchema, { runId, kind: Kind.BODY, body: new TextEncoder().encode(body) }), injected[2]!]);
+      })();
+    });
+    const openai = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
+    const completion = await openai.chat.completions.create({ model: 'owned-model', messages: [{ role: 'user', content: 'hi' }] });
+    expect(completion.choices[0]!.message.content).toBe('from the owner');
+    await eventually(() => verdicts.owner !== undefined, 5_000);
+    expect(verdicts).toEqual({ none: grpc.status.UNAUTHENTICATED, forged: grpc.status.UNAUTHENTICATED, other: grpc.status.NOT_FOUND, owner: grpc.status.OK });
+    owner.end();
+    intruder.end();
+  });
+
+  it('a Run call that ends inside a message is INTERNAL; a second session of one agent id replaces the first', async () => {
+    const first = register(JOIN_TOKEN, 'grpc-twice', 'twice-model');
+    const firstStatus = new Promise<grpc.StatusObject>((resolve) => first.on('status', resolve));
+    first.on('error', () => undefined);
+    const sessionId = await sessionIdOf(first);
+
+    const session = http2.connect(`http://127.0.0.1:${edge.tunnelPort}`);
+    const stream = session.request({ ':method': 'POST', ':path': '/iop.v1.TunnelService/Run', 'content-type': 'application/grpc', te: 'trailers', 'iop-session-id': sessionId });
+    const status = new Promise<string | undefined>((resolve) => {
+      stream.on('response', (headers) => headers['grpc-status'] !== undefined && resolve(String(headers['grpc-status'])));
+      stream.on('trailers', (trailers) => resolve(String(trailers['grpc-status'])));
+    });
+    stream.end(Buffer.from([0, 0, 0])); // three bytes of a five-byte length prefix
+    expect(await status).toBe(String(grpc.status.INTERNAL));
+    session.close();
+
+    const second = register(JOIN_TOKEN, 'grpc-twice', 'twice-model');
+    second.on('error', () => undefined);
+    const secondSession = await sessionIdOf(second);
+    expect(secondSession).not.toBe(sessionId);
+    expect((await firstStatus).code).toBe(grpc.status.OK); // the edge ended the earlier Control stream
+    await eventually(async () => {
+      const { body } = await admin(edge.url, 'GET', '/admin/agents');
+      return (body.data as Array<{ id: string }>).filter((agent) => agent.id === 'grpc-twice').length === 1;
+    }, 5_000);
+    second.end();
   });
 });

@@ -48,6 +48,8 @@ export class EdgeLink {
   private readonly stop = new AbortController();
   private readonly backoff: Backoff;
   private session: ControlSession | undefined;
+  /** The edge's `session_id` for the current Control session (a credential: logged as a prefix). */
+  private sessionId = '';
   private draining = false;
   private deregisterWhenIdle = false;
 
@@ -166,8 +168,9 @@ export class EdgeLink {
   }
 
   private onRegistered(registered: Registered): void {
+    this.sessionId = registered.sessionId;
     this.logger.info(
-      { sessionId: registered.sessionId, heartbeatIntervalMs: registered.heartbeatIntervalMs, edgeVersion: registered.edgeVersion, edge: this.edgeUrl },
+      { session: `${registered.sessionId.slice(0, 10)}…`, heartbeatIntervalMs: registered.heartbeatIntervalMs, edgeVersion: registered.edgeVersion, edge: this.edgeUrl },
       'registered',
     );
     if (this.isDraining) this.session?.sendHeartbeat();
@@ -183,6 +186,7 @@ export class EdgeLink {
     }
     const run = new RunExecution(assignment, {
       connection: this.connection,
+      sessionId: this.sessionId,
       backend: this.host.backend,
       logger: this.logger,
       firstByteTimeoutMs: this.host.options.firstByteTimeoutMs,

@@ -7,7 +7,8 @@
  * `Http2SessionManager` per edge: keepalive PINGs, reconnects, GOAWAY handling).
  *
  * Wire behaviour follows "gRPC over HTTP2" (grpc/grpc PROTOCOL-HTTP2.md): a POST with
- * `content-type: application/grpc+proto` and `te: trailers`, each ProviderTunnelFrame as one
+ * `content-type: application/grpc+proto`, `te: trailers` and the session's `iop-session-id`
+ * (which binds the call to the Control session the run was assigned on), each ProviderTunnelFrame as one
  * length-prefixed message; the edge answers 200 with one RunSummary and `grpc-status: 0`, or a
  * Trailers-Only response carrying the error (NOT_FOUND, CANCELLED, …).
  *
@@ -20,7 +21,7 @@ import { once } from 'node:events';
 import type { ClientHttp2Stream, OutgoingHttpHeaders } from 'node:http2';
 import { toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { ProviderTunnelFrameSchema, RUN_PATH, grpcFrame, type ProviderTunnelFrame } from '@iop/proto';
+import { ProviderTunnelFrameSchema, RUN_PATH, RUN_SESSION_HEADER, grpcFrame, type ProviderTunnelFrame } from '@iop/proto';
 
 /** What a Run call needs of the connection to the edge (`Http2SessionManager` of connect-node). */
 export interface RunConnection {
@@ -28,7 +29,6 @@ export interface RunConnection {
   notifyResponseByteRead(stream: ClientHttp2Stream): void;
 }
 
-const REQUEST_HEADERS: OutgoingHttpHeaders = { 'content-type': 'application/grpc+proto', te: 'trailers', 'grpc-accept-encoding': 'identity' };
 
 /** HTTP/2 RST_STREAM codes (RFC 9113 §7) as gRPC status codes (PROTOCOL-HTTP2.md "Errors"). */
 function codeOfReset(rstCode: number): Code {
@@ -40,13 +40,15 @@ function codeOfReset(rstCode: number): Code {
 
 /**
  * Sends one run's frames on a new Run call and waits for the edge's answer.
+ * @param sessionId the `session_id` of the Control session that assigned the run (from Registered).
  * @param onClosedEarly called once if the call ends (edge answer, reset, lost connection) before
  *   every frame was sent: the caller stops the backend at once instead of at its next frame.
  * @throws ConnectError with the gRPC status when the edge answers with an error, resets the
  *   stream or the connection is lost.
  */
-export async function sendRun(connection: RunConnection, frames: AsyncIterable<ProviderTunnelFrame>, onClosedEarly: (error: ConnectError) => void): Promise<void> {
-  const stream = await connection.request('POST', RUN_PATH, REQUEST_HEADERS, {});
+export async function sendRun(connection: RunConnection, sessionId: string, frames: AsyncIterable<ProviderTunnelFrame>, onClosedEarly: (error: ConnectError) => void): Promise<void> {
+  const headers: OutgoingHttpHeaders = { 'content-type': 'application/grpc+proto', te: 'trailers', 'grpc-accept-encoding': 'identity', [RUN_SESSION_HEADER]: sessionId };
+  const stream = await connection.request('POST', RUN_PATH, headers, {});
   const session = stream.session; // a destroyed stream forgets it
   let status: string | undefined;
   let message = '';

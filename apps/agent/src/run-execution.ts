@@ -22,6 +22,8 @@ import { sendRun, type RunConnection } from './run-call.js';
 export interface RunExecutionOptions {
   /** The HTTP/2 connection to the edge that assigned the run. */
   connection: RunConnection;
+  /** The `session_id` of the Control session that assigned it (binds the Run call to it). */
+  sessionId: string;
   backend: Backend;
   logger: Logger;
   /** Agent default when the assignment gives 0, ms. */
@@ -62,7 +64,7 @@ export class RunExecution {
   private async execute(): Promise<void> {
     this.logger.debug({ method: this.assignment.method, path: this.assignment.path, model: this.assignment.model }, 'run started');
     try {
-      await sendRun(this.options.connection, this.frames(), (error) => this.cancel(`Run call ended by the edge: ${error.rawMessage}`));
+      await sendRun(this.options.connection, this.options.sessionId, this.frames(), (error) => this.cancel(`Run call ended by the edge: ${error.rawMessage}`));
     } catch (error) {
       if (!this.finished) this.logger.warn({ err: error }, 'run stream failed; backend request aborted');
     } finally {

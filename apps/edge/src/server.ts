@@ -51,6 +51,9 @@ export interface RunningEdge {
  * Listens; resolves with the bound port.
  * @throws ConfigError naming the address and the flag to change when the port is taken or not allowed.
  */
+/** Largest message the edge reads through Connect, bytes. */
+const CONNECT_READ_MAX_BYTES = 1024 * 1024;
+
 function listen(server: http.Server | http2.Http2Server, port: number, host: string, flag: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
@@ -108,12 +111,15 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
 
   const adapter = connectNodeAdapter({
     routes: tunnelRoutes({ registry: context.registry, runs: context.runs, joinTokens: () => context.config.joinTokens, heartbeatIntervalMs: config.heartbeatIntervalMs, edgeVersion: EDGE_VERSION, logger }),
-    readMaxBytes: config.maxBodyBytes + 1024 * 1024,
+    // What the edge reads through Connect: Control messages (Register, Heartbeat: small; read
+    // whole before the join token can be checked, so kept small) and Run frames of agents using
+    // the Connect or gRPC-Web protocol (gRPC Run calls take run-stream-handler.ts).
+    readMaxBytes: CONNECT_READ_MAX_BYTES,
     writeMaxBytes: config.maxBodyBytes + 1024 * 1024,
   });
   // Run calls over gRPC take the hot-path handler; everything else is Connect's.
   const tunnelHandler = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
-    if (isGrpcRun(req.url, req.headers)) handleRunStream(req, res, context.runs);
+    if (isGrpcRun(req.url, req.headers)) handleRunStream(req, res, context.runs, (sessionId) => context.registry.bySessionId(sessionId));
     else adapter(req, res);
   };
   const tls = config.tunnel.tlsCertFile !== undefined && config.tunnel.tlsKeyFile !== undefined;

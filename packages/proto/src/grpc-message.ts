@@ -13,6 +13,17 @@ import { TunnelService } from './gen/iop/v1/tunnel_pb.js';
 /** HTTP/2 `:path` of the Run call: `/iop.v1.TunnelService/Run` (proto/iop/v1/tunnel.proto). */
 export const RUN_PATH = `/${TunnelService.typeName}/${TunnelService.method.run.name}`;
 
+/**
+ * gRPC metadata (an HTTP/2 request header) every Run call carries: the `session_id` the edge sent
+ * in `Registered` on the agent's Control stream. It binds the call to that session — the edge
+ * refuses a Run without it, or for a run assigned to another session — so it is a credential:
+ * unguessable, never logged whole.
+ */
+export const RUN_SESSION_HEADER = 'iop-session-id';
+
+/** Largest ProviderTunnelFrame the edge accepts on a Run call, bytes (a BODY slice, a RESPONSE_START). */
+export const RUN_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+
 export interface GrpcMessage {
   compressed: boolean;
   payload: Uint8Array;

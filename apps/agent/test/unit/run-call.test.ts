@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { Http2SessionManager } from '@connectrpc/connect-node';
-import { GrpcMessageReader, ProviderTunnelFrameSchema, ProviderTunnelFrame_Kind as Kind, RUN_PATH, RunSummarySchema, grpcFrame, type ProviderTunnelFrame } from '@iop/proto';
+import { GrpcMessageReader, ProviderTunnelFrameSchema, ProviderTunnelFrame_Kind as Kind, RUN_PATH, RUN_SESSION_HEADER, RunSummarySchema, grpcFrame, type ProviderTunnelFrame } from '@iop/proto';
 import { sendRun } from '../../src/run-call';
 
 type Handler = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, frames: ProviderTunnelFrame[]) => void;
@@ -64,11 +64,12 @@ describe('sendRun', () => {
       });
     };
     const early = jest.fn();
-    await sendRun(connection, framesOf([frame(Kind.RESPONSE_START), frame(Kind.BODY, 'data: {"x":1}\n\n'), frame(Kind.END)]), early);
+    await sendRun(connection, 'ses_test', framesOf([frame(Kind.RESPONSE_START), frame(Kind.BODY, 'data: {"x":1}\n\n'), frame(Kind.END)]), early);
     expect(requestHeaders[':path']).toBe(RUN_PATH);
     expect(requestHeaders[':method']).toBe('POST');
     expect(requestHeaders['content-type']).toBe('application/grpc+proto');
     expect(requestHeaders.te).toBe('trailers');
+    expect(requestHeaders[RUN_SESSION_HEADER]).toBe('ses_test');
     expect(received.map((item) => item.kind)).toEqual([Kind.RESPONSE_START, Kind.BODY, Kind.END]);
     expect(Buffer.from(received[1]!.body).toString()).toBe('data: {"x":1}\n\n');
     expect(early).not.toHaveBeenCalled();
@@ -90,7 +91,7 @@ describe('sendRun', () => {
       yield frame(Kind.BODY, 'b');
     }
     const early = jest.fn((_error: ConnectError) => closed!());
-    const error = (await sendRun(connection, frames(), early).catch((caught: unknown) => caught)) as ConnectError;
+    const error = (await sendRun(connection, 'ses_test', frames(), early).catch((caught: unknown) => caught)) as ConnectError;
     expect(error).toBeInstanceOf(ConnectError);
     expect(error.code).toBe(Code.Canceled);
     expect(error.rawMessage).toBe('run cancelled by the edge');
@@ -114,7 +115,7 @@ describe('sendRun', () => {
   test('RST_STREAM CANCEL from the edge is Code.Canceled', async () => {
     handler = (stream) => stream.close(http2.constants.NGHTTP2_CANCEL);
     const { frames, early } = waitingRun();
-    const reset = (await sendRun(connection, frames, early).catch((caught: unknown) => caught)) as ConnectError;
+    const reset = (await sendRun(connection, 'ses_test', frames, early).catch((caught: unknown) => caught)) as ConnectError;
     expect(reset.code).toBe(Code.Canceled);
     expect(early).toHaveBeenCalledTimes(1);
   }, 5_000);
@@ -122,7 +123,7 @@ describe('sendRun', () => {
   test('a lost connection is Code.Unavailable', async () => {
     handler = (stream) => stream.session?.destroy();
     const { frames, early } = waitingRun();
-    const lost = (await sendRun(connection, frames, early).catch((caught: unknown) => caught)) as ConnectError;
+    const lost = (await sendRun(connection, 'ses_test', frames, early).catch((caught: unknown) => caught)) as ConnectError;
     expect(lost.code).toBe(Code.Unavailable);
     expect(lost.rawMessage).toBe('the connection to the edge was lost');
     expect(early).toHaveBeenCalledTimes(1);
@@ -138,7 +139,7 @@ describe('sendRun', () => {
         yield frame(Kind.BODY, slice);
       }
     }
-    void sendRun(connection, frames(), () => undefined).catch(() => undefined);
+    void sendRun(connection, 'ses_test', frames(), () => undefined).catch(() => undefined);
     // Wait until the pulls stop (unchanged over 200 ms); a source without backpressure never stops.
     let last = -1;
     let still = 0;

@@ -119,7 +119,7 @@ describe('agent tunnel client (openai backend)', () => {
     expect(register.backend).toBe('openai');
     expect(register.capabilities).toEqual(['tokenize']);
     const registered = logs.lines.find((line) => line.msg === 'registered')!;
-    expect(registered.sessionId).toBe('sess_1');
+    expect(registered.session).toBe('sess_1…'); // a prefix: the whole id is the Run credential
     // Heartbeats flow at the edge's interval and carry vLLM's load figures from /metrics.
     await waitFor(() => edge.heartbeats.length >= 2, 2_000, 'heartbeats');
     expect(edge.heartbeats[0]).toMatchObject({ inFlight: 0, queued: 0, draining: false, kvCacheUsage: 0.25, backendWaiting: 3 });

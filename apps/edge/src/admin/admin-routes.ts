@@ -15,10 +15,11 @@ import type { PoolProviderSnapshot, PoolSnapshot } from '../pool/pool-snapshot.j
 import type { AgentSession } from '../tunnel/agent-session.js';
 import { adminAuth } from './admin-auth.js';
 import { agentView } from './agent-view.js';
+import { sessionTag } from '../tunnel/tunnel-service.js';
 
 function sessionsNamed(edge: EdgeContext, id: string): AgentSession[] {
-  const sessions = edge.registry.all().filter((session) => session.agentId === id || session.sessionId === id);
-  if (sessions.length === 0) throw new IopError('not_found', `no connected agent or session \`${id}\``);
+  const sessions = edge.registry.all().filter((session) => session.agentId === id);
+  if (sessions.length === 0) throw new IopError('not_found', `no connected agent \`${id}\``);
   return sessions;
 }
 
@@ -59,13 +60,13 @@ export function mountAdmin(app: Express, edge: EdgeContext): void {
     const deregister = deregisterParam(req);
     const sessions = sessionsNamed(edge, String(req.params.id));
     for (const session of sessions) session.drain(true, deregister);
-    edge.logger.info({ agentId: req.params.id, sessions: sessions.map((session) => session.sessionId), deregister }, 'admin: agent draining');
+    edge.logger.info({ agentId: req.params.id, sessions: sessions.map((session) => sessionTag(session.sessionId)), deregister }, 'admin: agent draining');
     res.json({ object: 'list', data: views(sessions) });
   });
   app.post('/admin/agents/:id/undrain', (req: Request, res: Response) => {
     const sessions = sessionsNamed(edge, String(req.params.id));
     for (const session of sessions) session.drain(false);
-    edge.logger.info({ agentId: req.params.id, sessions: sessions.map((session) => session.sessionId) }, 'admin: agent undrained');
+    edge.logger.info({ agentId: req.params.id, sessions: sessions.map((session) => sessionTag(session.sessionId)) }, 'admin: agent undrained');
     res.json({ object: 'list', data: views(sessions) });
   });
 }

@@ -3,10 +3,12 @@
  * are counts of requests, `kvCacheUsage` is in [0, 1] (null when the backend does not expose it).
  */
 import type { AgentSession } from '../tunnel/agent-session.js';
+import { sessionTag } from '../tunnel/tunnel-service.js';
 
 export interface AgentView {
   id: string;
-  sessionId: string;
+  /** The session's id as logs show it (a prefix: the whole id is the agent's Run credential). */
+  session: string;
   models: Array<{ id: string; contextLength: number | null }>;
   load: {
     /** Runs the edge has assigned to it and not seen finish. */
@@ -36,7 +38,7 @@ export interface AgentView {
 export function agentView(session: AgentSession, heartbeatIntervalMs: number, pool: ReadonlyMap<string, unknown> | undefined, now = Date.now()): AgentView {
   return {
     id: session.agentId,
-    sessionId: session.sessionId,
+    session: sessionTag(session.sessionId),
     models: session.models.map((model) => ({ id: model.id, contextLength: model.contextLength || null })),
     load: {
       inFlight: session.inFlight,

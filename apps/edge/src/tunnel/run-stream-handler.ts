@@ -7,15 +7,19 @@
  * Wire behaviour follows "gRPC over HTTP2" (grpc/grpc PROTOCOL-HTTP2.md): request messages are
  * length-prefixed ProviderTunnelFrames; the answer is HTTP 200 `application/grpc`, one RunSummary
  * message and the `grpc-status` trailer, or a Trailers-Only response carrying the error:
- * NOT_FOUND for an unknown or finished run, CANCELLED when the edge dropped the run (its agent
- * then aborts the backend request), UNIMPLEMENTED for a compressed message, INTERNAL for a frame
- * that does not decode. Backpressure: while the run's consumer is behind, the stream is paused,
+ * UNAUTHENTICATED (before any body is read) without the `iop-session-id` of a connected Control
+ * session, NOT_FOUND for an unknown or finished run or one assigned to another session,
+ * CANCELLED when the edge dropped the run (its agent then aborts the backend request),
+ * UNIMPLEMENTED for a compressed message, RESOURCE_EXHAUSTED for a message over
+ * `RUN_MAX_MESSAGE_BYTES`, INTERNAL for a frame that does not decode or a stream that ends inside a
+ * message. Backpressure: while the run's consumer is behind, the stream is paused,
  * so HTTP/2 flow control holds the agent (and through it the backend).
  */
 import { constants, type Http2ServerRequest, type Http2ServerResponse, type IncomingHttpHeaders } from 'node:http2';
 import { fromBinary, toBinary, create } from '@bufbuild/protobuf';
 import { Code } from '@connectrpc/connect';
-import { GrpcMessageError, GrpcMessageReader, ProviderTunnelFrameSchema, RUN_PATH, RunSummarySchema, grpcFrame, type ProviderTunnelFrame } from '@iop/proto';
+import { GrpcMessageError, GrpcMessageReader, ProviderTunnelFrameSchema, RUN_MAX_MESSAGE_BYTES, RUN_PATH, RUN_SESSION_HEADER, RunSummarySchema, grpcFrame, type ProviderTunnelFrame } from '@iop/proto';
+import type { AgentSession } from './agent-session.js';
 import type { RunHandle, RunRegistry } from './run-registry.js';
 
 
@@ -45,9 +49,18 @@ function succeed(res: Http2ServerResponse): void {
   res.end(SUMMARY_MESSAGE);
 }
 
-/** Serves one Run call. */
-export function handleRunStream(req: Http2ServerRequest, res: Http2ServerResponse, runs: RunRegistry): void {
-  const reader = new GrpcMessageReader();
+/**
+ * Serves one Run call.
+ * @param sessionOf the connected Control session with this id, if any (AgentRegistry.bySessionId).
+ */
+export function handleRunStream(req: Http2ServerRequest, res: Http2ServerResponse, runs: RunRegistry, sessionOf: (sessionId: string) => AgentSession | undefined): void {
+  const sessionId = req.headers[RUN_SESSION_HEADER];
+  const session = typeof sessionId === 'string' ? sessionOf(sessionId) : undefined;
+  if (session === undefined) {
+    trailersOnly(res, Code.Unauthenticated, `a Run call needs the ${RUN_SESSION_HEADER} of a connected Control session`);
+    return;
+  }
+  const reader = new GrpcMessageReader(RUN_MAX_MESSAGE_BYTES);
   let handle: RunHandle | undefined;
   let done = false;
   const finish = (code: Code | undefined, message = '') => {
@@ -61,7 +74,7 @@ export function handleRunStream(req: Http2ServerRequest, res: Http2ServerRespons
 
   const onFrame = (frame: ProviderTunnelFrame): Promise<void> | undefined => {
     if (handle === undefined) {
-      handle = runs.attach(frame.runId);
+      handle = runs.attach(frame.runId, session);
       if (handle === undefined) {
         finish(Code.NotFound, `unknown or finished run ${frame.runId}`);
         return undefined;
@@ -98,8 +111,10 @@ export function handleRunStream(req: Http2ServerRequest, res: Http2ServerRespons
     }
   });
   req.on('end', () => {
-    if (handle !== undefined && !handle.isFinished) handle.failWith('agent_disconnected', 'the run stream ended without END');
-    finish(undefined);
+    const truncated = reader.bufferedBytes > 0;
+    if (handle !== undefined && !handle.isFinished) handle.failWith('agent_disconnected', truncated ? 'the run stream ended inside a message' : 'the run stream ended without END');
+    if (truncated) finish(Code.Internal, `the stream ended inside a message (${reader.bufferedBytes} bytes of it)`);
+    else finish(undefined);
   });
   const onGone = () => {
     if (handle !== undefined && !handle.isFinished) handle.failWith('agent_disconnected', 'the run stream was reset');

@@ -5,7 +5,11 @@
  * Control: the first message must be Register with a valid join token, otherwise the call fails
  * with UNAUTHENTICATED (bad token) or INVALID_ARGUMENT (no Register). The edge answers Registered
  * and keeps the stream open for assignments, cancels and drain; when it ends, the agent leaves the
- * pool and its runs fail. Run: the agent's frames for one run, delivered with backpressure.
+ * pool and its runs fail. A new session of an agent id that is still connected replaces the old
+ * one (an agent restarted before the edge noticed its old connection died); the old one's runs fail.
+ * Run: the agent's frames for one run, delivered with backpressure; the call must carry the
+ * `iop-session-id` of the Control session the run was assigned to (UNAUTHENTICATED otherwise,
+ * NOT_FOUND for another session's run). Session ids are credentials: logs show a prefix only.
  */
 import { timingSafeEqual } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
@@ -19,6 +23,7 @@ import {
   type AgentMessage,
   type EdgeMessage,
   type ProviderTunnelFrame,
+  RUN_SESSION_HEADER,
 } from '@iop/proto';
 import type { Logger } from 'pino';
 import { AgentSession } from './agent-session.js';
@@ -44,6 +49,11 @@ function tokenAccepted(token: string, accepted: readonly string[]): boolean {
   });
 }
 
+/** A session id as logs show it: enough to tell sessions apart, too little to present. */
+export function sessionTag(sessionId: string): string {
+  return `${sessionId.slice(0, 10)}…`;
+}
+
 export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRouter) => void {
   const { registry, runs, logger } = options;
 
@@ -61,10 +71,15 @@ export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRou
     if (register.agentId === '' || register.models.length === 0) {
       throw new ConnectError('Register needs an agent_id and at least one model', Code.InvalidArgument);
     }
-    const session = new AgentSession(register, newId('ses_', 16));
+    for (const earlier of registry.all()) {
+      if (earlier.agentId !== register.agentId) continue;
+      logger.warn({ agentId: register.agentId, session: sessionTag(earlier.sessionId) }, 'a new session of this agent replaces its earlier one');
+      earlier.close();
+    }
+    const session = new AgentSession(register, newId('ses_'));
     registry.add(session);
     logger.info(
-      { agentId: session.agentId, sessionId: session.sessionId, models: session.models.map((model) => model.id), maxConcurrency: session.maxConcurrency, backend: session.backend, agentVersion: session.agentVersion },
+      { agentId: session.agentId, session: sessionTag(session.sessionId), models: session.models.map((model) => model.id), maxConcurrency: session.maxConcurrency, backend: session.backend, agentVersion: session.agentVersion },
       'agent registered',
     );
     session.send(
@@ -75,12 +90,15 @@ export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRou
         },
       }),
     );
+    let ended = false;
     const end = (reason: string) => {
-      if (session.closed) return;
+      // Not `session.closed`: a replacing session closes this one first, and it must still leave.
+      if (ended) return;
+      ended = true;
       session.close();
       registry.remove(session);
       runs.failSession(session);
-      logger.info({ agentId: session.agentId, sessionId: session.sessionId, reason }, 'agent left');
+      logger.info({ agentId: session.agentId, session: sessionTag(session.sessionId), reason }, 'agent left');
     };
     context.signal.addEventListener('abort', () => end('connection closed'), { once: true });
     const livenessTimer = setInterval(() => {
@@ -107,11 +125,14 @@ export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRou
     }
   }
 
-  async function run(requests: AsyncIterable<ProviderTunnelFrame>): Promise<ReturnType<typeof create<typeof RunSummarySchema>>> {
+  async function run(requests: AsyncIterable<ProviderTunnelFrame>, context: HandlerContext): Promise<ReturnType<typeof create<typeof RunSummarySchema>>> {
+    const sessionId = context.requestHeader.get(RUN_SESSION_HEADER);
+    const session = sessionId === null ? undefined : registry.bySessionId(sessionId);
+    if (session === undefined) throw new ConnectError(`a Run call needs the ${RUN_SESSION_HEADER} of a connected Control session`, Code.Unauthenticated);
     let handle: ReturnType<RunRegistry['attach']>;
     for await (const frame of requests) {
       if (handle === undefined) {
-        handle = runs.attach(frame.runId);
+        handle = runs.attach(frame.runId, session);
         if (handle === undefined) throw new ConnectError(`unknown or finished run ${frame.runId}`, Code.NotFound);
       }
       if (handle.isFinished) break;
