@@ -139,6 +139,14 @@ describe('POST /v1/responses', () => {
     await expect(client.responses.create({ model: 'sim-model', previous_response_id: 'resp_nope', input: 'hi' })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
 
+  it('a response id with broken percent-encoding is a 400, not a 500', async () => {
+    for (const [method, path] of [['GET', '/responses/%ZZ'], ['DELETE', '/responses/%ZZ'], ['GET', '/responses/%E0%A4%A/input_items']] as const) {
+      const response = await fetch(`${edge.baseURL}${path}`, { method, headers: { authorization: `Bearer ${API_KEY}` } });
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as { error: { message: string } }).error.message).toBe('the request path has invalid percent-encoding');
+    }
+  });
+
   it('store: false keeps nothing', async () => {
     const response = await client.responses.create({ model: 'sim-model', input: 'hi', store: false });
     await expect(client.responses.retrieve(response.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
