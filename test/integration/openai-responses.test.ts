@@ -5,14 +5,19 @@
 import OpenAI from 'openai';
 import { API_KEY, startAgent, startEdge, startSim, stopAll, type EdgeHandle } from './harness';
 
+/** A second client key: stored responses belong to the key that created them. */
+const OTHER_KEY = 'sk-iop-test-key-0002';
+
 let edge: EdgeHandle;
 let client: OpenAI;
+let other: OpenAI;
 
 beforeAll(async () => {
   const sim = await startSim(['--models', 'sim-model', '--output-tokens', '10', '--max-model-len', '65536']);
-  edge = await startEdge({ env: { IOP_DATA_DIR: `/tmp/iop-responses-test-${process.pid}` } });
+  edge = await startEdge({ args: ['--api-keys', `${API_KEY},${OTHER_KEY}`], env: { IOP_DATA_DIR: `/tmp/iop-responses-test-${process.pid}` } });
   await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-responses', backendUrl: sim.url, models: ['sim-model', 'sim-model@reasoning=6', 'sim-model@tool-calls=1', 'sim-model@tool-calls=3'] });
   client = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
+  other = new OpenAI({ apiKey: OTHER_KEY, baseURL: edge.baseURL, maxRetries: 0 });
 });
 
 afterAll(stopAll);
@@ -201,5 +206,46 @@ describe('POST /v1/responses', () => {
     const raw = await fetch(`${edge.baseURL}/responses`, { method: 'POST', headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
     expect(raw.status).toBe(200);
     expect(raw.headers.get('x-iop-warnings')).toMatch(/web_search/);
+  });
+});
+
+describe('stored responses belong to the client key that created them', () => {
+  /** The raw answer to a GET with `key`: status and body. */
+  async function rawGet(path: string, key: string): Promise<{ status: number; body: unknown }> {
+    const response = await fetch(`${edge.baseURL}${path}`, { headers: { authorization: `Bearer ${key}` } });
+    return { status: response.status, body: await response.json() };
+  }
+
+  it("another key gets NotFoundError for retrieve, inputItems.list, delete and previous_response_id; the owner still can", async () => {
+    const first = await client.responses.create({ model: 'sim-model', input: 'My name is Ada.' });
+
+    await expect(other.responses.retrieve(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(other.responses.inputItems.list(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(other.responses.delete(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    const continued = other.responses.create({ model: 'sim-model', previous_response_id: first.id, input: 'What is my name?' });
+    await expect(continued).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(continued).rejects.toMatchObject({ status: 404, param: 'previous_response_id', message: `404 Response with id '${first.id}' not found.` });
+
+    // The other key's failed delete removed nothing: the owner reads, pages, continues and deletes.
+    expect((await client.responses.retrieve(first.id)).output_text).toBe(first.output_text);
+    expect((await client.responses.inputItems.list(first.id)).data.length).toBeGreaterThan(0);
+    const second = await client.responses.create({ model: 'sim-model', previous_response_id: first.id, input: 'What is my name?' });
+    expect(second.previous_response_id).toBe(first.id);
+    // A continuation is the continuing key's too.
+    await expect(other.responses.retrieve(second.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+
+    // The other key learns nothing: its answer for the live id is byte for byte the answer for a gone id.
+    const whileLive = await rawGet(`/responses/${first.id}`, OTHER_KEY);
+    const itemsWhileLive = await rawGet(`/responses/${first.id}/input_items`, OTHER_KEY);
+    expect(await client.responses.delete(first.id)).toEqual({ id: first.id, object: 'response', deleted: true });
+    expect(whileLive).toEqual(await rawGet(`/responses/${first.id}`, API_KEY));
+    expect(itemsWhileLive).toEqual(await rawGet(`/responses/${first.id}/input_items`, API_KEY));
+    expect(whileLive).toEqual({ status: 404, body: { error: { message: `Response with id '${first.id}' not found.`, type: 'invalid_request_error', param: null, code: 'not_found' } } });
+  });
+
+  it("the other key's own responses are its own", async () => {
+    const mine = await other.responses.create({ model: 'sim-model', input: 'Hello' });
+    expect((await other.responses.retrieve(mine.id)).id).toBe(mine.id);
+    await expect(client.responses.retrieve(mine.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
 });

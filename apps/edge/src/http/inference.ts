@@ -16,7 +16,7 @@ import { affinityKey, chatAffinityKey } from '../pool/prefix-affinity.js';
 import { ModelRewriter } from './model-rewrite.js';
 import { overloadFor } from './overload.js';
 import { parseJsonObject } from './json-body.js';
-import { locals } from './request-context.js';
+import { locals, type RequestLocals } from './request-context.js';
 import { openRun } from './open-run.js';
 import { relay } from './relay.js';
 import { writeNormalized } from './normalized.js';
@@ -26,17 +26,18 @@ export interface InferenceRoute {
   dialect: Dialect;
   /** The client's dialect is the backend's (OpenAI Chat): relay bytes unless a gate filter needs the content. */
   passthrough: boolean;
-  /** Stateful dialects (Responses): adjust the decoded request before dispatch (e.g. prepend stored history). */
-  prepare?: (request: InferenceRequest, body: Record<string, unknown>) => Promise<InferenceRequest> | InferenceRequest;
-  /** Receives the final response object of a normalized answer (e.g. to store it). */
-  onResult?: (result: unknown, request: InferenceRequest, body: Record<string, unknown>) => void | Promise<void>;
+  /** Stateful dialects (Responses): adjust the decoded request before dispatch (e.g. prepend stored history); `context` carries the request's owner. */
+  prepare?: (request: InferenceRequest, body: Record<string, unknown>, context: RequestLocals) => Promise<InferenceRequest> | InferenceRequest;
+  /** Receives the final response object of a normalized answer (e.g. to store it for `context.owner`). */
+  onResult?: (result: unknown, request: InferenceRequest, body: Record<string, unknown>, context: RequestLocals) => void | Promise<void>;
 }
 
 export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
   const metricLabels = (model: string) => ({ dialect: route.dialect.name, model: edge.knownModel(model) });
 
   return async function inference(req: Request, res: Response, next: NextFunction): Promise<void> {
-    const { requestId, log, startedAt } = locals(res);
+    const context = locals(res);
+    const { requestId, log, startedAt } = context;
     const affinity = edge.pool.config.affinity; // read per request: a reload may change it
     const abort = new AbortController();
     let current: PoolRun | undefined;
@@ -95,16 +96,16 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         if (failure !== undefined) usage.flush(metricLabels(model).model, 'failed');
       } else {
         let request = route.dialect.decodeRequest(body);
-        if (route.prepare !== undefined) request = await route.prepare(request, body);
+        if (route.prepare !== undefined) request = await route.prepare(request, body, context);
         model = request.model;
         if (request.warnings !== undefined && request.warnings.length > 0) {
           res.setHeader('x-iop-warnings', request.warnings.join('; ').replace(/[\r\n]/g, ' '));
           log.warn({ warnings: request.warnings }, 'request translated with warnings');
         }
-        const context: EncodeContext = { requestId, model, request, createdAt: Math.floor(Date.now() / 1000) };
+        const encodeContext: EncodeContext = { requestId, model, request, createdAt: Math.floor(Date.now() / 1000) };
         await writeNormalized(res, {
           dialect: route.dialect,
-          context,
+          context: encodeContext,
           stream: request.stream,
           usage,
           gate: edge.gates.gateFor(model),
@@ -112,7 +113,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           signal: abort.signal,
           ...(overrides === undefined ? {} : { overrides }),
           onFirstByte,
-          ...(route.onResult === undefined ? {} : { onResult: (result: unknown) => void route.onResult!(result, request, body) }),
+          ...(route.onResult === undefined ? {} : { onResult: (result: unknown) => void route.onResult!(result, request, body, context) }),
         });
       }
       const tokens = usage.flush(metricLabels(model).model);

@@ -13,6 +13,12 @@ export interface RequestLocals {
   requestId: string;
   log: Logger;
   startedAt: number;
+  /**
+   * Who owns what this request stores (Responses): set by the API key check (`apiKeyAuth`) on every
+   * `/v1` request — the SHA-256 (hex) of the presented client key, `''` when the edge has no keys.
+   * Undefined before that middleware ran.
+   */
+  owner?: string;
 }
 
 export function locals(res: Response): RequestLocals {

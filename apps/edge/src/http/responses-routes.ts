@@ -3,6 +3,10 @@
  * conversation state makes `previous_response_id` work and backs the retrieval endpoints
  * (`GET /v1/responses/{id}`, `DELETE /v1/responses/{id}`, `GET /v1/responses/{id}/input_items`).
  * `store: false` keeps nothing. Unknown ids are 404 `not_found` in OpenAI shape.
+ *
+ * Stored responses belong to the client API key that created them (`RequestLocals.owner`, set by
+ * `apiKeyAuth`): another key's id is answered exactly like an unknown one, so a key cannot learn
+ * that an id exists.
  */
 import type { Express, NextFunction, Request, Response } from 'express';
 import { IopError, type InferenceRequest } from '@iop/core';
@@ -10,10 +14,16 @@ import type { EdgeContext } from '../edge-context.js';
 import { responsesDialect, storedResponseOf, withHistory, type ResponseObject } from '../dialects.js';
 import { keepResponse, type InputItemsQuery, type ResponseStore } from '../responses-store/index.js';
 import type { InferenceRoute } from './inference.js';
-import { locals } from './request-context.js';
+import { locals, type RequestLocals } from './request-context.js';
 
 function notFound(id: string, param?: string): IopError {
   return new IopError('not_found', `Response with id '${id}' not found.`, param === undefined ? {} : { param });
+}
+
+/** The request's owner. @throws IopError internal when the API key check did not run (a wiring bug: never fall back to a shared owner). */
+function ownerOf(context: RequestLocals): string {
+  if (context.owner === undefined) throw new IopError('internal', 'the request has no owner: the API key check did not run');
+  return context.owner;
 }
 
 /** The inference route: prepends stored history for `previous_response_id`, stores the result. */
@@ -21,17 +31,17 @@ export function responsesInferenceRoute(store: ResponseStore, edge: EdgeContext)
   return {
     dialect: responsesDialect,
     passthrough: false,
-    async prepare(request: InferenceRequest, body: Record<string, unknown>) {
+    async prepare(request: InferenceRequest, body: Record<string, unknown>, context: RequestLocals) {
       const previousId = body.previous_response_id;
       if (previousId === undefined || previousId === null) return request;
       if (typeof previousId !== 'string' || previousId.length === 0) throw new IopError('invalid_request', 'previous_response_id must be a non-empty string', { param: 'previous_response_id' });
-      const previous = await store.get(previousId);
+      const previous = await store.get(previousId, ownerOf(context));
       if (previous === undefined) throw notFound(previousId, 'previous_response_id');
       return withHistory(request, previous);
     },
-    async onResult(result: unknown, request: InferenceRequest) {
+    async onResult(result: unknown, request: InferenceRequest, _body: Record<string, unknown>, context: RequestLocals) {
       try {
-        await keepResponse(store, storedResponseOf(request, result as ResponseObject));
+        await keepResponse(store, storedResponseOf(request, result as ResponseObject), ownerOf(context));
       } catch (error) {
         edge.logger.error({ err: error }, 'storing a response failed');
       }
@@ -67,7 +77,7 @@ export function mountResponsesRetrieval(app: Express, store: ResponseStore): voi
     '/v1/responses/:id',
     wrap(async (req, res) => {
       const id = String(req.params.id);
-      const stored = await store.get(id);
+      const stored = await store.get(id, ownerOf(locals(res)));
       if (stored === undefined) throw notFound(id);
       res.json(stored.response);
     }),
@@ -76,7 +86,7 @@ export function mountResponsesRetrieval(app: Express, store: ResponseStore): voi
     '/v1/responses/:id',
     wrap(async (req, res) => {
       const id = String(req.params.id);
-      if (!(await store.delete(id))) throw notFound(id);
+      if (!(await store.delete(id, ownerOf(locals(res))))) throw notFound(id);
       locals(res).log.info({ responseId: id }, 'stored response deleted');
       res.json({ id, object: 'response', deleted: true });
     }),
@@ -85,7 +95,7 @@ export function mountResponsesRetrieval(app: Express, store: ResponseStore): voi
     '/v1/responses/:id/input_items',
     wrap(async (req, res) => {
       const id = String(req.params.id);
-      const page = await store.inputItems(id, listQuery(req));
+      const page = await store.inputItems(id, ownerOf(locals(res)), listQuery(req));
       if (page === undefined) throw notFound(id);
       res.json(page);
     }),

@@ -3,6 +3,7 @@ import { pageInputItems, resolveRetention, type InputItemsPage, type InputItemsQ
 
 interface Entry {
   record: StoredResponse;
+  owner: string;
   storedAtMs: number;
 }
 
@@ -14,22 +15,22 @@ export class MemoryResponseStore implements ResponseStore {
     this.retention = resolveRetention(options);
   }
 
-  async put(record: StoredResponse): Promise<void> {
+  async put(record: StoredResponse, owner: string): Promise<void> {
     this.entries.delete(record.id);
-    this.entries.set(record.id, { record, storedAtMs: this.retention.now() });
+    this.entries.set(record.id, { record, owner, storedAtMs: this.retention.now() });
     this.prune();
   }
 
-  async get(id: string): Promise<StoredResponse | undefined> {
-    return this.live(id)?.record;
+  async get(id: string, owner: string): Promise<StoredResponse | undefined> {
+    return this.live(id, owner)?.record;
   }
 
-  async delete(id: string): Promise<boolean> {
-    return this.entries.delete(id);
+  async delete(id: string, owner: string): Promise<boolean> {
+    return this.entries.get(id)?.owner === owner && this.entries.delete(id);
   }
 
-  async inputItems(id: string, query?: InputItemsQuery): Promise<InputItemsPage | undefined> {
-    const entry = this.live(id);
+  async inputItems(id: string, owner: string, query?: InputItemsQuery): Promise<InputItemsPage | undefined> {
+    const entry = this.live(id, owner);
     return entry === undefined ? undefined : pageInputItems(entry.record.inputItems, query);
   }
 
@@ -37,14 +38,15 @@ export class MemoryResponseStore implements ResponseStore {
     this.entries.clear();
   }
 
-  private live(id: string): Entry | undefined {
+  /** The unexpired entry of `owner`; an expired one is dropped whoever asks. */
+  private live(id: string, owner: string): Entry | undefined {
     const entry = this.entries.get(id);
     if (entry === undefined) return undefined;
     if (entry.storedAtMs <= this.retention.now() - this.retention.maxAgeMs) {
       this.entries.delete(id);
       return undefined;
     }
-    return entry;
+    return entry.owner === owner ? entry : undefined;
   }
 
   /** Drops expired entries and the oldest beyond `maxRows` (the Map iterates oldest first). */

@@ -1,7 +1,13 @@
 /**
  * The default `ResponseStore`: embedded SQLite (better-sqlite3 12; v13 needs Node 22) in a data
- * directory, WAL journal, prepared statements. One row per response: the `StoredResponse` as JSON
- * and the time it was stored.
+ * directory, WAL journal, prepared statements. One row per response: the `StoredResponse` as JSON,
+ * the time it was stored and its owner (see `ResponseStore`); the key-less lookups also match the
+ * owner, so another owner's row is never read, paged or deleted.
+ *
+ * Migration: a database file from before owners (no `owner` column) gets the column on open
+ * (`ALTER TABLE responses ADD COLUMN owner TEXT NOT NULL DEFAULT ''`), so its rows belong to the
+ * open edge (`''`): still served while no client keys are configured, readable by nobody once
+ * keys are, until retention removes them.
  *
  * Retention: a read of an expired row deletes it and answers undefined; every `pruneEveryPuts`
  * writes and every `pruneIntervalMs` (an unref'd timer) expired rows and the oldest rows beyond
@@ -30,10 +36,18 @@ const SCHEMA = `
 CREATE TABLE IF NOT EXISTS responses (
   id TEXT PRIMARY KEY,
   stored_at_ms INTEGER NOT NULL,
-  record TEXT NOT NULL
+  record TEXT NOT NULL,
+  owner TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS responses_stored_at ON responses (stored_at_ms);
 `;
+
+/** Creates the table, or adds the `owner` column to one from before owners (rows owned by `''`). */
+function migrate(db: Database.Database): void {
+  db.exec(SCHEMA);
+  const columns = db.prepare<[], { name: string }>('SELECT name FROM pragma_table_info(\'responses\')').all();
+  if (!columns.some((column) => column.name === 'owner')) db.exec("ALTER TABLE responses ADD COLUMN owner TEXT NOT NULL DEFAULT ''");
+}
 
 export class SqliteResponseStore implements ResponseStore {
   private readonly db: Database.Database;
@@ -42,9 +56,9 @@ export class SqliteResponseStore implements ResponseStore {
   private readonly timer: NodeJS.Timeout | undefined;
   private putsSincePrune = 0;
   private readonly statements: {
-    put: Database.Statement<[string, number, string]>;
-    get: Database.Statement<[string], { stored_at_ms: number; record: string }>;
-    delete: Database.Statement<[string]>;
+    put: Database.Statement<[string, number, string, string]>;
+    get: Database.Statement<[string, string], { stored_at_ms: number; record: string }>;
+    delete: Database.Statement<[string, string]>;
     deleteExpired: Database.Statement<[number]>;
     deleteOverflow: Database.Statement<[number]>;
   };
@@ -64,11 +78,11 @@ export class SqliteResponseStore implements ResponseStore {
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
-    this.db.exec(SCHEMA);
+    this.db.transaction(() => migrate(this.db)).immediate();
     this.statements = {
-      put: this.db.prepare('INSERT OR REPLACE INTO responses (id, stored_at_ms, record) VALUES (?, ?, ?)'),
-      get: this.db.prepare('SELECT stored_at_ms, record FROM responses WHERE id = ?'),
-      delete: this.db.prepare('DELETE FROM responses WHERE id = ?'),
+      put: this.db.prepare('INSERT OR REPLACE INTO responses (id, stored_at_ms, record, owner) VALUES (?, ?, ?, ?)'),
+      get: this.db.prepare('SELECT stored_at_ms, record FROM responses WHERE id = ? AND owner = ?'),
+      delete: this.db.prepare('DELETE FROM responses WHERE id = ? AND owner = ?'),
       deleteExpired: this.db.prepare('DELETE FROM responses WHERE stored_at_ms <= ?'),
       deleteOverflow: this.db.prepare('DELETE FROM responses WHERE id IN (SELECT id FROM responses ORDER BY stored_at_ms DESC, rowid DESC LIMIT -1 OFFSET ?)'),
     };
@@ -78,27 +92,27 @@ export class SqliteResponseStore implements ResponseStore {
     }
   }
 
-  async put(record: StoredResponse): Promise<void> {
-    this.statements.put.run(record.id, this.retention.now(), JSON.stringify(record));
+  async put(record: StoredResponse, owner: string): Promise<void> {
+    this.statements.put.run(record.id, this.retention.now(), JSON.stringify(record), owner);
     if (++this.putsSincePrune >= this.pruneEveryPuts) this.prune();
   }
 
-  async get(id: string): Promise<StoredResponse | undefined> {
-    const row = this.statements.get.get(id);
+  async get(id: string, owner: string): Promise<StoredResponse | undefined> {
+    const row = this.statements.get.get(id, owner);
     if (row === undefined) return undefined;
     if (row.stored_at_ms <= this.retention.now() - this.retention.maxAgeMs) {
-      this.statements.delete.run(id);
+      this.statements.delete.run(id, owner);
       return undefined;
     }
     return JSON.parse(row.record) as StoredResponse;
   }
 
-  async delete(id: string): Promise<boolean> {
-    return this.statements.delete.run(id).changes > 0;
+  async delete(id: string, owner: string): Promise<boolean> {
+    return this.statements.delete.run(id, owner).changes > 0;
   }
 
-  async inputItems(id: string, query?: InputItemsQuery): Promise<InputItemsPage | undefined> {
-    const record = await this.get(id);
+  async inputItems(id: string, owner: string, query?: InputItemsQuery): Promise<InputItemsPage | undefined> {
+    const record = await this.get(id, owner);
     return record === undefined ? undefined : pageInputItems(record.inputItems, query);
   }
 

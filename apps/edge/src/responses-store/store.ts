@@ -3,6 +3,12 @@
  * `GET /v1/responses/{id}` and `GET /v1/responses/{id}/input_items` (PROTOCOLS B.1, D.10).
  * Records are `StoredResponse`s (@iop/dialects `openaiResponses`): the Response object, its input
  * items (with ids) and the resolved conversation, instructions excluded.
+ *
+ * Every record has an owner (OpenAI scopes stored responses to the project/key): the edge passes
+ * the SHA-256 of the client API key (`ownerOfKey`, http/auth.ts), or `''` when it has no keys. A
+ * read, page or delete with another owner answers exactly as for an unknown id. Owners compare
+ * exactly: records stored by an open edge (`''`, and rows from before owners existed) are readable
+ * by nobody once keys are configured, and retention removes them in time.
  */
 import type { openaiResponses } from '@iop/dialects';
 
@@ -28,14 +34,14 @@ export interface InputItemsPage {
 }
 
 export interface ResponseStore {
-  /** Keeps a record (replacing one with the same id). */
-  put(record: StoredResponse): Promise<void>;
-  /** The record, or undefined when unknown or past the retention age. */
-  get(id: string): Promise<StoredResponse | undefined>;
-  /** True when a record was removed. */
-  delete(id: string): Promise<boolean>;
-  /** A page of a record's input items, or undefined when the response is unknown. */
-  inputItems(id: string, query?: InputItemsQuery): Promise<InputItemsPage | undefined>;
+  /** Keeps a record owned by `owner` (replacing one with the same id, whoever owned it). */
+  put(record: StoredResponse, owner: string): Promise<void>;
+  /** The record, or undefined when unknown, owned by someone else or past the retention age. */
+  get(id: string, owner: string): Promise<StoredResponse | undefined>;
+  /** True when a record of `owner` was removed; false (nothing removed) for another owner's. */
+  delete(id: string, owner: string): Promise<boolean>;
+  /** A page of a record's input items, or undefined when the response is unknown or someone else's. */
+  inputItems(id: string, owner: string, query?: InputItemsQuery): Promise<InputItemsPage | undefined>;
   close(): Promise<void>;
 }
 
@@ -90,11 +96,11 @@ export function pageInputItems(items: readonly StoredInputItem[], query: InputIt
 }
 
 /**
- * Keeps a finished response unless its request said `store:false` (then nothing is kept).
- * `record` is `openaiResponses.storedResponseOf(request, response)`, undefined for `store:false`.
+ * Keeps a finished response for `owner` unless its request said `store:false` (then nothing is
+ * kept). `record` is `openaiResponses.storedResponseOf(request, response)`, undefined for `store:false`.
  */
-export async function keepResponse(store: ResponseStore, record: StoredResponse | undefined): Promise<boolean> {
+export async function keepResponse(store: ResponseStore, record: StoredResponse | undefined, owner: string): Promise<boolean> {
   if (record === undefined) return false;
-  await store.put(record);
+  await store.put(record, owner);
   return true;
 }
