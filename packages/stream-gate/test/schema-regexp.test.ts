@@ -89,6 +89,21 @@ describe('SchemaCache on the linear engine', () => {
     expect(validate({ sku: 'XYZ-0000', word: 'xaby' })).toBe(true);
   });
 
+  it('compiles and checks a schema as deep as the dialects admit (64 nested object schemas, 128 JSON levels)', () => {
+    let schema: Record<string, unknown> = { type: 'string', pattern: '^(a+)+$' };
+    let good: unknown = 'aaaa';
+    let evil: unknown = EVIL_INPUT;
+    for (let i = 0; i < 64; i++) {
+      schema = { type: 'object', properties: { x: schema }, required: ['x'] };
+      good = { x: good };
+      evil = { x: evil };
+    }
+    const validate = compiled(schema);
+    expect(validate(good)).toBe(true);
+    expect(validate(evil)).toBe(false);
+    expect(validate.errors?.[0]).toMatchObject({ keyword: 'pattern', instancePath: '/x'.repeat(64) });
+  });
+
   it('keeps format: regex as an ECMA-262 compile check', () => {
     const validate = compiled({ type: 'string', format: 'regex' });
     expect(validate('^(?=a)a$')).toBe(true); // a lookahead is valid ECMA-262
