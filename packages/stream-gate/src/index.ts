@@ -11,6 +11,7 @@ export * from './filters/registry.js';
 export * from './filters/tool-calls.js';
 export * from './filters/tool-call-tracker.js';
 export * from './filters/schema-cache.js';
+export * from './filters/linear-regexp.js';
 export * from './filters/structured-output.js';
 export * from './filters/reasoning-extraction.js';
 export * from './filters/text-tool-calls.js';

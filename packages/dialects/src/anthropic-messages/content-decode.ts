@@ -13,6 +13,7 @@
 import type { AssistantPart, ContentPart, ImagePart, TextPart, ToolMessage } from '@iop/core';
 import { IopError, invalidRequest } from '@iop/core';
 import { isBase64 } from '../shared/data-uri.js';
+import { assertJsonDepth } from '../shared/json-depth.js';
 import {
   isAbsent,
   path,
@@ -154,6 +155,7 @@ export function decodeAssistantBlock(block: JsonObject, param: string): Assistan
       const id = readString(block.id, path(param, 'id'));
       const name = readString(block.name, path(param, 'name'));
       const input = readObject(block.input, path(param, 'input'));
+      assertJsonDepth(input, path(param, 'input'));
       return { type: 'tool-call', id, name, arguments: JSON.stringify(input) };
     }
     case 'thinking': {

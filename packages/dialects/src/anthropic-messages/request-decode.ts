@@ -34,6 +34,7 @@ import {
 import { decodeSystemContent } from './content-decode.js';
 import { decodeMessages } from './messages-decode.js';
 import { decodeToolChoice, decodeTools } from './tools-decode.js';
+import { assertJsonDepth } from '../shared/json-depth.js';
 
 /** Fields this decoder reads. */
 const KNOWN_FIELDS = new Set([
@@ -93,6 +94,7 @@ function decodeResponseFormat(body: JsonObject): ResponseFormat | undefined {
   const format = readObject(outputConfig.format, 'output_config.format');
   readEnum(format.type, 'output_config.format.type', ['json_schema'] as const);
   const schema = readObject(format.schema, 'output_config.format.schema');
+  assertJsonDepth(schema, 'output_config.format.schema');
   return { type: 'json_schema', name: 'response', schema, strict: true };
 }
 

@@ -12,6 +12,7 @@
 import type { ToolChoice, ToolDefinition } from '@iop/core';
 import { IopError, invalidRequest } from '@iop/core';
 import { isAbsent, path, readArray, readBoolean, readEnum, readObject, readString } from './field-readers.js';
+import { assertJsonDepth } from '../shared/json-depth.js';
 
 /** Decodes `tools`. @throws IopError 400 naming the field (e.g. `tools.2.input_schema.type`). */
 export function decodeTools(value: unknown, param = 'tools'): ToolDefinition[] {
@@ -35,6 +36,7 @@ export function decodeTools(value: unknown, param = 'tools'): ToolDefinition[] {
     seen.add(name);
     const schemaParam = path(toolParam, 'input_schema');
     const parameters = readObject(tool.input_schema, schemaParam);
+    assertJsonDepth(parameters, schemaParam);
     if (parameters.type !== 'object') {
       throw invalidRequest(`${schemaParam}.type: must be 'object'`, path(schemaParam, 'type'));
     }

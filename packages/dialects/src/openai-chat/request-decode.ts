@@ -25,6 +25,7 @@ import {
   type JsonObject,
 } from './fields.js';
 import { decodeMessages } from './request-messages.js';
+import { assertJsonDepth } from '../shared/json-depth.js';
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const EFFORTS = new Set(['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max']);
@@ -61,6 +62,13 @@ export function peekChatRequest(body: unknown): ChatRequestPeek {
   return { model, stream, includeUsage: stream && includeUsage };
 }
 
+/** A JSON Schema object at most `MAX_JSON_DEPTH` levels deep. @throws IopError 400 naming `param`. */
+function schemaObject(value: unknown, param: string): JsonObject {
+  const schema = expectObject(value, param);
+  assertJsonDepth(schema, param);
+  return schema;
+}
+
 function decodeTools(value: unknown): ToolDefinition[] {
   return expectArray(value, 'tools').map((raw, i): ToolDefinition => {
     const param = `tools[${i}]`;
@@ -73,7 +81,7 @@ function decodeTools(value: unknown): ToolDefinition[] {
     const name = expectString(fn.name, `${param}.function.name`);
     if (!TOOL_NAME.test(name)) throw invalidRequest(`${param}.function.name must match ^[a-zA-Z0-9_-]{1,64}$`, `${param}.function.name`);
     const definition: ToolDefinition = { name, parameters: { type: 'object', properties: {} } };
-    if (fn.parameters !== undefined && fn.parameters !== null) definition.parameters = expectObject(fn.parameters, `${param}.function.parameters`);
+    if (fn.parameters !== undefined && fn.parameters !== null) definition.parameters = schemaObject(fn.parameters, `${param}.function.parameters`);
     const description = optionalString(fn.description, `${param}.function.description`);
     if (description !== undefined) definition.description = description;
     const strict = optionalBoolean(fn.strict, `${param}.function.strict`);
@@ -126,7 +134,7 @@ function decodeResponseFormat(value: unknown): ResponseFormat {
   const result: ResponseFormat = {
     type: 'json_schema',
     name: expectString(spec.name, 'response_format.json_schema.name'),
-    schema: spec.schema === undefined || spec.schema === null ? {} : expectObject(spec.schema, 'response_format.json_schema.schema'),
+    schema: spec.schema === undefined || spec.schema === null ? {} : schemaObject(spec.schema, 'response_format.json_schema.schema'),
   };
   const strict = optionalBoolean(spec.strict, 'response_format.json_schema.strict');
   if (strict !== undefined) result.strict = strict;

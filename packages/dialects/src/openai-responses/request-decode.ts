@@ -28,6 +28,7 @@ import {
 import { decodeInput, noToolCallFor } from './input-decode.js';
 import { defaultRequestState, type ResponsesRequestState } from './request-state.js';
 import { decodeToolChoice, decodeTools } from './tools-decode.js';
+import { assertJsonDepth } from '../shared/json-depth.js';
 
 const EFFORTS = new Set(['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max']);
 const SUMMARIES = new Set(['auto', 'concise', 'detailed']);
@@ -67,6 +68,7 @@ function decodeTextFormat(value: unknown): { format: Record<string, unknown>; re
       const name = expectString(format.name, 'text.format.name');
       if (!SCHEMA_NAME.test(name)) throw invalidRequest('text.format.name must match ^[a-zA-Z0-9_-]{1,64}$', 'text.format.name');
       const responseFormat: ResponseFormat = { type: 'json_schema', name, schema: expectObject(format.schema, 'text.format.schema') };
+      assertJsonDepth(responseFormat.schema, 'text.format.schema');
       const strict = optionalBoolean(format.strict, 'text.format.strict');
       if (strict !== undefined) responseFormat.strict = strict;
       const description = optionalString(format.description, 'text.format.description');

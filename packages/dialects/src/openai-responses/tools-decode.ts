@@ -15,6 +15,7 @@
 import { createHash } from 'node:crypto';
 import { IopError, invalidRequest, type ToolChoice, type ToolDefinition, type ToolOrigin } from '@iop/core';
 import { expectArray, expectObject, expectString, optionalBoolean, optionalString, type JsonObject } from '../openai-chat/fields.js';
+import { assertJsonDepth } from '../shared/json-depth.js';
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const MAX_NAME_CHARS = 64;
@@ -54,7 +55,10 @@ function customParameters(tool: JsonObject, param: string, warnings: string[]): 
 
 function functionTool(tool: JsonObject, param: string, backendName: string, origin: ToolOrigin): ToolDefinition {
   const definition: ToolDefinition = { name: backendName, parameters: EMPTY_PARAMETERS, origin };
-  if (tool.parameters !== undefined && tool.parameters !== null) definition.parameters = expectObject(tool.parameters, `${param}.parameters`);
+  if (tool.parameters !== undefined && tool.parameters !== null) {
+    definition.parameters = expectObject(tool.parameters, `${param}.parameters`);
+    assertJsonDepth(definition.parameters, `${param}.parameters`);
+  }
   const description = optionalString(tool.description, `${param}.description`);
   if (description !== undefined) definition.description = description;
   const strict = optionalBoolean(tool.strict, `${param}.strict`);

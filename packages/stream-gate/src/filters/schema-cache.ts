@@ -4,6 +4,13 @@
  * servers often draft-07 ones, so the validator is ajv's 2020-12 build with ajv-formats and the
  * draft-07 meta-schema added, `strict: false` (unknown keywords are ignored, as the APIs do).
  *
+ * `pattern`, `patternProperties` and `propertyNames.pattern` run on `linearRegExp` (RE2, linear
+ * time), never on V8's backtracking `RegExp`: the schema is the client's and the string the
+ * model's, so a pattern like `^(a+)+$` must not stall the event loop. A pattern RE2 cannot
+ * compile (backreference, lookahead) makes the schema not compilable: its check is disabled
+ * with a warning. `format: "regex"` keeps ajv-formats' check, which only compiles the string as
+ * an ECMA-262 regex (the format's definition, 2020-12 Validation §7.3.8) and never runs it.
+ *
  * Cache: a WeakMap by schema object (the same request across attempts) in front of an LRU by the
  * schema's JSON (the same tool set across requests). Compiled schemas are removed from ajv's own
  * registry right after compiling, so memory stays bounded by the LRU.
@@ -12,6 +19,7 @@ import Ajv2020 from 'ajv/dist/2020';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import draft07MetaSchema from 'ajv/dist/refs/json-schema-draft-07.json';
+import { linearRegExp } from './linear-regexp.js';
 
 /** A compiled schema, or why it could not be compiled (the check is then disabled). */
 export type CompiledSchema = { ok: true; validate: ValidateFunction } | { ok: false; error: string };
@@ -25,7 +33,7 @@ export class SchemaCache {
   private readonly byJson = new Map<string, CompiledSchema>();
 
   constructor(private readonly maxEntries = DEFAULT_MAX_ENTRIES) {
-    this.ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
+    this.ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true, code: { regExp: linearRegExp } });
     addFormats(this.ajv);
     this.ajv.addMetaSchema(draft07MetaSchema);
   }
