@@ -2,8 +2,9 @@
  * Failures before the first byte never reach the client when a retry can hide them: two sims
  * behind two agents, faults queued on sim B (`POST /_sim/faults`), requests on both output paths
  * (passthrough: OpenAI Chat; normalized through the stream gate: Anthropic Messages). A status
- * answer is never retried on the same provider, and a context overflow goes to the configured
- * longer-context group, never to the same model again.
+ * answer is retried on another provider when the group has one, else on the same provider after
+ * its `Retry-After` (never at once), and a context overflow goes to the configured longer-context
+ * group, never to the same model again.
  */
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -131,23 +132,27 @@ describe.each([
 });
 
 describe('status answers are not hammered', () => {
-  it('a 503 from the only provider of a group comes back at once, asked once (passthrough)', async () => {
+  it('a 503 from the only provider of a group is asked again only after its Retry-After (passthrough)', async () => {
     await queueFault(simB, { fault: '503', count: 1 });
     const before = (await simRequests(simB)).length;
-    const error = await openai.chat.completions.create({ model: 'only-b', messages: [{ role: 'user', content: 'hi' }] }).catch((caught: unknown) => caught);
-    expect(error).toBeInstanceOf(OpenAI.APIError);
-    expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
-    expect((error as InstanceType<typeof OpenAI.APIError>).headers?.get('retry-after')).toBe('1');
-    expect((await simRequests(simB)).length).toBe(before + 1);
+    const started = Date.now();
+    const { data, response } = await openai.chat.completions.create({ model: 'only-b', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    expect(data.choices[0]!.finish_reason).toBe('stop');
+    expect(response.headers.get('x-iop-agent-id')).toBe('agent-b');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000); // the sim's Retry-After: 1
+    expect((await simRequests(simB)).slice(before).map((record) => record.status)).toEqual([503, 200]);
   });
 
-  it('a 503 from the only provider is a 529 overloaded_error for Anthropic, asked once although the gate retries', async () => {
+  it('a 503 that persists on the only provider: asked once per gate attempt, each after Retry-After, then a 529 overloaded_error for Anthropic', async () => {
     await queueFault(simB, { fault: '503', count: 5 });
     const before = (await simRequests(simB)).length;
+    const started = Date.now();
     const error = await anthropic.messages.create({ model: 'only-b', max_tokens: 32, messages: [{ role: 'user', content: 'hi' }] }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(Anthropic.APIError);
     expect((error as InstanceType<typeof Anthropic.APIError>).status).toBe(529);
-    expect((await simRequests(simB)).length).toBe(before + 1);
+    expect((error as Error).message).toContain('(after 3 attempts)');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2000);
+    expect((await simRequests(simB)).length).toBe(before + 3);
   });
 });
 

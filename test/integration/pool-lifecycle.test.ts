@@ -42,7 +42,11 @@ describe('provider pool', () => {
       const response = await fetch(`${edge.baseURL}/models`, { headers: { authorization: `Bearer ${API_KEY}` } });
       return ((await response.json()) as { data: unknown[] }).data.length === 0;
     });
-    await expect(ask(client)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    // Restarting, not unknown: a retryable 503 with Retry-After (an SDK never retries a 404).
+    const error = await ask(client).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    expect(error).toMatchObject({ status: 503, code: 'no_capacity' });
+    expect((error as InstanceType<typeof OpenAI.APIError>).headers?.get('retry-after')).toBe('1');
     await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-x', backendUrl: sim.url, models: ['sim-model'] });
     expect((await ask(client)).choices[0]!.finish_reason).toBe('stop');
   });

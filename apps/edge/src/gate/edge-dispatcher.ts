@@ -63,9 +63,14 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 /**
  * One dispatcher per client request. The gate decides WHETHER to retry (its commit boundary);
  * the dispatcher decides HOW: before a retry after a provider fault it applies the pool's retry
- * policy (jittered backoff, `Retry-After`, the pool-wide retry budget, and no second try on the
- * same provider after a status answer), and gives the gate the previous failure again when the
- * policy says no — so a failing pool is never hammered by gate retries either.
+ * policy (jittered backoff, `Retry-After`, the pool-wide retry budget; another provider when the
+ * group has one, else the same provider after the backoff), and gives the gate the previous
+ * failure again when the policy says no or no provider of the group takes requests any more
+ * (ejected, draining, gone) — so a failing pool is never hammered by gate retries either.
+ *
+ * The gate counts its own attempts for its final message ("(after N attempts)"): every gate
+ * attempt the policy allows reaches a provider; one it refuses is answered at once with the
+ * previous failure and still counts there (the gate's attempt count is its own, `recovery.ts`).
  */
 export class EdgeDispatcher implements Dispatcher {
   private attempts: RequestAttempts | undefined;
@@ -96,9 +101,12 @@ export class EdgeDispatcher implements Dispatcher {
     if (last === undefined || attempts === undefined) return undefined;
     const { pool } = this.options.edge;
     const group = this.group!;
+    if (!pool.accepting(group)) {
+      this.options.log.warn('gate retry refused: no provider of the group takes requests (ejected, draining or gone)');
+      return last.error;
+    }
     const tried = new Set([...attempts.tried, ...avoid]);
-    if (last.failure.kind === 'status' && !pool.canRoute(group, tried)) return last.error;
-    const decision = pool.retry.decide(attempts, last.failure, { maxAttempts: Number.POSITIVE_INFINITY });
+    const decision = pool.retry.decide(attempts, last.failure, { maxAttempts: Number.POSITIVE_INFINITY, sameProvider: !pool.canRoute(group, tried) });
     if (decision.action !== 'retry') {
       if (decision.reason.includes('budget')) pool.metrics.retries.inc({ group: group.name, reason: 'budget_exhausted' });
       this.options.log.warn({ reason: decision.reason }, 'gate retry refused by the retry policy');

@@ -6,9 +6,11 @@
  *
  * Per failed attempt (`RetryPolicy.decide`, DESIGN "commit boundary"):
  * - connection failure, reset, agent lost, run rejected, first-byte / open timeout, 5xx, 429:
- *   retried with full-jitter backoff (a 429's `Retry-After` as floor), within `maxAttempts` and
- *   the pool-wide retry budget, on another provider when there is one. A status answer (5xx,
- *   429) is the provider speaking: it is retried only on ANOTHER provider, never hammered again.
+ *   retried with jittered backoff (a `Retry-After` as floor), within `maxAttempts` and the
+ *   pool-wide retry budget, on another provider when there is one, else on the SAME provider
+ *   after the backoff (equal jitter, so never at once). Not retried when no provider of the group
+ *   takes requests any more (the one that failed was just ejected as an outlier, or is draining
+ *   or gone): the client gets the failure itself, not a 503 about the pool.
  * - 400 `context_length_exceeded`: never retried on the same model; the group's
  *   `contextFallback` (a longer-context group) serves it when configured.
  * - other 4xx: the client's fault, returned at once.
@@ -113,7 +115,9 @@ async function attemptOnce(run: PoolRun): Promise<{ start: ProviderTunnelFrame; 
 
 /**
  * @param onRun called with each run as it starts (so a client disconnect can cancel it).
- * @throws IopError `model_not_found` (404) when nothing serves the model; `rate_limited` (429,
+ * @throws IopError `model_not_found` (404) when nothing serves the model and it is not a known
+ *   name, `no_capacity` (503, `Retry-After`) when it is known but no provider is connected now
+ *   (`ProviderPool.acquire`); `rate_limited` (429,
  *   `Retry-After`) when the group's queue is full or the wait ran out; the last attempt's failure
  *   (the backend's status and message, or a tunnel / timeout error) when no retry is left.
  */
@@ -142,11 +146,14 @@ export async function openRun(pool: ProviderPool, request: OpenRunRequest, log: 
     pool.report(group, ticket, signal?.aborted === true ? 'cancelled' : outcomeOf(failure));
     if (signal?.aborted === true) throw error;
     const fields = { providerId: pick.provider.id, model: pick.model, attempt: attempts.count, failure: failure.kind === 'status' ? failure.status : failure.kind };
-    if (failure.kind === 'status' && isRetryable(failure) && !isContextOverflow(failure) && !pool.canRoute(group, attempts.tried)) {
-      log.warn({ ...fields }, 'attempt failed; no other provider to retry on');
+    const retryable = isRetryable(failure) && !isContextOverflow(failure);
+    if (retryable && !pool.accepting(group)) {
+      log.warn({ ...fields }, 'attempt failed; no provider of the group takes a retry (ejected, draining or gone)');
       throw error;
     }
-    const decision = pool.retry.decide(attempts, failure, { contextFallback: group.contextFallback, ...(maxAttempts === undefined ? {} : { maxAttempts }) });
+    const tried = avoid === undefined || avoid.size === 0 ? attempts.tried : new Set([...attempts.tried, ...avoid]);
+    const sameProvider = retryable && !pool.canRoute(group, tried);
+    const decision = pool.retry.decide(attempts, failure, { contextFallback: group.contextFallback, sameProvider, ...(maxAttempts === undefined ? {} : { maxAttempts }) });
     if (decision.action === 'fail') {
       if (decision.reason.includes('budget')) pool.metrics.retries.inc({ group: group.name, reason: 'budget_exhausted' });
       log.warn({ ...fields, reason: decision.reason }, 'attempt failed; not retried');

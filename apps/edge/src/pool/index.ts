@@ -12,3 +12,4 @@ export * from './pool-provider.js';
 export * from './provider-pool.js';
 export * from './model-list.js';
 export * from './pool-reload.js';
+export * from './served-names.js';

@@ -11,6 +11,7 @@
  *   providers that serve one of the group's targets, carry its labels and that the group's
  *   outlier detector allows. Targets are drawn by weight first when a group has several.
  * - `report(ticket, outcome)`: an attempt's verdict, for outlier ejection (logged, counted).
+ * - `accepting(group)`: whether any provider could take a retry at all (not all ejected / draining).
  * - `snapshot()`: the state for the admin API and tests (`PoolSnapshot`).
  * - `prepareReload(config)` + `applyReload(prepared)`: a config reload (see `applyReload`).
  *
@@ -34,10 +35,14 @@ import { groupSnapshot, type PoolGroupState, type PoolSnapshot } from './pool-sn
 import { PrefixAffinity } from './prefix-affinity.js';
 import { hasLabels, type Clock, type Random } from './provider.js';
 import { RetryPolicy, type RequestAttempts } from './retry-policy.js';
+import { ServedNames } from './served-names.js';
 
 export type { PoolGroupSnapshot, PoolProviderSnapshot, PoolSnapshot } from './pool-snapshot.js';
 
 const NOTIFY_INTERVAL_MS = 200;
+
+/** `Retry-After` of a 503 for a known model with no provider connected now (an agent restarting), s. */
+export const RECONNECT_RETRY_AFTER_SECONDS = 1;
 
 /**
  * Admission control refused the request (queue full, or no slot within `maxWaitMs`): 429
@@ -114,6 +119,8 @@ export class ProviderPool {
   private readonly random: Random;
   private readonly now: Clock;
   private readonly timer: NodeJS.Timeout;
+  /** Served model names registered since the edge started (bounded), see `knows`. */
+  private readonly servedNames = new ServedNames();
 
   constructor(private readonly options: ProviderPoolOptions) {
     this.now = options.now ?? Date.now;
@@ -124,8 +131,11 @@ export class ProviderPool {
     this.picker = new P2cPicker({ random: this.random });
     this.metrics = new PoolMetrics(options.metrics, () => this.queue.stats().queued);
     this.directProviders = options.config.directProviders.map((config) => new DirectProvider(config, () => this.notifyAll()));
+    for (const provider of this.directProviders) for (const model of provider.servedModels) this.servedNames.add(model);
+    for (const session of options.registry.all()) for (const model of session.models) this.servedNames.add(model.id);
     options.registry.onChange = (session, change) => {
       if (change === 'removed') for (const state of this.states.values()) state.outliers.remove(session.agentId);
+      else for (const model of session.models) this.servedNames.add(model.id);
       this.notifyAll();
     };
     options.runs.onRunFinished = () => this.notifyAll();
@@ -209,6 +219,24 @@ export class ProviderPool {
     return this.resolve(name).targets.some((target) => target.toolIdFormat === 'alnum9');
   }
 
+  /**
+   * Whether `name` is a model the edge knows although nothing may serve it now: a configured
+   * group or alias, or a served model name some provider (agent or direct) has served since the
+   * edge started (the 4096 most recent, `ServedNames`).
+   */
+  knows(name: string): boolean {
+    return !this.resolver.resolveModel(name).implicit || this.servedNames.has(name);
+  }
+
+  /**
+   * Whether some provider of the group or of its fallbacks takes requests at all (it may be busy,
+   * so the request may queue): false when every one is ejected as an outlier, draining or gone.
+   */
+  accepting(group: ModelGroup): boolean {
+    group = this.current(group);
+    return this.anyAccepting([group, ...group.fallbacks.map((name) => this.group(name)).filter((g) => g !== undefined)]);
+  }
+
   /** Whether some provider of the groups takes requests at all (it may be busy): queueing can succeed. */
   private anyAccepting(groups: readonly ModelGroup[]): boolean {
     for (const group of groups) {
@@ -245,18 +273,26 @@ export class ProviderPool {
 
   /**
    * Picks a provider and starts the run (`start`) at once, or waits in the group's queue.
-   * @throws IopError `model_not_found` (404) when no provider serves the group or its fallbacks;
-   *   `rate_limited` (429, `Retry-After`) when the queue is full or the wait runs out; the
-   *   signal's reason when it aborts.
+   * @throws IopError when no provider serves the group or its fallbacks now: 503 `no_capacity`
+   *   with `Retry-After: 1` when the name is known (`knows`: a configured group or alias, or a
+   *   served model name some provider has served since the edge started: its agent is restarting,
+   *   and SDKs retry a 503, never a 404; Anthropic clients get 529 `overloaded_error`), or when
+   *   this is a retry (`exclude` non-empty); else 404 `model_not_found`. 503 `no_capacity` when
+   *   every provider is draining or ejected; `rate_limited` (429, `Retry-After`) when the queue is
+   *   full or the wait runs out; the signal's reason when it aborts.
    */
   async acquire(group: ModelGroup, options: AcquireOptions, start: (pick: PoolPick) => PoolRun): Promise<AcquiredRun> {
     group = this.current(group);
     const served = this.servingGroup(group);
     if (served === undefined) {
-      // On a retry the model did exist a moment ago (its last provider just went away): that is a
-      // capacity problem the client may retry, not an unknown model.
+      // On a retry the model did exist a moment ago (its last provider just went away), and a
+      // configured or once-served name is only missing its providers (an agent restarting): that
+      // is a capacity problem the client may retry, not an unknown model.
       if (options.exclude !== undefined && options.exclude.size > 0) {
-        throw new IopError('no_capacity', `no provider of \`${excerpt(group.name)}\` is connected any more`, { retryAfterSeconds: 1 });
+        throw new IopError('no_capacity', `no provider of \`${excerpt(group.name)}\` is connected any more`, { retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS });
+      }
+      if (this.knows(group.name)) {
+        throw new IopError('no_capacity', `no provider of \`${excerpt(group.name)}\` is connected now; retry shortly`, { retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS });
       }
       throw new IopError('model_not_found', `The model \`${excerpt(group.name)}\` does not exist or no provider serves it`, { param: 'model' });
     }
@@ -349,7 +385,8 @@ export class ProviderPool {
    *   its queued waiters stay and route by the new definition.
    * - A group that no longer exists (or whose name now means something else: an alias, a served
    *   model) loses its state; its queued waiters are resolved again by their group name, which
-   *   ends in a 404 `model_not_found` when nothing serves that name any more.
+   *   ends in a 404 `model_not_found` when nothing serves that name any more (a 503
+   *   `no_capacity` when it is still a known name, see `acquire`).
    * - The retry budget keeps its window; its ratio and reserve follow the new settings.
    * @returns what changed.
    * @throws Error when `prepared` was built against another config than the one in service.
@@ -370,6 +407,7 @@ export class ProviderPool {
     this.retryPolicy = prepared.retry;
     this.retryPolicy.budget.configure(config.retry);
     this.directProviders = prepared.direct;
+    for (const provider of prepared.created) for (const model of provider.servedModels) this.servedNames.add(model);
     const removed: string[] = [];
     for (const [name, state] of this.states) {
       const resolved = this.modelResolver.resolveModel(name);

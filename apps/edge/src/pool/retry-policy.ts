@@ -1,7 +1,7 @@
 /**
  * Which failed attempts are retried, when, and where. A retry is only possible before the first
  * byte reached the client (DESIGN "commit point"); the caller asks `decide()` after each failed
- * attempt and either retries (after `delayMs`, on a provider not yet tried), re-routes to the
+ * attempt and either retries (after `delayMs`, on a provider not yet tried when there is one), re-routes to the
  * group's `contextFallback`, or gives the client the failure.
  *
  * Retryable (another provider may well succeed): connect failure, reset / tunnel lost, rejection
@@ -10,11 +10,19 @@
  * client's own fault; a 400 `context_length_exceeded` is not retried on the same model but goes
  * once to the group's `contextFallback` (a longer-context group) when one is configured.
  *
+ * Where: another provider when the group has one (the caller passes the tried ones as the
+ * picker's `exclude`); when it has none (a single provider, or all others tried), the SAME provider
+ * after the backoff, as Envoy's and gRPC's retry policies do: a transient 5xx / 429 / reset is
+ * most often gone a moment later. The caller gives up instead when no provider can take the
+ * request at all (ejected as an outlier, draining, gone).
+ *
  * Delay: full-jitter exponential backoff, `random() × min(maxBackoffMs, baseBackoffMs × 2^(r−1))`
- * for the r-th retry (AWS Architecture Blog, "Exponential Backoff and Jitter", 2015); a 429's
- * `Retry-After` is a floor, and one longer than `maxBackoffMs` ends the retries (the client gets
- * the 429 and its `Retry-After`: holding its connection longer helps nobody). Each request has at
- * most `maxAttempts` attempts, and every retry must also pass the pool-wide `RetryBudget`.
+ * for the r-th retry (AWS Architecture Blog, "Exponential Backoff and Jitter", 2015); on the same
+ * provider "equal jitter" instead, `ceiling/2 + random() × ceiling/2`, so it is never asked again at
+ * once. A `Retry-After` (429, 503…) is a floor, and one longer than `maxBackoffMs` ends the
+ * retries (the client gets the status and its `Retry-After`: holding its connection longer helps
+ * nobody). Each request has at most `maxAttempts` attempts, and every retry must also pass the
+ * pool-wide `RetryBudget`.
  */
 import type { AttemptOutcome } from './outlier-detector.js';
 import type { Clock, Random } from './provider.js';
@@ -159,10 +167,13 @@ export class RetryPolicy {
     return new RequestAttempts();
   }
 
-  /** Full-jitter backoff before the `retry`-th retry (1-based), ms. */
-  backoffMs(retry: number): number {
+  /**
+   * Backoff before the `retry`-th retry (1-based), ms: full jitter in `[0, ceiling)`, or equal
+   * jitter in `[ceiling/2, ceiling)` when `sameProvider` (the provider that just failed is asked again).
+   */
+  backoffMs(retry: number, sameProvider = false): number {
     const ceiling = Math.min(this.config.maxBackoffMs, this.config.baseBackoffMs * 2 ** Math.max(0, retry - 1));
-    return Math.floor(this.random() * ceiling);
+    return sameProvider ? Math.floor(ceiling / 2 + (this.random() * ceiling) / 2) : Math.floor(this.random() * ceiling);
   }
 
   /**
@@ -171,8 +182,10 @@ export class RetryPolicy {
    * @param options.contextFallback the current group's `contextFallback`, if any.
    * @param options.maxAttempts a lower attempt limit for this request (e.g. 1 when the stream gate
    *   does the retrying and only a context fallback may still happen here).
+   * @param options.sameProvider the retry can only go to the provider that just failed (no other
+   *   one of the group can take it): equal-jitter backoff, and the reason says so.
    */
-  decide(attempts: RequestAttempts, failure: AttemptFailure, options: { contextFallback?: string | undefined; maxAttempts?: number } = {}): RetryDecision {
+  decide(attempts: RequestAttempts, failure: AttemptFailure, options: { contextFallback?: string | undefined; maxAttempts?: number; sameProvider?: boolean } = {}): RetryDecision {
     if (isContextOverflow(failure)) {
       if (options.contextFallback === undefined || attempts.fallbackUsed) return { action: 'fail', reason: 'the prompt exceeds the context length and no fallback group is left' };
       attempts.fallbackUsed = true;
@@ -187,7 +200,8 @@ export class RetryPolicy {
     }
     if (attempts.count >= Math.min(this.config.maxAttempts, options.maxAttempts ?? Number.POSITIVE_INFINITY)) return { action: 'fail', reason: `${what} after ${attempts.count} attempts (the limit)` };
     if (!this.budget.tryRetry()) return { action: 'fail', reason: `${what}; the pool's retry budget is spent` };
-    const delayMs = Math.max(retryAfterMs ?? 0, this.backoffMs(attempts.count));
-    return { action: 'retry', delayMs, reason: `${what} on attempt ${attempts.count}` };
+    const sameProvider = options.sameProvider === true;
+    const delayMs = Math.max(retryAfterMs ?? 0, this.backoffMs(attempts.count, sameProvider));
+    return { action: 'retry', delayMs, reason: `${what} on attempt ${attempts.count}${sameProvider ? '; retried on the same provider' : ''}` };
   }
 }

@@ -1,7 +1,10 @@
 import { IopError, type InferenceRequest } from '@iop/core';
 import { affinityKey, chatAffinityKey } from '../../../src/pool/prefix-affinity.js';
 import { PoolOverloadedError } from '../../../src/pool/provider-pool.js';
-import { directConfig as direct, fakeStart, makePool, trackPools } from './fixtures.js';
+import { AgentRegistry } from '../../../src/pool/agent-registry.js';
+import { parsePoolConfig } from '../../../src/pool/pool-config.js';
+import { ServedNames } from '../../../src/pool/served-names.js';
+import { agentSession, directConfig as direct, fakeStart, makePool, trackPools } from './fixtures.js';
 
 const track = trackPools();
 
@@ -17,6 +20,47 @@ describe('ProviderPool', () => {
     const { pool } = track(makePool({}));
     await expect(pool.acquire(pool.resolve('nope'), {}, fakeStart)).rejects.toMatchObject({ code: 'model_not_found', status: 404 });
     expect(pool.snapshot().groups).toEqual([]);
+  });
+
+  it('answers a known name without a connected provider with 503 no_capacity + Retry-After, an unknown one with 404', async () => {
+    const registry = new AgentRegistry();
+    const { pool } = track(makePool({ modelGroups: [{ name: 'qwen', aliases: ['gpt-4o-mini'], targets: [{ model: 'Qwen/Qwen3-8B' }] }] }, { registry }));
+    const session = agentSession('agent-1', ['Qwen/Qwen3-8B', 'llama']);
+    registry.add(session);
+    expect(pool.pick(pool.resolve('llama'))).toMatchObject({ provider: { id: 'agent-1' }, model: 'llama' });
+    registry.remove(session); // the only agent restarts
+    const unavailable = { code: 'no_capacity', status: 503, retryAfterSeconds: 1 };
+    for (const name of ['llama', 'Qwen/Qwen3-8B', 'qwen', 'gpt-4o-mini']) {
+      expect(pool.knows(name)).toBe(true);
+      await expect(pool.acquire(pool.resolve(name), {}, fakeStart)).rejects.toMatchObject(unavailable);
+    }
+    expect(pool.knows('never-served')).toBe(false);
+    await expect(pool.acquire(pool.resolve('never-served'), {}, fakeStart)).rejects.toMatchObject({ code: 'model_not_found', status: 404, param: 'model' });
+    // The agent is back: the same names are served again.
+    registry.add(agentSession('agent-1', ['Qwen/Qwen3-8B', 'llama']));
+    expect((await pool.acquire(pool.resolve('gpt-4o-mini'), {}, fakeStart)).pick).toMatchObject({ provider: { id: 'agent-1' }, model: 'Qwen/Qwen3-8B' });
+  });
+
+  it('knows the served models of direct providers, also of one added by a reload', () => {
+    const { pool } = track(makePool({ directProviders: [direct('d1', ['a'])] }));
+    expect(pool.knows('a')).toBe(true);
+    expect(pool.knows('b')).toBe(false);
+    pool.applyReload(pool.prepareReload(parsePoolConfig({ directProviders: [direct('d1', ['a']), direct('d2', ['b'])] })));
+    expect(pool.knows('b')).toBe(true);
+  });
+
+  it('is not accepting once its only provider is ejected as an outlier (so no retry is attempted on it)', () => {
+    const { pool, clock } = track(makePool({ outlier: { consecutiveFailures: 2, baseEjectionMs: 1000, maxEjectedPercent: 100 }, directProviders: [direct('a', ['m'])] }));
+    const group = pool.resolve('m');
+    expect(pool.pick(group)!.provider.id).toBe('a'); // `a` becomes a member of the group's outlier detector
+    expect(pool.accepting(group)).toBe(true);
+    pool.report(group, { providerId: 'a', probe: false }, 'server_error');
+    expect(pool.accepting(group)).toBe(true);
+    expect(pool.canRoute(group, new Set(['a']))).toBe(false); // no OTHER provider: a retry goes to `a` itself
+    pool.report(group, { providerId: 'a', probe: false }, 'server_error');
+    expect(pool.accepting(group)).toBe(false);
+    clock.advance(1000);
+    expect(pool.accepting(group)).toBe(true); // its probe may go
   });
 
   it('routes only to providers carrying the target labels', () => {
@@ -105,5 +149,17 @@ describe('chatAffinityKey', () => {
 
   it('uses prompt_cache_key when given', () => {
     expect(chatAffinityKey({ prompt_cache_key: 'conv-1', messages: [] }, 2)).toBe(chatAffinityKey({ prompt_cache_key: 'conv-1', messages: [{ role: 'user', content: 'x' }] }, 2));
+  });
+});
+
+describe('ServedNames', () => {
+  it('keeps the most recently registered names up to its capacity', () => {
+    const names = new ServedNames(2);
+    names.add('a');
+    names.add('b');
+    names.add('a'); // refreshed: b is now the oldest
+    names.add('c');
+    expect([names.has('a'), names.has('b'), names.has('c'), names.size]).toEqual([true, false, true, 2]);
+    expect(() => new ServedNames(0)).toThrow(RangeError);
   });
 });

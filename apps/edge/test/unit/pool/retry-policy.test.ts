@@ -66,6 +66,34 @@ describe('RetryPolicy.decide', () => {
     expect(setup(() => 0).policy.backoffMs(10)).toBe(0);
   });
 
+  it('retries on the same provider when it is the only one, with equal jitter in [ceiling/2, ceiling)', () => {
+    const { policy } = setup(() => 0);
+    const attempts = policy.begin();
+    attempts.record('a');
+    expect(policy.decide(attempts, { kind: 'status', status: 500 }, { sameProvider: true })).toEqual({ action: 'retry', delayMs: 25, reason: 'status 500 on attempt 1; retried on the same provider' });
+    attempts.record('a');
+    expect(policy.decide(attempts, { kind: 'reset' }, { sameProvider: true })).toEqual({ action: 'retry', delayMs: 50, reason: 'reset on attempt 2; retried on the same provider' });
+    attempts.record('a');
+    expect(policy.decide(attempts, { kind: 'status', status: 500 }, { sameProvider: true })).toEqual({ action: 'fail', reason: 'status 500 after 3 attempts (the limit)' });
+    expect(setup(() => 0.999).policy.backoffMs(1, true)).toBe(49);
+    expect(setup(() => 0.999).policy.backoffMs(10, true)).toBe(1999);
+    expect(setup(() => 0).policy.backoffMs(10, true)).toBe(1000);
+  });
+
+  it('waits a 503’s Retry-After before asking the same provider again', () => {
+    const { policy } = setup(() => 0.5);
+    const attempts = policy.begin();
+    attempts.record('a');
+    expect(policy.decide(attempts, { kind: 'status', status: 503, retryAfter: '1' }, { sameProvider: true })).toMatchObject({ action: 'retry', delayMs: 1000 });
+  });
+
+  it('does not retry 4xx, not even on the same provider', () => {
+    const { policy } = setup();
+    const attempts = policy.begin();
+    attempts.record('a');
+    expect(policy.decide(attempts, { kind: 'status', status: 401 }, { sameProvider: true })).toEqual({ action: 'fail', reason: 'status 401 is not retryable' });
+  });
+
   it('does not retry 4xx', () => {
     const { policy } = setup();
     const attempts = policy.begin();
