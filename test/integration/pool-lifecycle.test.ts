@@ -23,14 +23,16 @@ describe('provider pool', () => {
   it('two agents serving one model both get traffic', async () => {
     await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-1', backendUrl: sim.url, models: ['sim-model'] });
     await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-2', backendUrl: sim.url, models: ['sim-model'] });
-    const answered = await Promise.all(Array.from({ length: 24 }, () => client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hello' }] }).withResponse()));
+    // Distinct conversations: one repeated prompt would share a prefix-affinity key and, by design,
+    // go to one agent until its bounded load spills over.
+    const answered = await Promise.all(Array.from({ length: 24 }, (_, i) => client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: `hello number ${i}` }] }).withResponse()));
     const perAgent = new Map<string, number>();
     for (const { response } of answered) {
       const agent = response.headers.get('x-iop-agent-id') ?? 'none';
       perAgent.set(agent, (perAgent.get(agent) ?? 0) + 1);
     }
     expect([...perAgent.keys()].sort()).toEqual(['agent-1', 'agent-2']);
-    for (const count of perAgent.values()) expect(count).toBeGreaterThanOrEqual(6);
+    for (const count of perAgent.values()) expect(count).toBeGreaterThanOrEqual(3);
     expect((await simRequests(sim)).filter((request) => request.path === '/v1/chat/completions').length).toBe(24);
   });
 

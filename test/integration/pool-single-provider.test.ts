@@ -93,6 +93,9 @@ describe('the only agent is gone (restarting)', () => {
     const apiError = error as InstanceType<typeof Anthropic.APIError>;
     expect(apiError.status).toBe(529);
     expect((apiError.error as { error?: { type?: string } }).error?.type).toBe('overloaded_error');
+    // count_tokens answers the same way: the name is known, only its providers are away.
+    const counted = await anthropic.messages.countTokens({ model, messages: [{ role: 'user', content: 'hi' }] }).catch((caught: unknown) => caught);
+    expect((counted as InstanceType<typeof Anthropic.APIError>).status).toBe(529);
   });
 
   it('a name never served is still a 404 model_not_found', async () => {

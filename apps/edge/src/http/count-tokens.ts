@@ -12,7 +12,6 @@ import { parseJsonObject } from './json-body.js';
 import { locals } from './request-context.js';
 import { openRun } from './open-run.js';
 import { FrameKind } from '../tunnel/run-registry.js';
-import { IopError, excerpt } from '@iop/core';
 
 async function tokenizeOnProvider(edge: EdgeContext, requestId: string, model: string, payload: Record<string, unknown>, log: ReturnType<typeof locals>['log']): Promise<number | undefined> {
   const { run, first } = await openRun(
@@ -35,7 +34,7 @@ export function countTokensHandler(edge: EdgeContext) {
     try {
       const request = decodeCountTokensRequest(parseJsonObject(req.body));
       const group = edge.pool.resolve(request.model);
-      if (edge.pool.candidates(group).size === 0) throw new IopError('model_not_found', `The model \`${excerpt(request.model)}\` does not exist or no provider serves it`, { param: 'model' });
+      if (edge.pool.candidates(group).size === 0) throw edge.pool.noProviderError(request.model);
       let count: number | undefined;
       if (group.targets.some((target) => edge.registry.forModel(target.model).some((session) => session.capabilities.has('tokenize')))) {
         const chat = toBackendChatRequest({ ...request, stream: false }, { model: request.model, stream: false }).body;

@@ -281,6 +281,16 @@ export class ProviderPool {
    *   every provider is draining or ejected; `rate_limited` (429, `Retry-After`) when the queue is
    *   full or the wait runs out; the signal's reason when it aborts.
    */
+  /**
+   * The error for a name no connected provider serves: 503 `no_capacity` (Retry-After) when the
+   * name is configured or was served since start (its agents are only reconnecting), else 404
+   * `model_not_found`.
+   */
+  noProviderError(name: string): IopError {
+    if (this.knows(name)) return new IopError('no_capacity', `no provider of \`${excerpt(name)}\` is connected now; retry shortly`, { retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS });
+    return new IopError('model_not_found', `The model \`${excerpt(name)}\` does not exist or no provider serves it`, { param: 'model' });
+  }
+
   async acquire(group: ModelGroup, options: AcquireOptions, start: (pick: PoolPick) => PoolRun): Promise<AcquiredRun> {
     group = this.current(group);
     const served = this.servingGroup(group);
@@ -291,10 +301,7 @@ export class ProviderPool {
       if (options.exclude !== undefined && options.exclude.size > 0) {
         throw new IopError('no_capacity', `no provider of \`${excerpt(group.name)}\` is connected any more`, { retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS });
       }
-      if (this.knows(group.name)) {
-        throw new IopError('no_capacity', `no provider of \`${excerpt(group.name)}\` is connected now; retry shortly`, { retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS });
-      }
-      throw new IopError('model_not_found', `The model \`${excerpt(group.name)}\` does not exist or no provider serves it`, { param: 'model' });
+      throw this.noProviderError(group.name);
     }
     const tryAcquire = (): AcquiredRun | undefined => {
       // A waiter may outlive a reload: it routes by the group as configured now.
