@@ -33,6 +33,12 @@ export interface DispatchedAttempt {
   events: AsyncIterable<StreamEvent>;
   /** Provider id, once routing chose it (read when the attempt ends). */
   readonly provider?: string | undefined;
+  /**
+   * True when the dispatcher refused the attempt without reaching a provider (its retry policy or
+   * budget said no); its events then carry the final error. The gate stops there and does not
+   * count it among the attempts its error message reports. Read when the attempt ends.
+   */
+  readonly refused?: boolean;
 }
 
 /** The edge's side of the contract: runs one attempt on some provider. Must honour `signal`. */

@@ -225,11 +225,13 @@ class GateRunImpl implements GateRun {
           end.kind === 'aborted' || clock.now() - startedAt >= this.budgets.maxTotalMs
             ? { kind: 'timeout', maxTotalMs: this.budgets.maxTotalMs }
             : end;
+        // A refused dispatch reached no provider: it ends the request and is not counted.
+        const refused = dispatched?.refused === true;
         const step = decideRecovery(failure, {
           committed: this.committed,
           continuable: this.options.canContinue === true && !this.releasedToolCall && this.releasedText.length > 0,
-          attemptsLeft: attempt < this.budgets.maxAttempts,
-          attempts: attempt,
+          attemptsLeft: !refused && attempt < this.budgets.maxAttempts,
+          attempts: refused ? attempt - 1 : attempt,
         });
         const reason = failureReason(failure);
         const filter = failure.kind === 'rejected' ? failure.filter : undefined;

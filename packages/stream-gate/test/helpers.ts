@@ -45,6 +45,8 @@ export interface Script {
   throwAfter?: boolean;
   /** Wait for this before each event (lets a test advance a clock or abort). */
   delay?: () => Promise<void>;
+  /** The dispatcher refused this attempt (no provider reached); `events` carry its error. */
+  refused?: boolean;
 }
 
 export class FakeDispatcher implements Dispatcher {
@@ -62,7 +64,7 @@ export class FakeDispatcher implements Dispatcher {
       }
       if (script.throwAfter) throw new Error('socket hang up');
     }
-    return { events: events(), provider: script.provider };
+    return { events: events(), provider: script.provider, refused: script.refused === true };
   }
 }
 

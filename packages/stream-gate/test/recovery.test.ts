@@ -137,6 +137,18 @@ describe('recovery', () => {
     ]);
   });
 
+  it('a retry the dispatcher refuses ends the request at once and is not counted in the message', async () => {
+    const upstream503: StreamEvent = { type: 'error', code: 'no_capacity', status: 503, message: 'upstream failed: 503 busy' };
+    const { released, dispatcher, sink } = await runGate({
+      filters: [],
+      budgets: { maxAttempts: 3 },
+      scripts: [{ events: [upstream503], provider: 'p1' }, { events: [upstream503], refused: true }],
+    });
+    expect(dispatcher.attempts).toHaveLength(2);
+    expect(released).toEqual([upstream503]); // one attempt reached a provider: no "(after N attempts)"
+    expect(sink.attempts.map((report) => report.outcome)).toEqual(['retried', 'failed']);
+  });
+
   it('enforces the time budget: a stalled attempt ends with a timeout error', async () => {
     const clock = new ManualClock();
     let step = 0;

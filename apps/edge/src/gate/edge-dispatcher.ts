@@ -70,7 +70,7 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
  *
  * The gate counts its own attempts for its final message ("(after N attempts)"): every gate
  * attempt the policy allows reaches a provider; one it refuses is answered at once with the
- * previous failure and still counts there (the gate's attempt count is its own, `recovery.ts`).
+ * previous failure and marked `refused`, so the gate stops there and does not count it.
  */
 export class EdgeDispatcher implements Dispatcher {
   private attempts: RequestAttempts | undefined;
@@ -83,12 +83,15 @@ export class EdgeDispatcher implements Dispatcher {
   constructor(private readonly options: EdgeDispatcherOptions) {}
 
   dispatch(attempt: AttemptRequest, signal: AbortSignal): DispatchedAttempt {
-    const state: { provider?: string } = {};
+    const state: { provider?: string; refused?: boolean } = {};
     const events = this.attemptEvents(attempt, signal, state);
     return {
       events,
       get provider() {
         return state.provider;
+      },
+      get refused() {
+        return state.refused === true;
       },
     };
   }
@@ -119,13 +122,14 @@ export class EdgeDispatcher implements Dispatcher {
     return undefined;
   }
 
-  private async *attemptEvents(attempt: AttemptRequest, signal: AbortSignal, state: { provider?: string }): AsyncGenerator<StreamEvent> {
+  private async *attemptEvents(attempt: AttemptRequest, signal: AbortSignal, state: { provider?: string; refused?: boolean }): AsyncGenerator<StreamEvent> {
     const { edge, requestId, log } = this.options;
     const { pool } = edge;
     this.group ??= pool.resolve(attempt.request.model);
     const avoid = new Set(attempt.avoidProviders);
     const refused = await this.retryGate(signal, avoid);
     if (refused !== undefined) {
+      state.refused = true;
       yield errorEvent(refused);
       return;
     }
