@@ -32,7 +32,8 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {
-    files: ['apps/*/bin/*.js'],
-    languageOptions: { sourceType: 'commonjs', globals: { __dirname: 'readonly' } },
+    files: ['apps/*/bin/*.js', '**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { __dirname: 'readonly', module: 'writable', require: 'readonly', process: 'readonly' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
 );

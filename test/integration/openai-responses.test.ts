@@ -92,10 +92,16 @@ describe('POST /v1/responses', () => {
     expect(new Set(calls.map((call) => call.type === 'function_call' && call.call_id)).size).toBe(3);
   });
 
-  it('round-trips a function call with function_call_output', async () => {
+  /** A first response that calls get_weather, and its function_call item. */
+  async function weatherCall(): Promise<{ first: OpenAI.Responses.Response; call: OpenAI.Responses.ResponseFunctionToolCall }> {
     const first = await client.responses.create({ model: 'sim-model', input: 'Weather in Paris?', tools: [weather], tool_choice: 'required' });
     const call = first.output.find((item) => item.type === 'function_call');
     if (call?.type !== 'function_call') throw new Error('expected a function call');
+    return { first, call };
+  }
+
+  it('round-trips a function call with function_call_output', async () => {
+    const { call } = await weatherCall();
     const second = await client.responses.create({
       model: 'sim-model',
       tools: [weather],
@@ -110,9 +116,7 @@ describe('POST /v1/responses', () => {
   });
 
   it('the tool loop with previous_response_id: only the function_call_output is sent, the call comes from the stored response', async () => {
-    const first = await client.responses.create({ model: 'sim-model', input: 'Weather in Paris?', tools: [weather], tool_choice: 'required' });
-    const call = first.output.find((item) => item.type === 'function_call');
-    if (call?.type !== 'function_call') throw new Error('expected a function call');
+    const { first, call } = await weatherCall();
     const second = await client.responses.create({
       model: 'sim-model',
       tools: [weather],

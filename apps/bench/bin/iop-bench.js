@@ -1,13 +1,3 @@
 #!/usr/bin/env node
-// `iop-bench`: runs the compiled CLI (dist/cli.js). This shim exists from the clone on, so npm links the
-// command at install time, before the first build.
-'use strict';
-const path = require('node:path');
-const entry = path.join(__dirname, '..', 'dist/cli.js');
-try {
-  require.resolve(entry);
-} catch {
-  process.stderr.write('iop-bench: not built yet; run `npm run build` (or `npm start`) in the repository first\n');
-  process.exit(2);
-}
-require(entry);
+// `iop-bench`: the compiled CLI (dist/cli.js), through scripts/run-built.cjs.
+require('../../../scripts/run-built.cjs')('iop-bench', require('node:path').join(__dirname, '..', 'dist/cli.js'));
