@@ -46,6 +46,14 @@ describe('a single provider is retried on itself', () => {
     expect(edge.proc.lines.some((line) => line.msg === 'attempt failed before its first byte; retrying' && String(line.reason).includes('same provider'))).toBe(true);
   });
 
+  it.each(['malformed', 'no-done'])('a non-stream answer the backend breaks (%s) reached no client byte: retried, a 200', async (fault) => {
+    await queueFault(sim, { fault, count: 1 });
+    const completion = await openai.chat.completions.create({ model: 'sim-model', messages });
+    expect(completion.choices[0]!.finish_reason).toBe('stop');
+    expect(completion.choices[0]!.message.content!.length).toBeGreaterThan(0);
+    expect(await chatRequests(sim)).toHaveLength(2);
+  });
+
   it('one 500 before the first byte (normalized, Anthropic): a 200, the sim saw 2 requests', async () => {
     await queueFault(sim, { fault: '500', count: 1, 'retry-after': 0 });
     const message = await anthropic.messages.create({ model: 'claude-house', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });

@@ -22,6 +22,7 @@ import type { Logger } from '../logger.js';
 import type { ModelGroup } from '../pool/pool-config.js';
 import type { PoolRun } from '../pool/pool-provider.js';
 import type { PoolPick, ProviderPool } from '../pool/provider-pool.js';
+import { looksLikeJsonObject } from './json-body.js';
 import { failureOfRunError, isContextOverflow, isRetryable, outcomeOf, type AttemptFailure, type RequestAttempts } from '../pool/retry-policy.js';
 import { FrameKind, type RunRequest } from '../tunnel/run-registry.js';
 import { readUpstreamError } from './upstream-error.js';
@@ -43,6 +44,13 @@ export interface OpenRunRequest extends Omit<RunRequest, 'model' | 'body'> {
   signal?: AbortSignal;
   /** Told about every failed attempt (the gate's dispatcher applies the retry policy before the gate's next attempt). */
   onFailure?: (failure: AttemptFailure, error: IopError) => void;
+  /**
+   * A non-stream answer relayed as is: nothing reaches the client before its last byte, so the
+   * commit point is the end of the body. A 2xx body that breaks first (ERROR frame, cut, not a
+   * JSON object) is a failed attempt, retried like one before the first byte (issue: "never lose
+   * a request to a failure that a retry could hide"). The frames come back in `buffered`.
+   */
+  wholeBody?: boolean;
 }
 
 export interface OpenedRun {
@@ -55,6 +63,8 @@ export interface OpenedRun {
   model: string;
   /** Group that served it (a fallback group after a fallback). */
   group: ModelGroup;
+  /** With `wholeBody`: every frame after RESPONSE_START up to END (BODY, USAGE, END). */
+  buffered?: ProviderTunnelFrame[];
 }
 
 /** Maps an ERROR frame to the IopError a client sees. */
@@ -95,8 +105,29 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-/** Runs one attempt up to its commit point; returns the opened run or the failure. */
-async function attemptOnce(run: PoolRun): Promise<{ start: ProviderTunnelFrame; first: ProviderTunnelFrame | undefined } | { error: IopError; failure: AttemptFailure }> {
+type AttemptResult = { start: ProviderTunnelFrame; first: ProviderTunnelFrame | undefined; buffered?: ProviderTunnelFrame[] } | { error: IopError; failure: AttemptFailure };
+
+/** Reads a 2xx answer to its END; a body that breaks first is the attempt's failure. */
+async function wholeAnswer(run: PoolRun, start: ProviderTunnelFrame): Promise<AttemptResult> {
+  const buffered: ProviderTunnelFrame[] = [];
+  const parts: Uint8Array[] = [];
+  for (;;) {
+    const next = await run.frames.next();
+    if (next.done === true) return { error: new IopError('upstream_error', 'upstream failure: the answer ended before its end'), failure: { kind: 'reset', detail: 'ended' } };
+    const frame = next.value;
+    if (frame.kind === FrameKind.ERROR) return { error: runFailure(frame), failure: failureOfRunError(frame.errorCode) };
+    buffered.push(frame);
+    if (frame.kind === FrameKind.BODY) parts.push(frame.body);
+    if (frame.kind === FrameKind.END) break;
+  }
+  if (!looksLikeJsonObject(parts.length === 1 ? parts[0]! : Buffer.concat(parts))) {
+    return { error: new IopError('upstream_error', 'upstream failure: the backend sent a malformed response body'), failure: { kind: 'reset', detail: 'malformed body' } };
+  }
+  return { start, first: undefined, buffered };
+}
+
+/** Runs one attempt up to its commit point (the first body frame, or with `wholeBody` the END); returns the opened run or the failure. */
+async function attemptOnce(run: PoolRun, wholeBody: boolean): Promise<AttemptResult> {
   const head = await run.frames.next();
   const frame = head.done === true ? undefined : head.value;
   if (frame?.kind === FrameKind.RESPONSE_START) {
@@ -104,6 +135,7 @@ async function attemptOnce(run: PoolRun): Promise<{ start: ProviderTunnelFrame; 
       const error = await readUpstreamError(run, frame.status, frame.headers['retry-after']);
       return { error, failure: statusFailure(error, frame) };
     }
+    if (wholeBody) return wholeAnswer(run, frame);
     const next = await run.frames.next();
     const first = next.done === true ? undefined : next.value;
     if (first?.kind === FrameKind.ERROR) return { error: runFailure(first), failure: failureOfRunError(first.errorCode) };
@@ -122,7 +154,7 @@ async function attemptOnce(run: PoolRun): Promise<{ start: ProviderTunnelFrame; 
  *   (the backend's status and message, or a tunnel / timeout error) when no retry is left.
  */
 export async function openRun(pool: ProviderPool, request: OpenRunRequest, log: Logger, onRun: (run: PoolRun, pick: PoolPick) => void): Promise<OpenedRun> {
-  const { bodyFor, affinityKey, attempts: given, maxAttempts, avoid, signal, onFailure, ...base } = request;
+  const { bodyFor, affinityKey, attempts: given, maxAttempts, avoid, signal, onFailure, wholeBody = false, ...base } = request;
   const attempts = given ?? pool.begin();
   let group = pool.resolve(request.model);
   for (let call = 1; ; call++) {
@@ -135,10 +167,10 @@ export async function openRun(pool: ProviderPool, request: OpenRunRequest, log: 
     group = acquired.group;
     attempts.record(pick.provider.id);
     onRun(run, pick);
-    const result = await attemptOnce(run);
+    const result = await attemptOnce(run, wholeBody);
     if ('start' in result) {
       pool.report(group, ticket, 'success');
-      return { run, start: result.start, first: result.first, model: pick.model, group };
+      return { run, start: result.start, first: result.first, model: pick.model, group, ...(result.buffered === undefined ? {} : { buffered: result.buffered }) };
     }
     if (!run.isFinished) run.cancel('attempt failed');
     const { error, failure } = result;

@@ -18,6 +18,7 @@ import { runFailure } from './open-run.js';
 import { toOpenAIErrorBody } from '../dialects.js';
 import type { UsageRecorder } from './usage-recorder.js';
 import { drained } from './drained.js';
+import { looksLikeJsonObject } from './json-body.js';
 
 
 export interface RelayOptions {
@@ -29,6 +30,8 @@ export interface RelayOptions {
   first?: ProviderTunnelFrame | undefined;
   /** Rewrites the served model id to the client's name (model groups and aliases). */
   rewriter?: ModelRewriter | undefined;
+  /** A non-stream answer `openRun` already read whole (`wholeBody`): its frames after RESPONSE_START. */
+  buffered?: readonly ProviderTunnelFrame[] | undefined;
 }
 
 /** Response headers worth passing on from the backend. */
@@ -53,7 +56,7 @@ export async function relay(handle: PoolRun, start: ProviderTunnelFrame, res: Re
   if (options.stream) return relayStream(handle, res, options);
   // Non-stream: small, and buffering it lets a failure still become a clean HTTP error.
   const parts: Uint8Array[] = [];
-  for await (const frame of framesOf(handle, options.first)) {
+  for await (const frame of options.buffered ?? framesOf(handle, options.first)) {
     if (frame.kind === FrameKind.BODY) parts.push(frame.body);
     else if (frame.kind === FrameKind.USAGE) options.usage.record(frame.usage);
     else if (frame.kind === FrameKind.ERROR) throw runFailure(frame);
@@ -63,15 +66,6 @@ export async function relay(handle: PoolRun, start: ProviderTunnelFrame, res: Re
   if (options.rewriter === undefined) res.end(body);
   else res.end(Buffer.concat([options.rewriter.push(body), options.rewriter.end()]));
   return undefined;
-}
-
-/** First non-space byte `{`, last `}`: catches a truncated body without parsing it. */
-function looksLikeJsonObject(body: Buffer): boolean {
-  let from = 0;
-  let to = body.length;
-  while (from < to && body[from]! <= 0x20) from++;
-  while (to > from && body[to - 1]! <= 0x20) to--;
-  return to > from && body[from] === 0x7b && body[to - 1] === 0x7d;
 }
 
 async function relayStream(handle: PoolRun, res: Response, options: RelayOptions): Promise<IopError | undefined> {
