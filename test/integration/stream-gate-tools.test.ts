@@ -11,19 +11,11 @@ import Ajv from 'ajv';
 import OpenAI from 'openai';
 import { API_KEY, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
 import { chatRequests, clearSim, metricSum } from './stream-gate-helpers';
+import { WEATHER_PARAMETERS as parameters } from '../../apps/bench/src/weather-tool';
 
 const MODEL = 'sim-model@tool-calls=1';
 const REQUESTS_PER_CLIENT = 20;
 
-const parameters = {
-  type: 'object',
-  properties: {
-    city: { type: 'string', minLength: 1 },
-    unit: { type: 'string', enum: ['celsius', 'fahrenheit'] },
-    days: { type: 'integer', minimum: 1, maximum: 7 },
-  },
-  required: ['city', 'unit', 'days'],
-};
 const validArguments = new Ajv({ strict: true }).compile(parameters);
 
 let sim: SimHandle;

@@ -14,7 +14,7 @@ import { readFileSync } from 'node:fs';
 import { Code, ConnectError, createClient, type Client } from '@connectrpc/connect';
 import { Http2SessionManager, createGrpcTransport } from '@connectrpc/connect-node';
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
-import { ModelInfoSchema, RunRejectedSchema, TunnelService, type CancelRun, type Drain, type HeartbeatSchema, type Registered, type RunAssignment } from '@iop/proto';
+import { ModelInfoSchema, RunRejectedSchema, TunnelService, sessionTag, type CancelRun, type Drain, type HeartbeatSchema, type Registered, type RunAssignment } from '@iop/proto';
 import type { Logger } from 'pino';
 import type { Backend } from './backends/backend.js';
 import { Backoff, sleep } from './backoff.js';
@@ -170,7 +170,7 @@ export class EdgeLink {
   private onRegistered(registered: Registered): void {
     this.sessionId = registered.sessionId;
     this.logger.info(
-      { session: `${registered.sessionId.slice(0, 10)}…`, heartbeatIntervalMs: registered.heartbeatIntervalMs, edgeVersion: registered.edgeVersion, edge: this.edgeUrl },
+      { session: sessionTag(registered.sessionId), heartbeatIntervalMs: registered.heartbeatIntervalMs, edgeVersion: registered.edgeVersion, edge: this.edgeUrl },
       'registered',
     );
     if (this.isDraining) this.session?.sendHeartbeat();

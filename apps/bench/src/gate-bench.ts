@@ -29,6 +29,7 @@ import { bucketPercentile, histogramDelta, scrapeMetrics, sumOf, type HistogramD
 import type { RequestResult, RequestSpec } from './request.js';
 import { summarize } from './stats.js';
 import { runWorkload } from './workload.js';
+import { WEATHER_PARAMETERS as parameters } from './weather-tool.js';
 
 const API_KEY = 'sk-iop-bench-key-0001';
 const JOIN_TOKEN = 'iop-bench-join-token';
@@ -40,15 +41,6 @@ const scaled = (count: number, min: number) => Math.max(min, Math.round(count * 
 /** The edge default, with room for 5 attempts (a request header can only lower it). */
 const GATE = { default: { filters: ['tool-calls', 'structured-output', 'degeneration', 'empty-output'], policy: 'evidence-tail', maxAttempts: 5 } };
 
-const parameters = {
-  type: 'object',
-  properties: {
-    city: { type: 'string', minLength: 1 },
-    unit: { type: 'string', enum: ['celsius', 'fahrenheit'] },
-    days: { type: 'integer', minimum: 1, maximum: 7 },
-  },
-  required: ['city', 'unit', 'days'],
-};
 const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Forecast for a city', parameters } }];
 
 interface Stack {

@@ -21,6 +21,11 @@ export const RUN_PATH = `/${TunnelService.typeName}/${TunnelService.method.run.n
  */
 export const RUN_SESSION_HEADER = 'iop-session-id';
 
+/** A session id as logs and the admin API show it: enough to tell sessions apart, too little to present. */
+export function sessionTag(sessionId: string): string {
+  return `${sessionId.slice(0, 10)}…`;
+}
+
 /** Largest ProviderTunnelFrame the edge accepts on a Run call, bytes (a BODY slice, a RESPONSE_START). */
 export const RUN_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 

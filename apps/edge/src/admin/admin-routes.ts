@@ -15,7 +15,7 @@ import type { PoolProviderSnapshot, PoolSnapshot } from '../pool/pool-snapshot.j
 import type { AgentSession } from '../tunnel/agent-session.js';
 import { adminAuth } from './admin-auth.js';
 import { agentView } from './agent-view.js';
-import { sessionTag } from '../tunnel/tunnel-service.js';
+import { sessionTag } from '@iop/proto';
 
 function sessionsNamed(edge: EdgeContext, id: string): AgentSession[] {
   const sessions = edge.registry.all().filter((session) => session.agentId === id);

@@ -3,7 +3,7 @@
  * are counts of requests, `kvCacheUsage` is in [0, 1] (null when the backend does not expose it).
  */
 import type { AgentSession } from '../tunnel/agent-session.js';
-import { sessionTag } from '../tunnel/tunnel-service.js';
+import { sessionTag } from '@iop/proto';
 
 export interface AgentView {
   id: string;

@@ -92,7 +92,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           return;
         }
         const rewriter = opened.model === model ? undefined : new ModelRewriter(opened.model, model);
-        const failure = await relay(opened.run, opened.start, res, { stream: peek.stream, usage, onFirstByte, first: opened.first, rewriter, buffered: opened.buffered });
+        const failure = await relay(opened.run, opened.start, res, { stream: peek.stream, usage, onFirstByte, first: opened.first, rewriter, answer: opened.answer });
         // A stream that ended in an error is not an answer: its tokens count as a failed attempt's.
         if (failure !== undefined) usage.flush(metricLabels(model).model, 'failed');
       } else {

@@ -17,7 +17,7 @@
  * Each verdict feeds the group's outlier detector.
  */
 import { IopError } from '@iop/core';
-import type { ProviderTunnelFrame } from '@iop/proto';
+import type { ProviderTunnelFrame, Usage as FrameUsage } from '@iop/proto';
 import type { Logger } from '../logger.js';
 import type { ModelGroup } from '../pool/pool-config.js';
 import type { PoolRun } from '../pool/pool-provider.js';
@@ -48,7 +48,7 @@ export interface OpenRunRequest extends Omit<RunRequest, 'model' | 'body'> {
    * A non-stream answer relayed as is: nothing reaches the client before its last byte, so the
    * commit point is the end of the body. A 2xx body that breaks first (ERROR frame, cut, not a
    * JSON object) is a failed attempt, retried like one before the first byte (issue: "never lose
-   * a request to a failure that a retry could hide"). The frames come back in `buffered`.
+   * a request to a failure that a retry could hide"). The answer comes back in `answer`.
    */
   wholeBody?: boolean;
 }
@@ -63,8 +63,8 @@ export interface OpenedRun {
   model: string;
   /** Group that served it (a fallback group after a fallback). */
   group: ModelGroup;
-  /** With `wholeBody`: every frame after RESPONSE_START up to END (BODY, USAGE, END). */
-  buffered?: ProviderTunnelFrame[];
+  /** With `wholeBody`: the whole 2xx answer, checked to be a JSON object, and its usage. */
+  answer?: WholeAnswer;
 }
 
 /** Maps an ERROR frame to the IopError a client sees. */
@@ -105,25 +105,32 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-type AttemptResult = { start: ProviderTunnelFrame; first: ProviderTunnelFrame | undefined; buffered?: ProviderTunnelFrame[] } | { error: IopError; failure: AttemptFailure };
+/** A non-stream answer read to its END (`wholeBody`). */
+export interface WholeAnswer {
+  body: Buffer;
+  usage: FrameUsage | undefined;
+}
+
+type AttemptResult = { start: ProviderTunnelFrame; first: ProviderTunnelFrame | undefined; answer?: WholeAnswer } | { error: IopError; failure: AttemptFailure };
 
 /** Reads a 2xx answer to its END; a body that breaks first is the attempt's failure. */
 async function wholeAnswer(run: PoolRun, start: ProviderTunnelFrame): Promise<AttemptResult> {
-  const buffered: ProviderTunnelFrame[] = [];
   const parts: Uint8Array[] = [];
+  let usage: FrameUsage | undefined;
   for (;;) {
     const next = await run.frames.next();
     if (next.done === true) return { error: new IopError('upstream_error', 'upstream failure: the answer ended before its end'), failure: { kind: 'reset', detail: 'ended' } };
     const frame = next.value;
     if (frame.kind === FrameKind.ERROR) return { error: runFailure(frame), failure: failureOfRunError(frame.errorCode) };
-    buffered.push(frame);
     if (frame.kind === FrameKind.BODY) parts.push(frame.body);
-    if (frame.kind === FrameKind.END) break;
+    else if (frame.kind === FrameKind.USAGE) usage = frame.usage;
+    else if (frame.kind === FrameKind.END) break;
   }
-  if (!looksLikeJsonObject(parts.length === 1 ? parts[0]! : Buffer.concat(parts))) {
+  const body = parts.length === 1 ? Buffer.from(parts[0]!.buffer, parts[0]!.byteOffset, parts[0]!.byteLength) : Buffer.concat(parts);
+  if (!looksLikeJsonObject(body)) {
     return { error: new IopError('upstream_error', 'upstream failure: the backend sent a malformed response body'), failure: { kind: 'reset', detail: 'malformed body' } };
   }
-  return { start, first: undefined, buffered };
+  return { start, first: undefined, answer: { body, usage } };
 }
 
 /** Runs one attempt up to its commit point (the first body frame, or with `wholeBody` the END); returns the opened run or the failure. */
@@ -170,7 +177,7 @@ export async function openRun(pool: ProviderPool, request: OpenRunRequest, log: 
     const result = await attemptOnce(run, wholeBody);
     if ('start' in result) {
       pool.report(group, ticket, 'success');
-      return { run, start: result.start, first: result.first, model: pick.model, group, ...(result.buffered === undefined ? {} : { buffered: result.buffered }) };
+      return { run, start: result.start, first: result.first, model: pick.model, group, ...(result.answer === undefined ? {} : { answer: result.answer }) };
     }
     if (!run.isFinished) run.cancel('attempt failed');
     const { error, failure } = result;

@@ -14,11 +14,10 @@ import { FrameKind } from '../tunnel/run-registry.js';
 import type { PoolRun } from '../pool/pool-provider.js';
 import type { ModelRewriter } from './model-rewrite.js';
 import { SseGuard } from './sse-guard.js';
-import { runFailure } from './open-run.js';
+import { runFailure, type WholeAnswer } from './open-run.js';
 import { toOpenAIErrorBody } from '../dialects.js';
 import type { UsageRecorder } from './usage-recorder.js';
 import { drained } from './drained.js';
-import { looksLikeJsonObject } from './json-body.js';
 
 
 export interface RelayOptions {
@@ -30,8 +29,8 @@ export interface RelayOptions {
   first?: ProviderTunnelFrame | undefined;
   /** Rewrites the served model id to the client's name (model groups and aliases). */
   rewriter?: ModelRewriter | undefined;
-  /** A non-stream answer `openRun` already read whole (`wholeBody`): its frames after RESPONSE_START. */
-  buffered?: readonly ProviderTunnelFrame[] | undefined;
+  /** The non-stream answer `openRun` read whole and checked (`wholeBody`); required when not streaming. */
+  answer?: WholeAnswer | undefined;
 }
 
 /** Response headers worth passing on from the backend. */
@@ -39,32 +38,20 @@ function contentType(start: ProviderTunnelFrame, stream: boolean): string {
   return start.headers['content-type'] ?? (stream ? 'text/event-stream' : 'application/json');
 }
 
-/** The run's frames, the one `openRun` took first included. */
-async function* framesOf(handle: PoolRun, first: ProviderTunnelFrame | undefined): AsyncGenerator<ProviderTunnelFrame> {
-  if (first !== undefined) yield first;
-  yield* handle.frames;
-}
-
 /**
  * Relays a run to the client. Returns the failure that ended a stream early (in-band error sent),
  * or undefined when the answer was complete.
- * @throws IopError when a non-stream answer fails (nothing was sent yet).
  */
 export async function relay(handle: PoolRun, start: ProviderTunnelFrame, res: Response, options: RelayOptions): Promise<IopError | undefined> {
   res.status(start.status);
   res.setHeader('content-type', contentType(start, options.stream));
   if (options.stream) return relayStream(handle, res, options);
-  // Non-stream: small, and buffering it lets a failure still become a clean HTTP error.
-  const parts: Uint8Array[] = [];
-  for await (const frame of options.buffered ?? framesOf(handle, options.first)) {
-    if (frame.kind === FrameKind.BODY) parts.push(frame.body);
-    else if (frame.kind === FrameKind.USAGE) options.usage.record(frame.usage);
-    else if (frame.kind === FrameKind.ERROR) throw runFailure(frame);
-  }
-  const body = parts.length === 1 ? Buffer.from(parts[0]!.buffer, parts[0]!.byteOffset, parts[0]!.byteLength) : Buffer.concat(parts);
-  if (start.status < 300 && !looksLikeJsonObject(body)) throw new IopError('upstream_error', 'upstream failure: the backend sent a malformed response body');
-  if (options.rewriter === undefined) res.end(body);
-  else res.end(Buffer.concat([options.rewriter.push(body), options.rewriter.end()]));
+  // Non-stream: openRun read it whole (a broken body was a failed attempt, retried).
+  const { answer } = options;
+  if (answer === undefined) throw new IopError('internal', 'a non-stream relay needs the answer openRun read');
+  options.usage.record(answer.usage);
+  if (options.rewriter === undefined) res.end(answer.body);
+  else res.end(Buffer.concat([options.rewriter.push(answer.body), options.rewriter.end()]));
   return undefined;
 }
 

@@ -24,6 +24,7 @@ import {
   type EdgeMessage,
   type ProviderTunnelFrame,
   RUN_SESSION_HEADER,
+  sessionTag,
 } from '@iop/proto';
 import type { Logger } from 'pino';
 import { AgentSession } from './agent-session.js';
@@ -47,11 +48,6 @@ function tokenAccepted(token: string, accepted: readonly string[]): boolean {
     const expected = Buffer.from(candidate);
     return expected.length === given.length && timingSafeEqual(expected, given);
   });
-}
-
-/** A session id as logs show it: enough to tell sessions apart, too little to present. */
-export function sessionTag(sessionId: string): string {
-  return `${sessionId.slice(0, 10)}…`;
 }
 
 export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRouter) => void {
