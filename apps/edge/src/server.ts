@@ -18,6 +18,10 @@ import { ProviderPool } from './pool/provider-pool.js';
 import { RunRegistry } from './tunnel/run-registry.js';
 import { tunnelRoutes } from './tunnel/tunnel-service.js';
 import { handleRunStream, isGrpcRun } from './tunnel/run-stream-handler.js';
+import { ConnectionGuard } from './tunnel/connection-guard.js';
+import { TUNNEL_CONNECTION } from './tunnel/agent-identity.js';
+import { createContextValues } from '@connectrpc/connect';
+import { RUN_SESSION_HEADER } from '@iop/proto';
 import { createApp } from './http/app.js';
 import { buildDialectRoutes } from './routes.js';
 import { EDGE_VERSION } from './version.js';
@@ -109,8 +113,19 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
   });
 
+  const guard = new ConnectionGuard({ ...config.tunnel.unauthenticated, metrics: metrics.registry, logger });
   const adapter = connectNodeAdapter({
-    routes: tunnelRoutes({ registry: context.registry, runs: context.runs, joinTokens: () => context.config.joinTokens, heartbeatIntervalMs: config.heartbeatIntervalMs, edgeVersion: EDGE_VERSION, logger }),
+    routes: tunnelRoutes({
+      registry: context.registry,
+      runs: context.runs,
+      joinTokens: () => context.config.joinTokens,
+      heartbeatIntervalMs: config.heartbeatIntervalMs,
+      registerTimeoutMs: config.tunnel.unauthenticated.registerTimeoutMs,
+      guard,
+      edgeVersion: EDGE_VERSION,
+      logger,
+    }),
+    contextValues: (req) => createContextValues().set(TUNNEL_CONNECTION, (req as http2.Http2ServerRequest).stream?.session),
     // What the edge reads through Connect: Control messages (Register, Heartbeat: small; read
     // whole before the join token can be checked, so kept small) and Run frames of agents using
     // the Connect or gRPC-Web protocol (gRPC Run calls take run-stream-handler.ts).
@@ -119,13 +134,19 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   });
   // Run calls over gRPC take the hot-path handler; everything else is Connect's.
   const tunnelHandler = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
-    if (isGrpcRun(req.url, req.headers)) handleRunStream(req, res, context.runs, (sessionId) => context.registry.bySessionId(sessionId));
-    else adapter(req, res);
+    const connection = req.stream.session;
+    if (!guard.admitStream(connection, req.stream)) return;
+    if (isGrpcRun(req.url, req.headers)) {
+      const sessionId = req.headers[RUN_SESSION_HEADER];
+      if (typeof sessionId === 'string' && context.registry.bySessionId(sessionId) !== undefined) guard.authenticate(connection);
+      handleRunStream(req, res, context.runs, (id) => context.registry.bySessionId(id));
+    } else adapter(req, res);
   };
   const tls = config.tunnel.tlsCertFile !== undefined && config.tunnel.tlsKeyFile !== undefined;
   const tunnelServer = tls
-    ? http2.createSecureServer({ cert: readFileSync(config.tunnel.tlsCertFile!), key: readFileSync(config.tunnel.tlsKeyFile!) }, tunnelHandler)
+    ? http2.createSecureServer({ cert: readFileSync(config.tunnel.tlsCertFile!), key: readFileSync(config.tunnel.tlsKeyFile!), ...guard.tlsOptions() }, tunnelHandler)
     : http2.createServer({}, tunnelHandler);
+  guard.attach(tunnelServer);
 
   const port = await listen(httpServer, config.port, config.host, '--port / IOP_PORT');
   const tunnelPort = await listen(tunnelServer, config.tunnel.port, config.tunnel.host, '--tunnel-port / IOP_TUNNEL_PORT');

@@ -26,7 +26,7 @@ describe('headerValue', () => {
         expect(() => validateHeaderValue('x-test', value)).not.toThrow();
         expect(value).toMatch(/^[\x20-\x7e]*$/);
         expect(value.length).toBeLessThanOrEqual(maxLength);
-        if (!value.endsWith('...') && text.isWellFormed()) expect(decodeURIComponent(value)).toBe(text.replace(/^ +| +$/g, ''));
+        if (!value.endsWith('...') && !/[\ud800-\udfff]/u.test(text)) expect(decodeURIComponent(value)).toBe(text.replace(/^ +| +$/g, ''));
       }),
     );
   });
