@@ -26,7 +26,7 @@ import { createApp } from './http/app.js';
 import { buildDialectRoutes } from './routes.js';
 import { EDGE_VERSION } from './version.js';
 import { GateRegistry } from './gate/gate-registry.js';
-import { MemoryResponseStore, SqliteResponseStore, defaultDataDir } from './responses-store/index.js';
+import { MemoryResponseStore, WorkerResponseStore, defaultDataDir } from './responses-store/index.js';
 import { GateMetrics, createGateSink } from './gate/gate-sink.js';
 import { ConfigError } from './config.js';
 import { IopError } from '@iop/core';
@@ -97,9 +97,8 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   if (config.apiKeys.length === 0) logger.warn('no API keys configured: the HTTP API accepts every request');
   if (config.joinTokens.length === 0) logger.warn('no join tokens configured: any agent may join the pool');
 
-  const store = config.responsesStore.kind === 'memory'
-    ? new MemoryResponseStore({ maxAgeMs: config.responsesStore.maxAgeMs, maxRows: config.responsesStore.maxRows })
-    : new SqliteResponseStore({ dataDir: config.responsesStore.dataDir ?? defaultDataDir(), maxAgeMs: config.responsesStore.maxAgeMs, maxRows: config.responsesStore.maxRows });
+  const { kind, dataDir, ...limits } = config.responsesStore;
+  const store = kind === 'memory' ? new MemoryResponseStore(limits) : await WorkerResponseStore.open({ dataDir: dataDir ?? defaultDataDir(), ...limits });
   const routes = buildDialectRoutes(context, store);
   const app = createApp(context, { ...routes, extra: [...(routes.extra ?? []), mountAdmin] });
   // requestTimeout bounds how long a client may take to send a whole request (slow bodies), ms.
