@@ -44,6 +44,8 @@ const digest = (token: string): Buffer => createHash('sha256').update(token).dig
 
 export class AgentIdentities {
   private readonly owners = new WeakMap<AgentSession, Owner>();
+  /** The claim of each id in progress: claims of one id run one after another. */
+  private readonly claiming = new Map<string, Promise<unknown>>();
 
   constructor(private readonly options: AgentIdentitiesOptions) {}
 
@@ -55,11 +57,24 @@ export class AgentIdentities {
   }
 
   /**
-   * Decides a Register of `agentId` presenting `resumeToken` ('' for none). Resolves with the
-   * earlier sessions of the id that the new one replaces (to be closed by the caller).
+   * Decides a Register of `agentId` presenting `resumeToken` ('' for none) and, when it may take
+   * the id, calls `accept` with the earlier sessions it replaces (the caller closes them and adds
+   * the new session there). Claims of one id are serialized up to the end of `accept`, so two
+   * Registers racing for a free id cannot both win.
    * @throws ConnectError ALREADY_EXISTS when a live session holds the id and the token is not its.
    */
-  async claim(agentId: string, resumeToken: string): Promise<AgentSession[]> {
+  async claim<T>(agentId: string, resumeToken: string, accept: (earlier: AgentSession[]) => T): Promise<T> {
+    const before = this.claiming.get(agentId) ?? Promise.resolve();
+    const mine = before.then(async () => accept(await this.decide(agentId, resumeToken)));
+    const settled = mine.catch(() => undefined);
+    this.claiming.set(agentId, settled);
+    void settled.then(() => {
+      if (this.claiming.get(agentId) === settled) this.claiming.delete(agentId);
+    });
+    return mine;
+  }
+
+  private async decide(agentId: string, resumeToken: string): Promise<AgentSession[]> {
     const earlier = [...this.options.sessions()].filter((session) => session.agentId === agentId && !session.closed);
     if (earlier.length === 0) return [];
     const presented = resumeToken === '' ? undefined : digest(resumeToken);

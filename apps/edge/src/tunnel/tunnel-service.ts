@@ -92,14 +92,16 @@ export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRou
     }
     const connection = context.values.get(TUNNEL_CONNECTION);
     guard.authenticate(connection);
-    for (const earlier of await identities.claim(register.agentId, register.resumeToken)) {
-      logger.warn({ agentId: register.agentId, session: sessionTag(earlier.sessionId) }, 'a new session of this agent replaces its earlier one');
-      earlier.close();
-    }
-    if (context.signal.aborted) throw new ConnectError('the Control stream ended during registration', Code.Canceled);
-    const session = new AgentSession(register, newId('ses_'));
-    const resumeToken = identities.issue(session, connection);
-    registry.add(session);
+    const { session, resumeToken } = await identities.claim(register.agentId, register.resumeToken, (earlierSessions) => {
+      if (context.signal.aborted) throw new ConnectError('the Control stream ended during registration', Code.Canceled);
+      for (const earlier of earlierSessions) {
+        logger.warn({ agentId: register.agentId, session: sessionTag(earlier.sessionId) }, 'a new session of this agent replaces its earlier one');
+        earlier.close();
+      }
+      const accepted = new AgentSession(register, newId('ses_'));
+      registry.add(accepted);
+      return { session: accepted, resumeToken: identities.issue(accepted, connection) };
+    });
     logger.info(
       { agentId: session.agentId, session: sessionTag(session.sessionId), models: session.models.map((model) => model.id), maxConcurrency: session.maxConcurrency, backend: session.backend, agentVersion: session.agentVersion },
       'agent registered',
