@@ -21,18 +21,45 @@ function escape(value: string): string {
   return value.startsWith(MARK) ? MARK + value : value;
 }
 
+/**
+ * The record with its strings already in stored form (escaped; repeats of long strings replaced by
+ * references), as a plain tree: `encodeShared` turns it into the stored text with a plain
+ * `JSON.stringify`. Cheap (one walk, no serialization), and each long string appears in it once,
+ * so it is also what crosses to the store's worker thread (a structured clone copies every
+ * occurrence of a string). Walks in `JSON.stringify` order (own keys in order, array indexes).
+ */
+export type SharedRecord = { readonly shared: unique symbol };
+
+export function shareRecord(record: StoredResponse): SharedRecord {
+  const seen = new Map<string, number>();
+  const visit = (value: unknown): unknown => {
+    if (typeof value === 'string') {
+      if (value.length < MIN_SHARED_LENGTH) return escape(value);
+      const index = seen.get(value);
+      if (index !== undefined) return MARK + String(index);
+      seen.set(value, seen.size);
+      return escape(value);
+    }
+    if (Array.isArray(value)) return value.map(visit);
+    if (typeof value !== 'object' || value === null) return value;
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) {
+      if (key === '__proto__') Object.defineProperty(out, key, { value: visit(item), enumerable: true, writable: true, configurable: true });
+      else out[key] = visit(item);
+    }
+    return out;
+  };
+  return visit(record) as SharedRecord;
+}
+
+/** The stored text of a `shareRecord` tree. */
+export function encodeShared(shared: SharedRecord): string {
+  return PREFIX + JSON.stringify(shared);
+}
+
 /** The record as stored text (see the module comment). */
 export function encodeRecord(record: StoredResponse): string {
-  const seen = new Map<string, number>();
-  const json = JSON.stringify(record, (_key, value: unknown) => {
-    if (typeof value !== 'string') return value;
-    if (value.length < MIN_SHARED_LENGTH) return escape(value);
-    const index = seen.get(value);
-    if (index !== undefined) return MARK + String(index);
-    seen.set(value, seen.size);
-    return escape(value);
-  });
-  return PREFIX + json;
+  return encodeShared(shareRecord(record));
 }
 
 /**

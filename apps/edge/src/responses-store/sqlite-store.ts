@@ -24,7 +24,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { decodeRecord, encodeRecord } from './record-codec.js';
+import { decodeRecord, encodeRecord, encodeShared, type SharedRecord } from './record-codec.js';
 import { pageInputItems, recordTooLarge, resolveRetention, type InputItemsPage, type InputItemsQuery, type ResolvedRetention, type ResponseStore, type RetentionOptions, type StoredResponse } from './store.js';
 
 /** The data directory: `IOP_DATA_DIR`, default `./.iop-data`. */
@@ -119,11 +119,19 @@ export class SqliteResponseStore implements ResponseStore {
 
   /** @throws IopError `request_too_large` when the record's stored text is over `maxResponseBytes` (nothing is stored). */
   async put(record: StoredResponse, owner: string): Promise<void> {
-    const text = encodeRecord(record);
+    this.putText(record.id, encodeRecord(record), owner);
+  }
+
+  /** `put` of a record already in stored form (`shareRecord`: the worker's input). @throws as `put`. */
+  putShared(id: string, shared: SharedRecord, owner: string): void {
+    this.putText(id, encodeShared(shared), owner);
+  }
+
+  private putText(id: string, text: string, owner: string): void {
     const bytes = Buffer.byteLength(text);
     if (bytes > this.retention.maxResponseBytes) throw recordTooLarge(bytes, this.retention.maxResponseBytes);
-    const replaced = this.statements.bytesOf.get(record.id)?.bytes ?? 0;
-    this.statements.put.run(record.id, this.retention.now(), text, owner, bytes);
+    const replaced = this.statements.bytesOf.get(id)?.bytes ?? 0;
+    this.statements.put.run(id, this.retention.now(), text, owner, bytes);
     this.totalBytes += bytes - replaced;
     if (++this.putsSincePrune >= this.pruneEveryPuts || this.totalBytes > this.retention.maxTotalBytes) this.prune();
   }

@@ -1,14 +1,15 @@
 /**
  * Worker-thread entry of `WorkerResponseStore`: owns the `SqliteResponseStore` (better-sqlite3 is
  * synchronous; here its statements and the record encoding block this thread, not the edge's event
- * loop). It first answers `StoreReady`; then requests: `{ id, method, args }` for the `ResponseStore` methods; answers: `{ id, value }`
+ * loop). It first answers `StoreReady`; then requests: `{ id, method, args }` for the `ResponseStore` methods
+ * (`putShared` for `put`: the record arrives as a `shareRecord` tree); answers: `{ id, value }`
  * or `{ id, error }` with the error's code (an IopError's) and message.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { IopError } from '@iop/core';
 import { SqliteResponseStore, type SqliteStoreOptions } from './sqlite-store.js';
 
-export type StoreMethod = 'put' | 'get' | 'delete' | 'inputItems' | 'close';
+export type StoreMethod = 'putShared' | 'get' | 'delete' | 'inputItems' | 'close';
 export interface StoreRequest {
   id: number;
   method: StoreMethod;
@@ -29,7 +30,12 @@ if (parentPort !== null) {
   }
   port.postMessage({ ready: true } satisfies StoreReady);
   port.on('message', (request: StoreRequest) => {
-    const call = (store[request.method] as (...args: unknown[]) => Promise<unknown>).apply(store, request.args);
+    let call: Promise<unknown>;
+    try {
+      call = Promise.resolve((store[request.method] as (...args: unknown[]) => unknown).apply(store, request.args));
+    } catch (error) {
+      call = Promise.reject(error);
+    }
     call.then(
       (value) => port.postMessage({ id: request.id, value } satisfies StoreAnswer),
       (error: unknown) =>

@@ -1,14 +1,15 @@
 /**
  * The edge's `ResponseStore`: the SQLite store run in a worker thread (sqlite-worker.ts), so
  * encoding a record and writing it — tens of MB for a large input — never stalls the event loop
- * (`/healthz`, streams in flight). The calling thread only structured-clones the record into the
- * worker (a copy, no encoding). Calls are answered in order of completion; an error the worker
+ * (`/healthz`, streams in flight). The calling thread only walks the record once (`shareRecord`:
+ * each long string kept once) and structured-clones that into the worker (a copy, no encoding). Calls are answered in order of completion; an error the worker
  * reports comes back as an IopError with its code (e.g. `request_too_large`), anything else as an
  * Error. If the worker dies, pending and later calls fail with IopError `internal`.
  */
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { IopError, type ErrorCode } from '@iop/core';
+import { shareRecord } from './record-codec.js';
 import type { SqliteStoreOptions } from './sqlite-store.js';
 import type { StoreAnswer, StoreMethod, StoreReady } from './sqlite-worker.js';
 import type { InputItemsPage, InputItemsQuery, ResponseStore, StoredResponse } from './store.js';
@@ -57,7 +58,8 @@ export class WorkerResponseStore implements ResponseStore {
   }
 
   put(record: StoredResponse, owner: string): Promise<void> {
-    return this.call('put', [record, owner]) as Promise<void>;
+    // One walk here; each long string crosses once (the input appears twice in a record).
+    return this.call('putShared', [record.id, shareRecord(record), owner]) as Promise<void>;
   }
 
   get(id: string, owner: string): Promise<StoredResponse | undefined> {

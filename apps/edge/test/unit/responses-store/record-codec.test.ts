@@ -22,6 +22,13 @@ describe('record codec', () => {
     expect(decodeRecord(text)).toEqual(recordWith(big));
   });
 
+  it('keeps a "__proto__" key as data', () => {
+    const record = JSON.parse('{"id":"resp","createdAt":0,"response":{"__proto__":{"polluted":true}},"inputItems":[],"conversation":[]}') as StoredResponse;
+    const decoded = decodeRecord(encodeRecord(record));
+    expect(Object.keys(decoded.response)).toEqual(['__proto__']);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+
   it('reads rows written as plain JSON', () => {
     expect(decodeRecord(JSON.stringify(recordWith('hello')))).toEqual(recordWith('hello'));
   });
