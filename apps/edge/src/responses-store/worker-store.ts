@@ -54,6 +54,8 @@ export class WorkerResponseStore implements ResponseStore {
       worker.once('error', reject);
     });
     if (!ready.ready) throw new Error(ready.message);
+    // The store alone does not keep the process alive (the servers do); `close()` ends it.
+    worker.unref();
     return new WorkerResponseStore(worker);
   }
 
