@@ -40,11 +40,11 @@ const deserializeEdge = (bytes: Buffer) => fromBinary(EdgeMessageSchema, bytes);
 const serializeFrame = (frame: ProviderTunnelFrame) => Buffer.from(toBinary(ProviderTunnelFrameSchema, frame));
 const deserializeSummary = (bytes: Buffer) => fromBinary(RunSummarySchema, bytes);
 
-function register(token: string, agentId: string, model = 'grpc-model'): grpc.ClientDuplexStream<AgentMessage, EdgeMessage> {
+function register(token: string, agentId: string, model = 'grpc-model', resumeToken = ''): grpc.ClientDuplexStream<AgentMessage, EdgeMessage> {
   const call = client.makeBidiStreamRequest('/iop.v1.TunnelService/Control', serializeAgent, deserializeEdge, new grpc.Metadata());
   call.write(
     create(AgentMessageSchema, {
-      message: { case: 'register', value: { agentId, joinToken: token, models: [{ id: model, contextLength: 4096 }], maxConcurrency: 4, agentVersion: 'grpc-js-test', backend: 'openai' } },
+      message: { case: 'register', value: { agentId, joinToken: token, models: [{ id: model, contextLength: 4096 }], maxConcurrency: 4, agentVersion: 'grpc-js-test', backend: 'openai', resumeToken } },
     }),
   );
   return call;
@@ -66,12 +66,16 @@ function runCall(sessionId: string | undefined, frames: ProviderTunnelFrame[]): 
 }
 
 /** The session id from the Registered message on a Control call. */
-function sessionIdOf(call: grpc.ClientDuplexStream<AgentMessage, EdgeMessage>): Promise<string> {
+function registeredOf(call: grpc.ClientDuplexStream<AgentMessage, EdgeMessage>): Promise<{ sessionId: string; resumeToken: string }> {
   return new Promise((resolve) =>
     call.on('data', (message: EdgeMessage) => {
-      if (message.message.case === 'registered') resolve(message.message.value.sessionId);
+      if (message.message.case === 'registered') resolve(message.message.value);
     }),
   );
+}
+
+async function sessionIdOf(call: grpc.ClientDuplexStream<AgentMessage, EdgeMessage>): Promise<string> {
+  return (await registeredOf(call)).sessionId;
 }
 
 describe('tunnel over plain @grpc/grpc-js', () => {
@@ -156,11 +160,12 @@ describe('tunnel over plain @grpc/grpc-js', () => {
     intruder.end();
   });
 
-  it('a Run call that ends inside a message is INTERNAL; a second session of one agent id replaces the first', async () => {
+  it('a Run call that ends inside a message is INTERNAL; a live agent id is refused without its resume token, replaced with it', async () => {
     const first = register(JOIN_TOKEN, 'grpc-twice', 'twice-model');
     const firstStatus = new Promise<grpc.StatusObject>((resolve) => first.on('status', resolve));
     first.on('error', () => undefined);
-    const sessionId = await sessionIdOf(first);
+    const { sessionId, resumeToken } = await registeredOf(first);
+    expect(resumeToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
 
     const session = http2.connect(`http://127.0.0.1:${edge.tunnelPort}`);
     const stream = session.request({ ':method': 'POST', ':path': '/iop.v1.TunnelService/Run', 'content-type': 'application/grpc', te: 'trailers', 'iop-session-id': sessionId });
@@ -172,7 +177,14 @@ describe('tunnel over plain @grpc/grpc-js', () => {
     expect(await status).toBe(String(grpc.status.INTERNAL));
     session.close();
 
-    const second = register(JOIN_TOKEN, 'grpc-twice', 'twice-model');
+    // The first session answers PINGs: a Register without its token is someone else.
+    const impostor = register(JOIN_TOKEN, 'grpc-twice', 'twice-model', 'not-the-resume-token');
+    impostor.on('data', () => undefined);
+    impostor.on('error', () => undefined);
+    const impostorStatus = await new Promise<grpc.StatusObject>((resolve) => impostor.on('status', resolve));
+    expect(impostorStatus.code).toBe(grpc.status.ALREADY_EXISTS);
+
+    const second = register(JOIN_TOKEN, 'grpc-twice', 'twice-model', resumeToken);
     second.on('error', () => undefined);
     const secondSession = await sessionIdOf(second);
     expect(secondSession).not.toBe(sessionId);

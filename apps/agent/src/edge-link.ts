@@ -50,6 +50,12 @@ export class EdgeLink {
   private session: ControlSession | undefined;
   /** The edge's `session_id` for the current Control session (a credential: logged as a prefix). */
   private sessionId = '';
+  /**
+   * The `resume_token` of this edge's latest Registered, presented on the next Register so a
+   * reconnect after a network cut keeps the agent id. In memory only: a restarted agent has none,
+   * and the edge gives it the id once the old session fails to answer a PING. Never logged.
+   */
+  private resumeToken = '';
   private draining = false;
   private deregisterWhenIdle = false;
 
@@ -129,6 +135,7 @@ export class EdgeLink {
         agentVersion: this.host.agentVersion,
         backend: backend.kind,
         capabilities: backend.capabilities,
+        resumeToken: this.resumeToken,
       },
       handlers: {
         onRegistered: (registered) => this.onRegistered(registered),
@@ -164,11 +171,19 @@ export class EdgeLink {
       );
       return;
     }
+    if (connectError.code === Code.AlreadyExists) {
+      this.logger.error(
+        { code: Code[connectError.code], edge: this.edgeUrl, agentId: this.host.options.agentId },
+        `the edge refused the agent id (${connectError.rawMessage}); another running agent uses it: give each agent its own --agent-id / IOP_AGENT_ID`,
+      );
+      return;
+    }
     this.logger.warn({ code: Code[connectError.code], edge: this.edgeUrl, error: connectError.rawMessage }, 'edge connection lost');
   }
 
   private onRegistered(registered: Registered): void {
     this.sessionId = registered.sessionId;
+    this.resumeToken = registered.resumeToken;
     this.logger.info(
       { session: sessionTag(registered.sessionId), heartbeatIntervalMs: registered.heartbeatIntervalMs, edgeVersion: registered.edgeVersion, edge: this.edgeUrl },
       'registered',

@@ -21,6 +21,15 @@ export interface EdgeConfig {
     /** PEM files; when both are set the tunnel serves TLS. */
     tlsCertFile?: string;
     tlsKeyFile?: string;
+    /** Bounds on connections that have not registered an agent yet (tunnel/connection-guard.ts). */
+    unauthenticated: {
+      /** A connection (and each Control stream) must register within this time, ms. Default 10,000. */
+      registerTimeoutMs: number;
+      /** Unauthenticated connections open at once; more are closed on arrival. Default 64. */
+      maxUnauthenticatedConnections: number;
+      /** Open streams per unauthenticated connection; more are refused (REFUSED_STREAM). Default 4. */
+      maxUnauthenticatedStreams: number;
+    };
   };
   /** Client API keys (`Authorization: Bearer` or `x-api-key`). Empty = no auth (a warning is logged). */
   apiKeys: string[];
@@ -38,7 +47,16 @@ export interface EdgeConfig {
   maxAttempts: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Stored Responses (`store: true`): embedded SQLite in `dataDir` (env IOP_DATA_DIR, default ./.iop-data), or memory. */
-  responsesStore: { kind: 'sqlite' | 'memory'; dataDir?: string; maxAgeMs: number; maxRows: number };
+  responsesStore: {
+    kind: 'sqlite' | 'memory';
+    dataDir?: string;
+    maxAgeMs: number;
+    maxRows: number;
+    /** Largest stored record (input items, conversation, Response), bytes of its JSON; a request whose input alone exceeds it is refused with 413. Default 16 MiB. */
+    maxResponseBytes: number;
+    /** All stored records together, bytes; the oldest are removed beyond it. Default 2 GiB. */
+    maxTotalBytes: number;
+  };
   /** Stream gate per model: `default` plus `models.<name>` overrides (see packages/stream-gate/README.md). */
   gate: GateSection;
   /**
@@ -59,7 +77,7 @@ export interface EdgeConfig {
 export const DEFAULT_CONFIG: EdgeConfig = {
   host: '127.0.0.1',
   port: 8080,
-  tunnel: { host: '127.0.0.1', port: 8081 },
+  tunnel: { host: '127.0.0.1', port: 8081, unauthenticated: { registerTimeoutMs: 10_000, maxUnauthenticatedConnections: 64, maxUnauthenticatedStreams: 4 } },
   apiKeys: [],
   joinTokens: [],
   maxBodyBytes: 32 * 1024 * 1024,
@@ -70,7 +88,7 @@ export const DEFAULT_CONFIG: EdgeConfig = {
   logLevel: 'info',
   gate: DEFAULT_GATE,
   pool: parsePoolConfig({}),
-  responsesStore: { kind: 'sqlite', maxAgeMs: 30 * 24 * 60 * 60 * 1000, maxRows: 100_000 },
+  responsesStore: { kind: 'sqlite', maxAgeMs: 30 * 24 * 60 * 60 * 1000, maxRows: 100_000, maxResponseBytes: 16 * 1024 * 1024, maxTotalBytes: 2 * 1024 * 1024 * 1024 },
   adminKeys: [],
   shutdownDeadlineMs: 10_000,
 };
@@ -89,6 +107,15 @@ const schema = {
         port: { type: 'integer', minimum: 0, maximum: 65535 },
         tlsCertFile: { type: 'string' },
         tlsKeyFile: { type: 'string' },
+        unauthenticated: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            registerTimeoutMs: { type: 'integer', minimum: 100, maximum: 600_000 },
+            maxUnauthenticatedConnections: { type: 'integer', minimum: 1, maximum: 100_000 },
+            maxUnauthenticatedStreams: { type: 'integer', minimum: 1, maximum: 1_000 },
+          },
+        },
       },
     },
     apiKeys: { type: 'array', items: { type: 'string', minLength: 8 } },
@@ -107,6 +134,8 @@ const schema = {
         dataDir: { type: 'string', minLength: 1 },
         maxAgeMs: { type: 'integer', minimum: 1000 },
         maxRows: { type: 'integer', minimum: 1 },
+        maxResponseBytes: { type: 'integer', minimum: 1024 },
+        maxTotalBytes: { type: 'integer', minimum: 1024 },
       },
     },
     adminKeys: { type: 'array', items: { type: 'string', minLength: 16 } },
@@ -143,6 +172,11 @@ export function configFromEnv(env: NodeJS.ProcessEnv): Record<string, unknown> {
   set(tunnel, 'port', int(env.IOP_TUNNEL_PORT));
   set(tunnel, 'tlsCertFile', env.IOP_TLS_CERT);
   set(tunnel, 'tlsKeyFile', env.IOP_TLS_KEY);
+  const unauthenticated: Record<string, unknown> = {};
+  set(unauthenticated, 'registerTimeoutMs', int(env.IOP_TUNNEL_REGISTER_TIMEOUT_MS));
+  set(unauthenticated, 'maxUnauthenticatedConnections', int(env.IOP_TUNNEL_MAX_UNAUTHENTICATED_CONNECTIONS));
+  set(unauthenticated, 'maxUnauthenticatedStreams', int(env.IOP_TUNNEL_MAX_UNAUTHENTICATED_STREAMS));
+  if (Object.keys(unauthenticated).length > 0) tunnel.unauthenticated = unauthenticated;
   if (Object.keys(tunnel).length > 0) out.tunnel = tunnel;
   set(out, 'apiKeys', list(env.IOP_API_KEYS));
   set(out, 'joinTokens', list(env.IOP_JOIN_TOKENS));
@@ -150,12 +184,17 @@ export function configFromEnv(env: NodeJS.ProcessEnv): Record<string, unknown> {
   set(out, 'logLevel', env.IOP_LOG_LEVEL);
   set(out, 'adminKeys', list(env.IOP_ADMIN_KEYS));
   set(out, 'shutdownDeadlineMs', int(env.IOP_SHUTDOWN_DEADLINE_MS));
-  if (env.IOP_DATA_DIR !== undefined && env.IOP_DATA_DIR !== '') out.responsesStore = { dataDir: env.IOP_DATA_DIR };
+  const responsesStore: Record<string, unknown> = {};
+  if (env.IOP_DATA_DIR !== undefined && env.IOP_DATA_DIR !== '') responsesStore.dataDir = env.IOP_DATA_DIR;
+  set(responsesStore, 'maxResponseBytes', int(env.IOP_RESPONSES_MAX_RESPONSE_BYTES));
+  set(responsesStore, 'maxTotalBytes', int(env.IOP_RESPONSES_MAX_TOTAL_BYTES));
+  if (Object.keys(responsesStore).length > 0) out.responsesStore = responsesStore;
   return out;
 }
 
 function merge(base: EdgeConfig, override: Record<string, unknown>): Record<string, unknown> {
-  const tunnel = { ...base.tunnel, ...((override.tunnel as object | undefined) ?? {}) };
+  const tunnelOverride = (override.tunnel as { unauthenticated?: object } | undefined) ?? {};
+  const tunnel = { ...base.tunnel, ...tunnelOverride, unauthenticated: { ...base.tunnel.unauthenticated, ...(tunnelOverride.unauthenticated ?? {}) } };
   const gate = { ...base.gate, ...((override.gate as object | undefined) ?? {}) };
   const responsesStore = { ...base.responsesStore, ...((override.responsesStore as object | undefined) ?? {}) };
   return { ...base, ...override, tunnel, gate: { default: gate.default, models: gate.models ?? {} }, responsesStore };
@@ -186,6 +225,9 @@ export function resolveConfig(...layers: Array<Record<string, unknown>>): EdgeCo
     throw new ConfigError(`invalid edge config: ${problems.join('; ')}`);
   }
   const config = merged as unknown as EdgeConfig;
+  if (config.responsesStore.maxResponseBytes > config.responsesStore.maxTotalBytes) {
+    throw new ConfigError(`invalid edge config: /responsesStore/maxResponseBytes (${config.responsesStore.maxResponseBytes}) must not exceed /responsesStore/maxTotalBytes (${config.responsesStore.maxTotalBytes})`);
+  }
   const shared = config.adminKeys.filter((key) => config.apiKeys.includes(key));
   if (shared.length > 0) throw new ConfigError('invalid edge config: /adminKeys must not repeat a client API key (/apiKeys)');
   if (config.pool !== DEFAULT_CONFIG.pool) {

@@ -38,6 +38,11 @@ const program = new Command('iop-edge')
   .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent (env IOP_LOG_LEVEL, default info)')
   .option('--admin-keys <keys>', 'comma-separated admin API keys for /admin, distinct from client keys (env IOP_ADMIN_KEYS)')
   .option('--shutdown-deadline-ms <ms>', 'on SIGTERM, longest wait for in-flight streams, ms (env IOP_SHUTDOWN_DEADLINE_MS, default 10000)', integer)
+  .option('--tunnel-register-timeout-ms <ms>', 'a tunnel connection must register an agent within this time, ms (env IOP_TUNNEL_REGISTER_TIMEOUT_MS, default 10000)', integer)
+  .option('--tunnel-max-unauthenticated-connections <n>', 'tunnel connections not yet registered at once (env IOP_TUNNEL_MAX_UNAUTHENTICATED_CONNECTIONS, default 64)', integer)
+  .option('--tunnel-max-unauthenticated-streams <n>', 'open streams per tunnel connection not yet registered (env IOP_TUNNEL_MAX_UNAUTHENTICATED_STREAMS, default 4)', integer)
+  .option('--responses-max-response-bytes <bytes>', 'largest stored Response (input + output), bytes (env IOP_RESPONSES_MAX_RESPONSE_BYTES, default 16777216)', integer)
+  .option('--responses-max-total-bytes <bytes>', 'stored Responses in all, bytes; the oldest go first (env IOP_RESPONSES_MAX_TOTAL_BYTES, default 2147483648)', integer)
   .option('--watch-config', 'reload the config file when it changes (SIGHUP always reloads)');
 
 async function main(): Promise<void> {
@@ -55,7 +60,16 @@ async function main(): Promise<void> {
   set(tunnel, 'port', flags.tunnelPort);
   set(tunnel, 'tlsCertFile', flags.tlsCert);
   set(tunnel, 'tlsKeyFile', flags.tlsKey);
+  const unauthenticated: Record<string, unknown> = {};
+  set(unauthenticated, 'registerTimeoutMs', flags.tunnelRegisterTimeoutMs);
+  set(unauthenticated, 'maxUnauthenticatedConnections', flags.tunnelMaxUnauthenticatedConnections);
+  set(unauthenticated, 'maxUnauthenticatedStreams', flags.tunnelMaxUnauthenticatedStreams);
+  if (Object.keys(unauthenticated).length > 0) tunnel.unauthenticated = unauthenticated;
   if (Object.keys(tunnel).length > 0) fromFlags.tunnel = tunnel;
+  const responsesStore: Record<string, unknown> = {};
+  set(responsesStore, 'maxResponseBytes', flags.responsesMaxResponseBytes);
+  set(responsesStore, 'maxTotalBytes', flags.responsesMaxTotalBytes);
+  if (Object.keys(responsesStore).length > 0) fromFlags.responsesStore = responsesStore;
   set(fromFlags, 'apiKeys', (flags.apiKeys as string | undefined)?.split(',').map((key) => key.trim()).filter(Boolean));
   set(fromFlags, 'joinTokens', (flags.joinTokens as string | undefined)?.split(',').map((key) => key.trim()).filter(Boolean));
   set(fromFlags, 'maxBodyBytes', flags.maxBodyBytes);

@@ -18,11 +18,15 @@ import { ProviderPool } from './pool/provider-pool.js';
 import { RunRegistry } from './tunnel/run-registry.js';
 import { tunnelRoutes } from './tunnel/tunnel-service.js';
 import { handleRunStream, isGrpcRun } from './tunnel/run-stream-handler.js';
+import { ConnectionGuard } from './tunnel/connection-guard.js';
+import { TUNNEL_CONNECTION } from './tunnel/agent-identity.js';
+import { createContextValues } from '@connectrpc/connect';
+import { RUN_SESSION_HEADER } from '@iop/proto';
 import { createApp } from './http/app.js';
 import { buildDialectRoutes } from './routes.js';
 import { EDGE_VERSION } from './version.js';
 import { GateRegistry } from './gate/gate-registry.js';
-import { MemoryResponseStore, SqliteResponseStore, defaultDataDir } from './responses-store/index.js';
+import { MemoryResponseStore, WorkerResponseStore, defaultDataDir } from './responses-store/index.js';
 import { GateMetrics, createGateSink } from './gate/gate-sink.js';
 import { ConfigError } from './config.js';
 import { IopError } from '@iop/core';
@@ -93,9 +97,8 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   if (config.apiKeys.length === 0) logger.warn('no API keys configured: the HTTP API accepts every request');
   if (config.joinTokens.length === 0) logger.warn('no join tokens configured: any agent may join the pool');
 
-  const store = config.responsesStore.kind === 'memory'
-    ? new MemoryResponseStore({ maxAgeMs: config.responsesStore.maxAgeMs, maxRows: config.responsesStore.maxRows })
-    : new SqliteResponseStore({ dataDir: config.responsesStore.dataDir ?? defaultDataDir(), maxAgeMs: config.responsesStore.maxAgeMs, maxRows: config.responsesStore.maxRows });
+  const { kind, dataDir, ...limits } = config.responsesStore;
+  const store = kind === 'memory' ? new MemoryResponseStore(limits) : await WorkerResponseStore.open({ dataDir: dataDir ?? defaultDataDir(), ...limits });
   const routes = buildDialectRoutes(context, store);
   const app = createApp(context, { ...routes, extra: [...(routes.extra ?? []), mountAdmin] });
   // requestTimeout bounds how long a client may take to send a whole request (slow bodies), ms.
@@ -109,8 +112,19 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
   });
 
+  const guard = new ConnectionGuard({ ...config.tunnel.unauthenticated, metrics: metrics.registry, logger });
   const adapter = connectNodeAdapter({
-    routes: tunnelRoutes({ registry: context.registry, runs: context.runs, joinTokens: () => context.config.joinTokens, heartbeatIntervalMs: config.heartbeatIntervalMs, edgeVersion: EDGE_VERSION, logger }),
+    routes: tunnelRoutes({
+      registry: context.registry,
+      runs: context.runs,
+      joinTokens: () => context.config.joinTokens,
+      heartbeatIntervalMs: config.heartbeatIntervalMs,
+      registerTimeoutMs: config.tunnel.unauthenticated.registerTimeoutMs,
+      guard,
+      edgeVersion: EDGE_VERSION,
+      logger,
+    }),
+    contextValues: (req) => createContextValues().set(TUNNEL_CONNECTION, (req as http2.Http2ServerRequest).stream?.session),
     // What the edge reads through Connect: Control messages (Register, Heartbeat: small; read
     // whole before the join token can be checked, so kept small) and Run frames of agents using
     // the Connect or gRPC-Web protocol (gRPC Run calls take run-stream-handler.ts).
@@ -119,13 +133,19 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   });
   // Run calls over gRPC take the hot-path handler; everything else is Connect's.
   const tunnelHandler = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
-    if (isGrpcRun(req.url, req.headers)) handleRunStream(req, res, context.runs, (sessionId) => context.registry.bySessionId(sessionId));
-    else adapter(req, res);
+    const connection = req.stream.session;
+    if (!guard.admitStream(connection, req.stream)) return;
+    if (isGrpcRun(req.url, req.headers)) {
+      const sessionId = req.headers[RUN_SESSION_HEADER];
+      if (typeof sessionId === 'string' && context.registry.bySessionId(sessionId) !== undefined) guard.authenticate(connection);
+      handleRunStream(req, res, context.runs, (id) => context.registry.bySessionId(id));
+    } else adapter(req, res);
   };
   const tls = config.tunnel.tlsCertFile !== undefined && config.tunnel.tlsKeyFile !== undefined;
   const tunnelServer = tls
-    ? http2.createSecureServer({ cert: readFileSync(config.tunnel.tlsCertFile!), key: readFileSync(config.tunnel.tlsKeyFile!) }, tunnelHandler)
+    ? http2.createSecureServer({ cert: readFileSync(config.tunnel.tlsCertFile!), key: readFileSync(config.tunnel.tlsKeyFile!), ...guard.tlsOptions() }, tunnelHandler)
     : http2.createServer({}, tunnelHandler);
+  guard.attach(tunnelServer);
 
   const port = await listen(httpServer, config.port, config.host, '--port / IOP_PORT');
   const tunnelPort = await listen(tunnelServer, config.tunnel.port, config.tunnel.host, '--tunnel-port / IOP_TUNNEL_PORT');

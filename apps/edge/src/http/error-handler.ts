@@ -6,6 +6,7 @@
  */
 import type { NextFunction, Request, Response } from 'express';
 import { IopError, toIopError, type Dialect } from '@iop/core';
+import { headerValue } from './header-value.js';
 import { bodyDecodeError, bodyParserError } from './json-body.js';
 import { locals } from './request-context.js';
 
@@ -26,7 +27,7 @@ export function errorHandler(dialectFor: (path: string) => Dialect) {
     }
     const rendered = dialectFor(req.path).errorResponse(iopError, requestId);
     res.status(rendered.status);
-    for (const [name, value] of Object.entries(rendered.headers)) res.setHeader(name, value);
+    for (const [name, value] of Object.entries(rendered.headers)) res.setHeader(name, headerValue(value));
     res.json(rendered.body);
   };
 }

@@ -13,6 +13,7 @@ import { EdgeDispatcher } from '../gate/edge-dispatcher.js';
 import type { PoolRun } from '../pool/pool-provider.js';
 import type { PoolPick } from '../pool/provider-pool.js';
 import { affinityKey, chatAffinityKey } from '../pool/prefix-affinity.js';
+import { headerValue } from './header-value.js';
 import { ModelRewriter } from './model-rewrite.js';
 import { overloadFor } from './overload.js';
 import { parseJsonObject } from './json-body.js';
@@ -55,8 +56,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       current = run;
       servedModel = pick.model;
       if (!res.headersSent) {
-        res.setHeader('x-iop-agent-id', run.providerId);
-        res.setHeader('x-iop-model', pick.model);
+        res.setHeader('x-iop-agent-id', headerValue(run.providerId));
+        res.setHeader('x-iop-model', headerValue(pick.model));
       }
     };
     try {
@@ -100,7 +101,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         if (route.prepare !== undefined) request = await route.prepare(request, body, context);
         model = request.model;
         if (request.warnings !== undefined && request.warnings.length > 0) {
-          res.setHeader('x-iop-warnings', request.warnings.join('; ').replace(/[\r\n]/g, ' '));
+          res.setHeader('x-iop-warnings', headerValue(request.warnings.join('; ')));
           log.warn({ warnings: request.warnings }, 'request translated with warnings');
         }
         const encodeContext: EncodeContext = { requestId, model, request, createdAt: Math.floor(Date.now() / 1000) };

@@ -13,6 +13,7 @@ import type { ProviderTunnelFrame } from '@iop/proto';
 import { FrameKind } from '../tunnel/run-registry.js';
 import type { PoolRun } from '../pool/pool-provider.js';
 import type { ModelRewriter } from './model-rewrite.js';
+import { headerValue } from './header-value.js';
 import { SseGuard } from './sse-guard.js';
 import { runFailure, type WholeAnswer } from './open-run.js';
 import { toOpenAIErrorBody } from '../dialects.js';
@@ -44,7 +45,7 @@ function contentType(start: ProviderTunnelFrame, stream: boolean): string {
  */
 export async function relay(handle: PoolRun, start: ProviderTunnelFrame, res: Response, options: RelayOptions): Promise<IopError | undefined> {
   res.status(start.status);
-  res.setHeader('content-type', contentType(start, options.stream));
+  res.setHeader('content-type', headerValue(contentType(start, options.stream)));
   if (options.stream) return relayStream(handle, res, options);
   // Non-stream: openRun read it whole (a broken body was a failed attempt, retried).
   const { answer } = options;

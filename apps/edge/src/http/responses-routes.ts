@@ -7,6 +7,12 @@
  * Stored responses belong to the client API key that created them (`RequestLocals.owner`, set by
  * `apiKeyAuth`): another key's id is answered exactly like an unknown one, so a key cannot learn
  * that an id exists.
+ *
+ * Size: a request that would be stored (`store` not false) whose input, with the history it
+ * continues, is over `responsesStore.maxResponseBytes` is refused before it runs: 413
+ * `request_too_large`, `param: "input"`, naming the limit and `store: false`. The store checks the
+ * whole record (input, history and output) again when it writes; a record over the limit then is
+ * not kept, and the failure is logged (the client already has its answer).
  */
 import type { Express, NextFunction, Request, Response } from 'express';
 import { IopError, type InferenceRequest } from '@iop/core';
@@ -26,24 +32,54 @@ function ownerOf(context: RequestLocals): string {
   return context.owner;
 }
 
+/**
+ * Bytes `value` takes as JSON, estimated without serializing it: UTF-8 bytes of its strings plus a
+ * few bytes of punctuation per value (escapes not counted). Walks the value once.
+ */
+export function estimateJsonBytes(value: unknown): number {
+  if (typeof value === 'string') return Buffer.byteLength(value) + 2;
+  if (Array.isArray(value)) return value.reduce((sum: number, item: unknown) => sum + estimateJsonBytes(item) + 1, 2);
+  if (typeof value === 'object' && value !== null) {
+    let sum = 2;
+    for (const [key, item] of Object.entries(value)) sum += Buffer.byteLength(key) + 4 + estimateJsonBytes(item);
+    return sum;
+  }
+  return 8;
+}
+
+function refuseUnstorable(bytes: number, maxResponseBytes: number): void {
+  if (bytes <= maxResponseBytes) return;
+  throw new IopError(
+    'request_too_large',
+    `the input is too large to store: about ${bytes} bytes with its history, the limit is ${maxResponseBytes} bytes per stored response; send "store": false to run it without storing`,
+    { param: 'input' },
+  );
+}
+
 /** The inference route: prepends stored history for `previous_response_id`, stores the result. */
 export function responsesInferenceRoute(store: ResponseStore, edge: EdgeContext): InferenceRoute {
   return {
     dialect: responsesDialect,
     passthrough: false,
     async prepare(request: InferenceRequest, body: Record<string, unknown>, context: RequestLocals) {
+      const stored = body.store !== false;
+      const maxResponseBytes = edge.config.responsesStore.maxResponseBytes;
+      const inputBytes = stored ? estimateJsonBytes(body.input) : 0;
+      if (stored) refuseUnstorable(inputBytes, maxResponseBytes);
       const previousId = body.previous_response_id;
       if (previousId === undefined || previousId === null) return request;
       if (typeof previousId !== 'string' || previousId.length === 0) throw new IopError('invalid_request', 'previous_response_id must be a non-empty string', { param: 'previous_response_id' });
       const previous = await store.get(previousId, ownerOf(context));
       if (previous === undefined) throw notFound(previousId, 'previous_response_id');
+      if (stored) refuseUnstorable(inputBytes + estimateJsonBytes(previous.conversation), maxResponseBytes);
       return withHistory(request, previous);
     },
     async onResult(result: unknown, request: InferenceRequest, _body: Record<string, unknown>, context: RequestLocals) {
       try {
         await keepResponse(store, storedResponseOf(request, result as ResponseObject), ownerOf(context));
       } catch (error) {
-        edge.logger.error({ err: error }, 'storing a response failed');
+        if (error instanceof IopError && error.code === 'request_too_large') context.log.warn({ error: error.message }, 'response not stored: over the size limit');
+        else context.log.error({ err: error }, 'storing a response failed');
       }
     },
   };

@@ -1,23 +1,33 @@
-/** An in-memory `ResponseStore` (tests, single-process dev): a Map in insertion order with the same retention rules as SQLite. */
-import { pageInputItems, resolveRetention, type InputItemsPage, type InputItemsQuery, type ResolvedRetention, type ResponseStore, type RetentionOptions, type StoredResponse } from './store.js';
+/**
+ * An in-memory `ResponseStore` (tests, single-process dev): a Map in insertion order with the same
+ * retention and size rules as SQLite (sizes measured as record-codec.ts text, on the caller's thread).
+ */
+import { encodeRecord } from './record-codec.js';
+import { pageInputItems, recordTooLarge, resolveRetention, type InputItemsPage, type InputItemsQuery, type ResolvedRetention, type ResponseStore, type RetentionOptions, type StoredResponse } from './store.js';
 
 interface Entry {
   record: StoredResponse;
   owner: string;
   storedAtMs: number;
+  bytes: number;
 }
 
 export class MemoryResponseStore implements ResponseStore {
   private readonly entries = new Map<string, Entry>();
   private readonly retention: ResolvedRetention;
+  private totalBytes = 0;
 
   constructor(options: RetentionOptions = {}) {
     this.retention = resolveRetention(options);
   }
 
+  /** @throws IopError `request_too_large` over `maxResponseBytes` (nothing is stored). */
   async put(record: StoredResponse, owner: string): Promise<void> {
-    this.entries.delete(record.id);
-    this.entries.set(record.id, { record, owner, storedAtMs: this.retention.now() });
+    const bytes = Buffer.byteLength(encodeRecord(record));
+    if (bytes > this.retention.maxResponseBytes) throw recordTooLarge(bytes, this.retention.maxResponseBytes);
+    this.remove(record.id);
+    this.entries.set(record.id, { record, owner, storedAtMs: this.retention.now(), bytes });
+    this.totalBytes += bytes;
     this.prune();
   }
 
@@ -26,7 +36,7 @@ export class MemoryResponseStore implements ResponseStore {
   }
 
   async delete(id: string, owner: string): Promise<boolean> {
-    return this.entries.get(id)?.owner === owner && this.entries.delete(id);
+    return this.entries.get(id)?.owner === owner && this.remove(id);
   }
 
   async inputItems(id: string, owner: string, query?: InputItemsQuery): Promise<InputItemsPage | undefined> {
@@ -36,6 +46,14 @@ export class MemoryResponseStore implements ResponseStore {
 
   async close(): Promise<void> {
     this.entries.clear();
+    this.totalBytes = 0;
+  }
+
+  private remove(id: string): boolean {
+    const entry = this.entries.get(id);
+    if (entry === undefined) return false;
+    this.totalBytes -= entry.bytes;
+    return this.entries.delete(id);
   }
 
   /** The unexpired entry of `owner`; an expired one is dropped whoever asks. */
@@ -43,18 +61,18 @@ export class MemoryResponseStore implements ResponseStore {
     const entry = this.entries.get(id);
     if (entry === undefined) return undefined;
     if (entry.storedAtMs <= this.retention.now() - this.retention.maxAgeMs) {
-      this.entries.delete(id);
+      this.remove(id);
       return undefined;
     }
     return entry.owner === owner ? entry : undefined;
   }
 
-  /** Drops expired entries and the oldest beyond `maxRows` (the Map iterates oldest first). */
+  /** Drops expired entries and the oldest beyond `maxRows` or `maxTotalBytes` (the Map iterates oldest first). */
   private prune(): void {
     const cutoff = this.retention.now() - this.retention.maxAgeMs;
     for (const [id, entry] of this.entries) {
-      if (entry.storedAtMs > cutoff && this.entries.size <= this.retention.maxRows) break;
-      this.entries.delete(id);
+      if (entry.storedAtMs > cutoff && this.entries.size <= this.retention.maxRows && this.totalBytes <= this.retention.maxTotalBytes) break;
+      this.remove(id);
     }
   }
 }

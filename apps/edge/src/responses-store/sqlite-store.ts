@@ -12,11 +12,20 @@
  * Retention: a read of an expired row deletes it and answers undefined; every `pruneEveryPuts`
  * writes and every `pruneIntervalMs` (an unref'd timer) expired rows and the oldest rows beyond
  * `maxRows` are deleted.
+ *
+ * Size: a record is stored as record-codec.ts text (each long string once); its length in bytes is
+ * kept in the `bytes` column (added on open to older files and filled from their rows). A record
+ * over `maxResponseBytes` is refused (`recordTooLarge`); when the rows together pass
+ * `maxTotalBytes`, the oldest are deleted until they fit.
+ *
+ * better-sqlite3 is synchronous: this class blocks its thread for each statement. The edge runs it
+ * in a worker thread (worker-store.ts), so the event loop never waits for the disk.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { pageInputItems, resolveRetention, type InputItemsPage, type InputItemsQuery, type ResolvedRetention, type ResponseStore, type RetentionOptions, type StoredResponse } from './store.js';
+import { decodeRecord, encodeRecord, encodeShared, type SharedRecord } from './record-codec.js';
+import { pageInputItems, recordTooLarge, resolveRetention, type InputItemsPage, type InputItemsQuery, type ResolvedRetention, type ResponseStore, type RetentionOptions, type StoredResponse } from './store.js';
 
 /** The data directory: `IOP_DATA_DIR`, default `./.iop-data`. */
 export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
@@ -47,6 +56,10 @@ function migrate(db: Database.Database): void {
   db.exec(SCHEMA);
   const columns = db.prepare<[], { name: string }>('SELECT name FROM pragma_table_info(\'responses\')').all();
   if (!columns.some((column) => column.name === 'owner')) db.exec("ALTER TABLE responses ADD COLUMN owner TEXT NOT NULL DEFAULT ''");
+  if (!columns.some((column) => column.name === 'bytes')) {
+    db.exec('ALTER TABLE responses ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0');
+    db.exec('UPDATE responses SET bytes = length(CAST(record AS BLOB))');
+  }
 }
 
 export class SqliteResponseStore implements ResponseStore {
@@ -55,8 +68,13 @@ export class SqliteResponseStore implements ResponseStore {
   private readonly pruneEveryPuts: number;
   private readonly timer: NodeJS.Timeout | undefined;
   private putsSincePrune = 0;
+  /** Bytes of all rows (the `bytes` column's sum), kept current by put, delete and prune. */
+  private totalBytes: number;
   private readonly statements: {
-    put: Database.Statement<[string, number, string, string]>;
+    put: Database.Statement<[string, number, string, string, number]>;
+    bytesOf: Database.Statement<[string], { bytes: number }>;
+    totalBytes: Database.Statement<[], { total: number | null }>;
+    deleteBeyondBytes: Database.Statement<[number]>;
     get: Database.Statement<[string, string], { stored_at_ms: number; record: string }>;
     delete: Database.Statement<[string, string]>;
     deleteExpired: Database.Statement<[number]>;
@@ -80,21 +98,42 @@ export class SqliteResponseStore implements ResponseStore {
     this.db.pragma('synchronous = NORMAL');
     this.db.transaction(() => migrate(this.db)).immediate();
     this.statements = {
-      put: this.db.prepare('INSERT OR REPLACE INTO responses (id, stored_at_ms, record, owner) VALUES (?, ?, ?, ?)'),
+      put: this.db.prepare('INSERT OR REPLACE INTO responses (id, stored_at_ms, record, owner, bytes) VALUES (?, ?, ?, ?, ?)'),
+      bytesOf: this.db.prepare('SELECT bytes FROM responses WHERE id = ?'),
+      totalBytes: this.db.prepare('SELECT SUM(bytes) AS total FROM responses'),
+      // The newest rows whose running total fits stay; the older rest goes.
+      deleteBeyondBytes: this.db.prepare(
+        'DELETE FROM responses WHERE id IN (SELECT id FROM (SELECT id, SUM(bytes) OVER (ORDER BY stored_at_ms DESC, rowid DESC) AS running FROM responses) WHERE running > ?)',
+      ),
       get: this.db.prepare('SELECT stored_at_ms, record FROM responses WHERE id = ? AND owner = ?'),
       delete: this.db.prepare('DELETE FROM responses WHERE id = ? AND owner = ?'),
       deleteExpired: this.db.prepare('DELETE FROM responses WHERE stored_at_ms <= ?'),
       deleteOverflow: this.db.prepare('DELETE FROM responses WHERE id IN (SELECT id FROM responses ORDER BY stored_at_ms DESC, rowid DESC LIMIT -1 OFFSET ?)'),
     };
+    this.totalBytes = this.statements.totalBytes.get()?.total ?? 0;
     if (pruneIntervalMs > 0) {
       this.timer = setInterval(() => this.prune(), pruneIntervalMs);
       this.timer.unref();
     }
   }
 
+  /** @throws IopError `request_too_large` when the record's stored text is over `maxResponseBytes` (nothing is stored). */
   async put(record: StoredResponse, owner: string): Promise<void> {
-    this.statements.put.run(record.id, this.retention.now(), JSON.stringify(record), owner);
-    if (++this.putsSincePrune >= this.pruneEveryPuts) this.prune();
+    this.putText(record.id, encodeRecord(record), owner);
+  }
+
+  /** `put` of a record already in stored form (`shareRecord`: the worker's input). @throws as `put`. */
+  putShared(id: string, shared: SharedRecord, owner: string): void {
+    this.putText(id, encodeShared(shared), owner);
+  }
+
+  private putText(id: string, text: string, owner: string): void {
+    const bytes = Buffer.byteLength(text);
+    if (bytes > this.retention.maxResponseBytes) throw recordTooLarge(bytes, this.retention.maxResponseBytes);
+    const replaced = this.statements.bytesOf.get(id)?.bytes ?? 0;
+    this.statements.put.run(id, this.retention.now(), text, owner, bytes);
+    this.totalBytes += bytes - replaced;
+    if (++this.putsSincePrune >= this.pruneEveryPuts || this.totalBytes > this.retention.maxTotalBytes) this.prune();
   }
 
   async get(id: string, owner: string): Promise<StoredResponse | undefined> {
@@ -104,11 +143,14 @@ export class SqliteResponseStore implements ResponseStore {
       this.statements.delete.run(id, owner);
       return undefined;
     }
-    return JSON.parse(row.record) as StoredResponse;
+    return decodeRecord(row.record);
   }
 
   async delete(id: string, owner: string): Promise<boolean> {
-    return this.statements.delete.run(id, owner).changes > 0;
+    const bytes = this.statements.bytesOf.get(id)?.bytes ?? 0;
+    const deleted = this.statements.delete.run(id, owner).changes > 0;
+    if (deleted) this.totalBytes -= bytes;
+    return deleted;
   }
 
   async inputItems(id: string, owner: string, query?: InputItemsQuery): Promise<InputItemsPage | undefined> {
@@ -116,12 +158,14 @@ export class SqliteResponseStore implements ResponseStore {
     return record === undefined ? undefined : pageInputItems(record.inputItems, query);
   }
 
-  /** Deletes expired rows and the oldest beyond `maxRows`; returns how many rows went. */
+  /** Deletes expired rows, the oldest beyond `maxRows` and beyond `maxTotalBytes`; returns how many rows went. */
   prune(): number {
     this.putsSincePrune = 0;
     const expired = this.statements.deleteExpired.run(this.retention.now() - this.retention.maxAgeMs).changes;
     const overflow = this.statements.deleteOverflow.run(this.retention.maxRows).changes;
-    return expired + overflow;
+    const oversize = this.totalBytes > this.retention.maxTotalBytes ? this.statements.deleteBeyondBytes.run(this.retention.maxTotalBytes).changes : 0;
+    this.totalBytes = this.statements.totalBytes.get()?.total ?? 0;
+    return expired + overflow + oversize;
   }
 
   async close(): Promise<void> {

@@ -10,6 +10,7 @@
  * exactly: records stored by an open edge (`''`, and rows from before owners existed) are readable
  * by nobody once keys are configured, and retention removes them in time.
  */
+import { IopError } from '@iop/core';
 import type { openaiResponses } from '@iop/dialects';
 
 export type StoredResponse = openaiResponses.StoredResponse;
@@ -51,18 +52,29 @@ export interface RetentionOptions {
   maxAgeMs?: number;
   /** Most records kept; the oldest go first. Default 100,000. */
   maxRows?: number;
+  /**
+   * Largest record kept, bytes of its stored text (record-codec.ts: each long string once). A
+   * larger `put` is refused with IopError `request_too_large` (413) and nothing is kept. Default 16 MiB.
+   */
+  maxResponseBytes?: number;
+  /** All records together, bytes of their stored text; the oldest go first beyond it. Default 2 GiB. */
+  maxTotalBytes?: number;
   /** Clock in ms (tests). Default `Date.now`. */
   now?: () => number;
 }
 
 export const DEFAULT_MAX_AGE_MS = 30 * 24 * 60 * 60 * 1000;
 export const DEFAULT_MAX_ROWS = 100_000;
+export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+export const DEFAULT_MAX_TOTAL_BYTES = 2 * 1024 * 1024 * 1024;
 const DEFAULT_LIMIT = 20;
 const MAX_LIMIT = 100;
 
 export interface ResolvedRetention {
   maxAgeMs: number;
   maxRows: number;
+  maxResponseBytes: number;
+  maxTotalBytes: number;
   now: () => number;
 }
 
@@ -72,7 +84,18 @@ export function resolveRetention(options: RetentionOptions = {}): ResolvedRetent
   const maxRows = options.maxRows ?? DEFAULT_MAX_ROWS;
   if (!Number.isFinite(maxAgeMs) || maxAgeMs <= 0) throw new RangeError(`maxAgeMs must be a positive number of ms, got ${maxAgeMs}`);
   if (!Number.isSafeInteger(maxRows) || maxRows < 1) throw new RangeError(`maxRows must be an integer >= 1, got ${maxRows}`);
-  return { maxAgeMs, maxRows, now: options.now ?? Date.now };
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  const maxTotalBytes = options.maxTotalBytes ?? DEFAULT_MAX_TOTAL_BYTES;
+  if (!Number.isSafeInteger(maxTotalBytes) || maxTotalBytes < 1) throw new RangeError(`maxTotalBytes must be an integer >= 1, got ${maxTotalBytes}`);
+  if (!Number.isSafeInteger(maxResponseBytes) || maxResponseBytes < 1 || maxResponseBytes > maxTotalBytes) {
+    throw new RangeError(`maxResponseBytes must be an integer from 1 to maxTotalBytes (${maxTotalBytes}), got ${maxResponseBytes}`);
+  }
+  return { maxAgeMs, maxRows, maxResponseBytes, maxTotalBytes, now: options.now ?? Date.now };
+}
+
+/** The error of a `put` over `maxResponseBytes` (413 `request_too_large`). */
+export function recordTooLarge(bytes: number, maxResponseBytes: number): IopError {
+  return new IopError('request_too_large', `the response is too large to store: ${bytes} bytes, the limit is ${maxResponseBytes} bytes per stored response (--responses-max-response-bytes); send store: false to not store it`);
 }
 
 /** Pages a record's input items (OpenAI list semantics: `after` is exclusive, `has_more` when items remain). */

@@ -5,8 +5,11 @@
  * Control: the first message must be Register with a valid join token, otherwise the call fails
  * with UNAUTHENTICATED (bad token) or INVALID_ARGUMENT (no Register). The edge answers Registered
  * and keeps the stream open for assignments, cancels and drain; when it ends, the agent leaves the
- * pool and its runs fail. A new session of an agent id that is still connected replaces the old
- * one (an agent restarted before the edge noticed its old connection died); the old one's runs fail.
+ * pool and its runs fail. A Control stream that sends no Register within `registerTimeoutMs`
+ * fails with DEADLINE_EXCEEDED. An agent id belongs to its live session (agent-identity.ts): a
+ * second Register of a live id is refused with ALREADY_EXISTS unless it presents the session's
+ * resume token, or the old session does not answer a PING; then the new session replaces the
+ * old one, whose runs fail. Unauthenticated connections are bounded by connection-guard.ts.
  * Run: the agent's frames for one run, delivered with backpressure; the call must carry the
  * `iop-session-id` of the Control session the run was assigned to (UNAUTHENTICATED otherwise,
  * NOT_FOUND for another session's run). Session ids are credentials: logs show a prefix only.
@@ -28,6 +31,8 @@ import {
 } from '@iop/proto';
 import type { Logger } from 'pino';
 import { AgentSession } from './agent-session.js';
+import { AgentIdentities, TUNNEL_CONNECTION } from './agent-identity.js';
+import type { ConnectionGuard } from './connection-guard.js';
 import type { RunRegistry } from './run-registry.js';
 import type { AgentRegistry } from '../pool/agent-registry.js';
 
@@ -37,8 +42,25 @@ export interface TunnelServiceOptions {
   /** Accepted join tokens; empty = any agent may join (logged as a warning at start). A getter is read at each Register (config reload). */
   joinTokens: readonly string[] | (() => readonly string[]);
   heartbeatIntervalMs: number;
+  /** A Control stream must send Register within this time, ms. */
+  registerTimeoutMs: number;
+  /** Bounds unauthenticated connections; told when a connection proves itself. */
+  guard: ConnectionGuard;
   edgeVersion: string;
   logger: Logger;
+}
+
+/** The first Control message, or a DEADLINE_EXCEEDED failure after `timeoutMs`. */
+async function firstMessage(iterator: AsyncIterator<AgentMessage>, timeoutMs: number): Promise<IteratorResult<AgentMessage>> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new ConnectError(`no Register within ${timeoutMs} ms`, Code.DeadlineExceeded)), timeoutMs);
+  });
+  try {
+    return await Promise.race([iterator.next(), deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function tokenAccepted(token: string, accepted: readonly string[]): boolean {
@@ -51,11 +73,12 @@ function tokenAccepted(token: string, accepted: readonly string[]): boolean {
 }
 
 export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRouter) => void {
-  const { registry, runs, logger } = options;
+  const { registry, runs, logger, guard } = options;
+  const identities = new AgentIdentities({ sessions: () => registry.all(), heartbeatIntervalMs: options.heartbeatIntervalMs, logger });
 
   async function* control(requests: AsyncIterable<AgentMessage>, context: HandlerContext): AsyncIterable<EdgeMessage> {
     const iterator = requests[Symbol.asyncIterator]();
-    const first = await iterator.next();
+    const first = await firstMessage(iterator, options.registerTimeoutMs);
     if (first.done === true || first.value.message.case !== 'register') {
       throw new ConnectError('the first Control message must be Register', Code.InvalidArgument);
     }
@@ -67,13 +90,18 @@ export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRou
     if (register.agentId === '' || register.models.length === 0) {
       throw new ConnectError('Register needs an agent_id and at least one model', Code.InvalidArgument);
     }
-    for (const earlier of registry.all()) {
-      if (earlier.agentId !== register.agentId) continue;
-      logger.warn({ agentId: register.agentId, session: sessionTag(earlier.sessionId) }, 'a new session of this agent replaces its earlier one');
-      earlier.close();
-    }
-    const session = new AgentSession(register, newId('ses_'));
-    registry.add(session);
+    const connection = context.values.get(TUNNEL_CONNECTION);
+    guard.authenticate(connection);
+    const { session, resumeToken } = await identities.claim(register.agentId, register.resumeToken, (earlierSessions) => {
+      if (context.signal.aborted) throw new ConnectError('the Control stream ended during registration', Code.Canceled);
+      for (const earlier of earlierSessions) {
+        logger.warn({ agentId: register.agentId, session: sessionTag(earlier.sessionId) }, 'a new session of this agent replaces its earlier one');
+        earlier.close();
+      }
+      const accepted = new AgentSession(register, newId('ses_'));
+      registry.add(accepted);
+      return { session: accepted, resumeToken: identities.issue(accepted, connection) };
+    });
     logger.info(
       { agentId: session.agentId, session: sessionTag(session.sessionId), models: session.models.map((model) => model.id), maxConcurrency: session.maxConcurrency, backend: session.backend, agentVersion: session.agentVersion },
       'agent registered',
@@ -82,7 +110,7 @@ export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRou
       create(EdgeMessageSchema, {
         message: {
           case: 'registered',
-          value: create(RegisteredSchema, { sessionId: session.sessionId, heartbeatIntervalMs: options.heartbeatIntervalMs, edgeVersion: options.edgeVersion }),
+          value: create(RegisteredSchema, { sessionId: session.sessionId, heartbeatIntervalMs: options.heartbeatIntervalMs, edgeVersion: options.edgeVersion, resumeToken }),
         },
       }),
     );
@@ -125,6 +153,7 @@ export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRou
     const sessionId = context.requestHeader.get(RUN_SESSION_HEADER);
     const session = sessionId === null ? undefined : registry.bySessionId(sessionId);
     if (session === undefined) throw new ConnectError(`a Run call needs the ${RUN_SESSION_HEADER} of a connected Control session`, Code.Unauthenticated);
+    guard.authenticate(context.values.get(TUNNEL_CONNECTION));
     let handle: ReturnType<RunRegistry['attach']>;
     for await (const frame of requests) {
       if (handle === undefined) {
