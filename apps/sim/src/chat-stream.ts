@@ -128,8 +128,8 @@ export class ChatStream {
       batch += this.framer.piece(pieces[this.next]!, ++this.next);
       this.nextDueAt += this.options.itl === undefined ? this.options.itlMs : this.options.itl();
       written++;
+      if (this.options.progress !== undefined) this.options.progress.generatedTokens = this.next;
     }
-    if (this.options.progress !== undefined) this.options.progress.generatedTokens = this.next;
     const stats = this.options.stats;
     if (stats !== undefined) stats.streamBytes += Buffer.byteLength(batch);
     if (this.out.write(batch)) this.schedule();

@@ -29,10 +29,9 @@ function endReason(exchange: Exchange, plan: OutputPlan): FinishedReason {
 /** Streams `plan` paced by the scheduler. */
 export function streamOnGpu(scheduler: GpuScheduler, exchange: Exchange, messages: readonly unknown[], plan: OutputPlan, setup: StreamSetup): void {
   const extraTtftMs = setup.options.ttftMs;
-  let stream: ChatStream | undefined;
-  const sequence = newSequence(scheduler, messages, exchange.record.output?.promptTokens ?? 0, (delayMs) => stream?.begin(Math.max(delayMs, extraTtftMs)));
-  stream = new ChatStream(exchange.res, plan, setup.framer, { ...setup.options, itl: () => scheduler.itlMs(), progress: sequence });
-  const writer = stream;
+  // onAdmit runs from `submit` below, once the writer exists.
+  const sequence = newSequence(scheduler, messages, exchange.record.output?.promptTokens ?? 0, (delayMs) => writer.begin(Math.max(delayMs, extraTtftMs)));
+  const writer = new ChatStream(exchange.res, plan, setup.framer, { ...setup.options, itl: () => scheduler.itlMs(), progress: sequence });
   exchange.record.status = 200;
   writer.open();
   exchange.onClose = () => {

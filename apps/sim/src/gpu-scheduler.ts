@@ -1,8 +1,9 @@
 /**
  * A `max_num_seqs`-style continuous-batching scheduler (vLLM's, reduced to what shapes latency):
  * - requests wait in FIFO order until a batch slot and KV blocks for their prompt are free;
- * - admitted requests prefill one after another on the GPU (so TTFT grows with the prompt and
- *   with the prefills ahead of it); prompt blocks found in the prefix cache are not recomputed;
+ * - admitted requests prefill one after another at the prefill rate (so TTFT grows with the prompt
+ *   and with the prefill work ahead of it), plus a fixed step cost once per busy period; prompt
+ *   blocks found in the prefix cache are not recomputed;
  * - every running sequence then gets one token per decode step, whose length grows with the
  *   running batch (`decodeStepMs`), re-read at every token, so ITL follows the batch as it changes;
  * - a sequence released (finished, or its client gone) frees its slot and blocks at once, and the
@@ -130,8 +131,12 @@ export class GpuScheduler {
     sequence.state = 'running';
     sequence.admittedAt = now;
     sequence.cachedTokens = Math.min(this.prefixCache.lookupAndStore(sequence.blockHashes, sequence.promptTokens), Math.max(0, sequence.promptTokens - 1));
-    const prefillStart = Math.max(now, this.prefillBusyUntil);
-    this.prefillBusyUntil = prefillStart + prefillMs(this.profile, sequence.promptTokens - sequence.cachedTokens) * this.timeScale;
+    // Prefills queue behind each other at the prefill rate; the fixed step cost is paid once per
+    // busy period, since prompts that arrive together are prefilled in the same engine steps.
+    const uncached = sequence.promptTokens - sequence.cachedTokens;
+    const busy = this.prefillBusyUntil > now;
+    const costMs = busy ? prefillMs(this.profile, uncached) - this.profile.prefillOverheadMs : prefillMs(this.profile, uncached);
+    this.prefillBusyUntil = (busy ? this.prefillBusyUntil : now) + costMs * this.timeScale;
     sequence.firstTokenAt = this.prefillBusyUntil;
     this.running.add(sequence);
     this.promptBlocks += blocks;

@@ -52,29 +52,31 @@ export class VllmMetrics {
     gauge('vllm:num_requests_waiting', 'Number of requests waiting to be processed.', () => scheduler.waitingCount);
     gauge('vllm:kv_cache_usage_perc', 'KV-cache usage. 1 means 100 percent usage.', () => scheduler.kvCacheUsage());
     gauge('vllm:gpu_cache_usage_perc', 'GPU KV-cache usage. 1 means 100 percent usage (name before vLLM 0.10).', () => scheduler.kvCacheUsage());
-    const counter = (name: string, help: string, read: () => number): void => {
+    // prom-client keeps a counter's name as given; vLLM's Python client appends `_total`, so the names here carry it.
+    const counter = (name: string, help: string, read: () => number, names: readonly string[] = labelNames): void => {
       const labels = this.labels;
       let last = 0;
       new Counter({
         name,
         help,
-        labelNames,
+        labelNames: names,
         registers,
         collect() {
           const now = read();
-          this.inc(labels, now - last);
+          if (names.length === 0) this.inc(now - last);
+          else this.inc(labels, now - last);
           last = now;
         },
       });
     };
-    counter('vllm:prefix_cache_queries', 'Prefix cache queries, in terms of number of queried tokens.', () => scheduler.prefixCache.queriesTokens);
-    counter('vllm:prefix_cache_hits', 'Prefix cache hits, in terms of number of cached tokens.', () => scheduler.prefixCache.hitsTokens);
-    counter('vllm:num_preemptions', 'Cumulative number of preemptions from the engine (the sim never preempts).', () => 0);
+    counter('vllm:prefix_cache_queries_total', 'Prefix cache queries, in terms of number of queried tokens.', () => scheduler.prefixCache.queriesTokens);
+    counter('vllm:prefix_cache_hits_total', 'Prefix cache hits, in terms of number of cached tokens.', () => scheduler.prefixCache.hitsTokens);
+    counter('vllm:num_preemptions_total', 'Cumulative number of preemptions from the engine (the sim never preempts).', () => 0);
     gauge('iop_sim_requests_in_flight', 'Chat completion requests whose connection is open (waiting, running or writing).', () => stats.completionsInFlight, []);
-    gauge('iop_sim_requests_aborted', 'Chat completion requests whose client closed the connection before the end (cumulative).', () => stats.completionsAborted, []);
-    this.success = new Counter({ name: 'vllm:request_success', help: 'Count of finished requests by finished_reason.', labelNames: ['model_name', 'finished_reason'], registers });
-    this.promptTokens = new Counter({ name: 'vllm:prompt_tokens', help: 'Number of prefill tokens processed.', labelNames, registers });
-    this.generationTokens = new Counter({ name: 'vllm:generation_tokens', help: 'Number of generation tokens processed.', labelNames, registers });
+    counter('iop_sim_requests_aborted_total', 'Chat completion requests whose client closed the connection before the end.', () => stats.completionsAborted, []);
+    this.success = new Counter({ name: 'vllm:request_success_total', help: 'Count of finished requests by finished_reason.', labelNames: ['model_name', 'finished_reason'], registers });
+    this.promptTokens = new Counter({ name: 'vllm:prompt_tokens_total', help: 'Number of prefill tokens processed.', labelNames, registers });
+    this.generationTokens = new Counter({ name: 'vllm:generation_tokens_total', help: 'Number of generation tokens processed.', labelNames, registers });
     const histogram = (name: string, help: string, buckets: number[]) => new Histogram({ name, help, labelNames, buckets, registers });
     this.ttft = histogram('vllm:time_to_first_token_seconds', 'Histogram of time to first token in seconds.', TTFT_BUCKETS);
     this.e2e = histogram('vllm:e2e_request_latency_seconds', 'Histogram of e2e request latency in seconds.', LATENCY_BUCKETS);
