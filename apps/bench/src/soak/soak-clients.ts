@@ -16,7 +16,7 @@ export interface Outcome {
   behaviour: Behaviour;
   /** Completed as the behaviour intends: a whole answer, or (abort) cut by the client itself. */
   ok: boolean;
-  /** Why it failed: `http <status> <type>`, `in-band <type>`, `connection`, `timeout`, `truncated`. */
+  /** Why it failed: `http <status> <code or type>`, `in-band <type>`, `connection`, `timeout`, `truncated` (a stream that ended without its final event). */
   errorClass?: string;
   /** Date.now() at start and end. */
   startedAt: number;
@@ -53,6 +53,9 @@ const WORDS = 'the a ship sailed over quiet water while gulls circled near harbo
 /** A few long shared prefixes (system-prompt-like), so the sims' prefix caches see hits. */
 const PREFIXES = Array.from({ length: 4 }, (_, k) => `House rules ${k}: ${Array.from({ length: 300 }, (_, i) => WORDS[(i * (k + 3)) % WORDS.length]).join(' ')}.`);
 
+/** Pause of a worker after a connection error (ms). */
+const CONNECTION_RETRY_MS = 1_000;
+
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -63,7 +66,7 @@ export function classify(error: unknown): string {
   if (error instanceof OpenAI.APIConnectionTimeoutError || error instanceof Anthropic.APIConnectionTimeoutError) return 'timeout';
   if (error instanceof OpenAI.APIConnectionError || error instanceof Anthropic.APIConnectionError) return 'connection';
   if (error instanceof OpenAI.APIError) {
-    const type = error.type ?? error.code ?? '';
+    const type = error.code ?? error.type ?? '';
     return error.status === undefined ? `in-band ${type}`.trim() : `http ${error.status} ${type}`.trim();
   }
   if (error instanceof Anthropic.APIError) {
@@ -110,10 +113,14 @@ export class SoakClients {
   }
 
   private async worker(): Promise<void> {
-    while (!this.stopped) await this.one();
+    while (!this.stopped) {
+      const outcome = await this.one();
+      // A client that cannot reach the edge waits before trying again, as real clients back off.
+      if (outcome.errorClass === 'connection') await sleep(CONNECTION_RETRY_MS);
+    }
   }
 
-  private async one(): Promise<void> {
+  private async one(): Promise<Outcome> {
     const dialect = (['chat', 'responses', 'messages'] as const)[Math.floor(this.random() * 3)]!;
     const stream = this.random() < 0.5;
     const roll = this.random();
@@ -139,6 +146,7 @@ export class SoakClients {
       outcome.endedAt = Date.now();
     }
     this.onOutcome(outcome);
+    return outcome;
   }
 
   /** Sends one request; resolves true when the whole answer arrived (a finish reason / final event). */

@@ -77,7 +77,7 @@ export function formatSummary(summary: SoakSummary): string {
   });
   const verdict = (good: boolean) => (good ? 'ok' : 'FAIL');
   return [
-    `soak: ${(summary.elapsedMs / 1000).toFixed(0)} s of load; disruptions: ${summary.windows.map((window) => window.name).join(', ') || 'none'}`,
+    `soak: ${(summary.elapsedMs / 1000).toFixed(0)} s of load; disruptions: ${summary.windows.map((window) => `${window.name} (${((window.endAt - window.startAt) / 1000).toFixed(1)} s)`).join(', ') || 'none'}`,
     '',
     table(['class', 'requests', 'completed', 'failed', 'failed in disruption', 'failure classes'], rows),
     '',
