@@ -137,10 +137,14 @@ export class SoakClients {
       outcome.ok = finished;
       if (!finished) outcome.errorClass = 'truncated';
     } catch (error) {
-      const errorClass = classify(error);
-      if (errorClass === 'aborted' && behaviour === 'abort') outcome.ok = true;
-      else outcome.errorClass = errorClass;
+      outcome.errorClass = classify(error);
     } finally {
+      // An abort the client made itself is the intended end, however the SDK reported it (an
+      // error, or a stream iteration that just stops).
+      if (behaviour === 'abort' && controller.signal.aborted && outcome.errorClass !== undefined) {
+        outcome.ok = true;
+        delete outcome.errorClass;
+      }
       clearTimeout(abortTimer);
       this.controllers.delete(controller);
       outcome.endedAt = Date.now();

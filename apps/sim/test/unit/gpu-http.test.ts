@@ -121,6 +121,18 @@ describe('GPU profile over HTTP', () => {
     expect(gpu.prefixCacheHits).toBe(Math.floor(gpu.prefixCacheQueries / 2 / 16) * 16);
   });
 
+  it('compresses the fixed ttft-ms and itl-ms knobs by the time scale too', async () => {
+    // 2 s TTFT + 9 × 1 s ITL at scale 0.01: ~110 ms instead of 11 s.
+    sim = await startSim({ timeScale: 0.01, knobs: { ttftMs: 2_000, itlMs: 1_000, outputTokens: 10 } });
+    const started = performance.now();
+    const response = await fetch(`${sim.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(10, false) });
+    expect(response.status).toBe(200);
+    await response.text();
+    const elapsed = performance.now() - started;
+    expect(elapsed).toBeGreaterThan(105);
+    expect(elapsed).toBeLessThan(3_000);
+  });
+
   it('leaves the sim without a profile as it was: no /metrics route', async () => {
     sim = await startSim({});
     const response = await fetch(`${sim.url}/metrics`);
