@@ -66,6 +66,12 @@ async function main(): Promise<void> {
       `sims gpu-h100-8b at time-scale ${timeScale}, max_tokens ${maxTokens.min}–${maxTokens.max}; 10 % aborts, 10 % slow readers\n`,
   );
   const cluster = new SoakCluster({ agents, concurrencyPerAgent: concurrency, timeScale, profile: 'gpu-h100-8b' });
+  // Ctrl-C (or SIGTERM) mid-soak takes the edge, agents and sims down with it.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      void cluster.stop().finally(() => process.exit(130));
+    });
+  }
   try {
     await cluster.start();
     const resourcesStart = processResources(cluster);
