@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { readChatRequest, lastUserText, resolveToolCalls, type ChatRequest } from './chat-request.js';
 import { renderChatCompletion } from './chat-response.js';
-import { ChatStream, MID_STREAM_FAULTS, type ChatStreamOptions, type MidStreamFault } from './chat-stream.js';
+import { ChatStream, MID_STREAM_FAULTS, type MidStreamFault, type StreamSetup } from './chat-stream.js';
 import { ChunkFramer, type StreamUsageMode } from './chunk-framer.js';
 import { resetSocket, sendError, sendJson, type Exchange } from './exchange.js';
 import type { FaultQueue } from './fault-queue.js';
@@ -125,11 +125,11 @@ export function handleChatCompletion(context: SimContext, exchange: Exchange, bo
   if (context.gpu !== undefined) {
     // Under a profile the GPU model decides TTFT and ITL; a slow-first-token fault still delays the first token.
     const gpuTiming = { ...timing, ttftMs: fault === 'slow-first-token' ? ttftMs : 0 };
-    if (request.stream) streamOnGpu(context.gpu, exchange, request.messages, plan, streamOptions(exchange, request, knobs, plan, promptTokens, gpuTiming, context.log.stats));
+    if (request.stream) streamOnGpu(context.gpu, exchange, request.messages, plan, streamOptions(exchange, request, knobs, promptTokens, gpuTiming, context.log.stats));
     else respondOnGpu(context.gpu, exchange, request.messages, plan, gpuTiming.ttftMs, () => respondNow(exchange, request, plan, promptTokens, midStreamFault), midStreamFault === 'stall');
     return;
   }
-  if (request.stream) streamCompletion(exchange, plan, streamOptions(exchange, request, knobs, plan, promptTokens, timing, context.log.stats));
+  if (request.stream) streamCompletion(exchange, plan, streamOptions(exchange, request, knobs, promptTokens, timing, context.log.stats));
   else respondCompletion(exchange, request, plan, promptTokens, ttftMs + Math.max(0, plan.pieces.length - 1) * timing.itlMs, midStreamFault);
 }
 
@@ -137,17 +137,10 @@ function completionId(): string {
   return `chatcmpl-${randomUUID().replaceAll('-', '')}`;
 }
 
-/** The writer of one streamed answer, not started yet. */
-export interface StreamSetup {
-  framer: ChunkFramer;
-  options: ChatStreamOptions;
-}
-
 function streamOptions(
   exchange: Exchange,
   request: ChatRequest,
   knobs: Knobs,
-  plan: OutputPlan,
   promptTokens: number,
   timing: { ttftMs: number; itlMs: number; fault: MidStreamFault | undefined; faultAfter: number },
   stats: SimStats,

@@ -41,6 +41,12 @@ export interface ChatStreamOptions {
   progress?: { generatedTokens: number };
 }
 
+/** The framer and options of one streamed answer, before its writer is made. */
+export interface StreamSetup {
+  framer: ChunkFramer;
+  options: ChatStreamOptions;
+}
+
 /** Largest batch (UTF-16 units) written at once when many tokens are due. */
 const MAX_BATCH_CHARS = 64 * 1024;
 

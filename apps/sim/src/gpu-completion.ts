@@ -6,8 +6,7 @@
  * - Non-stream: nothing is sent until the last token, then the whole body (as vLLM does).
  */
 import { performance } from 'node:perf_hooks';
-import type { StreamSetup } from './chat-handler.js';
-import { ChatStream } from './chat-stream.js';
+import { ChatStream, type StreamSetup } from './chat-stream.js';
 import type { Exchange } from './exchange.js';
 import { Sequence, type FinishedReason, type GpuScheduler } from './gpu-scheduler.js';
 import type { OutputPlan } from './output-plan.js';
