@@ -53,8 +53,9 @@ const WORDS = 'the a ship sailed over quiet water while gulls circled near harbo
 /** A few long shared prefixes (system-prompt-like), so the sims' prefix caches see hits. */
 const PREFIXES = Array.from({ length: 4 }, (_, k) => `House rules ${k}: ${Array.from({ length: 300 }, (_, i) => WORDS[(i * (k + 3)) % WORDS.length]).join(' ')}.`);
 
-/** Pause of a worker after a connection error (ms). */
-const CONNECTION_RETRY_MS = 1_000;
+/** Pause of a worker after a connection error or a 429/503/529 refusal (ms). */
+const BACK_OFF_MS = 1_000;
+const BACK_OFF = /^(connection|http (429|503|529)\b)/;
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -115,8 +116,9 @@ export class SoakClients {
   private async worker(): Promise<void> {
     while (!this.stopped) {
       const outcome = await this.one();
-      // A client that cannot reach the edge waits before trying again, as real clients back off.
-      if (outcome.errorClass === 'connection') await sleep(CONNECTION_RETRY_MS);
+      // A client that cannot reach the edge, or is told to come back later, waits before its next
+      // request, as the SDKs' own retries would (they are off here so each failure counts once).
+      if (outcome.errorClass !== undefined && BACK_OFF.test(outcome.errorClass)) await sleep(BACK_OFF_MS);
     }
   }
 
