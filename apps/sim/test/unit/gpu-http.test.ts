@@ -121,6 +121,31 @@ describe('GPU profile over HTTP', () => {
     expect(gpu.prefixCacheHits).toBe(Math.floor(gpu.prefixCacheQueries / 2 / 16) * 16);
   });
 
+  it('stops a non-stream generation and frees its slot when the client disconnects', async () => {
+    sim = await startSim({ profile: 'gpu-h100-8b', profileOverrides: { maxNumSeqs: 1 }, timeScale: 1 });
+    const running = sim;
+    const controller = new AbortController();
+    // 2 000 tokens: ~13 s of generation, cut after ~300 ms; a second request waits for the slot.
+    const first = fetch(`${running.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(2_000, false), signal: controller.signal }).catch(() => 'aborted');
+    await waitFor(async () => (await stats(running)).gpu?.running === 1, 5_000);
+    const second = fetch(`${running.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(5, false) });
+    await waitFor(async () => (await stats(running)).gpu?.waiting === 1, 5_000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    controller.abort();
+    const abortedAt = performance.now();
+    expect(await first).toBe('aborted');
+    const answer = await second; // admitted as soon as the first left, done in ~50 ms of decode
+    expect(answer.status).toBe(200);
+    expect(performance.now() - abortedAt).toBeLessThan(5_000); // not the ~13 s the first would have held the slot
+    expect(((await answer.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(5);
+    const after = await stats(running);
+    expect(after).toMatchObject({ completionsAborted: 1, completionsInFlight: 0, gpu: { running: 0, waiting: 0 } });
+    const text = await metrics(running);
+    expect(text).toContain('vllm:request_success_total{model_name="sim-model",finished_reason="abort"} 1');
+    expect(text).toContain('vllm:request_success_total{model_name="sim-model",finished_reason="length"} 1');
+    expect(metric(text, 'vllm:generation_tokens_total')).toBeLessThan(2_000 + 5);
+  });
+
   it('compresses the fixed ttft-ms and itl-ms knobs by the time scale too', async () => {
     // 2 s TTFT + 9 × 1 s ITL at scale 0.01: ~110 ms instead of 11 s.
     sim = await startSim({ timeScale: 0.01, knobs: { ttftMs: 2_000, itlMs: 1_000, outputTokens: 10 } });
