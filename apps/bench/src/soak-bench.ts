@@ -20,20 +20,55 @@ import { joinInFlight, readAgentLoads, readBackendLoad, resources, type InFlight
 import { formatSummary, soakPassed, type Window } from './soak/soak-report.js';
 import { parseDuration, parseRange } from './cli-options.js';
 
-const { values } = parseArgs({
-  options: {
-    duration: { type: 'string', default: process.env.SOAK_DURATION ?? '5m' },
-    agents: { type: 'string', default: process.env.SOAK_AGENTS ?? '3' },
-    concurrency: { type: 'string', default: process.env.SOAK_CONCURRENCY ?? '8' },
-    'time-scale': { type: 'string', default: process.env.SOAK_TIME_SCALE ?? '1' },
-    'max-tokens': { type: 'string', default: process.env.SOAK_MAX_TOKENS ?? '200:2000' },
-  },
-});
-const durationMs = parseDuration(values.duration);
-const agents = Number(values.agents);
-const concurrency = Number(values.concurrency);
-const timeScale = Number(values['time-scale']);
-const maxTokens = parseRange(values['max-tokens']);
+const USAGE = `Usage: npm run bench:soak -- [--duration 5m] [--agents 3] [--concurrency 8] [--time-scale 1] [--max-tokens 200:2000]
+  --duration      load time (30s, 5m; env SOAK_DURATION)
+  --agents        agents, each in front of its own GPU-profile sim (env SOAK_AGENTS)
+  --concurrency   each agent's --max-concurrency; clients = agents × concurrency (env SOAK_CONCURRENCY)
+  --time-scale    the sims' --time-scale: 1 = real H100 timing, 0.5 = twice as fast (env SOAK_TIME_SCALE)
+  --max-tokens    max_tokens per request, min:max (env SOAK_MAX_TOKENS)`;
+
+function parseOptions() {
+  try {
+    return parseArgs({
+      options: {
+        help: { type: 'boolean', short: 'h' },
+        duration: { type: 'string', default: process.env.SOAK_DURATION ?? '5m' },
+        agents: { type: 'string', default: process.env.SOAK_AGENTS ?? '3' },
+        concurrency: { type: 'string', default: process.env.SOAK_CONCURRENCY ?? '8' },
+        'time-scale': { type: 'string', default: process.env.SOAK_TIME_SCALE ?? '1' },
+        'max-tokens': { type: 'string', default: process.env.SOAK_MAX_TOKENS ?? '200:2000' },
+      },
+    }).values;
+  } catch (error) {
+    return usageError((error as Error).message);
+  }
+}
+
+const values = parseOptions();
+if (values.help === true) {
+  console.log(USAGE);
+  process.exit(0);
+}
+function usageError(message: string): never {
+  console.error(`${message}\n\n${USAGE}`);
+  process.exit(2);
+}
+
+function option<T>(name: string, parse: () => T, valid: (value: T) => boolean = () => true): T {
+  try {
+    const value = parse();
+    if (!valid(value)) usageError(`--${name}: invalid value`);
+    return value;
+  } catch (error) {
+    return usageError(`--${name}: ${(error as Error).message}`);
+  }
+}
+
+const durationMs = option('duration', () => parseDuration(values.duration));
+const agents = option('agents', () => Number(values.agents), (value) => Number.isInteger(value) && value >= 1);
+const concurrency = option('concurrency', () => Number(values.concurrency), (value) => Number.isInteger(value) && value >= 1);
+const timeScale = option('time-scale', () => Number(values['time-scale']), (value) => Number.isFinite(value) && value > 0);
+const maxTokens = option('max-tokens', () => parseRange(values['max-tokens']));
 const SAMPLE_MS = 1_000;
 const SETTLE_DEADLINE_MS = 60_000;
 const DRAIN_DEADLINE_MS = 120_000;
@@ -59,7 +94,6 @@ function processResources(cluster: SoakCluster) {
 }
 
 async function main(): Promise<void> {
-  if (!(durationMs > 0) || !(agents >= 1) || !(concurrency >= 1) || !(timeScale > 0)) throw new RangeError('bad --duration, --agents, --concurrency or --time-scale');
   console.log(`machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`);
   console.log(
     `soak: ${(durationMs / 1000).toFixed(0)} s, 1 edge, ${agents} agents × max concurrency ${concurrency} (${agents * concurrency} closed-loop clients), ` +
