@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { readChatRequest, lastUserText, resolveToolCalls, type ChatRequest } from './chat-request.js';
 import { renderChatCompletion } from './chat-response.js';
-import { ChatStream, MID_STREAM_FAULTS, type MidStreamFault } from './chat-stream.js';
+import { ChatStream, MID_STREAM_FAULTS, type MidStreamFault, type StreamSetup } from './chat-stream.js';
 import { ChunkFramer, type StreamUsageMode } from './chunk-framer.js';
 import { resetSocket, sendError, sendJson, type Exchange } from './exchange.js';
 import type { FaultQueue } from './fault-queue.js';
@@ -17,12 +17,18 @@ import { sampleValue } from './tool-arguments.js';
 import type { RequestLog, SimStats } from './request-log.js';
 import { contextLengthMessage } from './sim-error.js';
 import { countMessageTokens } from './tokenizer.js';
+import type { GpuScheduler } from './gpu-scheduler.js';
+import { respondOnGpu, streamOnGpu } from './gpu-completion.js';
 
 export interface SimContext {
   models: ReadonlySet<string>;
   defaults: Readonly<Knobs>;
   log: RequestLog;
   faults: FaultQueue;
+  /** Multiplies every simulated delay (knobs and GPU profile); 1 = real time. */
+  timeScale: number;
+  /** The GPU model when a profile is selected: requests then queue, prefill and decode on it. */
+  gpu: GpuScheduler | undefined;
 }
 
 /** Salt that separates the fault-rate draw from the output draws of the same request. */
@@ -111,75 +117,84 @@ export function handleChatCompletion(context: SimContext, exchange: Exchange, bo
     completionTokens: plan.pieces.length,
     toolCalls: plan.toolCalls.map(({ id, name, arguments: text, invalid }) => ({ id, name, arguments: text, invalid })),
   };
-  const ttftMs = fault === 'slow-first-token' ? knobs.slowTtftMs : knobs.ttftMs;
+  const scale = context.timeScale;
+  const ttftMs = (fault === 'slow-first-token' ? knobs.slowTtftMs : knobs.ttftMs) * scale;
   const midStreamFault = MID_STREAM_FAULTS.includes(fault) ? (fault as MidStreamFault) : undefined;
   const faultAfter = knobs.faultAfter ?? Math.floor(plan.pieces.length / 2);
-  if (request.stream) streamCompletion(exchange, request, knobs, plan, promptTokens, { ttftMs, fault: midStreamFault, faultAfter }, context.log.stats);
-  else respondCompletion(exchange, request, knobs, plan, promptTokens, ttftMs, midStreamFault);
+  const timing = { ttftMs, itlMs: knobs.itlMs * scale, fault: midStreamFault, faultAfter };
+  if (context.gpu !== undefined) {
+    // Under a profile the GPU model decides TTFT and ITL; a slow-first-token fault still delays the first token.
+    const gpuTiming = { ...timing, ttftMs: fault === 'slow-first-token' ? ttftMs : 0 };
+    if (request.stream) streamOnGpu(context.gpu, exchange, request.messages, plan, streamOptions(exchange, request, knobs, promptTokens, gpuTiming, context.log.stats));
+    else respondOnGpu(context.gpu, exchange, request.messages, plan, gpuTiming.ttftMs, () => respondNow(exchange, request, plan, promptTokens, midStreamFault), midStreamFault === 'stall');
+    return;
+  }
+  if (request.stream) streamCompletion(exchange, plan, streamOptions(exchange, request, knobs, promptTokens, timing, context.log.stats));
+  else respondCompletion(exchange, request, plan, promptTokens, ttftMs + Math.max(0, plan.pieces.length - 1) * timing.itlMs, midStreamFault);
 }
 
 function completionId(): string {
   return `chatcmpl-${randomUUID().replaceAll('-', '')}`;
 }
 
-function streamCompletion(
+function streamOptions(
   exchange: Exchange,
   request: ChatRequest,
   knobs: Knobs,
-  plan: OutputPlan,
   promptTokens: number,
-  timing: { ttftMs: number; fault: MidStreamFault | undefined; faultAfter: number },
+  timing: { ttftMs: number; itlMs: number; fault: MidStreamFault | undefined; faultAfter: number },
   stats: SimStats,
-): void {
+): StreamSetup {
   const continuous = knobs.continuousUsage || request.continuousUsage;
   const usageChunk = request.includeUsage || knobs.forceUsage || continuous;
   const usageMode: StreamUsageMode = continuous ? 'continuous' : usageChunk ? 'null' : 'absent';
   const framer = new ChunkFramer(completionId(), Math.floor(Date.now() / 1000), request.model, usageMode, promptTokens);
-  const stream = new ChatStream(exchange.res, plan, framer, {
-    ...timing,
-    itlMs: knobs.itlMs,
-    usageChunk,
-    framing: knobs.framing,
-    onServerClose: () => (exchange.closedByServer = true),
-    stats,
-  });
+  return {
+    framer,
+    options: { ...timing, usageChunk, framing: knobs.framing, onServerClose: () => (exchange.closedByServer = true), stats },
+  };
+}
+
+function streamCompletion(exchange: Exchange, plan: OutputPlan, setup: StreamSetup): void {
+  const stream = new ChatStream(exchange.res, plan, setup.framer, setup.options);
   exchange.onClose = () => stream.stop();
   exchange.record.status = 200;
   stream.start();
 }
 
 /**
- * Non-stream: waits as long as generation would take (TTFT + ITL per further token), then sends
- * the whole body. Mid-stream faults map to: stall = never answer, cut = socket destroyed,
- * malformed = 200 with broken JSON, no-done = half the body then the socket destroyed,
- * error-chunk = 500.
+ * The non-stream answer once generation is done. Mid-stream faults map to: cut = socket
+ * destroyed, malformed = 200 with broken JSON, no-done = half the body then the socket destroyed,
+ * error-chunk = 500 (stall never gets here: it never answers).
  */
-function respondCompletion(exchange: Exchange, request: ChatRequest, knobs: Knobs, plan: OutputPlan, promptTokens: number, ttftMs: number, fault: MidStreamFault | undefined): void {
+function respondNow(exchange: Exchange, request: ChatRequest, plan: OutputPlan, promptTokens: number, fault: MidStreamFault | undefined): void {
+  if (exchange.res.destroyed) return;
+  const body = JSON.stringify(renderChatCompletion(completionId(), Math.floor(Date.now() / 1000), request.model, plan, promptTokens));
+  switch (fault) {
+    case 'cut':
+      resetSocket(exchange);
+      return;
+    case 'malformed':
+      sendJson(exchange, 200, body.slice(0, -2));
+      return;
+    case 'no-done':
+      exchange.record.status = 200;
+      exchange.res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      exchange.closedByServer = true;
+      exchange.res.write(body.slice(0, body.length >> 1), () => exchange.res.socket?.destroy());
+      return;
+    case 'error-chunk':
+      sendError(exchange, 500, 'simulated fault: error during generation');
+      return;
+    default:
+      sendJson(exchange, 200, body);
+  }
+}
+
+/** Non-stream: waits as long as generation would take (`delayMs`: TTFT + ITL per further token), then answers whole. */
+function respondCompletion(exchange: Exchange, request: ChatRequest, plan: OutputPlan, promptTokens: number, delayMs: number, fault: MidStreamFault | undefined): void {
   if (fault === 'stall') return;
-  const delayMs = ttftMs + Math.max(0, plan.pieces.length - 1) * knobs.itlMs;
-  const respond = (): void => {
-    if (exchange.res.destroyed) return;
-    const body = JSON.stringify(renderChatCompletion(completionId(), Math.floor(Date.now() / 1000), request.model, plan, promptTokens));
-    switch (fault) {
-      case 'cut':
-        resetSocket(exchange);
-        return;
-      case 'malformed':
-        sendJson(exchange, 200, body.slice(0, -2));
-        return;
-      case 'no-done':
-        exchange.record.status = 200;
-        exchange.res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-        exchange.closedByServer = true;
-        exchange.res.write(body.slice(0, body.length >> 1), () => exchange.res.socket?.destroy());
-        return;
-      case 'error-chunk':
-        sendError(exchange, 500, 'simulated fault: error during generation');
-        return;
-      default:
-        sendJson(exchange, 200, body);
-    }
-  };
+  const respond = () => respondNow(exchange, request, plan, promptTokens, fault);
   if (delayMs <= 0) {
     respond();
     return;

@@ -4,7 +4,9 @@
  * (when asked) and `[DONE]` (PROTOCOLS.md A.4).
  *
  * Token i is due at `start + ttftMs + i * itlMs`; every token already due is written in one batch,
- * so ITL 0 streams a whole answer in a single write. Backpressure: when `write` returns false the
+ * so ITL 0 streams a whole answer in a single write. Under a GPU profile the scheduler gives the
+ * TTFT when it admits the request (`begin`), and `itl()` is re-read after every token, so the gap
+ * follows the running batch. Backpressure: when `write` returns false the
  * stream waits for `drain`. A mid-stream fault fires once `faultAfter` tokens are out.
  */
 import type { ServerResponse } from 'node:http';
@@ -33,6 +35,16 @@ export interface ChatStreamOptions {
   onServerClose: () => void;
   /** Counters of stream writes: bytes and writes that hit backpressure. */
   stats?: Pick<SimStats, 'streamBytes' | 'pausedWrites'>;
+  /** The current ITL in ms, read after each token; overrides `itlMs` (GPU profile). */
+  itl?: () => number;
+  /** Advanced to the number of tokens written (the scheduler's KV accounting). */
+  progress?: { generatedTokens: number };
+}
+
+/** The framer and options of one streamed answer, before its writer is made. */
+export interface StreamSetup {
+  framer: ChunkFramer;
+  options: ChatStreamOptions;
 }
 
 /** Largest batch (UTF-16 units) written at once when many tokens are due. */
@@ -43,7 +55,7 @@ export class ChatStream {
   private roleSent = false;
   private faultPending: boolean;
   private readonly faultAt: number;
-  private startedAt = 0;
+  private nextDueAt = 0;
   private timer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
   private stopped = false;
@@ -62,11 +74,22 @@ export class ChatStream {
 
   /** Sends the headers now (as vLLM does) and schedules the first token at TTFT. */
   start(): void {
+    this.open();
+    this.begin(this.options.ttftMs);
+  }
+
+  /** Sends the headers (a queued request gets them at once, as vLLM does). */
+  open(): void {
     this.res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-    this.startedAt = performance.now();
-    if (this.options.ttftMs > 0) {
+  }
+
+  /** Schedules the role chunk and the first token `ttftMs` from now. */
+  begin(ttftMs: number): void {
+    if (this.stopped) return;
+    this.nextDueAt = performance.now() + ttftMs;
+    if (ttftMs > 0) {
       this.res.flushHeaders();
-      this.timer = setTimeout(this.tick, this.options.ttftMs);
+      this.timer = setTimeout(this.tick, ttftMs);
     } else {
       this.tick();
     }
@@ -79,10 +102,6 @@ export class ChatStream {
     if (this.immediate !== undefined) clearImmediate(this.immediate);
     this.timer = undefined;
     this.immediate = undefined;
-  }
-
-  private dueAt(index: number): number {
-    return this.startedAt + this.options.ttftMs + index * this.options.itlMs;
   }
 
   private readonly tick = (): void => {
@@ -111,9 +130,11 @@ export class ChatStream {
         this.finish(batch);
         return;
       }
-      if ((written > 0 && this.dueAt(this.next) > now) || batch.length >= MAX_BATCH_CHARS) break;
+      if ((written > 0 && this.nextDueAt > now) || batch.length >= MAX_BATCH_CHARS) break;
       batch += this.framer.piece(pieces[this.next]!, ++this.next);
+      this.nextDueAt += this.options.itl === undefined ? this.options.itlMs : this.options.itl();
       written++;
+      if (this.options.progress !== undefined) this.options.progress.generatedTokens = this.next;
     }
     const stats = this.options.stats;
     if (stats !== undefined) stats.streamBytes += Buffer.byteLength(batch);
@@ -126,7 +147,7 @@ export class ChatStream {
 
   private schedule(): void {
     if (this.stopped) return;
-    const delay = this.dueAt(this.next) - performance.now();
+    const delay = this.nextDueAt - performance.now();
     if (delay > 0) this.timer = setTimeout(this.tick, delay);
     else this.immediate = setImmediate(this.tick);
   }

@@ -5,6 +5,7 @@
 import { parseArgs } from 'node:util';
 import { KNOB_SPECS, parseKnob, type Knobs } from './knobs.js';
 import type { SimOptions } from './server.js';
+import { GPU_PROFILES } from './gpu-profile.js';
 
 export type CliResult = { help: true } | { help: false; options: SimOptions };
 
@@ -16,6 +17,9 @@ const SERVER_FLAGS: Record<string, OptionConfig> = {
   models: { type: 'string' },
   'request-log-size': { type: 'string' },
   'max-body-bytes': { type: 'string' },
+  profile: { type: 'string' },
+  'time-scale': { type: 'string' },
+  'max-num-seqs': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 };
 
@@ -46,6 +50,16 @@ export function parseCli(argv: readonly string[]): CliResult {
   if (typeof flags.models === 'string') result.models = flags.models.split(',').map((model) => model.trim()).filter((model) => model.length > 0);
   if (typeof flags['request-log-size'] === 'string') result.requestLogSize = integerFlag('request-log-size', flags['request-log-size'], 1);
   if (typeof flags['max-body-bytes'] === 'string') result.maxBodyBytes = integerFlag('max-body-bytes', flags['max-body-bytes'], 1);
+  if (typeof flags.profile === 'string') result.profile = flags.profile;
+  if (typeof flags['time-scale'] === 'string') {
+    const scale = Number(flags['time-scale']);
+    if (!Number.isFinite(scale) || scale <= 0) throw new RangeError(`--time-scale: expected a number > 0, got '${flags['time-scale']}'`);
+    result.timeScale = scale;
+  }
+  if (typeof flags['max-num-seqs'] === 'string') {
+    if (result.profile === undefined) throw new RangeError('--max-num-seqs needs --profile');
+    result.profileOverrides = { maxNumSeqs: integerFlag('max-num-seqs', flags['max-num-seqs'], 1) };
+  }
   return { help: false, options: result };
 }
 
@@ -63,6 +77,9 @@ export function helpText(): string {
     '  --models <a,b>                                 served model names (default sim-model)',
     '  --request-log-size <n>                         records kept for GET /_sim/requests (default 10000)',
     '  --max-body-bytes <n>                           largest request body (default 33554432)',
+    `  --profile <name>                               GPU timing profile: ${Object.keys(GPU_PROFILES).join('|')} (default none)`,
+    '  --time-scale <x>                               multiply every simulated delay (0.01 = 100x faster; default 1)',
+    '  --max-num-seqs <n>                             the profile\'s batch size (vLLM --max-num-seqs)',
     '  -h, --help                                     this text',
     '',
     'Knobs (defaults for every request; per request: header x-sim-<name>, or model suffix <model>@<name>=<value>,<flag>):',

@@ -2,7 +2,9 @@
  * The control API under `/_sim/` (for tests):
  * - `GET /_sim/requests` → `{object:"list", data: RequestRecord[]}` (oldest first); `DELETE` clears it.
  * - `POST /_sim/faults` `{fault, count?, ...knobs}` → `{queued: QueuedFault}`; `GET` lists; `DELETE` clears.
- * - `GET /_sim/stats` → `{requests, inFlight, completed, aborted, faulted, streamBytes, pausedWrites, queuedFaults}`.
+ * - `GET /_sim/stats` → `{requests, inFlight, completed, aborted, faulted, streamBytes, pausedWrites,
+ *   completionsInFlight, completionsAborted, queuedFaults, gpu}`; `gpu` is null without a profile, else
+ *   `{profile, running, waiting, kvCacheUsage, prefixCacheQueries, prefixCacheHits}`.
  */
 import type { SimContext } from './chat-handler.js';
 import { sendError, sendJson, type Exchange } from './exchange.js';
@@ -27,6 +29,21 @@ function requestList(records: readonly RequestRecord[]): string {
   }
 }
 
+function gpuStats(context: SimContext): Record<string, unknown> | null {
+  const gpu = context.gpu;
+  if (gpu === undefined) return null;
+  return {
+    profile: gpu.profile.name,
+    timeScale: gpu.timeScale,
+    maxNumSeqs: gpu.profile.maxNumSeqs,
+    running: gpu.running.size,
+    waiting: gpu.waitingCount,
+    kvCacheUsage: gpu.kvCacheUsage(),
+    prefixCacheQueries: gpu.prefixCache.queriesTokens,
+    prefixCacheHits: gpu.prefixCache.hitsTokens,
+  };
+}
+
 /** Handles a `/_sim/*` request; `body` is the parsed JSON body (or undefined). */
 export function handleControl(context: SimContext, exchange: Exchange, path: string, body: unknown): void {
   const method = exchange.req.method;
@@ -49,7 +66,7 @@ export function handleControl(context: SimContext, exchange: Exchange, path: str
       sendJson(exchange, 200, '{"cleared":true}');
       return;
     case 'GET /_sim/stats':
-      sendJson(exchange, 200, JSON.stringify({ ...context.log.stats, queuedFaults: context.faults.list().reduce((sum, entry) => sum + entry.remaining, 0) }));
+      sendJson(exchange, 200, JSON.stringify({ ...context.log.stats, queuedFaults: context.faults.list().reduce((sum, entry) => sum + entry.remaining, 0), gpu: gpuStats(context) }));
       return;
     default:
       sendError(exchange, 404, `no control route ${method} ${path}`);

@@ -5,3 +5,6 @@ export { splitTokens, countTokens, tokenId } from './tokenizer.js';
 export type { RequestRecord, RequestOutput, SimStats } from './request-log.js';
 export type { QueuedFault } from './fault-queue.js';
 export { parseCli, helpText, type CliResult } from './cli.js';
+export { GPU_H100_8B, GPU_PROFILES, decodeStepMs, prefillMs, resolveProfile, type GpuProfile } from './gpu-profile.js';
+export { GpuScheduler, Sequence, type FinishedReason, type SequenceEnd } from './gpu-scheduler.js';
+export { PrefixCache, blockHashes } from './prefix-cache.js';

@@ -48,13 +48,19 @@ export interface SimStats {
   streamBytes: number;
   /** Stream writes the socket did not accept at once (the stream then waited for `drain`): backpressure seen. */
   pausedWrites: number;
+  /** `POST /v1/chat/completions` requests whose connection is still open (queued, generating or writing). */
+  completionsInFlight: number;
+  /** `POST /v1/chat/completions` requests the client left before the response finished (cumulative). */
+  completionsAborted: number;
 }
+
+const COMPLETIONS_PATH = '/v1/chat/completions';
 
 export class RequestLog {
   private readonly ring: (RequestRecord | undefined)[];
   private next = 0;
   private sequence = 0;
-  readonly stats: SimStats = { requests: 0, inFlight: 0, completed: 0, aborted: 0, faulted: 0, streamBytes: 0, pausedWrites: 0 };
+  readonly stats: SimStats = { requests: 0, inFlight: 0, completed: 0, aborted: 0, faulted: 0, streamBytes: 0, pausedWrites: 0, completionsInFlight: 0, completionsAborted: 0 };
 
   /** @param capacity records kept (default 10,000). */
   constructor(private readonly capacity = 10_000) {
@@ -84,12 +90,15 @@ export class RequestLog {
     this.next = (this.next + 1) % this.capacity;
     this.stats.requests++;
     this.stats.inFlight++;
+    if (path === COMPLETIONS_PATH) this.stats.completionsInFlight++;
     return record;
   }
 
   /** The response ended: `finished` = fully written, else the connection closed first. */
   settle(record: RequestRecord, finished: boolean, abortedByClient: boolean): void {
     this.stats.inFlight--;
+    const completion = record.path === COMPLETIONS_PATH;
+    if (completion) this.stats.completionsInFlight--;
     if (finished) {
       record.completed = true;
       record.completedAt = Date.now();
@@ -98,6 +107,7 @@ export class RequestLog {
       record.aborted = true;
       record.abortedAt = Date.now();
       this.stats.aborted++;
+      if (completion) this.stats.completionsAborted++;
     }
   }
 

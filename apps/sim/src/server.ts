@@ -2,7 +2,8 @@
  * The sim's HTTP server on `node:http`: routing, body reading, abort tracking, start and close.
  *
  * Routes (vLLM's OpenAI-compatible server): `POST /v1/chat/completions`, `GET /v1/models`,
- * `POST /tokenize`, `GET /health`; and the control API under `/_sim/` (control-api.ts).
+ * `POST /tokenize`, `GET /health`, and with a GPU profile `GET /metrics` (vllm-metrics.ts); and the
+ * control API under `/_sim/` (control-api.ts).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,6 +15,9 @@ import { DEFAULT_KNOBS, type Knobs } from './knobs.js';
 import { RequestLog, type RequestRecord } from './request-log.js';
 import { SimInputError } from './sim-error.js';
 import { handleTokenize, modelsBody } from './vllm-routes.js';
+import { resolveProfile, type GpuProfile } from './gpu-profile.js';
+import { GpuScheduler } from './gpu-scheduler.js';
+import { VllmMetrics } from './vllm-metrics.js';
 
 export interface SimOptions {
   /** TCP port; 0 (default) picks a free one. */
@@ -28,6 +32,12 @@ export interface SimOptions {
   requestLogSize?: number;
   /** Largest accepted request body (bytes), default 32 MiB; larger gets 413. */
   maxBodyBytes?: number;
+  /** A GPU timing profile (`gpu-h100-8b`, see gpu-profile.ts); default none: the knobs' fixed TTFT and ITL. */
+  profile?: string;
+  /** Overrides of the profile's figures (e.g. `{ maxNumSeqs: 8 }`). */
+  profileOverrides?: Partial<GpuProfile>;
+  /** Multiplies every simulated delay (profile and `ttft-ms`/`itl-ms` knobs), default 1; 0.01 = 100× faster. */
+  timeScale?: number;
 }
 
 export interface SimServer {
@@ -37,6 +47,8 @@ export interface SimServer {
   url: string;
   log: RequestLog;
   faults: FaultQueue;
+  /** The GPU model when a profile is selected. */
+  gpu: GpuScheduler | undefined;
   /** Stops listening and destroys open connections (stalled streams included). */
   close(): Promise<void>;
 }
@@ -78,7 +90,7 @@ function detachedRecord(exchangeReq: IncomingMessage, path: string): RequestReco
   };
 }
 
-async function route(context: SimContext, exchange: Exchange, path: string, maxBodyBytes: number, modelsJson: string): Promise<void> {
+async function route(context: SimContext, exchange: Exchange, path: string, maxBodyBytes: number, modelsJson: string, metrics: VllmMetrics | undefined): Promise<void> {
   const { req, record } = exchange;
   const body = req.method === 'POST' ? parseJson(await readBody(req, maxBodyBytes)) : undefined;
   record.body = body ?? null;
@@ -100,6 +112,12 @@ async function route(context: SimContext, exchange: Exchange, path: string, maxB
       sendJson(exchange, 200, '{}');
       return;
     default:
+      // Without a profile there is no /metrics, as with a server that exposes none.
+      if (metrics !== undefined && req.method === 'GET' && path === '/metrics') {
+        const text = await metrics.text();
+        exchange.res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text);
+        return;
+      }
       // FastAPI's shape for unknown routes, as vLLM answers them.
       exchange.record.status = 404;
       exchange.res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Not Found"}');
@@ -115,8 +133,16 @@ export async function startSim(options: SimOptions = {}): Promise<SimServer> {
   if (models.length === 0 || models.some((model) => model.length === 0 || model.includes('@'))) {
     throw new RangeError(`models must be non-empty names without '@', got ${JSON.stringify(models)}`);
   }
-  const defaults: Knobs = Object.freeze({ ...DEFAULT_KNOBS, ...options.knobs });
-  const context: SimContext = { models: new Set(models), defaults, log: new RequestLog(options.requestLogSize), faults: new FaultQueue() };
+  const timeScale = options.timeScale ?? 1;
+  if (!(timeScale > 0) || !Number.isFinite(timeScale)) throw new RangeError(`timeScale must be a number > 0, got ${timeScale}`);
+  const profile = options.profile === undefined ? undefined : resolveProfile(options.profile, options.profileOverrides);
+  const profileKnobs: Partial<Knobs> = profile === undefined ? {} : { outputTokens: profile.outputTokens, maxModelLen: profile.maxModelLen };
+  const defaults: Knobs = Object.freeze({ ...DEFAULT_KNOBS, ...profileKnobs, ...options.knobs });
+  const log = new RequestLog(options.requestLogSize);
+  let metrics: VllmMetrics | undefined;
+  const gpu = profile === undefined ? undefined : new GpuScheduler(profile, timeScale, (end) => metrics?.observe(end));
+  if (gpu !== undefined) metrics = new VllmMetrics(gpu, log.stats, models[0]!);
+  const context: SimContext = { models: new Set(models), defaults, log, faults: new FaultQueue(), timeScale, gpu };
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const modelsJson = modelsBody(models, defaults.maxModelLen);
 
@@ -124,7 +150,7 @@ export async function startSim(options: SimOptions = {}): Promise<SimServer> {
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const path = query < 0 ? url : url.slice(0, query);
-    const control = path.startsWith('/_sim/');
+    const control = path.startsWith('/_sim/') || (metrics !== undefined && path === '/metrics');
     const record = control ? detachedRecord(req, path) : context.log.open(req.method ?? 'GET', path, req.headers);
     const exchange: Exchange = { req, res, record, closedByServer: false, onClose: undefined };
     res.on('error', () => undefined); // a write after the client left: the close handler accounts for it
@@ -133,7 +159,7 @@ export async function startSim(options: SimOptions = {}): Promise<SimServer> {
       exchange.onClose?.();
       if (!control) context.log.settle(record, res.writableFinished, !exchange.closedByServer);
     });
-    route(context, exchange, path, maxBodyBytes, modelsJson).catch((error: unknown) => {
+    route(context, exchange, path, maxBodyBytes, modelsJson, metrics).catch((error: unknown) => {
       if (res.headersSent || res.destroyed) return;
       if (error instanceof SimInputError) sendError(exchange, error.status, error.message, error.param);
       else sendError(exchange, 500, `internal sim error: ${(error as Error).message}`);
@@ -156,6 +182,7 @@ export async function startSim(options: SimOptions = {}): Promise<SimServer> {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
     log: context.log,
     faults: context.faults,
+    gpu,
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));

@@ -50,3 +50,18 @@ export function countMessageTokens(messages: readonly unknown[]): number {
   }
   return count;
 }
+
+/**
+ * Token ids of a chat prompt, for the prefix-cache model: each message's role (as one token)
+ * followed by the ids of its text's tokens.
+ */
+export function promptTokenIds(messages: readonly unknown[]): number[] {
+  const ids: number[] = [];
+  for (const message of messages) {
+    if (message === null || typeof message !== 'object') continue;
+    const { role, content } = message as { role?: unknown; content?: unknown };
+    ids.push(tokenId(`<|${typeof role === 'string' ? role : ''}|>`));
+    for (const token of splitTokens(contentText(content))) ids.push(tokenId(token));
+  }
+  return ids;
+}

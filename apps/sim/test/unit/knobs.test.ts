@@ -41,6 +41,15 @@ describe('CLI', () => {
     expect(parseCli(['--help'])).toEqual({ help: true });
   });
 
+  it('parses the GPU profile flags', () => {
+    expect(parseCli(['--profile', 'gpu-h100-8b', '--time-scale', '0.01', '--max-num-seqs', '8'])).toEqual({
+      help: false,
+      options: { knobs: {}, profile: 'gpu-h100-8b', timeScale: 0.01, profileOverrides: { maxNumSeqs: 8 } },
+    });
+    expect(() => parseCli(['--time-scale', '0'])).toThrow("--time-scale: expected a number > 0, got '0'");
+    expect(() => parseCli(['--max-num-seqs', '8'])).toThrow('--max-num-seqs needs --profile');
+  });
+
   it('rejects unknown flags and bad values naming them', () => {
     expect(() => parseCli(['--bogus'])).toThrow(/bogus/);
     expect(() => parseCli(['--port=-1'])).toThrow("--port: expected an integer >= 0, got '-1'");
