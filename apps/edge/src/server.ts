@@ -7,6 +7,7 @@
 import http from 'node:http';
 import http2 from 'node:http2';
 import { readFileSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import type { EdgeConfig } from './config.js';
@@ -70,6 +71,22 @@ function listen(server: http.Server | http2.Http2Server, port: number, host: str
   });
 }
 
+/**
+ * Opens the SQLite Responses store.
+ * @throws ConfigError naming the directory, the user and the settings to change when it cannot be
+ * created or opened (e.g. a volume owned by another user).
+ */
+function openSqliteStore(section: EdgeConfig['responsesStore']): SqliteResponseStore {
+  const dataDir = section.dataDir ?? defaultDataDir();
+  try {
+    return new SqliteResponseStore({ dataDir, maxAgeMs: section.maxAgeMs, maxRows: section.maxRows });
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    const user = typeof process.getuid === 'function' ? ` (uid ${process.getuid()})` : '';
+    throw new ConfigError(`cannot open the Responses store in ${resolvePath(dataDir)}: ${reason}; make that directory writable by this user${user}, or set IOP_DATA_DIR (responsesStore.dataDir) to one that is, or use "responsesStore": {"kind": "memory"}`);
+  }
+}
+
 export async function startEdge(config: EdgeConfig, logger: Logger = createLogger(config.logLevel)): Promise<RunningEdge> {
   const registry = new AgentRegistry();
   const metrics = new EdgeMetrics();
@@ -95,7 +112,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
 
   const store = config.responsesStore.kind === 'memory'
     ? new MemoryResponseStore({ maxAgeMs: config.responsesStore.maxAgeMs, maxRows: config.responsesStore.maxRows })
-    : new SqliteResponseStore({ dataDir: config.responsesStore.dataDir ?? defaultDataDir(), maxAgeMs: config.responsesStore.maxAgeMs, maxRows: config.responsesStore.maxRows });
+    : openSqliteStore(config.responsesStore);
   const routes = buildDialectRoutes(context, store);
   const app = createApp(context, { ...routes, extra: [...(routes.extra ?? []), mountAdmin] });
   // requestTimeout bounds how long a client may take to send a whole request (slow bodies), ms.
