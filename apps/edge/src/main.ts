@@ -12,6 +12,7 @@
 import { watch } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import { ConfigError, configFromEnv, readConfigFile, resolveConfig } from './config.js';
+import { startTracing } from '@iop/core';
 import { createLogger } from './logger.js';
 import { startEdge } from './server.js';
 import { EDGE_VERSION } from './version.js';
@@ -23,6 +24,8 @@ const integer = (value: string): number => {
 };
 
 const program = new Command('iop-edge')
+  // Bad usage exits 2 (commander uses 1) on every iop command; --help and --version exit 0.
+  .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
   .description('iop edge: OpenAI Chat/Responses and Anthropic Messages APIs in front of a pool of node agents')
   .version(EDGE_VERSION)
   .option('-c, --config <file>', 'JSON config file (env IOP_CONFIG)')
@@ -38,7 +41,8 @@ const program = new Command('iop-edge')
   .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent (env IOP_LOG_LEVEL, default info)')
   .option('--admin-keys <keys>', 'comma-separated admin API keys for /admin, distinct from client keys (env IOP_ADMIN_KEYS)')
   .option('--shutdown-deadline-ms <ms>', 'on SIGTERM, longest wait for in-flight streams, ms (env IOP_SHUTDOWN_DEADLINE_MS, default 10000)', integer)
-  .option('--watch-config', 'reload the config file when it changes (SIGHUP always reloads)');
+  .option('--watch-config', 'reload the config file when it changes (SIGHUP always reloads)')
+  .showHelpAfterError();
 
 async function main(): Promise<void> {
   program.parse();
@@ -63,7 +67,15 @@ async function main(): Promise<void> {
   set(fromFlags, 'adminKeys', (flags.adminKeys as string | undefined)?.split(',').map((key) => key.trim()).filter(Boolean));
   set(fromFlags, 'shutdownDeadlineMs', flags.shutdownDeadlineMs);
   const load = () => resolveConfig(configPath === undefined ? {} : readConfigFile(configPath), configFromEnv(process.env), fromFlags);
-  const config = load();
+  let config;
+  try {
+    config = load();
+  } catch (error) {
+    // An invalid setting (flag, environment or config file) is bad usage: exit 2, as every iop command does.
+    console.error(error instanceof Error ? error.message : String(error));
+    process.exit(2);
+  }
+  const tracing = startTracing({ serviceName: 'iop-edge', serviceVersion: EDGE_VERSION });
   const logger = createLogger(config.logLevel);
   const edge = await startEdge(config, logger);
 
@@ -95,7 +107,10 @@ async function main(): Promise<void> {
       process.exit(1);
     }
     logger.info({ signal }, 'signal received');
-    void edge.close().then(() => process.exit(0));
+    void edge.close().then(async () => {
+      await tracing?.shutdown();
+      process.exit(0);
+    });
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

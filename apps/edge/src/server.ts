@@ -14,6 +14,7 @@ import type { EdgeConfig } from './config.js';
 import type { EdgeContext } from './edge-context.js';
 import { createLogger, type Logger } from './logger.js';
 import { EdgeMetrics } from './metrics.js';
+import { agentCounts, tunnelFrameCounters } from './edge-observers.js';
 import { AgentRegistry } from './pool/agent-registry.js';
 import { ProviderPool } from './pool/provider-pool.js';
 import { RunRegistry } from './tunnel/run-registry.js';
@@ -106,6 +107,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
       throw error;
     }
   };
+  metrics.observeAgents(() => agentCounts(registry.all(), pool.snapshot()));
   const context: EdgeContext = { config, registry, runs, metrics, logger, gates: buildGates(config.gate), pool, poolSnapshot: () => pool.snapshot(), knownModel };
   if (config.apiKeys.length === 0) logger.warn('no API keys configured: the HTTP API accepts every request');
   if (config.joinTokens.length === 0) logger.warn('no join tokens configured: any agent may join the pool');
@@ -126,6 +128,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
   });
 
+  const tunnelCounters = tunnelFrameCounters(metrics);
   const adapter = connectNodeAdapter({
     routes: tunnelRoutes({ registry: context.registry, runs: context.runs, joinTokens: () => context.config.joinTokens, heartbeatIntervalMs: config.heartbeatIntervalMs, edgeVersion: EDGE_VERSION, logger }),
     // What the edge reads through Connect: Control messages (Register, Heartbeat: small; read
@@ -136,7 +139,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   });
   // Run calls over gRPC take the hot-path handler; everything else is Connect's.
   const tunnelHandler = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
-    if (isGrpcRun(req.url, req.headers)) handleRunStream(req, res, context.runs, (sessionId) => context.registry.bySessionId(sessionId));
+    if (isGrpcRun(req.url, req.headers)) handleRunStream(req, res, context.runs, (sessionId) => context.registry.bySessionId(sessionId), tunnelCounters);
     else adapter(req, res);
   };
   const tls = config.tunnel.tlsCertFile !== undefined && config.tunnel.tlsKeyFile !== undefined;

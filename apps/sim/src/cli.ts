@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { KNOB_SPECS, parseKnob, type Knobs } from './knobs.js';
 import type { SimOptions } from './server.js';
 
-export type CliResult = { help: true } | { help: false; options: SimOptions };
+export type CliResult = { help: true } | { version: true } | { help: false; options: SimOptions };
 
 type OptionConfig = { type: 'string' | 'boolean'; short?: string };
 
@@ -17,6 +17,7 @@ const SERVER_FLAGS: Record<string, OptionConfig> = {
   'request-log-size': { type: 'string' },
   'max-body-bytes': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'V' },
 };
 
 function integerFlag(name: string, raw: string, min: number): number {
@@ -35,6 +36,7 @@ export function parseCli(argv: readonly string[]): CliResult {
   const { values } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false, allowNegative: true } as Parameters<typeof parseArgs>[0] & { allowNegative: boolean });
   const flags = values as Record<string, string | boolean | undefined>;
   if (flags.help === true) return { help: true };
+  if (flags.version === true) return { version: true };
   const knobs: Partial<Knobs> = {};
   for (const spec of KNOB_SPECS) {
     const value = flags[spec.name];
@@ -64,6 +66,7 @@ export function helpText(): string {
     '  --request-log-size <n>                         records kept for GET /_sim/requests (default 10000)',
     '  --max-body-bytes <n>                           largest request body (default 33554432)',
     '  -h, --help                                     this text',
+    '  -V, --version                                  the version',
     '',
     'Knobs (defaults for every request; per request: header x-sim-<name>, or model suffix <model>@<name>=<value>,<flag>):',
     ...knobLines,
