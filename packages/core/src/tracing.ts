@@ -100,4 +100,12 @@ export function activeTraceFields(): { trace_id: string; span_id: string } | und
   return { trace_id: spanContext.traceId, span_id: spanContext.spanId };
 }
 
+const TRACEPARENT = /^[\da-f]{2}-([\da-f]{32})-([\da-f]{16})-([\da-f]{2})$/;
+
+/** `trace_id` of a W3C `traceparent` header (sampled only), for the log lines of work it started; {} otherwise. */
+export function traceFieldsOf(headers: Readonly<Record<string, string>>): { trace_id?: string } {
+  const match = headers.traceparent === undefined ? null : TRACEPARENT.exec(headers.traceparent);
+  return match === null || (Number.parseInt(match[3]!, 16) & 1) === 0 ? {} : { trace_id: match[1]! };
+}
+
 export { context as otelContext, trace as otelTrace, type Context, type Span };
