@@ -111,8 +111,8 @@ export class EdgeMetrics {
     },
   });
   // Set by `agents`' collect (registered first, so collected first).
-  readonly agentInFlight = new Gauge({ name: 'iop_agent_in_flight_runs', help: 'Runs in flight on each connected agent.', labelNames: ['agent'] as const, registers: [this.registry] });
-  readonly agentMaxConcurrency = new Gauge({ name: 'iop_agent_max_concurrency', help: 'Max concurrency each connected agent registered.', labelNames: ['agent'] as const, registers: [this.registry] });
+  readonly agentInFlight = new Gauge({ name: 'iop_pool_agent_in_flight_runs', help: 'Runs in flight on each connected agent, as the edge counts them.', labelNames: ['agent'] as const, registers: [this.registry] });
+  readonly agentMaxConcurrency = new Gauge({ name: 'iop_pool_agent_max_concurrency', help: 'Max concurrency each connected agent registered.', labelNames: ['agent'] as const, registers: [this.registry] });
   readonly tunnelFrames = new Counter({ name: 'iop_tunnel_frames_total', help: 'ProviderTunnelFrames received from agents on Run calls, by kind.', labelNames: ['kind'] as const, registers: [this.registry] });
   readonly tunnelBytes = new Counter({
     name: 'iop_tunnel_bytes_total',
@@ -156,7 +156,7 @@ export class EdgeMetrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'iop_edge_', eventLoopMonitoringPrecision: 100 });
   }
 
-  /** Reads agent counts at every scrape (`iop_agents`, `iop_agent_in_flight_runs`, `iop_agent_max_concurrency`). */
+  /** Reads agent counts at every scrape (`iop_agents`, `iop_pool_agent_in_flight_runs`, `iop_pool_agent_max_concurrency`). */
   observeAgents(read: () => AgentCounts): void {
     this.readAgents = read;
   }
