@@ -70,6 +70,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       }
     };
     let inFlight: { inc(): void; dec(): void } | undefined;
+    let streamError: string | undefined; // a stream that ended with an in-band error (status 200)
     res.once('close', () => inFlight?.dec());
     try {
       const body = parseJsonObject(req.body);
@@ -114,6 +115,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         const failure = await relay(opened.run, opened.start, res, { stream: peek.stream, usage, onFirstByte, first: opened.first, rewriter, answer: opened.answer });
         // A stream that ended in an error is not an answer: its tokens count as a failed attempt's.
         if (failure !== undefined) usage.flush(metricLabels(model).model, 'failed');
+        streamError = failure?.code;
       } else {
         let request = route.dialect.decodeRequest(body);
         if (route.prepare !== undefined) request = await route.prepare(request, body, context);
@@ -139,7 +141,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       }
       const tokens = usage.flush(metricLabels(model).model);
       const durationMs = performance.now() - startedAt;
-      const failed = res.statusCode >= 400 ? String(res.statusCode) : undefined;
+      const failed = res.statusCode >= 400 ? String(res.statusCode) : streamError;
       edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: res.statusCode, durationSeconds: durationMs / 1000, ttftSeconds, usage: tokens, errorType: failed });
       log.info({ model, servedModel, agentId: current?.providerId, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10, usage: tokens, aborted: abort.signal.aborted || undefined }, 'request completed');
     } catch (caught) {
