@@ -59,7 +59,7 @@ export class ObservedBackend implements Backend {
       response = await this.inner.handle(headers === request.headers ? request : { ...request, headers });
     } catch (error) {
       this.observed.backendRequests.inc({ model, status: 'error' });
-      this.observed.backendErrors.inc({ model, kind: 'connect' });
+      if (!request.signal.aborted) this.observed.backendErrors.inc({ model, kind: 'connect' });
       failSpan(call, error);
       failSpan(run, error);
       call.end();
@@ -72,24 +72,53 @@ export class ObservedBackend implements Backend {
     else if (response.status >= 400) this.observed.backendErrors.inc({ model, kind: 'status_4xx' });
     call.setAttribute('http.response.status_code', response.status);
     if (response.status >= 500) call.setStatus({ code: SpanStatusCode.ERROR });
-    return { ...response, body: this.observeBody(response.body, model, startedAt, call, run) };
+    return { ...response, body: this.observeBody(response.body, model, startedAt, call, run, request.signal) };
   }
 
-  private async *observeBody(body: AsyncIterable<Uint8Array>, model: string, startedAt: number, call: Span, run: Span): AsyncGenerator<Uint8Array> {
-    let ok = false;
-    try {
-      yield* body;
-      ok = true;
-    } catch (error) {
-      this.observed.backendErrors.inc({ model, kind: 'body' });
-      failSpan(call, error);
-      throw error;
-    } finally {
+  /**
+   * The body, passed through as the same slices; ends the spans and observes the duration once
+   * it ends, breaks or is abandoned. A plain iterator wrapper (one `then` per slice) rather than
+   * an async generator, which would queue every slice once more on the hot path.
+   */
+  private observeBody(body: AsyncIterable<Uint8Array>, model: string, startedAt: number, call: Span, run: Span, signal: AbortSignal): AsyncIterable<Uint8Array> {
+    let done = false;
+    const finish = (error?: unknown) => {
+      if (done) return;
+      done = true;
       this.observed.backendDuration.observe({ model }, (performance.now() - startedAt) / 1000);
-      if (!ok) run.setAttribute('iop.run.completed', false);
+      if (error !== undefined) {
+        this.observed.backendErrors.inc({ model, kind: 'body' });
+        failSpan(call, error);
+      }
       call.end();
       run.end();
-    }
+    };
+    return {
+      [Symbol.asyncIterator]: () => {
+        const inner = body[Symbol.asyncIterator]();
+        return {
+          next: () =>
+            inner.next().then(
+              (result) => {
+                if (result.done === true) finish();
+                return result;
+              },
+              (error: unknown) => {
+                // A run cancelled (client gone, timeout, shutdown) aborts the body: not the backend's failure.
+                if (signal.aborted) {
+                  run.setAttribute('iop.run.cancelled', true);
+                  finish();
+                } else finish(error);
+                throw error;
+              },
+            ),
+          return: (value?: unknown) => {
+            finish();
+            return inner.return?.(value) ?? Promise.resolve({ done: true as const, value: undefined });
+          },
+        };
+      },
+    };
   }
 
   close(): Promise<void> {
