@@ -23,7 +23,13 @@ export function agentCounts(sessions: readonly AgentSession[], pool: PoolSnapsho
     connected: sessions.length,
     healthy,
     draining,
-    agents: sessions.map((session) => ({ agent: session.agentId, inFlight: session.inFlight, maxConcurrency: session.maxConcurrency })),
+    agents: sessions.map((session) => ({
+      agent: session.agentId,
+      inFlight: session.inFlight,
+      maxConcurrency: session.maxConcurrency,
+      queued: session.load.queued + (session.load.backendWaiting ?? 0),
+      kvCacheUsage: session.load.kvCacheUsage,
+    })),
   };
 }
 

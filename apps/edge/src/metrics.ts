@@ -46,7 +46,7 @@ export interface AgentCounts {
   healthy: number;
   draining: number;
   /** Per agent: runs in flight and its max concurrency. */
-  agents: Array<{ agent: string; inFlight: number; maxConcurrency: number }>;
+  agents: Array<{ agent: string; inFlight: number; maxConcurrency: number; queued: number; kvCacheUsage: number | undefined }>;
 }
 
 export class EdgeMetrics {
@@ -104,15 +104,22 @@ export class EdgeMetrics {
       this.agents.set({ state: 'draining' }, counts.draining);
       this.agentInFlight.reset();
       this.agentMaxConcurrency.reset();
+      this.agentQueued.reset();
+      this.agentKvCache.reset();
       for (const agent of counts.agents) {
-        this.agentInFlight.set({ agent: agent.agent }, agent.inFlight);
-        this.agentMaxConcurrency.set({ agent: agent.agent }, agent.maxConcurrency);
+        const labels = { agent: agent.agent };
+        this.agentInFlight.set(labels, agent.inFlight);
+        this.agentMaxConcurrency.set(labels, agent.maxConcurrency);
+        this.agentQueued.set(labels, agent.queued);
+        if (agent.kvCacheUsage !== undefined) this.agentKvCache.set(labels, agent.kvCacheUsage);
       }
     },
   });
   // Set by `agents`' collect (registered first, so collected first).
   readonly agentInFlight = new Gauge({ name: 'iop_pool_agent_in_flight_runs', help: 'Runs in flight on each connected agent, as the edge counts them.', labelNames: ['agent'] as const, registers: [this.registry] });
   readonly agentMaxConcurrency = new Gauge({ name: 'iop_pool_agent_max_concurrency', help: 'Max concurrency each connected agent registered.', labelNames: ['agent'] as const, registers: [this.registry] });
+  readonly agentQueued = new Gauge({ name: 'iop_pool_agent_queued', help: 'Requests queued on each agent (its own queue and its backend\'s waiting requests), from its heartbeats.', labelNames: ['agent'] as const, registers: [this.registry] });
+  readonly agentKvCache = new Gauge({ name: 'iop_pool_agent_kv_cache_usage_ratio', help: 'KV-cache usage of each agent\'s backend in [0, 1], from its heartbeats (when the backend reports it).', labelNames: ['agent'] as const, registers: [this.registry] });
   readonly tunnelFrames = new Counter({ name: 'iop_tunnel_frames_total', help: 'ProviderTunnelFrames received from agents on Run calls, by kind.', labelNames: ['kind'] as const, registers: [this.registry] });
   readonly tunnelBytes = new Counter({
     name: 'iop_tunnel_bytes_total',
