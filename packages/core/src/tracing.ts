@@ -83,6 +83,12 @@ export function injectHeaders(headers: Record<string, string>, span: Span): Reco
   return out;
 }
 
+/** Adds the active span's W3C trace context to `headers` (in place); nothing while tracing is off or unsampled. */
+export function injectActive(headers: Record<string, string>): void {
+  const span = trace.getSpan(context.active());
+  if (span !== undefined && span.isRecording()) propagation.inject(context.active(), headers);
+}
+
 /** Marks a span failed with the error's message and type (`error.type`). */
 export function failSpan(span: Span, error: unknown, type?: string): void {
   if (!span.isRecording()) return;
