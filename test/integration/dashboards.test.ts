@@ -47,6 +47,15 @@ function exported(name: string, known: Map<string, string>): boolean {
   return base !== name && (known.get(base) === 'histogram' || known.get(base) === 'summary');
 }
 
+it('edge and agent log JSON lines with the same ISO 8601 UTC time format, and the agent names its backend first', async () => {
+  const iso = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+  expect(String(edge.proc.lines[0]!.time)).toMatch(iso);
+  expect(String(agent.lines[0]!.time)).toMatch(iso);
+  expect(agent.lines[0]).toMatchObject({ name: 'iop-agent', agentId: 'agent-dash' });
+  const starting = agent.lines.find((line) => line.msg === 'agent starting')!;
+  expect(starting).toMatchObject({ backend: 'openai', backendUrl: sim.url, models: ['sim-model'], maxConcurrency: 16, edges: [`http://127.0.0.1:${edge.tunnelPort}`], metricsHost: '127.0.0.1' });
+});
+
 it('serves /healthz and /readyz on the agent port', async () => {
   const health = await fetch(`${agentUrl}/healthz`);
   expect(health.status).toBe(200);
