@@ -89,7 +89,8 @@ it('an agent whose model download gets no answer fails within seconds, saying wh
     expect(code).toBe(1);
     expect(stderr).toContain(`cannot download the model http://127.0.0.1:${port}/models/tiny.gguf: http://127.0.0.1:${port} is unreachable (no answer within 1500 ms)`);
     expect(stderr).toContain('--model /path/model.gguf');
-    expect(Date.now() - startedAt).toBeLessThan(15_000);
+    // The probe gives up after 1.5 s, plus 2 s of grace; loading node-llama-cpp takes the rest (generous on a loaded machine).
+    expect(Date.now() - startedAt).toBeLessThan(25_000);
   } finally {
     for (const socket of sockets) socket.destroy();
     blackhole.close();
