@@ -72,7 +72,8 @@ export interface AgentOptions {
 }
 
 export async function startAgent(options: AgentOptions): Promise<Proc> {
-  const args = ['--edge', `http://127.0.0.1:${options.tunnelPort}`, '--join-token', options.token ?? JOIN_TOKEN, '--agent-id', options.id, '--backend', options.backend ?? 'openai'];
+  // Port 0: agents of parallel tests never compete for the default /metrics port (8082).
+  const args = ['--edge', `http://127.0.0.1:${options.tunnelPort}`, '--join-token', options.token ?? JOIN_TOKEN, '--agent-id', options.id, '--backend', options.backend ?? 'openai', '--metrics-port', '0'];
   if (options.backendUrl !== undefined) args.push('--backend-url', options.backendUrl);
   if (options.models !== undefined) args.push('--models', options.models.join(','));
   const proc = launch(`agent ${options.id}`, 'apps/agent/dist/main.js', [...args, ...(options.args ?? [])], { IOP_LOG_LEVEL: 'debug' });

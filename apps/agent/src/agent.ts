@@ -12,8 +12,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { HeartbeatSchema } from '@iop/proto';
-import pino, { type Logger } from 'pino';
-import { stdoutDestination } from '@iop/core';
+import type { Logger } from 'pino';
+import { createLogger } from '@iop/core';
 import type { Backend, BackendMetrics } from './backends/backend.js';
 import { EdgeLink, type LinkHost } from './edge-link.js';
 import type { AgentOptions } from './options.js';
@@ -37,7 +37,7 @@ export class Agent implements LinkHost {
     readonly options: AgentOptions,
     readonly backend: Backend,
   ) {
-    this.logger = options.logger ?? pino({ level: options.logLevel, base: { agentId: options.agentId } }, stdoutDestination());
+    this.logger = options.logger ?? createLogger({ name: 'iop-agent', level: options.logLevel, base: { agentId: options.agentId } });
     this.links = options.edgeUrls.map((url) => new EdgeLink(url, this, this.logger));
     this.stopped = this.whenLinksStop();
   }

@@ -77,6 +77,11 @@ export class EdgeLink {
     return this.draining || this.host.agentDraining;
   }
 
+  /** Whether a Control session with this edge is registered now. */
+  get isRegistered(): boolean {
+    return this.session?.registeredAt !== undefined;
+  }
+
   get isStopped(): boolean {
     return this.stop.signal.aborted;
   }

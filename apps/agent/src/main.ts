@@ -4,10 +4,15 @@
  * SIGTERM/SIGINT: drain, deregister, and exit once idle (or after --shutdown-deadline-ms).
  */
 import { Command, Option } from 'commander';
+import { startTracing } from '@iop/core';
 import { startAgent, type AgentHandle } from './start-agent.js';
-import type { AgentOptionsInput } from './options.js';
+import { resolveAgentOptions, type AgentOptionsInput } from './options.js';
+import { AGENT_VERSION } from './agent.js';
 
 const program = new Command('iop-agent')
+  // Bad usage exits 2 (commander uses 1) on every iop command; --help and --version exit 0.
+  .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
+  .version(AGENT_VERSION)
   .description('iop node agent: dials the edge over a gRPC tunnel and serves runs from an OpenAI-compatible server or an embedded llama.cpp model.')
   .addOption(new Option('--edge <url,...>', 'edge tunnel URL(s) (http:// = h2c, https:// = TLS); several = one session per edge, runs from any').env('IOP_EDGE_URL').default('http://127.0.0.1:8081'))
   .addOption(new Option('--join-token <token>', "shared secret of the edge's agent pool").env('IOP_JOIN_TOKEN'))
@@ -28,7 +33,10 @@ const program = new Command('iop-agent')
   .addOption(new Option('--shutdown-deadline-ms <ms>', 'on SIGTERM, longest wait for in-flight runs, 0-3600000').env('IOP_SHUTDOWN_DEADLINE_MS').default('30000'))
   .addOption(new Option('--reconnect-jitter-ms <ms>', 'extra random delay before reconnecting to a lost edge, 0-600000').env('IOP_RECONNECT_JITTER_MS').default('1000'))
   .addOption(new Option('--tls-ca <file>', "PEM CA for the edge's TLS certificate").env('IOP_TLS_CA'))
-  .addOption(new Option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent').env('IOP_LOG_LEVEL').default('info'));
+  .addOption(new Option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent (format: JSON, or pretty on a terminal; IOP_LOG_FORMAT=json|pretty forces one)').env('IOP_LOG_LEVEL').default('info'))
+  .addOption(new Option('--metrics-port <port>', 'port of /healthz, /readyz and /metrics, 0 = any free port, off = none').env('IOP_METRICS_PORT').default('8082'))
+  .addOption(new Option('--metrics-host <host>', 'listen address of --metrics-port').env('IOP_METRICS_HOST').default('127.0.0.1'))
+  .showHelpAfterError();
 
 async function main(): Promise<void> {
   program.parse();
@@ -54,7 +62,17 @@ async function main(): Promise<void> {
     reconnectJitterMs: flags.reconnectJitterMs,
     tlsCa: flags.tlsCa,
     logLevel: flags.logLevel,
+    metricsPort: flags.metricsPort,
+    metricsHost: flags.metricsHost,
+    metricsPortRequired: program.getOptionValueSource('metricsPort') !== 'default',
   } as AgentOptionsInput;
+  try {
+    resolveAgentOptions(input);
+  } catch (error) {
+    process.stderr.write(`iop-agent: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(2);
+  }
+  const tracing = startTracing({ serviceName: 'iop-agent', serviceVersion: AGENT_VERSION });
   let handle: AgentHandle | undefined;
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals): void => {
@@ -73,10 +91,12 @@ async function main(): Promise<void> {
   try {
     handle = await startAgent(input);
   } catch (error) {
+    // Valid options, but the agent could not start (model not found or not loadable, port taken).
     process.stderr.write(`iop-agent: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exit(2);
+    process.exit(1);
   }
   await handle.stopped;
+  await tracing?.shutdown();
   process.exit(0);
 }
 

@@ -55,6 +55,12 @@ export interface AgentOptions {
   reconnectJitterMs: number;
   /** A connection registered for this long resets the backoff, ms. Default 10 000. */
   stableConnectionMs: number;
+  /** Port of the agent's /healthz, /readyz and /metrics (0 = any free port); undefined = none. The CLI's default is 8082. */
+  metricsPort: number | undefined;
+  /** Listen address of that port. Default 127.0.0.1. */
+  metricsHost: string;
+  /** False when the port is only a default: then a port in use is logged and the agent runs without it. Default true. */
+  metricsPortRequired: boolean;
   /** Programmatic use: a logger to use instead of a new pino logger on stdout. */
   logger?: Logger;
   /** Programmatic use: a ready backend (the agent closes it on close). */
@@ -101,6 +107,9 @@ export function resolveAgentOptions(input: AgentOptionsInput): AgentOptions {
     reconnectCapMs: integer('reconnectCapMs', input.reconnectCapMs, 1, 600_000, 10_000),
     reconnectJitterMs: integer('--reconnect-jitter-ms', input.reconnectJitterMs, 0, 600_000, 1_000),
     stableConnectionMs: integer('stableConnectionMs', input.stableConnectionMs, 0, 3_600_000, 10_000),
+    metricsPort: input.metricsPort === 'off' || input.metricsPort === 'none' ? undefined : optionalInteger('--metrics-port', input.metricsPort, 0, 65535),
+    metricsHost: optionalString(input.metricsHost) ?? '127.0.0.1',
+    metricsPortRequired: input.metricsPortRequired !== false && input.metricsPortRequired !== 'false',
     logger: typeof input.logger === 'object' ? input.logger : undefined,
     backendInstance: typeof input.backendInstance === 'object' ? input.backendInstance : undefined,
   };

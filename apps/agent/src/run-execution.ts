@@ -14,6 +14,7 @@
  */
 import type { ProviderTunnelFrame, RunAssignment } from '@iop/proto';
 import type { Logger } from 'pino';
+import { traceFieldsOf } from '@iop/core';
 import type { Backend } from './backends/backend.js';
 import { relayBackend } from './backend-relay.js';
 import { RunFailure } from './run-error.js';
@@ -52,7 +53,7 @@ export class RunExecution {
     private readonly options: RunExecutionOptions,
   ) {
     this.runId = assignment.runId;
-    this.logger = options.logger.child({ requestId: assignment.requestId, runId: assignment.runId });
+    this.logger = options.logger.child({ requestId: assignment.requestId, runId: assignment.runId, ...traceFieldsOf(assignment.headers) });
     this.done = this.execute();
   }
 

@@ -25,6 +25,8 @@ export interface BenchReport {
   latencyMs: ReportSummary;
   /** Failed requests by class: http_4xx, http_5xx, connection, stream_error. */
   errors: Record<string, number>;
+  /** The error messages received and how often, most frequent first (at most 10). */
+  errorMessages: Array<{ message: string; count: number }>;
   /** Failed requests by HTTP status (0 = no response). */
   errorStatuses: Record<string, number>;
   /** Requests per serving agent (`x-iop-agent-id`; `unknown` when absent). */
@@ -44,6 +46,7 @@ export function buildReport(results: readonly RequestResult[], wallMs: number): 
   const itl: number[] = [];
   const latency: number[] = [];
   const errors: Record<string, number> = {};
+  const messages: Record<string, number> = {};
   const errorStatuses: Record<string, number> = {};
   const agents: Record<string, number> = {};
   let ok = 0;
@@ -58,6 +61,7 @@ export function buildReport(results: readonly RequestResult[], wallMs: number): 
       for (const gap of result.itlMs) itl.push(gap);
     } else {
       bump(errors, result.errorClass ?? 'unknown');
+      if (result.errorMessage !== undefined) bump(messages, `${result.status === 0 ? result.errorClass : result.status}: ${result.errorMessage}`);
       bump(errorStatuses, String(result.status));
     }
   }
@@ -71,6 +75,7 @@ export function buildReport(results: readonly RequestResult[], wallMs: number): 
     itlMs: clean(summarize(itl)),
     latencyMs: clean(summarize(latency)),
     errors,
+    errorMessages: Object.entries(messages).sort(([, a], [, b]) => b - a).slice(0, 10).map(([message, count]) => ({ message, count })),
     errorStatuses,
     agents,
   };
@@ -95,6 +100,7 @@ export function formatReport(report: BenchReport): string {
   lines.push('');
   const errorEntries = Object.entries(report.errors);
   lines.push(errorEntries.length === 0 ? 'errors  none' : `errors  ${errorEntries.map(([name, count]) => `${name} ${count}`).join(', ')} (status ${Object.entries(report.errorStatuses).map(([status, count]) => `${status}: ${count}`).join(', ')})`);
+  for (const { message, count } of report.errorMessages) lines.push(`  ${count} × ${message}`);
   const agents = Object.entries(report.agents).sort(([a], [b]) => a.localeCompare(b));
   if (agents.length > 0) {
     lines.push('');

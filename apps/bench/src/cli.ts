@@ -8,6 +8,8 @@
  *
  * Exit status: 0 when at least one request succeeded, 1 when none did, 2 on bad options.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { buildReport, formatReport } from './bench-report.js';
 import { parseDuration, parsePositiveInteger, parsePositiveNumber, parseRange } from './cli-options.js';
@@ -34,6 +36,7 @@ const program = new Command('iop-bench')
   // Bad options exit 2 (commander uses 1), so scripts can tell them from "no request succeeded";
   // --help and --version still exit 0.
   .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
+  .version((JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version)
   .description('Load generator for an iop edge: TTFT, ITL, latency percentiles, throughput, errors and per-agent distribution.')
   .requiredOption('--url <url>', 'edge base URL, e.g. http://127.0.0.1:8080')
   .addOption(new Option('--api-key <key>', 'client API key (Authorization: Bearer and x-api-key)').env('IOP_API_KEY'))

@@ -26,6 +26,8 @@ export interface RequestResult {
   status: number;
   /** `http_4xx`, `http_5xx`, `connection`, `stream_error`, or undefined on success. */
   errorClass?: string;
+  /** The error's message as received (the error body's `message`, the in-band error event's, or the connection error), at most 200 characters. */
+  errorMessage?: string;
   latencyMs: number;
   ttftMs: number | undefined;
   /** Gaps between consecutive tokens of a stream. */
@@ -60,7 +62,7 @@ export async function sendRequest(dispatcher: Dispatcher, origin: string, spec: 
     const agent = response.headers['x-iop-agent-id'];
     if (typeof agent === 'string') result.agent = agent;
     if (response.statusCode >= 400) {
-      await response.body.dump();
+      result.errorMessage = messageOf(await response.body.text().catch(() => ''));
       result.errorClass = response.statusCode >= 500 ? 'http_5xx' : 'http_4xx';
       return result;
     }
@@ -84,9 +86,13 @@ export async function sendRequest(dispatcher: Dispatcher, origin: string, spec: 
         data = JSON.parse(event.data) as Record<string, unknown>;
       } catch {
         streamError = true;
+        result.errorMessage ??= 'malformed SSE event (not JSON)';
         return;
       }
-      if (event.event === 'error' || 'error' in data || event.event === 'response.failed') streamError = true;
+      if (event.event === 'error' || 'error' in data || event.event === 'response.failed') {
+        streamError = true;
+        result.errorMessage ??= messageOf(event.data);
+      }
       if (dialect.isToken(event.event, data)) {
         const now = performance.now();
         if (tokens === 0) result.ttftMs = now - started;
@@ -103,10 +109,25 @@ export async function sendRequest(dispatcher: Dispatcher, origin: string, spec: 
     result.ok = !streamError;
     if (streamError) result.errorClass = 'stream_error';
     return result;
-  } catch {
+  } catch (error) {
     result.errorClass = 'connection';
+    result.errorMessage = clip(error instanceof Error ? `${error.message}${(error as { code?: string }).code === undefined ? '' : ` (${(error as { code?: string }).code})`}` : String(error));
     return result;
   } finally {
     result.latencyMs = performance.now() - started;
   }
+}
+
+const clip = (text: string) => (text.length > 200 ? `${text.slice(0, 199)}…` : text);
+
+/** The `message` of an error body in any dialect (`{error:{message}}`, `{type:"error",error:{message}}`, `response.failed`), else the text itself. */
+function messageOf(text: string): string {
+  try {
+    const body = JSON.parse(text) as { error?: { message?: unknown }; response?: { error?: { message?: unknown } }; message?: unknown };
+    const message = body.error?.message ?? body.response?.error?.message ?? body.message;
+    if (typeof message === 'string') return clip(message);
+  } catch {
+    // not JSON: the text as it came
+  }
+  return clip(text.trim() || '(empty body)');
 }

@@ -1,12 +1,12 @@
 /**
- * The edge's pino logger: JSON lines on stdout; every request's lines carry its `requestId`.
- * Writes go to stdout through `stdoutDestination()` (see there why they are synchronous).
+ * The edge's pino logger (the shared set-up of @iop/core: JSON lines, or pino-pretty on a
+ * terminal; ISO 8601 UTC times; `trace_id` inside traced requests). Every request's lines carry
+ * its `requestId`.
  */
-import pino, { type Logger } from 'pino';
-import { stdoutDestination } from '@iop/core';
+import { createLogger as createIopLogger, type Logger } from '@iop/core';
 
 export type { Logger };
 
 export function createLogger(level: string, name = 'iop-edge'): Logger {
-  return pino({ name, level, base: { pid: process.pid }, timestamp: pino.stdTimeFunctions.isoTime }, stdoutDestination());
+  return createIopLogger({ name, level });
 }

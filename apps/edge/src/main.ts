@@ -12,6 +12,7 @@
 import { watch } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import { ConfigError, configFromEnv, readConfigFile, resolveConfig } from './config.js';
+import { startTracing } from '@iop/core';
 import { createLogger } from './logger.js';
 import { startEdge } from './server.js';
 import { EDGE_VERSION } from './version.js';
@@ -23,6 +24,8 @@ const integer = (value: string): number => {
 };
 
 const program = new Command('iop-edge')
+  // Bad usage exits 2 (commander uses 1) on every iop command; --help and --version exit 0.
+  .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
   .description('iop edge: OpenAI Chat/Responses and Anthropic Messages APIs in front of a pool of node agents')
   .version(EDGE_VERSION)
   .option('-c, --config <file>', 'JSON config file (env IOP_CONFIG)')
@@ -43,7 +46,8 @@ const program = new Command('iop-edge')
   .option('--tunnel-max-unauthenticated-streams <n>', 'open streams per tunnel connection not yet registered (env IOP_TUNNEL_MAX_UNAUTHENTICATED_STREAMS, default 4)', integer)
   .option('--responses-max-response-bytes <bytes>', 'largest stored Response (input + output), bytes (env IOP_RESPONSES_MAX_RESPONSE_BYTES, default 16777216)', integer)
   .option('--responses-max-total-bytes <bytes>', 'stored Responses in all, bytes; the oldest go first (env IOP_RESPONSES_MAX_TOTAL_BYTES, default 2147483648)', integer)
-  .option('--watch-config', 'reload the config file when it changes (SIGHUP always reloads)');
+  .option('--watch-config', 'reload the config file when it changes (SIGHUP always reloads)')
+  .showHelpAfterError();
 
 async function main(): Promise<void> {
   program.parse();
@@ -77,7 +81,15 @@ async function main(): Promise<void> {
   set(fromFlags, 'adminKeys', (flags.adminKeys as string | undefined)?.split(',').map((key) => key.trim()).filter(Boolean));
   set(fromFlags, 'shutdownDeadlineMs', flags.shutdownDeadlineMs);
   const load = () => resolveConfig(configPath === undefined ? {} : readConfigFile(configPath), configFromEnv(process.env), fromFlags);
-  const config = load();
+  let config;
+  try {
+    config = load();
+  } catch (error) {
+    // An invalid setting (flag, environment or config file) is bad usage: exit 2, as every iop command does.
+    console.error(error instanceof Error ? error.message : String(error));
+    process.exit(2);
+  }
+  const tracing = startTracing({ serviceName: 'iop-edge', serviceVersion: EDGE_VERSION });
   const logger = createLogger(config.logLevel);
   const edge = await startEdge(config, logger);
 
@@ -109,7 +121,10 @@ async function main(): Promise<void> {
       process.exit(1);
     }
     logger.info({ signal }, 'signal received');
-    void edge.close().then(() => process.exit(0));
+    void edge.close().then(async () => {
+      await tracing?.shutdown();
+      process.exit(0);
+    });
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));

@@ -7,12 +7,14 @@
 import http from 'node:http';
 import http2 from 'node:http2';
 import { readFileSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import type { EdgeConfig } from './config.js';
 import type { EdgeContext } from './edge-context.js';
 import { createLogger, type Logger } from './logger.js';
 import { EdgeMetrics } from './metrics.js';
+import { agentCounts, tunnelFrameCounters } from './edge-observers.js';
 import { AgentRegistry } from './pool/agent-registry.js';
 import { ProviderPool } from './pool/provider-pool.js';
 import { RunRegistry } from './tunnel/run-registry.js';
@@ -27,6 +29,7 @@ import { buildDialectRoutes } from './routes.js';
 import { EDGE_VERSION } from './version.js';
 import { GateRegistry } from './gate/gate-registry.js';
 import { MemoryResponseStore, WorkerResponseStore, defaultDataDir } from './responses-store/index.js';
+import type { SqliteStoreOptions } from './responses-store/sqlite-store.js';
 import { GateMetrics, createGateSink } from './gate/gate-sink.js';
 import { ConfigError } from './config.js';
 import { IopError } from '@iop/core';
@@ -74,6 +77,21 @@ function listen(server: http.Server | http2.Http2Server, port: number, host: str
   });
 }
 
+/**
+ * Opens the SQLite Responses store.
+ * @throws ConfigError naming the directory, the user and the settings to change when it cannot be
+ * created or opened (e.g. a volume owned by another user).
+ */
+async function openSqliteStore(dataDir: string, limits: Omit<SqliteStoreOptions, 'dataDir'>): Promise<WorkerResponseStore> {
+  try {
+    return await WorkerResponseStore.open({ dataDir, ...limits });
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    const user = typeof process.getuid === 'function' ? ` (uid ${process.getuid()})` : '';
+    throw new ConfigError(`cannot open the Responses store in ${resolvePath(dataDir)}: ${reason}; make that directory writable by this user${user}, or set IOP_DATA_DIR (responsesStore.dataDir) to one that is, or use "responsesStore": {"kind": "memory"}`);
+  }
+}
+
 export async function startEdge(config: EdgeConfig, logger: Logger = createLogger(config.logLevel)): Promise<RunningEdge> {
   const registry = new AgentRegistry();
   const metrics = new EdgeMetrics();
@@ -93,12 +111,13 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
       throw error;
     }
   };
+  metrics.observeAgents(() => agentCounts(registry.all(), pool.snapshot()));
   const context: EdgeContext = { config, registry, runs, metrics, logger, gates: buildGates(config.gate), pool, poolSnapshot: () => pool.snapshot(), knownModel };
   if (config.apiKeys.length === 0) logger.warn('no API keys configured: the HTTP API accepts every request');
   if (config.joinTokens.length === 0) logger.warn('no join tokens configured: any agent may join the pool');
 
   const { kind, dataDir, ...limits } = config.responsesStore;
-  const store = kind === 'memory' ? new MemoryResponseStore(limits) : await WorkerResponseStore.open({ dataDir: dataDir ?? defaultDataDir(), ...limits });
+  const store = kind === 'memory' ? new MemoryResponseStore(limits) : await openSqliteStore(dataDir ?? defaultDataDir(), limits);
   const routes = buildDialectRoutes(context, store);
   const app = createApp(context, { ...routes, extra: [...(routes.extra ?? []), mountAdmin] });
   // requestTimeout bounds how long a client may take to send a whole request (slow bodies), ms.
@@ -113,6 +132,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   });
 
   const guard = new ConnectionGuard({ ...config.tunnel.unauthenticated, metrics: metrics.registry, logger });
+  const tunnelCounters = tunnelFrameCounters(metrics);
   const adapter = connectNodeAdapter({
     routes: tunnelRoutes({
       registry: context.registry,
@@ -138,7 +158,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     if (isGrpcRun(req.url, req.headers)) {
       const sessionId = req.headers[RUN_SESSION_HEADER];
       if (typeof sessionId === 'string' && context.registry.bySessionId(sessionId) !== undefined) guard.authenticate(connection);
-      handleRunStream(req, res, context.runs, (id) => context.registry.bySessionId(id));
+      handleRunStream(req, res, context.runs, (id) => context.registry.bySessionId(id), tunnelCounters);
     } else adapter(req, res);
   };
   const tls = config.tunnel.tlsCertFile !== undefined && config.tunnel.tlsKeyFile !== undefined;

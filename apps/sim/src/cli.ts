@@ -7,7 +7,7 @@ import { KNOB_SPECS, parseKnob, type Knobs } from './knobs.js';
 import type { SimOptions } from './server.js';
 import { GPU_PROFILES } from './gpu-profile.js';
 
-export type CliResult = { help: true } | { help: false; options: SimOptions };
+export type CliResult = { help: true } | { version: true } | { help: false; options: SimOptions };
 
 type OptionConfig = { type: 'string' | 'boolean'; short?: string };
 
@@ -21,6 +21,7 @@ const SERVER_FLAGS: Record<string, OptionConfig> = {
   'time-scale': { type: 'string' },
   'max-num-seqs': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'V' },
 };
 
 function integerFlag(name: string, raw: string, min: number): number {
@@ -39,6 +40,7 @@ export function parseCli(argv: readonly string[]): CliResult {
   const { values } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false, allowNegative: true } as Parameters<typeof parseArgs>[0] & { allowNegative: boolean });
   const flags = values as Record<string, string | boolean | undefined>;
   if (flags.help === true) return { help: true };
+  if (flags.version === true) return { version: true };
   const knobs: Partial<Knobs> = {};
   for (const spec of KNOB_SPECS) {
     const value = flags[spec.name];
@@ -81,6 +83,7 @@ export function helpText(): string {
     '  --time-scale <x>                               multiply every simulated delay (0.01 = 100x faster; default 1)',
     '  --max-num-seqs <n>                             the profile\'s batch size (vLLM --max-num-seqs)',
     '  -h, --help                                     this text',
+    '  -V, --version                                  the version',
     '',
     'Knobs (defaults for every request; per request: header x-sim-<name>, or model suffix <model>@<name>=<value>,<flag>):',
     ...knobLines,

@@ -3,8 +3,13 @@
  * `iop-sim` entry point: parses the command line, starts the sim, prints one JSON line
  * `{"event":"listening","port":<n>,"host":"..."}` to stdout, and closes on SIGTERM/SIGINT.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { helpText, parseCli } from './cli.js';
 import { startSim } from './server.js';
+
+/** The sim's version, from its package.json. */
+const SIM_VERSION = (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
 
 async function main(): Promise<void> {
   let parsed;
@@ -13,6 +18,10 @@ async function main(): Promise<void> {
   } catch (error) {
     process.stderr.write(`iop-sim: ${(error as Error).message}\n\n${helpText()}\n`);
     process.exitCode = 2;
+    return;
+  }
+  if ('version' in parsed) {
+    process.stdout.write(`${SIM_VERSION}\n`);
     return;
   }
   if (parsed.help) {

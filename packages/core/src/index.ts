@@ -6,3 +6,5 @@ export * from './ids.js';
 export * from './dialect.js';
 export * from './async-queue.js';
 export * from './log-destination.js';
+export * from './tracing.js';
+export * from './logger.js';

@@ -5,7 +5,8 @@
  *   provider able to serve them, and the served models of connected agents and direct providers
  *   (pool/model-list.ts)
  * - `GET /healthz` (process up), `GET /readyz` (at least one agent connected), `GET /metrics`
- * - `HEAD /` — connection warm-up some clients send (Claude Code)
+ * - `HEAD /` — connection warm-up some clients send (Claude Code); `GET /` a short "iop is running" text
+ * - `GET /v1/models` with `anthropic-version`: the same list in Anthropic's shape
  * A known path with another method is a 405 with `Allow`; an unknown path a 404.
  * Dialect endpoints are mounted from `routes` so the pipeline stays one.
  */
@@ -16,7 +17,8 @@ import { apiKeyAuth } from './auth.js';
 import { errorHandler } from './error-handler.js';
 import { inferenceHandler, type InferenceRoute } from './inference.js';
 import { rawBody } from './json-body.js';
-import { listModels } from '../pool/model-list.js';
+import { anthropicModelList, listModels } from '../pool/model-list.js';
+import { EDGE_VERSION } from '../version.js';
 import { requestContext } from './request-context.js';
 import { IopError } from '@iop/core';
 
@@ -52,11 +54,17 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
   app.use(requestContext(edge.logger));
 
   app.head('/', (_req, res) => void res.status(200).end());
+  app.get('/', (_req, res) => {
+    res.type('text/plain').send(`iop is running (edge ${EDGE_VERSION}).\nAPI: POST /v1/chat/completions, /v1/responses, /v1/messages; GET /v1/models. Probes: /healthz, /readyz. Metrics: /metrics.\n`);
+  });
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', (_req, res) => {
     const all = edge.registry.all();
     const agents = all.filter((session) => !session.draining).length;
-    res.status(agents > 0 ? 200 : 503).json({ status: agents > 0 ? 'ready' : all.length > 0 ? 'every agent is draining' : 'no agents connected', agents });
+    // Direct providers serve requests without any agent: an edge with one taking runs is ready.
+    const directProviders = edge.pool.direct.filter((provider) => provider.accepting).length;
+    const ready = agents + directProviders > 0;
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : all.length > 0 ? 'every agent is draining' : 'no agents connected', agents, directProviders });
   });
   app.get('/metrics', async (_req, res, next) => {
     try {
@@ -68,8 +76,11 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
   });
 
   app.use('/v1', apiKeyAuth(() => edge.config.apiKeys));
-  app.get('/v1/models', (_req, res) => {
-    res.json({ object: 'list', data: listModels(edge.pool) });
+  app.get('/v1/models', (req, res) => {
+    const models = listModels(edge.pool);
+    // Anthropic's SDKs send `anthropic-version`: they get Anthropic's list shape (Models API).
+    if (req.get('anthropic-version') !== undefined) res.json(anthropicModelList(models));
+    else res.json({ object: 'list', data: models });
   });
   const body = rawBody(edge.config.maxBodyBytes);
   for (const [path, route] of Object.entries(routes.inference)) app.post(path, body, inferenceHandler(route, edge));

@@ -22,6 +22,8 @@ import { openRun } from './open-run.js';
 import { relay } from './relay.js';
 import { writeNormalized } from './normalized.js';
 import { UsageRecorder } from './usage-recorder.js';
+import { otelContext } from '@iop/core';
+import { endRequestSpan, nameRequestSpan, startRequestSpan } from '../telemetry/request-tracing.js';
 
 export interface InferenceRoute {
   dialect: Dialect;
@@ -36,7 +38,15 @@ export interface InferenceRoute {
 export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
   const metricLabels = (model: string) => ({ dialect: route.dialect.name, model: edge.knownModel(model) });
 
-  return async function inference(req: Request, res: Response, next: NextFunction): Promise<void> {
+  // Each request runs inside its span's context (telemetry/request-tracing.ts), so the pool's and
+  // the tunnel's spans become its children and log lines carry its trace_id.
+  return function inference(req: Request, res: Response, next: NextFunction): Promise<void> {
+    const traced = startRequestSpan(req.headers, req.path, locals(res).requestId);
+    res.once('close', () => endRequestSpan(traced.span, res.statusCode, res.getHeader('x-iop-model') as string | undefined, res.getHeader('x-iop-agent-id') as string | undefined));
+    return otelContext.with(traced.context, () => serve(req, res, next));
+  };
+
+  async function serve(req: Request, res: Response, next: NextFunction): Promise<void> {
     const context = locals(res);
     const { requestId, log, startedAt } = context;
     const affinity = edge.pool.config.affinity; // read per request: a reload may change it
@@ -60,16 +70,26 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         res.setHeader('x-iop-model', headerValue(pick.model));
       }
     };
+    let inFlight: { inc(): void; dec(): void } | undefined;
+    let streamError: string | undefined; // a stream that ended with an in-band error (status 200)
+    res.once('close', () => inFlight?.dec());
     try {
       const body = parseJsonObject(req.body);
+      inFlight = edge.metrics.inFlight.labels(metricLabels(String(body.model)));
+      inFlight.inc();
       const gateHeader = req.get(GATE_HEADER);
       const overrides = gateHeader === undefined ? undefined : parseGateHeader(gateHeader);
       const usage = new UsageRecorder(edge.metrics, 'pending');
-      const onFirstByte = () => edge.metrics.ttft.observe(metricLabels(model), (performance.now() - startedAt) / 1000);
+      let ttftSeconds: number | undefined;
+      const onFirstByte = () => {
+        ttftSeconds = (performance.now() - startedAt) / 1000;
+        edge.metrics.ttft.observe(metricLabels(model), ttftSeconds);
+      };
 
       if (route.passthrough && overrides === undefined && !edge.gates.needsContent(String(body.model), body) && !edge.pool.restrictsToolIds(String(body.model))) {
         const peek = peekChatRequest(body);
         model = peek.model;
+        nameRequestSpan(model);
         const opened = await openRun(
           edge.pool,
           {
@@ -96,10 +116,12 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         const failure = await relay(opened.run, opened.start, res, { stream: peek.stream, usage, onFirstByte, first: opened.first, rewriter, answer: opened.answer });
         // A stream that ended in an error is not an answer: its tokens count as a failed attempt's.
         if (failure !== undefined) usage.flush(metricLabels(model).model, 'failed');
+        streamError = failure?.code;
       } else {
         let request = route.dialect.decodeRequest(body);
         if (route.prepare !== undefined) request = await route.prepare(request, body, context);
         model = request.model;
+        nameRequestSpan(model);
         if (request.warnings !== undefined && request.warnings.length > 0) {
           res.setHeader('x-iop-warnings', headerValue(request.warnings.join('; ')));
           log.warn({ warnings: request.warnings }, 'request translated with warnings');
@@ -120,13 +142,13 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       }
       const tokens = usage.flush(metricLabels(model).model);
       const durationMs = performance.now() - startedAt;
-      edge.metrics.requests.inc({ ...metricLabels(model), status: String(res.statusCode) });
-      edge.metrics.duration.observe(metricLabels(model), durationMs / 1000);
+      const failed = res.statusCode >= 400 ? String(res.statusCode) : streamError;
+      edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: res.statusCode, durationSeconds: durationMs / 1000, ttftSeconds, usage: tokens, errorType: failed });
       log.info({ model, servedModel, agentId: current?.providerId, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10, usage: tokens, aborted: abort.signal.aborted || undefined }, 'request completed');
     } catch (caught) {
       const error = overloadFor(caught, route.dialect.name);
-      if (error instanceof IopError) edge.metrics.requests.inc({ ...metricLabels(model), status: String(error.status) });
+      if (error instanceof IopError) edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: error.status, durationSeconds: (performance.now() - startedAt) / 1000, ttftSeconds: undefined, usage: undefined, errorType: error.code });
       next(error);
     }
-  };
+  }
 }

@@ -195,7 +195,8 @@ export async function openRun(pool: ProviderPool, request: OpenRunRequest, log: 
     const decision = pool.retry.decide(attempts, failure, { contextFallback: group.contextFallback, sameProvider, ...(maxAttempts === undefined ? {} : { maxAttempts }) });
     if (decision.action === 'fail') {
       if (decision.reason.includes('budget')) pool.metrics.retries.inc({ group: group.name, reason: 'budget_exhausted' });
-      log.warn({ ...fields, reason: decision.reason }, 'attempt failed; not retried');
+      // A client error the backend found (400 for `max_tokens: -5`) is the client's, not the edge's trouble.
+      (failure.kind === 'status' && failure.status < 500 ? log.info : log.warn).call(log, { ...fields, reason: decision.reason }, 'attempt failed; not retried');
       throw error;
     }
     if (decision.action === 'fallback') {

@@ -16,7 +16,7 @@
  * no next slice within `idleTimeoutMs`, no connection within `connectTimeoutMs`), usage, and the
  * failure codes.
  */
-import { newId } from '@iop/core';
+import { injectActive, newId } from '@iop/core';
 import type { ProviderTunnelFrame } from '@iop/proto';
 import { OpenAiBackend, RunFailure, relayBackend } from '@iop/agent';
 import { AsyncQueue } from '@iop/core';
@@ -155,6 +155,7 @@ export class DirectProvider implements PoolProvider {
   private async execute(run: DirectRun, request: RunRequest): Promise<void> {
     const headers: Record<string, string> = { ...(request.headers ?? {}) };
     if (request.idempotencyKey !== undefined && request.idempotencyKey !== '') headers['idempotency-key'] = request.idempotencyKey;
+    injectActive(headers); // the attempt's traceparent (telemetry/request-tracing.ts), for servers that trace
     const frames = relayBackend(
       this.backend,
       {

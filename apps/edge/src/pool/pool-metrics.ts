@@ -12,8 +12,9 @@
  * - `iop_pool_ejections_total{group,provider}` and `iop_pool_provider_ejected{group,provider}` (1
  *   while ejected or probing).
  * - `iop_pool_queue_rejections_total{group,reason="full|timeout"}` and `iop_pool_queued{group}`.
+ * - `iop_pool_queue_wait_seconds{group}`: time from admission to a provider slot (0 when one was free).
  */
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 export class PoolMetrics {
   readonly affinityHits: Counter<'group' | 'result'>;
@@ -23,6 +24,7 @@ export class PoolMetrics {
   readonly ejected: Gauge<'group' | 'provider'>;
   readonly queueRejections: Counter<'group' | 'reason'>;
   readonly queued: Gauge<'group'>;
+  readonly queueWait: Histogram<'group'>;
 
   constructor(registry: Registry, queued: () => Record<string, number>) {
     const registers = [registry];
@@ -32,6 +34,7 @@ export class PoolMetrics {
     this.ejections = new Counter({ name: 'iop_pool_ejections_total', help: 'Outlier ejections by provider.', labelNames: ['group', 'provider'] as const, registers });
     this.ejected = new Gauge({ name: 'iop_pool_provider_ejected', help: '1 while a provider is ejected or probing, else 0.', labelNames: ['group', 'provider'] as const, registers });
     this.queueRejections = new Counter({ name: 'iop_pool_queue_rejections_total', help: 'Requests refused by admission control.', labelNames: ['group', 'reason'] as const, registers });
+    this.queueWait = new Histogram({ name: 'iop_pool_queue_wait_seconds', help: 'Time a request waited for a provider slot (0 when one was free at once).', labelNames: ['group'] as const, buckets: [0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers });
     this.queued = new Gauge({
       name: 'iop_pool_queued',
       help: 'Requests waiting for a provider, by model group.',

@@ -9,6 +9,7 @@ import type { AgentSession } from '../tunnel/agent-session.js';
 import type { AsyncQueue } from '@iop/core';
 import type { RunHandle, RunRegistry, RunRequest } from '../tunnel/run-registry.js';
 import { agentProvider, type Provider, type ProviderLoad } from './provider.js';
+import { traceTunnelRun } from '../telemetry/request-tracing.js';
 
 /** One run on one provider. */
 export interface PoolRun {
@@ -89,7 +90,12 @@ export function agentPoolProvider(session: AgentSession, runs: RunRegistry): Poo
       },
       serves: (model) => session.serves(model),
       contextLength: (model) => session.contextLength(model),
-      start: (request) => new AgentRun(runs.start(session, request)),
+      start: (request) => {
+        const traced = traceTunnelRun(request.headers, session.agentId);
+        const handle = runs.start(session, traced.headers === request.headers ? request : { ...request, headers: traced.headers });
+        traced.bind(handle.runId, handle.isFinished);
+        return new AgentRun(handle);
+      },
     };
     adapters.set(session, adapter);
   }

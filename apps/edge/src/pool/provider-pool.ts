@@ -36,6 +36,7 @@ import { PrefixAffinity } from './prefix-affinity.js';
 import { hasLabels, type Clock, type Random } from './provider.js';
 import { RetryPolicy, type RequestAttempts } from './retry-policy.js';
 import { ServedNames } from './served-names.js';
+import { AttemptTrace, endRunSpans } from '../telemetry/request-tracing.js';
 
 export type { PoolGroupSnapshot, PoolProviderSnapshot, PoolSnapshot } from './pool-snapshot.js';
 
@@ -138,7 +139,10 @@ export class ProviderPool {
       else for (const model of session.models) this.servedNames.add(model.id);
       this.notifyAll();
     };
-    options.runs.onRunFinished = () => this.notifyAll();
+    options.runs.onRunFinished = (handle) => {
+      endRunSpans(handle.runId, false);
+      this.notifyAll();
+    };
     this.timer = setInterval(() => this.notifyAll(), NOTIFY_INTERVAL_MS);
     this.timer.unref();
   }
@@ -303,6 +307,7 @@ export class ProviderPool {
       }
       throw this.noProviderError(group.name);
     }
+    const attemptTrace = new AttemptTrace(served.name);
     const tryAcquire = (): AcquiredRun | undefined => {
       // A waiter may outlive a reload: it routes by the group as configured now.
       const head = this.current(served);
@@ -310,7 +315,7 @@ export class ProviderPool {
         const pick = this.pick(candidate, options) ?? (options.exclude !== undefined && options.exclude.size > 0 ? this.pick(candidate, { ...options, exclude: undefined }) : undefined);
         if (pick === undefined) continue;
         const ticket = this.stateOf(candidate).outliers.onStart(pick.provider.id);
-        return { run: start(pick), pick, group: candidate, ticket };
+        return { run: attemptTrace.started(pick.provider, pick.model, () => start(pick)), pick, group: candidate, ticket };
       }
       return undefined;
     };
@@ -319,13 +324,16 @@ export class ProviderPool {
       throw new IopError('no_capacity', `no provider of \`${excerpt(group.name)}\` is taking requests (draining or unhealthy)`, { retryAfterSeconds: 1 });
     }
     try {
+      const queuedAt = performance.now();
       const acquired = await this.queue.acquire(served.name, served.queue, tryAcquire, options.signal);
+      this.metrics.queueWait.observe({ group: served.name }, (performance.now() - queuedAt) / 1000);
       if (options.affinityKey !== undefined && this.poolConfig.affinity.enabled && (options.exclude === undefined || options.exclude.size === 0)) {
         const hit = this.stateOf(acquired.group).affinity.observe(options.affinityKey, acquired.pick.provider.id);
         if (hit !== 'new') this.metrics.affinityHits.inc({ group: acquired.group.name, result: hit });
       }
       return acquired;
     } catch (error) {
+      attemptTrace.failed(error);
       // The group it waited for was removed by a reload: resolve the request again by its name.
       if (error instanceof GroupRemovedError) return this.acquire(group, options, start);
       if (error instanceof IopError && error.code === 'rate_limited') {

@@ -15,6 +15,7 @@
  * message. Backpressure: while the run's consumer is behind, the stream is paused,
  * so HTTP/2 flow control holds the agent (and through it the backend).
  */
+import type { TunnelCounters } from '../edge-observers.js';
 import { constants, type Http2ServerRequest, type Http2ServerResponse, type IncomingHttpHeaders } from 'node:http2';
 import { fromBinary, toBinary, create } from '@bufbuild/protobuf';
 import { Code } from '@connectrpc/connect';
@@ -53,7 +54,7 @@ function succeed(res: Http2ServerResponse): void {
  * Serves one Run call.
  * @param sessionOf the connected Control session with this id, if any (AgentRegistry.bySessionId).
  */
-export function handleRunStream(req: Http2ServerRequest, res: Http2ServerResponse, runs: RunRegistry, sessionOf: (sessionId: string) => AgentSession | undefined): void {
+export function handleRunStream(req: Http2ServerRequest, res: Http2ServerResponse, runs: RunRegistry, sessionOf: (sessionId: string) => AgentSession | undefined, counters?: TunnelCounters): void {
   const sessionId = req.headers[RUN_SESSION_HEADER];
   const session = typeof sessionId === 'string' ? sessionOf(sessionId) : undefined;
   if (session === undefined) {
@@ -88,6 +89,7 @@ export function handleRunStream(req: Http2ServerRequest, res: Http2ServerRespons
   };
 
   req.on('data', (chunk: Buffer) => {
+    counters?.bytes.inc(chunk.length);
     let waits: Array<Promise<void>> | undefined;
     try {
       reader.push(chunk, (message) => {
@@ -96,7 +98,9 @@ export function handleRunStream(req: Http2ServerRequest, res: Http2ServerRespons
           finish(Code.Unimplemented, 'compressed messages are not accepted; send identity');
           return;
         }
-        const pending = onFrame(fromBinary(ProviderTunnelFrameSchema, message.payload));
+        const frame = fromBinary(ProviderTunnelFrameSchema, message.payload);
+        counters?.frames[frame.kind]?.inc();
+        const pending = onFrame(frame);
         if (pending !== undefined) (waits ??= []).push(pending);
       });
     } catch (error) {

@@ -52,6 +52,7 @@ export class LlamaCppBackend implements Backend {
     private readonly chatWrapper: ChatWrapper,
     readonly modelId: string,
     readonly contextSize: number,
+    private readonly loaded: { modelFile: string; threads: number; gpu: string | false },
   ) {}
 
   /** Loads the model and creates its context. Throws when the model cannot be found or loaded. */
@@ -68,7 +69,13 @@ export class LlamaCppBackend implements Backend {
       threads: options.threads ?? defaultThreads(),
     });
     const chatWrapper = library.resolveChatWrapper(model);
-    return new LlamaCppBackend(library, llama, model, context, chatWrapper, options.modelId ?? basename(path).replace(/\.gguf$/i, ''), contextSize);
+    const loaded = { modelFile: path, threads: options.threads ?? defaultThreads(), gpu: llama.gpu };
+    return new LlamaCppBackend(library, llama, model, context, chatWrapper, options.modelId ?? basename(path).replace(/\.gguf$/i, ''), contextSize, loaded);
+  }
+
+  /** What was loaded, for the agent's start-up line: model file, CPU threads, GPU (`false` = CPU only), model id, context size. */
+  describe(): { modelFile: string; threads: number; gpu: string | false; model: string; contextSize: number } {
+    return { ...this.loaded, model: this.modelId, contextSize: this.contextSize };
   }
 
   models(): Promise<ModelInfo[]> {

@@ -57,7 +57,45 @@ export async function resolveModelPath(library: NodeLlamaCpp, model: string | un
       if (existsSync(path)) return path;
     }
   }
-  return library.resolveModelFile(model ?? DEFAULT_MODEL_URI, { directory: cacheDir, cli: false });
+  const uri = model ?? DEFAULT_MODEL_URI;
+  return withReachability(library.resolveModelFile(uri, { directory: cacheDir, cli: false }), uri, model === undefined);
+}
+
+/** How long the download host may take to answer a HEAD request before the download is given up, ms. */
+export const DOWNLOAD_PROBE_TIMEOUT_MS = Number(process.env.IOP_DOWNLOAD_PROBE_TIMEOUT_MS ?? 5_000);
+/** After a failed probe, how long a download that may still be a cache hit is given, ms. */
+const CACHE_GRACE_MS = 2_000;
+
+/** The origin a model URI downloads from (`hf:` → Hugging Face). */
+export function downloadOrigin(uri: string): string {
+  return uri.startsWith('hf:') ? 'https://huggingface.co' : new URL(uri).origin;
+}
+
+/**
+ * node-llama-cpp's download retries for minutes when the network is unreachable, printing
+ * nothing. Alongside it, a HEAD request to the download host checks reachability; when it fails
+ * (within DOWNLOAD_PROBE_TIMEOUT_MS) and the download is still pending shortly after (a cached
+ * file resolves at once), the download is given up with a message that says what to do.
+ * @throws Error naming the host, the reason, the models search path and `--model`.
+ */
+async function withReachability(download: Promise<string>, uri: string, isDefault: boolean): Promise<string> {
+  const origin = downloadOrigin(uri);
+  let settled = false;
+  void download.then(() => (settled = true), () => (settled = true));
+  const probe = async (): Promise<never> => {
+    try {
+      const response = await fetch(origin, { method: 'HEAD', redirect: 'manual', signal: AbortSignal.timeout(DOWNLOAD_PROBE_TIMEOUT_MS) });
+      await response.body?.cancel();
+      return await new Promise<never>(() => undefined); // reachable: the download decides
+    } catch (error) {
+      await new Promise((resolve) => setTimeout(resolve, CACHE_GRACE_MS).unref());
+      if (settled) return await new Promise<never>(() => undefined);
+      const reason = error instanceof Error ? (error.name === 'TimeoutError' ? `no answer within ${DOWNLOAD_PROBE_TIMEOUT_MS} ms` : ((error.cause as Error | undefined)?.message ?? error.message)) : String(error);
+      const local = isDefault ? `put ${DEFAULT_MODEL_FILE} in one of ${modelSearchPath().join(', ')} (or set IOP_MODELS_PATH), or ` : '';
+      throw new Error(`cannot download the model ${uri}: ${origin} is unreachable (${reason}). Without network, ${local}pass a local GGUF file with --model /path/model.gguf (IOP_MODEL)`, { cause: error });
+    }
+  };
+  return Promise.race([download, probe()]);
 }
 
 function isRemote(model: string): boolean {

@@ -1,0 +1,98 @@
+/**
+ * The commands as an operator meets them: `--version` on every binary (bin shims), exit 2 naming
+ * the unknown option on bad usage everywhere, an edge whose data directory is not writable says
+ * which directory and which setting, and an agent whose model download cannot reach its host
+ * fails within seconds saying what to do.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync, mkdirSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { API_KEY, JOIN_TOKEN, ROOT } from './harness';
+
+const run = promisify(execFile);
+const BINS = { 'iop-edge': 'apps/edge/bin/iop-edge.js', 'iop-agent': 'apps/agent/bin/iop-agent.js', 'iop-sim': 'apps/sim/bin/iop-sim.js', 'iop-bench': 'apps/bench/bin/iop-bench.js' };
+const quiet = { ...process.env, IOP_LOG_LEVEL: 'silent' };
+
+async function failure(args: string[], env: NodeJS.ProcessEnv = quiet, timeout = 20_000): Promise<{ code: number; stderr: string }> {
+  const result = await run(process.execPath, args, { env, timeout }).then(
+    () => ({ code: 0, stderr: '' }),
+    (error: { code: number; stderr: string }) => error,
+  );
+  return { code: result.code, stderr: result.stderr };
+}
+
+describe.each(Object.entries(BINS))('%s', (name, bin) => {
+  it('prints its version and exits 0', async () => {
+    const { stdout } = await run(process.execPath, [path.join(ROOT, bin), '--version']);
+    expect(stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+  });
+
+  it('exits 2 on an unknown option and names it', async () => {
+    // iop-bench checks its required options first: give them.
+    const required = name === 'iop-bench' ? ['--url', 'http://127.0.0.1:1', '--model', 'm'] : [];
+    const result = await failure([path.join(ROOT, bin), ...required, '--no-such-flag']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--no-such-flag');
+    expect(result.stderr).not.toMatch(/\n\s+at /); // no stack trace
+  });
+});
+
+it('iop-edge exits 2 on an invalid setting and names the field', async () => {
+  const result = await failure([path.join(ROOT, BINS['iop-edge']), '--port', '0', '--tunnel-port', '0', '--api-keys', 'short']);
+  expect(result.code).toBe(2);
+  expect(result.stderr).toContain('/apiKeys/0');
+});
+
+it('iop-agent exits 2 on an invalid option value and names the flag and its limits', async () => {
+  const result = await failure([path.join(ROOT, BINS['iop-agent']), '--backend', 'openai', '--backend-url', 'http://127.0.0.1:1', '--max-concurrency', '0']);
+  expect(result.code).toBe(2);
+  expect(result.stderr.trim()).toBe('iop-agent: --max-concurrency must be an integer in [1, 1024], got "0"');
+});
+
+it('an edge whose data directory is not writable names the directory and IOP_DATA_DIR, exit 1', async () => {
+  if (process.getuid?.() === 0) {
+    // root writes anywhere: a path below a regular file cannot be created by anyone.
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'iop-data-')), 'not-a-dir');
+    await run('touch', [file]);
+    const result = await failure([path.join(ROOT, BINS['iop-edge']), '--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN], { ...quiet, IOP_DATA_DIR: path.join(file, 'data') });
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim()).toMatch(new RegExp(`^cannot open the Responses store in ${path.join(file, 'data').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: .+; make that directory writable by this user \\(uid 0\\), or set IOP_DATA_DIR`));
+    return;
+  }
+  const dir = path.join(mkdtempSync(path.join(tmpdir(), 'iop-data-')), 'ro');
+  mkdirSync(dir);
+  chmodSync(dir, 0o500);
+  const result = await failure([path.join(ROOT, BINS['iop-edge']), '--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN], { ...quiet, IOP_DATA_DIR: dir });
+  expect(result.code).toBe(1);
+  expect(result.stderr).toContain(`cannot open the Responses store in ${dir}`);
+  expect(result.stderr).toContain('IOP_DATA_DIR');
+});
+
+it('an agent whose model download gets no answer fails within seconds, saying what to do', async () => {
+  // A host that accepts connections and never answers: as a network that swallows packets.
+  const sockets: net.Socket[] = [];
+  const blackhole = net.createServer((socket) => void sockets.push(socket));
+  await new Promise<void>((resolve) => blackhole.listen(0, '127.0.0.1', resolve));
+  const port = (blackhole.address() as net.AddressInfo).port;
+  const startedAt = Date.now();
+  try {
+    const child = spawn(process.execPath, [path.join(ROOT, BINS['iop-agent']), '--model', `http://127.0.0.1:${port}/models/tiny.gguf`, '--edge', 'http://127.0.0.1:1', '--metrics-port', 'off'], {
+      env: { ...quiet, IOP_DOWNLOAD_PROBE_TIMEOUT_MS: '1500', IOP_MODEL_CACHE: mkdtempSync(path.join(tmpdir(), 'iop-cache-')) },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(1);
+    expect(stderr).toContain(`cannot download the model http://127.0.0.1:${port}/models/tiny.gguf: http://127.0.0.1:${port} is unreachable (no answer within 1500 ms)`);
+    expect(stderr).toContain('--model /path/model.gguf');
+    // The probe gives up after 1.5 s, plus 2 s of grace; loading node-llama-cpp takes the rest (generous on a loaded machine).
+    expect(Date.now() - startedAt).toBeLessThan(25_000);
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    blackhole.close();
+  }
+});
