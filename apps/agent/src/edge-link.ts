@@ -20,7 +20,7 @@ import type { Backend } from './backends/backend.js';
 import { Backoff, sleep } from './backoff.js';
 import { ControlSession } from './control-session.js';
 import type { AgentOptions } from './options.js';
-import { RunExecution } from './run-execution.js';
+import { RunExecution, type BackendGauge } from './run-execution.js';
 
 /** What a link needs from its agent. */
 export interface LinkHost {
@@ -35,6 +35,8 @@ export interface LinkHost {
   heartbeatFigures(): Promise<MessageInitShape<typeof HeartbeatSchema>>;
   /** A run of this link ended. */
   onRunDone(): void;
+  /** The agent's backend requests in flight (every link). */
+  readonly backendGauge: BackendGauge;
 }
 
 export class EdgeLink {
@@ -191,6 +193,7 @@ export class EdgeLink {
       logger: this.logger,
       firstByteTimeoutMs: this.host.options.firstByteTimeoutMs,
       idleTimeoutMs: this.host.options.idleTimeoutMs,
+      backendGauge: this.host.backendGauge,
     });
     this.runs.set(run.runId, run);
     void run.done.then(() => {
@@ -225,6 +228,6 @@ export class EdgeLink {
   }
 
   private async heartbeat(): Promise<MessageInitShape<typeof HeartbeatSchema>> {
-    return { ...(await this.host.heartbeatFigures()), draining: this.isDraining };
+    return { ...(await this.host.heartbeatFigures()), sessionInFlight: this.runs.size, draining: this.isDraining };
   }
 }

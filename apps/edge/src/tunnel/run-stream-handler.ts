@@ -79,6 +79,8 @@ export function handleRunStream(req: Http2ServerRequest, res: Http2ServerRespons
         finish(Code.NotFound, `unknown or finished run ${frame.runId}`);
         return undefined;
       }
+      // The edge gave up on the run while the agent waits on its backend: end the call now, not at its next frame.
+      handle.onCancelled = () => finish(Code.Canceled, 'run cancelled by the edge');
     }
     if (handle.isFinished) {
       finish(Code.Canceled, 'run cancelled by the edge');
