@@ -1,7 +1,7 @@
 /**
  * The sim's HTTP server on `node:http`: routing, body reading, abort tracking, start and close.
  *
- * Routes (vLLM's OpenAI-compatible server): `POST /v1/chat/completions`, `GET /v1/models`,
+ * Routes (vLLM's OpenAI-compatible server): `POST /v1/chat/completions`, `GET /v1/models`, `GET /metrics` (minimal),
  * `POST /tokenize`, `GET /health`; and the control API under `/_sim/` (control-api.ts).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -98,6 +98,12 @@ async function route(context: SimContext, exchange: Exchange, path: string, maxB
       return;
     case 'GET /health':
       sendJson(exchange, 200, '{}');
+      return;
+    case 'GET /metrics':
+      // A minimal vLLM-style exposition, so agents probe it like a real server's (the probe itself counts as running).
+      exchange.res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(
+        `# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running ${context.log.stats.inFlight - 1}\n# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 0\n# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc 0\n`,
+      );
       return;
     default:
       // FastAPI's shape for unknown routes, as vLLM answers them.
