@@ -100,9 +100,9 @@ async function route(context: SimContext, exchange: Exchange, path: string, maxB
       sendJson(exchange, 200, '{}');
       return;
     case 'GET /metrics':
-      // A minimal vLLM-style exposition, so agents probe it like a real server's (the probe itself counts as running).
+      // A minimal vLLM-style exposition, so agents probe it as they probe a real server's.
       exchange.res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(
-        `# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running ${context.log.stats.inFlight - 1}\n# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 0\n# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc 0\n`,
+        `# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running ${context.log.stats.inFlight}\n# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 0\n# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc 0\n`,
       );
       return;
     default:
@@ -130,7 +130,8 @@ export async function startSim(options: SimOptions = {}): Promise<SimServer> {
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const path = query < 0 ? url : url.slice(0, query);
-    const control = path.startsWith('/_sim/');
+    // Control calls and metric probes are not requests to the model: left out of the log and stats.
+    const control = path.startsWith('/_sim/') || path === '/metrics';
     const record = control ? detachedRecord(req, path) : context.log.open(req.method ?? 'GET', path, req.headers);
     const exchange: Exchange = { req, res, record, closedByServer: false, onClose: undefined };
     res.on('error', () => undefined); // a write after the client left: the close handler accounts for it
