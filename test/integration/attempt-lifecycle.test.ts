@@ -8,6 +8,7 @@
  * `load.backendInFlight`).
  */
 import http from 'node:http';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { API_KEY, eventually, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
 import { ADMIN_KEY, admin } from './lifecycle-helpers';
@@ -155,6 +156,21 @@ describe('every run the edge stops waiting for is aborted at the backend', () =>
     expect(text.length).toBeGreaterThan(0);
     expect(ended).toBeInstanceOf(OpenAI.APIError);
     expect(String((ended as Error).message)).toMatch(/deadline/);
+    await eventually(async () => (await simRequests(sim)).some((record) => record.aborted === true), 3_000);
+    await countsAgree(0);
+  });
+
+  it('request deadline passes mid-stream on the normalized path (Anthropic): an in-band error event, the backend request aborted', async () => {
+    const anthropic = new Anthropic({ apiKey: API_KEY, baseURL: edge.url, maxRetries: 0 });
+    const stream = anthropic.messages.stream({ model: LONG_STREAM, max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] });
+    let text = '';
+    stream.on('text', (delta) => (text += delta));
+    const error = await stream.finalMessage().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(text.length).toBeGreaterThan(0);
+    expect(String((error as Error).message)).toMatch(/deadline/);
     await eventually(async () => (await simRequests(sim)).some((record) => record.aborted === true), 3_000);
     await countsAgree(0);
   });
