@@ -112,17 +112,17 @@ export class Agent implements LinkHost {
 
   /**
    * Figures for the next heartbeat. The backend probe (`/metrics`) runs on its own connection
-   * (see the backend) and is waited for at most `probeWaitMs`: a heartbeat never waits behind
+   * (see the backend) and is waited for at most a fifth of the heartbeat period (≤ 1 s): a heartbeat never waits behind
    * runs, and a probe that is slow or fails is a missing figure, not a late heartbeat (an agent
    * whose backend is saturated is busy, not gone). A probe still running is shared by the next
    * heartbeat instead of starting another one.
    */
-  async heartbeatFigures(): Promise<MessageInitShape<typeof HeartbeatSchema>> {
+  async heartbeatFigures(periodMs = this.options.heartbeatMs): Promise<MessageInitShape<typeof HeartbeatSchema>> {
     let metrics: BackendMetrics = {};
     if (this.backend.metrics !== undefined) {
       this.metricsPending ??= this.backend.metrics().catch(() => ({})).finally(() => (this.metricsPending = undefined));
       let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<BackendMetrics>((resolve) => (timer = setTimeout(() => resolve({}), probeWaitMs(this.options.heartbeatMs))));
+      const late = new Promise<BackendMetrics>((resolve) => (timer = setTimeout(() => resolve({}), probeWaitMs(periodMs))));
       metrics = await Promise.race([this.metricsPending, late]);
       clearTimeout(timer);
     }

@@ -31,8 +31,8 @@ export interface LinkHost {
   totalInFlight(): number;
   /** The agent itself drains (SIGTERM): every link refuses new runs. */
   readonly agentDraining: boolean;
-  /** Heartbeat figures common to every link (backend metrics). */
-  heartbeatFigures(): Promise<MessageInitShape<typeof HeartbeatSchema>>;
+  /** Heartbeat figures common to every link (backend metrics), within a heartbeat period of `periodMs`. */
+  heartbeatFigures(periodMs: number): Promise<MessageInitShape<typeof HeartbeatSchema>>;
   /** A run of this link ended. */
   onRunDone(): void;
   /** The agent's backend requests in flight (every link). */
@@ -228,6 +228,7 @@ export class EdgeLink {
   }
 
   private async heartbeat(): Promise<MessageInitShape<typeof HeartbeatSchema>> {
-    return { ...(await this.host.heartbeatFigures()), sessionInFlight: this.runs.size, draining: this.isDraining };
+    const periodMs = this.session?.heartbeatIntervalMs ?? this.host.options.heartbeatMs;
+    return { ...(await this.host.heartbeatFigures(periodMs)), sessionInFlight: this.runs.size, draining: this.isDraining };
   }
 }

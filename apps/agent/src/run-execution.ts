@@ -33,7 +33,7 @@ export interface RunExecutionOptions {
   logger: Logger;
   /** Agent default when the assignment gives 0, ms. */
   firstByteTimeoutMs: number;
-  /** Agent default when the assignment gives 0: longest wait for the next body slice from the backend, ms (time the edge holds us back does not count). */
+  /** The agent's own limit (the assignment's, when shorter, wins): longest wait for the next body slice from the backend, ms (time the edge holds us back does not count). */
   idleTimeoutMs: number;
   /** Counts the agent's open backend requests (+1 when this run asks its backend, −1 once that request is over). */
   backendGauge: BackendGauge;
@@ -106,7 +106,8 @@ export class RunExecution {
         headers: this.assignment.headers,
         body: this.assignment.body,
         firstByteTimeoutMs: this.assignment.firstByteTimeoutMs || this.options.firstByteTimeoutMs,
-        idleTimeoutMs: this.assignment.idleTimeoutMs || this.options.idleTimeoutMs,
+        // The stricter of the edge's and the agent's own idle timeout.
+        idleTimeoutMs: this.assignment.idleTimeoutMs > 0 ? Math.min(this.assignment.idleTimeoutMs, this.options.idleTimeoutMs) : this.options.idleTimeoutMs,
       },
       this.controller,
       {

@@ -334,7 +334,8 @@ export type RunAssignment = Message<"iop.v1.RunAssignment"> & {
 
   /**
    * Give up when the backend sends nothing for this long between body slices, ms (time the edge
-   * holds the run back does not count); 0 = agent default.
+   * holds the run back does not count); the agent applies the stricter of this and its own; 0 =
+   * the agent's own.
    *
    * @generated from field: uint32 idle_timeout_ms = 10;
    */
