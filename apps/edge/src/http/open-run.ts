@@ -2,15 +2,16 @@
  * Opens a run for a client request on the provider pool and waits until it is safe to commit to
  * it: the backend answered 2xx AND its first body frame arrived. Everything before that point is
  * invisible to the client, so failures are retried here (passthrough path) or handed to the
- * stream gate as errors (normalized path, `maxAttempts: 1`: the gate's commit boundary decides).
+ * stream gate as errors (normalized path, `onlyFallback`: the gate's commit boundary decides).
  *
  * Where and when a failed attempt is retried is `scheduleRetry`'s decision (attempt-scheduler.ts,
  * docs/decisions/004-attempt-lifecycle.md); this loop only runs attempts and reports them. Every
  * run it stops waiting for (failed attempt, deadline, client gone) is cancelled at its agent.
  *
  * Per failed attempt (`RetryPolicy.decide`, DESIGN "commit boundary"):
- * - connection failure, reset, agent lost, run rejected, first-byte / open timeout, 5xx, 429:
- *   retried with jittered backoff (a `Retry-After` as floor), within `maxAttempts` and the
+ * - connection failure, reset, agent lost, run rejected, 5xx, 429, a run-accepted or first-byte
+ *   timeout (on another provider only): retried with jittered backoff (a `Retry-After` as floor;
+ *   a 429 / 503 without one from hundreds of ms), within `maxAttempts`, the deadline and the
  *   pool-wide retry budget, on another provider when there is one, else on the SAME provider
  *   after the backoff (equal jitter, so never at once). Not retried when no provider of the group
  *   takes requests any more (the one that failed was just ejected as an outlier, or is draining
