@@ -35,7 +35,8 @@ export interface EdgeConfig {
   /**
    * Time to first byte of a streamed backend request, from ACCEPTED to the first body byte, ms
    * (also passed to the agent). A non-stream backend request's first byte is its whole answer:
-   * it waits up to `requestDeadlineMs` instead. Not retried on the same provider.
+   * it waits up to `requestDeadlineMs` instead. Not retried on the same provider. 0 = no edge
+   * clock, the agent's own default (`--first-byte-timeout-ms`).
    */
   firstByteTimeoutMs: number;
   /** Longest silence of the backend between body slices, ms (enforced by the agent; time the client holds the stream back does not count). */
@@ -109,7 +110,7 @@ const schema = {
     maxBodyBytes: { type: 'integer', minimum: 1024, maximum: 1024 * 1024 * 1024 },
     heartbeatIntervalMs: { type: 'integer', minimum: 100, maximum: 600_000 },
     runAcceptedTimeoutMs: { type: 'integer', minimum: 100, maximum: 600_000 },
-    firstByteTimeoutMs: { type: 'integer', minimum: 100, maximum: 3_600_000 },
+    firstByteTimeoutMs: { type: 'integer', minimum: 0, maximum: 3_600_000 },
     idleTimeoutMs: { type: 'integer', minimum: 100, maximum: 3_600_000 },
     requestDeadlineMs: { type: 'integer', minimum: 100, maximum: 86_400_000 },
     writeStallTimeoutMs: { type: 'integer', minimum: 100, maximum: 3_600_000 },
