@@ -22,6 +22,11 @@ import type { RunExecution } from './run-execution.js';
 /** The agent's version, from its package.json. */
 export const AGENT_VERSION: string = (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
 
+/** Longest wait of a heartbeat for the backend probe, ms: a fifth of the heartbeat period, at most 1 s. */
+function probeWaitMs(heartbeatMs: number): number {
+  return Math.min(1_000, Math.max(50, Math.floor(heartbeatMs / 5)));
+}
+
 export class Agent implements LinkHost {
   readonly logger: Logger;
   /** Resolves when the agent stopped (close, shutdown, or deregistered by every edge). */
@@ -32,6 +37,8 @@ export class Agent implements LinkHost {
   private draining = false;
   private idleWaiters: (() => void)[] = [];
   private metricsPending: Promise<BackendMetrics> | undefined;
+  /** Backend requests in flight over every link. */
+  readonly backendGauge = { open: 0 };
 
   constructor(
     readonly options: AgentOptions,
@@ -103,14 +110,25 @@ export class Agent implements LinkHost {
     for (const waiter of waiters) waiter();
   }
 
-  async heartbeatFigures(): Promise<MessageInitShape<typeof HeartbeatSchema>> {
+  /**
+   * Figures for the next heartbeat. The backend probe (`/metrics`) runs on its own connection
+   * (see the backend) and is waited for at most a fifth of the heartbeat period (≤ 1 s): a heartbeat never waits behind
+   * runs, and a probe that is slow or fails is a missing figure, not a late heartbeat (an agent
+   * whose backend is saturated is busy, not gone). A probe still running is shared by the next
+   * heartbeat instead of starting another one.
+   */
+  async heartbeatFigures(periodMs = this.options.heartbeatMs): Promise<MessageInitShape<typeof HeartbeatSchema>> {
     let metrics: BackendMetrics = {};
     if (this.backend.metrics !== undefined) {
-      this.metricsPending ??= this.backend.metrics().finally(() => (this.metricsPending = undefined));
-      metrics = await this.metricsPending.catch(() => ({}));
+      this.metricsPending ??= this.backend.metrics().catch(() => ({})).finally(() => (this.metricsPending = undefined));
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<BackendMetrics>((resolve) => (timer = setTimeout(() => resolve({}), probeWaitMs(periodMs))));
+      metrics = await Promise.race([this.metricsPending, late]);
+      clearTimeout(timer);
     }
     return {
       inFlight: this.totalInFlight(),
+      backendInFlight: this.backendGauge.open,
       queued: 0,
       sentAtMs: BigInt(Date.now()),
       ...(metrics.kvCacheUsage === undefined ? {} : { kvCacheUsage: metrics.kvCacheUsage }),

@@ -41,12 +41,16 @@ export interface ControlSessionOptions {
 export class ControlSession {
   /** performance.now() when Registered arrived; undefined before. */
   registeredAt: number | undefined;
+  /** The heartbeat period in force, ms (the edge's, once Registered). */
+  heartbeatIntervalMs: number;
   private readonly outgoing = new AsyncQueue<AgentMessage>(Number.POSITIVE_INFINITY);
   private readonly abort = new AbortController();
   private heartbeatTimer: NodeJS.Timeout | undefined;
   private heartbeatPending = false;
 
-  constructor(private readonly options: ControlSessionOptions) {}
+  constructor(private readonly options: ControlSessionOptions) {
+    this.heartbeatIntervalMs = options.heartbeatFallbackMs;
+  }
 
   async run(stop: AbortSignal): Promise<void> {
     const onStop = (): void => this.abort.abort(stop.reason);
@@ -116,6 +120,7 @@ export class ControlSession {
   private onRegistered(registered: Registered): void {
     this.registeredAt = performance.now();
     const intervalMs = registered.heartbeatIntervalMs || this.options.heartbeatFallbackMs;
+    this.heartbeatIntervalMs = intervalMs;
     clearInterval(this.heartbeatTimer);
     this.heartbeatTimer = setInterval(() => this.sendHeartbeat(), intervalMs);
     this.options.handlers.onRegistered(registered);

@@ -20,7 +20,7 @@ import type { Backend } from './backends/backend.js';
 import { Backoff, sleep } from './backoff.js';
 import { ControlSession } from './control-session.js';
 import type { AgentOptions } from './options.js';
-import { RunExecution } from './run-execution.js';
+import { RunExecution, type BackendGauge } from './run-execution.js';
 
 /** What a link needs from its agent. */
 export interface LinkHost {
@@ -31,10 +31,12 @@ export interface LinkHost {
   totalInFlight(): number;
   /** The agent itself drains (SIGTERM): every link refuses new runs. */
   readonly agentDraining: boolean;
-  /** Heartbeat figures common to every link (backend metrics). */
-  heartbeatFigures(): Promise<MessageInitShape<typeof HeartbeatSchema>>;
+  /** Heartbeat figures common to every link (backend metrics), within a heartbeat period of `periodMs`. */
+  heartbeatFigures(periodMs: number): Promise<MessageInitShape<typeof HeartbeatSchema>>;
   /** A run of this link ended. */
   onRunDone(): void;
+  /** The agent's backend requests in flight (every link). */
+  readonly backendGauge: BackendGauge;
 }
 
 export class EdgeLink {
@@ -211,6 +213,7 @@ export class EdgeLink {
       logger: this.logger,
       firstByteTimeoutMs: this.host.options.firstByteTimeoutMs,
       idleTimeoutMs: this.host.options.idleTimeoutMs,
+      backendGauge: this.host.backendGauge,
     });
     this.runs.set(run.runId, run);
     void run.done.then(() => {
@@ -245,6 +248,7 @@ export class EdgeLink {
   }
 
   private async heartbeat(): Promise<MessageInitShape<typeof HeartbeatSchema>> {
-    return { ...(await this.host.heartbeatFigures()), draining: this.isDraining };
+    const periodMs = this.session?.heartbeatIntervalMs ?? this.host.options.heartbeatMs;
+    return { ...(await this.host.heartbeatFigures(periodMs)), sessionInFlight: this.runs.size, draining: this.isDraining };
   }
 }

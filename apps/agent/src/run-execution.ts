@@ -8,11 +8,16 @@
  * backend slice only when asked, so a slow edge (flow control) slows the backend socket, never a
  * buffer.
  *
+ * The first frame is ACCEPTED, sent before the backend is asked: the edge's run-accepted timeout
+ * ends there and its first-byte clock starts (a non-stream answer's RESPONSE_START may come
+ * minutes later).
+ *
  * Stopping: `cancel()` (CancelRun, shutdown), a timeout, or the Run call failing or ending from
  * the edge side aborts the run's AbortSignal, which aborts the backend request at once (undici
  * destroys the socket; the embedded backend stops generating).
  */
-import type { ProviderTunnelFrame, RunAssignment } from '@iop/proto';
+import { create } from '@bufbuild/protobuf';
+import { ProviderTunnelFrameSchema, ProviderTunnelFrame_Kind, type ProviderTunnelFrame, type RunAssignment } from '@iop/proto';
 import type { Logger } from 'pino';
 import { traceFieldsOf } from '@iop/core';
 import type { Backend } from './backends/backend.js';
@@ -29,8 +34,15 @@ export interface RunExecutionOptions {
   logger: Logger;
   /** Agent default when the assignment gives 0, ms. */
   firstByteTimeoutMs: number;
-  /** Longest wait for the next body slice from the backend, ms (time the edge holds us back does not count). */
+  /** The agent's own limit (the assignment's, when shorter, wins): longest wait for the next body slice from the backend, ms (time the edge holds us back does not count). */
   idleTimeoutMs: number;
+  /** Counts the agent's open backend requests (+1 when this run asks its backend, −1 once that request is over). */
+  backendGauge: BackendGauge;
+}
+
+/** The agent's backend requests in flight (reported in heartbeats as `backend_in_flight`). */
+export interface BackendGauge {
+  open: number;
 }
 
 export class RunExecution {
@@ -73,7 +85,18 @@ export class RunExecution {
     }
   }
 
-  private frames(): AsyncGenerator<ProviderTunnelFrame> {
+  private async *frames(): AsyncGenerator<ProviderTunnelFrame> {
+    yield create(ProviderTunnelFrameSchema, { runId: this.runId, kind: ProviderTunnelFrame_Kind.ACCEPTED });
+    const gauge = this.options.backendGauge;
+    gauge.open++;
+    try {
+      yield* this.relay();
+    } finally {
+      gauge.open--;
+    }
+  }
+
+  private relay(): AsyncGenerator<ProviderTunnelFrame> {
     return relayBackend(
       this.options.backend,
       {
@@ -84,7 +107,8 @@ export class RunExecution {
         headers: this.assignment.headers,
         body: this.assignment.body,
         firstByteTimeoutMs: this.assignment.firstByteTimeoutMs || this.options.firstByteTimeoutMs,
-        idleTimeoutMs: this.options.idleTimeoutMs,
+        // The stricter of the edge's and the agent's own idle timeout.
+        idleTimeoutMs: this.assignment.idleTimeoutMs > 0 ? Math.min(this.assignment.idleTimeoutMs, this.options.idleTimeoutMs) : this.options.idleTimeoutMs,
       },
       this.controller,
       {

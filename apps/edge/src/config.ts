@@ -39,10 +39,21 @@ export interface EdgeConfig {
   maxBodyBytes: number;
   /** How often agents send heartbeats, ms; an agent silent for 3 intervals is dropped. */
   heartbeatIntervalMs: number;
-  /** How long an agent may take to open an assigned run's stream, ms. */
-  runOpenTimeoutMs: number;
-  /** Passed to agents: no first byte from the backend within this time fails the run, ms (0 = agent default). */
+  /** Run accepted: longest wait for an agent to acknowledge an assigned run (its ACCEPTED frame), ms. Not retried on the same agent. */
+  runAcceptedTimeoutMs: number;
+  /**
+   * Time to first byte of a streamed backend request, from ACCEPTED to the first body byte, ms
+   * (also passed to the agent). A non-stream backend request's first byte is its whole answer:
+   * it waits up to `requestDeadlineMs` instead. Not retried on the same provider. 0 = no edge
+   * clock, the agent's own default (`--first-byte-timeout-ms`).
+   */
   firstByteTimeoutMs: number;
+  /** Longest silence of the backend between body slices, ms (enforced by the agent; time the client holds the stream back does not count). */
+  idleTimeoutMs: number;
+  /** Total time of a request across all its attempts and backoffs, ms: then 504 (in-band error once streaming), run cancelled. */
+  requestDeadlineMs: number;
+  /** Longest wait for a client that stopped reading to take more of a stream, ms: then the run is cancelled (backend slot released) and the response ends with an in-dialect error. */
+  writeStallTimeoutMs: number;
   /** Attempts on other agents when a run fails before its first byte (tunnel failures, 5xx). */
   maxAttempts: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -82,8 +93,11 @@ export const DEFAULT_CONFIG: EdgeConfig = {
   joinTokens: [],
   maxBodyBytes: 32 * 1024 * 1024,
   heartbeatIntervalMs: 5_000,
-  runOpenTimeoutMs: 10_000,
-  firstByteTimeoutMs: 0,
+  runAcceptedTimeoutMs: 5_000,
+  firstByteTimeoutMs: 120_000,
+  idleTimeoutMs: 60_000,
+  requestDeadlineMs: 600_000,
+  writeStallTimeoutMs: 30_000,
   maxAttempts: 3,
   logLevel: 'info',
   gate: DEFAULT_GATE,
@@ -122,8 +136,11 @@ const schema = {
     joinTokens: { type: 'array', items: { type: 'string', minLength: 8 } },
     maxBodyBytes: { type: 'integer', minimum: 1024, maximum: 1024 * 1024 * 1024 },
     heartbeatIntervalMs: { type: 'integer', minimum: 100, maximum: 600_000 },
-    runOpenTimeoutMs: { type: 'integer', minimum: 100, maximum: 600_000 },
+    runAcceptedTimeoutMs: { type: 'integer', minimum: 100, maximum: 600_000 },
     firstByteTimeoutMs: { type: 'integer', minimum: 0, maximum: 3_600_000 },
+    idleTimeoutMs: { type: 'integer', minimum: 100, maximum: 3_600_000 },
+    requestDeadlineMs: { type: 'integer', minimum: 100, maximum: 86_400_000 },
+    writeStallTimeoutMs: { type: 'integer', minimum: 100, maximum: 3_600_000 },
     maxAttempts: { type: 'integer', minimum: 1, maximum: 10 },
     logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     responsesStore: {
@@ -159,6 +176,16 @@ export { ConfigError };
 const list = (value: string | undefined) => value?.split(',').map((item) => item.trim()).filter((item) => item.length > 0);
 const int = (value: string | undefined) => (value === undefined || value === '' ? undefined : Number(value));
 
+/** The attempt timeouts and their environment variables (flags: the same names in kebab case). */
+export const TIMEOUT_ENV = [
+  ['heartbeatIntervalMs', 'IOP_HEARTBEAT_INTERVAL_MS'],
+  ['runAcceptedTimeoutMs', 'IOP_RUN_ACCEPTED_TIMEOUT_MS'],
+  ['firstByteTimeoutMs', 'IOP_FIRST_BYTE_TIMEOUT_MS'],
+  ['idleTimeoutMs', 'IOP_IDLE_TIMEOUT_MS'],
+  ['requestDeadlineMs', 'IOP_REQUEST_DEADLINE_MS'],
+  ['writeStallTimeoutMs', 'IOP_WRITE_STALL_TIMEOUT_MS'],
+] as const;
+
 /** Reads the overrides the environment gives (IOP_*). */
 export function configFromEnv(env: NodeJS.ProcessEnv): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -184,6 +211,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv): Record<string, unknown> {
   set(out, 'logLevel', env.IOP_LOG_LEVEL);
   set(out, 'adminKeys', list(env.IOP_ADMIN_KEYS));
   set(out, 'shutdownDeadlineMs', int(env.IOP_SHUTDOWN_DEADLINE_MS));
+  for (const [key, name] of TIMEOUT_ENV) set(out, key, int(env[name]));
   const responsesStore: Record<string, unknown> = {};
   if (env.IOP_DATA_DIR !== undefined && env.IOP_DATA_DIR !== '') responsesStore.dataDir = env.IOP_DATA_DIR;
   set(responsesStore, 'maxResponseBytes', int(env.IOP_RESPONSES_MAX_RESPONSE_BYTES));

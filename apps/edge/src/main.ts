@@ -11,7 +11,7 @@
  */
 import { watch } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
-import { ConfigError, configFromEnv, readConfigFile, resolveConfig } from './config.js';
+import { ConfigError, TIMEOUT_ENV, configFromEnv, readConfigFile, resolveConfig } from './config.js';
 import { startTracing } from '@iop/core';
 import { createLogger } from './logger.js';
 import { startEdge } from './server.js';
@@ -41,6 +41,12 @@ const program = new Command('iop-edge')
   .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent (env IOP_LOG_LEVEL, default info)')
   .option('--admin-keys <keys>', 'comma-separated admin API keys for /admin, distinct from client keys (env IOP_ADMIN_KEYS)')
   .option('--shutdown-deadline-ms <ms>', 'on SIGTERM, longest wait for in-flight streams, ms (env IOP_SHUTDOWN_DEADLINE_MS, default 10000)', integer)
+  .option('--heartbeat-interval-ms <ms>', 'agents heartbeat this often; one silent for 3 intervals is dropped, ms (env IOP_HEARTBEAT_INTERVAL_MS, default 5000)', integer)
+  .option('--run-accepted-timeout-ms <ms>', 'longest wait for an agent to accept an assigned run, ms (env IOP_RUN_ACCEPTED_TIMEOUT_MS, default 5000)', integer)
+  .option('--first-byte-timeout-ms <ms>', 'streamed backend requests: longest wait for the first body byte, ms (env IOP_FIRST_BYTE_TIMEOUT_MS, default 120000)', integer)
+  .option('--idle-timeout-ms <ms>', 'longest backend silence between body slices, ms (env IOP_IDLE_TIMEOUT_MS, default 60000)', integer)
+  .option('--request-deadline-ms <ms>', 'total time of a request across attempts, ms (env IOP_REQUEST_DEADLINE_MS, default 600000)', integer)
+  .option('--write-stall-timeout-ms <ms>', 'longest wait for a client that stopped reading, ms (env IOP_WRITE_STALL_TIMEOUT_MS, default 30000)', integer)
   .option('--tunnel-register-timeout-ms <ms>', 'a tunnel connection must register an agent within this time, ms (env IOP_TUNNEL_REGISTER_TIMEOUT_MS, default 10000)', integer)
   .option('--tunnel-max-unauthenticated-connections <n>', 'tunnel connections not yet registered at once (env IOP_TUNNEL_MAX_UNAUTHENTICATED_CONNECTIONS, default 64)', integer)
   .option('--tunnel-max-unauthenticated-streams <n>', 'open streams per tunnel connection not yet registered (env IOP_TUNNEL_MAX_UNAUTHENTICATED_STREAMS, default 4)', integer)
@@ -80,6 +86,7 @@ async function main(): Promise<void> {
   set(fromFlags, 'logLevel', flags.logLevel);
   set(fromFlags, 'adminKeys', (flags.adminKeys as string | undefined)?.split(',').map((key) => key.trim()).filter(Boolean));
   set(fromFlags, 'shutdownDeadlineMs', flags.shutdownDeadlineMs);
+  for (const [key] of TIMEOUT_ENV) set(fromFlags, key, flags[key]);
   const load = () => resolveConfig(configPath === undefined ? {} : readConfigFile(configPath), configFromEnv(process.env), fromFlags);
   let config;
   try {

@@ -2,8 +2,9 @@
  * The sim's HTTP server on `node:http`: routing, body reading, abort tracking, start and close.
  *
  * Routes (vLLM's OpenAI-compatible server): `POST /v1/chat/completions`, `GET /v1/models`,
- * `POST /tokenize`, `GET /health`, and with a GPU profile `GET /metrics` (vllm-metrics.ts); and the
- * control API under `/_sim/` (control-api.ts).
+ * `POST /tokenize`, `GET /health`, `GET /metrics` (vllm-metrics.ts with a GPU profile; without one a
+ * minimal exposition of the running count, as agents probe a real server's); and the control API
+ * under `/_sim/` (control-api.ts).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -111,13 +112,18 @@ async function route(context: SimContext, exchange: Exchange, path: string, maxB
     case 'GET /health':
       sendJson(exchange, 200, '{}');
       return;
-    default:
-      // Without a profile there is no /metrics, as with a server that exposes none.
-      if (metrics !== undefined && req.method === 'GET' && path === '/metrics') {
+    case 'GET /metrics':
+      if (metrics !== undefined) {
         const text = await metrics.text();
         exchange.res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text);
         return;
       }
+      // Without a profile, a minimal vLLM-style exposition, so agents probe it as they probe a real server's.
+      exchange.res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(
+        `# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running ${context.log.stats.inFlight}\n# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 0\n# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc 0\n`,
+      );
+      return;
+    default:
       // FastAPI's shape for unknown routes, as vLLM answers them.
       exchange.record.status = 404;
       exchange.res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Not Found"}');
@@ -150,7 +156,8 @@ export async function startSim(options: SimOptions = {}): Promise<SimServer> {
     const url = req.url ?? '/';
     const query = url.indexOf('?');
     const path = query < 0 ? url : url.slice(0, query);
-    const control = path.startsWith('/_sim/') || (metrics !== undefined && path === '/metrics');
+    // Control calls and metric probes are not requests to the model: left out of the log and stats.
+    const control = path.startsWith('/_sim/') || path === '/metrics';
     const record = control ? detachedRecord(req, path) : context.log.open(req.method ?? 'GET', path, req.headers);
     const exchange: Exchange = { req, res, record, closedByServer: false, onClose: undefined };
     res.on('error', () => undefined); // a write after the client left: the close handler accounts for it

@@ -39,6 +39,11 @@ export class OpenAiBackend implements Backend {
   readonly kind = 'openai' as const;
   capabilities: string[] = [];
   private readonly pool: Pool;
+  /**
+   * Discovery, `/tokenize` and `/metrics` probes: their own connections with their own deadline,
+   * so a probe never waits behind runs holding every connection of `pool` (a saturated backend).
+   */
+  private readonly probePool: Pool;
   private readonly pathPrefix: string;
   private readonly probeTimeoutMs: number;
   private metricsAbsentUntil = 0;
@@ -55,6 +60,13 @@ export class OpenAiBackend implements Backend {
       headersTimeout: 0,
       bodyTimeout: 0,
       ...(options.connectTimeoutMs === undefined ? {} : { connect: { timeout: options.connectTimeoutMs } }),
+    });
+    this.probePool = new Pool(url.origin, {
+      connections: 2,
+      keepAliveTimeout: 30_000,
+      headersTimeout: this.probeTimeoutMs,
+      bodyTimeout: this.probeTimeoutMs,
+      connect: { timeout: Math.min(this.probeTimeoutMs, options.connectTimeoutMs ?? this.probeTimeoutMs) },
     });
   }
 
@@ -99,7 +111,7 @@ export class OpenAiBackend implements Backend {
   async metrics(): Promise<BackendMetrics> {
     if (Date.now() < this.metricsAbsentUntil) return {};
     try {
-      const response = await this.pool.request({
+      const response = await this.probePool.request({
         method: 'GET',
         path: `${this.pathPrefix}/metrics`,
         headers: this.authHeaders(),
@@ -121,11 +133,11 @@ export class OpenAiBackend implements Backend {
   }
 
   async close(): Promise<void> {
-    await this.pool.destroy();
+    await Promise.all([this.pool.destroy(), this.probePool.destroy()]);
   }
 
   private async getJson(path: string): Promise<unknown> {
-    const response = await this.pool.request({
+    const response = await this.probePool.request({
       method: 'GET',
       path: this.pathPrefix + path,
       headers: this.authHeaders(),
@@ -140,7 +152,7 @@ export class OpenAiBackend implements Backend {
 
   private async answersTokenize(model: string): Promise<boolean> {
     try {
-      const response = await this.pool.request({
+      const response = await this.probePool.request({
         method: 'POST',
         path: `${this.pathPrefix}/tokenize`,
         headers: { ...this.authHeaders(), 'content-type': 'application/json' },

@@ -138,7 +138,8 @@ describe('LlamaCppBackend (stories260K.gguf)', () => {
       edge.assign({ runId: 'e1', body: JSON.stringify({ model: 'stories260K', messages: MESSAGES, stream: true, stream_options: { include_usage: true }, max_tokens: 8 }) });
       await waitFor(() => edge.runs.get('e1')?.ended === true, 10_000, 'run end');
       const frames = edge.runs.get('e1')!.frames;
-      expect(frames[0]).toMatchObject({ kind: Kind.RESPONSE_START, status: 200 });
+      expect(frames[0]).toMatchObject({ kind: Kind.ACCEPTED });
+      expect(frames[1]).toMatchObject({ kind: Kind.RESPONSE_START, status: 200 });
       expect(frames.at(-2)).toMatchObject({ kind: Kind.USAGE, usage: { completionTokens: 8 } });
       expect(frames.at(-1)!.kind).toBe(Kind.END);
       const body = Buffer.concat(frames.filter((frame) => frame.kind === Kind.BODY).map((frame) => frame.body)).toString();

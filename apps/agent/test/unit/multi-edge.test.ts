@@ -64,7 +64,7 @@ describe('agent with several edges', () => {
     edges[0]!.assign({ runId: 'from-a' });
     edges[1]!.assign({ runId: 'from-b' });
     await waitFor(() => edges[0]!.runs.get('from-a')?.ended === true && edges[1]!.runs.get('from-b')?.ended === true, 5_000, 'both runs');
-    expect(edges[0]!.runs.get('from-a')!.frames.map((frame) => frame.kind)).toEqual([Kind.RESPONSE_START, Kind.BODY, Kind.END]);
+    expect(edges[0]!.runs.get('from-a')!.frames.map((frame) => frame.kind)).toEqual([Kind.ACCEPTED, Kind.RESPONSE_START, Kind.BODY, Kind.END]);
     expect(edges[0]!.runs.has('from-b')).toBe(false);
     expect(edges[1]!.runs.has('from-a')).toBe(false);
   });

@@ -23,14 +23,15 @@ export interface AgentLoad {
  * names (`load.inFlight`, `load.reportedInFlight`, `health.lastHeartbeatAt`).
  * @throws Error when the edge does not answer 200.
  */
+/** The agent's own count is its runs for this edge (`load.agentInFlight`), or all edges' before its first heartbeat. */
 export async function readAgentLoads(origin: string, adminKey: string): Promise<AgentLoad[]> {
   const response = await request(`${origin}/admin/agents`, { headers: { authorization: `Bearer ${adminKey}` }, headersTimeout: 5_000, bodyTimeout: 5_000 });
   if (response.statusCode !== 200) {
     await response.body.dump();
     throw new Error(`GET /admin/agents: HTTP ${response.statusCode}`);
   }
-  const body = (await response.body.json()) as { data: Array<{ id: string; load: { inFlight: number; reportedInFlight: number }; health: { lastHeartbeatAt: number } }> };
-  return body.data.map((agent) => ({ id: agent.id, edgeInFlight: agent.load.inFlight, reportedInFlight: agent.load.reportedInFlight, lastHeartbeatAt: agent.health.lastHeartbeatAt }));
+  const body = (await response.body.json()) as { data: Array<{ id: string; load: { inFlight: number; reportedInFlight: number; agentInFlight?: number | null }; health: { lastHeartbeatAt: number } }> };
+  return body.data.map((agent) => ({ id: agent.id, edgeInFlight: agent.load.inFlight, reportedInFlight: agent.load.agentInFlight ?? agent.load.reportedInFlight, lastHeartbeatAt: agent.health.lastHeartbeatAt }));
 }
 
 /** A sim's view (`GET /_sim/stats`). */

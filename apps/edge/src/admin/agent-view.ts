@@ -15,6 +15,10 @@ export interface AgentView {
     inFlight: number;
     /** Runs in flight as the agent last reported (all edges it serves). */
     reportedInFlight: number;
+    /** Runs the agent holds for this edge, as its last heartbeat reported (null before the first). */
+    agentInFlight: number | null;
+    /** The agent's open backend HTTP requests (all edges), as its last heartbeat reported (null before the first). */
+    backendInFlight: number | null;
     queued: number;
     kvCacheUsage: number | null;
     backendWaiting: number | null;
@@ -25,6 +29,8 @@ export interface AgentView {
     /** `ok` while heartbeats arrive on time; `late` after two missed intervals (dropped after three). */
     status: 'ok' | 'late';
     lastHeartbeatAt: number;
+    /** Age of the last heartbeat when the view was built, ms. */
+    heartbeatAgeMs: number;
     /** Outlier state in each model group the agent serves (from the pool's snapshot); null when it has served none yet. */
     pool: unknown;
   };
@@ -43,6 +49,8 @@ export function agentView(session: AgentSession, heartbeatIntervalMs: number, po
     load: {
       inFlight: session.inFlight,
       reportedInFlight: session.load.reportedInFlight,
+      agentInFlight: session.load.sessionInFlight ?? null,
+      backendInFlight: session.load.backendInFlight ?? null,
       queued: session.load.queued,
       kvCacheUsage: session.load.kvCacheUsage ?? null,
       backendWaiting: session.load.backendWaiting ?? null,
@@ -52,6 +60,7 @@ export function agentView(session: AgentSession, heartbeatIntervalMs: number, po
     health: {
       status: now - session.lastHeartbeatAt > 2 * heartbeatIntervalMs ? 'late' : 'ok',
       lastHeartbeatAt: session.lastHeartbeatAt,
+      heartbeatAgeMs: Math.max(0, now - session.lastHeartbeatAt),
       pool: pool?.get(session.agentId) ?? null,
     },
     version: session.agentVersion,

@@ -3,7 +3,7 @@
  * stream. Reloadable settings take effect for the next request: client API keys (`apiKeys`),
  * agent join tokens (`joinTokens`, checked at each Register; connected agents stay), admin keys
  * (`adminKeys`), the stream gate (`gate`), `logLevel`, the per-request knobs `maxAttempts`,
- * `runOpenTimeoutMs`, `firstByteTimeoutMs`, `shutdownDeadlineMs`, and the whole provider pool
+ * `runAcceptedTimeoutMs`, `firstByteTimeoutMs`, `idleTimeoutMs`, `requestDeadlineMs`, `writeStallTimeoutMs`, `shutdownDeadlineMs`, and the whole provider pool
  * (`pool`): model groups, aliases, targets and their weights and labels, fallbacks, queues, direct
  * providers, retry, outlier-ejection and prefix-affinity settings (see `ProviderPool.applyReload`
  * for what happens to queued waiters, runs in flight and per-group state). Everything else (listen
@@ -21,7 +21,7 @@ import type { GateRegistry } from '../gate/gate-registry.js';
 import { compactChanges, jsonEqual, type PoolConfigChanges } from '../pool/pool-reload.js';
 
 /** Keys whose new value is applied by a reload. */
-export const RELOADABLE_KEYS = ['apiKeys', 'joinTokens', 'adminKeys', 'gate', 'logLevel', 'maxAttempts', 'runOpenTimeoutMs', 'firstByteTimeoutMs', 'shutdownDeadlineMs', 'pool'] as const;
+export const RELOADABLE_KEYS = ['apiKeys', 'joinTokens', 'adminKeys', 'gate', 'logLevel', 'maxAttempts', 'runAcceptedTimeoutMs', 'firstByteTimeoutMs', 'idleTimeoutMs', 'requestDeadlineMs', 'writeStallTimeoutMs', 'shutdownDeadlineMs', 'pool'] as const;
 
 type ReloadableKey = (typeof RELOADABLE_KEYS)[number];
 

@@ -15,6 +15,8 @@ import type { ModelGroup } from '../pool/pool-config.js';
 import type { PoolRun } from '../pool/pool-provider.js';
 import { PoolOverloadedError, type PoolPick } from '../pool/provider-pool.js';
 import { failureOfRunError, type AttemptFailure, type RequestAttempts } from '../pool/retry-policy.js';
+import { scheduleRetry } from '../http/attempt-scheduler.js';
+import type { RequestDeadline } from '../http/request-deadline.js';
 import { FrameKind } from '../tunnel/run-registry.js';
 import type { Logger } from '../logger.js';
 
@@ -26,6 +28,8 @@ export interface EdgeDispatcherOptions {
   dialect: DialectName;
   /** Prefix-affinity key of the request, when affinity applies. */
   affinityKey?: number | undefined;
+  /** The request's deadline across every gate attempt. */
+  deadline?: RequestDeadline | undefined;
   /** Called with every run started (so a client disconnect can cancel it) and each serving provider. */
   onRun?: (run: PoolRun, pick: PoolPick) => void;
 }
@@ -47,26 +51,13 @@ function fitOutputLimit(request: AttemptRequest['request'], contextLength: numbe
   return rest;
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (ms <= 0 || signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
-
 /**
  * One dispatcher per client request. The gate decides WHETHER to retry (its commit boundary);
- * the dispatcher decides HOW: before a retry after a provider fault it applies the pool's retry
- * policy (jittered backoff, `Retry-After`, the pool-wide retry budget; another provider when the
- * group has one, else the same provider after the backoff), and gives the gate the previous
- * failure again when the policy says no or no provider of the group takes requests any more
- * (ejected, draining, gone) — so a failing pool is never hammered by gate retries either.
+ * where and when is `scheduleRetry`'s (the same scheduler as the passthrough path): before a
+ * retry after a provider fault it waits the backoff the pool's retry policy gives, and gives the
+ * gate the previous failure again when the scheduler says no (limit, budget, deadline, a timeout
+ * on the only provider, no provider of the group takes requests any more) — so a failing pool is
+ * never hammered by gate retries either.
  *
  * The gate counts its own attempts for its final message ("(after N attempts)"): every gate
  * attempt the policy allows reaches a provider; one it refuses is answered at once with the
@@ -102,23 +93,11 @@ export class EdgeDispatcher implements Dispatcher {
     const last = this.lastFailure;
     const attempts = this.attempts;
     if (last === undefined || attempts === undefined) return undefined;
-    const { pool } = this.options.edge;
-    const group = this.group!;
-    if (!pool.accepting(group)) {
-      this.options.log.warn('gate retry refused: no provider of the group takes requests (ejected, draining or gone)');
-      return last.error;
-    }
-    const tried = new Set([...attempts.tried, ...avoid]);
-    const decision = pool.retry.decide(attempts, last.failure, { maxAttempts: Number.POSITIVE_INFINITY, sameProvider: !pool.canRoute(group, tried) });
-    if (decision.action !== 'retry') {
-      if (decision.reason.includes('budget')) pool.metrics.retries.inc({ group: group.name, reason: 'budget_exhausted' });
-      this.options.log.warn({ reason: decision.reason }, 'gate retry refused by the retry policy');
-      return last.error;
-    }
+    const { edge, log, deadline } = this.options;
+    const verdict = await scheduleRetry({ pool: edge.pool, group: this.group!, attempts, avoid, deadline, signal, log, fields: { gate: true } }, last.failure);
+    if (verdict.action !== 'retry') return last.error;
     // Only an allowed retry clears the failure: a refused one stays, so later gate attempts are refused too.
     this.lastFailure = undefined;
-    pool.metrics.retries.inc({ group: group.name, reason: 'retry' });
-    await sleep(decision.delayMs, signal);
     return undefined;
   }
 
@@ -155,7 +134,7 @@ export class EdgeDispatcher implements Dispatcher {
       try {
         opened = await openRun(
           pool,
-          { requestId, model: attempt.request.model, method: 'POST', path: '/v1/chat/completions', bodyFor, idempotencyKey: attempt.idempotencyKey, openTimeoutMs: edge.config.runOpenTimeoutMs, firstByteTimeoutMs: edge.config.firstByteTimeoutMs, affinityKey: attempt.attempt === 1 ? this.options.affinityKey : undefined, attempts, maxAttempts: attempts.count + 1, avoid, signal, onFailure: (failure, error) => (this.lastFailure = { failure, error }) },
+          { requestId, model: attempt.request.model, method: 'POST', path: '/v1/chat/completions', bodyFor, idempotencyKey: attempt.idempotencyKey, acceptedTimeoutMs: edge.config.runAcceptedTimeoutMs, firstByteTimeoutMs: edge.config.firstByteTimeoutMs, idleTimeoutMs: edge.config.idleTimeoutMs, deadline: this.options.deadline, affinityKey: attempt.attempt === 1 ? this.options.affinityKey : undefined, attempts, onlyFallback: true, avoid, signal, onFailure: (failure, error) => (this.lastFailure = { failure, error }) },
           log,
           (started, pick) => {
             run = started;

@@ -16,7 +16,7 @@ import { FrameKind } from '../tunnel/run-registry.js';
 async function tokenizeOnProvider(edge: EdgeContext, requestId: string, model: string, payload: Record<string, unknown>, log: ReturnType<typeof locals>['log']): Promise<number | undefined> {
   const { run, first } = await openRun(
     edge.pool,
-    { requestId, model, method: 'POST', path: '/tokenize', bodyFor: (served) => Buffer.from(JSON.stringify({ ...payload, model: served })), openTimeoutMs: edge.config.runOpenTimeoutMs, maxAttempts: 1 },
+    { requestId, model, method: 'POST', path: '/tokenize', bodyFor: (served) => Buffer.from(JSON.stringify({ ...payload, model: served })), acceptedTimeoutMs: edge.config.runAcceptedTimeoutMs, firstByteTimeoutMs: edge.config.firstByteTimeoutMs, maxAttempts: 1 },
     log,
     () => undefined,
   );

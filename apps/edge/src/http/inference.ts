@@ -19,6 +19,7 @@ import { overloadFor } from './overload.js';
 import { parseJsonObject } from './json-body.js';
 import { locals, type RequestLocals } from './request-context.js';
 import { openRun } from './open-run.js';
+import { ClientGone, RequestDeadline } from './request-deadline.js';
 import { relay } from './relay.js';
 import { writeNormalized } from './normalized.js';
 import { UsageRecorder } from './usage-recorder.js';
@@ -50,17 +51,23 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
     const context = locals(res);
     const { requestId, log, startedAt } = context;
     const affinity = edge.pool.config.affinity; // read per request: a reload may change it
-    const abort = new AbortController();
+    // One signal stops the request: client gone, the deadline, or a client that stopped reading.
+    const abort = new RequestDeadline(edge.config.requestDeadlineMs);
+    const timeouts = { acceptedTimeoutMs: edge.config.runAcceptedTimeoutMs, firstByteTimeoutMs: edge.config.firstByteTimeoutMs, idleTimeoutMs: edge.config.idleTimeoutMs, deadline: abort };
     let current: PoolRun | undefined;
     let model = 'unknown';
     res.on('close', () => {
+      abort.clear();
       if (res.writableFinished) return;
-      abort.abort();
+      abort.stop(new ClientGone());
       if (current !== undefined && !current.isFinished) {
         current.cancel('client disconnected');
         log.info({ runId: current.runId }, 'client disconnected; run cancelled');
       }
     });
+    abort.signal.addEventListener('abort', () => {
+      if (current !== undefined && !current.isFinished) current.cancel(abort.error?.message ?? 'client disconnected');
+    }, { once: true });
     let servedModel: string | undefined;
     const onRun = (run: PoolRun, pick: PoolPick) => {
       current = run;
@@ -99,8 +106,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
             path: '/v1/chat/completions',
             // The backend gets its served id; the client's exact bytes when the names agree.
             bodyFor: (served) => (served === model ? (req.body as Buffer) : Buffer.from(JSON.stringify({ ...body, model: served }))),
-            openTimeoutMs: edge.config.runOpenTimeoutMs,
-            firstByteTimeoutMs: edge.config.firstByteTimeoutMs,
+            ...timeouts,
             affinityKey: affinity.enabled ? chatAffinityKey(body, affinity.prefixMessages) : undefined,
             signal: abort.signal,
             wholeBody: !peek.stream,
@@ -113,7 +119,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           return;
         }
         const rewriter = opened.model === model ? undefined : new ModelRewriter(opened.model, model);
-        const failure = await relay(opened.run, opened.start, res, { stream: peek.stream, usage, onFirstByte, first: opened.first, rewriter, answer: opened.answer });
+        const failure = await relay(opened.run, opened.start, res, { stream: peek.stream, usage, onFirstByte, first: opened.first, rewriter, answer: opened.answer, signal: abort.signal, writeStallTimeoutMs: edge.config.writeStallTimeoutMs });
         // A stream that ended in an error is not an answer: its tokens count as a failed attempt's.
         if (failure !== undefined) usage.flush(metricLabels(model).model, 'failed');
         streamError = failure?.code;
@@ -133,8 +139,10 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           stream: request.stream,
           usage,
           gate: edge.gates.gateFor(model),
-          dispatcher: new EdgeDispatcher({ edge, requestId, log, onRun, dialect: route.dialect.name, affinityKey: affinity.enabled ? affinityKey(request, affinity.prefixMessages) : undefined }),
+          dispatcher: new EdgeDispatcher({ edge, requestId, log, onRun, dialect: route.dialect.name, affinityKey: affinity.enabled ? affinityKey(request, affinity.prefixMessages) : undefined, deadline: abort }),
           signal: abort.signal,
+          stop: (error) => abort.stop(error),
+          writeStallTimeoutMs: edge.config.writeStallTimeoutMs,
           ...(overrides === undefined ? {} : { overrides }),
           onFirstByte,
           ...(route.onResult === undefined ? {} : { onResult: (result: unknown) => void route.onResult!(result, request, body, context) }),
@@ -145,7 +153,9 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       const failed = res.statusCode >= 400 ? String(res.statusCode) : streamError;
       edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: res.statusCode, durationSeconds: durationMs / 1000, ttftSeconds, usage: tokens, errorType: failed });
       log.info({ model, servedModel, agentId: current?.providerId, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10, usage: tokens, aborted: abort.signal.aborted || undefined }, 'request completed');
+      abort.clear();
     } catch (caught) {
+      abort.clear();
       const error = overloadFor(caught, route.dialect.name);
       if (error instanceof IopError) edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: error.status, durationSeconds: (performance.now() - startedAt) / 1000, ttftSeconds: undefined, usage: undefined, errorType: error.code });
       next(error);

@@ -7,9 +7,10 @@
  * released event list.
  */
 import type { Response } from 'express';
-import { iopErrorOf, type Dialect, type EncodeContext, type StreamEvent } from '@iop/core';
+import { IopError, errorEventOf, iopErrorOf, type Dialect, type EncodeContext, type StreamEvent } from '@iop/core';
 import type { Dispatcher, GateOverrides, StreamGate } from '@iop/stream-gate';
-import { drained } from './drained.js';
+import { drained, endStalled } from './drained.js';
+import { stopError } from './request-deadline.js';
 import type { UsageRecorder } from './usage-recorder.js';
 
 export interface NormalizedOptions {
@@ -19,8 +20,12 @@ export interface NormalizedOptions {
   usage: UsageRecorder;
   gate: StreamGate;
   dispatcher: Dispatcher;
-  /** Aborted when the client goes away. */
+  /** Aborted when the request stops (client gone, deadline, write stall); an IopError reason is given to the client. */
   signal: AbortSignal;
+  /** Stops the request (the gate's run is cancelled at its agent) with the error the client gets. */
+  stop?: (error: IopError) => void;
+  /** A client that takes nothing for this long ends the stream with an in-band error, ms. */
+  writeStallTimeoutMs?: number;
   overrides?: GateOverrides;
   /** Called once with the first byte written to the client (TTFT). */
   onFirstByte?: () => void;
@@ -50,7 +55,11 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
       if (next.value.type === 'error') throw errorOf(next.value);
       events.push(next.value);
     }
-    if (options.signal.aborted) return;
+    if (options.signal.aborted) {
+      const error = stopError(options.signal, undefined);
+      if (error !== undefined) throw error;
+      return;
+    }
     const body = dialect.encodeResponse(events, context);
     options.onResult?.(body);
     res.status(200).json(body);
@@ -58,7 +67,12 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
   }
 
   const first = await iterator.next();
-  if (first.done === true) return; // the client went away before anything was released
+  if (first.done === true) {
+    // Nothing was released: the client went away, or the deadline passed (a real HTTP error then).
+    const error = stopError(options.signal, undefined);
+    if (error !== undefined) throw error;
+    return;
+  }
   if (first.value.type === 'error') throw errorOf(first.value);
   const encoder = dialect.createStreamEncoder(context);
   res.status(200);
@@ -81,9 +95,17 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
     write(encoder.push(next.value));
     if (backpressure) {
       backpressure = false;
-      await drained(res);
+      if (!(await drained(res, options.writeStallTimeoutMs))) {
+        const error = new IopError('timeout', `the client read nothing for ${options.writeStallTimeoutMs} ms; the stream was ended`);
+        options.stop?.(error);
+        void iterator.return?.(undefined);
+        endStalled(res, encoder.push(errorEventOf(error)) + encoder.end(), options.writeStallTimeoutMs ?? 0);
+        return;
+      }
     }
   }
+  const stopped = stopError(options.signal, undefined);
+  if (stopped !== undefined) write(encoder.push(errorEventOf(stopped)));
   write(encoder.end());
   const result = (encoder as { result?: () => unknown }).result?.();
   if (result !== undefined) options.onResult?.(result);

@@ -2,11 +2,16 @@
  * Opens a run for a client request on the provider pool and waits until it is safe to commit to
  * it: the backend answered 2xx AND its first body frame arrived. Everything before that point is
  * invisible to the client, so failures are retried here (passthrough path) or handed to the
- * stream gate as errors (normalized path, `maxAttempts: 1`: the gate's commit boundary decides).
+ * stream gate as errors (normalized path, `onlyFallback`: the gate's commit boundary decides).
+ *
+ * Where and when a failed attempt is retried is `scheduleRetry`'s decision (attempt-scheduler.ts,
+ * docs/decisions/004-attempt-lifecycle.md); this loop only runs attempts and reports them. Every
+ * run it stops waiting for (failed attempt, deadline, client gone) is cancelled at its agent.
  *
  * Per failed attempt (`RetryPolicy.decide`, DESIGN "commit boundary"):
- * - connection failure, reset, agent lost, run rejected, first-byte / open timeout, 5xx, 429:
- *   retried with jittered backoff (a `Retry-After` as floor), within `maxAttempts` and the
+ * - connection failure, reset, agent lost, run rejected, 5xx, 429, a run-accepted or first-byte
+ *   timeout (on another provider only): retried with jittered backoff (a `Retry-After` as floor;
+ *   a 429 / 503 without one from hundreds of ms), within `maxAttempts`, the deadline and the
  *   pool-wide retry budget, on another provider when there is one, else on the SAME provider
  *   after the backoff (equal jitter, so never at once). Not retried when no provider of the group
  *   takes requests any more (the one that failed was just ejected as an outlier, or is draining
@@ -23,7 +28,9 @@ import type { ModelGroup } from '../pool/pool-config.js';
 import type { PoolRun } from '../pool/pool-provider.js';
 import type { PoolPick, ProviderPool } from '../pool/provider-pool.js';
 import { looksLikeJsonObject } from './json-body.js';
-import { failureOfRunError, isContextOverflow, isRetryable, outcomeOf, type AttemptFailure, type RequestAttempts } from '../pool/retry-policy.js';
+import { failureOfRunError, isContextOverflow, outcomeOf, type AttemptFailure, type RequestAttempts } from '../pool/retry-policy.js';
+import { scheduleRetry } from './attempt-scheduler.js';
+import { stopError, type RequestDeadline } from './request-deadline.js';
 import { FrameKind, type RunRequest } from '../tunnel/run-registry.js';
 import { readUpstreamError } from './upstream-error.js';
 
@@ -40,9 +47,16 @@ export interface OpenRunRequest extends Omit<RunRequest, 'model' | 'body'> {
   maxAttempts?: number;
   /** Providers to avoid (faulted on earlier attempts of the gate). */
   avoid?: ReadonlySet<string>;
-  /** Aborted when the client goes away. */
+  /** Aborted when the request stops (client gone, deadline, write stall; `RequestDeadline.signal`). */
   signal?: AbortSignal;
-  /** Told about every failed attempt (the gate's dispatcher applies the retry policy before the gate's next attempt). */
+  /** The request's deadline: bounds each attempt's first-byte wait and every backoff. */
+  deadline?: RequestDeadline | undefined;
+  /**
+   * The stream gate decides whether to retry (its commit boundary): this call retries only into
+   * the group's context fallback and hands every other failure back at once.
+   */
+  onlyFallback?: boolean;
+  /** Told about every failed attempt (the gate's dispatcher schedules the gate's next attempt from it). */
   onFailure?: (failure: AttemptFailure, error: IopError) => void;
   /**
    * A non-stream answer relayed as is: nothing reaches the client before its last byte, so the
@@ -73,7 +87,7 @@ export function runFailure(frame: Pick<ProviderTunnelFrame, 'errorCode' | 'error
   switch (frame.errorCode) {
     case 'first_byte_timeout':
     case 'idle_timeout':
-    case 'run_open_timeout':
+    case 'run_accepted_timeout':
       return new IopError('timeout', `upstream timeout: ${message}`);
     case 'at_capacity':
     case 'run_rejected':
@@ -88,21 +102,6 @@ export function runFailure(frame: Pick<ProviderTunnelFrame, 'errorCode' | 'error
 /** The attempt failure an IopError rendered from a backend status stands for. */
 function statusFailure(error: IopError, start: ProviderTunnelFrame): AttemptFailure {
   return { kind: 'status', status: start.status, retryAfter: start.headers['retry-after'], errorCode: error.code === 'context_length_exceeded' ? error.code : undefined };
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  if (ms <= 0) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /** A non-stream answer read to its END (`wholeBody`). */
@@ -152,63 +151,67 @@ async function attemptOnce(run: PoolRun, wholeBody: boolean): Promise<AttemptRes
   return { error: runFailure(frame), failure: failureOfRunError(frame.errorCode) };
 }
 
+/** Whether the request was stopped (a function: the flag changes across awaits). */
+function aborted(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true;
+}
+
+/** Cancels `run` if it is still going. */
+function stop(run: PoolRun, reason: string): void {
+  if (!run.isFinished) run.cancel(reason);
+}
+
 /**
  * @param onRun called with each run as it starts (so a client disconnect can cancel it).
  * @throws IopError `model_not_found` (404) when nothing serves the model and it is not a known
  *   name, `no_capacity` (503, `Retry-After`) when it is known but no provider is connected now
  *   (`ProviderPool.acquire`); `rate_limited` (429,
- *   `Retry-After`) when the group's queue is full or the wait ran out; the last attempt's failure
- *   (the backend's status and message, or a tunnel / timeout error) when no retry is left.
+ *   `Retry-After`) when the group's queue is full or the wait ran out; `timeout` (504) when the
+ *   request deadline passed; the last attempt's failure (the backend's status and message, or a
+ *   tunnel / timeout error) when no retry is left.
  */
 export async function openRun(pool: ProviderPool, request: OpenRunRequest, log: Logger, onRun: (run: PoolRun, pick: PoolPick) => void): Promise<OpenedRun> {
-  const { bodyFor, affinityKey, attempts: given, maxAttempts, avoid, signal, onFailure, wholeBody = false, ...base } = request;
+  const { bodyFor, affinityKey, attempts: given, maxAttempts, avoid, signal, onFailure, wholeBody = false, onlyFallback = false, deadline, ...base } = request;
   const attempts = given ?? pool.begin();
   let group = pool.resolve(request.model);
-  for (let call = 1; ; call++) {
-    const exclude = avoid === undefined || avoid.size === 0 ? attempts.tried : new Set([...attempts.tried, ...avoid]);
-    const number = attempts.count + 1;
-    const acquired = await pool.acquire(group, { exclude, affinityKey, ...(signal === undefined ? {} : { signal }) }, (pick) =>
-      pick.provider.start({ ...base, model: pick.model, body: bodyFor(pick.model), idempotencyKey: call === 1 && request.idempotencyKey !== undefined ? request.idempotencyKey : `${request.idempotencyKey ?? request.requestId}:${number}` }),
-    );
-    const { run, pick, ticket } = acquired;
-    group = acquired.group;
-    attempts.record(pick.provider.id);
-    onRun(run, pick);
-    const result = await attemptOnce(run, wholeBody);
-    if ('start' in result) {
-      pool.report(group, ticket, 'success');
-      return { run, start: result.start, first: result.first, model: pick.model, group, ...(result.answer === undefined ? {} : { answer: result.answer }) };
+  let current: PoolRun | undefined;
+  // The deadline or a stall stops the request: the run it waits on is cancelled at its agent.
+  const onAbort = () => current !== undefined && stop(current, 'request stopped');
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    for (let call = 1; ; call++) {
+      const exclude = avoid === undefined || avoid.size === 0 ? attempts.tried : new Set([...attempts.tried, ...avoid]);
+      const number = attempts.count + 1;
+      // A non-stream answer's first byte is the whole answer: it may take the rest of the deadline.
+      const remainingMs = deadline?.remainingMs();
+      const firstByteTimeoutMs = remainingMs === undefined ? base.firstByteTimeoutMs : wholeBody ? remainingMs : Math.min(base.firstByteTimeoutMs ?? remainingMs, remainingMs);
+      const acquired = await pool.acquire(group, { exclude, affinityKey, ...(signal === undefined ? {} : { signal }) }, (pick) =>
+        pick.provider.start({ ...base, firstByteTimeoutMs, model: pick.model, body: bodyFor(pick.model), idempotencyKey: call === 1 && request.idempotencyKey !== undefined ? request.idempotencyKey : `${request.idempotencyKey ?? request.requestId}:${number}` }),
+      );
+      const { run, pick, ticket } = acquired;
+      group = acquired.group;
+      current = run;
+      attempts.record(pick.provider.id);
+      onRun(run, pick);
+      if (aborted(signal)) stop(run, 'request stopped');
+      const result = await attemptOnce(run, wholeBody);
+      if ('start' in result && !aborted(signal)) {
+        pool.report(group, ticket, 'success');
+        return { run, start: result.start, first: result.first, model: pick.model, group, ...(result.answer === undefined ? {} : { answer: result.answer }) };
+      }
+      stop(run, 'attempt failed');
+      if (!('failure' in result)) throw stopError(signal, new IopError('upstream_error', 'the request was stopped'));
+      const { error, failure } = result;
+      onFailure?.(failure, error);
+      pool.report(group, ticket, aborted(signal) ? 'cancelled' : outcomeOf(failure));
+      if (aborted(signal)) throw stopError(signal, error);
+      if (onlyFallback && !isContextOverflow(failure)) throw error;
+      const verdict = await scheduleRetry({ pool, group, attempts, avoid, maxAttempts, deadline, signal, log, fields: { providerId: pick.provider.id, model: pick.model } }, failure);
+      if (verdict.action === 'fail') throw error;
+      if (aborted(signal)) throw stopError(signal, error);
+      if (verdict.action === 'fallback') group = verdict.group;
     }
-    if (!run.isFinished) run.cancel('attempt failed');
-    const { error, failure } = result;
-    onFailure?.(failure, error);
-    pool.report(group, ticket, signal?.aborted === true ? 'cancelled' : outcomeOf(failure));
-    if (signal?.aborted === true) throw error;
-    const fields = { providerId: pick.provider.id, model: pick.model, attempt: attempts.count, failure: failure.kind === 'status' ? failure.status : failure.kind };
-    const retryable = isRetryable(failure) && !isContextOverflow(failure);
-    if (retryable && !pool.accepting(group)) {
-      log.warn({ ...fields }, 'attempt failed; no provider of the group takes a retry (ejected, draining or gone)');
-      throw error;
-    }
-    const tried = avoid === undefined || avoid.size === 0 ? attempts.tried : new Set([...attempts.tried, ...avoid]);
-    const sameProvider = retryable && !pool.canRoute(group, tried);
-    const decision = pool.retry.decide(attempts, failure, { contextFallback: group.contextFallback, sameProvider, ...(maxAttempts === undefined ? {} : { maxAttempts }) });
-    if (decision.action === 'fail') {
-      if (decision.reason.includes('budget')) pool.metrics.retries.inc({ group: group.name, reason: 'budget_exhausted' });
-      // A client error the backend found (400 for `max_tokens: -5`) is the client's, not the edge's trouble.
-      (failure.kind === 'status' && failure.status < 500 ? log.info : log.warn).call(log, { ...fields, reason: decision.reason }, 'attempt failed; not retried');
-      throw error;
-    }
-    if (decision.action === 'fallback') {
-      const fallback = pool.group(decision.group);
-      if (fallback === undefined) throw error;
-      pool.metrics.retries.inc({ group: group.name, reason: 'fallback' });
-      log.info({ ...fields, fallback: fallback.name, reason: decision.reason }, 'routing to the fallback group');
-      group = fallback;
-      continue;
-    }
-    pool.metrics.retries.inc({ group: group.name, reason: 'retry' });
-    log.warn({ ...fields, delayMs: decision.delayMs, reason: decision.reason }, 'attempt failed before its first byte; retrying');
-    await sleep(decision.delayMs, signal);
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
   }
 }

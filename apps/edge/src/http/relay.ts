@@ -5,7 +5,9 @@
  * taking frames, which stalls the run's HTTP/2 stream and, through the agent, the backend.
  *
  * A stream that ends without `data: [DONE]` (cut upstream) or with an ERROR frame gets an
- * in-band OpenAI error event, never a silent truncation (PROTOCOLS A.5).
+ * in-band OpenAI error event, never a silent truncation (PROTOCOLS A.5); so does a stream the
+ * request's deadline stopped, and one whose client read nothing for `writeStallTimeoutMs` (the
+ * run is cancelled at once, releasing the backend slot).
  */
 import type { Response } from 'express';
 import { IopError, sseJson } from '@iop/core';
@@ -18,7 +20,8 @@ import { SseGuard } from './sse-guard.js';
 import { runFailure, type WholeAnswer } from './open-run.js';
 import { toOpenAIErrorBody } from '../dialects.js';
 import type { UsageRecorder } from './usage-recorder.js';
-import { drained } from './drained.js';
+import { drained, endStalled } from './drained.js';
+import { stopError } from './request-deadline.js';
 
 
 export interface RelayOptions {
@@ -32,6 +35,10 @@ export interface RelayOptions {
   rewriter?: ModelRewriter | undefined;
   /** The non-stream answer `openRun` read whole and checked (`wholeBody`); required when not streaming. */
   answer?: WholeAnswer | undefined;
+  /** Aborted when the request is stopped (deadline, client gone); its IopError reason is the in-band error. */
+  signal?: AbortSignal | undefined;
+  /** A client that takes nothing for this long ends the stream: run cancelled, in-band error, ms. */
+  writeStallTimeoutMs?: number | undefined;
 }
 
 /** Response headers worth passing on from the backend. */
@@ -76,7 +83,12 @@ async function relayStream(handle: PoolRun, res: Response, options: RelayOptions
       }
       const checked = guard.push(frame.body);
       const bytes = rewriter === undefined ? checked.safe : rewriter.push(checked.safe);
-      if (bytes.length > 0 && !res.write(bytes)) await drained(res);
+      if (bytes.length > 0 && !res.write(bytes) && !(await drained(res, options.writeStallTimeoutMs))) {
+        failure = new IopError('timeout', `the client read nothing for ${options.writeStallTimeoutMs} ms; the stream was ended`);
+        handle.cancel('client stopped reading');
+        endStalled(res, sseJson(toOpenAIErrorBody(failure)), options.writeStallTimeoutMs ?? 0);
+        return failure;
+      }
       if (checked.malformed) {
         failure = new IopError('upstream_error', 'upstream failure: the backend sent a malformed stream chunk');
         handle.cancel('malformed stream chunk');
@@ -90,6 +102,7 @@ async function relayStream(handle: PoolRun, res: Response, options: RelayOptions
     frame = undefined;
   }
   // The held last line goes out only when it is the terminator itself (an unterminated `data: [DONE]`).
+  if (failure === undefined && options.signal?.aborted === true) failure = stopError(options.signal, new IopError('upstream_error', 'the request was stopped'));
   let partial = failure === undefined ? guard.end() : undefined;
   if (failure === undefined && !guard.sawDone) {
     failure = runFailure({ errorCode: 'backend_reset', errorMessage: 'the upstream stream ended before [DONE]' } as ProviderTunnelFrame);

@@ -12,7 +12,7 @@
  *       "queue": { "maxQueued": 256, "maxWaitMs": 30000 } }],
  *     "directProviders": [{ "id": "vllm-a", "baseUrl": "http://10.0.0.5:8000/v1", "models": ["Qwen/Qwen3-8B"],
  *       "maxConcurrency": 64, "weight": 1 }],
- *     "retry": { "maxAttempts": 3, "budgetRatio": 0.2, "minRetriesPerSecond": 5, "baseBackoffMs": 50, "maxBackoffMs": 2000 },
+ *     "retry": { "maxAttempts": 3, "budgetRatio": 0.2, "minRetriesPerSecond": 5, "baseBackoffMs": 50, "overloadBackoffBaseMs": 500, "maxBackoffMs": 2000 },
  *     "outlier": { "consecutiveFailures": 5, "baseEjectionMs": 10000, "maxEjectionMs": 300000, "maxEjectedPercent": 50 },
  *     "affinity": { "enabled": true, "prefixMessages": 2, "loadFactor": 1.25 } }
  */
@@ -167,6 +167,7 @@ const schema = {
         budgetRatio: { type: 'number', minimum: 0, maximum: 10, default: 0.2 },
         minRetriesPerSecond: { type: 'number', minimum: 0, maximum: 10_000, default: 5 },
         baseBackoffMs: { type: 'integer', minimum: 0, maximum: 60_000, default: 50 },
+        overloadBackoffBaseMs: { type: 'integer', minimum: 0, maximum: 60_000, default: 500 },
         maxBackoffMs: { type: 'integer', minimum: 0, maximum: 600_000, default: 2000 },
       },
     },

@@ -72,7 +72,7 @@ export function agentProvider(session: AgentSession): Provider {
         return session.load;
       },
       set load(value: ProviderLoad) {
-        session.load = { reportedInFlight: session.load.reportedInFlight, queued: value.queued, kvCacheUsage: value.kvCacheUsage, backendWaiting: value.backendWaiting };
+        session.load = { ...session.load, queued: value.queued, kvCacheUsage: value.kvCacheUsage, backendWaiting: value.backendWaiting };
       },
       get available() {
         return session.available;

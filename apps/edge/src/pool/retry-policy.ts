@@ -19,7 +19,12 @@
  * Delay: full-jitter exponential backoff, `random() × min(maxBackoffMs, baseBackoffMs × 2^(r−1))`
  * for the r-th retry (AWS Architecture Blog, "Exponential Backoff and Jitter", 2015); on the same
  * provider "equal jitter" instead, `ceiling/2 + random() × ceiling/2`, so it is never asked again at
- * once. A `Retry-After` (429, 503…) is a floor, and one longer than `maxBackoffMs` ends the
+ * once. A 429 or 503 without `Retry-After` retried on the same provider backs off from
+ * `overloadBackoffBaseMs` (hundreds of ms) instead of `baseBackoffMs`: a rate-limited or
+ * overloaded server is not asked again within tens of milliseconds. A timeout (the run was not
+ * accepted, or no first byte came) is never retried on the same provider: the client would wait
+ * a second full timeout for the same silence. No retry starts when its backoff would end past the
+ * request's deadline (`remainingMs`). A `Retry-After` (429, 503…) is a floor, and one longer than `maxBackoffMs` ends the
  * retries (the client gets the status and its `Retry-After`: holding its connection longer helps
  * nobody). Each request has at most `maxAttempts` attempts, and every retry must also pass the
  * pool-wide `RetryBudget`.
@@ -37,6 +42,8 @@ export interface RetryConfig {
   minRetriesPerSecond: number;
   /** Backoff of the first retry before jitter, ms. */
   baseBackoffMs: number;
+  /** Backoff of the first retry of a 429 / 503 without `Retry-After` on the same provider, before jitter, ms (default 500). */
+  overloadBackoffBaseMs?: number;
   /** Largest backoff, ms; also the longest `Retry-After` waited for. */
   maxBackoffMs: number;
 }
@@ -86,7 +93,7 @@ export function failureOfRunError(code: string): AttemptFailure {
     case 'run_rejected':
     case 'at_capacity':
       return { kind: 'rejected', detail: code };
-    case 'run_open_timeout':
+    case 'run_accepted_timeout':
     case 'first_byte_timeout':
       return { kind: 'timeout', detail: code };
     default:
@@ -171,8 +178,8 @@ export class RetryPolicy {
    * Backoff before the `retry`-th retry (1-based), ms: full jitter in `[0, ceiling)`, or equal
    * jitter in `[ceiling/2, ceiling)` when `sameProvider` (the provider that just failed is asked again).
    */
-  backoffMs(retry: number, sameProvider = false): number {
-    const ceiling = Math.min(this.config.maxBackoffMs, this.config.baseBackoffMs * 2 ** Math.max(0, retry - 1));
+  backoffMs(retry: number, sameProvider = false, baseMs = this.config.baseBackoffMs): number {
+    const ceiling = Math.min(this.config.maxBackoffMs, baseMs * 2 ** Math.max(0, retry - 1));
     return sameProvider ? Math.floor(ceiling / 2 + (this.random() * ceiling) / 2) : Math.floor(this.random() * ceiling);
   }
 
@@ -183,9 +190,12 @@ export class RetryPolicy {
    * @param options.maxAttempts a lower attempt limit for this request (e.g. 1 when the stream gate
    *   does the retrying and only a context fallback may still happen here).
    * @param options.sameProvider the retry can only go to the provider that just failed (no other
-   *   one of the group can take it): equal-jitter backoff, and the reason says so.
+   *   one of the group can take it): equal-jitter backoff, and the reason says so; a timeout is
+   *   then not retried.
+   * @param options.remainingMs time left before the request's deadline: a retry whose backoff
+   *   would not end before it is refused.
    */
-  decide(attempts: RequestAttempts, failure: AttemptFailure, options: { contextFallback?: string | undefined; maxAttempts?: number; sameProvider?: boolean } = {}): RetryDecision {
+  decide(attempts: RequestAttempts, failure: AttemptFailure, options: { contextFallback?: string | undefined; maxAttempts?: number; sameProvider?: boolean; remainingMs?: number } = {}): RetryDecision {
     if (isContextOverflow(failure)) {
       if (options.contextFallback === undefined || attempts.fallbackUsed) return { action: 'fail', reason: 'the prompt exceeds the context length and no fallback group is left' };
       attempts.fallbackUsed = true;
@@ -199,9 +209,13 @@ export class RetryPolicy {
       return { action: 'fail', reason: `${what} asks to wait ${retryAfterMs} ms, longer than the ${this.config.maxBackoffMs} ms backoff limit`, retryAfterMs };
     }
     if (attempts.count >= Math.min(this.config.maxAttempts, options.maxAttempts ?? Number.POSITIVE_INFINITY)) return { action: 'fail', reason: `${what} after ${attempts.count} attempts (the limit)` };
-    if (!this.budget.tryRetry()) return { action: 'fail', reason: `${what}; the pool's retry budget is spent` };
     const sameProvider = options.sameProvider === true;
-    const delayMs = Math.max(retryAfterMs ?? 0, this.backoffMs(attempts.count, sameProvider));
+    if (sameProvider && failure.kind === 'timeout') return { action: 'fail', reason: `${failure.detail ?? 'timeout'} is not retried on the same provider` };
+    const overloaded = failure.kind === 'status' && (failure.status === 429 || failure.status === 503) && retryAfterMs === undefined;
+    const baseMs = sameProvider && overloaded ? Math.max(this.config.baseBackoffMs, this.config.overloadBackoffBaseMs ?? 500) : this.config.baseBackoffMs;
+    const delayMs = Math.max(retryAfterMs ?? 0, this.backoffMs(attempts.count, sameProvider, baseMs));
+    if (options.remainingMs !== undefined && delayMs >= options.remainingMs) return { action: 'fail', reason: `${what}; a retry after ${delayMs} ms would pass the request deadline` };
+    if (!this.budget.tryRetry()) return { action: 'fail', reason: `${what}; the pool's retry budget is spent` };
     return { action: 'retry', delayMs, reason: `${what} on attempt ${attempts.count}${sameProvider ? '; retried on the same provider' : ''}` };
   }
 }

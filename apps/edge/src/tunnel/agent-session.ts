@@ -20,6 +20,10 @@ export interface AgentLoad {
   reportedInFlight: number;
   /** Requests queued inside the agent. */
   queued: number;
+  /** Runs the agent holds for this edge (this session), as it last reported; undefined from agents that do not report it. */
+  sessionInFlight: number | undefined;
+  /** The agent's backend requests in flight (every edge it serves), as it last reported. */
+  backendInFlight: number | undefined;
   /** Backend KV-cache usage in [0, 1], when known. */
   kvCacheUsage: number | undefined;
   /** Requests waiting inside the backend, when known. */
@@ -45,12 +49,17 @@ export class AgentSession {
   inFlight = 0;
   /** Runs ever assigned (for the admin view and the distribution figures). */
   totalRuns = 0;
-  load: AgentLoad = { reportedInFlight: 0, queued: 0, kvCacheUsage: undefined, backendWaiting: undefined };
+  load: AgentLoad = { reportedInFlight: 0, sessionInFlight: undefined, backendInFlight: undefined, queued: 0, kvCacheUsage: undefined, backendWaiting: undefined };
   /** Takes no new runs: set at once by `drain()` (admin), and by the agent's heartbeats (e.g. its SIGTERM). */
   draining = false;
   /** The edge asked the agent to deregister once its in-flight runs are over. */
   deregistering = false;
   lastHeartbeatAt = Date.now();
+  /**
+   * Last message of any kind on the Control stream, Unix ms: liveness. An agent is dropped only
+   * when its Control stream is silent for three heartbeat intervals, never for being busy.
+   */
+  lastMessageAt = Date.now();
   closed = false;
   private requestedDrain: { drain: boolean; at: number } | undefined;
 
@@ -91,6 +100,10 @@ export class AgentSession {
     }
     this.load = {
       reportedInFlight: heartbeat.inFlight,
+      // proto3 has no presence for these: an agent that predates them reports 0 for both, which
+      // the admin view shows as is (such agents are not in a mixed fleet with in-flight checks).
+      sessionInFlight: heartbeat.sessionInFlight,
+      backendInFlight: heartbeat.backendInFlight,
       queued: heartbeat.queued,
       kvCacheUsage: heartbeat.kvCacheUsage,
       backendWaiting: heartbeat.backendWaiting,

@@ -5,6 +5,16 @@
  * `frames` yield the run's ProviderTunnelFrames as the agent's Run call delivers them. Failures
  * of the tunnel itself (the agent rejected the run, disconnected, or sent nothing in time) arrive
  * as a synthesized ERROR frame, so consumers have one code path for every way a run can end.
+ *
+ * Clocks of one run (docs/decisions/004-attempt-lifecycle.md): assigned → ACCEPTED within
+ * `acceptedTimeoutMs` (`run_accepted_timeout`), then the first body byte within
+ * `firstByteTimeoutMs` (`first_byte_timeout`; a non-stream answer's first byte is its whole
+ * answer, so callers pass the request's remaining deadline for those). The idle clock between
+ * body slices runs on the agent (it pauses while the edge holds the run back).
+ *
+ * A run the edge stops waiting for — a timeout here, `cancel()`, a failed Run stream — is
+ * cancelled at the agent (CancelRun on Control) unless the agent itself ended it (END, ERROR,
+ * RunRejected) or its Control stream is gone; the Run stream handler closes the run's stream too.
  */
 import { create } from '@bufbuild/protobuf';
 import { newId } from '@iop/core';
@@ -20,7 +30,7 @@ import type { AgentSession } from './agent-session.js';
 export { FrameKind };
 
 /** Error codes of synthesized ERROR frames (the agent's own codes pass through unchanged). */
-export type TunnelErrorCode = 'agent_disconnected' | 'run_rejected' | 'run_open_timeout' | 'edge_shutdown';
+export type TunnelErrorCode = 'agent_disconnected' | 'run_rejected' | 'run_accepted_timeout' | 'first_byte_timeout' | 'edge_shutdown';
 
 export interface RunRequest {
   requestId: string;
@@ -31,18 +41,26 @@ export interface RunRequest {
   headers?: Record<string, string>;
   body: Uint8Array;
   idempotencyKey?: string;
-  /** Give up when the agent has not opened the run's stream within this time, ms. */
-  openTimeoutMs: number;
-  /** Passed to the agent: give up when the backend sends no first byte in this time, ms (0 = agent default). */
+  /** Give up when the agent has not accepted the run (ACCEPTED, or any first frame) within this time, ms. */
+  acceptedTimeoutMs: number;
+  /** Give up when no first body byte arrives within this time after ACCEPTED, ms (0 = the agent's default only); passed to the agent too. */
   firstByteTimeoutMs?: number;
+  /** Passed to the agent: longest silence of the backend between body slices, ms (0 = agent default). */
+  idleTimeoutMs?: number;
 }
 
 export class RunHandle {
   /** Frames of this run, in order; ends after END or ERROR. Bounded: a slow consumer slows the agent. */
   readonly frames = new AsyncQueue<ProviderTunnelFrame>(32);
   attached = false;
+  /** The agent accepted the run (ACCEPTED or any first frame). */
+  accepted = false;
+  /** Called once when the edge ended the run itself (timeout, cancel): the Run stream handler closes the run's stream. */
+  onCancelled: (() => void) | undefined;
   private finished = false;
-  private openTimer: NodeJS.Timeout | undefined;
+  private sawBody = false;
+  private timer: NodeJS.Timeout | undefined;
+  private firstByteTimeoutMs = 0;
 
   constructor(
     readonly runId: string,
@@ -54,41 +72,62 @@ export class RunHandle {
     return this.finished;
   }
 
-  armOpenTimeout(timeoutMs: number): void {
-    this.openTimer = setTimeout(() => {
-      if (!this.attached) this.failWith('run_open_timeout', `agent ${this.session.agentId} did not open the run within ${timeoutMs} ms`);
-    }, timeoutMs);
-    this.openTimer.unref();
+  /** Arms the accepted clock now and the first-byte clock for when the agent accepts. */
+  armTimeouts(acceptedTimeoutMs: number, firstByteTimeoutMs: number): void {
+    this.firstByteTimeoutMs = firstByteTimeoutMs;
+    this.timer = setTimeout(() => {
+      if (!this.accepted) this.failWith('run_accepted_timeout', `agent ${this.session.agentId} did not accept the run within ${acceptedTimeoutMs} ms`);
+    }, acceptedTimeoutMs);
+    this.timer.unref();
   }
 
   /** Delivers a frame from the agent; resolves when the consumer can take more (backpressure). */
   deliver(frame: ProviderTunnelFrame): Promise<void> | undefined {
     if (this.finished) return undefined;
+    if (!this.accepted) this.accept();
+    if (frame.kind === FrameKind.ACCEPTED) return undefined;
+    if (!this.sawBody && frame.kind !== FrameKind.RESPONSE_START) {
+      this.sawBody = true;
+      clearTimeout(this.timer);
+    }
     const pending = this.frames.push(frame);
-    if (frame.kind === FrameKind.END || frame.kind === FrameKind.ERROR) this.finish();
+    if (frame.kind === FrameKind.END || frame.kind === FrameKind.ERROR) this.finish(undefined);
     return pending;
   }
 
-  /** Ends the run with a synthesized ERROR frame (tunnel-level failure). */
-  failWith(code: TunnelErrorCode, message: string): void {
+  /** Ends the run with a synthesized ERROR frame (tunnel-level failure); the agent is told to stop unless `fromAgent`. */
+  failWith(code: TunnelErrorCode, message: string, fromAgent = false): void {
     if (this.finished) return;
     void this.frames.push(create(ProviderTunnelFrameSchema, { runId: this.runId, kind: FrameKind.ERROR, errorCode: code, errorMessage: message }));
-    this.finish();
+    this.finish(fromAgent ? undefined : message);
   }
 
   /** The client went away or the edge gave up: tell the agent to abort the backend request. */
   cancel(reason: string): void {
     if (this.finished) return;
-    this.session.cancel(this.runId, reason);
-    this.finish();
+    this.finish(reason);
   }
 
-  private finish(): void {
+  private accept(): void {
+    this.accepted = true;
+    clearTimeout(this.timer);
+    const timeoutMs = this.firstByteTimeoutMs;
+    if (timeoutMs <= 0) return;
+    this.timer = setTimeout(() => {
+      if (!this.sawBody) this.failWith('first_byte_timeout', `no first byte from agent ${this.session.agentId} within ${timeoutMs} ms`);
+    }, timeoutMs);
+    this.timer.unref();
+  }
+
+  /** @param cancelReason set when the edge ends the run: the agent is told to abort it. */
+  private finish(cancelReason: string | undefined): void {
     if (this.finished) return;
     this.finished = true;
-    if (this.openTimer !== undefined) clearTimeout(this.openTimer);
+    clearTimeout(this.timer);
+    if (cancelReason !== undefined && !this.session.closed) this.session.cancel(this.runId, cancelReason);
     this.frames.close();
     this.onFinish(this);
+    if (cancelReason !== undefined) this.onCancelled?.();
   }
 }
 
@@ -109,7 +148,7 @@ export class RunRegistry {
       this.onRunFinished?.(finished);
     });
     this.runs.set(runId, handle);
-    handle.armOpenTimeout(request.openTimeoutMs);
+    handle.armTimeouts(request.acceptedTimeoutMs, request.firstByteTimeoutMs ?? 0);
     session.assign(
       create(RunAssignmentSchema, {
         runId,
@@ -121,6 +160,7 @@ export class RunRegistry {
         body: request.body,
         idempotencyKey: request.idempotencyKey ?? '',
         firstByteTimeoutMs: request.firstByteTimeoutMs ?? 0,
+        idleTimeoutMs: request.idleTimeoutMs ?? 0,
       }),
     );
     return handle;
@@ -135,7 +175,7 @@ export class RunRegistry {
   }
 
   reject(runId: string, reason: string): void {
-    this.runs.get(runId)?.failWith('run_rejected', reason);
+    this.runs.get(runId)?.failWith('run_rejected', reason, true);
   }
 
   /**
@@ -144,17 +184,14 @@ export class RunRegistry {
    */
   failAll(code: TunnelErrorCode, message: string): number {
     const handles = [...this.runs.values()];
-    for (const handle of handles) {
-      handle.session.cancel(handle.runId, message);
-      handle.failWith(code, message);
-    }
+    for (const handle of handles) handle.failWith(code, message);
     return handles.length;
   }
 
   /** The agent's Control stream ended: every run of it fails. */
   failSession(session: AgentSession): void {
     for (const handle of [...this.runs.values()]) {
-      if (handle.session === session) handle.failWith('agent_disconnected', `agent ${session.agentId} disconnected`);
+      if (handle.session === session) handle.failWith('agent_disconnected', `agent ${session.agentId} disconnected`, true);
     }
   }
 }

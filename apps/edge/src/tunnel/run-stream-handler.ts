@@ -34,7 +34,7 @@ export function isGrpcRun(path: string | undefined, headers: IncomingHttpHeaders
 
 function trailersOnly(res: Http2ServerResponse, code: Code, message: string): void {
   const stream = res.stream;
-  if (stream.destroyed || stream.headersSent) return;
+  if (stream.destroyed || stream.closed || stream.headersSent) return;
   stream.respond(
     { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeURIComponent(message) },
     { endStream: true },
@@ -80,6 +80,8 @@ export function handleRunStream(req: Http2ServerRequest, res: Http2ServerRespons
         finish(Code.NotFound, `unknown or finished run ${frame.runId}`);
         return undefined;
       }
+      // The edge gave up on the run while the agent waits on its backend: end the call now, not at its next frame.
+      handle.onCancelled = () => finish(Code.Canceled, 'run cancelled by the edge');
     }
     if (handle.isFinished) {
       finish(Code.Canceled, 'run cancelled by the edge');
@@ -116,13 +118,15 @@ export function handleRunStream(req: Http2ServerRequest, res: Http2ServerRespons
   });
   req.on('end', () => {
     const truncated = reader.bufferedBytes > 0;
-    if (handle !== undefined && !handle.isFinished) handle.failWith('agent_disconnected', truncated ? 'the run stream ended inside a message' : 'the run stream ended without END');
+    // The agent ended its side: its run is over, nothing to cancel.
+    if (handle !== undefined && !handle.isFinished) handle.failWith('agent_disconnected', truncated ? 'the run stream ended inside a message' : 'the run stream ended without END', true);
     if (truncated) finish(Code.Internal, `the stream ended inside a message (${reader.bufferedBytes} bytes of it)`);
     else finish(undefined);
   });
   const onGone = () => {
-    if (handle !== undefined && !handle.isFinished) handle.failWith('agent_disconnected', 'the run stream was reset');
+    // The stream is gone: nothing may be answered on it (the cancel this failure sends goes on Control).
     done = true;
+    if (handle !== undefined && !handle.isFinished) handle.failWith('agent_disconnected', 'the run stream was reset');
   };
   req.on('aborted', onGone);
   req.on('error', onGone);

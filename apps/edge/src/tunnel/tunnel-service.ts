@@ -126,13 +126,14 @@ export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRou
     };
     context.signal.addEventListener('abort', () => end('connection closed'), { once: true });
     const livenessTimer = setInterval(() => {
-      if (Date.now() - session.lastHeartbeatAt > options.heartbeatIntervalMs * 3) end('heartbeat timeout');
+      if (Date.now() - session.lastMessageAt > options.heartbeatIntervalMs * 3) end('heartbeat timeout');
     }, options.heartbeatIntervalMs);
     livenessTimer.unref();
     void (async () => {
       try {
         for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) {
           const message = next.value.message;
+          session.lastMessageAt = Date.now();
           if (message.case === 'heartbeat') session.onHeartbeat(message.value);
           else if (message.case === 'runRejected') runs.reject(message.value.runId, message.value.reason);
         }

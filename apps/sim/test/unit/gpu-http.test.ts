@@ -158,10 +158,13 @@ describe('GPU profile over HTTP', () => {
     expect(elapsed).toBeLessThan(3_000);
   });
 
-  it('leaves the sim without a profile as it was: no /metrics route', async () => {
+  it('without a profile serves only the minimal /metrics and no GPU stats', async () => {
     sim = await startSim({});
     const response = await fetch(`${sim.url}/metrics`);
-    expect(response.status).toBe(404);
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    expect(text).toContain('vllm:num_requests_running 0');
+    expect(text).not.toContain('vllm:prefix_cache_queries');
     expect((await stats(sim)).gpu).toBeNull();
   });
 });

@@ -40,7 +40,7 @@ async function collect(run: PoolRun): Promise<ProviderTunnelFrame[]> {
   return frames;
 }
 
-const request = (fields: Record<string, unknown> = {}) => ({ requestId: 'req-1', model: 'm', method: 'POST', path: '/v1/chat/completions', body: Buffer.from('{"model":"m"}'), openTimeoutMs: 1000, headers: { authorization: 'Bearer client-key' }, ...fields });
+const request = (fields: Record<string, unknown> = {}) => ({ requestId: 'req-1', model: 'm', method: 'POST', path: '/v1/chat/completions', body: Buffer.from('{"model":"m"}'), acceptedTimeoutMs: 1000, headers: { authorization: 'Bearer client-key' }, ...fields });
 
 describe('DirectProvider', () => {
   it('streams RESPONSE_START, BODY, USAGE, END; sends its own key to <base>/chat/completions', async () => {

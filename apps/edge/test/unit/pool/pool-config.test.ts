@@ -22,7 +22,7 @@ const example = {
 describe('parsePoolConfig', () => {
   it('accepts the example and fills in every default', () => {
     const config = parsePoolConfig(example);
-    expect(config.retry).toEqual({ maxAttempts: 4, budgetRatio: 0.2, minRetriesPerSecond: 5, baseBackoffMs: 50, maxBackoffMs: 2000 });
+    expect(config.retry).toEqual({ maxAttempts: 4, budgetRatio: 0.2, minRetriesPerSecond: 5, baseBackoffMs: 50, overloadBackoffBaseMs: 500, maxBackoffMs: 2000 });
     expect(config.outlier).toEqual({ consecutiveFailures: 5, baseEjectionMs: 10_000, maxEjectionMs: 300_000, maxEjectedPercent: 50 });
     expect(config.affinity).toEqual({ enabled: true, prefixMessages: 2, loadFactor: 1.25 });
     expect(config.queue).toEqual({ maxQueued: 256, maxWaitMs: 30_000 });

@@ -17,7 +17,7 @@ describe('agentProvider', () => {
     expect([provider.id, provider.maxConcurrency, provider.weight]).toEqual(['gpu-1', 4, 2]);
     provider.inFlight++;
     expect(agent.inFlight).toBe(1);
-    agent.load = { reportedInFlight: 1, queued: 3, kvCacheUsage: 0.5, backendWaiting: 0 };
+    agent.load = { reportedInFlight: 1, sessionInFlight: 1, backendInFlight: 1, queued: 3, kvCacheUsage: 0.5, backendWaiting: 0 };
     expect(provider.load.queued).toBe(3);
     agent.draining = true;
     expect(provider.available).toBe(false);

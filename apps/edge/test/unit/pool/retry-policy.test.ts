@@ -140,3 +140,53 @@ describe('RetryPolicy.decide', () => {
     expect(() => new RetryPolicy({ ...config, maxAttempts: 0 })).toThrow(RangeError);
   });
 });
+
+describe('retry timing that never hammers', () => {
+  it('a 429 or 503 without Retry-After on the same provider backs off from overloadBackoffBaseMs: 250–500 ms, then 500–1000 ms', () => {
+    for (const status of [429, 503]) {
+      for (const random of [0, 0.999]) {
+        const { policy } = setup(() => random, { overloadBackoffBaseMs: 500 });
+        const attempts = policy.begin();
+        attempts.record('a');
+        const first = policy.decide(attempts, { kind: 'status', status }, { sameProvider: true });
+        expect(first.action).toBe('retry');
+        const firstMs = (first as { delayMs: number }).delayMs;
+        expect(firstMs).toBeGreaterThanOrEqual(250);
+        expect(firstMs).toBeLessThan(500);
+        attempts.record('a');
+        const second = policy.decide(attempts, { kind: 'status', status }, { sameProvider: true });
+        expect((second as { delayMs: number }).delayMs).toBeGreaterThanOrEqual(500);
+        expect((second as { delayMs: number }).delayMs).toBeLessThan(1000);
+      }
+    }
+  });
+
+  it('a 500 on the same provider keeps the small base; a Retry-After stays the floor', () => {
+    const { policy } = setup(() => 0, { overloadBackoffBaseMs: 500 });
+    const attempts = policy.begin();
+    attempts.record('a');
+    expect(policy.decide(attempts, { kind: 'status', status: 500 }, { sameProvider: true })).toMatchObject({ action: 'retry', delayMs: 25 });
+    expect(policy.decide(attempts, { kind: 'status', status: 429, retryAfter: '1' }, { sameProvider: true })).toMatchObject({ action: 'retry', delayMs: 1000 });
+  });
+
+  it('a timeout (not accepted, no first byte) is not retried on the same provider, only on another one', () => {
+    const { policy } = setup();
+    const attempts = policy.begin();
+    attempts.record('a');
+    for (const detail of ['first_byte_timeout', 'run_accepted_timeout']) {
+      expect(policy.decide(attempts, { kind: 'timeout', detail }, { sameProvider: true })).toEqual({ action: 'fail', reason: `${detail} is not retried on the same provider` });
+    }
+    expect(policy.decide(attempts, { kind: 'timeout', detail: 'first_byte_timeout' }, { sameProvider: false }).action).toBe('retry');
+    expect(failureOfRunError('run_accepted_timeout')).toEqual({ kind: 'timeout', detail: 'run_accepted_timeout' });
+  });
+
+  it('no retry whose backoff would end past the request deadline', () => {
+    const { policy } = setup(() => 0.5, { overloadBackoffBaseMs: 500 });
+    const attempts = policy.begin();
+    attempts.record('a');
+    const decision = policy.decide(attempts, { kind: 'status', status: 503 }, { sameProvider: true, remainingMs: 100 });
+    expect(decision.action).toBe('fail');
+    expect((decision as { reason: string }).reason).toContain('deadline');
+    expect(policy.decide(attempts, { kind: 'status', status: 503 }, { sameProvider: true, remainingMs: 10_000 }).action).toBe('retry');
+  });
+});
