@@ -8,6 +8,8 @@ import Ajv from 'ajv';
 import { DEFAULT_GATE, type GateSection } from './gate/gate-registry.js';
 import { parsePoolConfig, type PoolConfig } from './pool/pool-config.js';
 import { ConfigError } from './config-error.js';
+import { CONFIG_KEYS_SCHEMA, recordsOfConfigKeys, type ConfigKey } from './keys/config-keys.js';
+import { DEFAULT_STORAGE, STORAGE_SCHEMA, mergeStorage, storageFromEnv, type StorageConfig } from './storage/storage-config.js';
 
 export interface EdgeConfig {
   /** HTTP API listen address. */
@@ -24,6 +26,13 @@ export interface EdgeConfig {
   };
   /** Client API keys (`Authorization: Bearer` or `x-api-key`). Empty = no auth (a warning is logged). */
   apiKeys: string[];
+  /**
+   * Client API keys with policy (name, owner, allowed models, limits, budget, expiry): see
+   * keys/config-keys.ts. Keys created through the admin API live in `storage.sql` instead.
+   */
+  keys: ConfigKey[];
+  /** Where shared state lives (SQL: Responses, managed keys, ledger; counters): storage/storage-config.ts. */
+  storage: StorageConfig;
   /** Agent join tokens. Empty = any agent may join (a warning is logged). */
   joinTokens: string[];
   /** Largest request body accepted, bytes (default 32 MiB, Anthropic's limit). */
@@ -61,6 +70,8 @@ export const DEFAULT_CONFIG: EdgeConfig = {
   port: 8080,
   tunnel: { host: '127.0.0.1', port: 8081 },
   apiKeys: [],
+  keys: [],
+  storage: DEFAULT_STORAGE,
   joinTokens: [],
   maxBodyBytes: 32 * 1024 * 1024,
   heartbeatIntervalMs: 5_000,
@@ -92,6 +103,8 @@ const schema = {
       },
     },
     apiKeys: { type: 'array', items: { type: 'string', minLength: 8 } },
+    keys: CONFIG_KEYS_SCHEMA,
+    storage: STORAGE_SCHEMA,
     joinTokens: { type: 'array', items: { type: 'string', minLength: 8 } },
     maxBodyBytes: { type: 'integer', minimum: 1024, maximum: 1024 * 1024 * 1024 },
     heartbeatIntervalMs: { type: 'integer', minimum: 100, maximum: 600_000 },
@@ -151,6 +164,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv): Record<string, unknown> {
   set(out, 'adminKeys', list(env.IOP_ADMIN_KEYS));
   set(out, 'shutdownDeadlineMs', int(env.IOP_SHUTDOWN_DEADLINE_MS));
   if (env.IOP_DATA_DIR !== undefined && env.IOP_DATA_DIR !== '') out.responsesStore = { dataDir: env.IOP_DATA_DIR };
+  set(out, 'storage', storageFromEnv(env));
   return out;
 }
 
@@ -158,7 +172,8 @@ function merge(base: EdgeConfig, override: Record<string, unknown>): Record<stri
   const tunnel = { ...base.tunnel, ...((override.tunnel as object | undefined) ?? {}) };
   const gate = { ...base.gate, ...((override.gate as object | undefined) ?? {}) };
   const responsesStore = { ...base.responsesStore, ...((override.responsesStore as object | undefined) ?? {}) };
-  return { ...base, ...override, tunnel, gate: { default: gate.default, models: gate.models ?? {} }, responsesStore };
+  const storage = mergeStorage(base.storage, override.storage as Record<string, unknown> | undefined);
+  return { ...base, ...override, tunnel, gate: { default: gate.default, models: gate.models ?? {} }, responsesStore, storage };
 }
 
 /**
@@ -188,6 +203,7 @@ export function resolveConfig(...layers: Array<Record<string, unknown>>): EdgeCo
   const config = merged as unknown as EdgeConfig;
   const shared = config.adminKeys.filter((key) => config.apiKeys.includes(key));
   if (shared.length > 0) throw new ConfigError('invalid edge config: /adminKeys must not repeat a client API key (/apiKeys)');
+  recordsOfConfigKeys(config.keys); // repeated ids or keys, bad expiry times
   if (config.pool !== DEFAULT_CONFIG.pool) {
     const raw = config.pool as unknown as Record<string, unknown>;
     const retry = { maxAttempts: config.maxAttempts, ...((raw.retry as object | undefined) ?? {}) };

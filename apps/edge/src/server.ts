@@ -22,11 +22,12 @@ import { createApp } from './http/app.js';
 import { buildDialectRoutes } from './routes.js';
 import { EDGE_VERSION } from './version.js';
 import { GateRegistry } from './gate/gate-registry.js';
-import { MemoryResponseStore, SqliteResponseStore, defaultDataDir } from './responses-store/index.js';
+import { openSharedState } from './storage/shared-state.js';
 import { GateMetrics, createGateSink } from './gate/gate-sink.js';
 import { ConfigError } from './config.js';
 import { IopError } from '@iop/core';
 import { applyConfigReload, mountAdmin, type ReloadResult } from './admin/index.js';
+import { recordsOfConfigKeys } from './keys/config-keys.js';
 
 export interface RunningEdge {
   /** The HTTP API port actually bound. */
@@ -93,9 +94,9 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   if (config.apiKeys.length === 0) logger.warn('no API keys configured: the HTTP API accepts every request');
   if (config.joinTokens.length === 0) logger.warn('no join tokens configured: any agent may join the pool');
 
-  const store = config.responsesStore.kind === 'memory'
-    ? new MemoryResponseStore({ maxAgeMs: config.responsesStore.maxAgeMs, maxRows: config.responsesStore.maxRows })
-    : new SqliteResponseStore({ dataDir: config.responsesStore.dataDir ?? defaultDataDir(), maxAgeMs: config.responsesStore.maxAgeMs, maxRows: config.responsesStore.maxRows });
+  const state = await openSharedState(config, logger, metrics.registry);
+  context.state = state;
+  const store = state.responses;
   const routes = buildDialectRoutes(context, store);
   const app = createApp(context, { ...routes, extra: [...(routes.extra ?? []), mountAdmin] });
   // requestTimeout bounds how long a client may take to send a whole request (slow bodies), ms.
@@ -156,11 +157,16 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
         tunnelServer.close(() => resolve());
         setTimeout(resolve, 1_000).unref();
       });
-      await store.close();
+      await state.close(5_000);
       await pool.close();
     })();
     return closing;
   };
-  const reload = (next: EdgeConfig): ReloadResult => applyConfigReload(context, next, buildGates);
+  const reload = (next: EdgeConfig): ReloadResult => {
+    const keys = recordsOfConfigKeys(next.keys); // throws ConfigError before anything changes
+    const result = applyConfigReload(context, next, buildGates);
+    state.keys.setConfigKeys(keys);
+    return result;
+  };
   return { port, tunnelPort, context, close, reload };
 }

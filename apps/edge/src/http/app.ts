@@ -12,7 +12,7 @@
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Dialect } from '@iop/core';
 import type { EdgeContext } from '../edge-context.js';
-import { apiKeyAuth } from './auth.js';
+import { keyCheck } from './key-check.js';
 import { errorHandler } from './error-handler.js';
 import { inferenceHandler, type InferenceRoute } from './inference.js';
 import { rawBody } from './json-body.js';
@@ -67,7 +67,7 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
     }
   });
 
-  app.use('/v1', apiKeyAuth(() => edge.config.apiKeys));
+  app.use('/v1', keyCheck(edge));
   app.get('/v1/models', (_req, res) => {
     res.json({ object: 'list', data: listModels(edge.pool) });
   });

@@ -1,3 +1,4 @@
 export * from './store.js';
 export * from './memory-store.js';
 export * from './sqlite-store.js';
+export * from './sql-store.js';
