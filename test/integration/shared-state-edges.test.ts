@@ -6,7 +6,7 @@
  */
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-import { JOIN_TOKEN, startAgent, startEdge, startSim, stopAll, type EdgeHandle } from './harness';
+import { JOIN_TOKEN, eventually, startAgent, startEdge, startSim, stopAll, type EdgeHandle } from './harness';
 import { ADMIN_KEY, PG_URL, REDIS_URL, admin, describeWithSharedState, dropIsolation, freshMinute, isolation } from './shared-state-helpers';
 
 const isolated = isolation('edges');
@@ -170,9 +170,14 @@ describeWithSharedState('two edges sharing PostgreSQL and Redis', () => {
     });
     await Promise.all(calls);
     // Each edge writes its own rows: flush both, then either edge reads the shared ledger.
-    await admin(edges[0]!.url, 'GET', '/admin/usage?flush=true');
-    await admin(edges[1]!.url, 'GET', '/admin/usage?flush=true');
-    const total = await admin(edges[1]!.url, 'GET', `/admin/usage?key=${id}`);
+    // Rows are queued as each request ends, a moment after its client has the answer.
+    let total = { status: 0, body: {} as Record<string, unknown> };
+    await eventually(async () => {
+      await admin(edges[0]!.url, 'GET', '/admin/usage?flush=true');
+      await admin(edges[1]!.url, 'GET', '/admin/usage?flush=true');
+      total = await admin(edges[1]!.url, 'GET', `/admin/usage?key=${id}`);
+      return (total.body.data as Array<{ requests: number }>)[0]?.requests === 12;
+    }, 10_000, 100).catch(() => {});
     expect(total.body.data).toEqual([{ requests: 12, input_tokens: input, output_tokens: output, cached_tokens: 0, reasoning_tokens: 0, errors: 0 }]);
     const byDialect = await admin(edges[0]!.url, 'GET', `/admin/usage?key=${id}&group_by=dialect,day&from=${new Date(Date.now() - 3_600_000).toISOString()}`);
     const rows = byDialect.body.data as Array<{ dialect: string; day: string; requests: number }>;

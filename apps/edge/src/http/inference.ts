@@ -126,7 +126,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
             signal: abort.signal,
             ...(overrides === undefined ? {} : { overrides }),
             onFirstByte,
-            ...(route.onResult === undefined ? {} : { onResult: (result: unknown) => void route.onResult!(result, request, body, context) }),
+            ...(route.onResult === undefined ? {} : { onResult: (result: unknown) => route.onResult!(result, request, body, context) }),
           });
         }
       } catch (caught) {

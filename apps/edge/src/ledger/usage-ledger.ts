@@ -85,24 +85,27 @@ export class UsageLedger {
 
   /** Writes every queued row, one batch at a time; stops at the first failed write (rows kept). */
   flush(): Promise<void> {
-    this.writing ??= (async () => {
+    if (this.writing !== undefined) return this.writing;
+    if (this.queue.length === 0) return Promise.resolve();
+    const writing = this.drain().finally(() => {
+      if (this.writing === writing) this.writing = undefined;
+    });
+    this.writing = writing;
+    return writing;
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queue.length > 0) {
+      const batch = this.queue.slice(0, this.batchSize);
       try {
-        while (this.queue.length > 0) {
-          const batch = this.queue.slice(0, this.batchSize);
-          try {
-            await this.insert(batch);
-          } catch (error) {
-            this.options.onWriteError?.(error);
-            return;
-          }
-          this.queue.splice(0, batch.length);
-          this.written += batch.length;
-        }
-      } finally {
-        this.writing = undefined;
+        await this.insert(batch);
+      } catch (error) {
+        this.options.onWriteError?.(error);
+        return;
       }
-    })();
-    return this.writing;
+      this.queue.splice(0, batch.length);
+      this.written += batch.length;
+    }
   }
 
   private async insert(batch: readonly LedgerRow[]): Promise<void> {

@@ -82,9 +82,14 @@ const MIGRATION_LOCK = 0x10b_5c4e_4d41;
  * @throws Error when the database records a version newer than this build knows.
  */
 export async function migrate(db: SqlDatabase, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
-  await db.execute('CREATE TABLE IF NOT EXISTS iop_schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)');
   return db.transaction(async (tx) => {
-    if (tx.kind === 'postgres') await tx.execute('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    // First, under the lock: PostgreSQL's CREATE … IF NOT EXISTS is not safe against a concurrent
+    // twin (two edges starting together would collide on the catalog).
+    if (tx.kind === 'postgres') {
+      await tx.execute('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+      if (db.schema !== undefined) await tx.execute(`CREATE SCHEMA IF NOT EXISTS ${db.schema}`);
+    }
+    await tx.execute('CREATE TABLE IF NOT EXISTS iop_schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)');
     const rows = await tx.query<{ version: number }>('SELECT version FROM iop_schema_migrations');
     const applied = new Set(rows.map((row) => Number(row.version)));
     const newest = Math.max(0, ...applied);

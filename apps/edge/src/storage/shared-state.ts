@@ -49,7 +49,6 @@ async function openSql(config: EdgeConfig, logger: Logger): Promise<SqlDatabase>
   }
   const db = new PostgresDatabase({ url: sql.url!, ...(sql.schema === undefined ? {} : { schema: sql.schema }), ...(sql.poolSize === undefined ? {} : { poolSize: sql.poolSize }) });
   try {
-    await db.ensureSchema();
     const applied = await migrate(db);
     if (applied.length > 0) logger.info({ applied, database: 'postgres', schema: db.schema }, 'schema migrations applied');
   } catch (error) {

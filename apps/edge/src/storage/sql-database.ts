@@ -1,10 +1,11 @@
 /**
  * One small interface over the two SQL databases the edge can keep its state in: embedded SQLite
  * (better-sqlite3, the default: one edge, no server) and PostgreSQL (`pg`, shared by many edges).
- * Statements are written once with PostgreSQL's numbered placeholders (`$1`, `$2`, …); the SQLite
- * side rewrites them to SQLite's `?1`, `?2` (https://www.sqlite.org/lang_expr.html#varparam), so
+ * Statements are written once with PostgreSQL's numbered placeholders (`$1`, `$2`, …), so
  * keys, the usage ledger and the Responses store share their SQL. Only the migrations differ per
- * database (column types).
+ * database (column types). better-sqlite3 binds `?` positionally, so the SQLite side rewrites each
+ * `$N` to `?` and binds the values in the order the placeholders appear (a `$N` used twice is
+ * bound twice).
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,6 +17,8 @@ export type SqlKind = 'sqlite' | 'postgres';
 
 export interface SqlDatabase {
   readonly kind: SqlKind;
+  /** PostgreSQL: the schema holding iop's tables (created by the migrations when missing). */
+  readonly schema?: string;
   /** Rows of a SELECT (or of a statement with RETURNING). @throws the driver's error. */
   query<Row extends object>(sql: string, params?: readonly SqlValue[]): Promise<Row[]>;
   /** Runs a statement; resolves with the number of rows it changed. */
@@ -31,7 +34,7 @@ const PLACEHOLDER = /\$(\d+)/g;
 export class SqliteDatabase implements SqlDatabase {
   readonly kind = 'sqlite' as const;
   private readonly db: Database.Database;
-  private readonly statements = new Map<string, Database.Statement>();
+  private readonly statements = new Map<string, { statement: Database.Statement; order: number[] }>();
 
   /** @param dataDir a directory (`state.sqlite` is created in it) or `:memory:`. */
   constructor(dataDir: string, file = 'state.sqlite') {
@@ -46,23 +49,29 @@ export class SqliteDatabase implements SqlDatabase {
     this.db.pragma('busy_timeout = 5000');
   }
 
-  private prepare(sql: string): Database.Statement {
-    let statement = this.statements.get(sql);
-    if (statement === undefined) {
-      statement = this.db.prepare(sql.replace(PLACEHOLDER, '?$1'));
-      this.statements.set(sql, statement);
+  private prepare(sql: string, params: readonly SqlValue[]): { statement: Database.Statement; values: SqlValue[] } {
+    let prepared = this.statements.get(sql);
+    if (prepared === undefined) {
+      const order: number[] = [];
+      const text = sql.replace(PLACEHOLDER, (_match, index: string) => {
+        order.push(Number(index) - 1);
+        return '?';
+      });
+      prepared = { statement: this.db.prepare(text), order };
+      if (this.statements.size < 1000) this.statements.set(sql, prepared);
     }
-    return statement;
+    return { statement: prepared.statement, values: prepared.order.map((index) => params[index] ?? null) };
   }
 
   async query<Row extends object>(sql: string, params: readonly SqlValue[] = []): Promise<Row[]> {
-    return this.prepare(sql).all(...params) as Row[];
+    const { statement, values } = this.prepare(sql, params);
+    return statement.all(...values) as Row[];
   }
 
   async execute(sql: string, params: readonly SqlValue[] = []): Promise<number> {
-    const statement = this.prepare(sql);
-    if (!statement.reader) return statement.run(...params).changes;
-    statement.all(...params);
+    const { statement, values } = this.prepare(sql, params);
+    if (!statement.reader) return statement.run(...values).changes;
+    statement.all(...values);
     return 0;
   }
 
@@ -124,11 +133,6 @@ export class PostgresDatabase implements SqlDatabase {
     // An idle connection that dies (server restart) is dropped by the pool; without a listener
     // node would treat the 'error' event as fatal.
     this.pool.on('error', () => {});
-  }
-
-  /** Creates the schema when missing (before migrations). */
-  async ensureSchema(): Promise<void> {
-    await this.pool.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
   }
 
   async query<Row extends object>(sql: string, params: readonly SqlValue[] = []): Promise<Row[]> {
