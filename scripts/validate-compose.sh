@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Validates docker-compose.yml offline (no Docker engine needed): the default (gpu) profile and
-# the cpu profile must both parse and resolve.
+# the cpu profile must both parse and resolve; so must the two-edge deployment
+# (deploy/compose.multi-edge.yml).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v docker-compose >/dev/null 2>&1; then
@@ -14,3 +15,5 @@ fi
 docker-compose -f docker-compose.yml config -q
 COMPOSE_PROFILES=cpu docker-compose -f docker-compose.yml config -q
 echo "docker-compose.yml: valid (profiles gpu and cpu)"
+docker-compose -f deploy/compose.multi-edge.yml config -q
+echo "deploy/compose.multi-edge.yml: valid"
