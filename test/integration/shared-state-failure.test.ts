@@ -114,7 +114,7 @@ describeWithSharedState(
       await dropIsolation(isolated, PG_URL, '');
     });
 
-    const ask = (edge: EdgeHandle) =>
+    const ask = (edge: EdgeHandle): Promise<{ status: number; tokens: number; retryAfter?: string | null | undefined }> =>
       new OpenAI({ apiKey: key, baseURL: edge.baseURL, maxRetries: 0 }).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] }).then(
         (answer) => ({ status: 200, tokens: answer.usage!.total_tokens }),
         (error: { status?: number; headers?: Headers }) => ({ status: error.status ?? 0, tokens: 0, retryAfter: error.headers?.get('retry-after') }),

@@ -18,9 +18,15 @@ import type { Backend, BackendMetrics } from './backends/backend.js';
 import { EdgeLink, type LinkHost } from './edge-link.js';
 import type { AgentOptions } from './options.js';
 import type { RunExecution } from './run-execution.js';
+import { SlotWaiters } from './slot-waiters.js';
 
 /** The agent's version, from its package.json. */
 export const AGENT_VERSION: string = (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
+
+/** Load changes within this window share one report, ms. */
+const LOAD_REPORT_COALESCE_MS = 10;
+/** How long backend metrics read for a heartbeat are reused by load reports, ms. */
+const METRICS_REUSE_MS = 1_000;
 
 export class Agent implements LinkHost {
   readonly logger: Logger;
@@ -32,6 +38,10 @@ export class Agent implements LinkHost {
   private draining = false;
   private idleWaiters: (() => void)[] = [];
   private metricsPending: Promise<BackendMetrics> | undefined;
+  private lastMetrics: { value: BackendMetrics; atMs: number } | undefined;
+  private loadReport: NodeJS.Timeout | undefined;
+  /** Assignments that found every slot taken; two may wait per slot. */
+  readonly slotWaiters = new SlotWaiters(() => 2 * this.options.maxConcurrency);
 
   constructor(
     readonly options: AgentOptions,
@@ -71,6 +81,7 @@ export class Agent implements LinkHost {
   /** Takes no new runs on any link (true) or takes them again (false); reported in the next heartbeats. */
   setDraining(draining: boolean): void {
     this.draining = draining;
+    if (draining) this.slotWaiters.rejectAll();
     this.logger.info({ draining }, draining ? 'draining' : 'undrained');
     for (const link of this.links) link.sendHeartbeat();
   }
@@ -97,17 +108,40 @@ export class Agent implements LinkHost {
   }
 
   onRunDone(): void {
+    if (this.totalInFlight() < this.options.maxConcurrency) this.slotWaiters.release();
     if (this.totalInFlight() > 0) return;
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const waiter of waiters) waiter();
   }
 
+  /**
+   * With several edges, every change of the load (a run started or ended on any link) is reported
+   * to every edge within `LOAD_REPORT_COALESCE_MS` (changes in that window share one heartbeat),
+   * so no edge assigns runs the agent has no slot for. One edge counts its own runs exactly and
+   * needs no report.
+   */
+  onLoadChanged(): void {
+    if (this.links.length < 2 || this.loadReport !== undefined) return;
+    this.loadReport = setTimeout(() => {
+      this.loadReport = undefined;
+      for (const link of this.links) link.reportLoad();
+    }, LOAD_REPORT_COALESCE_MS);
+    this.loadReport.unref();
+  }
+
   async heartbeatFigures(): Promise<MessageInitShape<typeof HeartbeatSchema>> {
     let metrics: BackendMetrics = {};
     if (this.backend.metrics !== undefined) {
-      this.metricsPending ??= this.backend.metrics().finally(() => (this.metricsPending = undefined));
-      metrics = await this.metricsPending.catch(() => ({}));
+      // Load reports come far more often than heartbeats: they reuse backend metrics read within the last second.
+      const cached = this.lastMetrics;
+      if (cached !== undefined && Date.now() - cached.atMs < METRICS_REUSE_MS) {
+        metrics = cached.value;
+      } else {
+        this.metricsPending ??= this.backend.metrics().finally(() => (this.metricsPending = undefined));
+        metrics = await this.metricsPending.catch(() => ({}));
+        this.lastMetrics = { value: metrics, atMs: Date.now() };
+      }
     }
     return {
       inFlight: this.totalInFlight(),

@@ -106,7 +106,10 @@ export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRou
         for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) {
           const message = next.value.message;
           if (message.case === 'heartbeat') session.onHeartbeat(message.value);
-          else if (message.case === 'runRejected') runs.reject(message.value.runId, message.value.reason);
+          else if (message.case === 'runRejected') {
+            runs.reject(message.value.runId, message.value.reason);
+            session.onRunRejected(message.value.reason);
+          }
         }
         end('agent closed the stream');
       } catch (error) {
