@@ -40,8 +40,11 @@ export class Agent implements LinkHost {
   private metricsPending: Promise<BackendMetrics> | undefined;
   private lastMetrics: { value: BackendMetrics; atMs: number } | undefined;
   private loadReport: NodeJS.Timeout | undefined;
-  /** Assignments that found every slot taken; two may wait per slot. */
-  readonly slotWaiters = new SlotWaiters(() => 2 * this.options.maxConcurrency);
+  /**
+   * Assignments that found every slot taken; two may wait per slot. Only with several edges: one
+   * edge counts its runs exactly, so an assignment beyond the slots is its mistake, rejected at once.
+   */
+  readonly slotWaiters = new SlotWaiters(() => (this.links.length > 1 ? 2 * this.options.maxConcurrency : 0));
 
   constructor(
     readonly options: AgentOptions,
