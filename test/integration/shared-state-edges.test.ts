@@ -144,6 +144,22 @@ describeWithSharedState('two edges sharing PostgreSQL and Redis', () => {
     expect(JSON.stringify(listed.body)).not.toContain('key_hash');
   }, 30_000);
 
+  it('a key may use only its allowed models (globs) and stops at its expiry', async () => {
+    const { key } = await createKey({ name: 'sim only', models: ['sim-*'] });
+    await expect(openai(edges[0]!, key).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] })).resolves.toMatchObject({ object: 'chat.completion' });
+    const { key: narrow } = await createKey({ name: 'other models', models: ['qwen3-*', 'gpt-?o'] });
+    const refused = await openai(edges[1]!, narrow).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(OpenAI.PermissionDeniedError);
+    expect((refused as Error).message).toContain('this API key may not use the model "sim-model"');
+    const { key: expired } = await createKey({ name: 'expired', expiresAt: new Date(Date.now() - 1000).toISOString() });
+    const gone = await openai(edges[0]!, expired).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] }).catch((error: unknown) => error);
+    expect(gone).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect((gone as Error).message).toMatch(/this API key expired at \d{4}-/);
+    const invalid = await admin(edges[0]!.url, 'POST', '/admin/keys', { name: 'bad', limits: { requestsPerMinute: 0 } });
+    expect(invalid.status).toBe(400);
+    expect(JSON.stringify(invalid.body)).toContain('/limits/requestsPerMinute must be >= 1');
+  }, 30_000);
+
   it("the ledger's totals equal the usage the clients saw", async () => {
     const { id, key } = await createKey({ name: 'ledger' });
     let input = 0;
