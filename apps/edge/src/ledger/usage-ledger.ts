@@ -5,6 +5,7 @@
  * or down the rows wait in the queue and are written once it answers again; past `maxQueued` new
  * rows are dropped and counted (`dropped`, the `iop_usage_ledger_dropped_total` metric) instead of
  * memory growing without bound. `close()` writes what is left (graceful shutdown), up to a deadline.
+ * Retention: rows older than `maxAgeMs` are deleted at start and every `pruneIntervalMs`.
  */
 import type { SqlDatabase, SqlValue } from '../storage/sql-database.js';
 
@@ -37,6 +38,10 @@ export interface UsageLedgerOptions {
   /** Called when rows are dropped or a write fails (metrics, logs). */
   onDrop?: (count: number) => void;
   onWriteError?: (error: unknown) => void;
+  /** Rows older than this are deleted, ms; 0 keeps every row. Default 0. */
+  maxAgeMs?: number;
+  /** How often old rows are deleted, ms. Default one hour. */
+  pruneIntervalMs?: number;
 }
 
 const COLUMNS = ['ts_ms', 'request_id', 'key_id', 'requested_model', 'served_model', 'agent_id', 'dialect', 'input_tokens', 'output_tokens', 'cached_tokens', 'reasoning_tokens', 'attempts', 'ttft_ms', 'duration_ms', 'status'];
@@ -65,6 +70,19 @@ export class UsageLedger {
     if (!Number.isSafeInteger(this.maxQueued) || this.maxQueued < this.batchSize) throw new RangeError(`maxQueued must be an integer >= batchSize (${this.batchSize}), got ${this.maxQueued}`);
     this.timer = setInterval(() => void this.flush(), flushIntervalMs);
     this.timer.unref();
+    const maxAgeMs = options.maxAgeMs ?? 0;
+    if (maxAgeMs > 0) {
+      void this.prune(maxAgeMs).catch(() => {});
+      this.pruneTimer = setInterval(() => void this.prune(maxAgeMs).catch(() => {}), options.pruneIntervalMs ?? 3_600_000);
+      this.pruneTimer.unref();
+    }
+  }
+
+  private readonly pruneTimer: NodeJS.Timeout | undefined;
+
+  /** Deletes rows older than `maxAgeMs`; resolves with how many went. */
+  prune(maxAgeMs: number, now = Date.now()): Promise<number> {
+    return this.db.execute('DELETE FROM usage_ledger WHERE ts_ms < $1', [now - maxAgeMs]);
   }
 
   /** Rows waiting to be written. */
@@ -122,6 +140,7 @@ export class UsageLedger {
   async close(deadlineMs = 5_000): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
+    clearInterval(this.pruneTimer);
     const until = Date.now() + deadlineMs;
     for (;;) {
       await this.flush();

@@ -17,7 +17,8 @@ export interface StorageConfig {
   counters: { kind: 'memory' | 'redis'; url?: string; keyPrefix?: string };
   onFailure: FailureMode;
   keyCacheTtlMs: number;
-  ledger: { batchSize: number; flushIntervalMs: number; maxQueued: number };
+  /** Ledger writer; `maxAgeMs`: rows older are deleted (hourly), 0 keeps all (the default). */
+  ledger: { batchSize: number; flushIntervalMs: number; maxQueued: number; maxAgeMs: number };
 }
 
 export const DEFAULT_STORAGE: StorageConfig = {
@@ -25,7 +26,7 @@ export const DEFAULT_STORAGE: StorageConfig = {
   counters: { kind: 'memory' },
   onFailure: 'open',
   keyCacheTtlMs: 2_000,
-  ledger: { batchSize: 200, flushIntervalMs: 1_000, maxQueued: 50_000 },
+  ledger: { batchSize: 200, flushIntervalMs: 1_000, maxQueued: 50_000, maxAgeMs: 0 },
 };
 
 export const STORAGE_SCHEMA = {
@@ -66,6 +67,7 @@ export const STORAGE_SCHEMA = {
         batchSize: { type: 'integer', minimum: 1, maximum: 1000 },
         flushIntervalMs: { type: 'integer', minimum: 10, maximum: 600_000 },
         maxQueued: { type: 'integer', minimum: 1000, maximum: 10_000_000 },
+        maxAgeMs: { type: 'integer', minimum: 0 },
       },
     },
   },

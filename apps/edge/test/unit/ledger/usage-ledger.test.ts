@@ -84,6 +84,16 @@ describe('UsageLedger', () => {
     await ledger.close();
   });
 
+  it('deletes rows older than maxAgeMs', async () => {
+    const ledger = new UsageLedger(db, { batchSize: 10, flushIntervalMs: 60_000, maxQueued: 100 });
+    ledger.record(row({ tsMs: 1_000 }));
+    ledger.record(row({ tsMs: 9_000 }));
+    await ledger.flush();
+    expect(await ledger.prune(5_000, 10_000)).toBe(1);
+    expect((await queryUsage(db, { groupBy: [] }))[0]!.requests).toBe(1);
+    await ledger.close();
+  });
+
   it('keeps rows while the database is down, writes them once it is back, and counts drops past maxQueued', async () => {
     const database = flaky(db);
     const errors: unknown[] = [];
