@@ -18,6 +18,7 @@ import type { Backend, BackendMetrics } from './backends/backend.js';
 import { EdgeLink, type LinkHost } from './edge-link.js';
 import type { AgentOptions } from './options.js';
 import type { RunExecution } from './run-execution.js';
+import { SlotWaiters } from './slot-waiters.js';
 
 /** The agent's version, from its package.json. */
 export const AGENT_VERSION: string = (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
@@ -26,6 +27,10 @@ export const AGENT_VERSION: string = (JSON.parse(readFileSync(join(__dirname, '.
 function probeWaitMs(heartbeatMs: number): number {
   return Math.min(1_000, Math.max(50, Math.floor(heartbeatMs / 5)));
 }
+/** Load changes within this window share one report, ms. */
+const LOAD_REPORT_COALESCE_MS = 10;
+/** How long backend metrics read for a heartbeat are reused by load reports, ms. */
+const METRICS_REUSE_MS = 1_000;
 
 export class Agent implements LinkHost {
   readonly logger: Logger;
@@ -39,6 +44,13 @@ export class Agent implements LinkHost {
   private metricsPending: Promise<BackendMetrics> | undefined;
   /** Backend requests in flight over every link. */
   readonly backendGauge = { open: 0 };
+  private lastMetrics: { value: BackendMetrics; atMs: number } | undefined;
+  private loadReport: NodeJS.Timeout | undefined;
+  /**
+   * Assignments that found every slot taken; two may wait per slot. Only with several edges: one
+   * edge counts its runs exactly, so an assignment beyond the slots is its mistake, rejected at once.
+   */
+  readonly slotWaiters = new SlotWaiters(() => (this.links.length > 1 ? 2 * this.options.maxConcurrency : 0));
 
   constructor(
     readonly options: AgentOptions,
@@ -78,6 +90,7 @@ export class Agent implements LinkHost {
   /** Takes no new runs on any link (true) or takes them again (false); reported in the next heartbeats. */
   setDraining(draining: boolean): void {
     this.draining = draining;
+    if (draining) this.slotWaiters.rejectAll();
     this.logger.info({ draining }, draining ? 'draining' : 'undrained');
     for (const link of this.links) link.sendHeartbeat();
   }
@@ -104,6 +117,7 @@ export class Agent implements LinkHost {
   }
 
   onRunDone(): void {
+    if (this.totalInFlight() < this.options.maxConcurrency) this.slotWaiters.release();
     if (this.totalInFlight() > 0) return;
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
@@ -111,16 +125,42 @@ export class Agent implements LinkHost {
   }
 
   /**
+   * With several edges, every change of the load (a run started or ended on any link) is reported
+   * to every edge within `LOAD_REPORT_COALESCE_MS` (changes in that window share one heartbeat),
+   * so no edge assigns runs the agent has no slot for. One edge counts its own runs exactly and
+   * needs no report.
+   */
+  onLoadChanged(): void {
+    if (this.links.length < 2 || this.loadReport !== undefined) return;
+    this.loadReport = setTimeout(() => {
+      this.loadReport = undefined;
+      for (const link of this.links) link.reportLoad();
+    }, LOAD_REPORT_COALESCE_MS);
+    this.loadReport.unref();
+  }
+
+  /**
    * Figures for the next heartbeat. The backend probe (`/metrics`) runs on its own connection
    * (see the backend) and is waited for at most a fifth of the heartbeat period (≤ 1 s): a heartbeat never waits behind
    * runs, and a probe that is slow or fails is a missing figure, not a late heartbeat (an agent
    * whose backend is saturated is busy, not gone). A probe still running is shared by the next
-   * heartbeat instead of starting another one.
+   * heartbeat instead of starting another one; load reports (far more frequent than heartbeats)
+   * reuse figures read within `METRICS_REUSE_MS`.
    */
   async heartbeatFigures(periodMs = this.options.heartbeatMs): Promise<MessageInitShape<typeof HeartbeatSchema>> {
     let metrics: BackendMetrics = {};
-    if (this.backend.metrics !== undefined) {
-      this.metricsPending ??= this.backend.metrics().catch(() => ({})).finally(() => (this.metricsPending = undefined));
+    const cached = this.lastMetrics;
+    if (cached !== undefined && Date.now() - cached.atMs < METRICS_REUSE_MS) {
+      metrics = cached.value;
+    } else if (this.backend.metrics !== undefined) {
+      this.metricsPending ??= this.backend
+        .metrics()
+        .then((value) => {
+          this.lastMetrics = { value, atMs: Date.now() };
+          return value;
+        })
+        .catch(() => ({}))
+        .finally(() => (this.metricsPending = undefined));
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<BackendMetrics>((resolve) => (timer = setTimeout(() => resolve({}), probeWaitMs(periodMs))));
       metrics = await Promise.race([this.metricsPending, late]);

@@ -2,7 +2,9 @@
  * The agent's link to one edge: its own client, Control session, reconnect loop and drain state,
  * and the runs that edge assigned (each run's frames go back on that edge's `Run` call). An agent
  * given several edges (`--edge a,b`, high availability) holds one link per edge and serves runs
- * from any of them; capacity (`maxConcurrency`) is shared across links.
+ * from any of them; capacity (`maxConcurrency`) is shared across links: the agent admits runs
+ * itself (an assignment beyond it is rejected `at_capacity`) and, with several links, reports its
+ * load to every edge on each change (`reportLoad`), so each edge counts the others' runs.
  *
  * Drain is per link: `Drain{drain}` from an edge stops that edge's assignments; `deregister`
  * closes that edge's Control once its runs are over and stops the link. The agent stops when
@@ -21,6 +23,7 @@ import { Backoff, sleep } from './backoff.js';
 import { ControlSession } from './control-session.js';
 import type { AgentOptions } from './options.js';
 import { RunExecution, type BackendGauge } from './run-execution.js';
+import type { SlotWaiters } from './slot-waiters.js';
 
 /** What a link needs from its agent. */
 export interface LinkHost {
@@ -37,6 +40,10 @@ export interface LinkHost {
   onRunDone(): void;
   /** The agent's backend requests in flight (every link). */
   readonly backendGauge: BackendGauge;
+  /** A run started or ended on this link: the agent tells every edge its new load. */
+  onLoadChanged(): void;
+  /** Assignments waiting for a slot (slot-waiters.ts), shared by every link. */
+  readonly slotWaiters: SlotWaiters;
 }
 
 export class EdgeLink {
@@ -198,12 +205,23 @@ export class EdgeLink {
     if (this.isDraining) this.session?.sendHeartbeat();
   }
 
-  private onAssign(assignment: RunAssignment): void {
+  private onAssign(assignment: RunAssignment, held = false): void {
     const reason = this.isDraining ? 'draining' : this.host.totalInFlight() >= this.host.options.maxConcurrency ? 'at_capacity' : undefined;
+    // Every slot taken (another edge got the last one first): wait for the next one a while.
+    if (reason === 'at_capacity' && !held && !this.runs.has(assignment.runId)) {
+      const waiting = this.host.slotWaiters.hold({ runId: assignment.runId, start: () => this.onAssign(assignment, true), reject: () => this.rejectRun(assignment, 'at_capacity') });
+      if (waiting) {
+        this.logger.debug({ requestId: assignment.requestId, runId: assignment.runId }, 'run waits for a slot');
+        this.host.onLoadChanged();
+        return;
+      }
+    }
     if (reason !== undefined || this.runs.has(assignment.runId)) {
       const why = reason ?? 'duplicate run_id';
       this.logger.info({ requestId: assignment.requestId, runId: assignment.runId, reason: why }, 'run rejected');
       this.session?.send({ case: 'runRejected', value: create(RunRejectedSchema, { runId: assignment.runId, reason: why }) });
+      // The edge's picture of the load was wrong: send it (and every other edge) the real one.
+      if (reason === 'at_capacity') this.host.onLoadChanged();
       return;
     }
     const run = new RunExecution(assignment, {
@@ -216,14 +234,25 @@ export class EdgeLink {
       backendGauge: this.host.backendGauge,
     });
     this.runs.set(run.runId, run);
+    this.host.onLoadChanged();
     void run.done.then(() => {
       this.runs.delete(run.runId);
+      this.host.onLoadChanged();
       if (this.runs.size === 0 && this.deregisterWhenIdle) this.deregister();
       this.host.onRunDone();
     });
   }
 
+  private rejectRun(assignment: RunAssignment, why: string): void {
+    this.logger.info({ requestId: assignment.requestId, runId: assignment.runId, reason: why }, 'run rejected');
+    this.session?.send({ case: 'runRejected', value: create(RunRejectedSchema, { runId: assignment.runId, reason: why }) });
+  }
+
   private onCancel(cancel: CancelRun): void {
+    if (this.host.slotWaiters.remove(cancel.runId)) {
+      this.logger.info({ runId: cancel.runId, reason: cancel.reason }, 'run cancelled by the edge while waiting for a slot');
+      return;
+    }
     const run = this.runs.get(cancel.runId);
     this.logger.info({ runId: cancel.runId, reason: cancel.reason, known: run !== undefined }, 'run cancelled by the edge');
     run?.cancel(cancel.reason || 'cancelled by the edge');
@@ -245,6 +274,11 @@ export class EdgeLink {
     this.logger.info({ edge: this.edgeUrl }, 'deregistered');
     this.session?.end();
     this.stop.abort(new Error('deregistered'));
+  }
+
+  /** Sends a heartbeat now (the agent's load changed), when connected. */
+  reportLoad(): void {
+    this.session?.sendHeartbeat();
   }
 
   private async heartbeat(): Promise<MessageInitShape<typeof HeartbeatSchema>> {

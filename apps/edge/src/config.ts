@@ -8,6 +8,8 @@ import Ajv from 'ajv';
 import { DEFAULT_GATE, type GateSection } from './gate/gate-registry.js';
 import { parsePoolConfig, type PoolConfig } from './pool/pool-config.js';
 import { ConfigError } from './config-error.js';
+import { CONFIG_KEYS_SCHEMA, recordsOfConfigKeys, type ConfigKey } from './keys/config-keys.js';
+import { DEFAULT_STORAGE, STORAGE_SCHEMA, mergeStorage, storageFromEnv, type StorageConfig } from './storage/storage-config.js';
 
 export interface EdgeConfig {
   /** HTTP API listen address. */
@@ -33,6 +35,13 @@ export interface EdgeConfig {
   };
   /** Client API keys (`Authorization: Bearer` or `x-api-key`). Empty = no auth (a warning is logged). */
   apiKeys: string[];
+  /**
+   * Client API keys with policy (name, owner, allowed models, limits, budget, expiry): see
+   * keys/config-keys.ts. Keys created through the admin API live in `storage.sql` instead.
+   */
+  keys: ConfigKey[];
+  /** Where shared state lives (SQL: Responses, managed keys, ledger; counters): storage/storage-config.ts. */
+  storage: StorageConfig;
   /** Agent join tokens. Empty = any agent may join (a warning is logged). */
   joinTokens: string[];
   /** Largest request body accepted, bytes (default 32 MiB, Anthropic's limit). */
@@ -90,6 +99,8 @@ export const DEFAULT_CONFIG: EdgeConfig = {
   port: 8080,
   tunnel: { host: '127.0.0.1', port: 8081, unauthenticated: { registerTimeoutMs: 10_000, maxUnauthenticatedConnections: 64, maxUnauthenticatedStreams: 4 } },
   apiKeys: [],
+  keys: [],
+  storage: DEFAULT_STORAGE,
   joinTokens: [],
   maxBodyBytes: 32 * 1024 * 1024,
   heartbeatIntervalMs: 5_000,
@@ -133,6 +144,8 @@ const schema = {
       },
     },
     apiKeys: { type: 'array', items: { type: 'string', minLength: 8 } },
+    keys: CONFIG_KEYS_SCHEMA,
+    storage: STORAGE_SCHEMA,
     joinTokens: { type: 'array', items: { type: 'string', minLength: 8 } },
     maxBodyBytes: { type: 'integer', minimum: 1024, maximum: 1024 * 1024 * 1024 },
     heartbeatIntervalMs: { type: 'integer', minimum: 100, maximum: 600_000 },
@@ -217,6 +230,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv): Record<string, unknown> {
   set(responsesStore, 'maxResponseBytes', int(env.IOP_RESPONSES_MAX_RESPONSE_BYTES));
   set(responsesStore, 'maxTotalBytes', int(env.IOP_RESPONSES_MAX_TOTAL_BYTES));
   if (Object.keys(responsesStore).length > 0) out.responsesStore = responsesStore;
+  set(out, 'storage', storageFromEnv(env));
   return out;
 }
 
@@ -225,7 +239,8 @@ function merge(base: EdgeConfig, override: Record<string, unknown>): Record<stri
   const tunnel = { ...base.tunnel, ...tunnelOverride, unauthenticated: { ...base.tunnel.unauthenticated, ...(tunnelOverride.unauthenticated ?? {}) } };
   const gate = { ...base.gate, ...((override.gate as object | undefined) ?? {}) };
   const responsesStore = { ...base.responsesStore, ...((override.responsesStore as object | undefined) ?? {}) };
-  return { ...base, ...override, tunnel, gate: { default: gate.default, models: gate.models ?? {} }, responsesStore };
+  const storage = mergeStorage(base.storage, override.storage as Record<string, unknown> | undefined);
+  return { ...base, ...override, tunnel, gate: { default: gate.default, models: gate.models ?? {} }, responsesStore, storage };
 }
 
 /**
@@ -258,6 +273,7 @@ export function resolveConfig(...layers: Array<Record<string, unknown>>): EdgeCo
   }
   const shared = config.adminKeys.filter((key) => config.apiKeys.includes(key));
   if (shared.length > 0) throw new ConfigError('invalid edge config: /adminKeys must not repeat a client API key (/apiKeys)');
+  recordsOfConfigKeys(config.keys); // repeated ids or keys, bad expiry times
   if (config.pool !== DEFAULT_CONFIG.pool) {
     const raw = config.pool as unknown as Record<string, unknown>;
     const retry = { maxAttempts: config.maxAttempts, ...((raw.retry as object | undefined) ?? {}) };

@@ -7,7 +7,6 @@
 import http from 'node:http';
 import http2 from 'node:http2';
 import { readFileSync } from 'node:fs';
-import { resolve as resolvePath } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import type { EdgeConfig } from './config.js';
@@ -28,12 +27,12 @@ import { createApp } from './http/app.js';
 import { buildDialectRoutes } from './routes.js';
 import { EDGE_VERSION } from './version.js';
 import { GateRegistry } from './gate/gate-registry.js';
-import { MemoryResponseStore, WorkerResponseStore, defaultDataDir } from './responses-store/index.js';
-import type { SqliteStoreOptions } from './responses-store/sqlite-store.js';
+import { openSharedState } from './storage/shared-state.js';
 import { GateMetrics, createGateSink } from './gate/gate-sink.js';
 import { ConfigError } from './config.js';
 import { IopError } from '@iop/core';
 import { applyConfigReload, mountAdmin, type ReloadResult } from './admin/index.js';
+import { recordsOfConfigKeys } from './keys/config-keys.js';
 
 export interface RunningEdge {
   /** The HTTP API port actually bound. */
@@ -77,21 +76,6 @@ function listen(server: http.Server | http2.Http2Server, port: number, host: str
   });
 }
 
-/**
- * Opens the SQLite Responses store.
- * @throws ConfigError naming the directory, the user and the settings to change when it cannot be
- * created or opened (e.g. a volume owned by another user).
- */
-async function openSqliteStore(dataDir: string, limits: Omit<SqliteStoreOptions, 'dataDir'>): Promise<WorkerResponseStore> {
-  try {
-    return await WorkerResponseStore.open({ dataDir, ...limits });
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    const user = typeof process.getuid === 'function' ? ` (uid ${process.getuid()})` : '';
-    throw new ConfigError(`cannot open the Responses store in ${resolvePath(dataDir)}: ${reason}; make that directory writable by this user${user}, or set IOP_DATA_DIR (responsesStore.dataDir) to one that is, or use "responsesStore": {"kind": "memory"}`);
-  }
-}
-
 export async function startEdge(config: EdgeConfig, logger: Logger = createLogger(config.logLevel)): Promise<RunningEdge> {
   const registry = new AgentRegistry();
   const metrics = new EdgeMetrics();
@@ -116,8 +100,9 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   if (config.apiKeys.length === 0) logger.warn('no API keys configured: the HTTP API accepts every request');
   if (config.joinTokens.length === 0) logger.warn('no join tokens configured: any agent may join the pool');
 
-  const { kind, dataDir, ...limits } = config.responsesStore;
-  const store = kind === 'memory' ? new MemoryResponseStore(limits) : await openSqliteStore(dataDir ?? defaultDataDir(), limits);
+  const state = await openSharedState(config, logger, metrics.registry);
+  context.state = state;
+  const store = state.responses;
   const routes = buildDialectRoutes(context, store);
   const app = createApp(context, { ...routes, extra: [...(routes.extra ?? []), mountAdmin] });
   // requestTimeout bounds how long a client may take to send a whole request (slow bodies), ms.
@@ -196,11 +181,16 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
         tunnelServer.close(() => resolve());
         setTimeout(resolve, 1_000).unref();
       });
-      await store.close();
+      await state.close(5_000);
       await pool.close();
     })();
     return closing;
   };
-  const reload = (next: EdgeConfig): ReloadResult => applyConfigReload(context, next, buildGates);
+  const reload = (next: EdgeConfig): ReloadResult => {
+    const keys = recordsOfConfigKeys(next.keys); // throws ConfigError before anything changes
+    const result = applyConfigReload(context, next, buildGates);
+    state.keys.setConfigKeys(keys);
+    return result;
+  };
   return { port, tunnelPort, context, close, reload };
 }

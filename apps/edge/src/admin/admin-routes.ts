@@ -5,6 +5,7 @@
  *   once and sends it `Drain` (proto/iop/v1/tunnel.proto): it finishes its in-flight runs and, with
  *   `deregister`, closes its Control stream afterwards (it leaves the pool only then).
  * - `POST /admin/agents/{id}/undrain` → takes runs again.
+ * - keys (`/admin/keys…`, key-routes.ts) and usage (`/admin/usage`, usage-routes.ts).
  * `{id}` is an agent id (every session of that agent) or a session id. 404 when none matches;
  * 400 when `deregister` is not `true` or `false`.
  */
@@ -16,6 +17,8 @@ import type { AgentSession } from '../tunnel/agent-session.js';
 import { adminAuth } from './admin-auth.js';
 import { agentView } from './agent-view.js';
 import { sessionTag } from '@iop/proto';
+import { mountKeyRoutes } from './key-routes.js';
+import { mountUsageRoutes } from './usage-routes.js';
 
 function sessionsNamed(edge: EdgeContext, id: string): AgentSession[] {
   const sessions = edge.registry.all().filter((session) => session.agentId === id);
@@ -69,4 +72,6 @@ export function mountAdmin(app: Express, edge: EdgeContext): void {
     edge.logger.info({ agentId: req.params.id, sessions: sessions.map((session) => sessionTag(session.sessionId)) }, 'admin: agent undrained');
     res.json({ object: 'list', data: views(sessions) });
   });
+  mountKeyRoutes(app, edge);
+  mountUsageRoutes(app, edge);
 }

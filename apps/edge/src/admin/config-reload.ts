@@ -1,6 +1,6 @@
 /**
  * Config reload (SIGHUP, or a change of the config file with `--watch-config`) without dropping a
- * stream. Reloadable settings take effect for the next request: client API keys (`apiKeys`),
+ * stream. Reloadable settings take effect for the next request: client API keys (`apiKeys`, `keys`),
  * agent join tokens (`joinTokens`, checked at each Register; connected agents stay), admin keys
  * (`adminKeys`), the stream gate (`gate`), `logLevel`, the per-request knobs `maxAttempts`,
  * `runAcceptedTimeoutMs`, `firstByteTimeoutMs`, `idleTimeoutMs`, `requestDeadlineMs`, `writeStallTimeoutMs`, `shutdownDeadlineMs`, and the whole provider pool
@@ -21,7 +21,7 @@ import type { GateRegistry } from '../gate/gate-registry.js';
 import { compactChanges, jsonEqual, type PoolConfigChanges } from '../pool/pool-reload.js';
 
 /** Keys whose new value is applied by a reload. */
-export const RELOADABLE_KEYS = ['apiKeys', 'joinTokens', 'adminKeys', 'gate', 'logLevel', 'maxAttempts', 'runAcceptedTimeoutMs', 'firstByteTimeoutMs', 'idleTimeoutMs', 'requestDeadlineMs', 'writeStallTimeoutMs', 'shutdownDeadlineMs', 'pool'] as const;
+export const RELOADABLE_KEYS = ['apiKeys', 'keys', 'joinTokens', 'adminKeys', 'gate', 'logLevel', 'maxAttempts', 'runAcceptedTimeoutMs', 'firstByteTimeoutMs', 'idleTimeoutMs', 'requestDeadlineMs', 'writeStallTimeoutMs', 'shutdownDeadlineMs', 'pool'] as const;
 
 type ReloadableKey = (typeof RELOADABLE_KEYS)[number];
 

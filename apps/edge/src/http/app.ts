@@ -13,7 +13,7 @@
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import type { Dialect } from '@iop/core';
 import type { EdgeContext } from '../edge-context.js';
-import { apiKeyAuth } from './auth.js';
+import { keyCheck } from './key-check.js';
 import { errorHandler } from './error-handler.js';
 import { inferenceHandler, type InferenceRoute } from './inference.js';
 import { rawBody } from './json-body.js';
@@ -75,7 +75,7 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
     }
   });
 
-  app.use('/v1', apiKeyAuth(() => edge.config.apiKeys));
+  app.use('/v1', keyCheck(edge));
   app.get('/v1/models', (req, res) => {
     const models = listModels(edge.pool);
     // Anthropic's SDKs send `anthropic-version`: they get Anthropic's list shape (Models API).

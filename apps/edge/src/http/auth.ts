@@ -1,15 +1,13 @@
 /**
- * Client API key check: `Authorization: Bearer <key>` (OpenAI SDKs, Codex CLI) or `x-api-key:
- * <key>` (Anthropic SDK, Claude Code). A missing or unknown key is a 401 in the client's dialect.
- * A request that passes gets its owner (`ownerOfKey`) in `res.locals.owner` for the stores that
- * scope records to the client key (stored Responses).
+ * Client API key primitives: the presented key (`Authorization: Bearer <key>` — OpenAI SDKs, Codex
+ * CLI — or `x-api-key: <key>` — Anthropic SDK, Claude Code), a constant-time match against plain
+ * keys, and the owner id of stored Responses. The check itself is http/key-check.ts.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { NextFunction, Request, Response } from 'express';
-import { IopError } from '@iop/core';
-import type { RequestLocals } from './request-context.js';
+import type { Request } from 'express';
 
-function presentedKey(req: Request): string | undefined {
+/** The key a request presents (`x-api-key` first, then `Authorization: Bearer`), if any. */
+export function presentedKey(req: Request): string | undefined {
   const apiKey = req.headers['x-api-key'];
   if (typeof apiKey === 'string' && apiKey.length > 0) return apiKey;
   const authorization = req.headers.authorization;
@@ -39,26 +37,4 @@ export const OPEN_EDGE_OWNER = '';
  */
 export function ownerOfKey(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
-}
-
-/**
- * Express middleware factory; with no keys configured every request passes, owned by
- * `OPEN_EDGE_OWNER`. `keys` may be a getter, read on every request, so a config reload takes
- * effect at once. Sets `res.locals.owner` (see `RequestLocals.owner`).
- */
-export function apiKeyAuth(keys: readonly string[] | (() => readonly string[])) {
-  const current = typeof keys === 'function' ? keys : () => keys;
-  return function apiKeyAuthMiddleware(req: Request, res: Response, next: NextFunction): void {
-    const keys = current();
-    const context = res.locals as RequestLocals;
-    if (keys.length === 0) {
-      context.owner = OPEN_EDGE_OWNER;
-      return next();
-    }
-    const given = presentedKey(req);
-    if (given === undefined) return next(new IopError('authentication', 'missing API key: send `Authorization: Bearer <key>` or `x-api-key: <key>`'));
-    if (!keyMatches(given, keys)) return next(new IopError('authentication', 'invalid API key'));
-    context.owner = ownerOfKey(given);
-    next();
-  };
 }

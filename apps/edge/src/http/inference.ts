@@ -25,6 +25,7 @@ import { writeNormalized } from './normalized.js';
 import { UsageRecorder } from './usage-recorder.js';
 import { otelContext } from '@iop/core';
 import { endRequestSpan, nameRequestSpan, startRequestSpan } from '../telemetry/request-tracing.js';
+import { admitRequest, type RequestAdmission } from './admission.js';
 
 export interface InferenceRoute {
   dialect: Dialect;
@@ -69,8 +70,11 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       if (current !== undefined && !current.isFinished) current.cancel(abort.error?.message ?? 'client disconnected');
     }, { once: true });
     let servedModel: string | undefined;
+    let admission: RequestAdmission | undefined;
+    let attempts = 0;
     const onRun = (run: PoolRun, pick: PoolPick) => {
       current = run;
+      attempts++;
       servedModel = pick.model;
       if (!res.headersSent) {
         res.setHeader('x-iop-agent-id', headerValue(run.providerId));
@@ -93,60 +97,72 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         edge.metrics.ttft.observe(metricLabels(model), ttftSeconds);
       };
 
-      if (route.passthrough && overrides === undefined && !edge.gates.needsContent(String(body.model), body) && !edge.pool.restrictsToolIds(String(body.model))) {
-        const peek = peekChatRequest(body);
-        model = peek.model;
-        nameRequestSpan(model);
-        const opened = await openRun(
-          edge.pool,
-          {
-            requestId,
-            model,
-            method: 'POST',
-            path: '/v1/chat/completions',
-            // The backend gets its served id; the client's exact bytes when the names agree.
-            bodyFor: (served) => (served === model ? (req.body as Buffer) : Buffer.from(JSON.stringify({ ...body, model: served }))),
-            ...timeouts,
-            affinityKey: affinity.enabled ? chatAffinityKey(body, affinity.prefixMessages) : undefined,
+      const summary = (status: number, tokens: ReturnType<UsageRecorder['flush']>) => ({ status, usage: tokens, servedModel, agentId: current?.providerId, attempts, ttftMs: ttftSeconds === undefined ? undefined : ttftSeconds * 1000, durationMs: performance.now() - startedAt });
+      let failedStatus: number | undefined;
+      try {
+        if (route.passthrough && overrides === undefined && !edge.gates.needsContent(String(body.model), body) && !edge.pool.restrictsToolIds(String(body.model))) {
+          const peek = peekChatRequest(body);
+          model = peek.model;
+          nameRequestSpan(model);
+          admission = await admitRequest(edge, res, route.dialect.name, model);
+          const opened = await openRun(
+            edge.pool,
+            {
+              requestId,
+              model,
+              method: 'POST',
+              path: '/v1/chat/completions',
+              // The backend gets its served id; the client's exact bytes when the names agree.
+              bodyFor: (served) => (served === model ? (req.body as Buffer) : Buffer.from(JSON.stringify({ ...body, model: served }))),
+              ...timeouts,
+              affinityKey: affinity.enabled ? chatAffinityKey(body, affinity.prefixMessages) : undefined,
+              signal: abort.signal,
+              wholeBody: !peek.stream,
+            },
+            log,
+            onRun,
+          );
+          if (res.destroyed) {
+            opened.run.cancel('client disconnected');
+            return;
+          }
+          const rewriter = opened.model === model ? undefined : new ModelRewriter(opened.model, model);
+          const failure = await relay(opened.run, opened.start, res, { stream: peek.stream, usage, onFirstByte, first: opened.first, rewriter, answer: opened.answer, signal: abort.signal, writeStallTimeoutMs: edge.config.writeStallTimeoutMs });
+          // A stream that ended in an error is not an answer: its tokens count as a failed attempt's.
+          if (failure !== undefined) usage.flush(metricLabels(model).model, 'failed');
+          streamError = failure?.code;
+        } else {
+          let request = route.dialect.decodeRequest(body);
+          admission = await admitRequest(edge, res, route.dialect.name, request.model);
+          if (route.prepare !== undefined) request = await route.prepare(request, body, context);
+          model = request.model;
+          nameRequestSpan(model);
+          if (request.warnings !== undefined && request.warnings.length > 0) {
+            res.setHeader('x-iop-warnings', headerValue(request.warnings.join('; ')));
+            log.warn({ warnings: request.warnings }, 'request translated with warnings');
+          }
+          const encodeContext: EncodeContext = { requestId, model, request, createdAt: Math.floor(Date.now() / 1000) };
+          await writeNormalized(res, {
+            dialect: route.dialect,
+            context: encodeContext,
+            stream: request.stream,
+            usage,
+            gate: edge.gates.gateFor(model),
+            dispatcher: new EdgeDispatcher({ edge, requestId, log, onRun, dialect: route.dialect.name, affinityKey: affinity.enabled ? affinityKey(request, affinity.prefixMessages) : undefined, deadline: abort }),
             signal: abort.signal,
-            wholeBody: !peek.stream,
-          },
-          log,
-          onRun,
-        );
-        if (res.destroyed) {
-          opened.run.cancel('client disconnected');
-          return;
+            stop: (error) => abort.stop(error),
+            writeStallTimeoutMs: edge.config.writeStallTimeoutMs,
+            ...(overrides === undefined ? {} : { overrides }),
+            onFirstByte,
+            ...(route.onResult === undefined ? {} : { onResult: (result: unknown) => route.onResult!(result, request, body, context) }),
+          });
         }
-        const rewriter = opened.model === model ? undefined : new ModelRewriter(opened.model, model);
-        const failure = await relay(opened.run, opened.start, res, { stream: peek.stream, usage, onFirstByte, first: opened.first, rewriter, answer: opened.answer, signal: abort.signal, writeStallTimeoutMs: edge.config.writeStallTimeoutMs });
-        // A stream that ended in an error is not an answer: its tokens count as a failed attempt's.
-        if (failure !== undefined) usage.flush(metricLabels(model).model, 'failed');
-        streamError = failure?.code;
-      } else {
-        let request = route.dialect.decodeRequest(body);
-        if (route.prepare !== undefined) request = await route.prepare(request, body, context);
-        model = request.model;
-        nameRequestSpan(model);
-        if (request.warnings !== undefined && request.warnings.length > 0) {
-          res.setHeader('x-iop-warnings', headerValue(request.warnings.join('; ')));
-          log.warn({ warnings: request.warnings }, 'request translated with warnings');
-        }
-        const encodeContext: EncodeContext = { requestId, model, request, createdAt: Math.floor(Date.now() / 1000) };
-        await writeNormalized(res, {
-          dialect: route.dialect,
-          context: encodeContext,
-          stream: request.stream,
-          usage,
-          gate: edge.gates.gateFor(model),
-          dispatcher: new EdgeDispatcher({ edge, requestId, log, onRun, dialect: route.dialect.name, affinityKey: affinity.enabled ? affinityKey(request, affinity.prefixMessages) : undefined, deadline: abort }),
-          signal: abort.signal,
-          stop: (error) => abort.stop(error),
-          writeStallTimeoutMs: edge.config.writeStallTimeoutMs,
-          ...(overrides === undefined ? {} : { overrides }),
-          onFirstByte,
-          ...(route.onResult === undefined ? {} : { onResult: (result: unknown) => void route.onResult!(result, request, body, context) }),
-        });
+      } catch (caught) {
+        failedStatus = caught instanceof IopError ? caught.status : 500;
+        throw caught;
+      } finally {
+        // 499: the client went away before the answer ended (nginx's convention).
+        admission?.complete(summary(failedStatus ?? (abort.error instanceof ClientGone ? 499 : res.statusCode), usage.value));
       }
       const tokens = usage.flush(metricLabels(model).model);
       const durationMs = performance.now() - startedAt;

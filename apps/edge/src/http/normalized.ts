@@ -29,8 +29,11 @@ export interface NormalizedOptions {
   overrides?: GateOverrides;
   /** Called once with the first byte written to the client (TTFT). */
   onFirstByte?: () => void;
-  /** Called with the final response object (Responses store). */
-  onResult?: (result: unknown) => void;
+  /**
+   * Called with the final response object (Responses store) before the response ends, and awaited:
+   * a client that reuses the id at once (`previous_response_id`, on any edge) finds it stored.
+   */
+  onResult?: (result: unknown) => void | Promise<void>;
 }
 
 export const errorOf = iopErrorOf;
@@ -61,7 +64,7 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
       return;
     }
     const body = dialect.encodeResponse(events, context);
-    options.onResult?.(body);
+    await options.onResult?.(body);
     res.status(200).json(body);
     return;
   }
@@ -108,6 +111,6 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
   if (stopped !== undefined) write(encoder.push(errorEventOf(stopped)));
   write(encoder.end());
   const result = (encoder as { result?: () => unknown }).result?.();
-  if (result !== undefined) options.onResult?.(result);
+  if (result !== undefined) await options.onResult?.(result);
   res.end();
 }

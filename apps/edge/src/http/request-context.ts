@@ -6,6 +6,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { newId } from '@iop/core';
 import type { Logger } from '../logger.js';
+import type { KeyIdentity } from '../keys/key-directory.js';
 
 const SANE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -14,11 +15,13 @@ export interface RequestLocals {
   log: Logger;
   startedAt: number;
   /**
-   * Who owns what this request stores (Responses): set by the API key check (`apiKeyAuth`) on every
+   * Who owns what this request stores (Responses): set by the API key check (`keyCheck`, http/key-check.ts) on every
    * `/v1` request — the SHA-256 (hex) of the presented client key, `''` when the edge has no keys.
    * Undefined before that middleware ran.
    */
   owner?: string;
+  /** The client key and its policy (limits, ledger): set by `keyCheck` (http/key-check.ts). */
+  identity?: KeyIdentity;
 }
 
 export function locals(res: Response): RequestLocals {

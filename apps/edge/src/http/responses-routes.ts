@@ -5,7 +5,7 @@
  * `store: false` keeps nothing. Unknown ids are 404 `not_found` in OpenAI shape.
  *
  * Stored responses belong to the client API key that created them (`RequestLocals.owner`, set by
- * `apiKeyAuth`): another key's id is answered exactly like an unknown one, so a key cannot learn
+ * `keyCheck`, http/key-check.ts): another key's id is answered exactly like an unknown one, so a key cannot learn
  * that an id exists.
  *
  * Size: a request that would be stored (`store` not false) whose input, with the history it

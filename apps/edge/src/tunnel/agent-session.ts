@@ -47,6 +47,12 @@ export class AgentSession {
   readonly outbound = new AsyncQueue<EdgeMessage>(Number.POSITIVE_INFINITY);
   /** Runs the edge has assigned and not yet seen finish. */
   inFlight = 0;
+  /**
+   * Runs the agent holds for other edges (an agent joined to several edges shares its
+   * `maxConcurrency` across them): its last reported total less this edge's own at that moment.
+   * The agent reports on every change of its load, so this stays current within a round trip.
+   */
+  othersInFlight = 0;
   /** Runs ever assigned (for the admin view and the distribution figures). */
   totalRuns = 0;
   load: AgentLoad = { reportedInFlight: 0, sessionInFlight: undefined, backendInFlight: undefined, queued: 0, kvCacheUsage: undefined, backendWaiting: undefined };
@@ -74,9 +80,9 @@ export class AgentSession {
     this.capabilities = new Set(register.capabilities);
   }
 
-  /** Whether the edge may assign it another run now. */
+  /** Whether the edge may assign it another run now: its own runs and other edges' leave a slot free. */
   get available(): boolean {
-    return !this.closed && !this.draining && this.inFlight < this.maxConcurrency;
+    return !this.closed && !this.draining && this.inFlight + this.othersInFlight < this.maxConcurrency;
   }
 
   serves(model: string): boolean {
@@ -98,6 +104,7 @@ export class AgentSession {
       this.requestedDrain = undefined;
       this.draining = heartbeat.draining;
     }
+    this.othersInFlight = Math.max(0, heartbeat.inFlight - this.inFlight);
     this.load = {
       reportedInFlight: heartbeat.inFlight,
       // proto3 has no presence for these: an agent that predates them reports 0 for both, which
@@ -108,6 +115,14 @@ export class AgentSession {
       kvCacheUsage: heartbeat.kvCacheUsage,
       backendWaiting: heartbeat.backendWaiting,
     };
+  }
+
+  /**
+   * The agent refused a run (after `release`). `at_capacity` means its slots are all taken, by
+   * this edge's runs or another edge's: until its next load report, count the rest as others'.
+   */
+  onRunRejected(reason: string): void {
+    if (reason === 'at_capacity') this.othersInFlight = Math.max(this.othersInFlight, this.maxConcurrency - this.inFlight);
   }
 
   assign(assignment: RunAssignment): void {

@@ -135,7 +135,10 @@ export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRou
           const message = next.value.message;
           session.lastMessageAt = Date.now();
           if (message.case === 'heartbeat') session.onHeartbeat(message.value);
-          else if (message.case === 'runRejected') runs.reject(message.value.runId, message.value.reason);
+          else if (message.case === 'runRejected') {
+            runs.reject(message.value.runId, message.value.reason);
+            session.onRunRejected(message.value.reason);
+          }
         }
         end('agent closed the stream');
       } catch (error) {

@@ -1,17 +1,21 @@
 import type { NextFunction, Request, Response } from 'express';
 import { IopError } from '@iop/core';
-import { OPEN_EDGE_OWNER, apiKeyAuth, ownerOfKey } from '../../../src/http/auth.js';
+import { OPEN_EDGE_OWNER, ownerOfKey } from '../../../src/http/auth.js';
+import { keyCheck } from '../../../src/http/key-check.js';
+import type { EdgeContext } from '../../../src/edge-context.js';
 import type { RequestLocals } from '../../../src/http/request-context.js';
 
-/** Runs the middleware on a request with `headers`; returns what it passed to next and the locals it left. */
-function check(keys: readonly string[] | (() => readonly string[]), headers: Record<string, string>): { error: unknown; locals: Partial<RequestLocals> } {
+/** Runs the key check (plain `apiKeys` only, no key store) on a request with `headers`; resolves with what it passed to next and the locals it left. */
+async function check(keys: readonly string[] | (() => readonly string[]), headers: Record<string, string>): Promise<{ error: unknown; locals: Partial<RequestLocals> }> {
+  const current = typeof keys === 'function' ? keys : () => keys;
+  const edge = { get config() { return { apiKeys: current() }; } } as unknown as EdgeContext;
   const req = { headers } as unknown as Request;
   const res = { locals: {} } as unknown as Response;
   let error: unknown = 'next not called';
   const next: NextFunction = (value?: unknown) => {
     error = value;
   };
-  apiKeyAuth(keys)(req, res, next);
+  await keyCheck(edge)(req, res, next);
   return { error, locals: res.locals as Partial<RequestLocals> };
 }
 
@@ -22,37 +26,38 @@ describe('ownerOfKey', () => {
   });
 });
 
-describe('apiKeyAuth owner', () => {
-  it("sets the owner of the presented key, by Bearer or x-api-key alike, and never the key itself", () => {
-    const bearer = check(['k1', 'k2'], { authorization: 'Bearer k2' });
+describe('keyCheck owner (plain apiKeys)', () => {
+  it("sets the owner of the presented key, by Bearer or x-api-key alike, and never the key itself", async () => {
+    const bearer = await check(['k1', 'k2'], { authorization: 'Bearer k2' });
     expect(bearer.error).toBeUndefined();
     expect(bearer.locals.owner).toBe(ownerOfKey('k2'));
-    const xApiKey = check(['k1', 'k2'], { 'x-api-key': 'k2' });
+    expect(bearer.locals.identity?.keyId).toBe(`legacy:${ownerOfKey('k2').slice(0, 12)}`);
+    const xApiKey = await check(['k1', 'k2'], { 'x-api-key': 'k2' });
     expect(xApiKey.locals.owner).toBe(ownerOfKey('k2'));
-    expect(check(['k1', 'k2'], { authorization: 'Bearer k1' }).locals.owner).toBe(ownerOfKey('k1'));
+    expect((await check(['k1', 'k2'], { authorization: 'Bearer k1' })).locals.owner).toBe(ownerOfKey('k1'));
   });
 
-  it("gives every request the open edge's owner ('') when no keys are configured, whatever key is sent", () => {
+  it("gives every request the open edge's owner ('') when no keys are configured, whatever key is sent", async () => {
     expect(OPEN_EDGE_OWNER).toBe('');
-    expect(check([], {}).locals.owner).toBe('');
-    expect(check([], { authorization: 'Bearer anything' }).locals.owner).toBe('');
+    expect((await check([], {})).locals.owner).toBe('');
+    expect((await check([], { authorization: 'Bearer anything' })).locals.owner).toBe('');
   });
 
-  it('sets no owner on a rejected request', () => {
-    const missing = check(['k1'], {});
+  it('sets no owner on a rejected request', async () => {
+    const missing = await check(['k1'], {});
     expect(missing.error).toBeInstanceOf(IopError);
     expect((missing.error as IopError).status).toBe(401);
     expect(missing.locals.owner).toBeUndefined();
-    const wrong = check(['k1'], { authorization: 'Bearer k2' });
+    const wrong = await check(['k1'], { authorization: 'Bearer k2' });
     expect((wrong.error as IopError).message).toBe('invalid API key');
     expect(wrong.locals.owner).toBeUndefined();
   });
 
-  it('keeps the owner of a key across a reload of the key list (the owner follows the key, not its position)', () => {
+  it('keeps the owner of a key across a reload of the key list (the owner follows the key, not its position)', async () => {
     let keys = ['k1', 'k2'];
-    const before = check(() => keys, { authorization: 'Bearer k2' }).locals.owner;
+    const before = (await check(() => keys, { authorization: 'Bearer k2' })).locals.owner;
     keys = ['k2', 'k3'];
-    expect(check(() => keys, { authorization: 'Bearer k2' }).locals.owner).toBe(before);
-    expect((check(() => keys, { authorization: 'Bearer k1' }).error as IopError).status).toBe(401);
+    expect((await check(() => keys, { authorization: 'Bearer k2' })).locals.owner).toBe(before);
+    expect(((await check(() => keys, { authorization: 'Bearer k1' })).error as IopError).status).toBe(401);
   });
 });

@@ -1,0 +1,97 @@
+/**
+ * A request's admission and accounting around its run: before the run, the key's allowed models
+ * (403 `permission`), limits and budget (429, limits/key-limiter.ts) are checked and the dialect's
+ * rate-limit headers set; after it, `complete` counts the real tokens against the limits and
+ * queues the request's usage-ledger row. Both are no-ops without shared state (bare contexts).
+ */
+import type { Response } from 'express';
+import { IopError, type DialectName, type Usage } from '@iop/core';
+import type { EdgeContext } from '../edge-context.js';
+import { modelAllowed } from '../keys/api-key.js';
+import { LimitRefusal, type Admission } from '../limits/key-limiter.js';
+import { writeRateLimitHeaders } from '../limits/rate-limit-headers.js';
+import { locals } from './request-context.js';
+import { OPEN_IDENTITY } from './key-check.js';
+
+export interface RunSummary {
+  status: number;
+  usage: Usage | undefined;
+  servedModel?: string;
+  agentId?: string;
+  attempts: number;
+  ttftMs?: number;
+  durationMs: number;
+}
+
+export interface RequestAdmission {
+  /** Call once when the request has ended (answer, error or client gone). */
+  complete(summary: RunSummary): void;
+}
+
+const NOTHING: RequestAdmission = { complete: () => {} };
+
+/**
+ * @throws IopError `permission` (403) for a model the key may not use, `LimitRefusal` (429) when a
+ * limit or the budget is reached, `no_capacity` (503) when the shared counters fail closed.
+ */
+export async function admitRequest(edge: EdgeContext, res: Response, dialect: DialectName, model: string): Promise<RequestAdmission> {
+  const state = edge.state;
+  if (state === undefined) return NOTHING;
+  const context = locals(res);
+  const identity = context.identity ?? OPEN_IDENTITY;
+  const record = identity.record;
+  const setHeader = (name: string, value: string) => {
+    if (!res.headersSent) res.setHeader(name, value);
+  };
+  let admission: Admission | undefined;
+  let refusal: number | undefined;
+  if (record !== undefined) {
+    if (!modelAllowed(record, [model, edge.knownModel(model)])) {
+      refusal = 403;
+    } else {
+      try {
+        admission = await state.limiter.admit(record);
+        writeRateLimitHeaders(admission.state, dialect, Date.now(), setHeader);
+      } catch (error) {
+        if (error instanceof LimitRefusal) writeRateLimitHeaders(error.state, dialect, Date.now(), setHeader);
+        ledgerRow(edge, res, dialect, model, identity.keyId, { status: error instanceof IopError ? error.status : 500, usage: undefined, attempts: 0, durationMs: performance.now() - context.startedAt });
+        throw error;
+      }
+    }
+  }
+  if (refusal !== undefined) {
+    ledgerRow(edge, res, dialect, model, identity.keyId, { status: refusal, usage: undefined, attempts: 0, durationMs: performance.now() - context.startedAt });
+    throw new IopError('permission', `this API key may not use the model ${JSON.stringify(model)}`);
+  }
+  let done = false;
+  return {
+    complete(summary) {
+      if (done) return;
+      done = true;
+      const tokens = (summary.usage?.inputTokens ?? 0) + (summary.usage?.outputTokens ?? 0);
+      if (admission !== undefined) void admission.finish(tokens);
+      ledgerRow(edge, res, dialect, model, identity.keyId, summary);
+    },
+  };
+}
+
+function ledgerRow(edge: EdgeContext, res: Response, dialect: DialectName, model: string, keyId: string, summary: RunSummary): void {
+  const usage = summary.usage;
+  edge.state?.ledger.record({
+    tsMs: Date.now(),
+    requestId: locals(res).requestId,
+    keyId,
+    requestedModel: model,
+    ...(summary.servedModel === undefined ? {} : { servedModel: summary.servedModel }),
+    ...(summary.agentId === undefined ? {} : { agentId: summary.agentId }),
+    dialect,
+    inputTokens: usage?.inputTokens ?? 0,
+    outputTokens: usage?.outputTokens ?? 0,
+    cachedTokens: usage?.cachedInputTokens ?? 0,
+    reasoningTokens: usage?.reasoningTokens ?? 0,
+    attempts: summary.attempts,
+    ...(summary.ttftMs === undefined ? {} : { ttftMs: Math.round(summary.ttftMs * 10) / 10 }),
+    durationMs: Math.round(summary.durationMs * 10) / 10,
+    status: summary.status,
+  });
+}

@@ -1,0 +1,51 @@
+/**
+ * Client key check for `/v1` with keys from every source (keys/key-directory.ts): the config's
+ * plain `apiKeys`, the config's `keys` with policy, and keys managed through the admin API. A
+ * missing, unknown, revoked or expired key is a 401 in the client's dialect. A request that
+ * passes gets `res.locals.identity` (limits, ledger) and `res.locals.owner` (stored Responses:
+ * SHA-256 of a plain key, `key:<id>` for a key with policy, `''` on an open edge). The edge is
+ * open — every request passes — only when no source holds a key.
+ */
+import type { NextFunction, Request, Response } from 'express';
+import { IopError } from '@iop/core';
+import type { EdgeContext } from '../edge-context.js';
+import { hashKey, responsesOwnerOf, unusableReason } from '../keys/api-key.js';
+import type { KeyIdentity } from '../keys/key-directory.js';
+import { OPEN_EDGE_OWNER, keyMatches, ownerOfKey, presentedKey } from './auth.js';
+import type { RequestLocals } from './request-context.js';
+
+export const OPEN_IDENTITY: KeyIdentity = { keyId: 'open', owner: OPEN_EDGE_OWNER };
+
+export function keyCheck(edge: EdgeContext) {
+  return async function keyCheckMiddleware(req: Request, res: Response, next: NextFunction): Promise<void> {
+    const context = res.locals as RequestLocals;
+    const state = edge.state;
+    try {
+      const plain = edge.config.apiKeys;
+      const given = presentedKey(req);
+      if (given !== undefined && plain.length > 0 && keyMatches(given, plain)) {
+        const owner = ownerOfKey(given);
+        context.owner = owner;
+        context.identity = { keyId: `legacy:${owner.slice(0, 12)}`, owner };
+        return next();
+      }
+      const directory = state?.keys;
+      const anyKeys = plain.length > 0 || (directory !== undefined && (directory.hasConfigKeys || (await directory.storeHasKeys())));
+      if (!anyKeys) {
+        context.owner = OPEN_EDGE_OWNER;
+        context.identity = OPEN_IDENTITY;
+        return next();
+      }
+      if (given === undefined) return next(new IopError('authentication', 'missing API key: send `Authorization: Bearer <key>` or `x-api-key: <key>`'));
+      const record = await directory?.lookup(given);
+      if (record === undefined || record.keyHash !== hashKey(given)) return next(new IopError('authentication', 'invalid API key'));
+      const unusable = unusableReason(record, Date.now());
+      if (unusable !== undefined) return next(new IopError('authentication', unusable));
+      context.owner = responsesOwnerOf(record);
+      context.identity = { record, keyId: record.id, owner: context.owner };
+      next();
+    } catch (error) {
+      next(error);
+    }
+  };
+}

@@ -1,0 +1,146 @@
+/**
+ * Per-key limits, checked before a run starts and counted on actual usage after it:
+ * - requests per minute: the request is counted at admission (a refused one is taken back);
+ * - tokens per minute and the token budget: admission refuses once the window's (the period's)
+ *   sum has reached the limit; `finish` adds the request's real input + output tokens;
+ * - concurrent streams: a slot (a lease that lapses after `streamLeaseMs` if an edge dies) is
+ *   held from admission to `finish`.
+ * Windows are fixed one-minute windows (UTC minute boundaries), so a key may get up to twice its
+ * per-minute limit across one boundary, and tokens are counted after the fact, so concurrent
+ * requests admitted together may overshoot by their own size: the stated tolerance. With Redis
+ * the counters are shared by every edge; in memory they are per edge.
+ *
+ * Refusals are `IopError('rate_limited')` (429; Anthropic `rate_limit_error`) with
+ * `retryAfterSeconds`; the caller writes `state` as the dialect's rate-limit headers.
+ */
+import { IopError, newId } from '@iop/core';
+import { budgetPeriodEnd, budgetPeriodStart, type ApiKeyRecord } from '../keys/api-key.js';
+import type { CounterStore } from './counter-store.js';
+import type { RateLimitState } from './rate-limit-headers.js';
+
+const MINUTE_MS = 60_000;
+const TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000;
+
+export interface Admission {
+  /** The limit state to send as headers. */
+  state: RateLimitState;
+  /** Counts the request's tokens and releases its stream slot; call once. */
+  finish(tokens: number): Promise<void>;
+}
+
+export class LimitRefusal extends IopError {
+  constructor(
+    message: string,
+    retryAfterSeconds: number,
+    readonly state: RateLimitState,
+  ) {
+    super('rate_limited', message, { retryAfterSeconds });
+  }
+}
+
+export interface KeyLimiterOptions {
+  /** How long a stream slot is held when its edge never releases it, ms. Default 15 min. */
+  streamLeaseMs?: number;
+  now?: () => number;
+  /** Tokens already used by a key since `sinceMs` (the ledger): seeds an in-memory budget after a restart. */
+  usedSince?: (keyId: string, sinceMs: number) => Promise<number>;
+}
+
+const NO_LIMITS: Admission = { state: {}, finish: async () => {} };
+
+export class KeyLimiter {
+  private readonly streamLeaseMs: number;
+  private readonly now: () => number;
+  private readonly seeded = new Set<string>();
+
+  constructor(private readonly counters: CounterStore, private readonly options: KeyLimiterOptions = {}) {
+    this.streamLeaseMs = options.streamLeaseMs ?? 15 * MINUTE_MS;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** @throws LimitRefusal when a limit or the budget is reached; IopError 503 when the counters fail closed. */
+  async admit(record: ApiKeyRecord): Promise<Admission> {
+    const { limits, budget } = record;
+    if (limits === undefined && budget === undefined) return NO_LIMITS;
+    const now = this.now();
+    const minute = Math.floor(now / MINUTE_MS);
+    const resetAtMs = (minute + 1) * MINUTE_MS;
+    const retryAfter = Math.max(1, Math.ceil((resetAtMs - now) / 1000));
+    const state: RateLimitState = {};
+    const requestKey = `rl:req:${record.id}:${minute}`;
+    const tokenKey = `rl:tok:${record.id}:${minute}`;
+    let countedRequest = false;
+    let slot: { key: string; leaseId: string } | undefined;
+    const undo = async () => {
+      if (countedRequest) await this.counters.add(requestKey, -1, 2 * MINUTE_MS).catch(() => 0);
+      if (slot !== undefined) await this.counters.releaseSlot(slot.key, slot.leaseId);
+    };
+    try {
+      if (budget !== undefined) {
+        const used = await this.budgetUsed(record.id, budget.period, now);
+        if (used >= budget.maxTokens) {
+          const end = budgetPeriodEnd(budget.period, now);
+          const retry = Number.isFinite(end) ? Math.ceil((end - now) / 1000) : 86_400;
+          throw new LimitRefusal(`budget exhausted: key "${record.name}" has used ${used} of its ${budget.maxTokens}-token ${budget.period === 'total' ? 'total' : `per-${budget.period}`} budget`, retry, state);
+        }
+      }
+      if (limits?.tokensPerMinute !== undefined) {
+        const used = await this.counters.get(tokenKey);
+        state.tokens = { limit: limits.tokensPerMinute, remaining: limits.tokensPerMinute - used, resetAtMs };
+        if (used >= limits.tokensPerMinute) throw new LimitRefusal(`rate limit reached: key "${record.name}" used ${used} of ${limits.tokensPerMinute} tokens per minute`, retryAfter, state);
+      }
+      if (limits?.requestsPerMinute !== undefined) {
+        const count = await this.counters.add(requestKey, 1, 2 * MINUTE_MS);
+        countedRequest = true;
+        state.requests = { limit: limits.requestsPerMinute, remaining: limits.requestsPerMinute - count, resetAtMs };
+        if (count > limits.requestsPerMinute) {
+          state.requests.remaining = 0;
+          throw new LimitRefusal(`rate limit reached: key "${record.name}" allows ${limits.requestsPerMinute} requests per minute`, retryAfter, state);
+        }
+      }
+      if (limits?.maxConcurrentStreams !== undefined) {
+        const key = `streams:${record.id}`;
+        const leaseId = newId('lease_', 16);
+        const result = await this.counters.acquireSlot(key, leaseId, limits.maxConcurrentStreams, this.streamLeaseMs);
+        if (!result.acquired) throw new LimitRefusal(`concurrency limit reached: key "${record.name}" allows ${limits.maxConcurrentStreams} concurrent streams`, 1, state);
+        slot = { key, leaseId };
+      }
+    } catch (error) {
+      await undo();
+      throw error;
+    }
+    let finished = false;
+    return {
+      state,
+      finish: async (tokens: number) => {
+        if (finished) return;
+        finished = true;
+        const work: Array<Promise<unknown>> = [];
+        if (slot !== undefined) work.push(this.counters.releaseSlot(slot.key, slot.leaseId));
+        if (tokens > 0 && limits?.tokensPerMinute !== undefined) work.push(this.counters.add(tokenKey, tokens, 2 * MINUTE_MS));
+        if (tokens > 0 && budget !== undefined) work.push(this.counters.add(this.budgetKey(record.id, budget.period, now), tokens, this.budgetTtl(budget.period, now)));
+        // Counting after the answer must never fail the answer: a store that is down loses these counts.
+        await Promise.allSettled(work);
+      },
+    };
+  }
+
+  private budgetKey(keyId: string, period: 'day' | 'month' | 'total', now: number): string {
+    return `budget:${keyId}:${period}:${budgetPeriodStart(period, now)}`;
+  }
+
+  private budgetTtl(period: 'day' | 'month' | 'total', now: number): number {
+    const end = budgetPeriodEnd(period, now);
+    return Number.isFinite(end) ? end - now + MINUTE_MS : TEN_YEARS_MS;
+  }
+
+  private async budgetUsed(keyId: string, period: 'day' | 'month' | 'total', now: number): Promise<number> {
+    const key = this.budgetKey(keyId, period, now);
+    if (this.options.usedSince !== undefined && !this.seeded.has(key)) {
+      this.seeded.add(key);
+      const used = await this.options.usedSince(keyId, budgetPeriodStart(period, now));
+      if (used > 0) return this.counters.add(key, used, this.budgetTtl(period, now));
+    }
+    return this.counters.get(key);
+  }
+}

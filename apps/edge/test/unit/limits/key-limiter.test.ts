@@ -1,0 +1,128 @@
+import { IopError } from '@iop/core';
+import { MemoryCounterStore } from '../../../src/limits/counter-store.js';
+import { FailoverCounterStore } from '../../../src/limits/failover-counter-store.js';
+import { KeyLimiter, LimitRefusal } from '../../../src/limits/key-limiter.js';
+import { writeRateLimitHeaders } from '../../../src/limits/rate-limit-headers.js';
+import type { ApiKeyRecord } from '../../../src/keys/api-key.js';
+import { createLogger } from '../../../src/logger.js';
+
+const record = (policy: Partial<ApiKeyRecord>): ApiKeyRecord => ({ id: 'key_1', name: 'test', owner: '', keyHash: 'h', createdAtMs: 0, source: 'config', ...policy });
+// 10 s into a minute: 50 s until the window resets.
+const T0 = Date.UTC(2026, 0, 1, 12, 0, 10);
+
+describe('KeyLimiter', () => {
+  let clock = T0;
+  const now = () => clock;
+  beforeEach(() => (clock = T0));
+
+  it('admits requestsPerMinute requests per window, refuses the next with Retry-After to the window end, and counts none refused', async () => {
+    const counters = new MemoryCounterStore(now);
+    const limiter = new KeyLimiter(counters, { now });
+    const key = record({ limits: { requestsPerMinute: 2 } });
+    const first = await limiter.admit(key);
+    expect(first.state.requests).toEqual({ limit: 2, remaining: 1, resetAtMs: Date.UTC(2026, 0, 1, 12, 1, 0) });
+    await limiter.admit(key);
+    const refused = await limiter.admit(key).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(LimitRefusal);
+    expect((refused as LimitRefusal).status).toBe(429);
+    expect((refused as LimitRefusal).retryAfterSeconds).toBe(50);
+    expect((refused as LimitRefusal).state.requests?.remaining).toBe(0);
+    await expect(limiter.admit(key)).rejects.toBeInstanceOf(LimitRefusal);
+    clock += 50_000; // the next minute
+    await expect(limiter.admit(key)).resolves.toMatchObject({ state: { requests: { remaining: 1 } } });
+    await counters.close();
+  });
+
+  it('refuses once the tokens of finished requests reach tokensPerMinute', async () => {
+    const limiter = new KeyLimiter(new MemoryCounterStore(now), { now });
+    const key = record({ limits: { tokensPerMinute: 100 } });
+    const first = await limiter.admit(key);
+    await first.finish(60);
+    const second = await limiter.admit(key);
+    expect(second.state.tokens?.remaining).toBe(40);
+    await second.finish(60);
+    await expect(limiter.admit(key)).rejects.toThrow('used 120 of 100 tokens per minute');
+  });
+
+  it('holds a stream slot from admission to finish', async () => {
+    const limiter = new KeyLimiter(new MemoryCounterStore(now), { now });
+    const key = record({ limits: { maxConcurrentStreams: 1 } });
+    const held = await limiter.admit(key);
+    await expect(limiter.admit(key)).rejects.toThrow('allows 1 concurrent streams');
+    await held.finish(0);
+    await held.finish(0); // a second finish changes nothing
+    const next = await limiter.admit(key);
+    await expect(limiter.admit(key)).rejects.toBeInstanceOf(LimitRefusal);
+    await next.finish(0);
+  });
+
+  it('names the budget when it is exhausted, and seeds it once from the ledger', async () => {
+    const usedSince = jest.fn(async () => 900);
+    const limiter = new KeyLimiter(new MemoryCounterStore(now), { now, usedSince });
+    const key = record({ name: 'team-a', budget: { maxTokens: 1000, period: 'day' } });
+    const admission = await limiter.admit(key);
+    expect(usedSince).toHaveBeenCalledWith('key_1', Date.UTC(2026, 0, 1));
+    await admission.finish(150);
+    const refused = (await limiter.admit(key).catch((error: unknown) => error)) as LimitRefusal;
+    expect(refused.message).toBe('budget exhausted: key "team-a" has used 1050 of its 1000-token per-day budget');
+    expect(refused.retryAfterSeconds).toBe(12 * 3600 - 10);
+    expect(usedSince).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe('FailoverCounterStore', () => {
+  const broken = { add: async () => Promise.reject(new Error('down')), get: async () => Promise.reject(new Error('down')), acquireSlot: async () => Promise.reject(new Error('down')), releaseSlot: async () => Promise.reject(new Error('down')), publish: async () => {}, onMessage: () => {}, close: async () => {} };
+  const logger = createLogger('silent');
+
+  it('fails open onto local counters', async () => {
+    const store = new FailoverCounterStore(broken, 'open', logger);
+    expect(await store.add('a', 2, 1000)).toBe(2);
+    expect(await store.add('a', 2, 1000)).toBe(4);
+    expect((await store.acquireSlot('s', 'l1', 1, 1000)).acquired).toBe(true);
+    expect((await store.acquireSlot('s', 'l2', 1, 1000)).acquired).toBe(false);
+    await store.releaseSlot('s', 'l1');
+    expect((await store.acquireSlot('s', 'l2', 1, 1000)).acquired).toBe(true);
+    expect(store.failures).toBe(5);
+    await store.close();
+  });
+
+  it('fails closed with a 503', async () => {
+    const store = new FailoverCounterStore(broken, 'closed', logger);
+    const error = (await store.add('a', 1, 1000).catch((caught: unknown) => caught)) as IopError;
+    expect(error).toBeInstanceOf(IopError);
+    expect(error.status).toBe(503);
+    expect(error.retryAfterSeconds).toBe(1);
+    await store.close();
+  });
+});
+
+describe('writeRateLimitHeaders', () => {
+  const state = { requests: { limit: 10, remaining: 3, resetAtMs: T0 + 50_000 }, tokens: { limit: 1000, remaining: -5, resetAtMs: T0 + 50_000 } };
+  const collect = (dialect: 'openai-chat' | 'anthropic-messages') => {
+    const headers: Record<string, string> = {};
+    writeRateLimitHeaders(state, dialect, T0, (name, value) => (headers[name] = value));
+    return headers;
+  };
+
+  it("writes OpenAI's x-ratelimit-* headers", () => {
+    expect(collect('openai-chat')).toEqual({
+      'x-ratelimit-limit-requests': '10',
+      'x-ratelimit-remaining-requests': '3',
+      'x-ratelimit-reset-requests': '50s',
+      'x-ratelimit-limit-tokens': '1000',
+      'x-ratelimit-remaining-tokens': '0',
+      'x-ratelimit-reset-tokens': '50s',
+    });
+  });
+
+  it("writes Anthropic's anthropic-ratelimit-* headers with RFC 3339 resets", () => {
+    expect(collect('anthropic-messages')).toEqual({
+      'anthropic-ratelimit-requests-limit': '10',
+      'anthropic-ratelimit-requests-remaining': '3',
+      'anthropic-ratelimit-requests-reset': '2026-01-01T12:01:00Z',
+      'anthropic-ratelimit-tokens-limit': '1000',
+      'anthropic-ratelimit-tokens-remaining': '0',
+      'anthropic-ratelimit-tokens-reset': '2026-01-01T12:01:00Z',
+    });
+  });
+});
