@@ -8,7 +8,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { IopError, type Dialect, type EncodeContext, type InferenceRequest } from '@iop/core';
 import { GATE_HEADER, parseGateHeader } from '@iop/stream-gate';
 import type { EdgeContext } from '../edge-context.js';
-import { peekChatRequest } from '../dialects.js';
+import { validateChatPassthrough } from '../dialects.js';
 import { EdgeDispatcher } from '../gate/edge-dispatcher.js';
 import type { PoolRun } from '../pool/pool-provider.js';
 import type { PoolPick } from '../pool/provider-pool.js';
@@ -59,6 +59,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         res.setHeader('x-iop-model', pick.model);
       }
     };
+    /** The status a stream that failed after its first byte is counted with (its HTTP status was 200). */
+    let inBandStatus: number | undefined;
     try {
       const body = parseJsonObject(req.body);
       const gateHeader = req.get(GATE_HEADER);
@@ -67,8 +69,10 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       const onFirstByte = () => edge.metrics.ttft.observe(metricLabels(model), (performance.now() - startedAt) / 1000);
 
       if (route.passthrough && overrides === undefined && !edge.gates.needsContent(String(body.model), body) && !edge.pool.restrictsToolIds(String(body.model))) {
-        const peek = peekChatRequest(body);
+        // The same 400s as the translated path, before any backend call.
+        const peek = validateChatPassthrough(body);
         model = peek.model;
+        const rewrite = peek.maxTokensRewrite === undefined ? undefined : { max_tokens: peek.maxTokensRewrite, max_completion_tokens: undefined };
         const opened = await openRun(
           edge.pool,
           {
@@ -77,7 +81,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
             method: 'POST',
             path: '/v1/chat/completions',
             // The backend gets its served id; the client's exact bytes when the names agree.
-            bodyFor: (served) => (served === model ? (req.body as Buffer) : Buffer.from(JSON.stringify({ ...body, model: served }))),
+            bodyFor: (served) => (served === model && rewrite === undefined ? (req.body as Buffer) : Buffer.from(JSON.stringify({ ...body, ...rewrite, model: served }))),
             openTimeoutMs: edge.config.runOpenTimeoutMs,
             firstByteTimeoutMs: edge.config.firstByteTimeoutMs,
             affinityKey: affinity.enabled ? chatAffinityKey(body, affinity.prefixMessages) : undefined,
@@ -92,9 +96,13 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           return;
         }
         const rewriter = opened.model === model ? undefined : new ModelRewriter(opened.model, model);
-        const failure = await relay(opened.run, opened.start, res, { stream: peek.stream, usage, onFirstByte, first: opened.first, rewriter, answer: opened.answer });
+        const failure = await relay(opened.run, opened.start, res, { stream: peek.stream, includeUsage: peek.includeUsage, usage, onFirstByte, first: opened.first, rewriter, answer: opened.answer });
         // A stream that ended in an error is not an answer: its tokens count as a failed attempt's.
-        if (failure !== undefined) usage.flush(metricLabels(model).model, 'failed');
+        if (failure !== undefined) {
+          usage.flush(metricLabels(model).model, 'failed');
+          inBandStatus = failure.status;
+          log.warn({ runId: opened.run.runId, code: failure.code, error: failure.message }, 'relayed stream ended with an in-band error');
+        }
       } else {
         let request = route.dialect.decodeRequest(body);
         if (route.prepare !== undefined) request = await route.prepare(request, body, context);
@@ -119,7 +127,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       }
       const tokens = usage.flush(metricLabels(model).model);
       const durationMs = performance.now() - startedAt;
-      edge.metrics.requests.inc({ ...metricLabels(model), status: String(res.statusCode) });
+      edge.metrics.requests.inc({ ...metricLabels(model), status: String(inBandStatus ?? res.statusCode) });
       edge.metrics.duration.observe(metricLabels(model), durationMs / 1000);
       log.info({ model, servedModel, agentId: current?.providerId, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10, usage: tokens, aborted: abort.signal.aborted || undefined }, 'request completed');
     } catch (caught) {
