@@ -19,7 +19,8 @@ export interface ChatToolCallDelta {
   index?: number;
   id?: string | null;
   type?: 'function';
-  function?: { name?: string | null; arguments?: string | null } | null;
+  /** `arguments` is a JSON-encoded string; some servers (llama.cpp server, Ollama) send the object itself. */
+  function?: { name?: string | null; arguments?: string | Record<string, unknown> | null } | null;
 }
 
 /** `choices[].delta` of a chunk. */
