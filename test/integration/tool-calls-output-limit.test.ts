@@ -14,7 +14,7 @@ let edge: EdgeHandle;
 let openai: OpenAI;
 let anthropic: Anthropic;
 
-const schema = { type: 'object', properties: { city: { type: 'string' }, unit: { type: 'string' } }, required: ['city'] };
+const schema = { type: 'object' as const, properties: { city: { type: 'string' }, unit: { type: 'string' } }, required: ['city'] };
 
 beforeAll(async () => {
   sim = await startSim(['--models', 'sim-model', '--ttft-ms', '50', '--itl-ms', '2']);
