@@ -13,7 +13,7 @@
  *   usage seen wins and goes out once, right before `[DONE]`.
  * - Usage the client did not ask for is removed (a usage-only chunk is dropped).
  */
-import { iopErrorOf, sseJson, type IopError } from '@iop/core';
+import { iopErrorOf, sseFrame, sseJson, type IopError } from '@iop/core';
 import { errorEventFromUpstream } from '../dialects.js';
 
 export type ChunkVerdict =
@@ -43,8 +43,8 @@ export function hasFinishReason(chunk: JsonObject): boolean {
 }
 
 export class ChunkRules {
-  /** The usage chunk to send before `[DONE]` (include_usage only). */
-  private heldUsage: JsonObject | undefined;
+  /** The usage chunk to send before `[DONE]` (include_usage only): parsed, or a conformant chunk's own bytes. */
+  private heldUsage: JsonObject | Buffer | undefined;
 
   constructor(private readonly includeUsage: boolean) {}
 
@@ -66,11 +66,16 @@ export class ChunkRules {
     return { kind: 'emit', bytes: dataEvent(this.includeUsage ? { ...chunk, usage: null } : withoutUsage(chunk)), finished };
   }
 
+  /** A chunk already of the form `{…, choices: [], usage: {…}}` (its JSON text); kept only with include_usage. */
+  holdUsageEvent(payload: Buffer): void {
+    if (this.includeUsage) this.heldUsage = Buffer.from(sseFrame(payload.toString('utf8')));
+  }
+
   /** The one usage chunk, once (before `[DONE]` or at the end); undefined when none was seen. */
   takeUsage(): Buffer | undefined {
     const held = this.heldUsage;
     this.heldUsage = undefined;
-    return held === undefined ? undefined : dataEvent(held);
+    return held === undefined || Buffer.isBuffer(held) ? held : dataEvent(held);
   }
 }
 
