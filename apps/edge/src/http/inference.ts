@@ -107,10 +107,20 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         let request = route.dialect.decodeRequest(body);
         if (route.prepare !== undefined) request = await route.prepare(request, body, context);
         model = request.model;
-        if (request.warnings !== undefined && request.warnings.length > 0) {
-          res.setHeader('x-iop-warnings', request.warnings.join('; ').replace(/[\r\n]/g, ' '));
-          log.warn({ warnings: request.warnings }, 'request translated with warnings');
-        }
+        const warnings = new Set(request.warnings);
+        const setWarnings = () => {
+          if (warnings.size > 0 && !res.headersSent) res.setHeader('x-iop-warnings', [...warnings].join('; ').replace(/[\r\n]/g, ' '));
+        };
+        setWarnings();
+        if (warnings.size > 0) log.warn({ warnings: request.warnings }, 'request translated with warnings');
+        // What building the backend request changed (is_error as text, tool images moved, max_tokens lowered).
+        const onWarnings = (backendWarnings: readonly string[]) => {
+          const fresh = backendWarnings.filter((warning) => !warnings.has(warning));
+          if (fresh.length === 0) return;
+          for (const warning of fresh) warnings.add(warning);
+          log.warn({ warnings: fresh }, 'backend request built with warnings');
+          setWarnings();
+        };
         const encodeContext: EncodeContext = { requestId, model, request, createdAt: Math.floor(Date.now() / 1000) };
         await writeNormalized(res, {
           dialect: route.dialect,
@@ -118,7 +128,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           stream: request.stream,
           usage,
           gate: edge.gates.gateFor(model),
-          dispatcher: new EdgeDispatcher({ edge, requestId, log, onRun, dialect: route.dialect.name, affinityKey: affinity.enabled ? affinityKey(request, affinity.prefixMessages) : undefined }),
+          dispatcher: new EdgeDispatcher({ edge, requestId, log, onRun, onWarnings, dialect: route.dialect.name, affinityKey: affinity.enabled ? affinityKey(request, affinity.prefixMessages) : undefined }),
           signal: abort.signal,
           ...(overrides === undefined ? {} : { overrides }),
           onFirstByte,

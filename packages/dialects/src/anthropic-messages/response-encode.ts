@@ -65,6 +65,8 @@ export function encodeResponse(events: readonly StreamEvent[], context: EncodeCo
         }
         break;
       case 'reasoning-delta': {
+        // Thinking blocks only when the request enabled thinking (as in the stream encoder).
+        if (context.request.reasoning?.enabled !== true) break;
         if (last?.type !== 'thinking') {
           if (event.text.length === 0) break;
           const block: ThinkingBlock = { type: 'thinking', thinking: '', signature: '' };

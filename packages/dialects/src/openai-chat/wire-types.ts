@@ -41,6 +41,8 @@ export interface ChatChunkChoice {
   finish_reason?: string | null;
   /** vLLM: the matched stop string (or stop token id, an int). */
   stop_reason?: string | number | null;
+  /** SGLang: the matched stop string (or stop token id, an int). */
+  matched_stop?: string | number | null;
 }
 
 /** `chat.completion.chunk` (PROTOCOLS A.4). */
@@ -81,6 +83,7 @@ export interface ChatCompletion {
     message?: ChatResponseMessage | null;
     finish_reason?: string | null;
     stop_reason?: string | number | null;
+    matched_stop?: string | number | null;
   }> | null;
   usage?: ChatUsage | null;
 }
