@@ -91,3 +91,34 @@ describe('what Claude Code sends, on a chat backend', () => {
     expect(encodeResponse(events, context()).stop_reason).toBe('end_turn');
   });
 });
+
+describe('tool search (beta advanced-tool-use-2025-11-20, Claude Code 2.1.332)', () => {
+  const tools = [
+    { name: 'ToolSearch', description: 'Find tools', input_schema: { type: 'object', properties: { query: { type: 'string' } } } },
+    { name: 'CronList', description: 'List cron jobs', input_schema: { type: 'object', properties: {} }, defer_loading: true },
+    { name: 'CronDelete', description: 'Delete a cron job', input_schema: { type: 'object', properties: { id: { type: 'string' } } }, defer_loading: true },
+  ];
+
+  it('deferred tools are not offered until a tool_reference loads them', () => {
+    const first = decodeMessagesRequest({ model: 'm', max_tokens: 10, tools, messages: [{ role: 'user', content: 'list my cron jobs' }] });
+    expect(first.tools?.map((tool) => tool.name)).toEqual(['ToolSearch']);
+  });
+
+  it('a tool_reference in a tool_result is accepted, rendered as text, and offers the referenced tool', () => {
+    const request = decodeMessagesRequest({
+      model: 'm',
+      max_tokens: 10,
+      tools,
+      messages: [
+        { role: 'user', content: 'list my cron jobs' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_s', name: 'ToolSearch', input: { query: 'cron' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_s', content: [{ type: 'tool_reference', tool_name: 'CronList' }] }] },
+      ],
+    });
+    expect(request.tools?.map((tool) => tool.name)).toEqual(['ToolSearch', 'CronList']);
+    const { body } = toBackendChatRequest(request, { model: 'm', stream: false });
+    const toolMessage = (body.messages as Array<{ role: string; content: string }>).find((message) => message.role === 'tool');
+    expect(toolMessage?.content).toContain('CronList');
+    expect((body.tools as Array<{ function: { name: string } }>).map((tool) => tool.function.name)).toEqual(['ToolSearch', 'CronList']);
+  });
+});
