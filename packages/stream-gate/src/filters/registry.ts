@@ -7,7 +7,7 @@
  * | `reasoning`         | transformer | `ReasoningExtractionOptions`            |
  * | `text-tool-calls`   | transformer | `TextToolCallOptions`                   |
  * | `tool-calls`        | both        | `ToolCallFilterOptions` (normalizer + validator) |
- * | `structured-output` | validator   | `StructuredOutputOptions`               |
+ * | `structured-output` | both        | `StructuredOutputOptions` (fence unwrap + validator) |
  * | `degeneration`      | validator   | `DegenerationOptions`                   |
  * | `empty-output`      | validator   | `EmptyOutputOptions`                    |
  *
@@ -24,6 +24,7 @@ import type { ReasoningExtractionOptions } from './reasoning-extraction.js';
 import { reasoningExtraction } from './reasoning-extraction.js';
 import type { StructuredOutputOptions } from './structured-output.js';
 import { structuredOutput } from './structured-output.js';
+import { jsonFenceUnwrap } from './json-fence.js';
 import { TEXT_TOOL_CALL_FORMATS } from './text-tool-call-formats.js';
 import type { TextToolCallOptions } from './text-tool-calls.js';
 import { textToolCalls } from './text-tool-calls.js';
@@ -80,7 +81,7 @@ function create(name: string, options: Record<string, unknown>, param: string): 
     case 'tool-calls':
       return toolCallFilters(options as ToolCallFilterOptions);
     case 'structured-output':
-      return [structuredOutput(options as StructuredOutputOptions)];
+      return [jsonFenceUnwrap(), structuredOutput(options as StructuredOutputOptions)];
     case 'degeneration':
       return [degenerationGuard(options as DegenerationOptions)];
     case 'empty-output':
