@@ -61,6 +61,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
     };
     /** The status a stream that failed after its first byte is counted with (its HTTP status was 200). */
     let inBandStatus: number | undefined;
+    /** How the answer was produced, for the completion log: bytes relayed, or normalized through the gate (and its policy). */
+    let responseMode: { mode: 'passthrough' } | { mode: 'normalized'; policy: ReturnType<EdgeContext['gates']['policyOf']> } = { mode: 'passthrough' };
     try {
       const body = parseJsonObject(req.body);
       const gateHeader = req.get(GATE_HEADER);
@@ -121,6 +123,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           log.warn({ warnings: fresh }, 'backend request built with warnings');
           setWarnings();
         };
+        responseMode = { mode: 'normalized', policy: edge.gates.policyOf(model) };
         const encodeContext: EncodeContext = { requestId, model, request, createdAt: Math.floor(Date.now() / 1000) };
         await writeNormalized(res, {
           dialect: route.dialect,
@@ -139,7 +142,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       const durationMs = performance.now() - startedAt;
       edge.metrics.requests.inc({ ...metricLabels(model), status: String(inBandStatus ?? res.statusCode) });
       edge.metrics.duration.observe(metricLabels(model), durationMs / 1000);
-      log.info({ model, servedModel, agentId: current?.providerId, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10, usage: tokens, aborted: abort.signal.aborted || undefined }, 'request completed');
+      log.info({ model, servedModel, agentId: current?.providerId, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10, usage: tokens, ...responseMode, aborted: abort.signal.aborted || undefined }, 'request completed');
     } catch (caught) {
       const error = overloadFor(caught, route.dialect.name);
       if (error instanceof IopError) edge.metrics.requests.inc({ ...metricLabels(model), status: String(error.status) });

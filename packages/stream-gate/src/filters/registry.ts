@@ -8,6 +8,7 @@
  * | `text-tool-calls`   | transformer | `TextToolCallOptions`                   |
  * | `tool-calls`        | both        | `ToolCallFilterOptions` (normalizer + validator) |
  * | `structured-output` | both        | `StructuredOutputOptions` (fence unwrap + validator) |
+ * | `agent-output`      | one of both | `AgentOutputOptions` (`strict`, `streamBuffer`: validator; `xmlCompletionTool`: transformer) |
  * | `degeneration`      | validator   | `DegenerationOptions`                   |
  * | `empty-output`      | validator   | `EmptyOutputOptions`                    |
  *
@@ -25,6 +26,8 @@ import { reasoningExtraction } from './reasoning-extraction.js';
 import type { StructuredOutputOptions } from './structured-output.js';
 import { structuredOutput } from './structured-output.js';
 import { jsonFenceUnwrap } from './json-fence.js';
+import type { AgentOutputOptions } from './agent-output.js';
+import { agentOutput } from './agent-output.js';
 import { TEXT_TOOL_CALL_FORMATS } from './text-tool-call-formats.js';
 import type { TextToolCallOptions } from './text-tool-calls.js';
 import { textToolCalls } from './text-tool-calls.js';
@@ -37,10 +40,11 @@ export type FilterSpec =
   | { name: 'text-tool-calls'; options?: TextToolCallOptions }
   | { name: 'tool-calls'; options?: Omit<ToolCallFilterOptions, 'schemaCache'> }
   | { name: 'structured-output'; options?: Omit<StructuredOutputOptions, 'schemaCache'> }
+  | { name: 'agent-output'; options: AgentOutputOptions }
   | { name: 'degeneration'; options?: DegenerationOptions }
   | { name: 'empty-output'; options?: EmptyOutputOptions };
 
-export const FILTER_NAMES = ['reasoning', 'text-tool-calls', 'tool-calls', 'structured-output', 'degeneration', 'empty-output'] as const;
+export const FILTER_NAMES = ['reasoning', 'text-tool-calls', 'tool-calls', 'structured-output', 'agent-output', 'degeneration', 'empty-output'] as const;
 export type FilterName = (typeof FILTER_NAMES)[number];
 
 /**
@@ -82,6 +86,8 @@ function create(name: string, options: Record<string, unknown>, param: string): 
       return toolCallFilters(options as ToolCallFilterOptions);
     case 'structured-output':
       return [jsonFenceUnwrap(), structuredOutput(options as StructuredOutputOptions)];
+    case 'agent-output':
+      return agentOutput(options as unknown as AgentOutputOptions);
     case 'degeneration':
       return [degenerationGuard(options as DegenerationOptions)];
     case 'empty-output':
