@@ -91,4 +91,26 @@ describe('passthrough chat completions', () => {
     expect(last?.choices).toEqual([]);
     expect(last?.usage?.completion_tokens).toBe(12);
   });
+
+  it.each([
+    ['data spread over several data: lines (sim framing multiline)', { framing: 'multiline' }],
+    ['a finished answer without [DONE] (sim fault finish-no-done)', { fault: 'finish-no-done' }],
+    ['both', { fault: 'finish-no-done', framing: 'multiline' }],
+  ])('%s reaches the SDK as a complete, conformant stream', async (_what, knobs) => {
+    const queued = await fetch(`${sim.url}/_sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ fault: 'none', count: 1, ...knobs }) });
+    expect(queued.status).toBe(200);
+    const stream = await openai.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hello' }], stream: true, stream_options: { include_usage: true } });
+    let text = '';
+    let finish: string | null = null;
+    const usage: Array<{ completion_tokens: number }> = [];
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      if (chunk.usage) usage.push(chunk.usage);
+    }
+    expect(finish).toBe('stop');
+    expect(text.length).toBeGreaterThan(0);
+    expect(usage).toHaveLength(1);
+    expect(usage[0]!.completion_tokens).toBe(12);
+  });
 });

@@ -37,6 +37,7 @@ export const FAULT_NAMES = [
   'malformed',
   'no-done',
   'error-chunk',
+  'finish-no-done',
   'context-length',
 ] as const;
 export type FaultName = (typeof FAULT_NAMES)[number];
@@ -64,7 +65,7 @@ export interface Knobs {
   repeat: boolean;
   /** Usage on every stream chunk (vLLM `continuous_usage_stats`). */
   continuousUsage: boolean;
-  /** SSE framing on the wire: `lf`, `crlf`, `split` (events cut across TCP reads), `crlf-split`. */
+  /** SSE framing on the wire: `lf`, `crlf`, `split` (events cut across TCP reads), `crlf-split`, `multiline` (data over several lines). */
   framing: Framing;
   /** Usage chunk in every stream even without `stream_options.include_usage` (vLLM `--enable-force-include-usage`). */
   forceUsage: boolean;
