@@ -201,7 +201,7 @@ export const KNOB_SPECS: readonly KnobSpec[] = [
   { name: 'xml-tool-calls', flag: true, values: '[true|false]', describe: 'tool calls as <tool_call> text in content', parse: (raw) => ({ xmlToolCalls: bool('xml-tool-calls', raw) }) },
   { name: 'repeat', flag: true, values: '[true|false]', describe: 'repeat one n-gram until the token limit', parse: (raw) => ({ repeat: bool('repeat', raw) }) },
   { name: 'continuous-usage', flag: true, values: '[true|false]', describe: 'usage on every stream chunk', parse: (raw) => ({ continuousUsage: bool('continuous-usage', raw) }) },
-  { name: 'framing', flag: false, values: FRAMINGS.join('|'), describe: 'SSE framing: line ends and events split across TCP reads', parse: (raw) => ({ framing: oneOf('framing', FRAMINGS, raw) }) },
+  { name: 'framing', flag: false, values: FRAMINGS.join('|'), describe: 'SSE framing: line ends, events split across TCP reads, data over several lines', parse: (raw) => ({ framing: oneOf('framing', FRAMINGS, raw) }) },
   { name: 'force-usage', flag: true, values: '[true|false]', describe: 'usage chunk even without include_usage', parse: (raw) => ({ forceUsage: bool('force-usage', raw) }) },
   { name: 'fault', flag: false, values: FAULT_NAMES.join('|'), describe: 'fault to inject', parse: (raw) => ({ fault: oneOf('fault', FAULT_NAMES, raw) }) },
   {
