@@ -80,6 +80,12 @@ export interface EdgeConfig {
   /** Stream gate per model: `default` plus `models.<name>` overrides (see packages/stream-gate/README.md). */
   gate: GateSection;
   /**
+   * Claude Code's per-conversation billing line at the top of its system prompt: `end` (default)
+   * moves it to the end of the system prompt so backends' prefix caches share the rest across
+   * conversations, `drop` removes it, `keep` leaves it first.
+   */
+  billingHeader: 'end' | 'drop' | 'keep';
+  /**
    * Admin API keys (`Authorization: Bearer` on `/admin/*`), distinct from client keys: never
    * accepted on `/v1`, and a key may not be both. Empty = the admin API refuses every call.
    */
@@ -112,6 +118,7 @@ export const DEFAULT_CONFIG: EdgeConfig = {
   maxAttempts: 3,
   logLevel: 'info',
   gate: DEFAULT_GATE,
+  billingHeader: 'end',
   pool: parsePoolConfig({}),
   responsesStore: { kind: 'sqlite', maxAgeMs: 30 * 24 * 60 * 60 * 1000, maxRows: 100_000, maxResponseBytes: 16 * 1024 * 1024, maxTotalBytes: 2 * 1024 * 1024 * 1024 },
   adminKeys: [],
@@ -171,6 +178,7 @@ const schema = {
     adminKeys: { type: 'array', items: { type: 'string', minLength: 16 } },
     shutdownDeadlineMs: { type: 'integer', minimum: 0, maximum: 3_600_000 },
     pool: { type: 'object' },
+    billingHeader: { enum: ['end', 'drop', 'keep'] },
     gate: {
       type: 'object',
       additionalProperties: false,

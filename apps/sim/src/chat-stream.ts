@@ -17,9 +17,9 @@ import type { OutputPlan } from './output-plan.js';
 import type { SimStats } from './request-log.js';
 
 /** Faults that happen after the response has started. */
-export type MidStreamFault = 'stall' | 'cut' | 'malformed' | 'no-done' | 'error-chunk';
+export type MidStreamFault = 'stall' | 'cut' | 'malformed' | 'no-done' | 'error-chunk' | 'finish-no-done';
 
-export const MID_STREAM_FAULTS: readonly string[] = ['stall', 'cut', 'malformed', 'no-done', 'error-chunk'] satisfies MidStreamFault[];
+export const MID_STREAM_FAULTS: readonly string[] = ['stall', 'cut', 'malformed', 'no-done', 'error-chunk', 'finish-no-done'] satisfies MidStreamFault[];
 
 export interface ChatStreamOptions {
   ttftMs: number;
@@ -68,7 +68,8 @@ export class ChatStream {
     private readonly options: ChatStreamOptions,
   ) {
     this.out = new FramedOutput(res, options.framing);
-    this.faultPending = options.fault !== undefined;
+    // `finish-no-done` acts at the end of the stream, not at `faultAt`.
+    this.faultPending = options.fault !== undefined && options.fault !== 'finish-no-done';
     this.faultAt = Math.min(options.faultAfter, plan.pieces.length);
   }
 
@@ -158,7 +159,8 @@ export class ChatStream {
     let tail = batch + framer.finish(plan.finishReason, plan.stopReason, completionTokens);
     if (this.options.usageChunk) tail += framer.usage(completionTokens);
     this.stopped = true;
-    this.out.end(tail + DONE_FRAME);
+    // `finish-no-done`: the whole answer (finish reason, usage) but the stream ends without `[DONE]`.
+    this.out.end(this.options.fault === 'finish-no-done' ? tail : tail + DONE_FRAME);
   }
 
   private fail(batch: string): void {

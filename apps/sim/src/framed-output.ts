@@ -6,11 +6,13 @@
  * - `split`: every SSE event is cut in two, and the pieces are written 2 ms apart so they arrive in
  *   separate TCP reads.
  * - `crlf-split`: both.
+ * - `multiline`: each JSON payload spread over several `data:` lines (`multiline-data.ts`).
  * JSON payloads never hold a raw newline, so rewriting line ends cannot touch data.
  */
 import type { ServerResponse } from 'node:http';
+import { multilineData } from './multiline-data.js';
 
-export const FRAMINGS = ['lf', 'crlf', 'split', 'crlf-split'] as const;
+export const FRAMINGS = ['lf', 'crlf', 'split', 'crlf-split', 'multiline'] as const;
 export type Framing = (typeof FRAMINGS)[number];
 
 const SPLIT_GAP_MS = 2;
@@ -18,6 +20,7 @@ const SPLIT_GAP_MS = 2;
 export class FramedOutput {
   private readonly crlf: boolean;
   private readonly split: boolean;
+  private readonly multiline: boolean;
   private queue: Promise<void> = Promise.resolve();
 
   constructor(
@@ -26,9 +29,11 @@ export class FramedOutput {
   ) {
     this.crlf = framing === 'crlf' || framing === 'crlf-split';
     this.split = framing === 'split' || framing === 'crlf-split';
+    this.multiline = framing === 'multiline';
   }
 
   private frame(text: string): string {
+    if (this.multiline) return multilineData(text);
     return this.crlf ? text.replace(/\n/g, '\r\n') : text;
   }
 

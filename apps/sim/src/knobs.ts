@@ -37,6 +37,7 @@ export const FAULT_NAMES = [
   'malformed',
   'no-done',
   'error-chunk',
+  'finish-no-done',
   'context-length',
 ] as const;
 export type FaultName = (typeof FAULT_NAMES)[number];
@@ -64,7 +65,7 @@ export interface Knobs {
   repeat: boolean;
   /** Usage on every stream chunk (vLLM `continuous_usage_stats`). */
   continuousUsage: boolean;
-  /** SSE framing on the wire: `lf`, `crlf`, `split` (events cut across TCP reads), `crlf-split`. */
+  /** SSE framing on the wire: `lf`, `crlf`, `split` (events cut across TCP reads), `crlf-split`, `multiline` (data over several lines). */
   framing: Framing;
   /** Usage chunk in every stream even without `stream_options.include_usage` (vLLM `--enable-force-include-usage`). */
   forceUsage: boolean;
@@ -200,7 +201,7 @@ export const KNOB_SPECS: readonly KnobSpec[] = [
   { name: 'xml-tool-calls', flag: true, values: '[true|false]', describe: 'tool calls as <tool_call> text in content', parse: (raw) => ({ xmlToolCalls: bool('xml-tool-calls', raw) }) },
   { name: 'repeat', flag: true, values: '[true|false]', describe: 'repeat one n-gram until the token limit', parse: (raw) => ({ repeat: bool('repeat', raw) }) },
   { name: 'continuous-usage', flag: true, values: '[true|false]', describe: 'usage on every stream chunk', parse: (raw) => ({ continuousUsage: bool('continuous-usage', raw) }) },
-  { name: 'framing', flag: false, values: FRAMINGS.join('|'), describe: 'SSE framing: line ends and events split across TCP reads', parse: (raw) => ({ framing: oneOf('framing', FRAMINGS, raw) }) },
+  { name: 'framing', flag: false, values: FRAMINGS.join('|'), describe: 'SSE framing: line ends, events split across TCP reads, data over several lines', parse: (raw) => ({ framing: oneOf('framing', FRAMINGS, raw) }) },
   { name: 'force-usage', flag: true, values: '[true|false]', describe: 'usage chunk even without include_usage', parse: (raw) => ({ forceUsage: bool('force-usage', raw) }) },
   { name: 'fault', flag: false, values: FAULT_NAMES.join('|'), describe: 'fault to inject', parse: (raw) => ({ fault: oneOf('fault', FAULT_NAMES, raw) }) },
   {

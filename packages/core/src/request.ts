@@ -96,6 +96,11 @@ export interface ToolDefinition {
   parameters: Record<string, unknown>;
   strict?: boolean;
   origin?: ToolOrigin;
+  /**
+   * Anthropic tool search (`defer_loading: true`, beta `advanced-tool-use-2025-11-20`): offered to
+   * the model only once a `tool_reference` block in a tool result names it.
+   */
+  deferLoading?: boolean;
 }
 
 export type ToolChoice =

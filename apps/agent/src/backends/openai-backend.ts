@@ -16,7 +16,10 @@ import { DROPPED_REQUEST_HEADERS, DROPPED_RESPONSE_HEADERS } from './backend.js'
 import { parseVllmMetrics } from './prometheus-metrics.js';
 
 export interface OpenAiBackendOptions {
-  /** Base URL, e.g. `http://127.0.0.1:8000` (a path prefix is kept). */
+  /**
+   * Base URL, e.g. `http://127.0.0.1:8000` (a path prefix is kept). A trailing `/v1` is dropped:
+   * request paths carry their own `/v1`, and `http://host:8000/v1` is how servers print their URL.
+   */
   baseUrl: string;
   apiKey?: string;
   /** Served model names as given; skips discovery. */
@@ -50,7 +53,7 @@ export class OpenAiBackend implements Backend {
 
   constructor(private readonly options: OpenAiBackendOptions) {
     const url = new URL(options.baseUrl);
-    this.pathPrefix = url.pathname.replace(/\/+$/, '');
+    this.pathPrefix = url.pathname.replace(/\/+$/, '').replace(/\/v1$/, '');
     this.probeTimeoutMs = options.probeTimeoutMs ?? 5_000;
     this.pool = new Pool(url.origin, {
       connections: options.connections ?? 16,

@@ -9,6 +9,7 @@ import { IopError, errorEventOf, type DialectName, type StreamEvent } from '@iop
 import type { AttemptRequest, DispatchedAttempt, Dispatcher } from '@iop/stream-gate';
 import type { EdgeContext } from '../edge-context.js';
 import { createChatStreamDecoder, toBackendChatRequest } from '../dialects.js';
+import { fitOutputLimit } from './output-limit.js';
 import { openRun, runFailure } from '../http/open-run.js';
 import { overloadFor } from '../http/overload.js';
 import type { ModelGroup } from '../pool/pool-config.js';
@@ -32,24 +33,11 @@ export interface EdgeDispatcherOptions {
   deadline?: RequestDeadline | undefined;
   /** Called with every run started (so a client disconnect can cancel it) and each serving provider. */
   onRun?: (run: PoolRun, pick: PoolPick) => void;
+  /** Called, before the run starts, with what building the backend request changed (for `x-iop-warnings`). */
+  onWarnings?: (warnings: readonly string[]) => void;
 }
 
 const errorEvent = errorEventOf;
-
-/**
- * Clients written for frontier APIs ask for more output than a self-hosted model's whole context
- * (Claude Code sends `max_tokens: 32000`); vLLM rejects `prompt + max_tokens > max_model_len` with
- * a 400. When the limit is at least the served model's context length (as its providers
- * registered it), the limit is dropped so the backend generates until the context is full.
- */
-function fitOutputLimit(request: AttemptRequest['request'], contextLength: number, log: Logger): AttemptRequest['request'] {
-  const limit = request.maxOutputTokens;
-  if (limit === undefined) return request;
-  if (contextLength === 0 || limit < contextLength) return request;
-  log.info({ maxOutputTokens: limit, contextLength }, 'output limit exceeds the context length; sent without it');
-  const { maxOutputTokens: _dropped, ...rest } = request;
-  return rest;
-}
 
 /**
  * One dispatcher per client request. The gate decides WHETHER to retry (its commit boundary);
@@ -116,8 +104,9 @@ export class EdgeDispatcher implements Dispatcher {
     const attempts = (this.attempts ??= pool.begin());
     let toolIds: ReturnType<typeof toBackendChatRequest>['toolIds'] | undefined;
     const bodyFor = (model: string) => {
-      const request = fitOutputLimit(attempt.request, pool.contextLength(model), log);
-      const backend = toBackendChatRequest(request, { model, stream: true, toolIdFormat: pool.toolIdFormatOf(model) });
+      const fitted = fitOutputLimit(attempt.request, pool.contextLength(model), log);
+      const backend = toBackendChatRequest(fitted.request, { model, stream: true, toolIdFormat: pool.toolIdFormatOf(model), billingHeader: edge.config.billingHeader });
+      this.options.onWarnings?.(fitted.warning === undefined ? backend.warnings : [...backend.warnings, fitted.warning]);
       if (attempt.prefill !== undefined) {
         // vLLM / SGLang: continue the final assistant message instead of starting a new turn.
         backend.body.continue_final_message = true;

@@ -37,6 +37,14 @@ export class GateRegistry {
     return (this.gates.get(model) ?? this.fallback).gate;
   }
 
+  /** The output policy a model's answers get, for logs: the release policy and the `agent-output` mode, if any. */
+  policyOf(model: string): { release: string; agentOutput?: string } {
+    const { config } = this.gates.get(model) ?? this.fallback;
+    const agent = config.filters.find((spec) => filterName(spec) === 'agent-output');
+    const mode = typeof agent === 'object' ? (agent.options as { mode?: string } | undefined)?.mode : undefined;
+    return mode === undefined ? { release: config.policy ?? 'evidence-tail' } : { release: config.policy ?? 'evidence-tail', agentOutput: mode };
+  }
+
   /**
    * Whether a Chat Completions body needs the normalized path: the model's gate rewrites content
    * (reasoning extraction, text tool calls), or validates something this request has (tools,
@@ -47,7 +55,7 @@ export class GateRegistry {
     if (config.policy === 'passthrough' && config.filters.length === 0) return false;
     for (const spec of config.filters) {
       const name = filterName(spec);
-      if (name === 'reasoning' || name === 'text-tool-calls') return true;
+      if (name === 'reasoning' || name === 'text-tool-calls' || name === 'agent-output') return true;
       if (name === 'tool-calls' && Array.isArray(body.tools) && body.tools.length > 0) return true;
       if (name === 'structured-output') {
         const format = (body.response_format as { type?: unknown } | undefined)?.type;

@@ -8,7 +8,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { IopError, type Dialect, type EncodeContext, type InferenceRequest } from '@iop/core';
 import { GATE_HEADER, parseGateHeader } from '@iop/stream-gate';
 import type { EdgeContext } from '../edge-context.js';
-import { peekChatRequest } from '../dialects.js';
+import { validateChatPassthrough } from '../dialects.js';
 import { EdgeDispatcher } from '../gate/edge-dispatcher.js';
 import type { PoolRun } from '../pool/pool-provider.js';
 import type { PoolPick } from '../pool/provider-pool.js';
@@ -83,6 +83,10 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
     };
     let inFlight: { inc(): void; dec(): void } | undefined;
     let streamError: string | undefined; // a stream that ended with an in-band error (status 200)
+    /** The status a stream that failed after its first byte is counted with (its HTTP status was 200). */
+    let inBandStatus: number | undefined;
+    /** How the answer was produced, for the completion log: bytes relayed, or normalized through the gate (and its policy). */
+    let responseMode: { mode: 'passthrough' } | { mode: 'normalized'; policy: ReturnType<EdgeContext['gates']['policyOf']> } = { mode: 'passthrough' };
     res.once('close', () => inFlight?.dec());
     try {
       const body = parseJsonObject(req.body);
@@ -101,8 +105,10 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       let failedStatus: number | undefined;
       try {
         if (route.passthrough && overrides === undefined && !edge.gates.needsContent(String(body.model), body) && !edge.pool.restrictsToolIds(String(body.model))) {
-          const peek = peekChatRequest(body);
+          // The same 400s as the translated path, before any backend call.
+          const peek = validateChatPassthrough(body);
           model = peek.model;
+          const rewrite = peek.maxTokensRewrite === undefined ? undefined : { max_tokens: peek.maxTokensRewrite, max_completion_tokens: undefined };
           nameRequestSpan(model);
           admission = await admitRequest(edge, res, route.dialect.name, model);
           const opened = await openRun(
@@ -113,7 +119,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
               method: 'POST',
               path: '/v1/chat/completions',
               // The backend gets its served id; the client's exact bytes when the names agree.
-              bodyFor: (served) => (served === model ? (req.body as Buffer) : Buffer.from(JSON.stringify({ ...body, model: served }))),
+              bodyFor: (served) => (served === model && rewrite === undefined ? (req.body as Buffer) : Buffer.from(JSON.stringify({ ...body, ...rewrite, model: served }))),
               ...timeouts,
               affinityKey: affinity.enabled ? chatAffinityKey(body, affinity.prefixMessages) : undefined,
               signal: abort.signal,
@@ -127,9 +133,13 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
             return;
           }
           const rewriter = opened.model === model ? undefined : new ModelRewriter(opened.model, model);
-          const failure = await relay(opened.run, opened.start, res, { stream: peek.stream, usage, onFirstByte, first: opened.first, rewriter, answer: opened.answer, signal: abort.signal, writeStallTimeoutMs: edge.config.writeStallTimeoutMs });
+          const failure = await relay(opened.run, opened.start, res, { stream: peek.stream, includeUsage: peek.includeUsage, usage, onFirstByte, first: opened.first, rewriter, answer: opened.answer, signal: abort.signal, writeStallTimeoutMs: edge.config.writeStallTimeoutMs });
           // A stream that ended in an error is not an answer: its tokens count as a failed attempt's.
-          if (failure !== undefined) usage.flush(metricLabels(model).model, 'failed');
+          if (failure !== undefined) {
+            usage.flush(metricLabels(model).model, 'failed');
+            inBandStatus = failure.status;
+            log.warn({ runId: opened.run.runId, code: failure.code, error: failure.message }, 'relayed stream ended with an in-band error');
+          }
           streamError = failure?.code;
         } else {
           let request = route.dialect.decodeRequest(body);
@@ -137,10 +147,21 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           if (route.prepare !== undefined) request = await route.prepare(request, body, context);
           model = request.model;
           nameRequestSpan(model);
-          if (request.warnings !== undefined && request.warnings.length > 0) {
-            res.setHeader('x-iop-warnings', headerValue(request.warnings.join('; ')));
-            log.warn({ warnings: request.warnings }, 'request translated with warnings');
-          }
+          const warnings = new Set(request.warnings);
+          const setWarnings = () => {
+            if (warnings.size > 0 && !res.headersSent) res.setHeader('x-iop-warnings', headerValue([...warnings].join('; ')));
+          };
+          setWarnings();
+          if (warnings.size > 0) log.warn({ warnings: request.warnings }, 'request translated with warnings');
+          // What building the backend request changed (is_error as text, tool images moved, max_tokens lowered).
+          const onWarnings = (backendWarnings: readonly string[]) => {
+            const fresh = backendWarnings.filter((warning) => !warnings.has(warning));
+            if (fresh.length === 0) return;
+            for (const warning of fresh) warnings.add(warning);
+            log.warn({ warnings: fresh }, 'backend request built with warnings');
+            setWarnings();
+          };
+          responseMode = { mode: 'normalized', policy: edge.gates.policyOf(model) };
           const encodeContext: EncodeContext = { requestId, model, request, createdAt: Math.floor(Date.now() / 1000) };
           await writeNormalized(res, {
             dialect: route.dialect,
@@ -148,7 +169,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
             stream: request.stream,
             usage,
             gate: edge.gates.gateFor(model),
-            dispatcher: new EdgeDispatcher({ edge, requestId, log, onRun, dialect: route.dialect.name, affinityKey: affinity.enabled ? affinityKey(request, affinity.prefixMessages) : undefined, deadline: abort }),
+            dispatcher: new EdgeDispatcher({ edge, requestId, log, onRun, onWarnings, dialect: route.dialect.name, affinityKey: affinity.enabled ? affinityKey(request, affinity.prefixMessages) : undefined, deadline: abort }),
             signal: abort.signal,
             stop: (error) => abort.stop(error),
             writeStallTimeoutMs: edge.config.writeStallTimeoutMs,
@@ -167,8 +188,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       const tokens = usage.flush(metricLabels(model).model);
       const durationMs = performance.now() - startedAt;
       const failed = res.statusCode >= 400 ? String(res.statusCode) : streamError;
-      edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: res.statusCode, durationSeconds: durationMs / 1000, ttftSeconds, usage: tokens, errorType: failed });
-      log.info({ model, servedModel, agentId: current?.providerId, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10, usage: tokens, aborted: abort.signal.aborted || undefined }, 'request completed');
+      edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: inBandStatus ?? res.statusCode, durationSeconds: durationMs / 1000, ttftSeconds, usage: tokens, errorType: failed });
+      log.info({ model, servedModel, agentId: current?.providerId, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10, usage: tokens, ...responseMode, aborted: abort.signal.aborted || undefined }, 'request completed');
       abort.clear();
     } catch (caught) {
       abort.clear();

@@ -4,10 +4,13 @@
  * buffered whole for streams. Backpressure: when the client's socket is full the relay stops
  * taking frames, which stalls the run's HTTP/2 stream and, through the agent, the backend.
  *
- * A stream that ends without `data: [DONE]` (cut upstream) or with an ERROR frame gets an
- * in-band OpenAI error event, never a silent truncation (PROTOCOLS A.5); so does a stream the
- * request's deadline stopped, and one whose client read nothing for `writeStallTimeoutMs` (the
- * run is cancelled at once, releasing the backend slot).
+ * Streams go through `SseGuard`, which makes the backend's framing spec-conformant (multi-line
+ * data, one usage chunk, error chunks) at the cost of a few native byte searches per chunk. A
+ * stream that ends without `data: [DONE]` before its finish reason (cut upstream), with a backend
+ * error chunk or with an ERROR frame gets an in-band OpenAI error event, never a silent
+ * truncation (PROTOCOLS A.5); one that delivered its finish reason is complete, `[DONE]` or not.
+ * So does a stream the request's deadline stopped, and one whose client read nothing for
+ * `writeStallTimeoutMs` (the run is cancelled at once, releasing the backend slot).
  */
 import type { Response } from 'express';
 import { IopError, sseJson } from '@iop/core';
@@ -26,6 +29,8 @@ import { stopError } from './request-deadline.js';
 
 export interface RelayOptions {
   stream: boolean;
+  /** The client asked for `stream_options.include_usage`: exactly one `choices: []` usage chunk. */
+  includeUsage?: boolean;
   usage: UsageRecorder;
   /** Called once when the first body byte goes to the client (TTFT). */
   onFirstByte?: () => void;
@@ -41,6 +46,8 @@ export interface RelayOptions {
   writeStallTimeoutMs?: number | undefined;
 }
 
+const WARNINGS_HEADER = 'x-iop-warnings';
+
 /** Response headers worth passing on from the backend. */
 function contentType(start: ProviderTunnelFrame, stream: boolean): string {
   return start.headers['content-type'] ?? (stream ? 'text/event-stream' : 'application/json');
@@ -53,6 +60,9 @@ function contentType(start: ProviderTunnelFrame, stream: boolean): string {
 export async function relay(handle: PoolRun, start: ProviderTunnelFrame, res: Response, options: RelayOptions): Promise<IopError | undefined> {
   res.status(start.status);
   res.setHeader('content-type', headerValue(contentType(start, options.stream)));
+  // What the backend could not honour (the embedded backend: n > 1, logprobs) reaches the client.
+  const warnings = start.headers[WARNINGS_HEADER];
+  if (warnings !== undefined && warnings !== '') res.setHeader(WARNINGS_HEADER, headerValue(warnings));
   if (options.stream) return relayStream(handle, res, options);
   // Non-stream: openRun read it whole (a broken body was a failed attempt, retried).
   const { answer } = options;
@@ -69,7 +79,21 @@ async function relayStream(handle: PoolRun, res: Response, options: RelayOptions
   let failure: IopError | undefined;
   let first = true;
   const { rewriter } = options;
-  const guard = new SseGuard();
+  const guard = new SseGuard({ includeUsage: options.includeUsage === true });
+  /** The stream itself failed (malformed or error chunk), as opposed to an ERROR frame of the run. */
+  let streamFailed = false;
+  /** Writes to the client; false when it read nothing for `writeStallTimeoutMs`. */
+  const send = async (bytes: Buffer): Promise<boolean> => {
+    if (bytes.length === 0 || res.destroyed) return true;
+    return res.write(rewriter === undefined ? bytes : rewriter.push(bytes)) || (await drained(res, options.writeStallTimeoutMs));
+  };
+  /** A client that stopped reading: the run is cancelled (its backend slot released) and the stream ended in band. */
+  const stalled = (): IopError => {
+    const failure = new IopError('timeout', `the client read nothing for ${options.writeStallTimeoutMs} ms; the stream was ended`);
+    handle.cancel('client stopped reading');
+    endStalled(res, sseJson(toOpenAIErrorBody(failure)), options.writeStallTimeoutMs ?? 0);
+    return failure;
+  };
   for (let frame = options.first; ; ) {
     if (frame === undefined) {
       const next = await handle.frames.next();
@@ -82,16 +106,11 @@ async function relayStream(handle: PoolRun, res: Response, options: RelayOptions
         options.onFirstByte?.();
       }
       const checked = guard.push(frame.body);
-      const bytes = rewriter === undefined ? checked.safe : rewriter.push(checked.safe);
-      if (bytes.length > 0 && !res.write(bytes) && !(await drained(res, options.writeStallTimeoutMs))) {
-        failure = new IopError('timeout', `the client read nothing for ${options.writeStallTimeoutMs} ms; the stream was ended`);
-        handle.cancel('client stopped reading');
-        endStalled(res, sseJson(toOpenAIErrorBody(failure)), options.writeStallTimeoutMs ?? 0);
-        return failure;
-      }
-      if (checked.malformed) {
-        failure = new IopError('upstream_error', 'upstream failure: the backend sent a malformed stream chunk');
-        handle.cancel('malformed stream chunk');
+      if (!(await send(checked.safe))) return stalled();
+      if (checked.failure !== undefined) {
+        failure = checked.failure;
+        streamFailed = true;
+        handle.cancel(failure.message);
         break;
       }
     } else if (frame.kind === FrameKind.USAGE) {
@@ -101,14 +120,19 @@ async function relayStream(handle: PoolRun, res: Response, options: RelayOptions
     }
     frame = undefined;
   }
-  // The held last line goes out only when it is the terminator itself (an unterminated `data: [DONE]`).
-  if (failure === undefined && options.signal?.aborted === true) failure = stopError(options.signal, new IopError('upstream_error', 'the request was stopped'));
-  let partial = failure === undefined ? guard.end() : undefined;
-  if (failure === undefined && !guard.sawDone) {
-    failure = runFailure({ errorCode: 'backend_reset', errorMessage: 'the upstream stream ended before [DONE]' } as ProviderTunnelFrame);
-    partial = undefined;
+  // A stream the request's deadline (or the client) stopped is not complete unless its finish arrived.
+  if (options.signal?.aborted === true && !guard.sawFinish) {
+    failure = stopError(options.signal, failure ?? new IopError('upstream_error', 'the request was stopped'));
+    streamFailed = true;
   }
-  if (partial !== undefined && !res.destroyed) res.write(rewriter === undefined ? partial : rewriter.push(partial));
+  // The end of the backend's stream; an ERROR frame after the finish reason leaves the answer whole.
+  if (!streamFailed && (failure === undefined || guard.sawFinish)) {
+    const ended = guard.end();
+    if (!(await send(ended.safe))) return stalled();
+    if (ended.failure !== undefined) failure = ended.failure;
+    else if (ended.complete) failure = undefined;
+    else failure ??= runFailure({ errorCode: 'backend_reset', errorMessage: 'the upstream stream ended before [DONE]' } as ProviderTunnelFrame);
+  }
   const held = rewriter?.end();
   if (held !== undefined && held.length > 0 && !res.destroyed) res.write(held);
   if (failure !== undefined && !res.destroyed) res.write(sseJson(toOpenAIErrorBody(failure)));

@@ -1,63 +1,293 @@
 /**
- * A cheap structural check of a relayed SSE stream (passthrough path), so a malformed chunk is
- * never handed to the client as if it were part of a good answer: every `data:` line must carry
- * `[DONE]` or a JSON object (first byte `{`, last byte `}`) — a truncated chunk fails it. Nothing
- * is parsed; bytes are scanned once for line ends.
+ * Makes a relayed Chat Completions SSE stream (passthrough path) spec-conformant whatever the
+ * backend's framing (PROTOCOLS A.4, A.5; the SSE event-stream format of the WHATWG HTML standard,
+ * §9.2.6), while ordinary chunks pass as the backend's own bytes:
  *
- * Only complete lines are passed on; a frame that ends mid-line leaves that partial line held
- * until the next frame (frames from backends nearly always end on an event boundary).
+ * - Events are split at blank lines (LF or CRLF line ends). An event whose data spans several
+ *   `data:` lines (valid SSE: the lines are joined with `\n`) is parsed and re-sent on one line.
+ * - A one-line `data:` event must carry `[DONE]` or a JSON object (first byte `{`, last byte `}`);
+ *   anything else is a malformed chunk: the stream ends there as a failure.
+ * - Each one-line event is scanned once, byte by byte, for the keys `"usage"`, `"error"` and
+ *   `"finish_reason"` (string contents are skipped); only a chunk whose `usage` or `error` value is not `null`
+ *   is JSON-parsed and handed to `ChunkRules` (usage and error rules). A non-null
+ *   `finish_reason` marks the answer finished: a stream cut after it is complete, and gets its
+ *   usage chunk and `[DONE]` from `end()`.
+ * - Nothing after `[DONE]` is sent.
+ *
+ * Built on bytes rather than on eventsource-parser (which iop's normalized path uses): this path
+ * must send the backend's bytes unchanged and uncopied, and a string parser would decode and
+ * re-encode every chunk.
+ *
+ * Only complete events are passed on: a frame that ends mid-event holds that part until the next
+ * frame (backends write an event per write, so this costs no latency in practice).
  */
+import { IopError, SSE_DONE } from '@iop/core';
+import { ChunkRules } from './chunk-rules.js';
+
 const NEWLINE = 0x0a;
 const CR = 0x0d;
 const SPACE = 0x20;
+const TAB = 0x09;
+const COLON = 0x3a;
+const QUOTE = 0x22;
 const OPEN = 0x7b;
 const CLOSE = 0x7d;
+const LOWER_N = 0x6e;
+const LOWER_F = 0x66;
+const LOWER_U = 0x75;
+const LOWER_E = 0x65;
+const BACKSLASH = 0x5c;
+const LOWER_C = 0x63;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
 const DATA = Buffer.from('data:');
+const EVENT = Buffer.from('event:');
 const DONE = Buffer.from('[DONE]');
+const DONE_EVENT = Buffer.from(SSE_DONE);
+const USAGE_KEY = Buffer.from('"usage"');
+const ERROR_KEY = Buffer.from('"error"');
+const CHOICES_KEY = Buffer.from('"choices"');
+const FINISH_KEY = Buffer.from('"finish_reason"');
+const EMPTY = Buffer.alloc(0);
 
 export interface GuardResult {
-  /** Bytes to send now: complete lines, up to (not including) a malformed one. */
+  /** Bytes to send now: complete events, up to (not including) a failing one. */
   safe: Buffer;
-  /** A malformed `data:` line was found: send `safe`, then end the stream with an error. */
-  malformed: boolean;
+  /** The stream must end here (malformed chunk or backend error chunk): send `safe`, then this as an in-band error. */
+  failure: IopError | undefined;
+}
+
+function malformed(): IopError {
+  return new IopError('upstream_error', 'upstream failure: the backend sent a malformed stream chunk');
+}
+
+/** Whether `data[start..end)` begins with `prefix` (a byte loop: cheaper than a native compare for a few bytes). */
+function startsWith(data: Buffer, start: number, end: number, prefix: Buffer): boolean {
+  if (end - start < prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (data[start + i] !== prefix[i]) return false;
+  return true;
+}
+
+/** Whether `data[at..]` holds `key` (bounds-checked by the caller's `to`). */
+function matchesAt(data: Buffer, at: number, to: number, key: Buffer): boolean {
+  if (at + key.length > to) return false;
+  for (let i = 1; i < key.length; i++) if (data[at + i] !== key[i]) return false;
+  return true;
+}
+
+/** Where a value starts after a key ending at `i` (whitespace, colon, whitespace); -1 when no colon follows (not a key). */
+function valueStart(data: Buffer, i: number, to: number): number {
+  while (i < to && (data[i] === SPACE || data[i] === TAB)) i++;
+  if (i >= to || data[i] !== COLON) return -1;
+  i++;
+  while (i < to && (data[i] === SPACE || data[i] === TAB)) i++;
+  return i < to ? i : -1;
+}
+
+/**
+ * One pass over a chunk's bytes for the first byte of the values of `"finish_reason"`, `"usage"`
+ * and `"error"` (-1 when absent). A JSON string cannot hold an unescaped `"`, so a match followed
+ * by a colon is a key. A plain loop: for lines of a few hundred bytes it is several times faster
+ * than `Buffer.indexOf` with a Buffer needle, whose native call costs more than the scan.
+ */
+class ChunkKeys {
+  finish = -1;
+  usage = -1;
+  error = -1;
+  choices = -1;
+
+  scan(data: Buffer, from: number, to: number): void {
+    this.finish = this.usage = this.error = this.choices = -1;
+    for (let i = from; i < to; i++) {
+      if (data[i] !== QUOTE) continue;
+      const first = i + 1 < to ? data[i + 1] : 0;
+      if (first === LOWER_F && this.finish === -1 && matchesAt(data, i, to, FINISH_KEY)) this.finish = valueStart(data, i + FINISH_KEY.length, to);
+      else if (first === LOWER_U && this.usage === -1 && matchesAt(data, i, to, USAGE_KEY)) this.usage = valueStart(data, i + USAGE_KEY.length, to);
+      else if (first === LOWER_E && this.error === -1 && matchesAt(data, i, to, ERROR_KEY)) this.error = valueStart(data, i + ERROR_KEY.length, to);
+      else if (first === LOWER_C && this.choices === -1 && matchesAt(data, i, to, CHOICES_KEY)) this.choices = valueStart(data, i + CHOICES_KEY.length, to);
+      // Skip the rest of this string (keys and values alike) up to its closing quote.
+      for (i++; i < to && data[i] !== QUOTE; i++) if (data[i] === BACKSLASH) i++;
+    }
+  }
 }
 
 export class SseGuard {
   private partial: Buffer | undefined;
-  /** Whether the `data: [DONE]` terminator has passed (a stream without it was cut). */
+  private readonly rules: ChunkRules;
+  /** `data: [DONE]` has passed: nothing more is sent. */
   sawDone = false;
+  /** A chunk with a non-null `finish_reason` has passed. */
+  sawFinish = false;
+  // The event being scanned: its data lines as [from, to) ranges of the current buffer (the first
+  // in scalars: nearly every event has one data line; more are kept in `moreData`).
+  private dataLines = 0;
+  private firstFrom = 0;
+  private firstTo = 0;
+  private moreData: number[] | undefined;
+  private errorEvent = false;
+  private readonly keys = new ChunkKeys();
+
+  constructor(options: { includeUsage: boolean }) {
+    this.rules = new ChunkRules(options.includeUsage);
+  }
 
   push(chunk: Uint8Array): GuardResult {
+    if (this.sawDone) return { safe: EMPTY, failure: undefined };
     const data = this.partial === undefined ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([this.partial, chunk]);
     this.partial = undefined;
-    let start = 0;
-    for (let end = data.indexOf(NEWLINE); end !== -1; end = data.indexOf(NEWLINE, start)) {
-      const line = classifyLine(data, start, end);
-      if (line === 'malformed') return { safe: data.subarray(0, start), malformed: true };
-      if (line === 'done') this.sawDone = true;
-      start = end + 1;
+    return this.scan(data, false);
+  }
+
+  /**
+   * The end of the backend's stream: a last event without its blank line is taken as complete;
+   * a finished answer without `[DONE]` gets its usage chunk and `[DONE]`.
+   * @returns the bytes to send, and whether the stream was complete (finished or `[DONE]`).
+   */
+  end(): { safe: Buffer; failure: IopError | undefined; complete: boolean } {
+    let result: GuardResult = { safe: EMPTY, failure: undefined };
+    if (!this.sawDone && this.partial !== undefined) {
+      const rest = this.partial;
+      this.partial = undefined;
+      result = this.scan(rest, true);
     }
-    if (start < data.length) this.partial = Buffer.from(data.subarray(start));
-    return { safe: data.subarray(0, start), malformed: false };
+    if (result.failure !== undefined || this.sawDone) return { ...result, complete: this.sawDone };
+    if (!this.sawFinish) return { ...result, complete: false };
+    this.sawDone = true;
+    const usage = this.rules.takeUsage();
+    return { safe: Buffer.concat(usage === undefined ? [result.safe, DONE_EVENT] : [result.safe, usage, DONE_EVENT]), failure: undefined, complete: true };
   }
 
-  /** The held partial line at the end of the stream (an SSE stream must end with a newline; this is what was cut). */
-  end(): Buffer | undefined {
-    const rest = this.partial;
-    this.partial = undefined;
-    if (rest !== undefined && classifyLine(rest, 0, rest.length) === 'done') this.sawDone = true;
-    return rest;
+  /** Scans whole events of `data`; `final`: the buffer is the stream's last bytes (an unterminated event counts). */
+  private scan(data: Buffer, final: boolean): GuardResult {
+    let parts: Buffer[] | undefined;
+    let emitFrom = 0;
+    let eventStart = 0;
+    let start = 0;
+    this.resetEvent();
+    for (;;) {
+      let end = data.indexOf(NEWLINE, start);
+      const last = end === -1;
+      if (last) {
+        if (!final) break;
+        end = data.length;
+      }
+      let lineEnd = end;
+      if (lineEnd > start && data[lineEnd - 1] === CR) lineEnd--;
+      const next = last ? data.length : end + 1;
+      if (lineEnd === start || (last && start < end)) {
+        if (last && lineEnd > start) this.addLine(data, start, lineEnd);
+        // Blank line (or the stream's end): the event is complete.
+        if (this.dataLines > 0) {
+          const outcome = this.dispatch(data);
+          if (outcome === 'fail' || outcome instanceof IopError) {
+            const safe = parts === undefined ? data.subarray(emitFrom, eventStart) : Buffer.concat([...parts, data.subarray(emitFrom, eventStart)]);
+            this.partial = undefined;
+            return { safe, failure: outcome === 'fail' ? malformed() : outcome };
+          }
+          if (outcome !== 'original') {
+            parts ??= [];
+            parts.push(data.subarray(emitFrom, eventStart));
+            if (outcome !== 'none') parts.push(...outcome);
+            emitFrom = next;
+          }
+          if (this.sawDone) {
+            const safe = parts === undefined ? data.subarray(emitFrom, next) : Buffer.concat([...parts, data.subarray(emitFrom, next)]);
+            return { safe, failure: undefined };
+          }
+        }
+        this.resetEvent();
+        eventStart = next;
+      } else {
+        this.addLine(data, start, lineEnd);
+      }
+      start = next;
+      if (last) break;
+    }
+    if (eventStart < data.length) this.partial = Buffer.from(data.subarray(eventStart));
+    const tail = data.subarray(emitFrom, eventStart);
+    return { safe: parts === undefined ? tail : Buffer.concat([...parts, tail]), failure: undefined };
   }
-}
 
-/** Classifies `data[start..end)` (one line, `\n` excluded): a `data:` line must carry `[DONE]` or a `{…}` object. */
-function classifyLine(data: Buffer, start: number, end: number): 'other' | 'done' | 'malformed' {
-  if (end - start < DATA.length || data.compare(DATA, 0, DATA.length, start, start + DATA.length) !== 0) return 'other';
-  let from = start + DATA.length;
-  let to = end;
-  while (from < to && data[from] === SPACE) from++;
-  while (to > from && (data[to - 1] === CR || data[to - 1] === SPACE)) to--;
-  if (from === to) return 'other';
-  if (data[from] === OPEN) return data[to - 1] === CLOSE ? 'other' : 'malformed';
-  return to - from === DONE.length && data.compare(DONE, 0, DONE.length, from, to) === 0 ? 'done' : 'malformed';
+  private resetEvent(): void {
+    this.dataLines = 0;
+    this.moreData = undefined;
+    this.errorEvent = false;
+  }
+
+  private addLine(data: Buffer, start: number, end: number): void {
+    if (startsWith(data, start, end, DATA)) {
+      let from = start + DATA.length;
+      if (from < end && data[from] === SPACE) from++;
+      if (this.dataLines === 0) {
+        this.firstFrom = from;
+        this.firstTo = end;
+      } else {
+        (this.moreData ??= []).push(from, end);
+      }
+      this.dataLines++;
+    } else if (startsWith(data, start, end, EVENT)) {
+      let from = start + EVENT.length;
+      while (from < end && data[from] === SPACE) from++;
+      this.errorEvent = data.toString('latin1', from, end).trim() === 'error';
+    }
+  }
+
+  /**
+   * Decides one complete event: `original` (send its bytes), `none` (drop it), replacement bytes,
+   * `fail` (malformed) or the backend's error.
+   */
+  private dispatch(data: Buffer): 'original' | 'none' | 'fail' | IopError | Buffer[] {
+    if (this.dataLines > 1) return this.reframe(data);
+    let from = this.firstFrom;
+    let to = this.firstTo;
+    while (from < to && data[from] === SPACE) from++;
+    while (to > from && data[to - 1] === SPACE) to--;
+    if (from === to) return 'original';
+    if (to - from === DONE.length && startsWith(data, from, to, DONE)) return this.done();
+    if (data[from] !== OPEN || data[to - 1] !== CLOSE) return 'fail';
+    const keys = this.keys;
+    keys.scan(data, from, to);
+    if (keys.finish !== -1 && data[keys.finish] === QUOTE) this.sawFinish = true;
+    const hasUsage = keys.usage !== -1 && data[keys.usage] !== LOWER_N;
+    const hasError = this.errorEvent || (keys.error !== -1 && data[keys.error] !== LOWER_N);
+    if (!hasUsage && !hasError) return 'original';
+    if (!hasError && keys.choices !== -1 && data[keys.choices] === OPEN_BRACKET && data[keys.choices + 1] === CLOSE_BRACKET) {
+      // Already the conformant usage chunk (vLLM, SGLang, llama.cpp server): held as it came, unparsed.
+      this.rules.holdUsageEvent(data.subarray(from, to));
+      return 'none';
+    }
+    return this.applyRules(data.toString('utf8', from, to), false);
+  }
+
+  /** A multi-line data event: the lines joined with `\n` are the payload (SSE), re-sent on one line. */
+  private reframe(data: Buffer): 'original' | 'none' | 'fail' | IopError | Buffer[] {
+    let payload = data.toString('utf8', this.firstFrom, this.firstTo);
+    const more = this.moreData ?? [];
+    for (let i = 0; i < more.length; i += 2) payload += `\n${data.toString('utf8', more[i], more[i + 1])}`;
+    if (payload.trim() === '[DONE]') {
+      this.done();
+      return [DONE_EVENT];
+    }
+    return this.applyRules(payload, true);
+  }
+
+  private applyRules(payload: string, reframe: boolean): 'original' | 'none' | 'fail' | IopError | Buffer[] {
+    let chunk: unknown;
+    try {
+      chunk = JSON.parse(payload);
+    } catch {
+      return 'fail';
+    }
+    const verdict = this.rules.apply(chunk, { errorEvent: this.errorEvent, reframe });
+    if (verdict.kind === 'error') return verdict.error;
+    if (verdict.finished) this.sawFinish = true;
+    return verdict.bytes === 'original' || verdict.bytes === 'none' ? verdict.bytes : [verdict.bytes];
+  }
+
+  /** `[DONE]`: the held usage chunk goes right before it. */
+  private done(): 'original' | Buffer[] {
+    this.sawDone = true;
+    const usage = this.rules.takeUsage();
+    return usage === undefined ? 'original' : [usage, DONE_EVENT];
+  }
 }

@@ -121,6 +121,30 @@ export function decodeUserBlock(block: JsonObject, param: string): ContentPart[]
   }
 }
 
+/**
+ * A `tool_reference` block (tool search, beta `advanced-tool-use-2025-11-20`): the named tool is
+ * loaded — offered to the model from now on (`referencedTools`) — and the result says so in text.
+ */
+function toolReferenceText(name: string): TextPart {
+  return { type: 'text', text: `Tool ${name} is now available; call it as a function when it helps.` };
+}
+
+/** Names of the tools that `tool_reference` blocks in tool results of `messages` load (not validated: the decoder checks shapes). */
+export function referencedTools(messages: unknown): Set<string> {
+  const names = new Set<string>();
+  if (!Array.isArray(messages)) return names;
+  for (const message of messages as Array<{ content?: unknown }>) {
+    if (!Array.isArray(message?.content)) continue;
+    for (const block of message.content as Array<{ type?: unknown; content?: unknown }>) {
+      if (block?.type !== 'tool_result' || !Array.isArray(block.content)) continue;
+      for (const item of block.content as Array<{ type?: unknown; tool_name?: unknown }>) {
+        if (item?.type === 'tool_reference' && typeof item.tool_name === 'string') names.add(item.tool_name);
+      }
+    }
+  }
+  return names;
+}
+
 /** A `tool_result` block → a hub `tool` message (images and documents stay in its content; D.5). */
 export function decodeToolResultBlock(block: JsonObject, param: string): ToolMessage {
   const toolCallId = readString(block.tool_use_id, path(param, 'tool_use_id'));
@@ -137,6 +161,7 @@ export function decodeToolResultBlock(block: JsonObject, param: string): ToolMes
       if (type === 'text') content.push(decodeTextBlock(itemBlock, itemParam));
       else if (type === 'image') content.push(decodeImageBlock(itemBlock, itemParam));
       else if (type === 'document') content.push(...decodeDocumentBlock(itemBlock, itemParam));
+      else if (type === 'tool_reference') content.push(toolReferenceText(readString(itemBlock.tool_name, path(itemParam, 'tool_name'))));
       else throw unsupported(`${itemParam}.type: '${type}' is not supported in a tool result`, path(itemParam, 'type'));
     });
   }

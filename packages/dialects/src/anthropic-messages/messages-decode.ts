@@ -8,6 +8,9 @@
  *   position; they are never rejected.
  * - A `tool_result` must answer a `tool_use` block of an earlier assistant turn (D.5; the API
  *   itself rejects an orphan result), else 400 naming its `tool_use_id`.
+ * - Every `tool_use` of an assistant turn must be answered by a `tool_result` in the next user
+ *   turn (`role: "system"` messages in between are skipped), else 400 in the API's own words
+ *   (C.2) — before any backend call, not a template error from the backend.
  * - A final assistant turn (a prefill) stays the last message; the backend encoder decides how to
  *   continue it (e.g. vLLM `continue_final_message`) or to refuse it.
  */
@@ -94,5 +97,34 @@ export function decodeMessages(value: unknown, param = 'messages'): Message[] {
   });
   flushUser();
   flushAssistant();
+  checkToolUsesAnswered(items, param);
   return messages;
+}
+
+function blocksOf(content: unknown): Record<string, unknown>[] {
+  return Array.isArray(content) ? content.filter((block): block is Record<string, unknown> => typeof block === 'object' && block !== null) : [];
+}
+
+/** Each assistant turn's `tool_use` ids must all have a `tool_result` in the next user turn. @throws IopError 400. */
+function checkToolUsesAnswered(items: readonly unknown[], param: string): void {
+  let pending: string[] = [];
+  items.forEach((item, i) => {
+    const message = item as Record<string, unknown>;
+    if (message.role === 'system') return;
+    if (message.role === 'assistant') {
+      for (const block of blocksOf(message.content)) if (block.type === 'tool_use' && typeof block.id === 'string') pending.push(block.id);
+      return;
+    }
+    if (pending.length > 0) {
+      const answered = new Set(blocksOf(message.content).filter((block) => block.type === 'tool_result').map((block) => block.tool_use_id));
+      const missing = pending.filter((id) => !answered.has(id));
+      if (missing.length > 0) {
+        throw invalidRequest(
+          `${path(param, i)}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
+          path(param, i),
+        );
+      }
+    }
+    pending = [];
+  });
 }

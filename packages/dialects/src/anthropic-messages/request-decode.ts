@@ -17,7 +17,7 @@
  *   `mcp_servers` (a non-empty list) is a 400: the backend cannot reach them.
  * @throws IopError `invalid_request` / `unsupported_field` (400) with `param` naming the field.
  */
-import type { InferenceRequest, ReasoningConfig, ResponseFormat } from '@iop/core';
+import type { InferenceRequest, ReasoningConfig, ResponseFormat, ToolDefinition } from '@iop/core';
 import { IopError, invalidRequest } from '@iop/core';
 import {
   isAbsent,
@@ -31,7 +31,7 @@ import {
   readString,
   type JsonObject,
 } from './field-readers.js';
-import { decodeSystemContent } from './content-decode.js';
+import { decodeSystemContent, referencedTools } from './content-decode.js';
 import { decodeMessages } from './messages-decode.js';
 import { decodeToolChoice, decodeTools } from './tools-decode.js';
 import { assertJsonDepth } from '../shared/json-depth.js';
@@ -144,9 +144,15 @@ export function decodeMessagesRequest(body: unknown, options: DecodeOptions = {}
     if (request.stream) request.includeUsage = true;
   }
 
-  if (!isAbsent(root.tools)) request.tools = decodeTools(root.tools);
+  let declared: ToolDefinition[] = [];
+  if (!isAbsent(root.tools)) {
+    declared = decodeTools(root.tools);
+    // Tool search: a deferred tool is offered once a tool_reference loaded it.
+    const referenced = declared.some((tool) => tool.deferLoading === true) ? referencedTools(root.messages) : undefined;
+    request.tools = referenced === undefined ? declared : declared.filter((tool) => tool.deferLoading !== true || referenced.has(tool.name));
+  }
   if (!isAbsent(root.tool_choice)) {
-    const decoded = decodeToolChoice(root.tool_choice, request.tools ?? []);
+    const decoded = decodeToolChoice(root.tool_choice, declared);
     request.toolChoice = decoded.toolChoice;
     if (decoded.parallelToolCalls === false) request.parallelToolCalls = false;
   }

@@ -9,7 +9,9 @@
  * do not parse to a JSON object cannot be shown to an Anthropic client, whose `input` must be an
  * object; the stream gate normally re-asks the model before this point, so reaching it means the
  * upstream answered garbage: `upstream_error` (502, which the SDK retries), never a silent `{}`
- * that would run the tool with missing arguments.
+ * that would run the tool with missing arguments. A turn cut by the output limit (`max_tokens`)
+ * is the exception: its last call is cut short, and its block keeps the position with `input: {}`
+ * (no client runs the tools of a `max_tokens` turn).
  */
 import type { EncodeContext, FinishEvent, StreamEvent, Usage } from '@iop/core';
 import { IopError, iopErrorOf, newId } from '@iop/core';
@@ -63,6 +65,8 @@ export function encodeResponse(events: readonly StreamEvent[], context: EncodeCo
         }
         break;
       case 'reasoning-delta': {
+        // Thinking blocks only when the request enabled thinking (as in the stream encoder).
+        if (context.request.reasoning?.enabled !== true) break;
         if (last?.type !== 'thinking') {
           if (event.text.length === 0) break;
           const block: ThinkingBlock = { type: 'thinking', thinking: '', signature: '' };
@@ -103,7 +107,16 @@ export function encodeResponse(events: readonly StreamEvent[], context: EncodeCo
   for (const block of content) {
     if (block.type === 'thinking' && block.signature === '') block.signature = UNSIGNED_THINKING_SIGNATURE;
   }
-  for (const call of toolCalls.values()) call.block.input = parseToolInput(call.block.name, call.arguments);
+  for (const call of toolCalls.values()) {
+    if (finish.reason !== 'length') call.block.input = parseToolInput(call.block.name, call.arguments);
+    else {
+      try {
+        call.block.input = parseToolInput(call.block.name, call.arguments);
+      } catch {
+        call.block.input = {};
+      }
+    }
+  }
   const stop = toAnthropicStop(finish, toolCalls.size > 0);
   return {
     id: newId('msg_'),

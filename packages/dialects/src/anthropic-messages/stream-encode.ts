@@ -8,6 +8,8 @@
  *   message_delta {stop_reason, stop_sequence, usage}, message_stop
  * or, on failure at any point, one `event: error` and nothing after it.
  *
+ * - Reasoning becomes `thinking` blocks only when the request enabled `thinking` (`enabled` or
+ *   `adaptive`); otherwise it is dropped: a client never gets a block it did not ask for.
  * - Every switch between reasoning, text and tool calls opens a new block. A thinking block ends
  *   with a `signature_delta` (the upstream's signature, or `UNSIGNED_THINKING_SIGNATURE`).
  * - Tool arguments go out as `input_json_delta` fragments exactly as they arrive. A call with no
@@ -64,7 +66,8 @@ export class AnthropicStreamEncoder implements StreamEncoder {
         if (event.text.length === 0 || this.phase === 'finished') return '';
         return this.start() + this.switchTo('text') + this.delta({ type: 'text_delta', text: event.text });
       case 'reasoning-delta':
-        return this.onReasoning(event);
+        // Thinking blocks only for a request that enabled thinking: otherwise reasoning stays out of the answer.
+        return this.context.request.reasoning?.enabled === true ? this.onReasoning(event) : '';
       case 'tool-call-delta':
         return this.onToolCall(event);
       case 'usage':

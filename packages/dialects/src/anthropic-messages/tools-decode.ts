@@ -3,7 +3,8 @@
  *
  * - Custom tools (`type` absent, null or `"custom"`): `input_schema` (an object schema, C.2) is
  *   kept as is, `$schema` and every 2020-12 keyword included (CLIENTS.md); the backend encoder
- *   strips what its backend cannot take. `cache_control` is dropped; `strict` passes through.
+ *   strips what its backend cannot take. `cache_control` is dropped; `strict` passes through;
+ *   `defer_loading: true` (tool search) marks a tool offered only once a `tool_reference` names it.
  * - Server tools (`web_search_…`, `bash_…`, `text_editor_…`, `code_execution_…`, …): a chat
  *   backend cannot run them, so 400 `unsupported_field` naming `tools.N.type` (D.11).
  * - `tool_choice`: auto/any/tool/none → auto/required/tool/none;
@@ -43,6 +44,7 @@ export function decodeTools(value: unknown, param = 'tools'): ToolDefinition[] {
     const definition: ToolDefinition = { name, parameters };
     if (!isAbsent(tool.description)) definition.description = readString(tool.description, path(toolParam, 'description'));
     if (!isAbsent(tool.strict)) definition.strict = readBoolean(tool.strict, path(toolParam, 'strict'));
+    if (!isAbsent(tool.defer_loading) && readBoolean(tool.defer_loading, path(toolParam, 'defer_loading'))) definition.deferLoading = true;
     return definition;
   });
 }

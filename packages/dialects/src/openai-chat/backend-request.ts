@@ -4,7 +4,10 @@
  *
  * Choices made for open-model backends:
  * - `system` and `developer` messages go out as `system` by default: many open-model chat
- *   templates reject `developer` (`developerRole` option).
+ *   templates reject `developer` (`developerRole` option). All of them are folded, in order, into
+ *   one leading system message (Claude Code sends system messages mid-conversation; Mistral and
+ *   Gemma templates reject a non-leading system message), and user messages left adjacent are
+ *   merged so roles still alternate.
  * - Reasoning parts in history are dropped (no backend takes reasoning input; D.9).
  * - Tool results: Chat tool messages carry text only. Images and files of a tool result move into
  *   one synthetic `user` message right after the run of tool messages, labelled with the call id
@@ -35,7 +38,18 @@ export interface BackendRequestOptions {
   toolIdFormat?: ToolIdFormat;
   /** Role for system/developer instructions. Default `system` (open-model templates reject `developer`). */
   developerRole?: 'system' | 'developer';
+  /**
+   * Where Claude Code's per-conversation billing line (`x-anthropic-billing-header: …`, the first
+   * line of its system prompt) goes: `end` (default) moves it to the end of the system prompt so
+   * the prompt's long shared start stays one cacheable prefix across conversations; `drop`
+   * removes it (a self-hosted backend bills nothing); `keep` leaves it in place.
+   */
+  billingHeader?: BillingHeaderPlacement;
 }
+
+export type BillingHeaderPlacement = 'end' | 'drop' | 'keep';
+
+const BILLING_LINE = /^x-anthropic-billing-header:[^\n]*(\n|$)/gm;
 
 export interface BackendChatRequest {
   body: Record<string, unknown>;
@@ -88,16 +102,23 @@ function toMessages(messages: readonly Message[], options: BackendRequestOptions
     out.push({ role: 'user', content: toolMedia });
     toolMedia = [];
   };
+  const instructions: string[] = [];
+  let instructionRole: 'system' | 'developer' = 'system';
   for (const message of messages) {
     if (message.role !== 'tool') flushToolMedia();
     switch (message.role) {
       case 'system':
       case 'developer':
-        out.push({ role: message.role === 'developer' ? systemRole : 'system', content: textOf(message.content, '\n\n') });
+        if (instructions.length === 0 && message.role === 'developer') instructionRole = systemRole;
+        instructions.push(textOf(message.content, '\n\n'));
         break;
-      case 'user':
-        out.push({ role: 'user', content: userContent(message.content) });
+      case 'user': {
+        const previous = out.at(-1);
+        const content = userContent(message.content);
+        if (previous?.role === 'user') previous.content = mergeUserContent(previous.content, content);
+        else out.push({ role: 'user', content });
         break;
+      }
       case 'assistant': {
         let text = '';
         const toolCalls: ChatToolCall[] = [];
@@ -130,7 +151,26 @@ function toMessages(messages: readonly Message[], options: BackendRequestOptions
     }
   }
   flushToolMedia();
+  if (instructions.length > 0) out.unshift({ role: instructionRole, content: placeBillingHeader(instructions.join('\n\n'), options.billingHeader ?? 'end') });
   return out;
+}
+
+function mergeUserContent(a: string | ChatContentPart[], b: string | ChatContentPart[]): string | ChatContentPart[] {
+  if (typeof a === 'string' && typeof b === 'string') return `${a}\n\n${b}`;
+  const parts = (content: string | ChatContentPart[]): ChatContentPart[] => (typeof content === 'string' ? [{ type: 'text', text: content }] : content);
+  return [...parts(a), ...parts(b)];
+}
+
+/** Moves (or drops) Claude Code's billing line out of the system prompt's start (`billingHeader`). */
+export function placeBillingHeader(system: string, placement: BillingHeaderPlacement): string {
+  if (placement === 'keep' || !system.includes('x-anthropic-billing-header:')) return system;
+  const lines: string[] = [];
+  const rest = system.replace(BILLING_LINE, (line) => {
+    lines.push(line.replace(/\n$/, ''));
+    return '';
+  });
+  if (placement === 'drop' || lines.length === 0) return rest.replace(/^\n+/, '');
+  return `${rest.replace(/^\n+/, '').replace(/\n+$/, '')}\n\n${lines.join('\n')}`;
 }
 
 function toToolChoice(choice: ToolChoice): unknown {

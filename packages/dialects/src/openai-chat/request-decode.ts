@@ -150,10 +150,13 @@ function decodeStop(value: unknown): string[] | undefined {
   return value.map((entry, i) => expectString(entry, `stop[${i}]`));
 }
 
-function decodeUnsupported(body: JsonObject): void {
+function decodeUnsupported(body: JsonObject, relayed: boolean): void {
   const n = optionalInteger(body.n, 'n', 1);
-  if (n !== undefined && n > 1) throw unsupported('n > 1 is not supported: iop returns one choice', 'n');
-  if (optionalBoolean(body.logprobs, 'logprobs') === true) throw unsupported('logprobs are not supported', 'logprobs');
+  const logprobs = optionalBoolean(body.logprobs, 'logprobs');
+  optionalInteger(body.top_logprobs, 'top_logprobs', 0, 20);
+  // A relayed request reaches a backend that answers n > 1 and logprobs itself (vLLM, SGLang, llama.cpp server).
+  if (!relayed && n !== undefined && n > 1) throw unsupported('n > 1 is not supported: iop returns one choice', 'n');
+  if (!relayed && logprobs === true) throw unsupported('logprobs are not supported', 'logprobs');
   if (body.audio !== undefined && body.audio !== null) throw unsupported('audio output is not supported', 'audio');
   if (Array.isArray(body.modalities) && body.modalities.some((m) => m !== 'text')) throw unsupported('only text output is supported', 'modalities');
   if (body.web_search_options !== undefined) throw unsupported('web search is not supported', 'web_search_options');
@@ -166,9 +169,34 @@ function decodeUnsupported(body: JsonObject): void {
  * @throws IopError `invalid_request` / `unsupported_field` (400) with `param` naming the field.
  */
 export function decodeChatRequest(body: unknown): InferenceRequest {
+  return decode(body, false);
+}
+
+/** What the relay (passthrough path) needs of a validated request. */
+export interface ChatPassthroughRequest extends ChatRequestPeek {
+  /**
+   * `max_completion_tokens ?? max_tokens` when the body names `max_completion_tokens`: the relay
+   * then sends it as `max_tokens` alone (what every backend takes), as the normalized path does.
+   */
+  maxTokensRewrite: number | undefined;
+}
+
+/**
+ * Validates a body for the passthrough path with the same rules and the same 400s as the
+ * translated path (`decodeChatRequest`), except that `n > 1` and `logprobs` are left to the
+ * backend. @throws IopError `invalid_request` / `unsupported_field` (400) naming the field.
+ */
+export function validateChatPassthrough(body: unknown): ChatPassthroughRequest {
+  const request = decode(body, true);
+  const object = body as JsonObject;
+  const rewrite = object.max_completion_tokens !== undefined && object.max_completion_tokens !== null ? request.maxOutputTokens : undefined;
+  return { model: request.model, stream: request.stream, includeUsage: request.includeUsage === true, maxTokensRewrite: rewrite };
+}
+
+function decode(body: unknown, relayed: boolean): InferenceRequest {
   const peek = peekChatRequest(body);
   const object = body as JsonObject;
-  decodeUnsupported(object);
+  decodeUnsupported(object, relayed);
   const request: InferenceRequest = { model: peek.model, messages: decodeMessages(object.messages), stream: peek.stream };
   if (peek.includeUsage) request.includeUsage = true;
   const warnings: string[] = [];

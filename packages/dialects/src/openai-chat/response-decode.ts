@@ -64,7 +64,7 @@ export function decodeChatResponse(body: unknown, onEvent: (event: StreamEvent) 
   if (typeof raw !== 'string' || raw.length === 0) {
     onEvent(upstreamError('upstream chat response has no finish_reason'));
   } else {
-    const stopSequence = choice.stop_reason;
+    const stopSequence = typeof choice.stop_reason === 'string' ? choice.stop_reason : choice.matched_stop;
     onEvent(
       typeof stopSequence === 'string'
         ? { type: 'finish', reason: fromChatFinishReason(raw), raw, stopSequence }

@@ -9,7 +9,8 @@
  * - Usage: from any chunk carrying `usage` (trailing `choices: []`, `choices: null`, no
  *   `choices`, or `continuous_usage_stats` on every chunk). Usage seen before the terminal event
  *   is held (last wins) and emitted right after it; usage after it is emitted at once.
- * - vLLM's non-standard `choices[].stop_reason` (the matched stop string) → `finish.stopSequence`.
+ * - The matched stop string, vLLM's `choices[].stop_reason` or SGLang's `matched_stop` (an integer
+ *   there is a stop token id, not a string) → `finish.stopSequence`.
  * - An in-stream `{"error":{…}}` (or an SSE `event: error`) → `error` event; malformed JSON →
  *   `error` (`upstream_error`) with a short excerpt; `[DONE]` or `end()` without a finish
  *   reason → `error`. After the terminal event only usage passes; after `[DONE]` nothing.
@@ -150,7 +151,7 @@ class ChatStreamDecoder implements UpstreamDecoder {
     if (typeof raw === 'string' && raw.length > 0) {
       this.toolCalls.flush();
       this.phase = 'terminal';
-      const stopSequence = choice.stop_reason;
+      const stopSequence = typeof choice.stop_reason === 'string' ? choice.stop_reason : choice.matched_stop;
       this.onEvent(
         typeof stopSequence === 'string'
           ? { type: 'finish', reason: fromChatFinishReason(raw), raw, stopSequence }

@@ -19,7 +19,8 @@ export interface ChatToolCallDelta {
   index?: number;
   id?: string | null;
   type?: 'function';
-  function?: { name?: string | null; arguments?: string | null } | null;
+  /** `arguments` is a JSON-encoded string; some servers (llama.cpp server, Ollama) send the object itself. */
+  function?: { name?: string | null; arguments?: string | Record<string, unknown> | null } | null;
 }
 
 /** `choices[].delta` of a chunk. */
@@ -40,6 +41,8 @@ export interface ChatChunkChoice {
   finish_reason?: string | null;
   /** vLLM: the matched stop string (or stop token id, an int). */
   stop_reason?: string | number | null;
+  /** SGLang: the matched stop string (or stop token id, an int). */
+  matched_stop?: string | number | null;
 }
 
 /** `chat.completion.chunk` (PROTOCOLS A.4). */
@@ -80,6 +83,7 @@ export interface ChatCompletion {
     message?: ChatResponseMessage | null;
     finish_reason?: string | null;
     stop_reason?: string | number | null;
+    matched_stop?: string | number | null;
   }> | null;
   usage?: ChatUsage | null;
 }

@@ -6,7 +6,7 @@ import { anthropicMessages } from '../../src/anthropic-messages';
 import { toBackendChatRequest } from '../../src/openai-chat/backend-request';
 
 describe('Anthropic request → hub → backend chat body', () => {
-  it('keeps instructions in place, results before text, tool calls and schemas intact', () => {
+  it('folds a mid-conversation system message into the leading one, results before text, tool calls and schemas intact', () => {
     const request = anthropicMessages.decodeRequest({
       model: 'claude-sonnet-4-5',
       max_tokens: 32000,
@@ -32,17 +32,17 @@ describe('Anthropic request → hub → backend chat body', () => {
       tool_choice: 'auto',
       tools: [{ type: 'function', function: { name: 'Read', description: 'Read a file', parameters: { type: 'object', properties: { p: { type: 'string' } }, required: ['p'] } } }],
       messages: [
-        { role: 'system', content: 'You are a coding agent.' },
+        { role: 'system', content: 'You are a coding agent.\n\nFiles may be long.' },
         { role: 'user', content: 'open a' },
         { role: 'assistant', tool_calls: [{ type: 'function', function: { name: 'Read', arguments: '{"p":"a"}' } }] },
-        { role: 'system', content: 'Files may be long.' },
         { role: 'tool', content: 'A!' },
         { role: 'user', content: 'thanks' },
       ],
     });
     const messages = body.messages as Array<Record<string, unknown>>;
+    expect(messages.filter((message) => message.role === 'system')).toHaveLength(1);
     const callId = (messages[2]!.tool_calls as Array<{ id: string }>)[0]!.id;
-    expect(messages[4]!.tool_call_id).toBe(callId);
+    expect(messages[3]!.tool_call_id).toBe(callId);
     expect(JSON.stringify(body)).not.toMatch(/cache_control|signature/);
   });
 });

@@ -24,7 +24,8 @@ export function context(request: Partial<InferenceRequest> = {}): EncodeContext 
   return {
     requestId: 'req_test',
     model: 'claude-sonnet-4-5',
-    request: { model: 'claude-sonnet-4-5', messages: [], stream: true, ...request },
+    // Thinking enabled unless a test says otherwise: most fixtures carry reasoning.
+    request: { model: 'claude-sonnet-4-5', messages: [], stream: true, reasoning: { enabled: true }, ...request },
     createdAt: 1_700_000_000,
   };
 }

@@ -46,8 +46,7 @@ describe('toBackendChatRequest', () => {
     expect(body).toEqual({
       model: 'Qwen/Qwen3-8B',
       messages: [
-        { role: 'system', content: 'Be brief.\n\nUse tools.' },
-        { role: 'system', content: 'Dev rules.' },
+        { role: 'system', content: 'Be brief.\n\nUse tools.\n\nDev rules.' },
         {
           role: 'user',
           content: [
@@ -137,12 +136,13 @@ describe('toBackendChatRequest', () => {
       { role: 'tool', tool_call_id: 'b', content: 'Error' },
       {
         role: 'user',
+        // The client's next user message joins the synthetic one: roles still alternate.
         content: [
           { type: 'text', text: 'Attachments returned by tool call a:' },
           { type: 'image_url', image_url: { url: 'https://x.test/s.png' } },
+          { type: 'text', text: 'next' },
         ],
       },
-      { role: 'user', content: 'next' },
     ]);
     expect(warnings).toHaveLength(2);
   });

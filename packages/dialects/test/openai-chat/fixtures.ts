@@ -1,7 +1,7 @@
 export { splitAt } from '@iop/test-support';
 /**
  * Recorded upstream streams: `src/openai-chat/__fixtures__/*.sse` hold one raw SSE event per
- * line; `frameFixture` re-frames them with the chosen line ending.
+ * line (sources in `__fixtures__/SOURCES.md`); `frameFixture` re-frames them with the chosen line ending.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,6 +19,10 @@ export const FIXTURE_NAMES = [
   'vllm-error-mid-stream',
   'malformed-chunk',
   'missing-finish',
+  'interleaved-tool-calls',
+  'ollama-tool-calls-same-index',
+  'arguments-object',
+  'vllm-length-inside-tool-call',
 ] as const;
 
 export type FixtureName = (typeof FIXTURE_NAMES)[number];

@@ -7,7 +7,8 @@
  * | `reasoning`         | transformer | `ReasoningExtractionOptions`            |
  * | `text-tool-calls`   | transformer | `TextToolCallOptions`                   |
  * | `tool-calls`        | both        | `ToolCallFilterOptions` (normalizer + validator) |
- * | `structured-output` | validator   | `StructuredOutputOptions`               |
+ * | `structured-output` | both        | `StructuredOutputOptions` (fence unwrap + validator) |
+ * | `agent-output`      | one of both | `AgentOutputOptions` (`strict`, `streamBuffer`: validator; `xmlCompletionTool`: transformer) |
  * | `degeneration`      | validator   | `DegenerationOptions`                   |
  * | `empty-output`      | validator   | `EmptyOutputOptions`                    |
  *
@@ -24,6 +25,9 @@ import type { ReasoningExtractionOptions } from './reasoning-extraction.js';
 import { reasoningExtraction } from './reasoning-extraction.js';
 import type { StructuredOutputOptions } from './structured-output.js';
 import { structuredOutput } from './structured-output.js';
+import { jsonFenceUnwrap } from './json-fence.js';
+import type { AgentOutputOptions } from './agent-output.js';
+import { agentOutput } from './agent-output.js';
 import { TEXT_TOOL_CALL_FORMATS } from './text-tool-call-formats.js';
 import type { TextToolCallOptions } from './text-tool-calls.js';
 import { textToolCalls } from './text-tool-calls.js';
@@ -36,10 +40,11 @@ export type FilterSpec =
   | { name: 'text-tool-calls'; options?: TextToolCallOptions }
   | { name: 'tool-calls'; options?: Omit<ToolCallFilterOptions, 'schemaCache'> }
   | { name: 'structured-output'; options?: Omit<StructuredOutputOptions, 'schemaCache'> }
+  | { name: 'agent-output'; options: AgentOutputOptions }
   | { name: 'degeneration'; options?: DegenerationOptions }
   | { name: 'empty-output'; options?: EmptyOutputOptions };
 
-export const FILTER_NAMES = ['reasoning', 'text-tool-calls', 'tool-calls', 'structured-output', 'degeneration', 'empty-output'] as const;
+export const FILTER_NAMES = ['reasoning', 'text-tool-calls', 'tool-calls', 'structured-output', 'agent-output', 'degeneration', 'empty-output'] as const;
 export type FilterName = (typeof FILTER_NAMES)[number];
 
 /**
@@ -80,7 +85,9 @@ function create(name: string, options: Record<string, unknown>, param: string): 
     case 'tool-calls':
       return toolCallFilters(options as ToolCallFilterOptions);
     case 'structured-output':
-      return [structuredOutput(options as StructuredOutputOptions)];
+      return [jsonFenceUnwrap(), structuredOutput(options as StructuredOutputOptions)];
+    case 'agent-output':
+      return agentOutput(options as unknown as AgentOutputOptions);
     case 'degeneration':
       return [degenerationGuard(options as DegenerationOptions)];
     case 'empty-output':

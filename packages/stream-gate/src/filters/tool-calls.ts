@@ -1,12 +1,15 @@
 /**
  * Tool-call filters (name `tool-calls`):
- * - a normalizer (transformer): a call whose arguments are empty gets `{}` (a parameterless call
- *   is `{}` in every dialect, PROTOCOLS A.4), and a `stop` finish after calls becomes `tool_calls`;
+ * - a normalizer (transformer): a call whose arguments are still empty when the turn finishes gets
+ *   `{}` (a parameterless call is `{}` in every dialect, PROTOCOLS A.4; calls may interleave by
+ *   index, so this waits for the finish), and a `stop` finish after calls becomes `tool_calls`;
  * - a validator: holds tool-call fragments until the answer ends, then checks each call — name
  *   declared in the request's tools, arguments parse as JSON, arguments valid against the tool's
  *   JSON Schema — and the request's `tool_choice` (`none`: no call; `required`: at least one; a
  *   named tool: only that tool) and `parallel_tool_calls: false` (at most one call). A failure is
- *   retried with a corrective message for the model.
+ *   retried with a corrective message for the model. A turn cut by the output limit (`length`)
+ *   passes as generated: a retry under the same limit cannot do better, and the client learns of
+ *   the limit from its stop reason (`max_tokens`, `length`, `incomplete`).
  */
 import type { FinishEvent, StreamEvent, ToolDefinition } from '@iop/core';
 import type { EventTransformer, EventValidator, Rejection, TransformerFilter, ValidatorFilter, Verdict } from '../filter.js';
@@ -34,33 +37,24 @@ export function toolCallNormalizer(): TransformerFilter {
 
 class ToolCallNormalizer implements EventTransformer {
   readonly heldBytes = 0;
-  private current = -1;
-  private currentHasArguments = false;
-  private sawCall = false;
+  /** Per call index, whether it got non-blank arguments (calls may interleave by index). */
+  private readonly hasArguments = new Map<number, boolean>();
 
   push(event: StreamEvent, out: StreamEvent[]): undefined {
     if (event.type === 'tool-call-delta') {
-      if (event.index !== this.current) {
-        this.closeCurrent(out);
-        this.current = event.index;
-        this.currentHasArguments = false;
-        this.sawCall = true;
-      }
-      if (!this.currentHasArguments && event.argumentsDelta.trim() !== '') this.currentHasArguments = true;
+      if (event.argumentsDelta.trim() !== '') this.hasArguments.set(event.index, true);
+      else if (!this.hasArguments.has(event.index)) this.hasArguments.set(event.index, false);
       out.push(event);
     } else if (event.type === 'finish') {
-      this.closeCurrent(out);
-      out.push(this.sawCall && event.reason === 'stop' ? ({ ...event, reason: 'tool_calls' } satisfies FinishEvent) : event);
+      // Only a finished turn gets `{}` for a parameterless call: cut by the output limit, a call is left as generated.
+      if (event.reason !== 'length') {
+        for (const [index, has] of this.hasArguments) if (!has) out.push({ type: 'tool-call-delta', index, argumentsDelta: '{}' });
+      }
+      out.push(this.hasArguments.size > 0 && event.reason === 'stop' ? ({ ...event, reason: 'tool_calls' } satisfies FinishEvent) : event);
     } else {
       out.push(event);
     }
     return undefined;
-  }
-
-  private closeCurrent(out: StreamEvent[]): void {
-    if (this.current !== -1 && !this.currentHasArguments) {
-      out.push({ type: 'tool-call-delta', index: this.current, argumentsDelta: '{}' });
-    }
   }
 }
 
@@ -121,7 +115,7 @@ class ToolCallValidator implements EventValidator {
       }
       return 'hold';
     }
-    if (event.type === 'finish') return this.validateAll();
+    if (event.type === 'finish') return event.reason === 'length' ? 'pass' : this.validateAll();
     return this.tracker.size > 0 ? 'hold' : 'pass';
   }
 

@@ -62,7 +62,7 @@ function jsonResponse(generation: ChatGeneration): BackendResponse {
       }),
     );
   })();
-  return { status: 200, headers: { 'content-type': 'application/json; charset=utf-8' }, body };
+  return { status: 200, headers: withWarnings({ 'content-type': 'application/json; charset=utf-8' }, params.warnings), body };
 }
 
 function streamResponse(generation: ChatGeneration): BackendResponse {
@@ -90,7 +90,12 @@ function streamResponse(generation: ChatGeneration): BackendResponse {
       queue.push(Buffer.from(SSE_DONE));
       queue.close();
     });
-  return { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, body: queue };
+  return { status: 200, headers: withWarnings({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, params.warnings), body: queue };
+}
+
+/** Adds `x-iop-warnings` (what the request asked for that this backend cannot do); the edge passes it on. */
+function withWarnings(headers: Record<string, string>, warnings: readonly string[]): Record<string, string> {
+  return warnings.length === 0 ? headers : { ...headers, 'x-iop-warnings': warnings.join('; ') };
 }
 
 async function generate(generation: ChatGeneration, onText: (text: string) => void): Promise<Outcome> {

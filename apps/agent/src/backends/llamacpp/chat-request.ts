@@ -20,6 +20,8 @@ export interface ChatParams {
   topP: number | undefined;
   seed: number | undefined;
   responseFormat: ResponseFormat;
+  /** What the embedded backend cannot honour (`n > 1`, `logprobs`): sent back in `x-iop-warnings`. */
+  warnings: string[];
 }
 
 /** Parses the JSON body of `POST /v1/chat/completions`. */
@@ -38,7 +40,14 @@ export function parseChatRequest(body: Uint8Array): ChatParams {
   const maxTokens =
     optionalNumber(request.max_completion_tokens, 'max_completion_tokens', 1, 1 << 24, true) ??
     optionalNumber(request.max_tokens, 'max_tokens', 1, 1 << 24, true);
+  const warnings: string[] = [];
+  const n = optionalNumber(request.n, 'n', 1, 1 << 16, true);
+  if (n !== undefined && n > 1) warnings.push(`n=${n} is not supported by the embedded backend: one choice is returned`);
+  if (optionalBoolean(request.logprobs, 'logprobs') === true || (request.top_logprobs !== undefined && request.top_logprobs !== null)) {
+    warnings.push('logprobs are not supported by the embedded backend: logprobs is null');
+  }
   return {
+    warnings,
     model: request.model,
     history: historyOf(request.messages as unknown[]),
     stream,

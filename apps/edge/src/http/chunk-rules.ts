@@ -1,0 +1,86 @@
+/**
+ * The rules a relayed Chat Completions stream must follow whatever the backend's framing
+ * (PROTOCOLS A.4, A.5), applied to one parsed chunk. The byte scanner (`SseGuard`) calls this only
+ * for the rare chunks that need it: those carrying a non-null `usage` or an `error` key, and SSE
+ * events whose data spans several `data:` lines.
+ *
+ * - An error chunk (`{"error":{…}}`, vLLM, SGLang, llama.cpp server and Ollama alike; or any data
+ *   of an SSE `event: error`) ends the stream as a failure.
+ * - Usage, with `stream_options.include_usage`: exactly one final chunk `{…, choices: [], usage}`.
+ *   A usage object on a chunk that has choices (llama.cpp server puts it on the finish chunk;
+ *   vLLM `continuous_usage_stats` on every chunk) is taken off that chunk (`usage: null`, as
+ *   OpenAI sends it) and kept; a usage chunk without a `choices` key gets `choices: []`. The last
+ *   usage seen wins and goes out once, right before `[DONE]`.
+ * - Usage the client did not ask for is removed (a usage-only chunk is dropped).
+ */
+import { iopErrorOf, sseFrame, sseJson, type IopError } from '@iop/core';
+import { errorEventFromUpstream } from '../dialects.js';
+
+export type ChunkVerdict =
+  /** `original`: send the event as it came; a Buffer: send it instead (a complete SSE event); `none`: drop the event. */
+  | { kind: 'emit'; bytes: Buffer | 'original' | 'none'; finished: boolean }
+  | { kind: 'error'; error: IopError };
+
+type JsonObject = Record<string, unknown>;
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** One SSE event carrying `payload` as a single data line. */
+export function dataEvent(payload: unknown): Buffer {
+  return Buffer.from(sseJson(payload));
+}
+
+/** Whether any choice of `chunk` carries a finish reason. */
+export function hasFinishReason(chunk: JsonObject): boolean {
+  const choices = chunk.choices;
+  if (!Array.isArray(choices)) return false;
+  for (const choice of choices) {
+    if (isObject(choice) && typeof choice.finish_reason === 'string' && choice.finish_reason.length > 0) return true;
+  }
+  return false;
+}
+
+export class ChunkRules {
+  /** The usage chunk to send before `[DONE]` (include_usage only): parsed, or a conformant chunk's own bytes. */
+  private heldUsage: JsonObject | Buffer | undefined;
+
+  constructor(private readonly includeUsage: boolean) {}
+
+  /**
+   * Applies the rules to one parsed chunk. `errorEvent`: the SSE event type was `error`.
+   * `reframe`: the original bytes cannot be sent as they are (multi-line data).
+   */
+  apply(chunk: unknown, options: { errorEvent: boolean; reframe: boolean }): ChunkVerdict {
+    if (!isObject(chunk)) return { kind: 'error', error: iopErrorOf({ type: 'error', code: 'upstream_error', message: 'upstream failure: the backend sent a stream chunk that is not a JSON object', status: 502 }) };
+    if (chunk.error !== undefined && chunk.error !== null) return { kind: 'error', error: iopErrorOf(errorEventFromUpstream(chunk.error)) };
+    if (options.errorEvent) return { kind: 'error', error: iopErrorOf(errorEventFromUpstream(chunk)) };
+    const finished = hasFinishReason(chunk);
+    const usage = chunk.usage;
+    if (!isObject(usage)) return { kind: 'emit', bytes: options.reframe ? dataEvent(chunk) : 'original', finished };
+    const choices = chunk.choices;
+    const hasChoices = Array.isArray(choices) && choices.length > 0;
+    if (this.includeUsage) this.heldUsage = { ...chunk, choices: [], usage };
+    if (!hasChoices) return { kind: 'emit', bytes: 'none', finished };
+    return { kind: 'emit', bytes: dataEvent(this.includeUsage ? { ...chunk, usage: null } : withoutUsage(chunk)), finished };
+  }
+
+  /** A chunk already of the form `{…, choices: [], usage: {…}}` (its JSON text); kept only with include_usage. */
+  holdUsageEvent(payload: Buffer): void {
+    if (this.includeUsage) this.heldUsage = Buffer.from(sseFrame(payload.toString('utf8')));
+  }
+
+  /** The one usage chunk, once (before `[DONE]` or at the end); undefined when none was seen. */
+  takeUsage(): Buffer | undefined {
+    const held = this.heldUsage;
+    this.heldUsage = undefined;
+    return held === undefined || Buffer.isBuffer(held) ? held : dataEvent(held);
+  }
+}
+
+function withoutUsage(chunk: JsonObject): JsonObject {
+  const copy = { ...chunk };
+  delete copy.usage;
+  return copy;
+}
