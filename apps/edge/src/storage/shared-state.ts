@@ -43,7 +43,12 @@ async function openSql(config: EdgeConfig, logger: Logger): Promise<SqlDatabase>
   const sql = config.storage.sql;
   if (sql.kind === 'sqlite') {
     const dataDir = config.responsesStore.kind === 'memory' ? ':memory:' : (config.responsesStore.dataDir ?? defaultDataDir());
-    const db = new SqliteDatabase(dataDir);
+    let db: SqliteDatabase;
+    try {
+      db = new SqliteDatabase(dataDir);
+    } catch (error) {
+      throw dataDirError(dataDir, error);
+    }
     const applied = await migrate(db);
     if (applied.length > 0) logger.info({ applied, database: 'sqlite' }, 'schema migrations applied');
     return db;
@@ -69,10 +74,15 @@ async function openSqliteResponses(dataDir: string, limits: Omit<SqliteStoreOpti
   try {
     return await WorkerResponseStore.open({ dataDir, ...limits });
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    const user = typeof process.getuid === 'function' ? ` (uid ${process.getuid()})` : '';
-    throw new ConfigError(`cannot open the Responses store in ${resolvePath(dataDir)}: ${reason}; make that directory writable by this user${user}, or set IOP_DATA_DIR (responsesStore.dataDir) to one that is, or use "responsesStore": {"kind": "memory"}`);
+    throw dataDirError(dataDir, error);
   }
+}
+
+/** The error of a data directory the edge cannot use: names it, the user, and the settings to change. */
+function dataDirError(dataDir: string, error: unknown): ConfigError {
+  const reason = error instanceof Error ? error.message : String(error);
+  const user = typeof process.getuid === 'function' ? ` (uid ${process.getuid()})` : '';
+  return new ConfigError(`cannot open the Responses store in ${resolvePath(dataDir)}: ${reason}; make that directory writable by this user${user}, or set IOP_DATA_DIR (responsesStore.dataDir) to one that is, or use "responsesStore": {"kind": "memory"}`);
 }
 
 export async function openSharedState(config: EdgeConfig, logger: Logger, registry: Registry): Promise<SharedState> {
