@@ -4,10 +4,13 @@
  * every metric selector in them (`name{…}`) is a `# TYPE` in the `/metrics` of a real edge or
  * agent (histograms by their `_bucket`, `_sum`, `_count` series). One streamed request then shows
  * the request series with their labels filled in, on both processes, and the agent's probe
- * endpoints answer.
+ * endpoints answer. Request and token series say how each answer was produced: a plain chat
+ * stream is relayed (`mode="passthrough"`, no gate policy), an Anthropic Messages request goes
+ * through the stream gate (`mode="normalized"` with the default `evidence-tail` policy).
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { parse } from 'yaml';
 import { API_KEY, ROOT, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type Proc, type SimHandle } from './harness';
@@ -89,7 +92,7 @@ it('fills the request series of edge and agent for a streamed request', async ()
   expect(completionTokens).toBe(8);
 
   const edgeText = await (await fetch(`${edge.url}/metrics`)).text();
-  expect(edgeText).toContain('iop_requests_total{dialect="openai-chat",model="sim-model",served_model="sim-model",agent="agent-dash",status="200"} 1');
+  expect(edgeText).toContain('iop_requests_total{dialect="openai-chat",model="sim-model",served_model="sim-model",agent="agent-dash",status="200",mode="passthrough",policy="none"} 1');
   expect(edgeText).toMatch(/^gen_ai_server_time_to_first_token_seconds_count\{gen_ai_operation_name="chat",gen_ai_request_model="sim-model",gen_ai_response_model="sim-model"\} 1$/m);
   // 8 tokens at 5 ms apiece after the first: the time per output token is at least 5 ms.
   const tpot = /^iop_time_per_output_token_seconds_sum\{dialect="openai-chat",model="sim-model"\} (\S+)$/m.exec(edgeText);
@@ -105,4 +108,17 @@ it('fills the request series of edge and agent for a streamed request', async ()
   expect(agentText).toMatch(/^iop_agent_backend_request_duration_seconds_count\{model="sim-model"\} 1$/m);
   expect(agentText).toMatch(/^iop_agent_edge_registered\{edge="http:\/\/127\.0\.0\.1:\d+"\} 1$/m);
   expect(agentText).toMatch(/^iop_agent_max_concurrency 16$/m);
+});
+
+it('labels request and token series with the response mode and the gate policy', async () => {
+  const anthropic = new Anthropic({ apiKey: API_KEY, baseURL: edge.url, maxRetries: 0 });
+  const message = await anthropic.messages.create({ model: 'sim-model', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
+  expect(message.usage.output_tokens).toBe(8);
+
+  const edgeText = await (await fetch(`${edge.url}/metrics`)).text();
+  expect(edgeText).toContain('iop_requests_total{dialect="anthropic-messages",model="sim-model",served_model="sim-model",agent="agent-dash",status="200",mode="normalized",policy="evidence-tail"} 1');
+  expect(edgeText).toContain('iop_requests_total{dialect="openai-chat",model="sim-model",served_model="sim-model",agent="agent-dash",status="200",mode="passthrough",policy="none"} 1');
+  // One 8-token answer on each path.
+  expect(edgeText).toContain('iop_tokens_total{model="sim-model",kind="completion",attempt="answer",mode="normalized",policy="evidence-tail"} 8');
+  expect(edgeText).toContain('iop_tokens_total{model="sim-model",kind="completion",attempt="answer",mode="passthrough",policy="none"} 8');
 });

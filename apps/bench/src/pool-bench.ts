@@ -6,10 +6,17 @@
  *    and errors of the requests that completed before and after the kill.
  * 3. Prefix affinity: conversations with shared prefixes; the share of follow-ups that reach the
  *    agent that served the conversation first, and the edge's warm/cold counters.
+ * 4. Claude Code's billing line: multi-turn Anthropic Messages conversations whose system prompt
+ *    opens with a per-request billing line (billing-line-phase.ts), on sims with the
+ *    `gpu-h100-8b` profile (time-scale 0.1); one fresh pool per edge `billingHeader` setting
+ *    (keep, end, drop); the sims' prefix-cache hit rate of each, side by side.
  * The edge logs at info (its `edge listening` line tells the port), which costs a little CPU.
  * `BENCH_SCALE=0.5` halves the requests and the failover duration.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
+import { billingLinePhase, type BillingPhaseResult } from './billing-line-phase.js';
 import { launch, type Proc } from './processes.js';
 import { buildReport } from './bench-report.js';
 import { Agent } from 'undici';
@@ -24,16 +31,35 @@ const AGENTS = 3;
 const CONCURRENCY = 12;
 const scale = Number(process.env.BENCH_SCALE ?? '1');
 
-async function startPool(): Promise<{ edge: Proc; origin: string; agents: Proc[]; all: Proc[] }> {
+const FAST_SIM = ['--ttft-ms', '40', '--itl-ms', '5', '--output-tokens', '32'];
+
+interface Pool {
+  edge: Proc;
+  origin: string;
+  agents: Proc[];
+  simOrigins: string[];
+  all: Proc[];
+}
+
+/** Edge config file (`--config`) and sim timing flags; the default is the fast sim and the default config. */
+async function startPool(options: { simArgs?: string[]; edgeConfig?: Record<string, unknown> } = {}): Promise<Pool> {
   const all: Proc[] = [];
-  const edge = launch('edge', 'apps/edge/dist/main.js', ['--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN], { IOP_LOG_LEVEL: 'info', IOP_DATA_DIR: os.tmpdir() });
+  const configArgs: string[] = [];
+  if (options.edgeConfig !== undefined) {
+    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'iop-pool-bench-')), 'edge.json');
+    writeFileSync(file, JSON.stringify(options.edgeConfig));
+    configArgs.push('--config', file);
+  }
+  const edge = launch('edge', 'apps/edge/dist/main.js', ['--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN, ...configArgs], { IOP_LOG_LEVEL: 'info', IOP_DATA_DIR: os.tmpdir() });
   all.push(edge);
   const listening = await edge.waitFor((line) => line.msg === 'edge listening');
   const agents: Proc[] = [];
+  const simOrigins: string[] = [];
   for (let index = 1; index <= AGENTS; index++) {
-    const sim = launch(`sim-${index}`, 'apps/sim/dist/main.js', ['--port', '0', '--host', '127.0.0.1', '--models', 'pool-model', '--ttft-ms', '40', '--itl-ms', '5', '--output-tokens', '32']);
+    const sim = launch(`sim-${index}`, 'apps/sim/dist/main.js', ['--port', '0', '--host', '127.0.0.1', '--models', 'pool-model', ...(options.simArgs ?? FAST_SIM)]);
     all.push(sim);
     const simPort = (await sim.waitFor((line) => line.event === 'listening')).port as number;
+    simOrigins.push(`http://127.0.0.1:${simPort}`);
     const agent = launch(`agent-${index}`, 'apps/agent/dist/main.js', [
       '--edge', `http://127.0.0.1:${listening.tunnelPort as number}`, '--join-token', JOIN_TOKEN, '--agent-id', `agent-${index}`,
       '--backend', 'openai', '--backend-url', `http://127.0.0.1:${simPort}`, '--models', 'pool-model', '--max-concurrency', '8',
@@ -42,7 +68,7 @@ async function startPool(): Promise<{ edge: Proc; origin: string; agents: Proc[]
     await agent.waitFor((line) => line.msg === 'registered', 30_000);
     agents.push(agent);
   }
-  return { edge, origin: `http://127.0.0.1:${listening.port as number}`, agents, all };
+  return { edge, origin: `http://127.0.0.1:${listening.port as number}`, agents, simOrigins, all };
 }
 
 function workload(origin: string, extra: Partial<WorkloadOptions>): WorkloadOptions {
@@ -147,6 +173,21 @@ async function main(): Promise<void> {
     const classes = buildReport(after, 1).errors;
     console.log(`   errors after the kill by class: ${Object.keys(classes).length === 0 ? 'none' : JSON.stringify(classes)}`);
     console.log(`   requests completed after the kill, by agent (ok only): ${JSON.stringify(buildReport(after.filter((result) => result.ok), 1).agents)}; served by the killed agent (any outcome): ${after.filter((result) => result.agent === `agent-${AGENTS}`).length}`);
+    await Promise.all(pool.all.map((proc) => proc.kill()));
+
+    const conversations = Math.max(6, Math.round(24 * scale));
+    const turns = 6;
+    console.log(`\n4. Claude Code billing line: ${conversations} Anthropic Messages conversations × ${turns} turns, concurrency ${CONCURRENCY}, sims with --profile gpu-h100-8b --time-scale 0.1; system prompt = per-request billing line + ~1,100 shared words`);
+    const byPlacement: Array<[string, BillingPhaseResult]> = [];
+    for (const billingHeader of ['keep', 'end', 'drop']) {
+      pool = await startPool({ simArgs: ['--profile', 'gpu-h100-8b', '--time-scale', '0.1'], edgeConfig: { billingHeader } });
+      byPlacement.push([billingHeader, await billingLinePhase({ origin: pool.origin, apiKey: API_KEY, model: MODEL, simOrigins: pool.simOrigins, conversations, turns, concurrency: CONCURRENCY })]);
+      await Promise.all(pool.all.map((proc) => proc.kill()));
+    }
+    console.log(`   ${'billingHeader'.padEnd(14)}${byPlacement.map(([name]) => name.padStart(18)).join('')}`);
+    console.log(`   ${'hit rate'.padEnd(14)}${byPlacement.map(([, result]) => `${(result.hitRate * 100).toFixed(1)} %`.padStart(18)).join('')}`);
+    console.log(`   ${'hit tokens'.padEnd(14)}${byPlacement.map(([, result]) => `${result.hitsTokens}/${result.queriesTokens}`.padStart(18)).join('')}`);
+    console.log(`   ${'errors'.padEnd(14)}${byPlacement.map(([, result]) => `${result.errors}/${result.requests}`.padStart(18)).join('')}`);
   } finally {
     await Promise.all(pool.all.map((proc) => proc.kill()));
   }

@@ -37,7 +37,26 @@ export interface RequestObservation {
   usage: Usage | undefined;
   /** The error code when the request failed (`error.type`). */
   errorType: string | undefined;
+  /** How the answer was produced (`ResponseLabels`). */
+  response: ResponseLabels;
 }
+
+/**
+ * How an answer was produced, as bounded labels: `mode` is `passthrough` (backend bytes relayed),
+ * `normalized` (decoded and re-encoded through the stream gate) or `none` (rejected before either
+ * path was taken); `policy` is the gate's release policy (`evidence-tail`, `buffered`,
+ * `passthrough`), followed by `+` and the `agent-output` mode when one is configured (e.g.
+ * `buffered+strict`), or `none` on the passthrough path.
+ */
+export interface ResponseLabels {
+  mode: 'passthrough' | 'normalized' | 'none';
+  policy: string;
+}
+
+/** The labels of a request that took neither path. */
+export const NO_RESPONSE_MODE: ResponseLabels = { mode: 'none', policy: 'none' };
+/** The labels of a relayed answer (no gate policy applies). */
+export const PASSTHROUGH_LABELS: ResponseLabels = { mode: 'passthrough', policy: 'none' };
 
 /** Current agent counts, read at scrape time. */
 export interface AgentCounts {
@@ -53,8 +72,8 @@ export class EdgeMetrics {
   readonly registry = new Registry();
   readonly requests = new Counter({
     name: 'iop_requests_total',
-    help: 'Client requests by dialect, requested model, served model, agent (provider) and HTTP status; served_model and agent are "none" when no provider was picked.',
-    labelNames: ['dialect', 'model', 'served_model', 'agent', 'status'] as const,
+    help: 'Client requests by dialect, requested model, served model, agent (provider), HTTP status, response mode (passthrough, normalized, none) and gate policy; served_model and agent are "none" when no provider was picked.',
+    labelNames: ['dialect', 'model', 'served_model', 'agent', 'status', 'mode', 'policy'] as const,
     registers: [this.registry],
   });
   readonly inFlight = new Gauge({
@@ -65,8 +84,8 @@ export class EdgeMetrics {
   });
   readonly tokens = new Counter({
     name: 'iop_tokens_total',
-    help: 'Tokens by model and kind: prompt, completion, cached (a part of prompt) and reasoning (a part of completion) — total = prompt + completion. Tokens of discarded attempts have attempt="failed".',
-    labelNames: ['model', 'kind', 'attempt'] as const,
+    help: 'Tokens by model and kind: prompt, completion, cached (a part of prompt) and reasoning (a part of completion) — total = prompt + completion. Tokens of discarded attempts have attempt="failed". mode and policy as on iop_requests_total.',
+    labelNames: ['model', 'kind', 'attempt', 'mode', 'policy'] as const,
     registers: [this.registry],
   });
   readonly duration = new Histogram({
@@ -172,7 +191,7 @@ export class EdgeMetrics {
   recordRequest(o: RequestObservation): void {
     const base = { dialect: o.dialect, model: o.model };
     const served = o.servedModel ?? 'none';
-    this.requests.inc({ ...base, served_model: served, agent: o.agent ?? 'none', status: String(o.status) });
+    this.requests.inc({ ...base, served_model: served, agent: o.agent ?? 'none', status: String(o.status), mode: o.response.mode, policy: o.response.policy });
     this.duration.observe(base, o.durationSeconds);
     const genAi = { gen_ai_operation_name: 'chat', gen_ai_request_model: o.model, gen_ai_response_model: served };
     this.genAiDuration.observe({ ...genAi, error_type: o.errorType ?? '' }, o.durationSeconds);

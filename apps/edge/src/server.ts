@@ -26,7 +26,7 @@ import { RUN_SESSION_HEADER } from '@iop/proto';
 import { createApp } from './http/app.js';
 import { buildDialectRoutes } from './routes.js';
 import { EDGE_VERSION } from './version.js';
-import { GateRegistry } from './gate/gate-registry.js';
+import { GateRegistry, policyLabel } from './gate/gate-registry.js';
 import { openSharedState } from './storage/shared-state.js';
 import { GateMetrics, createGateSink } from './gate/gate-sink.js';
 import { ConfigError } from './config.js';
@@ -86,7 +86,8 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     if (!resolved.implicit) return resolved.group.name;
     return registry.forModel(model).length > 0 ? model : 'unknown';
   };
-  const gateSink = createGateSink(new GateMetrics(metrics), metrics, logger, knownModel);
+  // Reads the gates in use at the time of the attempt (set below, replaced on a config reload).
+  const gateSink = createGateSink(new GateMetrics(metrics), metrics, logger, knownModel, (model) => policyLabel(context.gates.policyOf(model)));
   const buildGates = (section: EdgeConfig['gate']): GateRegistry => {
     try {
       return new GateRegistry(section, gateSink);

@@ -21,6 +21,11 @@ export const DEFAULT_GATE: GateSection = {
   models: {},
 };
 
+/** A policy as one bounded metric label: the release policy, then `+` and the `agent-output` mode if any (`buffered+strict`). */
+export function policyLabel(policy: { release: string; agentOutput?: string }): string {
+  return policy.agentOutput === undefined ? policy.release : `${policy.release}+${policy.agentOutput}`;
+}
+
 const filterName = (spec: ModelGateConfig['filters'][number]) => (typeof spec === 'string' ? spec : spec.name);
 
 export class GateRegistry {

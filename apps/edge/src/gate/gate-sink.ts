@@ -28,8 +28,11 @@ export class GateMetrics {
   }
 }
 
-/** `knownModel` maps a client model name to a bounded label (unknown names become "unknown"). */
-export function createGateSink(gateMetrics: GateMetrics, metrics: EdgeMetrics, log: Logger, knownModel: (model: string) => string): GateSink {
+/**
+ * `knownModel` maps a client model name to a bounded label (unknown names become "unknown");
+ * `policyOf` gives the model's gate policy label (`policyLabel`) for the tokens of discarded attempts.
+ */
+export function createGateSink(gateMetrics: GateMetrics, metrics: EdgeMetrics, log: Logger, knownModel: (model: string) => string, policyOf: (model: string) => string): GateSink {
   return {
     verdict(report) {
       gateMetrics.verdicts.inc({ model: knownModel(report.model), filter: report.filter, verdict: report.verdict });
@@ -40,8 +43,9 @@ export function createGateSink(gateMetrics: GateMetrics, metrics: EdgeMetrics, l
       gateMetrics.attempts.inc({ model, outcome: report.outcome });
       gateMetrics.heldBytes.observe({ model }, report.peakHeldBytes);
       if (report.wasted && report.usage !== undefined) {
+        const policy = policyOf(report.model);
         const add = (kind: string, value: number | undefined) => {
-          if (value !== undefined && value > 0) metrics.tokens.inc({ model, kind, attempt: 'failed' }, value);
+          if (value !== undefined && value > 0) metrics.tokens.inc({ model, kind, attempt: 'failed', mode: 'normalized', policy }, value);
         };
         add('prompt', report.usage.inputTokens);
         add('completion', report.usage.outputTokens);

@@ -10,6 +10,8 @@ import { GATE_HEADER, parseGateHeader } from '@iop/stream-gate';
 import type { EdgeContext } from '../edge-context.js';
 import { validateChatPassthrough } from '../dialects.js';
 import { EdgeDispatcher } from '../gate/edge-dispatcher.js';
+import { policyLabel } from '../gate/gate-registry.js';
+import { NO_RESPONSE_MODE, PASSTHROUGH_LABELS, type ResponseLabels } from '../metrics.js';
 import type { PoolRun } from '../pool/pool-provider.js';
 import type { PoolPick } from '../pool/provider-pool.js';
 import { affinityKey, chatAffinityKey } from '../pool/prefix-affinity.js';
@@ -85,8 +87,12 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
     let streamError: string | undefined; // a stream that ended with an in-band error (status 200)
     /** The status a stream that failed after its first byte is counted with (its HTTP status was 200). */
     let inBandStatus: number | undefined;
-    /** How the answer was produced, for the completion log: bytes relayed, or normalized through the gate (and its policy). */
-    let responseMode: { mode: 'passthrough' } | { mode: 'normalized'; policy: ReturnType<EdgeContext['gates']['policyOf']> } = { mode: 'passthrough' };
+    /** How the answer was produced, for the completion log and the metrics: bytes relayed, or normalized through the gate (and its policy); set when the path is chosen. */
+    let responseMode: { mode: 'passthrough' } | { mode: 'normalized'; policy: ReturnType<EdgeContext['gates']['policyOf']> } | undefined;
+    const responseLabels = (): ResponseLabels => {
+      if (responseMode === undefined) return NO_RESPONSE_MODE;
+      return responseMode.mode === 'passthrough' ? PASSTHROUGH_LABELS : { mode: 'normalized', policy: policyLabel(responseMode.policy) };
+    };
     res.once('close', () => inFlight?.dec());
     try {
       const body = parseJsonObject(req.body);
@@ -94,7 +100,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       inFlight.inc();
       const gateHeader = req.get(GATE_HEADER);
       const overrides = gateHeader === undefined ? undefined : parseGateHeader(gateHeader);
-      const usage = new UsageRecorder(edge.metrics, 'pending');
+      const usage = new UsageRecorder(edge.metrics);
       let ttftSeconds: number | undefined;
       const onFirstByte = () => {
         ttftSeconds = (performance.now() - startedAt) / 1000;
@@ -105,6 +111,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       let failedStatus: number | undefined;
       try {
         if (route.passthrough && overrides === undefined && !edge.gates.needsContent(String(body.model), body) && !edge.pool.restrictsToolIds(String(body.model))) {
+          responseMode = { mode: 'passthrough' };
           // The same 400s as the translated path, before any backend call.
           const peek = validateChatPassthrough(body);
           model = peek.model;
@@ -136,12 +143,13 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           const failure = await relay(opened.run, opened.start, res, { stream: peek.stream, includeUsage: peek.includeUsage, usage, onFirstByte, first: opened.first, rewriter, answer: opened.answer, signal: abort.signal, writeStallTimeoutMs: edge.config.writeStallTimeoutMs });
           // A stream that ended in an error is not an answer: its tokens count as a failed attempt's.
           if (failure !== undefined) {
-            usage.flush(metricLabels(model).model, 'failed');
+            usage.flush(metricLabels(model).model, responseLabels(), 'failed');
             inBandStatus = failure.status;
             log.warn({ runId: opened.run.runId, code: failure.code, error: failure.message }, 'relayed stream ended with an in-band error');
           }
           streamError = failure?.code;
         } else {
+          responseMode = { mode: 'normalized', policy: edge.gates.policyOf(String(body.model)) };
           let request = route.dialect.decodeRequest(body);
           admission = await admitRequest(edge, res, route.dialect.name, request.model);
           if (route.prepare !== undefined) request = await route.prepare(request, body, context);
@@ -185,16 +193,16 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         // 499: the client went away before the answer ended (nginx's convention).
         admission?.complete(summary(failedStatus ?? (abort.error instanceof ClientGone ? 499 : res.statusCode), usage.value));
       }
-      const tokens = usage.flush(metricLabels(model).model);
+      const tokens = usage.flush(metricLabels(model).model, responseLabels());
       const durationMs = performance.now() - startedAt;
       const failed = res.statusCode >= 400 ? String(res.statusCode) : streamError;
-      edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: inBandStatus ?? res.statusCode, durationSeconds: durationMs / 1000, ttftSeconds, usage: tokens, errorType: failed });
+      edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: inBandStatus ?? res.statusCode, durationSeconds: durationMs / 1000, ttftSeconds, usage: tokens, errorType: failed, response: responseLabels() });
       log.info({ model, servedModel, agentId: current?.providerId, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10, usage: tokens, ...responseMode, aborted: abort.signal.aborted || undefined }, 'request completed');
       abort.clear();
     } catch (caught) {
       abort.clear();
       const error = overloadFor(caught, route.dialect.name);
-      if (error instanceof IopError) edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: error.status, durationSeconds: (performance.now() - startedAt) / 1000, ttftSeconds: undefined, usage: undefined, errorType: error.code });
+      if (error instanceof IopError) edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: error.status, durationSeconds: (performance.now() - startedAt) / 1000, ttftSeconds: undefined, usage: undefined, errorType: error.code, response: responseLabels() });
       next(error);
     }
   }

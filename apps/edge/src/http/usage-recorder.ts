@@ -5,17 +5,12 @@
  */
 import type { Usage as HubUsage } from '@iop/core';
 import type { Usage as FrameUsage } from '@iop/proto';
-import type { EdgeMetrics } from '../metrics.js';
+import type { EdgeMetrics, ResponseLabels } from '../metrics.js';
 
 export class UsageRecorder {
   private usage: HubUsage | undefined;
 
-  constructor(
-    private readonly metrics: EdgeMetrics,
-    private readonly model: string,
-  ) {}
-
-  // The model label is given at flush time when it was not known at construction.
+  constructor(private readonly metrics: EdgeMetrics) {}
 
   /** From a USAGE frame. */
   record(usage: FrameUsage | undefined): void {
@@ -37,12 +32,15 @@ export class UsageRecorder {
     return this.usage;
   }
 
-  /** Adds the usage to the counters; `attempt` is "answer" or "failed" (a retried attempt's tokens). */
-  flush(model: string = this.model, attempt: 'answer' | 'failed' = 'answer'): HubUsage | undefined {
+  /**
+   * Adds the usage to the counters, labelled with how the answer was produced; `attempt` is
+   * "answer" or "failed" (a retried attempt's tokens).
+   */
+  flush(model: string, response: ResponseLabels, attempt: 'answer' | 'failed' = 'answer'): HubUsage | undefined {
     const usage = this.usage;
     if (usage === undefined) return undefined;
     const add = (kind: string, value: number | undefined) => {
-      if (value !== undefined && value > 0) this.metrics.tokens.inc({ model, kind, attempt }, value);
+      if (value !== undefined && value > 0) this.metrics.tokens.inc({ model, kind, attempt, mode: response.mode, policy: response.policy }, value);
     };
     add('prompt', usage.inputTokens);
     add('completion', usage.outputTokens);

@@ -10,7 +10,7 @@ function report(extra: Partial<AttemptReport>): AttemptReport {
 describe('gate sink metrics', () => {
   it('observes each attempt’s peak held bytes in iop_gate_held_bytes by model, and counts outcomes', async () => {
     const metrics = new EdgeMetrics();
-    const sink = createGateSink(new GateMetrics(metrics), metrics, createLogger('silent'), (model) => (model === 'm' ? 'm' : 'unknown'));
+    const sink = createGateSink(new GateMetrics(metrics), metrics, createLogger('silent'), (model) => (model === 'm' ? 'm' : 'unknown'), () => 'buffered+strict');
     sink.attempt(report({ outcome: 'retried', committed: false, wasted: true, peakHeldBytes: 300, usage: { inputTokens: 10, outputTokens: 4 } }));
     sink.attempt(report({ attempt: 2, peakHeldBytes: 5000 }));
     sink.attempt(report({ model: 'other', peakHeldBytes: 100 }));
@@ -23,6 +23,6 @@ describe('gate sink metrics', () => {
     expect(text).toContain('iop_gate_held_bytes_sum{model="unknown"} 100');
     expect(text).toContain('iop_gate_attempts_total{model="m",outcome="retried"} 1');
     expect(text).toContain('iop_gate_attempts_total{model="m",outcome="answered"} 1');
-    expect(text).toContain('iop_tokens_total{model="m",kind="completion",attempt="failed"} 4');
+    expect(text).toContain('iop_tokens_total{model="m",kind="completion",attempt="failed",mode="normalized",policy="buffered+strict"} 4');
   });
 });
