@@ -11,7 +11,7 @@ import http from 'node:http';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { API_KEY, eventually, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
-import { ADMIN_KEY, admin } from './lifecycle-helpers';
+import { ADMIN_KEY, admin, inFlightCountsAgree } from './lifecycle-helpers';
 import { clearSim, queueFault } from './stream-gate-helpers';
 
 jest.setTimeout(60_000);
@@ -40,37 +40,7 @@ beforeEach(() => clearSim(sim));
 
 afterAll(stopAll);
 
-/** Chat requests the sim holds open (neither completed nor aborted). */
-async function simOpen(): Promise<number> {
-  const records = await simRequests(sim);
-  return records.filter((record) => record.path === '/v1/chat/completions' && record.completed !== true && record.aborted !== true).length;
-}
-
-interface Counts {
-  edge: number;
-  agent: number | null;
-  backend: number | null;
-  sim: number;
-}
-
-async function counts(): Promise<Counts> {
-  const { body } = await admin(edge.url, 'GET', '/admin/agents');
-  const view = body.data.find((agent) => agent.id === 'gpu-1')!;
-  return { edge: view.load.inFlight, agent: view.load.agentInFlight, backend: view.load.backendInFlight, sim: await simOpen() };
-}
-
-/** Waits until all four counts equal `expected` (heartbeats carry the agent's figures). */
-async function countsAgree(expected: number): Promise<void> {
-  let last: Counts | undefined;
-  try {
-    await eventually(async () => {
-      last = await counts();
-      return last.edge === expected && last.agent === expected && last.backend === expected && last.sim === expected;
-    }, 10_000, 100);
-  } catch {
-    throw new Error(`in-flight counts disagree: ${JSON.stringify(last)} (expected all ${expected})`);
-  }
-}
+const countsAgree = (expected: number) => inFlightCountsAgree(edge.url, sim, 'gpu-1', expected);
 
 describe('a saturated agent is busy, not gone', () => {
   it('every slot streaming for 6 s (12 heartbeat periods): all 4 streams complete, the agent stays connected, counts agree while busy', async () => {

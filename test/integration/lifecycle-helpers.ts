@@ -2,7 +2,7 @@
  * Helpers of the lifecycle tests: a streamed chat request read as it arrives, and admin API calls.
  */
 import type { AgentView } from '../../apps/edge/src/admin/agent-view';
-import { API_KEY } from './harness';
+import { API_KEY, eventually, simRequests, type SimHandle } from './harness';
 
 export const ADMIN_KEY = 'iop-admin-key-test-000001';
 
@@ -56,4 +56,34 @@ export async function ask(baseURL: string, key = API_KEY): Promise<{ status: num
 export async function admin(url: string, method: 'GET' | 'POST', path: string, key: string | null = ADMIN_KEY): Promise<{ status: number; body: { data: AgentView[] } }> {
   const response = await fetch(`${url}${path}`, { method, headers: key === null ? {} : { authorization: `Bearer ${key}` } });
   return { status: response.status, body: (await response.json()) as { data: AgentView[] } };
+}
+
+/** An agent's in-flight figures: the edge's open runs, the agent's runs and backend requests (heartbeat), the sim's open chat requests. */
+export interface InFlightCounts {
+  edge: number;
+  agent: number | null;
+  backend: number | null;
+  sim: number;
+}
+
+/** Reads `GET /admin/agents` (`load.inFlight`, `load.agentInFlight`, `load.backendInFlight`) and the sim's open chat requests. */
+export async function inFlightCounts(edgeUrl: string, sim: SimHandle, agentId: string): Promise<InFlightCounts> {
+  const { body } = await admin(edgeUrl, 'GET', '/admin/agents');
+  const view = body.data.find((agent) => agent.id === agentId);
+  if (view === undefined) throw new Error(`agent ${agentId} is not registered`);
+  const open = (await simRequests(sim)).filter((record) => record.path === '/v1/chat/completions' && record.completed !== true && record.aborted !== true).length;
+  return { edge: view.load.inFlight, agent: view.load.agentInFlight, backend: view.load.backendInFlight, sim: open };
+}
+
+/** Waits until all four counts equal `expected` (heartbeats carry the agent's figures); throws with the last counts otherwise. */
+export async function inFlightCountsAgree(edgeUrl: string, sim: SimHandle, agentId: string, expected: number, timeoutMs = 10_000): Promise<void> {
+  let last: InFlightCounts | undefined;
+  try {
+    await eventually(async () => {
+      last = await inFlightCounts(edgeUrl, sim, agentId);
+      return last.edge === expected && last.agent === expected && last.backend === expected && last.sim === expected;
+    }, timeoutMs, 100);
+  } catch {
+    throw new Error(`in-flight counts disagree: ${JSON.stringify(last)} (expected all ${expected})`);
+  }
 }
