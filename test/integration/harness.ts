@@ -52,7 +52,8 @@ export async function startEdge(options: { port?: number; tunnelPort?: number; a
     'edge',
     'apps/edge/dist/main.js',
     ['--port', String(options.port ?? 0), '--tunnel-port', String(options.tunnelPort ?? 0), '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN, ...(options.args ?? [])],
-    { IOP_LOG_LEVEL: 'debug', ...options.env },
+    // No start-up grace: a test's unknown model is a 404 at once (the grace is for edge restarts).
+    { IOP_LOG_LEVEL: 'debug', IOP_STARTUP_GRACE_MS: '0', ...options.env },
   );
   const line = await proc.waitFor((l) => l.msg === 'edge listening');
   const port = line.port as number;

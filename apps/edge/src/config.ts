@@ -92,6 +92,8 @@ export interface EdgeConfig {
   adminKeys: string[];
   /** Graceful shutdown (SIGTERM): longest wait for in-flight streams before they are ended with an error, ms. */
   shutdownDeadlineMs: number;
+  /** After start, how long a model nothing serves yet is a 503 (agents reconnecting), not a 404, ms. */
+  startupGraceMs: number;
   /**
    * Provider pool: model groups and aliases, direct providers, fallbacks, queue, retry, outlier
    * ejection and prefix affinity (see `pool/pool-config.ts`). Replaced whole by a later layer;
@@ -123,6 +125,7 @@ export const DEFAULT_CONFIG: EdgeConfig = {
   responsesStore: { kind: 'sqlite', maxAgeMs: 30 * 24 * 60 * 60 * 1000, maxRows: 100_000, maxResponseBytes: 16 * 1024 * 1024, maxTotalBytes: 2 * 1024 * 1024 * 1024 },
   adminKeys: [],
   shutdownDeadlineMs: 10_000,
+  startupGraceMs: 15_000,
 };
 
 const schema = {
@@ -177,6 +180,7 @@ const schema = {
     },
     adminKeys: { type: 'array', items: { type: 'string', minLength: 16 } },
     shutdownDeadlineMs: { type: 'integer', minimum: 0, maximum: 3_600_000 },
+    startupGraceMs: { type: 'integer', minimum: 0, maximum: 3_600_000 },
     pool: { type: 'object' },
     billingHeader: { enum: ['end', 'drop', 'keep'] },
     gate: {
@@ -205,6 +209,7 @@ export const TIMEOUT_ENV = [
   ['idleTimeoutMs', 'IOP_IDLE_TIMEOUT_MS'],
   ['requestDeadlineMs', 'IOP_REQUEST_DEADLINE_MS'],
   ['writeStallTimeoutMs', 'IOP_WRITE_STALL_TIMEOUT_MS'],
+  ['startupGraceMs', 'IOP_STARTUP_GRACE_MS'],
 ] as const;
 
 /** Reads the overrides the environment gives (IOP_*). */

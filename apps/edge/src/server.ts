@@ -80,7 +80,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   const registry = new AgentRegistry();
   const metrics = new EdgeMetrics();
   const runs = new RunRegistry();
-  const pool = new ProviderPool({ config: config.pool, registry, runs, metrics: metrics.registry, logger });
+  const pool = new ProviderPool({ config: config.pool, registry, runs, metrics: metrics.registry, logger, startupGraceMs: config.startupGraceMs });
   const knownModel = (model: string) => {
     const resolved = pool.resolver.resolveModel(model);
     if (!resolved.implicit) return resolved.group.name;

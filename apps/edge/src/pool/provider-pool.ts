@@ -81,6 +81,12 @@ export interface ProviderPoolOptions {
   logger: Logger;
   now?: Clock;
   random?: Random;
+  /**
+   * For this long after start (ms), a name no connected provider serves is a 503 `no_capacity`,
+   * not a 404: after an edge restart its agents are still reconnecting and the edge has not yet
+   * seen the names they serve. Default 0 (the edge passes its `startupGraceMs`).
+   */
+  startupGraceMs?: number;
 }
 
 /** A provider chosen for a request and the served model id it will run. */
@@ -122,9 +128,12 @@ export class ProviderPool {
   private readonly timer: NodeJS.Timeout;
   /** Served model names registered since the edge started (bounded), see `knows`. */
   private readonly servedNames = new ServedNames();
+  /** Until this time (ms) every name counts as known (`startupGraceMs`). */
+  private readonly graceUntilMs: number;
 
   constructor(private readonly options: ProviderPoolOptions) {
     this.now = options.now ?? Date.now;
+    this.graceUntilMs = this.now() + (options.startupGraceMs ?? 0);
     this.random = options.random ?? Math.random;
     this.poolConfig = options.config;
     this.modelResolver = new ModelResolver(options.config);
@@ -287,10 +296,14 @@ export class ProviderPool {
    */
   /**
    * The error for a name no connected provider serves: 503 `no_capacity` (Retry-After) when the
-   * name is configured or was served since start (its agents are only reconnecting), else 404
-   * `model_not_found`.
+   * name is configured or was served since start (its agents are only reconnecting), or while the
+   * edge is within `startupGraceMs` of its start (agents reconnecting after an edge restart), else
+   * 404 `model_not_found`.
    */
   noProviderError(name: string): IopError {
+    if (this.now() < this.graceUntilMs && !this.knows(name)) {
+      return new IopError('no_capacity', `the edge has just started and its agents are still connecting; retry shortly (no provider of \`${excerpt(name)}\` yet)`, { retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS });
+    }
     if (this.knows(name)) return new IopError('no_capacity', `no provider of \`${excerpt(name)}\` is connected now; retry shortly`, { retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS });
     return new IopError('model_not_found', `The model \`${excerpt(name)}\` does not exist or no provider serves it`, { param: 'model' });
   }

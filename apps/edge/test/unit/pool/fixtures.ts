@@ -55,10 +55,10 @@ export class ManualClock {
 }
 
 /** A pool over `raw` (a pool config section), silent logs, a manual clock and a seeded generator. */
-export function makePool(raw: Record<string, unknown>, options: { clock?: ManualClock; registry?: AgentRegistry } = {}): { pool: ProviderPool; metrics: Registry; clock: ManualClock } {
+export function makePool(raw: Record<string, unknown>, options: { clock?: ManualClock; registry?: AgentRegistry; startupGraceMs?: number } = {}): { pool: ProviderPool; metrics: Registry; clock: ManualClock } {
   const metrics = new Registry();
   const clock = options.clock ?? new ManualClock();
-  const pool = new ProviderPool({ config: parsePoolConfig(raw), registry: options.registry ?? new AgentRegistry(), runs: new RunRegistry(), metrics, logger: pino({ level: 'silent' }), now: clock.now, random: seededRandom(7) });
+  const pool = new ProviderPool({ config: parsePoolConfig(raw), registry: options.registry ?? new AgentRegistry(), runs: new RunRegistry(), metrics, logger: pino({ level: 'silent' }), now: clock.now, random: seededRandom(7), ...(options.startupGraceMs === undefined ? {} : { startupGraceMs: options.startupGraceMs }) });
   return { pool, metrics, clock };
 }
 

@@ -41,6 +41,14 @@ describe('ProviderPool', () => {
     expect((await pool.acquire(pool.resolve('gpt-4o-mini'), {}, fakeStart)).pick).toMatchObject({ provider: { id: 'agent-1' }, model: 'Qwen/Qwen3-8B' });
   });
 
+  it('within startupGraceMs of start answers any name no provider serves with 503 no_capacity, a 404 after it', async () => {
+    const { pool, clock } = track(makePool({}, { startupGraceMs: 15_000 }));
+    const early = await pool.acquire(pool.resolve('not-yet-registered'), {}, fakeStart).catch((error: unknown) => error);
+    expect(early).toMatchObject({ code: 'no_capacity', status: 503, retryAfterSeconds: 1 });
+    clock.advance(15_000);
+    await expect(pool.acquire(pool.resolve('not-yet-registered'), {}, fakeStart)).rejects.toMatchObject({ code: 'model_not_found', status: 404 });
+  });
+
   it('knows the served models of direct providers, also of one added by a reload', () => {
     const { pool } = track(makePool({ directProviders: [direct('d1', ['a'])] }));
     expect(pool.knows('a')).toBe(true);
