@@ -30,7 +30,7 @@ describe('config reload', () => {
     const write = (config: Record<string, unknown>) => writeFileSync(file, JSON.stringify(config));
     const base = { port: 0, tunnel: { port: 0 }, joinTokens: [JOIN_TOKEN], adminKeys: [ADMIN_KEY], responsesStore: { kind: 'memory' } };
     write({ ...base, apiKeys: [OLD_KEY] });
-    edge = launch('edge', 'apps/edge/dist/main.js', ['--config', file], { IOP_LOG_LEVEL: 'info' });
+    edge = launch('edge', 'apps/edge/dist/main.js', ['--config', file], { IOP_LOG_LEVEL: 'info', IOP_STARTUP_GRACE_MS: '0' });
     const listening = await edge.waitFor((line) => line.msg === 'edge listening');
     const baseURL = `http://127.0.0.1:${listening.port as number}/v1`;
     const sim = await startSim(['--models', 'sim-model', '--output-tokens', '20', '--itl-ms', '75']);
@@ -68,7 +68,7 @@ describe('config reload', () => {
     const write = (pool: Record<string, unknown>) => writeFileSync(file, JSON.stringify({ port: 0, tunnel: { port: 0 }, apiKeys: [API_KEY], joinTokens: [JOIN_TOKEN], responsesStore: { kind: 'memory' }, pool }));
     const target = { targets: [{ model: 'sim-model' }] };
     write({ modelGroups: [{ name: 'story', ...target }, { name: 'retired', aliases: ['old-alias'], ...target }] });
-    edge = launch('edge', 'apps/edge/dist/main.js', ['--config', file], { IOP_LOG_LEVEL: 'info' });
+    edge = launch('edge', 'apps/edge/dist/main.js', ['--config', file], { IOP_LOG_LEVEL: 'info', IOP_STARTUP_GRACE_MS: '0' });
     const listening = await edge.waitFor((line) => line.msg === 'edge listening');
     const baseURL = `http://127.0.0.1:${listening.port as number}/v1`;
     const client = new OpenAI({ apiKey: API_KEY, baseURL, maxRetries: 0 });
