@@ -19,9 +19,8 @@
  */
 import { once } from 'node:events';
 import type { ClientHttp2Stream, OutgoingHttpHeaders } from 'node:http2';
-import { toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { ProviderTunnelFrameSchema, RUN_PATH, RUN_SESSION_HEADER, grpcFrame, type ProviderTunnelFrame } from '@iop/proto';
+import { RUN_PATH, RUN_SESSION_HEADER, encodeFrameMessage, type ProviderTunnelFrame } from '@iop/proto';
 
 /** What a Run call needs of the connection to the edge (`Http2SessionManager` of connect-node). */
 export interface RunConnection {
@@ -98,7 +97,7 @@ export async function sendRun(connection: RunConnection, sessionId: string, fram
         stream.cork();
         process.nextTick(() => stream.uncork());
       }
-      if (!stream.write(grpcFrame(toBinary(ProviderTunnelFrameSchema, frame)))) {
+      if (!stream.write(encodeFrameMessage(frame))) {
         await Promise.race([once(stream, 'drain'), outcome]);
       }
     }

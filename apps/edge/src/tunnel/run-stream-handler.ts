@@ -17,9 +17,9 @@
  */
 import type { TunnelCounters } from '../edge-observers.js';
 import { constants, type Http2ServerRequest, type Http2ServerResponse, type IncomingHttpHeaders } from 'node:http2';
-import { fromBinary, toBinary, create } from '@bufbuild/protobuf';
+import { toBinary, create } from '@bufbuild/protobuf';
 import { Code } from '@connectrpc/connect';
-import { GrpcMessageError, GrpcMessageReader, ProviderTunnelFrameSchema, RUN_MAX_MESSAGE_BYTES, RUN_PATH, RUN_SESSION_HEADER, RunSummarySchema, grpcFrame, type ProviderTunnelFrame } from '@iop/proto';
+import { GrpcMessageError, GrpcMessageReader, RUN_MAX_MESSAGE_BYTES, RUN_PATH, RUN_SESSION_HEADER, RunSummarySchema, decodeFrame, grpcFrame, type ProviderTunnelFrame } from '@iop/proto';
 import type { AgentSession } from './agent-session.js';
 import type { RunHandle, RunRegistry } from './run-registry.js';
 
@@ -100,7 +100,7 @@ export function handleRunStream(req: Http2ServerRequest, res: Http2ServerRespons
           finish(Code.Unimplemented, 'compressed messages are not accepted; send identity');
           return;
         }
-        const frame = fromBinary(ProviderTunnelFrameSchema, message.payload);
+        const frame = decodeFrame(message.payload);
         counters?.frames[frame.kind]?.inc();
         const pending = onFrame(frame);
         if (pending !== undefined) (waits ??= []).push(pending);
