@@ -88,6 +88,7 @@ export async function sendRun(connection: RunConnection, sessionId: string, fram
     stream.once('end', settle);
     stream.once('close', settle);
   });
+  const uncork = () => stream.uncork();
   try {
     for await (const frame of frames) {
       if (settled || stream.destroyed) break;
@@ -95,7 +96,7 @@ export async function sendRun(connection: RunConnection, sessionId: string, fram
       // END) leave in one write: fewer HTTP/2 DATA frames, packets and wake-ups of the edge.
       if (stream.writableCorked === 0) {
         stream.cork();
-        process.nextTick(() => stream.uncork());
+        process.nextTick(uncork);
       }
       if (!stream.write(encodeFrameMessage(frame))) {
         await Promise.race([once(stream, 'drain'), outcome]);
