@@ -13,8 +13,7 @@
  * Stopping: aborting `controller` stops the backend request at once; so does any failure, and a
  * consumer that stops iterating early (`return()`): no backend generation is left running.
  */
-import { create } from '@bufbuild/protobuf';
-import { ProviderTunnelFrameSchema, ProviderTunnelFrame_Kind, type ProviderTunnelFrame } from '@iop/proto';
+import { ProviderTunnelFrame_Kind, tunnelFrame, type ProviderTunnelFrame } from '@iop/proto';
 import type { Backend } from './backends/backend.js';
 import { RunFailure, toRunFailure } from './run-error.js';
 import { UsageScanner, usageBodyKindOf, type TokenUsage } from './usage-scanner.js';
@@ -58,7 +57,7 @@ export async function* relayBackend(backend: Backend, request: RelayRequest, con
   try {
     const response = await backend.handle({ method: request.method, path: request.path, headers: request.headers, body: request.body, signal, requestId: request.requestId });
     started = true;
-    yield create(ProviderTunnelFrameSchema, { runId, kind: ProviderTunnelFrame_Kind.RESPONSE_START, status: response.status, headers: response.headers });
+    yield tunnelFrame({ runId, kind: ProviderTunnelFrame_Kind.RESPONSE_START, status: response.status, headers: response.headers });
     const usage = new UsageScanner(usageBodyKindOf(response.headers['content-type']));
     const body = response.body[Symbol.asyncIterator]();
     for (;;) {
@@ -80,14 +79,14 @@ export async function* relayBackend(backend: Backend, request: RelayRequest, con
       bytes += slice.value.length;
       hooks.onBytes?.(bytes);
       usage.push(slice.value);
-      yield create(ProviderTunnelFrameSchema, { runId, kind: ProviderTunnelFrame_Kind.BODY, body: slice.value });
+      yield tunnelFrame({ runId, kind: ProviderTunnelFrame_Kind.BODY, body: slice.value });
     }
     if (signal.aborted) throw signal.reason;
     const tokens = usage.finish();
-    if (tokens !== undefined) yield create(ProviderTunnelFrameSchema, { runId, kind: ProviderTunnelFrame_Kind.USAGE, usage: tokens });
+    if (tokens !== undefined) yield tunnelFrame({ runId, kind: ProviderTunnelFrame_Kind.USAGE, usage: tokens });
     done = true;
     hooks.onEnd?.({ status: response.status, bytes, usage: tokens });
-    yield create(ProviderTunnelFrameSchema, { runId, kind: ProviderTunnelFrame_Kind.END });
+    yield tunnelFrame({ runId, kind: ProviderTunnelFrame_Kind.END });
   } catch (error) {
     const failure = toRunFailure(error, signal, started);
     done = true;
@@ -95,7 +94,7 @@ export async function* relayBackend(backend: Backend, request: RelayRequest, con
     // otherwise keep the model generating.
     abortWith(failure);
     hooks.onFailure?.(failure, bytes, error);
-    yield create(ProviderTunnelFrameSchema, { runId, kind: ProviderTunnelFrame_Kind.ERROR, errorCode: failure.code, errorMessage: failure.message });
+    yield tunnelFrame({ runId, kind: ProviderTunnelFrame_Kind.ERROR, errorCode: failure.code, errorMessage: failure.message });
   } finally {
     clearTimeout(firstByteTimer);
     clearTimeout(idleTimer);

@@ -19,9 +19,8 @@
  */
 import { once } from 'node:events';
 import type { ClientHttp2Stream, OutgoingHttpHeaders } from 'node:http2';
-import { toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { ProviderTunnelFrameSchema, RUN_PATH, RUN_SESSION_HEADER, grpcFrame, type ProviderTunnelFrame } from '@iop/proto';
+import { RUN_PATH, RUN_SESSION_HEADER, encodeFrameMessage, type ProviderTunnelFrame } from '@iop/proto';
 
 /** What a Run call needs of the connection to the edge (`Http2SessionManager` of connect-node). */
 export interface RunConnection {
@@ -89,6 +88,7 @@ export async function sendRun(connection: RunConnection, sessionId: string, fram
     stream.once('end', settle);
     stream.once('close', settle);
   });
+  const uncork = () => stream.uncork();
   try {
     for await (const frame of frames) {
       if (settled || stream.destroyed) break;
@@ -96,9 +96,9 @@ export async function sendRun(connection: RunConnection, sessionId: string, fram
       // END) leave in one write: fewer HTTP/2 DATA frames, packets and wake-ups of the edge.
       if (stream.writableCorked === 0) {
         stream.cork();
-        process.nextTick(() => stream.uncork());
+        process.nextTick(uncork);
       }
-      if (!stream.write(grpcFrame(toBinary(ProviderTunnelFrameSchema, frame)))) {
+      if (!stream.write(encodeFrameMessage(frame))) {
         await Promise.race([once(stream, 'drain'), outcome]);
       }
     }

@@ -16,8 +16,7 @@
  * the edge side aborts the run's AbortSignal, which aborts the backend request at once (undici
  * destroys the socket; the embedded backend stops generating).
  */
-import { create } from '@bufbuild/protobuf';
-import { ProviderTunnelFrameSchema, ProviderTunnelFrame_Kind, type ProviderTunnelFrame, type RunAssignment } from '@iop/proto';
+import { ProviderTunnelFrame_Kind, tunnelFrame, type ProviderTunnelFrame, type RunAssignment } from '@iop/proto';
 import type { Logger } from 'pino';
 import { traceFieldsOf } from '@iop/core';
 import type { Backend } from './backends/backend.js';
@@ -86,7 +85,7 @@ export class RunExecution {
   }
 
   private async *frames(): AsyncGenerator<ProviderTunnelFrame> {
-    yield create(ProviderTunnelFrameSchema, { runId: this.runId, kind: ProviderTunnelFrame_Kind.ACCEPTED });
+    yield tunnelFrame({ runId: this.runId, kind: ProviderTunnelFrame_Kind.ACCEPTED });
     const gauge = this.options.backendGauge;
     gauge.open++;
     try {

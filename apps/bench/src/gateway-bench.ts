@@ -7,7 +7,8 @@
  *   5 ms per token: what users feel).
  * Prints p50/p99 latency and TTFT, requests/s, streamed tokens/s, CPU time per request of the
  * edge and the agent (from /proc), their peak RSS, and the overhead against direct, in ms and as
- * a ratio. Stops by itself. `BENCH_SCALE=0.2` runs a fifth of the requests (a quick look).
+ * a ratio. Stops by itself. `BENCH_SCALE=0.2` runs a fifth of the requests (a quick look);
+ * `BENCH_SIMS=instant` and `BENCH_CONCURRENCY=1,64` run only those rows.
  */
 import os from 'node:os';
 import { launch, procStats, type Proc } from './processes.js';
@@ -31,7 +32,8 @@ const SIMS: SimKind[] = [
   { name: 'instant', args: ['--ttft-ms', '0', '--itl-ms', '0'], requests: { 1: 1000, 16: 2000, 64: 3000 } },
   { name: 'paced', args: ['--ttft-ms', '50', '--itl-ms', '5'], requests: { 1: 60, 16: 480, 64: 1280 } },
 ];
-const CONCURRENCY = [1, 16, 64];
+const CONCURRENCY = process.env.BENCH_CONCURRENCY === undefined ? [1, 16, 64] : process.env.BENCH_CONCURRENCY.split(',').map(Number);
+const simNames = process.env.BENCH_SIMS?.split(',');
 
 interface Row {
   sim: string;
@@ -156,6 +158,7 @@ async function main(): Promise<void> {
   console.log(`${OUTPUT_TOKENS} output tokens per request; load generator, sim, edge and agent share this machine.\n`);
   const rows: Row[] = [];
   for (const sim of SIMS) {
+    if (simNames !== undefined && !simNames.includes(sim.name)) continue;
     const stack = await startStack(sim);
     try {
       for (const stream of [false, true]) {

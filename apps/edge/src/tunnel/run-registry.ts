@@ -19,9 +19,9 @@
 import { create } from '@bufbuild/protobuf';
 import { newId } from '@iop/core';
 import {
-  ProviderTunnelFrameSchema,
   ProviderTunnelFrame_Kind as FrameKind,
   RunAssignmentSchema,
+  tunnelFrame,
   type ProviderTunnelFrame,
 } from '@iop/proto';
 import { AsyncQueue } from '@iop/core';
@@ -98,7 +98,7 @@ export class RunHandle {
   /** Ends the run with a synthesized ERROR frame (tunnel-level failure); the agent is told to stop unless `fromAgent`. */
   failWith(code: TunnelErrorCode, message: string, fromAgent = false): void {
     if (this.finished) return;
-    void this.frames.push(create(ProviderTunnelFrameSchema, { runId: this.runId, kind: FrameKind.ERROR, errorCode: code, errorMessage: message }));
+    void this.frames.push(tunnelFrame({ runId: this.runId, kind: FrameKind.ERROR, errorCode: code, errorMessage: message }));
     this.finish(fromAgent ? undefined : message);
   }
 

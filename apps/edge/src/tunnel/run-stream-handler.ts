@@ -17,9 +17,9 @@
  */
 import type { TunnelCounters } from '../edge-observers.js';
 import { constants, type Http2ServerRequest, type Http2ServerResponse, type IncomingHttpHeaders } from 'node:http2';
-import { fromBinary, toBinary, create } from '@bufbuild/protobuf';
+import { toBinary, create } from '@bufbuild/protobuf';
 import { Code } from '@connectrpc/connect';
-import { GrpcMessageError, GrpcMessageReader, ProviderTunnelFrameSchema, RUN_MAX_MESSAGE_BYTES, RUN_PATH, RUN_SESSION_HEADER, RunSummarySchema, grpcFrame, type ProviderTunnelFrame } from '@iop/proto';
+import { GrpcMessageError, GrpcMessageReader, RUN_MAX_MESSAGE_BYTES, type GrpcMessage, RUN_PATH, RUN_SESSION_HEADER, RunSummarySchema, decodeFrame, grpcFrame, type ProviderTunnelFrame } from '@iop/proto';
 import type { AgentSession } from './agent-session.js';
 import type { RunHandle, RunRegistry } from './run-registry.js';
 
@@ -90,31 +90,41 @@ export function handleRunStream(req: Http2ServerRequest, res: Http2ServerRespons
     return handle.deliver(frame);
   };
 
+  // One read may hold several frames; the stream resumes once the consumer took all of them.
+  // The callbacks are made once per run, not per read (the relay path allocates nothing per chunk
+  // beyond the decoded frame).
+  let wait: Promise<void> | undefined;
+  let waits: Array<Promise<void>> | undefined;
+  const onMessage = (message: GrpcMessage) => {
+    if (done) return;
+    if (message.compressed) {
+      finish(Code.Unimplemented, 'compressed messages are not accepted; send identity');
+      return;
+    }
+    const frame = decodeFrame(message.payload);
+    counters?.frames[frame.kind]?.inc();
+    const pending = onFrame(frame);
+    if (pending === undefined) return;
+    if (wait === undefined) wait = pending;
+    else (waits ??= [wait]).push(pending);
+  };
+  const resume = () => {
+    if (!done) req.resume();
+  };
   req.on('data', (chunk: Buffer) => {
     counters?.bytes.inc(chunk.length);
-    let waits: Array<Promise<void>> | undefined;
     try {
-      reader.push(chunk, (message) => {
-        if (done) return;
-        if (message.compressed) {
-          finish(Code.Unimplemented, 'compressed messages are not accepted; send identity');
-          return;
-        }
-        const frame = fromBinary(ProviderTunnelFrameSchema, message.payload);
-        counters?.frames[frame.kind]?.inc();
-        const pending = onFrame(frame);
-        if (pending !== undefined) (waits ??= []).push(pending);
-      });
+      reader.push(chunk, onMessage);
     } catch (error) {
       finish(error instanceof GrpcMessageError ? Code.ResourceExhausted : Code.Internal, error instanceof Error ? error.message : 'bad frame');
       return;
     }
-    if (waits !== undefined && !done) {
+    if (wait !== undefined && !done) {
       req.pause();
-      void Promise.all(waits).then(() => {
-        if (!done) req.resume();
-      });
+      void (waits === undefined ? wait : Promise.all(waits)).then(resume);
     }
+    wait = undefined;
+    waits = undefined;
   });
   req.on('end', () => {
     const truncated = reader.bufferedBytes > 0;

@@ -1,0 +1,91 @@
+import fc from 'fast-check';
+import { create, equals, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { ProviderTunnelFrameSchema, ProviderTunnelFrame_Kind, decodeFrame, encodeFrameMessage, grpcFrame, tunnelFrame, type FrameInit } from '@iop/proto';
+
+const uint32 = fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max: 0xffffffff }));
+const text = fc.oneof(fc.constant(''), fc.string(), fc.string({ unit: 'grapheme' }), fc.string({ unit: 'binary' }), fc.string({ unit: 'binary-ascii', maxLength: 300 }));
+const usage = fc.record({ promptTokens: uint32, completionTokens: uint32, cachedTokens: uint32, reasoningTokens: uint32 }, { requiredKeys: [] });
+const init: fc.Arbitrary<FrameInit> = fc.record(
+  {
+    runId: text,
+    kind: fc.oneof(fc.constantFrom(0, 1, 2, 3, 4, 5, 6), fc.integer({ min: -5, max: 1000 })),
+    status: uint32,
+    headers: fc.dictionary(text, text, { maxKeys: 6 }),
+    body: fc.oneof(fc.uint8Array({ maxLength: 40 }), fc.uint8Array({ minLength: 100, maxLength: 20_000 })),
+    errorCode: text,
+    errorMessage: text,
+    usage,
+  },
+  { requiredKeys: ['runId', 'kind'] },
+);
+
+const reference = (frame: FrameInit) => create(ProviderTunnelFrameSchema, frame);
+
+describe('ProviderTunnelFrame codec (against protobuf-es)', () => {
+  it('builds frames equal to create()', () => {
+    fc.assert(
+      fc.property(init, (frame) => {
+        expect(tunnelFrame(frame)).toEqual(reference(frame));
+        expect(equals(ProviderTunnelFrameSchema, tunnelFrame(frame), reference(frame))).toBe(true);
+      }),
+    );
+  });
+
+  it('encodes any frame to the bytes of grpcFrame(toBinary())', () => {
+    fc.assert(
+      fc.property(init, (frame) => {
+        const expected = grpcFrame(toBinary(ProviderTunnelFrameSchema, reference(frame)));
+        expect(encodeFrameMessage(tunnelFrame(frame)).equals(expected)).toBe(true);
+        expect(encodeFrameMessage(reference(frame)).equals(expected)).toBe(true);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('decodes any encoded frame to a message equal to fromBinary()', () => {
+    fc.assert(
+      fc.property(init, (frame) => {
+        const payload = encodeFrameMessage(tunnelFrame(frame)).subarray(5);
+        const decoded = decodeFrame(payload);
+        expect(decoded).toEqual(fromBinary(ProviderTunnelFrameSchema, payload));
+        expect(equals(ProviderTunnelFrameSchema, decoded, reference(frame))).toBe(true);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('decodes arbitrary bytes as fromBinary() does: an equal message or an error', () => {
+    const outcome = (decode: () => unknown) => {
+      try {
+        return { ok: decode() };
+      } catch {
+        return { error: true };
+      }
+    };
+    const known = fc.uint8Array({ maxLength: 60 }).map((bytes) => Buffer.from(bytes));
+    // Mutations of real encodings reach the known-field paths more often than random bytes do.
+    const mutated = fc.tuple(init, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 })).map(([frame, edits]) => {
+      const bytes = Buffer.from(encodeFrameMessage(tunnelFrame(frame)).subarray(5));
+      for (const [at, value] of edits) if (bytes.length > 0) bytes[at % bytes.length] = value;
+      return bytes;
+    });
+    fc.assert(
+      fc.property(fc.oneof(known, mutated), (bytes) => {
+        expect(outcome(() => decodeFrame(bytes))).toEqual(outcome(() => fromBinary(ProviderTunnelFrameSchema, bytes)));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('returns the body as a view of the input, without copying', () => {
+    const payload = encodeFrameMessage(tunnelFrame({ runId: 'run_1', kind: ProviderTunnelFrame_Kind.BODY, body: Buffer.from('data: {}\n\n') })).subarray(5);
+    const frame = decodeFrame(payload);
+    expect(Buffer.from(frame.body).toString()).toBe('data: {}\n\n');
+    expect(frame.body.buffer).toBe(payload.buffer);
+  });
+
+  it('writes a BODY frame as run_id, kind, body (protobuf binary encoding)', () => {
+    const bytes = encodeFrameMessage(tunnelFrame({ runId: 'r', kind: ProviderTunnelFrame_Kind.BODY, body: Buffer.from('ab') }));
+    expect([...bytes]).toEqual([0, 0, 0, 0, 9, 0x0a, 1, 0x72, 0x10, 2, 0x2a, 2, 0x61, 0x62]);
+  });
+});
