@@ -59,6 +59,12 @@ it('an admin key on SQLite, and a ledger kept across a graceful restart', async 
   expect(usage.body.data).toEqual([{ requests: 1, input_tokens: answer.usage!.prompt_tokens, output_tokens: answer.usage!.completion_tokens, cached_tokens: 0, reasoning_tokens: 0, errors: 0 }]);
   const byKey = await admin(edge.url, 'GET', '/admin/usage?group_by=key');
   expect((byKey.body.data as Array<{ key: string; requests: number; errors: number }>).find((row) => row.key === 'ci')).toMatchObject({ requests: 5, errors: 2 });
+  // Names of Object.prototype are no grouping either: a 400 naming them, never a query.
+  for (const group of ['__proto__', 'toString', 'constructor']) {
+    const refused = await admin(edge.url, 'GET', `/admin/usage?group_by=${group}`);
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toContain(`unknown group_by \\"${group}\\"`);
+  }
   const listed = await admin(edge.url, 'GET', '/admin/keys');
   expect((listed.body.data as Array<{ id: string; source: string }>).map((entry) => [entry.id, entry.source])).toEqual([['ci', 'config'], [created.body.id, 'admin']]);
   // The key still works after the restart (stored hashed in state.sqlite).

@@ -26,7 +26,8 @@ function groupsParam(req: Request): UsageGroup[] {
   if (value === undefined || value === '') return [];
   if (typeof value !== 'string') throw new IopError('invalid_request', '`group_by` must be one comma-separated value', { param: 'group_by' });
   const groups = value.split(',').map((part) => part.trim());
-  const unknown = groups.filter((group) => !(group in GROUPS));
+  // Own keys only: `in` would also accept Object.prototype's names (`__proto__`, `toString`).
+  const unknown = groups.filter((group) => !Object.hasOwn(GROUPS, group));
   if (unknown.length > 0) throw new IopError('invalid_request', `unknown group_by ${unknown.map((group) => JSON.stringify(group)).join(', ')}; use ${Object.keys(GROUPS).join(', ')}`, { param: 'group_by' });
   return [...new Set(groups)] as UsageGroup[];
 }

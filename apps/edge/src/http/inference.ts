@@ -201,6 +201,12 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       abort.clear();
     } catch (caught) {
       abort.clear();
+      if (caught instanceof ClientGone || (!(caught instanceof IopError) && abort.error instanceof ClientGone)) {
+        // The client left before an answer (e.g. while queued): nothing to send, no edge error. 499: nginx's convention.
+        edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: 499, durationSeconds: (performance.now() - startedAt) / 1000, ttftSeconds: undefined, usage: undefined, errorType: 'client_gone', response: responseLabels() });
+        log.info({ model, durationMs: Math.round((performance.now() - startedAt) * 10) / 10 }, 'client disconnected before the answer');
+        return;
+      }
       const error = overloadFor(caught, route.dialect.name);
       if (error instanceof IopError) edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: error.status, durationSeconds: (performance.now() - startedAt) / 1000, ttftSeconds: undefined, usage: undefined, errorType: error.code, response: responseLabels() });
       next(error);
