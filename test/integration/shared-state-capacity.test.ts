@@ -11,8 +11,8 @@
  */
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-import { JOIN_TOKEN, eventually, startAgent, startEdge, startSim, stopAll, API_KEY, type EdgeHandle, type SimHandle } from './harness';
-import { ADMIN_KEY, PG_URL, REDIS_URL, admin, describeWithSharedState, dropIsolation, isolation } from './shared-state-helpers';
+import { eventually, startAgent, startEdge, startSim, stopAll, API_KEY, type EdgeHandle, type SimHandle } from './harness';
+import { admin, describeWithSharedState, dropIsolation, startSharedEdges, isolation } from './shared-state-helpers';
 
 describe('capacity across two edges without a shared store', () => {
   let sim: SimHandle;
@@ -96,17 +96,7 @@ describeWithSharedState('capacity across two edges sharing PostgreSQL and Redis'
   beforeAll(async () => {
     // ~0.6 s to the first token, 30 tokens at 30 ms: each stream holds its slot about 1.5 s.
     sim = await startSim(['--models', 'sim-model', '--output-tokens', '30', '--ttft-ms', '600', '--itl-ms', '30']);
-    const env = {
-      IOP_STORAGE_POSTGRES_URL: PG_URL,
-      IOP_STORAGE_POSTGRES_SCHEMA: isolated.schema,
-      IOP_STORAGE_REDIS_URL: REDIS_URL,
-      IOP_STORAGE_REDIS_PREFIX: isolated.prefix,
-      IOP_ADMIN_KEYS: ADMIN_KEY,
-    };
-    // --api-keys '' : every client key comes from the shared key store.
-    edges = await Promise.all([startEdge({ env, args: ['--api-keys', ''] }), startEdge({ env, args: ['--api-keys', ''] })]);
-    await startAgent({ tunnelPort: edges[0]!.tunnelPort, id: 'agent-4', backendUrl: sim.url, args: ['--edge', edges.map((edge) => `http://127.0.0.1:${edge.tunnelPort}`).join(','), '--max-concurrency', '4', '--join-token', JOIN_TOKEN] });
-    for (const edge of edges) await edge.proc.waitFor((line) => line.msg === 'agent registered', 30_000);
+    edges = await startSharedEdges(isolated, { id: 'agent-4', simUrl: sim.url, args: ['--max-concurrency', '4'] });
   }, 60_000);
 
   afterAll(async () => {

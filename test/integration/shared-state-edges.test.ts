@@ -6,8 +6,8 @@
  */
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-import { JOIN_TOKEN, eventually, startAgent, startEdge, startSim, stopAll, type EdgeHandle } from './harness';
-import { ADMIN_KEY, PG_URL, REDIS_URL, admin, describeWithSharedState, dropIsolation, freshMinute, isolation } from './shared-state-helpers';
+import { eventually, startSim, stopAll, type EdgeHandle } from './harness';
+import { admin, describeWithSharedState, dropIsolation, startSharedEdges, freshMinute, isolation } from './shared-state-helpers';
 
 const isolated = isolation('edges');
 let edges: EdgeHandle[] = [];
@@ -23,18 +23,7 @@ const openai = (edge: EdgeHandle, key: string) => new OpenAI({ apiKey: key, base
 describeWithSharedState('two edges sharing PostgreSQL and Redis', () => {
   beforeAll(async () => {
     const sim = await startSim(['--models', 'sim-model', '--output-tokens', '10']);
-    const env = {
-      IOP_STORAGE_POSTGRES_URL: PG_URL,
-      IOP_STORAGE_POSTGRES_SCHEMA: isolated.schema,
-      IOP_STORAGE_REDIS_URL: REDIS_URL,
-      IOP_STORAGE_REDIS_PREFIX: isolated.prefix,
-      IOP_ADMIN_KEYS: ADMIN_KEY,
-    };
-    // --api-keys '' : every client key comes from the shared key store.
-    edges = await Promise.all([startEdge({ env, args: ['--api-keys', ''] }), startEdge({ env, args: ['--api-keys', ''] })]);
-    await startAgent({ tunnelPort: edges[0]!.tunnelPort, id: 'agent-shared', backendUrl: sim.url, args: ['--edge', edges.map((edge) => `http://127.0.0.1:${edge.tunnelPort}`).join(','), '--join-token', JOIN_TOKEN] });
-    // The agent registers with both edges.
-    for (const edge of edges) await edge.proc.waitFor((line) => line.msg === 'agent registered', 30_000);
+    edges = await startSharedEdges(isolated, { id: 'agent-shared', simUrl: sim.url });
   }, 60_000);
 
   afterAll(async () => {

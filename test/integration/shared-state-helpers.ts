@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { Redis } from 'ioredis';
+import { JOIN_TOKEN, startAgent, startEdge, type EdgeHandle } from './harness';
 
 export const PG_URL = process.env.IOP_TEST_PG_URL ?? '';
 export const REDIS_URL = process.env.IOP_TEST_REDIS_URL ?? '';
@@ -62,4 +63,23 @@ export async function admin(edgeUrl: string, method: string, path: string, body?
 export async function freshMinute(needMs = 20_000): Promise<void> {
   const left = 60_000 - (Date.now() % 60_000);
   if (left < needMs) await new Promise((resolve) => setTimeout(resolve, left + 50));
+}
+
+/**
+ * Two edges sharing this test's PostgreSQL schema and Redis prefix (every client key from the
+ * shared key store: `--api-keys ''`) and one agent in front of `simUrl` joined to both; resolves
+ * once the agent is registered with each edge.
+ */
+export async function startSharedEdges(isolated: { schema: string; prefix: string }, agent: { id: string; simUrl: string; args?: string[] }): Promise<EdgeHandle[]> {
+  const env = {
+    IOP_STORAGE_POSTGRES_URL: PG_URL,
+    IOP_STORAGE_POSTGRES_SCHEMA: isolated.schema,
+    IOP_STORAGE_REDIS_URL: REDIS_URL,
+    IOP_STORAGE_REDIS_PREFIX: isolated.prefix,
+    IOP_ADMIN_KEYS: ADMIN_KEY,
+  };
+  const edges = await Promise.all([startEdge({ env, args: ['--api-keys', ''] }), startEdge({ env, args: ['--api-keys', ''] })]);
+  await startAgent({ tunnelPort: edges[0]!.tunnelPort, id: agent.id, backendUrl: agent.simUrl, args: ['--edge', edges.map((edge) => `http://127.0.0.1:${edge.tunnelPort}`).join(','), ...(agent.args ?? []), '--join-token', JOIN_TOKEN] });
+  for (const edge of edges) await edge.proc.waitFor((line) => line.msg === 'agent registered', 30_000);
+  return edges;
 }

@@ -8,3 +8,4 @@ export * from './async-queue.js';
 export * from './log-destination.js';
 export * from './tracing.js';
 export * from './logger.js';
+export * from './random.js';

@@ -5,6 +5,7 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
+import { seededRandom } from '@iop/core';
 import type { Range } from '../workload.js';
 
 export type SoakDialect = 'chat' | 'responses' | 'messages';
@@ -37,17 +38,6 @@ export interface ClientOptions {
   seed: number;
 }
 
-/** mulberry32: a small seeded PRNG, so a soak's request mix is the same on every run. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const WORDS = 'the a ship sailed over quiet water while gulls circled near harbour lights and old sailors told stories'.split(' ');
 /** A few long shared prefixes (system-prompt-like), so the sims' prefix caches see hits. */
@@ -91,7 +81,7 @@ export class SoakClients {
     // No SDK retries: every failure is counted once, as the edge answered it.
     this.openai = new OpenAI({ baseURL: `${options.origin}/v1`, apiKey: options.apiKey, maxRetries: 0, timeout: 600_000, logLevel: 'off' });
     this.anthropic = new Anthropic({ baseURL: options.origin, apiKey: options.apiKey, maxRetries: 0, timeout: 600_000, logLevel: 'off' });
-    this.random = seeded(options.seed);
+    this.random = seededRandom(options.seed);
   }
 
   /** Runs `workers` closed-loop workers until `stop()`; resolves when all have finished their last request. */

@@ -12,16 +12,9 @@ import { ProviderPool, type PoolPick } from '../../../src/pool/provider-pool.js'
 import { AgentSession } from '../../../src/tunnel/agent-session.js';
 import { RunRegistry } from '../../../src/tunnel/run-registry.js';
 
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '@iop/core';
+
+export { seededRandom };
 
 export interface TestProvider extends Provider {
   closed: boolean;
