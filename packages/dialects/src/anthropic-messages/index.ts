@@ -1,4 +1,4 @@
-export { anthropicMessages } from './anthropic-dialect.js';
+export { anthropicMessages } from './dialect.js';
 export { decodeMessagesRequest as decodeAnthropicRequest, MIN_THINKING_BUDGET_TOKENS } from './request-decode.js';
 export { AnthropicStreamEncoder, UNSIGNED_THINKING_SIGNATURE } from './stream-encode.js';
 export { anthropicErrorType, anthropicErrorStatus } from './errors.js';

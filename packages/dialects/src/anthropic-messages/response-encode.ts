@@ -15,7 +15,7 @@
  */
 import type { EncodeContext, FinishEvent, StreamEvent, Usage } from '@iop/core';
 import { IopError, iopErrorOf, newId } from '@iop/core';
-import { toAnthropicStop } from './stop-reason.js';
+import { toAnthropicStop } from './finish-reason.js';
 import { UNSIGNED_THINKING_SIGNATURE } from './stream-encode.js';
 import { toAnthropicUsage } from './usage.js';
 import type { AnthropicMessage, ContentBlock, TextBlock, ThinkingBlock, ToolUseBlock } from './wire-types.js';

@@ -32,7 +32,7 @@ import type {
 import { newId, sseJson } from '@iop/core';
 import { ContentBlockTracker } from './content-block-tracker.js';
 import { errorEventFrame } from './errors.js';
-import { toAnthropicStop } from './stop-reason.js';
+import { toAnthropicStop } from './finish-reason.js';
 import { ToolCallBuffer } from './tool-call-buffer.js';
 import { startUsage, toMessageDeltaUsage } from './usage.js';
 import type { AnthropicMessage, ContentBlockDelta, ContentBlockStart } from './wire-types.js';

@@ -24,7 +24,7 @@ import {
   typeName,
   type JsonObject,
 } from './fields.js';
-import { decodeMessages } from './request-messages.js';
+import { decodeMessages } from './messages-decode.js';
 import { assertJsonDepth } from '../shared/json-depth.js';
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;

@@ -7,7 +7,7 @@
  * then `[its instructions] + previous.conversation + its input` (`withHistory`).
  */
 import type { AssistantMessage, AssistantPart, InferenceRequest, Message } from '@iop/core';
-import { noToolCallFor } from './input-decode.js';
+import { noToolCallFor } from './messages-decode.js';
 import { backendToolName } from './tools-decode.js';
 import { responsesStateOf } from './request-state.js';
 import type { OutputItem, ResponseObject, StoredInputItem } from './wire-types.js';

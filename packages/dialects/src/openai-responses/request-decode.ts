@@ -25,7 +25,7 @@ import {
   optionalString,
   typeName,
 } from '../openai-chat/fields.js';
-import { decodeInput, noToolCallFor } from './input-decode.js';
+import { decodeInput, noToolCallFor } from './messages-decode.js';
 import { defaultRequestState, type ResponsesRequestState } from './request-state.js';
 import { decodeToolChoice, decodeTools } from './tools-decode.js';
 import { assertJsonDepth } from '../shared/json-depth.js';

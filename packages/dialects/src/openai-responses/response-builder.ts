@@ -17,7 +17,7 @@ import { newId, type EncodeContext, type ErrorEvent, type StreamEvent, type Usag
 import { responseErrorCode } from './errors.js';
 import { OutputTracker, type EmitWire } from './items.js';
 import { responsesStateOf } from './request-state.js';
-import { statusOfFinish } from './status.js';
+import { statusOfFinish } from './finish-reason.js';
 import { toResponsesUsage } from './usage.js';
 import type { OutputItem, ResponseObject } from './wire-types.js';
 

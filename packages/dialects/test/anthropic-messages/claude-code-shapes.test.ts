@@ -3,7 +3,7 @@ import { IopError } from '@iop/core';
 import { decodeMessagesRequest } from '../../src/anthropic-messages/request-decode';
 import { encodeResponse } from '../../src/anthropic-messages/response-encode';
 import { placeBillingHeader, toBackendChatRequest } from '../../src/openai-chat/backend-request';
-import { decodeSlices } from '../openai-chat/fixtures';
+import { decodeSlices } from '../openai-chat/helpers';
 import { context, encodeAll, parseSse } from './helpers';
 
 /** A Claude Code 2.1.x turn shape (CLIENTS.md): billing line first, a system message between user turns. */

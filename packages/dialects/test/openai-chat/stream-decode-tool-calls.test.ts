@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import type { StreamEvent } from '@iop/core';
-import { decodeSlices, frameFixture, splitAt } from './fixtures.js';
+import { decodeSlices, frameFixture, splitAt } from './helpers.js';
 
 /** The calls the events describe: hub index → id, name and the joined arguments. */
 function calls(events: readonly StreamEvent[]): Array<{ index: number; id: string | undefined; name: string | undefined; arguments: string }> {

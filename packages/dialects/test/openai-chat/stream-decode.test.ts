@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import type { StreamEvent } from '@iop/core';
 import { createChatStreamDecoder } from '../../src/openai-chat/stream-decode.js';
-import { FIXTURE_NAMES, decodeSlices, frameFixture, splitAt } from './fixtures.js';
+import { FIXTURE_NAMES, decodeSlices, frameFixture, splitAt } from './helpers.js';
 
 const decode = (name: (typeof FIXTURE_NAMES)[number], eol: '\n' | '\r\n' | '\r' = '\n') => decodeSlices([frameFixture(name, eol)]);
 

@@ -1,6 +1,6 @@
 import type { EncodeContext, InferenceRequest, StreamEvent } from '@iop/core';
 import { createChatStreamEncoder } from '../../src/openai-chat/stream-encode.js';
-import { decodeSlices, frameFixture } from './fixtures.js';
+import { decodeSlices, frameFixture } from './helpers.js';
 import { sdkAccumulate, sdkChunks } from './sdk.js';
 
 const request = (includeUsage: boolean): InferenceRequest => ({

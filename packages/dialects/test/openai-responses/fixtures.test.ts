@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import type { StreamEvent } from '@iop/core';
 import { createChatStreamDecoder } from '../../src/openai-chat/stream-decode.js';
 import { createResponsesStreamEncoder } from '../../src/openai-responses/index.js';
-import { splitAt } from '../openai-chat/fixtures.js';
+import { splitAt } from '../openai-chat/helpers.js';
 import { checkGrammar, contextFor, parseFrames, viaSdk } from './helpers.js';
 
 const SRC = join(__dirname, '../../src');
