@@ -14,16 +14,9 @@ import type { AssistantPart, ContentPart, ImagePart, TextPart, ToolMessage } fro
 import { IopError, invalidRequest } from '@iop/core';
 import { isBase64 } from '../shared/data-uri.js';
 import { assertJsonDepth } from '../shared/json-depth.js';
-import {
-  isAbsent,
-  path,
-  readArray,
-  readBoolean,
-  readEnum,
-  readObject,
-  readString,
-  type JsonObject,
-} from './field-readers.js';
+import { anthropicFields, isAbsent, path, type JsonObject } from '../shared/fields.js';
+
+const { readArray, readBoolean, readEnum, readObject, readString } = anthropicFields;
 
 const IMAGE_MEDIA_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'] as const;
 

@@ -17,8 +17,10 @@
 import type { AssistantMessage, ContentPart, Message, ToolMessage } from '@iop/core';
 import { invalidRequest } from '@iop/core';
 import { decodeAssistantBlock, decodeSystemContent, decodeToolResultBlock, decodeUserBlock } from './content-decode.js';
-import { path, readArray, readEnum, readObject, readString } from './field-readers.js';
+import { anthropicFields, path } from '../shared/fields.js';
 import { ToolCallIds } from '../shared/tool-history.js';
+
+const { readArray, readEnum, readObject, readString } = anthropicFields;
 
 const ROLES = ['user', 'assistant', 'system'] as const;
 

@@ -19,22 +19,13 @@
  */
 import type { InferenceRequest, ReasoningConfig, ResponseFormat, ToolDefinition } from '@iop/core';
 import { IopError, invalidRequest } from '@iop/core';
-import {
-  isAbsent,
-  path,
-  readArray,
-  readBoolean,
-  readEnum,
-  readInteger,
-  readNumber,
-  readObject,
-  readString,
-  type JsonObject,
-} from './field-readers.js';
+import { anthropicFields, isAbsent, path, type JsonObject } from '../shared/fields.js';
 import { decodeSystemContent, referencedTools } from './content-decode.js';
 import { decodeMessages } from './messages-decode.js';
 import { decodeToolChoice, decodeTools } from './tools-decode.js';
 import { assertJsonDepth } from '../shared/json-depth.js';
+
+const { readArray, readBoolean, readEnum, readInteger, readNumber, readObject, readString } = anthropicFields;
 
 /** Fields this decoder reads. */
 const KNOWN_FIELDS = new Set([
@@ -75,7 +66,7 @@ function decodeReasoning(body: JsonObject): ReasoningConfig {
     const type = readEnum(thinking.type, 'thinking.type', ['enabled', 'adaptive', 'disabled'] as const);
     if (type === 'enabled') {
       reasoning.enabled = true;
-      reasoning.budgetTokens = readInteger(thinking.budget_tokens, 'thinking.budget_tokens', MIN_THINKING_BUDGET_TOKENS);
+      reasoning.budgetTokens = readInteger(thinking.budget_tokens, 'thinking.budget_tokens', { min: MIN_THINKING_BUDGET_TOKENS });
     } else if (type === 'adaptive') {
       reasoning.enabled = true;
     }
@@ -134,7 +125,7 @@ export function decodeMessagesRequest(body: unknown, options: DecodeOptions = {}
     if (root.max_tokens === 0) {
       throw invalidRequest('max_tokens: 0 (prompt cache pre-warming) is not supported by this backend; use 1 or more', 'max_tokens');
     }
-    request.maxOutputTokens = readInteger(root.max_tokens, 'max_tokens', 1);
+    request.maxOutputTokens = readInteger(root.max_tokens, 'max_tokens', { min: 1 });
     const budget = request.reasoning?.budgetTokens;
     if (budget !== undefined && budget >= request.maxOutputTokens) {
       // C.2: `budget_tokens` must be ≥ 1024 and < `max_tokens`.
@@ -161,7 +152,7 @@ export function decodeMessagesRequest(body: unknown, options: DecodeOptions = {}
   }
   if (!isAbsent(root.temperature)) request.temperature = readNumber(root.temperature, 'temperature', { min: 0, max: 1 });
   if (!isAbsent(root.top_p)) request.topP = readNumber(root.top_p, 'top_p', { min: 0, max: 1 });
-  if (!isAbsent(root.top_k)) request.topK = readInteger(root.top_k, 'top_k', 0);
+  if (!isAbsent(root.top_k)) request.topK = readInteger(root.top_k, 'top_k', { min: 0 });
   const responseFormat = decodeResponseFormat(root);
   if (responseFormat !== undefined) request.responseFormat = responseFormat;
   if (!isAbsent(root.metadata)) {

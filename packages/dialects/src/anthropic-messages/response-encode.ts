@@ -19,6 +19,7 @@ import { toAnthropicStop } from './finish-reason.js';
 import { UNSIGNED_THINKING_SIGNATURE } from './stream-encode.js';
 import { toAnthropicUsage } from './usage.js';
 import type { AnthropicMessage, ContentBlock, TextBlock, ThinkingBlock, ToolUseBlock } from './wire-types.js';
+import { isObject } from '../shared/fields.js';
 
 interface ToolCallState {
   block: ToolUseBlock;
@@ -34,10 +35,10 @@ export function parseToolInput(name: string, argumentsJson: string): Record<stri
   } catch (cause) {
     throw new IopError('upstream_error', `the model produced invalid JSON arguments for tool '${name}'`, { cause });
   }
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+  if (!isObject(input)) {
     throw new IopError('upstream_error', `the model produced arguments for tool '${name}' that are not a JSON object`);
   }
-  return input as Record<string, unknown>;
+  return input;
 }
 
 /**

@@ -12,8 +12,10 @@
  */
 import type { ToolChoice, ToolDefinition } from '@iop/core';
 import { IopError, invalidRequest } from '@iop/core';
-import { isAbsent, path, readArray, readBoolean, readEnum, readObject, readString } from './field-readers.js';
+import { anthropicFields, isAbsent, path } from '../shared/fields.js';
 import { assertJsonDepth } from '../shared/json-depth.js';
+
+const { readArray, readBoolean, readEnum, readObject, readString } = anthropicFields;
 
 /** Decodes `tools`. @throws IopError 400 naming the field (e.g. `tools.2.input_schema.type`). */
 export function decodeTools(value: unknown, param = 'tools'): ToolDefinition[] {

@@ -24,6 +24,7 @@
 import type { ContentPart, InferenceRequest, Message, ResponseFormat, ToolChoice } from '@iop/core';
 import { createToolIdMap, type ToolIdFormat, type ToolIdMap } from './tool-ids.js';
 import type { ChatContentPart, ChatFunctionTool, ChatRequestMessage, ChatToolCall } from './wire-types.js';
+import { isObject } from '../shared/fields.js';
 
 export interface BackendRequestOptions {
   /** The backend's model id. */
@@ -230,8 +231,4 @@ export function toBackendChatRequest(request: InferenceRequest, options: Backend
     }
   }
   return { body, toolIds, warnings };
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -5,7 +5,9 @@
 import { IopError, invalidRequest, type AssistantPart, type ContentPart, type Message, type TextPart } from '@iop/core';
 import { dataUriProblem, isBase64, parseDataUri } from '../shared/data-uri.js';
 import { checkToolArguments, ToolCallIds } from '../shared/tool-history.js';
-import { expectArray, expectObject, expectString, isObject, optionalString, typeName } from './fields.js';
+import { openaiFields, isObject, typeName } from '../shared/fields.js';
+
+const { optionalString, readArray, readObject, readString } = openaiFields;
 
 const DETAILS = new Set(['auto', 'low', 'high']);
 
@@ -16,22 +18,22 @@ function unsupported(message: string, param: string): IopError {
 /** `string | TextPart[]` (system, developer, tool): text parts only. */
 function decodeTextContent(value: unknown, param: string): TextPart[] {
   if (typeof value === 'string') return [{ type: 'text', text: value }];
-  const parts = expectArray(value, param);
+  const parts = readArray(value, param);
   return parts.map((raw, i) => {
-    const part = expectObject(raw, `${param}[${i}]`);
+    const part = readObject(raw, `${param}[${i}]`);
     if (part.type !== 'text') throw invalidRequest(`${param}[${i}].type must be "text" here, got ${JSON.stringify(part.type)}`, `${param}[${i}].type`);
-    return { type: 'text', text: expectString(part.text, `${param}[${i}].text`) };
+    return { type: 'text', text: readString(part.text, `${param}[${i}].text`) };
   });
 }
 
 function decodeUserPart(raw: unknown, param: string): ContentPart {
-  const part = expectObject(raw, param);
+  const part = readObject(raw, param);
   switch (part.type) {
     case 'text':
-      return { type: 'text', text: expectString(part.text, `${param}.text`) };
+      return { type: 'text', text: readString(part.text, `${param}.text`) };
     case 'image_url': {
-      const image = expectObject(part.image_url, `${param}.image_url`);
-      const url = expectString(image.url, `${param}.image_url.url`);
+      const image = readObject(part.image_url, `${param}.image_url`);
+      const url = readString(image.url, `${param}.image_url.url`);
       if (!/^(https?:|data:)/i.test(url)) throw invalidRequest(`${param}.image_url.url must be an http(s) URL or a data: URI`, `${param}.image_url.url`);
       const problem = /^data:/i.test(url) ? dataUriProblem(url) : undefined;
       if (problem !== undefined) throw invalidRequest(`${param}.image_url.url ${problem}`, `${param}.image_url.url`);
@@ -41,9 +43,9 @@ function decodeUserPart(raw: unknown, param: string): ContentPart {
       return { type: 'image', url, detail: detail as 'auto' | 'low' | 'high' };
     }
     case 'file': {
-      const file = expectObject(part.file, `${param}.file`);
+      const file = readObject(part.file, `${param}.file`);
       if (file.file_id !== undefined) throw unsupported('file_id references are not supported; send file_data', `${param}.file.file_id`);
-      const fileData = expectString(file.file_data, `${param}.file.file_data`);
+      const fileData = readString(file.file_data, `${param}.file.file_data`);
       const filename = optionalString(file.filename, `${param}.file.filename`);
       const parsed = parseDataUri(fileData);
       if (!isBase64(parsed?.data ?? fileData)) {
@@ -70,9 +72,9 @@ function decodeAssistant(message: Record<string, unknown>, param: string): Assis
     if (content.length > 0) parts.push({ type: 'text', text: content });
   } else if (Array.isArray(content)) {
     content.forEach((raw, i) => {
-      const part = expectObject(raw, `${param}.content[${i}]`);
-      if (part.type === 'text') parts.push({ type: 'text', text: expectString(part.text, `${param}.content[${i}].text`) });
-      else if (part.type === 'refusal') parts.push({ type: 'text', text: expectString(part.refusal, `${param}.content[${i}].refusal`) });
+      const part = readObject(raw, `${param}.content[${i}]`);
+      if (part.type === 'text') parts.push({ type: 'text', text: readString(part.text, `${param}.content[${i}].text`) });
+      else if (part.type === 'refusal') parts.push({ type: 'text', text: readString(part.refusal, `${param}.content[${i}].refusal`) });
       else throw invalidRequest(`${param}.content[${i}].type must be text or refusal`, `${param}.content[${i}].type`);
     });
   } else if (content !== undefined && content !== null) {
@@ -84,14 +86,14 @@ function decodeAssistant(message: Record<string, unknown>, param: string): Assis
     throw unsupported('function_call is deprecated and not supported; use tool_calls', `${param}.function_call`);
   }
   if (message.tool_calls !== undefined && message.tool_calls !== null) {
-    expectArray(message.tool_calls, `${param}.tool_calls`).forEach((raw, i) => {
+    readArray(message.tool_calls, `${param}.tool_calls`).forEach((raw, i) => {
       const at = `${param}.tool_calls[${i}]`;
-      const call = expectObject(raw, at);
+      const call = readObject(raw, at);
       if (call.type !== undefined && call.type !== 'function') throw unsupported(`${at}.type must be "function"`, `${at}.type`);
-      const fn = expectObject(call.function, `${at}.function`);
-      const args = expectString(fn.arguments, `${at}.function.arguments`);
+      const fn = readObject(call.function, `${at}.function`);
+      const args = readString(fn.arguments, `${at}.function.arguments`);
       checkToolArguments(args, `${at}.function.arguments`);
-      parts.push({ type: 'tool-call', id: expectString(call.id, `${at}.id`), name: expectString(fn.name, `${at}.function.name`), arguments: args });
+      parts.push({ type: 'tool-call', id: readString(call.id, `${at}.id`), name: readString(fn.name, `${at}.function.name`), arguments: args });
     });
   }
   return parts;
@@ -102,7 +104,7 @@ function decodeAssistant(message: Record<string, unknown>, param: string): Assis
  * call (D.5), and replayed tool-call arguments must be JSON objects (D.4).
  */
 export function decodeMessages(value: unknown): Message[] {
-  const list = expectArray(value, 'messages');
+  const list = readArray(value, 'messages');
   if (list.length === 0) throw invalidRequest('messages must contain at least one message', 'messages');
   const callIds = new ToolCallIds();
   return list.map((raw, i): Message => {
@@ -125,7 +127,7 @@ export function decodeMessages(value: unknown): Message[] {
         return { role: 'assistant', content };
       }
       case 'tool': {
-        const toolCallId = expectString(raw.tool_call_id, `${param}.tool_call_id`);
+        const toolCallId = readString(raw.tool_call_id, `${param}.tool_call_id`);
         callIds.expect(toolCallId, `${param}.tool_call_id`, 'assistant tool call');
         return { role: 'tool', toolCallId, content: decodeTextContent(raw.content, `${param}.content`) };
       }

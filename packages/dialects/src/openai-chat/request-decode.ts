@@ -12,20 +12,11 @@
  * service_tier, prediction, verbosity. Unknown keys are ignored.
  */
 import { IopError, invalidRequest, type InferenceRequest, type ReasoningConfig, type ResponseFormat, type ToolChoice, type ToolDefinition } from '@iop/core';
-import {
-  expectArray,
-  expectObject,
-  expectString,
-  isObject,
-  optionalBoolean,
-  optionalInteger,
-  optionalNumber,
-  optionalString,
-  typeName,
-  type JsonObject,
-} from './fields.js';
+import { openaiFields, isObject, typeName, type JsonObject } from '../shared/fields.js';
 import { decodeMessages } from './messages-decode.js';
 import { assertJsonDepth } from '../shared/json-depth.js';
+
+const { optionalBoolean, optionalInteger, optionalNumber, optionalString, readArray, readObject, readString } = openaiFields;
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const EFFORTS = new Set(['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max']);
@@ -49,14 +40,14 @@ export interface ChatRequestPeek {
  */
 export function peekChatRequest(body: unknown): ChatRequestPeek {
   if (!isObject(body)) throw invalidRequest(`request body must be a JSON object, got ${typeName(body)}`);
-  const model = expectString(body.model, 'model');
+  const model = readString(body.model, 'model');
   if (model.length === 0) throw invalidRequest('model must not be empty', 'model');
-  const messages = expectArray(body.messages, 'messages');
+  const messages = readArray(body.messages, 'messages');
   if (messages.length === 0) throw invalidRequest('messages must contain at least one message', 'messages');
   const stream = optionalBoolean(body.stream, 'stream') ?? false;
   let includeUsage = false;
   if (body.stream_options !== undefined && body.stream_options !== null) {
-    const options = expectObject(body.stream_options, 'stream_options');
+    const options = readObject(body.stream_options, 'stream_options');
     includeUsage = optionalBoolean(options.include_usage, 'stream_options.include_usage') ?? false;
   }
   return { model, stream, includeUsage: stream && includeUsage };
@@ -64,21 +55,21 @@ export function peekChatRequest(body: unknown): ChatRequestPeek {
 
 /** A JSON Schema object at most `MAX_JSON_DEPTH` levels deep. @throws IopError 400 naming `param`. */
 function schemaObject(value: unknown, param: string): JsonObject {
-  const schema = expectObject(value, param);
+  const schema = readObject(value, param);
   assertJsonDepth(schema, param);
   return schema;
 }
 
 function decodeTools(value: unknown): ToolDefinition[] {
-  return expectArray(value, 'tools').map((raw, i): ToolDefinition => {
+  return readArray(value, 'tools').map((raw, i): ToolDefinition => {
     const param = `tools[${i}]`;
-    const tool = expectObject(raw, param);
+    const tool = readObject(raw, param);
     if (tool.type !== 'function') {
       if (tool.type === 'custom') throw unsupported('custom tools are not supported; use function tools', `${param}.type`);
       throw invalidRequest(`${param}.type must be "function", got ${JSON.stringify(tool.type)}`, `${param}.type`);
     }
-    const fn = expectObject(tool.function, `${param}.function`);
-    const name = expectString(fn.name, `${param}.function.name`);
+    const fn = readObject(tool.function, `${param}.function`);
+    const name = readString(fn.name, `${param}.function.name`);
     if (!TOOL_NAME.test(name)) throw invalidRequest(`${param}.function.name must match ^[a-zA-Z0-9_-]{1,64}$`, `${param}.function.name`);
     const definition: ToolDefinition = { name, parameters: { type: 'object', properties: {} } };
     if (fn.parameters !== undefined && fn.parameters !== null) definition.parameters = schemaObject(fn.parameters, `${param}.function.parameters`);
@@ -91,8 +82,8 @@ function decodeTools(value: unknown): ToolDefinition[] {
 }
 
 function namedFunction(value: unknown, param: string): string {
-  const choice = expectObject(value, param);
-  return expectString(expectObject(choice.function, `${param}.function`).name, `${param}.function.name`);
+  const choice = readObject(value, param);
+  return readString(readObject(choice.function, `${param}.function`).name, `${param}.function.name`);
 }
 
 /** tool_choice; `allowed_tools` narrows `tools` in place of a tool choice the backend lacks (D.3). */
@@ -109,11 +100,11 @@ function decodeToolChoice(value: unknown, tools: ToolDefinition[] | undefined): 
     return { choice: { type: 'tool', name }, tools };
   }
   if (choice.type === 'allowed_tools') {
-    const allowed = expectObject(choice.allowed_tools, 'tool_choice.allowed_tools');
+    const allowed = readObject(choice.allowed_tools, 'tool_choice.allowed_tools');
     const mode = allowed.mode;
     if (mode !== 'auto' && mode !== 'required') throw invalidRequest('tool_choice.allowed_tools.mode must be auto or required', 'tool_choice.allowed_tools.mode');
     const names = new Set(
-      expectArray(allowed.tools, 'tool_choice.allowed_tools.tools').map((entry, i) => {
+      readArray(allowed.tools, 'tool_choice.allowed_tools.tools').map((entry, i) => {
         const param = `tool_choice.allowed_tools.tools[${i}]`;
         const name = namedFunction(entry, param);
         known(name, `${param}.function.name`);
@@ -127,13 +118,13 @@ function decodeToolChoice(value: unknown, tools: ToolDefinition[] | undefined): 
 }
 
 function decodeResponseFormat(value: unknown): ResponseFormat {
-  const format = expectObject(value, 'response_format');
+  const format = readObject(value, 'response_format');
   if (format.type === 'text' || format.type === 'json_object') return { type: format.type };
   if (format.type !== 'json_schema') throw invalidRequest('response_format.type must be text, json_object or json_schema', 'response_format.type');
-  const spec = expectObject(format.json_schema, 'response_format.json_schema');
+  const spec = readObject(format.json_schema, 'response_format.json_schema');
   const result: ResponseFormat = {
     type: 'json_schema',
-    name: expectString(spec.name, 'response_format.json_schema.name'),
+    name: readString(spec.name, 'response_format.json_schema.name'),
     schema: spec.schema === undefined || spec.schema === null ? {} : schemaObject(spec.schema, 'response_format.json_schema.schema'),
   };
   const strict = optionalBoolean(spec.strict, 'response_format.json_schema.strict');
@@ -147,13 +138,13 @@ function decodeStop(value: unknown): string[] | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'string') return [value];
   if (!Array.isArray(value)) throw invalidRequest(`stop must be a string or an array of strings, got ${typeName(value)}`, 'stop');
-  return value.map((entry, i) => expectString(entry, `stop[${i}]`));
+  return value.map((entry, i) => readString(entry, `stop[${i}]`));
 }
 
 function decodeUnsupported(body: JsonObject, relayed: boolean): void {
-  const n = optionalInteger(body.n, 'n', 1);
+  const n = optionalInteger(body.n, 'n', { min: 1 });
   const logprobs = optionalBoolean(body.logprobs, 'logprobs');
-  optionalInteger(body.top_logprobs, 'top_logprobs', 0, 20);
+  optionalInteger(body.top_logprobs, 'top_logprobs', { min: 0, max: 20 });
   // A relayed request reaches a backend that answers n > 1 and logprobs itself (vLLM, SGLang, llama.cpp server).
   if (!relayed && n !== undefined && n > 1) throw unsupported('n > 1 is not supported: iop returns one choice', 'n');
   if (!relayed && logprobs === true) throw unsupported('logprobs are not supported', 'logprobs');
@@ -211,15 +202,15 @@ function decode(body: unknown, relayed: boolean): InferenceRequest {
   const parallel = optionalBoolean(object.parallel_tool_calls, 'parallel_tool_calls');
   if (parallel !== undefined) request.parallelToolCalls = parallel;
 
-  const maxTokens = optionalInteger(object.max_completion_tokens, 'max_completion_tokens', 1) ?? optionalInteger(object.max_tokens, 'max_tokens', 1);
+  const maxTokens = optionalInteger(object.max_completion_tokens, 'max_completion_tokens', { min: 1 }) ?? optionalInteger(object.max_tokens, 'max_tokens', { min: 1 });
   if (maxTokens !== undefined) request.maxOutputTokens = maxTokens;
-  const temperature = optionalNumber(object.temperature, 'temperature', 0, 2);
+  const temperature = optionalNumber(object.temperature, 'temperature', { min: 0, max: 2 });
   if (temperature !== undefined) request.temperature = temperature;
-  const topP = optionalNumber(object.top_p, 'top_p', 0, 1);
+  const topP = optionalNumber(object.top_p, 'top_p', { min: 0, max: 1 });
   if (topP !== undefined) request.topP = topP;
-  const topK = optionalInteger(object.top_k, 'top_k', -1);
+  const topK = optionalInteger(object.top_k, 'top_k', { min: -1 });
   if (topK !== undefined) request.topK = topK;
-  const seed = optionalInteger(object.seed, 'seed', Number.MIN_SAFE_INTEGER);
+  const seed = optionalInteger(object.seed, 'seed', { min: Number.MIN_SAFE_INTEGER });
   if (seed !== undefined) request.seed = seed;
   const stop = decodeStop(object.stop);
   if (stop !== undefined && stop.length > 0) request.stop = stop;

@@ -22,6 +22,7 @@ import { fromChatFinishReason } from './finish-reason.js';
 import { ToolCallTracker } from './tool-call-tracker.js';
 import { fromChatUsage } from './usage.js';
 import type { ChatChunkChoice, ChatCompletionChunk } from './wire-types.js';
+import { isObject } from '../shared/fields.js';
 
 /** Characters of a malformed event quoted in the error message. */
 const EXCERPT_CHARS = 120;
@@ -91,11 +92,11 @@ class ChatStreamDecoder implements UpstreamDecoder {
       }
       return;
     }
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    if (!isObject(value)) {
       if (this.phase === 'open') this.fail('upstream_error', `upstream sent a chat chunk that is not an object: ${data.slice(0, EXCERPT_CHARS)}`);
       return;
     }
-    const object = value as Record<string, unknown>;
+    const object = value;
     if (object.error !== undefined && object.error !== null) {
       this.onUpstreamError(object.error);
       return;

@@ -14,11 +14,13 @@
  * Every item is also kept for the response store, with an `id` minted (`msg_…`) where missing.
  */
 import { IopError, invalidRequest, newId, type AssistantMessage, type AssistantPart, type ContentPart, type Message, type TextPart } from '@iop/core';
-import { expectArray, expectObject, expectString, isObject, optionalString, typeName, type JsonObject } from '../openai-chat/fields.js';
+import { openaiFields, isObject, typeName, type JsonObject } from '../shared/fields.js';
 import { dataUriProblem, isBase64, parseDataUri } from '../shared/data-uri.js';
 import { checkToolArguments, ToolCallIds } from '../shared/tool-history.js';
 import { backendToolName } from './tools-decode.js';
 import type { StoredInputItem } from './wire-types.js';
+
+const { optionalString, readArray, readObject, readString } = openaiFields;
 
 export interface DecodedInput {
   messages: Message[];
@@ -35,7 +37,7 @@ function unsupported(message: string, param: string): IopError {
 function filePart(part: JsonObject, param: string): ContentPart {
   if (part.file_id !== undefined && part.file_id !== null) throw unsupported(`${param}.file_id: file ids are not supported; send file_data`, `${param}.file_id`);
   if (part.file_url !== undefined && part.file_url !== null) throw unsupported(`${param}.file_url: file URLs are not supported; send file_data`, `${param}.file_url`);
-  const fileData = expectString(part.file_data, `${param}.file_data`);
+  const fileData = readString(part.file_data, `${param}.file_data`);
   const filename = optionalString(part.filename, `${param}.filename`);
   const match = parseDataUri(fileData);
   if (!isBase64(match?.data ?? fileData)) throw invalidRequest(`${param}.file_data must be base64 or a base64 data: URI`, `${param}.file_data`);
@@ -48,7 +50,7 @@ function filePart(part: JsonObject, param: string): ContentPart {
 
 function imagePart(part: JsonObject, param: string): ContentPart {
   if (part.file_id !== undefined && part.file_id !== null) throw unsupported(`${param}.file_id: file ids are not supported; send image_url`, `${param}.file_id`);
-  const url = expectString(part.image_url, `${param}.image_url`);
+  const url = readString(part.image_url, `${param}.image_url`);
   if (!/^(https?:|data:)/i.test(url)) throw invalidRequest(`${param}.image_url must be an http(s) URL or a data: URI`, `${param}.image_url`);
   const problem = /^data:/i.test(url) ? dataUriProblem(url) : undefined;
   if (problem !== undefined) throw invalidRequest(`${param}.image_url ${problem}`, `${param}.image_url`);
@@ -60,13 +62,13 @@ function imagePart(part: JsonObject, param: string): ContentPart {
 /** User-side parts (`input_text`, `input_image`, `input_file`); `output_text` is read as text too. */
 function contentParts(value: unknown, param: string): ContentPart[] {
   if (typeof value === 'string') return [{ type: 'text', text: value }];
-  return expectArray(value, param).map((raw, k): ContentPart => {
+  return readArray(value, param).map((raw, k): ContentPart => {
     const partParam = `${param}[${k}]`;
-    const part = expectObject(raw, partParam);
+    const part = readObject(raw, partParam);
     switch (part.type) {
       case 'input_text':
       case 'output_text':
-        return { type: 'text', text: expectString(part.text, `${partParam}.text`) };
+        return { type: 'text', text: readString(part.text, `${partParam}.text`) };
       case 'input_image':
         return imagePart(part, partParam);
       case 'input_file':
@@ -84,11 +86,11 @@ function textOnly(parts: ContentPart[], param: string): TextPart[] {
 
 function assistantParts(value: unknown, param: string): AssistantPart[] {
   if (typeof value === 'string') return [{ type: 'text', text: value }];
-  return expectArray(value, param).map((raw, k): AssistantPart => {
+  return readArray(value, param).map((raw, k): AssistantPart => {
     const partParam = `${param}[${k}]`;
-    const part = expectObject(raw, partParam);
-    if (part.type === 'output_text' || part.type === 'input_text') return { type: 'text', text: expectString(part.text, `${partParam}.text`) };
-    if (part.type === 'refusal') return { type: 'text', text: expectString(part.refusal, `${partParam}.refusal`) };
+    const part = readObject(raw, partParam);
+    if (part.type === 'output_text' || part.type === 'input_text') return { type: 'text', text: readString(part.text, `${partParam}.text`) };
+    if (part.type === 'refusal') return { type: 'text', text: readString(part.refusal, `${partParam}.refusal`) };
     throw invalidRequest(`${partParam}.type must be output_text or refusal, got ${JSON.stringify(part.type)}`, `${partParam}.type`);
   });
 }
@@ -110,7 +112,7 @@ function reasoningPart(item: JsonObject): AssistantPart | undefined {
 }
 
 function callId(item: JsonObject, param: string): string {
-  const id = expectString(item.call_id, `${param}.call_id`);
+  const id = readString(item.call_id, `${param}.call_id`);
   if (id.length === 0) throw invalidRequest(`${param}.call_id must not be empty`, `${param}.call_id`);
   return id;
 }
@@ -140,8 +142,8 @@ class InputBuilder {
         return this.message(item, param);
       case 'function_call': {
         const namespace = optionalString(item.namespace, `${param}.namespace`);
-        const name = expectString(item.name, `${param}.name`);
-        const args = expectString(item.arguments, `${param}.arguments`);
+        const name = readString(item.name, `${param}.name`);
+        const args = readString(item.arguments, `${param}.arguments`);
         checkToolArguments(args, `${param}.arguments`);
         const id = this.call(item, param);
         this.assistant().content.push(
@@ -153,8 +155,8 @@ class InputBuilder {
       }
       case 'custom_tool_call': {
         const namespace = optionalString(item.namespace, `${param}.namespace`);
-        const name = expectString(item.name, `${param}.name`);
-        const input = expectString(item.input, `${param}.input`);
+        const name = readString(item.name, `${param}.name`);
+        const input = readString(item.input, `${param}.input`);
         this.assistant().content.push({
           type: 'tool-call',
           id: this.call(item, param),
@@ -222,9 +224,9 @@ export function decodeInput(value: unknown, warnings: string[]): DecodedInput {
   }
   const builder = new InputBuilder();
   const items: StoredInputItem[] = [];
-  expectArray(value, 'input').forEach((raw, i) => {
+  readArray(value, 'input').forEach((raw, i) => {
     const param = `input[${i}]`;
-    const item = expectObject(raw, param);
+    const item = readObject(raw, param);
     builder.item(item, param, warnings);
     const id = typeof item.id === 'string' && item.id.length > 0 ? item.id : newId('msg_');
     const type = typeof item.type === 'string' ? item.type : 'message';

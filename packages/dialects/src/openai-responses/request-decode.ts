@@ -14,21 +14,13 @@
  * Dropped with a warning (sampling/caching tuning or unknown keys): everything else.
  */
 import { IopError, invalidRequest, type InferenceRequest, type ReasoningConfig, type ResponseFormat } from '@iop/core';
-import {
-  expectArray,
-  expectObject,
-  expectString,
-  isObject,
-  optionalBoolean,
-  optionalInteger,
-  optionalNumber,
-  optionalString,
-  typeName,
-} from '../openai-chat/fields.js';
+import { openaiFields, isObject, typeName } from '../shared/fields.js';
 import { decodeInput, noToolCallFor } from './messages-decode.js';
 import { defaultRequestState, type ResponsesRequestState } from './request-state.js';
 import { decodeToolChoice, decodeTools } from './tools-decode.js';
 import { assertJsonDepth } from '../shared/json-depth.js';
+
+const { optionalBoolean, optionalInteger, optionalNumber, optionalString, readArray, readObject, readString } = openaiFields;
 
 const EFFORTS = new Set(['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max']);
 const SUMMARIES = new Set(['auto', 'concise', 'detailed']);
@@ -58,16 +50,16 @@ function rejectContractChanges(body: Record<string, unknown>): void {
 
 function decodeTextFormat(value: unknown): { format: Record<string, unknown>; responseFormat: ResponseFormat | undefined } {
   if (value === undefined || value === null) return { format: { type: 'text' }, responseFormat: undefined };
-  const format = expectObject(value, 'text.format');
+  const format = readObject(value, 'text.format');
   switch (format.type) {
     case 'text':
       return { format, responseFormat: undefined };
     case 'json_object':
       return { format, responseFormat: { type: 'json_object' } };
     case 'json_schema': {
-      const name = expectString(format.name, 'text.format.name');
+      const name = readString(format.name, 'text.format.name');
       if (!SCHEMA_NAME.test(name)) throw invalidRequest('text.format.name must match ^[a-zA-Z0-9_-]{1,64}$', 'text.format.name');
-      const responseFormat: ResponseFormat = { type: 'json_schema', name, schema: expectObject(format.schema, 'text.format.schema') };
+      const responseFormat: ResponseFormat = { type: 'json_schema', name, schema: readObject(format.schema, 'text.format.schema') };
       assertJsonDepth(responseFormat.schema, 'text.format.schema');
       const strict = optionalBoolean(format.strict, 'text.format.strict');
       if (strict !== undefined) responseFormat.strict = strict;
@@ -82,7 +74,7 @@ function decodeTextFormat(value: unknown): { format: Record<string, unknown>; re
 
 function decodeReasoning(value: unknown): { config: ReasoningConfig; effort: string | null; summary: string | null } {
   if (value === undefined || value === null) return { config: { enabled: false }, effort: null, summary: null };
-  const reasoning = expectObject(value, 'reasoning');
+  const reasoning = readObject(value, 'reasoning');
   const effort = optionalString(reasoning.effort, 'reasoning.effort') ?? null;
   if (effort !== null && !EFFORTS.has(effort)) throw invalidRequest(`reasoning.effort must be one of ${[...EFFORTS].join(', ')}`, 'reasoning.effort');
   const summary = optionalString(reasoning.summary ?? reasoning.generate_summary, 'reasoning.summary') ?? null;
@@ -93,8 +85,8 @@ function decodeReasoning(value: unknown): { config: ReasoningConfig; effort: str
 
 function decodeMetadata(value: unknown): Record<string, string> {
   if (value === undefined || value === null) return {};
-  const metadata = expectObject(value, 'metadata');
-  for (const [key, entry] of Object.entries(metadata)) expectString(entry, `metadata.${key}`);
+  const metadata = readObject(value, 'metadata');
+  for (const [key, entry] of Object.entries(metadata)) readString(entry, `metadata.${key}`);
   return metadata as Record<string, string>;
 }
 
@@ -105,7 +97,7 @@ function decodeMetadata(value: unknown): Record<string, string> {
  */
 export function decodeResponsesRequest(body: unknown): InferenceRequest {
   if (!isObject(body)) throw invalidRequest(`request body must be a JSON object, got ${typeName(body)}`);
-  const model = expectString(body.model, 'model');
+  const model = readString(body.model, 'model');
   if (model.length === 0) throw invalidRequest('model must not be empty', 'model');
   rejectContractChanges(body);
   const warnings: string[] = [];
@@ -136,7 +128,7 @@ export function decodeResponsesRequest(body: unknown): InferenceRequest {
   };
 
   if (body.tools !== undefined && body.tools !== null) {
-    state.tools = expectArray(body.tools, 'tools');
+    state.tools = readArray(body.tools, 'tools');
     const { choice, tools } = decodeToolChoice(body.tool_choice, decodeTools(body.tools, warnings));
     if (tools.length > 0) request.tools = tools;
     if (choice !== undefined) request.toolChoice = choice;
@@ -150,15 +142,15 @@ export function decodeResponsesRequest(body: unknown): InferenceRequest {
     request.parallelToolCalls = parallel;
     state.parallelToolCalls = parallel;
   }
-  const maxOutputTokens = optionalInteger(body.max_output_tokens, 'max_output_tokens', 1);
+  const maxOutputTokens = optionalInteger(body.max_output_tokens, 'max_output_tokens', { min: 1 });
   if (maxOutputTokens !== undefined) request.maxOutputTokens = state.maxOutputTokens = maxOutputTokens;
-  const temperature = optionalNumber(body.temperature, 'temperature', 0, 2);
+  const temperature = optionalNumber(body.temperature, 'temperature', { min: 0, max: 2 });
   if (temperature !== undefined) request.temperature = state.temperature = temperature;
-  const topP = optionalNumber(body.top_p, 'top_p', 0, 1);
+  const topP = optionalNumber(body.top_p, 'top_p', { min: 0, max: 1 });
   if (topP !== undefined) request.topP = state.topP = topP;
 
   if (body.text !== undefined && body.text !== null) {
-    const text = expectObject(body.text, 'text');
+    const text = readObject(body.text, 'text');
     const { format, responseFormat } = decodeTextFormat(text.format);
     if (responseFormat !== undefined) request.responseFormat = responseFormat;
     state.text = { format, verbosity: optionalString(text.verbosity, 'text.verbosity') ?? 'medium' };
@@ -170,7 +162,7 @@ export function decodeResponsesRequest(body: unknown): InferenceRequest {
   state.metadata = decodeMetadata(body.metadata);
   state.store = optionalBoolean(body.store, 'store') ?? true;
   if (body.include !== undefined && body.include !== null) {
-    state.include = expectArray(body.include, 'include').map((entry, i) => expectString(entry, `include[${i}]`));
+    state.include = readArray(body.include, 'include').map((entry, i) => readString(entry, `include[${i}]`));
     if (state.include.includes('message.output_text.logprobs')) warnings.push('include message.output_text.logprobs: logprobs are not available, sent as []');
   }
   const promptCacheKey = optionalString(body.prompt_cache_key, 'prompt_cache_key');

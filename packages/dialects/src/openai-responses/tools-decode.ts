@@ -14,8 +14,10 @@
  */
 import { createHash } from 'node:crypto';
 import { IopError, invalidRequest, type ToolChoice, type ToolDefinition, type ToolOrigin } from '@iop/core';
-import { expectArray, expectObject, expectString, optionalBoolean, optionalString, type JsonObject } from '../openai-chat/fields.js';
+import { openaiFields, type JsonObject } from '../shared/fields.js';
 import { assertJsonDepth } from '../shared/json-depth.js';
+
+const { optionalBoolean, optionalString, readArray, readObject, readString } = openaiFields;
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const MAX_NAME_CHARS = 64;
@@ -37,10 +39,10 @@ export function backendToolName(namespace: string, name: string): string {
 function customParameters(tool: JsonObject, param: string, warnings: string[]): Record<string, unknown> {
   let description = 'The tool input as free-form text.';
   if (tool.format !== undefined && tool.format !== null) {
-    const format = expectObject(tool.format, `${param}.format`);
+    const format = readObject(tool.format, `${param}.format`);
     if (format.type === 'grammar') {
       const syntax = optionalString(format.syntax, `${param}.format.syntax`) ?? 'lark';
-      const definition = expectString(format.definition, `${param}.format.definition`);
+      const definition = readString(format.definition, `${param}.format.definition`);
       description = `The tool input as free-form text. It must match this ${syntax} grammar:\n${definition}`;
       warnings.push(`custom tool ${String(tool.name)}: the ${syntax} grammar is described to the model, not enforced`);
     }
@@ -56,7 +58,7 @@ function customParameters(tool: JsonObject, param: string, warnings: string[]): 
 function functionTool(tool: JsonObject, param: string, backendName: string, origin: ToolOrigin): ToolDefinition {
   const definition: ToolDefinition = { name: backendName, parameters: EMPTY_PARAMETERS, origin };
   if (tool.parameters !== undefined && tool.parameters !== null) {
-    definition.parameters = expectObject(tool.parameters, `${param}.parameters`);
+    definition.parameters = readObject(tool.parameters, `${param}.parameters`);
     assertJsonDepth(definition.parameters, `${param}.parameters`);
   }
   const description = optionalString(tool.description, `${param}.description`);
@@ -74,22 +76,22 @@ function customTool(tool: JsonObject, param: string, backendName: string, origin
 }
 
 function memberName(tool: JsonObject, param: string): string {
-  const name = expectString(tool.name, `${param}.name`);
+  const name = readString(tool.name, `${param}.name`);
   if (name.length === 0) throw invalidRequest(`${param}.name must not be empty`, `${param}.name`);
   return name;
 }
 
 function topLevelName(tool: JsonObject, param: string): string {
-  const name = expectString(tool.name, `${param}.name`);
+  const name = readString(tool.name, `${param}.name`);
   if (!TOOL_NAME.test(name)) throw invalidRequest(`${param}.name must match ^[a-zA-Z0-9_-]{1,64}$`, `${param}.name`);
   return name;
 }
 
 function namespaceTools(tool: JsonObject, param: string, warnings: string[]): ToolDefinition[] {
   const namespace = memberName(tool, param);
-  return expectArray(tool.tools, `${param}.tools`).map((raw, j) => {
+  return readArray(tool.tools, `${param}.tools`).map((raw, j) => {
     const memberParam = `${param}.tools[${j}]`;
-    const member = expectObject(raw, memberParam);
+    const member = readObject(raw, memberParam);
     const name = memberName(member, memberParam);
     const backendName = backendToolName(namespace, name);
     if (member.type === 'function') return functionTool(member, memberParam, backendName, { kind: 'namespace', namespace, name });
@@ -102,10 +104,10 @@ function namespaceTools(tool: JsonObject, param: string, warnings: string[]): To
 export function decodeTools(value: unknown, warnings: string[]): ToolDefinition[] {
   const tools: ToolDefinition[] = [];
   const seen = new Set<string>();
-  expectArray(value, 'tools').forEach((raw, i) => {
+  readArray(value, 'tools').forEach((raw, i) => {
     const param = `tools[${i}]`;
-    const tool = expectObject(raw, param);
-    const type = expectString(tool.type, `${param}.type`);
+    const tool = readObject(raw, param);
+    const type = readString(tool.type, `${param}.type`);
     let decoded: ToolDefinition[];
     if (type === 'function') {
       if (tool.function !== undefined) {
@@ -132,7 +134,7 @@ export function decodeTools(value: unknown, warnings: string[]): ToolDefinition[
 
 /** The backend name a `{type:"function"|"custom", name, namespace?}` reference points at, if declared. */
 function resolveToolReference(reference: JsonObject, param: string, tools: readonly ToolDefinition[]): string {
-  const name = expectString(reference.name, `${param}.name`);
+  const name = readString(reference.name, `${param}.name`);
   const namespace = optionalString(reference.namespace, `${param}.namespace`);
   const wanted = namespace === undefined ? name : backendToolName(namespace, name);
   const match = tools.find((tool) => tool.name === wanted) ?? tools.find((tool) => tool.origin?.kind !== 'function' && tool.origin !== undefined && 'name' in tool.origin && tool.origin.name === name);
@@ -154,19 +156,19 @@ export function decodeToolChoice(value: unknown, tools: ToolDefinition[]): { cho
     if (value === 'auto' || value === 'none' || value === 'required') return { choice: { type: value }, tools };
     throw invalidRequest(`tool_choice must be "auto", "none", "required" or an object, got ${JSON.stringify(value)}`, 'tool_choice');
   }
-  const choice = expectObject(value, 'tool_choice');
-  const type = expectString(choice.type, 'tool_choice.type');
+  const choice = readObject(value, 'tool_choice');
+  const type = readString(choice.type, 'tool_choice.type');
   if (type === 'function' || type === 'custom') return { choice: { type: 'tool', name: resolveToolReference(choice, 'tool_choice', tools) }, tools };
   if (type === 'allowed_tools') {
     const mode = choice.mode ?? 'auto';
     if (mode !== 'auto' && mode !== 'required') throw invalidRequest('tool_choice.mode must be "auto" or "required"', 'tool_choice.mode');
     const allowed = new Set<string>();
-    expectArray(choice.tools, 'tool_choice.tools').forEach((raw, i) => {
+    readArray(choice.tools, 'tool_choice.tools').forEach((raw, i) => {
       const param = `tool_choice.tools[${i}]`;
-      const reference = expectObject(raw, param);
+      const reference = readObject(raw, param);
       if (reference.type === 'function' || reference.type === 'custom') allowed.add(resolveToolReference(reference, param, tools));
       else if (reference.type === 'namespace') {
-        const namespace = expectString(reference.name, `${param}.name`);
+        const namespace = readString(reference.name, `${param}.name`);
         for (const tool of tools) if (tool.origin !== undefined && 'namespace' in tool.origin && tool.origin.namespace === namespace) allowed.add(tool.name);
       } else throw hostedChoice(String(reference.type), param);
     });

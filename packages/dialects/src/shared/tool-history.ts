@@ -5,6 +5,7 @@
  * a 400 naming the field here rather than an opaque backend failure.
  */
 import { invalidRequest } from '@iop/core';
+import { isObject } from './fields.js';
 
 /**
  * Validates replayed tool-call arguments: a JSON object, or `""` (which stands for `{}`, D.4).
@@ -18,7 +19,7 @@ export function checkToolArguments(args: string, param: string): void {
   } catch {
     throw invalidRequest(`${param} must be a JSON object encoded as a string; it is not valid JSON`, param);
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+  if (!isObject(value)) {
     throw invalidRequest(`${param} must be a JSON object encoded as a string, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`, param);
   }
 }
