@@ -13,6 +13,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import OpenAI from 'openai';
 import { API_KEY, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import { sleep } from '@iop/core';
 
 const MiB = 1024 * 1024;
 let sim: SimHandle;
@@ -119,7 +120,7 @@ describe('storing a 24 MiB input', () => {
         const startedAt = performance.now();
         await (await fetch(`${big.url}/healthz`)).text();
         probes.push({ startedAt, latencyMs: performance.now() - startedAt });
-        await new Promise((resolve) => setTimeout(resolve, 10));
+        await sleep(10);
       }
     })();
     const response = await client.responses.create({ model: 'sim-model', input });

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { API_KEY, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import { sleep } from '@iop/core';
 
 let sim: SimHandle;
 let edge: EdgeHandle;
@@ -54,7 +55,7 @@ it('an overloaded Anthropic request is "529 Overloaded" with an overloaded_error
     headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
     body: JSON.stringify({ model: 'house', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }),
   });
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  await sleep(300);
   const line = await new Promise<{ status: number; message: string; body: string }>((resolve, reject) => {
     const body = JSON.stringify({ model: 'house', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] });
     const req = http.request(`${edge.url}/v1/messages`, { method: 'POST', headers: { 'x-api-key': API_KEY, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' } }, (res) => {

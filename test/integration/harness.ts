@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import { launch as launchProcess, repoRoot, Proc } from '../../apps/bench/src/processes';
+import { sleep } from '@iop/core';
 
 export { Proc };
 export const ROOT = repoRoot(__dirname);
@@ -88,7 +89,7 @@ export async function eventually(check: () => Promise<boolean> | boolean, timeou
   for (;;) {
     if (await check()) return;
     if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    await sleep(intervalMs);
   }
 }
 

@@ -13,6 +13,7 @@ import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { eventually, startAgent, startEdge, startSim, stopAll, API_KEY, type EdgeHandle, type SimHandle } from './harness';
 import { admin, describeWithSharedState, dropIsolation, startSharedEdges, isolation } from './shared-state-helpers';
+import { sleep } from '@iop/core';
 
 describe('capacity across two edges without a shared store', () => {
   let sim: SimHandle;
@@ -35,7 +36,7 @@ describe('capacity across two edges without a shared store', () => {
       while (sampling) {
         const stats = (await (await fetch(`${sim.url}/_sim/stats`)).json()) as { inFlight: number };
         maxInFlight = Math.max(maxInFlight, stats.inFlight);
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        await sleep(20);
       }
     })();
     const clients = edges.map((edge) => new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0, timeout: 60_000 }));
@@ -114,7 +115,7 @@ describeWithSharedState('capacity across two edges sharing PostgreSQL and Redis'
       while (sampling) {
         const stats = (await (await fetch(`${sim.url}/_sim/stats`)).json()) as { inFlight: number };
         maxInFlight = Math.max(maxInFlight, stats.inFlight);
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        await sleep(20);
       }
     })();
     let input = 0;

@@ -8,6 +8,7 @@ import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { eventually, startSim, stopAll, type EdgeHandle } from './harness';
 import { admin, describeWithSharedState, dropIsolation, startSharedEdges, freshMinute, isolation } from './shared-state-helpers';
+import { sleep } from '@iop/core';
 
 const isolated = isolation('edges');
 let edges: EdgeHandle[] = [];
@@ -95,12 +96,12 @@ describeWithSharedState('two edges sharing PostgreSQL and Redis', () => {
     expect(response.headers.get('x-ratelimit-limit-tokens')).toBe('20');
     expect(response.headers.get('x-ratelimit-remaining-tokens')).toBe(String(20 - used));
     // Tokens are counted once an answer has ended, a moment after the client has it.
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
     await expect(openai(edges[0]!, key).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({ status: 429 });
 
     const { key: budgetKey } = await createKey({ name: 'small budget', budget: { maxTokens: 1, period: 'day' } });
     await openai(edges[1]!, budgetKey).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
     const exhausted = await openai(edges[0]!, budgetKey).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] }).catch((error: unknown) => error);
     expect(exhausted).toMatchObject({ status: 429 });
     expect((exhausted as Error).message).toMatch(/budget exhausted: key "small budget" has used \d+ of its 1-token per-day budget/);

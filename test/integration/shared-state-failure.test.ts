@@ -9,6 +9,7 @@ import net from 'node:net';
 import OpenAI from 'openai';
 import { eventually, startAgent, startEdge, startSim, stopAll, type EdgeHandle } from './harness';
 import { ADMIN_KEY, PG_URL, admin, describeWithSharedState, dropIsolation, isolation } from './shared-state-helpers';
+import { sleep } from '@iop/core';
 
 const isolated = isolation('failure');
 
@@ -125,7 +126,7 @@ describeWithSharedState(
       expect((await ask(closed)).status).toBe(200);
       // A stream in flight on each edge (20 tokens at 40 ms: about 0.8 s) while Redis goes down.
       const inFlight = Promise.all([ask(open), ask(closed)]);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await sleep(200);
       await redis.stop();
       expect((await inFlight).map((result) => result.status)).toEqual([200, 200]);
       expect((await ask(open)).status).toBe(200);
@@ -147,11 +148,11 @@ describeWithSharedState(
       const startRequests = (baseline.body.data as Array<{ requests: number }>)[0]!.requests;
 
       const inFlight = ask(open);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await sleep(200);
       await proxy.stop();
       const results = [await inFlight];
       // Past the key cache's 2 s: the open edge answers from its stale cache entry.
-      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      await sleep(2_500);
       for (let i = 0; i < 4; i++) results.push(await ask(open));
       expect(results.map((result) => result.status)).toEqual([200, 200, 200, 200, 200]);
       const refused = await ask(closed);

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { JOIN_TOKEN, startAgent, startEdge, type EdgeHandle } from './harness';
+import { sleep } from '@iop/core';
 
 export const PG_URL = process.env.IOP_TEST_PG_URL ?? '';
 export const REDIS_URL = process.env.IOP_TEST_REDIS_URL ?? '';
@@ -62,7 +63,7 @@ export async function admin(edgeUrl: string, method: string, path: string, body?
 /** Waits, when the current UTC minute has less than `needMs` left, until the next one starts (fixed one-minute limit windows). */
 export async function freshMinute(needMs = 20_000): Promise<void> {
   const left = 60_000 - (Date.now() % 60_000);
-  if (left < needMs) await new Promise((resolve) => setTimeout(resolve, left + 50));
+  if (left < needMs) await sleep(left + 50);
 }
 
 /**

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { HeartbeatSchema } from '@iop/proto';
 import type { Logger } from 'pino';
-import { createLogger } from '@iop/core';
+import { createLogger, sleep } from '@iop/core';
 import type { Backend, BackendMetrics } from './backends/backend.js';
 import { EdgeLink, type LinkHost } from './edge-link.js';
 import type { AgentOptions } from './options.js';
@@ -100,10 +100,9 @@ export class Agent implements LinkHost {
     this.logger.info({ inFlight: this.inFlight, deadlineMs }, 'shutting down');
     this.setDraining(true);
     const idle = this.whenIdle();
-    const timer = { id: undefined as NodeJS.Timeout | undefined };
-    const deadline = new Promise<void>((resolve) => (timer.id = setTimeout(resolve, deadlineMs)));
-    await Promise.race([idle, deadline]);
-    clearTimeout(timer.id);
+    const waited = new AbortController();
+    await Promise.race([idle, sleep(deadlineMs, waited.signal)]);
+    waited.abort();
     if (this.inFlight === 0) this.logger.info('deregistered');
     await this.close();
   }
@@ -161,10 +160,10 @@ export class Agent implements LinkHost {
         })
         .catch(() => ({}))
         .finally(() => (this.metricsPending = undefined));
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<BackendMetrics>((resolve) => (timer = setTimeout(() => resolve({}), probeWaitMs(periodMs))));
+      const answered = new AbortController();
+      const late = sleep(probeWaitMs(periodMs), answered.signal).then((): BackendMetrics => ({}));
       metrics = await Promise.race([this.metricsPending, late]);
-      clearTimeout(timer);
+      answered.abort();
     }
     return {
       inFlight: this.totalInFlight(),

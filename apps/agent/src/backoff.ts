@@ -1,9 +1,11 @@
 /**
- * Reconnect delays: exponential backoff with full jitter ("Exponential Backoff And Jitter",
- * AWS Architecture Blog): attempt n waits a uniform random time in [0, min(cap, base * 2^n)] ms.
+ * Reconnect delays: @iop/core's `backoffDelayMs` with full jitter, attempt n waiting a uniform
+ * random time in [0, min(cap, base * 2^n)] ms.
  * After losing an established connection (e.g. the edge restarted) a further uniform delay in
  * [0, lostConnectionJitterMs) spreads the reconnects of many agents over that window.
  */
+import { backoffDelayMs } from '@iop/core';
+
 export interface BackoffOptions {
   /** First ceiling, ms. Default 250. */
   baseMs?: number;
@@ -31,9 +33,9 @@ export class Backoff {
 
   /** The delay before the next attempt, ms; each call raises the ceiling until it reaches the cap. */
   next(): number {
-    const ceiling = Math.min(this.capMs, this.baseMs * 2 ** Math.min(this.attempt, 30));
+    const delayMs = backoffDelayMs(this.attempt, { baseMs: this.baseMs, capMs: this.capMs, random: this.random });
     this.attempt++;
-    return Math.floor(this.random() * ceiling);
+    return delayMs;
   }
 
   /** The delay before reconnecting after a registered connection was lost, ms: `next()` plus a uniform [0, lostConnectionJitterMs). */
@@ -45,18 +47,4 @@ export class Backoff {
   reset(): void {
     this.attempt = 0;
   }
-}
-
-/** Resolves after `ms`, or early (without throwing) when `signal` aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-    function done(): void {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-  });
 }

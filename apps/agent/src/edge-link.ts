@@ -19,7 +19,8 @@ import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { ModelInfoSchema, RunRejectedSchema, TunnelService, sessionTag, type CancelRun, type Drain, type HeartbeatSchema, type Registered, type RunAssignment } from '@iop/proto';
 import type { Logger } from 'pino';
 import type { Backend } from './backends/backend.js';
-import { Backoff, sleep } from './backoff.js';
+import { sleep } from '@iop/core';
+import { Backoff } from './backoff.js';
 import { ControlSession } from './control-session.js';
 import type { AgentOptions } from './options.js';
 import { RunExecution, type BackendGauge } from './run-execution.js';
@@ -109,10 +110,10 @@ export class EdgeLink {
 
   /** Closes the connection once the runs still sending (their final frames) are over, at most 5 s later. */
   private closeConnectionWhenIdle(): void {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, 5_000).unref()));
+    const idle = new AbortController();
+    const deadline = sleep(5_000, idle.signal, { unref: true });
     void Promise.race([Promise.all([...this.runs.values()].map((run) => run.done)), deadline]).then(() => {
-      clearTimeout(timer);
+      idle.abort();
       this.connection.abort();
     });
   }

@@ -4,6 +4,7 @@
  */
 import net from 'node:net';
 import { request } from 'undici';
+import { sleep } from '@iop/core';
 
 /** A TCP port that was free on 127.0.0.1 a moment ago (the OS's choice for port 0). */
 export function freePort(): Promise<number> {
@@ -30,7 +31,7 @@ export async function waitForHttp(url: string, timeoutMs = 20_000): Promise<void
       return;
     } catch (error) {
       if (Date.now() > deadline) throw new Error(`${url} did not answer within ${timeoutMs} ms`, { cause: error });
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await sleep(50);
     }
   }
 }

@@ -19,6 +19,7 @@ import { ADMIN_KEY, API_KEY, SOAK_MODEL, SoakCluster } from './soak/soak-cluster
 import { joinInFlight, readAgentLoads, readBackendLoad, resources, type InFlightSample } from './soak/soak-observer.js';
 import { formatSummary, soakPassed, type Window } from './soak/soak-report.js';
 import { parseDuration, parseRange } from './cli-options.js';
+import { sleep } from '@iop/core';
 
 const USAGE = `Usage: npm run bench:soak -- [--duration 5m] [--agents 3] [--concurrency 8] [--time-scale 1] [--max-tokens 200:2000]
   --duration      load time (30s, 5m; env SOAK_DURATION)
@@ -73,7 +74,6 @@ const SAMPLE_MS = 1_000;
 const SETTLE_DEADLINE_MS = 60_000;
 const DRAIN_DEADLINE_MS = 120_000;
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 async function sample(cluster: SoakCluster): Promise<{ inFlight: InFlightSample[]; heartbeatAgeMs: number; backendAborted: number } | undefined> {
   try {

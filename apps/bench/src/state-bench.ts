@@ -19,6 +19,7 @@ import { Redis } from 'ioredis';
 import { launch, procStats, type Proc } from './processes.js';
 import { runWorkload } from './workload.js';
 import { summarize } from './stats.js';
+import { sleep } from '@iop/core';
 
 const PLAIN_KEY = 'sk-iop-state-bench-plain-0001';
 const ADMIN_KEY = 'iop-state-bench-admin-key-0001';
@@ -46,7 +47,7 @@ async function startStack(env: NodeJS.ProcessEnv): Promise<Stack> {
   if (listening === undefined) throw new Error('edge did not start');
   const agent = launch('agent', 'apps/agent/dist/main.js', ['--edge', `http://127.0.0.1:${listening.tunnelPort as number}`, '--join-token', JOIN_TOKEN, '--agent-id', 'bench-agent', '--backend', 'openai', '--backend-url', `http://127.0.0.1:${simPort}`, '--models', 'bench-model', '--max-concurrency', '256'], { IOP_LOG_LEVEL: 'warn' });
   all.push(agent);
-  await new Promise((resolve) => setTimeout(resolve, 1500));
+  await sleep(1500);
   return { edge, all, origin: `http://127.0.0.1:${listening.port as number}` };
 }
 

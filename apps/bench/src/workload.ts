@@ -6,6 +6,7 @@
  */
 import { Agent } from 'undici';
 import { sendRequest, type RequestResult, type RequestSpec } from './request.js';
+import { sleep } from '@iop/core';
 
 export interface Range {
   min: number;
@@ -68,7 +69,7 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRes
       const pending = next();
       if (pending === undefined) break;
       inFlight.push(pending);
-      await new Promise((resolve) => setTimeout(resolve, -Math.log(1 - Math.random()) * meanGapMs));
+      await sleep(-Math.log(1 - Math.random()) * meanGapMs);
     }
     await Promise.all(inFlight);
   }

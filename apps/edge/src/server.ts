@@ -30,7 +30,7 @@ import { GateRegistry, policyLabel } from './gate/gate-registry.js';
 import { openSharedState } from './storage/shared-state.js';
 import { GateMetrics, createGateSink } from './gate/gate-sink.js';
 import { ConfigError } from './config.js';
-import { IopError } from '@iop/core';
+import { IopError, sleep } from '@iop/core';
 import { applyConfigReload, mountAdmin, type ReloadResult } from './admin/index.js';
 import { recordsOfConfigKeys } from './keys/config-keys.js';
 
@@ -166,22 +166,18 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
       // Keep-alive connections become idle as their last response ends: close them as they do.
       httpServer.closeIdleConnections();
       const idleSweep = setInterval(() => httpServer.closeIdleConnections(), 50);
-      const timer = { id: undefined as NodeJS.Timeout | undefined };
-      const deadline = new Promise<void>((resolve) => (timer.id = setTimeout(resolve, deadlineMs)));
-      await Promise.race([httpClosed, deadline]);
-      clearTimeout(timer.id);
+      const waited = new AbortController();
+      await Promise.race([httpClosed, sleep(deadlineMs, waited.signal)]);
+      waited.abort();
       if (!httpDone) {
         const ended = context.runs.failAll('edge_shutdown', 'the edge is shutting down');
         logger.warn({ runs: ended, deadlineMs }, 'shutdown deadline passed: ending the runs left with an error');
-        await Promise.race([httpClosed, new Promise<void>((resolve) => setTimeout(resolve, 1_000).unref())]);
+        await Promise.race([httpClosed, sleep(1_000, undefined, { unref: true })]);
       }
       clearInterval(idleSweep);
       httpServer.closeAllConnections();
       for (const session of context.registry.all()) session.close();
-      await new Promise<void>((resolve) => {
-        tunnelServer.close(() => resolve());
-        setTimeout(resolve, 1_000).unref();
-      });
+      await Promise.race([new Promise<void>((resolve) => tunnelServer.close(() => resolve())), sleep(1_000, undefined, { unref: true })]);
       await state.close(5_000);
       await pool.close();
     })();

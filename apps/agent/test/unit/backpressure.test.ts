@@ -5,6 +5,7 @@ import { ProviderTunnelFrame_Kind as Kind } from '@iop/proto';
 import { startAgent, type AgentHandle } from '../../src';
 import { captureLogs } from './helpers/log-capture';
 import { TestEdge, waitFor } from './helpers/test-edge';
+import { sleep } from '@iop/core';
 
 const TOTAL_BYTES = 64 << 20;
 const SLICE_BYTES = 64 << 10;
@@ -65,14 +66,14 @@ describe('backpressure', () => {
     edge.runGate = new Promise((resolve) => (release = resolve));
     edge.assign({ runId: 'big', path: '/flood' });
     await waitFor(() => backend.written() > 0, 5_000, 'backend writing');
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await sleep(500);
     // Without backpressure the agent would have read the whole body into memory by now. With it,
     // the agent holds at most a few frames, and the backend is blocked once the loopback socket
     // buffers (kernel tcp_rmem/tcp_wmem, tens of MiB here) are full.
     expect(agent.agent.activeRuns.get('big')!.bodyBytes).toBeLessThan(1 << 20);
     expect(edge.runs.get('big')!.frames.length).toBeLessThanOrEqual(3);
     const writtenWhileStalled = backend.written();
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
     expect(backend.written()).toBe(writtenWhileStalled);
     expect(writtenWhileStalled).toBeLessThan(TOTAL_BYTES);
     release();

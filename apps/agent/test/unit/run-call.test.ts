@@ -10,6 +10,7 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import { Http2SessionManager } from '@connectrpc/connect-node';
 import { GrpcMessageReader, ProviderTunnelFrameSchema, ProviderTunnelFrame_Kind as Kind, RUN_PATH, RUN_SESSION_HEADER, RunSummarySchema, grpcFrame, type ProviderTunnelFrame } from '@iop/proto';
 import { sendRun } from '../../src/run-call';
+import { sleep } from '@iop/core';
 
 type Handler = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, frames: ProviderTunnelFrame[]) => void;
 
@@ -144,7 +145,7 @@ describe('sendRun', () => {
     let last = -1;
     let still = 0;
     for (const deadline = Date.now() + 5_000; still < 4 && Date.now() < deadline; ) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await sleep(50);
       still = pulls === last ? still + 1 : 0;
       last = pulls;
     }

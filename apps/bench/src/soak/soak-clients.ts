@@ -5,7 +5,7 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { seededRandom } from '@iop/core';
+import { seededRandom, sleep } from '@iop/core';
 import type { Range } from '../workload.js';
 
 export type SoakDialect = 'chat' | 'responses' | 'messages';
@@ -46,10 +46,6 @@ const PREFIXES = Array.from({ length: 4 }, (_, k) => `House rules ${k}: ${Array.
 /** Pause of a worker after a connection error or a 429/503/529 refusal (ms). */
 const BACK_OFF_MS = 1_000;
 const BACK_OFF = /^(connection|http (429|503|529)\b)/;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 /** An error's class as the report groups it. */
 export function classify(error: unknown): string {

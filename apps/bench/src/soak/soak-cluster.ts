@@ -7,6 +7,7 @@ import os from 'node:os';
 import { launch, type Proc } from '../processes.js';
 import { freePort, waitForHttp } from '../ports.js';
 import { readAgentLoads } from './soak-observer.js';
+import { sleep } from '@iop/core';
 
 export const SOAK_MODEL = 'soak-model';
 export const API_KEY = 'sk-iop-soak-bench-0001';
@@ -81,7 +82,7 @@ export class SoakCluster {
       const loads = await readAgentLoads(this.origin, ADMIN_KEY).catch(() => []);
       if (new Set(loads.map((load) => load.id)).size >= count) return;
       if (Date.now() > deadline) throw new Error(`only ${loads.length} of ${count} agents joined within ${timeoutMs} ms`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await sleep(200);
     }
   }
 

@@ -8,6 +8,7 @@
  * attempt goes: the same group (another provider when there is one, the picker's `exclude`), or
  * the group's context fallback. See docs/decisions/004-attempt-lifecycle.md.
  */
+import { sleep } from '@iop/core';
 import type { Logger } from '../logger.js';
 import type { ModelGroup } from '../pool/pool-config.js';
 import type { ProviderPool } from '../pool/provider-pool.js';
@@ -31,19 +32,6 @@ export interface RetryContext {
 }
 
 export type RetryVerdict = { action: 'retry' } | { action: 'fallback'; group: ModelGroup } | { action: 'fail'; reason: string };
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  if (ms <= 0 || signal?.aborted === true) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
-}
 
 /**
  * Decides the retry of `failure` and, for a retry, waits its backoff (returns early when `signal`

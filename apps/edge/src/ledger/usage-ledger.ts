@@ -7,6 +7,7 @@
  * memory growing without bound. `close()` writes what is left (graceful shutdown), up to a deadline.
  * Retention: rows older than `maxAgeMs` are deleted at start and every `pruneIntervalMs`.
  */
+import { sleep } from '@iop/core';
 import type { SqlDatabase, SqlValue } from '../storage/sql-database.js';
 
 export interface LedgerRow {
@@ -145,7 +146,7 @@ export class UsageLedger {
     for (;;) {
       await this.flush();
       if (this.queue.length === 0 || Date.now() >= until) break;
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await sleep(200);
     }
     if (this.queue.length > 0) {
       this.dropped += this.queue.length;

@@ -29,6 +29,7 @@
  * nobody). Each request has at most `maxAttempts` attempts, and every retry must also pass the
  * pool-wide `RetryBudget`.
  */
+import { backoffDelayMs } from '@iop/core';
 import type { AttemptOutcome } from './outlier-detector.js';
 import type { Clock, Random } from './provider.js';
 import { RetryBudget } from './retry-budget.js';
@@ -179,8 +180,7 @@ export class RetryPolicy {
    * jitter in `[ceiling/2, ceiling)` when `sameProvider` (the provider that just failed is asked again).
    */
   backoffMs(retry: number, sameProvider = false, baseMs = this.config.baseBackoffMs): number {
-    const ceiling = Math.min(this.config.maxBackoffMs, baseMs * 2 ** Math.max(0, retry - 1));
-    return sameProvider ? Math.floor(ceiling / 2 + (this.random() * ceiling) / 2) : Math.floor(this.random() * ceiling);
+    return backoffDelayMs(retry - 1, { baseMs, capMs: this.config.maxBackoffMs, jitter: sameProvider ? 'equal' : 'full', random: this.random });
   }
 
   /**

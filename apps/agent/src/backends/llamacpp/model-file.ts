@@ -9,6 +9,7 @@
  *   and to the repository root (the nearest parent of this file holding a package.json with
  *   `workspaces`), then `<root>/../shared/models`; failing all, `hf:ggml-org/models/tinyllamas/stories260K.gguf`.
  */
+import { sleep } from '@iop/core';
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -88,7 +89,7 @@ async function withReachability(download: Promise<string>, uri: string, isDefaul
       await response.body?.cancel();
       return await new Promise<never>(() => undefined); // reachable: the download decides
     } catch (error) {
-      await new Promise((resolve) => setTimeout(resolve, CACHE_GRACE_MS).unref());
+      await sleep(CACHE_GRACE_MS, undefined, { unref: true });
       if (settled) return await new Promise<never>(() => undefined);
       const reason = error instanceof Error ? (error.name === 'TimeoutError' ? `no answer within ${DOWNLOAD_PROBE_TIMEOUT_MS} ms` : ((error.cause as Error | undefined)?.message ?? error.message)) : String(error);
       const local = isDefault ? `put ${DEFAULT_MODEL_FILE} in one of ${modelSearchPath().join(', ')} (or set IOP_MODELS_PATH), or ` : '';

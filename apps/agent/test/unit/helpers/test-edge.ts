@@ -19,7 +19,7 @@ import {
   type Register,
   type RunRejected,
 } from '@iop/proto';
-import { AsyncQueue } from '@iop/core';
+import { AsyncQueue, sleep } from '@iop/core';
 
 export interface RecordedRun {
   frames: ProviderTunnelFrame[];
@@ -162,6 +162,6 @@ export async function waitFor(predicate: () => boolean, timeoutMs = 5_000, what 
   const deadline = Date.now() + timeoutMs;
   while (!predicate()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await sleep(5);
   }
 }

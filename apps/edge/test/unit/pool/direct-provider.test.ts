@@ -5,6 +5,7 @@ import { DirectProvider } from '../../../src/pool/direct-provider.js';
 import { parsePoolConfig } from '../../../src/pool/pool-config.js';
 import { FrameKind } from '../../../src/tunnel/run-registry.js';
 import type { PoolRun } from '../../../src/pool/pool-provider.js';
+import { sleep } from '@iop/core';
 
 let server: http.Server;
 let baseUrl: string;
@@ -118,7 +119,7 @@ describe('DirectProvider', () => {
     expect(run.isFinished).toBe(true);
     expect(direct.inFlight).toBe(0);
     const deadline = Date.now() + 5000;
-    while (!closed.includes('/cancel/v1/chat/completions') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    while (!closed.includes('/cancel/v1/chat/completions') && Date.now() < deadline) await sleep(10);
     expect(closed).toContain('/cancel/v1/chat/completions');
     await direct.close();
   });
