@@ -10,3 +10,4 @@ export * from './tracing.js';
 export * from './logger.js';
 export * from './random.js';
 export * from './backoff.js';
+export * from './secret.js';

@@ -5,8 +5,7 @@
  * never opens `/v1`. With no admin keys configured every admin call is refused.
  */
 import type { NextFunction, Request, Response } from 'express';
-import { IopError } from '@iop/core';
-import { keyMatches } from '../http/auth.js';
+import { IopError, secretIn } from '@iop/core';
 
 /** @returns express middleware; failures are `authentication` IopErrors (401). */
 export function adminAuth(keys: () => readonly string[]) {
@@ -16,7 +15,7 @@ export function adminAuth(keys: () => readonly string[]) {
     const match = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
     const given = match?.[1]?.trim();
     if (given === undefined || given === '') return next(new IopError('authentication', 'missing admin key: send `Authorization: Bearer <admin key>`'));
-    if (!keyMatches(given, configured)) return next(new IopError('authentication', 'invalid admin key'));
+    if (!secretIn(given, configured)) return next(new IopError('authentication', 'invalid admin key'));
     next();
   };
 }

@@ -1,9 +1,9 @@
 /**
  * Client API key primitives: the presented key (`Authorization: Bearer <key>` — OpenAI SDKs, Codex
- * CLI — or `x-api-key: <key>` — Anthropic SDK, Claude Code), a constant-time match against plain
- * keys, and the owner id of stored Responses. The check itself is http/key-check.ts.
+ * CLI — or `x-api-key: <key>` — Anthropic SDK, Claude Code) and the owner id of stored Responses.
+ * The check itself is http/key-check.ts (plain keys matched with @iop/core's `secretIn`).
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Request } from 'express';
 
 /** The key a request presents (`x-api-key` first, then `Authorization: Bearer`), if any. */
@@ -14,16 +14,6 @@ export function presentedKey(req: Request): string | undefined {
   if (authorization === undefined) return undefined;
   const match = /^Bearer\s+(.+)$/i.exec(authorization);
   return match?.[1]?.trim();
-}
-
-export function keyMatches(given: string, keys: readonly string[]): boolean {
-  const presented = Buffer.from(given);
-  let found = false;
-  for (const key of keys) {
-    const expected = Buffer.from(key);
-    if (expected.length === presented.length && timingSafeEqual(expected, presented)) found = true;
-  }
-  return found;
 }
 
 /** The owner of records stored with no client keys configured (an open edge). */

@@ -7,11 +7,11 @@
  * open — every request passes — only when no source holds a key.
  */
 import type { NextFunction, Request, Response } from 'express';
-import { IopError } from '@iop/core';
+import { IopError, secretIn } from '@iop/core';
 import type { EdgeContext } from '../edge-context.js';
 import { hashKey, responsesOwnerOf, unusableReason } from '../keys/api-key.js';
 import type { KeyIdentity } from '../keys/key-directory.js';
-import { OPEN_EDGE_OWNER, keyMatches, ownerOfKey, presentedKey } from './auth.js';
+import { OPEN_EDGE_OWNER, ownerOfKey, presentedKey } from './auth.js';
 import type { RequestLocals } from './request-context.js';
 
 export const OPEN_IDENTITY: KeyIdentity = { keyId: 'open', owner: OPEN_EDGE_OWNER };
@@ -23,7 +23,7 @@ export function keyCheck(edge: EdgeContext) {
     try {
       const plain = edge.config.apiKeys;
       const given = presentedKey(req);
-      if (given !== undefined && plain.length > 0 && keyMatches(given, plain)) {
+      if (given !== undefined && plain.length > 0 && secretIn(given, plain)) {
         const owner = ownerOfKey(given);
         context.owner = owner;
         context.identity = { keyId: `legacy:${owner.slice(0, 12)}`, owner };

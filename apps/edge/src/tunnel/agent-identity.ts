@@ -13,10 +13,11 @@
  *   so it is closed and the new session takes the id. A restarted agent therefore waits at most
  *   one ping timeout, not the heartbeat timeout.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Http2Session } from 'node:http2';
 import { Code, ConnectError, createContextKey } from '@connectrpc/connect';
 import type { Logger } from 'pino';
+import { secretEquals } from '@iop/core';
 import { sessionTag } from '@iop/proto';
 import type { AgentSession } from './agent-session.js';
 
@@ -81,7 +82,7 @@ export class AgentIdentities {
     const { logger } = this.options;
     for (const session of earlier) {
       const owner = this.owners.get(session);
-      if (presented !== undefined && owner !== undefined && timingSafeEqual(owner.tokenDigest, presented)) {
+      if (presented !== undefined && owner !== undefined && secretEquals(presented, owner.tokenDigest)) {
         logger.info({ agentId, session: sessionTag(session.sessionId) }, 'agent resumed on a new connection: its earlier session is closed');
         continue;
       }

@@ -14,10 +14,9 @@
  * `iop-session-id` of the Control session the run was assigned to (UNAUTHENTICATED otherwise,
  * NOT_FOUND for another session's run). Session ids are credentials: logs show a prefix only.
  */
-import { timingSafeEqual } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from '@connectrpc/connect';
-import { newId } from '@iop/core';
+import { newId, secretIn } from '@iop/core';
 import {
   EdgeMessageSchema,
   RegisteredSchema,
@@ -64,12 +63,7 @@ async function firstMessage(iterator: AsyncIterator<AgentMessage>, timeoutMs: nu
 }
 
 function tokenAccepted(token: string, accepted: readonly string[]): boolean {
-  if (accepted.length === 0) return true;
-  const given = Buffer.from(token);
-  return accepted.some((candidate) => {
-    const expected = Buffer.from(candidate);
-    return expected.length === given.length && timingSafeEqual(expected, given);
-  });
+  return accepted.length === 0 || secretIn(token, accepted);
 }
 
 export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRouter) => void {

@@ -1,0 +1,23 @@
+/**
+ * The one comparison of secrets (API keys, admin keys, join tokens, resume tokens): both sides are
+ * reduced to their SHA-256 digests and compared with `crypto.timingSafeEqual`, so the time taken
+ * tells nothing of where they differ, nor of the expected secret's length.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+function digest(value: string | Uint8Array): Buffer {
+  return createHash('sha256').update(value).digest();
+}
+
+/** Whether `given` equals `expected`, in constant time. Strings are compared as their UTF-8 bytes. */
+export function secretEquals(given: string | Uint8Array, expected: string | Uint8Array): boolean {
+  return timingSafeEqual(digest(given), digest(expected));
+}
+
+/** Whether `given` equals one of `accepted`; every candidate is compared (no early exit). */
+export function secretIn(given: string | Uint8Array, accepted: readonly (string | Uint8Array)[]): boolean {
+  const presented = digest(given);
+  let found = false;
+  for (const candidate of accepted) found = timingSafeEqual(digest(candidate), presented) || found;
+  return found;
+}
