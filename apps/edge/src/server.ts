@@ -132,8 +132,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     }),
     contextValues: (req) => createContextValues().set(TUNNEL_CONNECTION, (req as http2.Http2ServerRequest).stream?.session),
     // What the edge reads through Connect: Control messages (Register, Heartbeat: small; read
-    // whole before the join token can be checked, so kept small) and Run frames of agents using
-    // the Connect or gRPC-Web protocol (gRPC Run calls take run-stream-handler.ts).
+    // whole before the join token can be checked, so kept small). Run calls take run-stream-handler.ts.
     readMaxBytes: CONNECT_READ_MAX_BYTES,
     writeMaxBytes: config.maxBodyBytes + 1024 * 1024,
   });

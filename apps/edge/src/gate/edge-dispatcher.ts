@@ -8,7 +8,7 @@
 import { IopError, errorEventOf, type DialectName, type StreamEvent } from '@iop/core';
 import type { AttemptRequest, DispatchedAttempt, Dispatcher } from '@iop/stream-gate';
 import type { EdgeContext } from '../edge-context.js';
-import { createChatStreamDecoder, toBackendChatRequest } from '../dialects.js';
+import { createChatStreamDecoder, restoreToolIds, toBackendChatRequest } from '../dialects.js';
 import { fitOutputLimit } from './output-limit.js';
 import { openRun, runFailure } from '../http/open-run.js';
 import { overloadFor } from '../http/overload.js';
@@ -144,10 +144,7 @@ export class EdgeDispatcher implements Dispatcher {
       this.lastFailure = undefined;
       if (signal.aborted) return;
       const pending: StreamEvent[] = [];
-      const ids = toolIds!;
-      const decoder = createChatStreamDecoder((event) => {
-        pending.push(event.type === 'tool-call-delta' && event.id !== undefined && !ids.identity ? { ...event, id: ids.toClient(event.id) } : event);
-      });
+      const decoder = createChatStreamDecoder(restoreToolIds(toolIds!, (event) => pending.push(event)));
       const consume = (frame: (typeof opened)['start']) => {
         if (frame.kind === FrameKind.BODY) decoder.push(frame.body);
         else if (frame.kind === FrameKind.ERROR) {

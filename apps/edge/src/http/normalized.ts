@@ -36,8 +36,6 @@ export interface NormalizedOptions {
   onResult?: (result: unknown) => void | Promise<void>;
 }
 
-export const errorOf = iopErrorOf;
-
 export async function writeNormalized(res: Response, options: NormalizedOptions): Promise<void> {
   const { dialect, context, usage } = options;
   const run = options.gate.run(context.request, options.dispatcher, {
@@ -55,7 +53,7 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
     const events: StreamEvent[] = [];
     for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) {
       note(next.value);
-      if (next.value.type === 'error') throw errorOf(next.value);
+      if (next.value.type === 'error') throw iopErrorOf(next.value);
       events.push(next.value);
     }
     if (options.signal.aborted) {
@@ -76,7 +74,7 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
     if (error !== undefined) throw error;
     return;
   }
-  if (first.value.type === 'error') throw errorOf(first.value);
+  if (first.value.type === 'error') throw iopErrorOf(first.value);
   const encoder = dialect.createStreamEncoder(context);
   res.status(200);
   res.setHeader('content-type', 'text/event-stream; charset=utf-8');

@@ -1,8 +1,8 @@
 /**
  * The edge's handler for `iop.v1.TunnelService/Run` over the gRPC protocol. Run is the per-request hot path of the tunnel (one call per run, one message per body
  * slice), so it skips the generic Connect call machinery (async-iterable pipelines, linked abort
- * signals, header conversions); Control and the Connect/gRPC-Web protocols stay with
- * connect-node, which serves every other request on the same port.
+ * signals, header conversions); Control stays with connect-node, which serves every other request
+ * on the same port (a Run in the Connect or gRPC-Web protocol is UNIMPLEMENTED there).
  *
  * Wire behaviour follows "gRPC over HTTP2" (grpc/grpc PROTOCOL-HTTP2.md): request messages are
  * length-prefixed ProviderTunnelFrames; the answer is HTTP 200 `application/grpc`, one RunSummary

@@ -1,6 +1,7 @@
 /**
- * The edge's side of `iop.v1.TunnelService`, served with connect-node (gRPC, gRPC-Web and Connect
- * protocols over HTTP/2), so any standard gRPC client can be an agent.
+ * The edge's Control side of `iop.v1.TunnelService`, served with connect-node (gRPC, gRPC-Web and
+ * Connect protocols over HTTP/2), so any standard gRPC client can be an agent. Run calls (gRPC) are
+ * served by run-stream-handler.ts; a Run in the Connect or gRPC-Web protocol is UNIMPLEMENTED.
  *
  * Control: the first message must be Register with a valid join token, otherwise the call fails
  * with UNAUTHENTICATED (bad token) or INVALID_ARGUMENT (no Register). The edge answers Registered
@@ -10,9 +11,7 @@
  * second Register of a live id is refused with ALREADY_EXISTS unless it presents the session's
  * resume token, or the old session does not answer a PING; then the new session replaces the
  * old one, whose runs fail. Unauthenticated connections are bounded by connection-guard.ts.
- * Run: the agent's frames for one run, delivered with backpressure; the call must carry the
- * `iop-session-id` of the Control session the run was assigned to (UNAUTHENTICATED otherwise,
- * NOT_FOUND for another session's run). Session ids are credentials: logs show a prefix only.
+ * Session ids are credentials: logs show a prefix only.
  */
 import { create } from '@bufbuild/protobuf';
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from '@connectrpc/connect';
@@ -20,12 +19,9 @@ import { newId, secretIn } from '@iop/core';
 import {
   EdgeMessageSchema,
   RegisteredSchema,
-  RunSummarySchema,
   TunnelService,
   type AgentMessage,
   type EdgeMessage,
-  type ProviderTunnelFrame,
-  RUN_SESSION_HEADER,
   sessionTag,
 } from '@iop/proto';
 import type { Logger } from 'pino';
@@ -147,26 +143,7 @@ export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRou
     }
   }
 
-  async function run(requests: AsyncIterable<ProviderTunnelFrame>, context: HandlerContext): Promise<ReturnType<typeof create<typeof RunSummarySchema>>> {
-    const sessionId = context.requestHeader.get(RUN_SESSION_HEADER);
-    const session = sessionId === null ? undefined : registry.bySessionId(sessionId);
-    if (session === undefined) throw new ConnectError(`a Run call needs the ${RUN_SESSION_HEADER} of a connected Control session`, Code.Unauthenticated);
-    guard.authenticate(context.values.get(TUNNEL_CONNECTION));
-    let handle: ReturnType<RunRegistry['attach']>;
-    for await (const frame of requests) {
-      if (handle === undefined) {
-        handle = runs.attach(frame.runId, session);
-        if (handle === undefined) throw new ConnectError(`unknown or finished run ${frame.runId}`, Code.NotFound);
-      }
-      if (handle.isFinished) break;
-      const pending = handle.deliver(frame);
-      if (pending !== undefined) await pending;
-    }
-    if (handle !== undefined && !handle.isFinished) handle.failWith('agent_disconnected', 'the run stream ended without END');
-    return create(RunSummarySchema, {});
-  }
-
   return (router: ConnectRouter) => {
-    router.service(TunnelService, { control, run });
+    router.service(TunnelService, { control });
   };
 }

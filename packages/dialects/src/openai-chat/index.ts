@@ -4,7 +4,6 @@ export * from './usage.js';
 export * from './errors.js';
 export * from './tool-ids.js';
 export * from './stream-decode.js';
-export * from './response-decode.js';
 export * from './backend-request.js';
 export * from './request-decode.js';
 export * from './stream-encode.js';
