@@ -56,7 +56,9 @@ if (flags['skip-build'] !== true) {
 }
 const { default: OpenAI } = await import('openai');
 
-function start(name, script, args, env, readyMessage) {
+// Resolves with the process's readiness line, {"event":"ready",…} (edge: listening; agent:
+// registered with the edge), printed whatever the log level.
+function start(name, script, args, env) {
   const child = spawn(process.execPath, [path.join(root, script), ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   return new Promise((resolve, reject) => {
@@ -68,9 +70,9 @@ function start(name, script, args, env, readyMessage) {
       } catch {
         json = { msg: line };
       }
+      if (json.event === 'ready') return resolve(json);
       if (json.level >= 40 || process.env.IOP_VERBOSE) console.log(`[${name}] ${json.msg}${json.err ? `: ${json.err.message}` : ''}`);
       if (json.msg === 'agent starting') console.log(`      agent: ${json.backend} backend, model ${json.modelFile ?? json.model ?? '?'}, ${json.threads ?? '?'} threads, GPU ${json.gpu === false ? 'none' : json.gpu}, max concurrency ${json.maxConcurrency}, /healthz and /metrics on :${json.metricsPort ?? '-'}`);
-      if (json.msg === readyMessage) resolve(json);
     });
   });
 }
@@ -85,16 +87,16 @@ process.on('SIGINT', () => {
 
 try {
   console.log('[2/4] starting the edge…');
-  await start('edge', 'apps/edge/dist/main.js', ['--port', port, '--tunnel-port', tunnelPort], { IOP_API_KEYS: apiKeys, IOP_JOIN_TOKENS: joinTokens, IOP_LOG_FORMAT: 'json' }, 'edge listening');
+  await start('edge', 'apps/edge/dist/main.js', ['--port', port, '--tunnel-port', tunnelPort], { IOP_API_KEYS: apiKeys, IOP_JOIN_TOKENS: joinTokens, IOP_LOG_FORMAT: 'json' });
   console.log(`      edge: http://127.0.0.1:${port}/v1 (tunnel :${tunnelPort})`);
   const args = ['--edge', `http://127.0.0.1:${tunnelPort}`, '--join-token', joinToken, '--agent-id', 'local-agent', '--backend', 'llamacpp'];
   if (modelFlag) args.push('--model', modelFlag);
   console.log(`[3/4] starting the agent (loading ${modelFlag ?? 'the default model stories260K.gguf'}; a model not found locally is downloaded once)…`);
-  const registered = await start('agent', 'apps/agent/dist/main.js', args, { IOP_LOG_FORMAT: 'json' }, 'registered');
+  await start('agent', 'apps/agent/dist/main.js', args, { IOP_LOG_FORMAT: 'json' });
   console.log('[4/4] sending a request through the edge…');
   const models = await (await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: `Bearer ${apiKey}` } })).json();
   const model = models.data[0]?.id;
-  console.log(`      agent registered (session ${registered.session ?? '?'}), serving: ${models.data.map((m) => m.id).join(', ')}`);
+  console.log(`      agent registered, serving: ${models.data.map((m) => m.id).join(', ')}`);
 
   console.log(`\n$ curl http://127.0.0.1:${port}/v1/chat/completions -H 'authorization: Bearer ${apiKey}' -H 'content-type: application/json' \\\n    -d '{"model":"${model}","messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":48}'`);
   const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {

@@ -24,8 +24,8 @@ beforeAll(async () => {
   sim = await startSim(['--models', 'sim-model', '--output-tokens', '8', '--ttft-ms', '30', '--itl-ms', '5']);
   edge = await startEdge();
   agent = await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-dash', backendUrl: sim.url, models: ['sim-model'] });
-  const starting = await agent.waitFor((line) => line.msg === 'agent starting');
-  agentUrl = `http://127.0.0.1:${starting.metricsPort as number}`;
+  const ready = await agent.ready();
+  agentUrl = `http://127.0.0.1:${ready.metricsPort as number}`;
 });
 
 afterAll(stopAll);

@@ -1,6 +1,6 @@
 /**
  * Starts the real processes — sim, edge, agent — from their compiled entry points, on loopback
- * with ports chosen by the OS, and reads their JSON log lines to know when they are ready.
+ * with ports chosen by the OS, and waits for each one's readiness line (`Proc.ready()`).
  * Every process started is killed by `stopAll()` (call it in afterAll/afterEach).
  */
 import path from 'node:path';
@@ -35,7 +35,7 @@ export interface SimHandle {
 
 export async function startSim(args: string[] = []): Promise<SimHandle> {
   const proc = launch('sim', 'apps/sim/dist/main.js', ['--port', '0', '--host', '127.0.0.1', ...args]);
-  const line = await proc.waitFor((l) => l.event === 'listening');
+  const line = await proc.ready();
   const port = line.port as number;
   return { proc, port, url: `http://127.0.0.1:${port}` };
 }
@@ -56,7 +56,7 @@ export async function startEdge(options: { port?: number; tunnelPort?: number; a
     // No start-up grace: a test's unknown model is a 404 at once (the grace is for edge restarts).
     { IOP_LOG_LEVEL: 'debug', IOP_STARTUP_GRACE_MS: '0', ...options.env },
   );
-  const line = await proc.waitFor((l) => l.msg === 'edge listening');
+  const line = await proc.ready();
   const port = line.port as number;
   return { proc, port, tunnelPort: line.tunnelPort as number, url: `http://127.0.0.1:${port}`, baseURL: `http://127.0.0.1:${port}/v1` };
 }
@@ -69,7 +69,7 @@ export interface AgentOptions {
   models?: string[];
   args?: string[];
   token?: string;
-  /** Wait for the `registered` log line (default true). */
+  /** Wait for the agent's readiness line: registered with an edge (default true). */
   waitRegistered?: boolean;
 }
 
@@ -79,7 +79,7 @@ export async function startAgent(options: AgentOptions): Promise<Proc> {
   if (options.backendUrl !== undefined) args.push('--backend-url', options.backendUrl);
   if (options.models !== undefined) args.push('--models', options.models.join(','));
   const proc = launch(`agent ${options.id}`, 'apps/agent/dist/main.js', [...args, ...(options.args ?? [])], { IOP_LOG_LEVEL: 'debug' });
-  if (options.waitRegistered !== false) await proc.waitFor((l) => l.msg === 'registered', 30_000);
+  if (options.waitRegistered !== false) await proc.ready(30_000);
   return proc;
 }
 
@@ -91,6 +91,11 @@ export async function eventually(check: () => Promise<boolean> | boolean, timeou
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await sleep(intervalMs);
   }
+}
+
+/** Polls the edge's `/readyz` until it is 200: an agent (or a direct provider) takes runs there. */
+export async function edgeReady(edge: Pick<EdgeHandle, 'url'>, timeoutMs = 30_000): Promise<void> {
+  await eventually(async () => (await fetch(`${edge.url}/readyz`)).ok, timeoutMs);
 }
 
 export async function simRequests(sim: SimHandle): Promise<Array<Record<string, unknown>>> {

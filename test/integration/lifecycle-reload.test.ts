@@ -31,7 +31,7 @@ describe('config reload', () => {
     const base = { port: 0, tunnel: { port: 0 }, joinTokens: [JOIN_TOKEN], adminKeys: [ADMIN_KEY], responsesStore: { kind: 'memory' } };
     write({ ...base, apiKeys: [OLD_KEY] });
     edge = launch('edge', 'apps/edge/dist/main.js', ['--config', file], { IOP_LOG_LEVEL: 'info', IOP_STARTUP_GRACE_MS: '0' });
-    const listening = await edge.waitFor((line) => line.msg === 'edge listening');
+    const listening = await edge.ready();
     const baseURL = `http://127.0.0.1:${listening.port as number}/v1`;
     const sim = await startSim(['--models', 'sim-model', '--output-tokens', '20', '--itl-ms', '75']);
     await startAgent({ tunnelPort: listening.tunnelPort as number, id: 'agent-r', backendUrl: sim.url, models: ['sim-model'] });
@@ -69,7 +69,7 @@ describe('config reload', () => {
     const target = { targets: [{ model: 'sim-model' }] };
     write({ modelGroups: [{ name: 'story', ...target }, { name: 'retired', aliases: ['old-alias'], ...target }] });
     edge = launch('edge', 'apps/edge/dist/main.js', ['--config', file], { IOP_LOG_LEVEL: 'info', IOP_STARTUP_GRACE_MS: '0' });
-    const listening = await edge.waitFor((line) => line.msg === 'edge listening');
+    const listening = await edge.ready();
     const baseURL = `http://127.0.0.1:${listening.port as number}/v1`;
     const client = new OpenAI({ apiKey: API_KEY, baseURL, maxRetries: 0 });
     const sim = await startSim(['--models', 'sim-model', '--output-tokens', '20', '--itl-ms', '75']);

@@ -11,7 +11,7 @@
  */
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-import { eventually, startAgent, startEdge, startSim, stopAll, API_KEY, type EdgeHandle, type SimHandle } from './harness';
+import { edgeReady, eventually, startAgent, startEdge, startSim, stopAll, API_KEY, type EdgeHandle, type SimHandle } from './harness';
 import { admin, describeWithSharedState, dropIsolation, startSharedEdges, isolation } from './shared-state-helpers';
 import { sleep } from '@iop/core';
 
@@ -24,7 +24,7 @@ describe('capacity across two edges without a shared store', () => {
     sim = await startSim(['--models', 'sim-model', '--output-tokens', '20', '--ttft-ms', '300', '--itl-ms', '20']);
     edges = await Promise.all([startEdge({ env: { IOP_DATA_DIR: ':memory:' } }), startEdge({ env: { IOP_DATA_DIR: ':memory:' } })]);
     await startAgent({ tunnelPort: edges[0]!.tunnelPort, id: 'agent-4', backendUrl: sim.url, args: ['--edge', edges.map((edge) => `http://127.0.0.1:${edge.tunnelPort}`).join(','), '--max-concurrency', '4'] });
-    await edges[1]!.proc.waitFor((line) => line.msg === 'agent registered', 30_000);
+    await edgeReady(edges[1]!);
   }, 60_000);
 
   afterAll(stopAll);

@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import OpenAI from 'openai';
-import { eventually, startAgent, startEdge, startSim, stopAll, type EdgeHandle } from './harness';
+import { edgeReady, eventually, startAgent, startEdge, startSim, stopAll, type EdgeHandle } from './harness';
 import { ADMIN_KEY, PG_URL, admin, describeWithSharedState, dropIsolation, isolation } from './shared-state-helpers';
 import { sleep } from '@iop/core';
 
@@ -102,7 +102,7 @@ describeWithSharedState(
       open = await startEdge({ env: env('open'), args: ['--api-keys', ''] });
       closed = await startEdge({ env: env('closed'), args: ['--api-keys', ''] });
       await startAgent({ tunnelPort: open.tunnelPort, id: 'agent-failure', backendUrl: sim.url, args: ['--edge', `http://127.0.0.1:${open.tunnelPort},http://127.0.0.1:${closed.tunnelPort}`] });
-      await closed.proc.waitFor((line) => line.msg === 'agent registered', 30_000);
+      await edgeReady(closed);
       const created = await admin(open.url, 'POST', '/admin/keys', { name: 'failure', limits: { requestsPerMinute: 1000, maxConcurrentStreams: 50 } });
       key = created.body.key as string;
       keyId = created.body.id as string;

@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { Redis } from 'ioredis';
-import { JOIN_TOKEN, startAgent, startEdge, type EdgeHandle } from './harness';
+import { JOIN_TOKEN, edgeReady, startAgent, startEdge, type EdgeHandle } from './harness';
 import { sleep } from '@iop/core';
 
 export const PG_URL = process.env.IOP_TEST_PG_URL ?? '';
@@ -81,6 +81,6 @@ export async function startSharedEdges(isolated: { schema: string; prefix: strin
   };
   const edges = await Promise.all([startEdge({ env, args: ['--api-keys', ''] }), startEdge({ env, args: ['--api-keys', ''] })]);
   await startAgent({ tunnelPort: edges[0]!.tunnelPort, id: agent.id, backendUrl: agent.simUrl, args: ['--edge', edges.map((edge) => `http://127.0.0.1:${edge.tunnelPort}`).join(','), ...(agent.args ?? []), '--join-token', JOIN_TOKEN] });
-  for (const edge of edges) await edge.proc.waitFor((line) => line.msg === 'agent registered', 30_000);
+  for (const edge of edges) await edgeReady(edge);
   return edges;
 }

@@ -19,8 +19,8 @@ it('registers an agent over TLS and answers through it', async () => {
   execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
   const sim = await startSim(['--models', 'sim-model', '--output-tokens', '5']);
   const edge = await startEdge({ args: ['--tls-cert', cert, '--tls-key', key] });
-  const listening = await edge.proc.waitFor((line) => line.msg === 'edge listening');
-  expect(listening.tls).toBe(true);
+  // The start-up log line says the tunnel is TLS.
+  expect(edge.proc.lines.find((line) => line.msg === 'edge listening')?.tls).toBe(true);
   const agent = await startAgent({ tunnelPort: edge.tunnelPort, id: 'tls-agent', backendUrl: sim.url, models: ['sim-model'], args: ['--edge', `https://127.0.0.1:${edge.tunnelPort}`, '--tls-ca', cert], token: JOIN_TOKEN });
   expect(agent.lines.some((line) => line.msg === 'registered')).toBe(true);
   const client = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });

@@ -36,6 +36,9 @@ export class Agent implements LinkHost {
   readonly logger: Logger;
   /** Resolves when the agent stopped (close, shutdown, or deregistered by every edge). */
   readonly stopped: Promise<void>;
+  /** Resolves when the agent first registered with one of its edges (its readiness). */
+  readonly registered: Promise<void>;
+  private markRegistered!: () => void;
   readonly agentVersion = AGENT_VERSION;
   /** One link per edge, in the order of `edgeUrls`. */
   readonly links: readonly EdgeLink[];
@@ -57,8 +60,13 @@ export class Agent implements LinkHost {
     readonly backend: Backend,
   ) {
     this.logger = options.logger ?? createLogger({ name: 'iop-agent', level: options.logLevel, base: { agentId: options.agentId } });
+    this.registered = new Promise((resolve) => (this.markRegistered = resolve));
     this.links = options.edgeUrls.map((url) => new EdgeLink(url, this, this.logger));
     this.stopped = this.whenLinksStop();
+  }
+
+  onRegistered(): void {
+    this.markRegistered();
   }
 
   get inFlight(): number {

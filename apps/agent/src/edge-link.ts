@@ -43,6 +43,8 @@ export interface LinkHost {
   readonly backendGauge: BackendGauge;
   /** A run started or ended on this link: the agent tells every edge its new load. */
   onLoadChanged(): void;
+  /** This link registered with its edge. */
+  onRegistered(): void;
   /** Assignments waiting for a slot (slot-waiters.ts), shared by every link. */
   readonly slotWaiters: SlotWaiters;
 }
@@ -203,6 +205,7 @@ export class EdgeLink {
       { session: sessionTag(registered.sessionId), heartbeatIntervalMs: registered.heartbeatIntervalMs, edgeVersion: registered.edgeVersion, edge: this.edgeUrl },
       'registered',
     );
+    this.host.onRegistered();
     if (this.isDraining) this.session?.sendHeartbeat();
   }
 

@@ -95,6 +95,9 @@ async function main(): Promise<void> {
     process.stderr.write(`iop-agent: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exit(1);
   }
+  const started = handle;
+  // The readiness line (one JSON line on stdout, whatever the log level or format): registered with an edge.
+  void started.agent.registered.then(() => process.stdout.write(`${JSON.stringify({ event: 'ready', metricsPort: started.metricsPort ?? null })}\n`));
   await handle.stopped;
   await tracing?.shutdown();
   process.exit(0);

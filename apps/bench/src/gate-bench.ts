@@ -23,7 +23,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
 import Ajv from 'ajv';
-import { freePort, waitForHttp } from './ports.js';
 import { launch, procStats, type Proc } from './processes.js';
 import { bucketPercentile, histogramDelta, scrapeMetrics, sumOf, type HistogramDelta } from './prometheus.js';
 import type { RequestResult, RequestSpec } from './request.js';
@@ -53,20 +52,20 @@ interface Stack {
 
 async function startStack(simArgs: string[]): Promise<Stack> {
   const sim = launch('sim', 'apps/sim/dist/main.js', ['--port', '0', '--host', '127.0.0.1', '--models', MODEL, ...simArgs]);
-  const simPort = (await sim.waitFor((line) => line.event === 'listening')).port as number;
+  const simPort = (await sim.ready()).port as number;
   const config = path.join(mkdtempSync(path.join(os.tmpdir(), 'iop-gate-bench-')), 'edge.json');
   writeFileSync(config, JSON.stringify({ gate: GATE }));
-  // Log level warn: no line per request (it would cost the edge CPU), so no "edge listening" line either.
-  const [port, tunnelPort] = [await freePort(), await freePort()];
-  const edge = launch('edge', 'apps/edge/dist/main.js', ['--port', String(port), '--tunnel-port', String(tunnelPort), '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN, '--config', config], { IOP_LOG_LEVEL: 'warn' });
-  await waitForHttp(`http://127.0.0.1:${port}/healthz`);
+  // Log level warn: no line per request (it would cost the edge CPU).
+  const edge = launch('edge', 'apps/edge/dist/main.js', ['--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN, '--config', config], { IOP_LOG_LEVEL: 'warn' });
+  const ready = await edge.ready();
+  const [port, tunnelPort] = [ready.port as number, ready.tunnelPort as number];
   const agent = launch(
     'agent',
     'apps/agent/dist/main.js',
     ['--edge', `http://127.0.0.1:${tunnelPort}`, '--join-token', JOIN_TOKEN, '--agent-id', 'bench-agent', '--backend', 'openai', '--backend-url', `http://127.0.0.1:${simPort}`, '--models', MODEL, '--max-concurrency', '256'],
     { IOP_LOG_LEVEL: 'info' },
   );
-  await agent.waitFor((line) => line.msg === 'registered', 30_000);
+  await agent.ready(30_000);
   return { sim, simUrl: `http://127.0.0.1:${simPort}`, edge, edgeUrl: `http://127.0.0.1:${port}`, agent };
 }
 

@@ -57,10 +57,10 @@ interface Row {
 
 async function startStack(sim: SimKind): Promise<{ sim: Proc; simUrl: string; edge: Proc; edgeUrl: string; agent: Proc }> {
   const simProc = launch('sim', 'apps/sim/dist/main.js', ['--port', '0', '--host', '127.0.0.1', '--models', 'bench-model', '--output-tokens', String(OUTPUT_TOKENS), ...sim.args]);
-  const simPort = (await simProc.waitFor((line) => line.event === 'listening')).port as number;
+  const simPort = (await simProc.ready()).port as number;
   const prof = (name: string) => (profile ? ['--cpu-prof', `--cpu-prof-dir=${process.cwd()}/profiles`, `--cpu-prof-name=${name}-${sim.name}.cpuprofile`] : []);
   const edge = launch('edge', 'apps/edge/dist/main.js', ['--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN], { IOP_LOG_LEVEL: 'info' }, prof('edge'));
-  const ready = await edge.waitFor((line) => line.msg === 'edge listening');
+  const ready = await edge.ready();
   const agent = launch(
     'agent',
     'apps/agent/dist/main.js',
@@ -68,7 +68,7 @@ async function startStack(sim: SimKind): Promise<{ sim: Proc; simUrl: string; ed
     { IOP_LOG_LEVEL: 'info' },
     prof('agent'),
   );
-  await agent.waitFor((line) => line.msg === 'registered', 30_000);
+  await agent.ready(30_000);
   for (const proc of [simProc, edge, agent]) proc.detach();
   return { sim: simProc, simUrl: `http://127.0.0.1:${simPort}`, edge, edgeUrl: `http://127.0.0.1:${ready.port as number}`, agent };
 }

@@ -52,20 +52,20 @@ async function startPool(options: { simArgs?: string[]; edgeConfig?: Record<stri
   }
   const edge = launch('edge', 'apps/edge/dist/main.js', ['--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN, ...configArgs], { IOP_LOG_LEVEL: 'info', IOP_DATA_DIR: os.tmpdir() });
   all.push(edge);
-  const listening = await edge.waitFor((line) => line.msg === 'edge listening');
+  const listening = await edge.ready();
   const agents: Proc[] = [];
   const simOrigins: string[] = [];
   for (let index = 1; index <= AGENTS; index++) {
     const sim = launch(`sim-${index}`, 'apps/sim/dist/main.js', ['--port', '0', '--host', '127.0.0.1', '--models', 'pool-model', ...(options.simArgs ?? FAST_SIM)]);
     all.push(sim);
-    const simPort = (await sim.waitFor((line) => line.event === 'listening')).port as number;
+    const simPort = (await sim.ready()).port as number;
     simOrigins.push(`http://127.0.0.1:${simPort}`);
     const agent = launch(`agent-${index}`, 'apps/agent/dist/main.js', [
       '--edge', `http://127.0.0.1:${listening.tunnelPort as number}`, '--join-token', JOIN_TOKEN, '--agent-id', `agent-${index}`,
       '--backend', 'openai', '--backend-url', `http://127.0.0.1:${simPort}`, '--models', 'pool-model', '--max-concurrency', '8',
     ], { IOP_LOG_LEVEL: 'info' });
     all.push(agent);
-    await agent.waitFor((line) => line.msg === 'registered', 30_000);
+    await agent.ready(30_000);
     agents.push(agent);
   }
   return { edge, origin: `http://127.0.0.1:${listening.port as number}`, agents, simOrigins, all };

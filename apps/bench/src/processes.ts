@@ -1,7 +1,9 @@
 /**
  * Launches iop's own processes (sim, edge, agent) from their compiled entry points and follows
- * their JSON log lines, so benchmarks and integration tests know when each is ready. Also reads a
- * process's CPU time and memory from /proc (Linux).
+ * their JSON lines on stdout. Each process prints one readiness line, `{"event":"ready",…}`
+ * (sim and edge: listening, with their ports; agent: registered with an edge, with its
+ * `metricsPort`); `ready()` waits for it, so no waiter depends on a log message's wording. Also
+ * reads a process's CPU time and memory from /proc (Linux).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -74,6 +76,11 @@ export class Proc {
         },
       });
     });
+  }
+
+  /** Resolves with the process's readiness line, `{"event":"ready",…}`. */
+  ready(timeoutMs = 20_000): Promise<LogLine> {
+    return this.waitFor((line) => line.event === 'ready', timeoutMs);
   }
 
   async kill(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {

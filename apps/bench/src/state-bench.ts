@@ -19,7 +19,6 @@ import { Redis } from 'ioredis';
 import { launch, procStats, type Proc } from './processes.js';
 import { runWorkload } from './workload.js';
 import { summarize } from './stats.js';
-import { sleep } from '@iop/core';
 
 const PLAIN_KEY = 'sk-iop-state-bench-plain-0001';
 const ADMIN_KEY = 'iop-state-bench-admin-key-0001';
@@ -39,15 +38,15 @@ async function startStack(env: NodeJS.ProcessEnv): Promise<Stack> {
   const all: Proc[] = [];
   const sim = launch('sim', 'apps/sim/dist/main.js', ['--port', '0', '--host', '127.0.0.1', '--models', 'bench-model', '--output-tokens', '20', '--ttft-ms', '0', '--itl-ms', '0']);
   all.push(sim);
-  const simPort = (await sim.waitFor((line) => line.event === 'listening')).port as number;
+  const simPort = (await sim.ready()).port as number;
   const dataDir = `${os.tmpdir()}/iop-state-bench-${process.pid}-${randomBytes(3).toString('hex')}`;
   const edge = launch('edge', 'apps/edge/dist/main.js', ['--port', '0', '--tunnel-port', '0', '--api-keys', PLAIN_KEY, '--join-tokens', JOIN_TOKEN, '--admin-keys', ADMIN_KEY], { IOP_LOG_LEVEL: 'info', IOP_DATA_DIR: dataDir, ...env });
   all.push(edge);
-  const listening = await edge.waitFor((line) => line.msg === 'edge listening', 30_000).catch(() => undefined);
+  const listening = await edge.ready(30_000).catch(() => undefined);
   if (listening === undefined) throw new Error('edge did not start');
   const agent = launch('agent', 'apps/agent/dist/main.js', ['--edge', `http://127.0.0.1:${listening.tunnelPort as number}`, '--join-token', JOIN_TOKEN, '--agent-id', 'bench-agent', '--backend', 'openai', '--backend-url', `http://127.0.0.1:${simPort}`, '--models', 'bench-model', '--max-concurrency', '256'], { IOP_LOG_LEVEL: 'warn' });
   all.push(agent);
-  await sleep(1500);
+  await agent.ready(30_000);
   return { edge, all, origin: `http://127.0.0.1:${listening.port as number}` };
 }
 

@@ -100,6 +100,8 @@ async function main(): Promise<void> {
   const tracing = startTracing({ serviceName: 'iop-edge', serviceVersion: EDGE_VERSION });
   const logger = createLogger(config.logLevel);
   const edge = await startEdge(config, logger);
+  // The readiness line (one JSON line on stdout, whatever the log level or format): both ports listen.
+  process.stdout.write(`${JSON.stringify({ event: 'ready', port: edge.port, tunnelPort: edge.tunnelPort })}\n`);
 
   const reload = (trigger: string) => {
     try {

@@ -29,7 +29,7 @@ async function main(): Promise<void> {
     return;
   }
   const sim = await startSim(parsed.options);
-  process.stdout.write(`${JSON.stringify({ event: 'listening', port: sim.port, host: sim.host })}\n`);
+  process.stdout.write(`${JSON.stringify({ event: 'ready', port: sim.port, host: sim.host })}\n`);
   const shutdown = (): void => {
     sim.close().then(
       () => process.exit(0),

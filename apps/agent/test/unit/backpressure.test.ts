@@ -61,7 +61,7 @@ describe('backpressure', () => {
     backend = await startFloodBackend();
     const logs = captureLogs();
     agent = await startAgent({ edgeUrl: edge.url, joinToken: 't', backend: 'openai', backendUrl: backend.url, logger: logs.logger });
-    await waitFor(() => logs.lines.some((line) => line.msg === 'registered'), 5_000, 'registered');
+    await agent.agent.registered;
     let release!: () => void;
     edge.runGate = new Promise((resolve) => (release = resolve));
     edge.assign({ runId: 'big', path: '/flood' });

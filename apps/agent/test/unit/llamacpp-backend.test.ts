@@ -132,7 +132,7 @@ describe('LlamaCppBackend (stories260K.gguf)', () => {
     const logs = captureLogs();
     const agent = await startAgent({ edgeUrl: edge.url, joinToken: 't', backendInstance: backend, logger: logs.logger, maxConcurrency: 2 });
     try {
-      await waitFor(() => logs.lines.some((line) => line.msg === 'registered'), 5_000, 'registered');
+      await agent.agent.registered;
       expect(edge.registrations[0]).toMatchObject({ backend: 'llamacpp', capabilities: ['tokenize'], maxConcurrency: 2 });
       expect(edge.registrations[0]!.models.map((model) => [model.id, model.contextLength])).toEqual([['stories260K', 2048]]);
       edge.assign({ runId: 'e1', body: JSON.stringify({ model: 'stories260K', messages: MESSAGES, stream: true, stream_options: { include_usage: true }, max_tokens: 8 }) });

@@ -103,7 +103,7 @@ describe('agent tunnel client (openai backend)', () => {
       reconnectBaseMs: 20,
       ...extra,
     });
-    await waitFor(() => logs.lines.some((line) => line.msg === 'registered'), 5_000, 'registered');
+    await agent.agent.registered;
     return agent;
   }
 

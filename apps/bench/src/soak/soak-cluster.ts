@@ -48,7 +48,7 @@ export class SoakCluster {
       const sim = launch(`sim-${index + 1}`, 'apps/sim/dist/main.js', [
         '--port', '0', '--models', SOAK_MODEL, '--profile', this.options.profile, '--time-scale', String(this.options.timeScale), '--request-log-size', '1000',
       ]);
-      const port = (await sim.waitFor((line) => line.event === 'listening')).port as number;
+      const port = (await sim.ready()).port as number;
       this.sims.push({ proc: sim, url: `http://127.0.0.1:${port}` });
       this.agents.push(this.launchAgent(index));
     }
