@@ -1,5 +1,5 @@
 /**
- * Claude Code's request shapes (CLIENTS.md) against a chat backend with a 4k context: its
+ * Claude Code's request shapes (docs/protocols.md "Claude Code") against a chat backend with a 4k context: its
  * `max_tokens: 32000` is lowered to what fits (a warning, not "Prompt is too long"), a
  * mid-conversation system message reaches the backend folded into the leading one, the billing
  * line leaves the top of the system prompt, backend-request warnings reach `x-iop-warnings`, and

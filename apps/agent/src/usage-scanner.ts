@@ -3,14 +3,14 @@
  *
  * - SSE bodies (`text/event-stream`): each body slice is searched (natively, `Buffer.indexOf`) for
  *   the bytes `"usage":{` (or `"usage": {`); only the SSE `data:` line holding a match is
- *   JSON-parsed. `"usage":null` (OpenAI Chat streams with `include_usage`, PROTOCOLS A.4) never
+ *   JSON-parsed. `"usage":null` (OpenAI Chat streams with `include_usage`, docs/protocols.md "Chat stream") never
  *   matches, so ordinary chunks cost one search each. A match split across slices is found
  *   through a tail of the last bytes seen. The last usage found wins (vLLM
  *   `continuous_usage_stats` puts usage on every chunk).
  * - JSON bodies (`application/json`): slices are kept (by reference) and parsed once at the end,
  *   up to `maxJsonBytes`.
  *
- * Field mapping (PROTOCOLS A.3, D.8): `prompt_tokens`, `completion_tokens`,
+ * Field mapping (docs/protocols.md "Chat response", "Usage"): `prompt_tokens`, `completion_tokens`,
  * `prompt_tokens_details.cached_tokens`, `completion_tokens_details.reasoning_tokens`.
  */
 

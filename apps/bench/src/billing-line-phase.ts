@@ -2,7 +2,7 @@
  * The pool bench's Claude-Code-shaped phase: multi-turn Anthropic Messages conversations whose
  * system prompt opens with Claude Code's billing line (`x-anthropic-billing-header:
  * cc_version=…; cc_entrypoint=cli; cch=…;`, its version suffix set per conversation and `cch` per
- * request, see CLIENTS.md), followed by a long system prompt every conversation shares. Each turn
+ * request, see docs/protocols.md "Claude Code"), followed by a long system prompt every conversation shares. Each turn
  * resends the whole history plus one user turn, as Claude Code does. The figure is the backends'
  * prefix-cache hit rate: the sims' `vllm:prefix_cache_hits_total` / `vllm:prefix_cache_queries_total`
  * (tokens) over the phase, summed over every sim of the pool.

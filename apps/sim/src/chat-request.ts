@@ -1,6 +1,6 @@
 /**
- * Reading a `POST /v1/chat/completions` body (PROTOCOLS.md A.1) into the few fields the sim
- * acts on. Unknown fields are ignored, as vLLM does (A.7). Validation mirrors vLLM's 400s.
+ * Reading a `POST /v1/chat/completions` body (docs/protocols.md "Chat request") into the few fields the sim
+ * acts on. Unknown fields are ignored, as vLLM does (docs/protocols.md "Backend extras"). Validation mirrors vLLM's 400s.
  */
 import { SimInputError } from './sim-error.js';
 import { contentText } from './tokenizer.js';

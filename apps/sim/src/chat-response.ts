@@ -1,6 +1,6 @@
 /**
- * The non-stream `chat.completion` body (PROTOCOLS.md A.3) rendered from an output plan, with
- * vLLM's extra fields (A.7): `reasoning` and `reasoning_content` on the message, `stop_reason` on
+ * The non-stream `chat.completion` body (docs/protocols.md "Chat response") rendered from an output plan, with
+ * vLLM's extra fields (docs/protocols.md "Backend extras"): `reasoning` and `reasoning_content` on the message, `stop_reason` on
  * the choice, `tool_calls: []` when there are none.
  */
 import type { OutputPlan } from './output-plan.js';

@@ -1,7 +1,7 @@
 /**
  * Writes one planned chat completion as an SSE stream with simulated timing: the role chunk and
  * the first token after TTFT, then one token every ITL, then the finish chunk, the usage chunk
- * (when asked) and `[DONE]` (PROTOCOLS.md A.4).
+ * (when asked) and `[DONE]` (docs/protocols.md "Chat stream").
  *
  * Token i is due at `start + ttftMs + i * itlMs`; every token already due is written in one batch,
  * so ITL 0 streams a whole answer in a single write. Under a GPU profile the scheduler gives the

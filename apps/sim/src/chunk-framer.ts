@@ -1,5 +1,5 @@
 /**
- * Serialized SSE frames of one chat completion stream (PROTOCOLS.md A.4, vLLM A.7).
+ * Serialized SSE frames of one chat completion stream (docs/protocols.md "Chat stream", "Backend extras").
  *
  * The envelope (`id`, `object`, `created`, `model`, choice index) is the same in every chunk, so
  * it is serialized once per request; each token costs one `JSON.stringify` of its text and one
@@ -84,7 +84,7 @@ export class ChunkFramer {
   }
 }
 
-/** vLLM's in-stream error event: `data: {"error":{...,"code":500}}` (A.7). */
+/** vLLM's in-stream error event: `data: {"error":{...,"code":500}}` (docs/protocols.md "Backend extras"). */
 export function errorFrame(message: string): string {
   return `data: ${JSON.stringify({ error: { message, type: 'InternalServerError', param: null, code: 500 } })}\n\n`;
 }

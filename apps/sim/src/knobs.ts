@@ -16,7 +16,7 @@ export type ContentMode = 'lorem' | 'echo';
 
 /**
  * Where reasoning text goes: `fields` = `delta.reasoning` and `delta.reasoning_content` (vLLM with a
- * reasoning parser, A.7); `think-tags` = `<think>…</think>` inside content (vLLM without a parser);
+ * reasoning parser, docs/protocols.md "Backend extras"); `think-tags` = `<think>…</think>` inside content (vLLM without a parser);
  * `think-close-only` = reasoning words then only `</think>` inside content (templates that put the
  * opening tag in the prompt, e.g. Qwen3, DeepSeek-R1).
  */

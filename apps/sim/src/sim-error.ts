@@ -1,5 +1,5 @@
 /**
- * Errors in vLLM's shape (PROTOCOLS.md A.7): `{"error":{"message","type","param","code"}}` where
+ * Errors in vLLM's shape (docs/protocols.md "Backend extras"): `{"error":{"message","type","param","code"}}` where
  * `type` is an exception-like name and `code` is the integer HTTP status.
  */
 

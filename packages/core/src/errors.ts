@@ -75,7 +75,7 @@ export function codeOfStatus(status: number): ErrorCode {
   }
 }
 
-/** Whether a failed attempt with this HTTP status may be retried (408, 409, 429, 5xx; STYLE "Errors"). */
+/** Whether a failed attempt with this HTTP status may be retried (408, 409, 429, 5xx, as the OpenAI and Anthropic SDKs retry; docs/protocols.md "Chat errors"). */
 export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 409 || status === 429 || status >= 500;
 }

@@ -16,7 +16,7 @@
 import type { ErrorCode } from './errors.js';
 
 /**
- * Unified finish reason (see PROTOCOLS D.7).
+ * Unified finish reason (see docs/protocols.md "Finish reasons").
  * - `stop`: natural end or a stop sequence matched.
  * - `length`: the output token limit was reached.
  * - `tool_calls`: the model called one or more tools.
@@ -28,7 +28,7 @@ export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' |
 /**
  * Token usage. A field that is `undefined` is unknown, which is distinct from zero.
  * `inputTokens` is the whole prompt, cached tokens included (OpenAI's `prompt_tokens`);
- * Anthropic's `input_tokens` = inputTokens − cachedInputTokens − cacheWriteTokens (PROTOCOLS D.8).
+ * Anthropic's `input_tokens` = inputTokens − cachedInputTokens − cacheWriteTokens (docs/protocols.md "Usage").
  */
 export interface Usage {
   /** Prompt tokens, cached ones included. */
@@ -68,7 +68,7 @@ export interface ReasoningDeltaEvent {
 /**
  * A fragment of a tool call. `index` keeps parallel calls apart (Chat `tool_calls[].index`);
  * the first fragment of a call carries `id` and `name`, later ones only `argumentsDelta`.
- * `argumentsDelta` is a fragment of the JSON-encoded arguments, possibly "" (PROTOCOLS A.4).
+ * `argumentsDelta` is a fragment of the JSON-encoded arguments, possibly "" (docs/protocols.md "Chat stream").
  */
 export interface ToolCallDeltaEvent {
   type: 'tool-call-delta';

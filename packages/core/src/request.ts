@@ -1,7 +1,7 @@
 /**
  * The internal request model (the hub). Every client dialect decodes its request into an
  * `InferenceRequest`; the backend encoder renders it as an OpenAI Chat Completions body, which
- * vLLM, SGLang, llama.cpp server, Ollama and the embedded backend all serve (PROTOCOLS D).
+ * vLLM, SGLang, llama.cpp server, Ollama and the embedded backend all serve (docs/protocols.md "Translation").
  *
  * A conversation is a list of turns with typed parts. Tool-call arguments stay JSON strings (the
  * model's exact output); dialects that need an object (Anthropic `input`) parse at their edge.
@@ -12,7 +12,7 @@ export interface TextPart {
   text: string;
 }
 
-/** An image by URL: `https:` or a `data:<mime>;base64,…` URI (PROTOCOLS D.6). */
+/** An image by URL: `https:` or a `data:<mime>;base64,…` URI (docs/protocols.md "Images and files"). */
 export interface ImagePart {
   type: 'image';
   url: string;
@@ -76,7 +76,7 @@ export interface ToolMessage {
   role: 'tool';
   toolCallId: string;
   content: ContentPart[];
-  /** Anthropic `is_error`; Chat and Responses have no such flag (PROTOCOLS D.5). */
+  /** Anthropic `is_error`; Chat and Responses have no such flag (docs/protocols.md "Tool results"). */
   isError?: boolean;
 }
 

@@ -3,7 +3,7 @@
  * text tool calls) or a **validator** (judges events: tool-call schema, structured output,
  * degeneration, empty output). For each attempt the gate creates fresh instances, runs the
  * transformers as a chain in configured order, then shows every transformed event to all
- * validators (DESIGN "The stream gate").
+ * validators (packages/stream-gate/README.md "Filters").
  */
 import type { ErrorCode, InferenceRequest, StreamEvent } from '@iop/core';
 

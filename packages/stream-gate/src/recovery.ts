@@ -1,6 +1,6 @@
 /**
  * Recovery: what follows a failed attempt. Pure decision over the failure and the commit state
- * (DESIGN "Commit boundary", "Recovery"):
+ * (packages/stream-gate/README.md "Recovery and budgets"):
  * - before commit, a provider fault (retryable status 408/409/429/5xx, connection failure, cut
  *   stream) is retried exactly, away from the faulting provider; a rejection is retried as its
  *   filter directs (exactly, or with the corrective patch);

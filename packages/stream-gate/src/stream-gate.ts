@@ -1,7 +1,7 @@
 /**
  * The stream gate: runs a request through the dispatcher attempt by attempt, releases only what
  * its filters and policy allow, and recovers from failures without ever releasing an event twice
- * (DESIGN "The stream gate").
+ * (packages/stream-gate/README.md).
  *
  * The released stream keeps the core order guarantees (`events.ts`): at most one
  * `response-start`, content, one terminal event, then at most one `usage` (the answer's usage:

@@ -1,7 +1,7 @@
 /**
  * What the agent needs from a model server: one HTTP-shaped call per run, the models it serves,
  * and optional load figures for heartbeats. Both backends speak OpenAI Chat Completions
- * (PROTOCOLS A), so the edge relays their bytes unchanged.
+ * (docs/protocols.md "Chat Completions"), so the edge relays their bytes unchanged.
  */
 
 /** A model as registered with the edge (proto `ModelInfo`). */

@@ -56,7 +56,7 @@ describe('LlamaCppBackend (stories260K.gguf)', () => {
     expect(backend.contextSize).toBe(2048);
   });
 
-  test('streams chat.completion.chunk events per PROTOCOLS A.4 with exact usage; max_tokens gives finish_reason length', async () => {
+  test('streams chat.completion.chunk events in the Chat stream order with exact usage; max_tokens gives finish_reason length', async () => {
     const tokenized = JSON.parse(await text(await call('/tokenize', { model: 'stories260K', messages: MESSAGES }))) as { count: number; tokens: number[]; max_model_len: number };
     expect(tokenized.count).toBe(tokenized.tokens.length);
     expect(tokenized.count).toBeGreaterThan(5);

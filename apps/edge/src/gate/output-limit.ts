@@ -1,6 +1,6 @@
 /**
  * The output reservation (`max_tokens`) against the backend's context window. Claude Code asks for
- * `max_tokens: 32000` by default (CLIENTS.md); on a 32k-context model prompt + reservation cannot
+ * `max_tokens: 32000` by default (docs/protocols.md "Claude Code"); on a 32k-context model prompt + reservation cannot
  * fit, and the backend's 400 reaches Claude Code as "Prompt is too long" although the prompt fits.
  * So a reservation larger than what the context leaves after the prompt is lowered to what fits,
  * with a warning for `x-iop-warnings` and a log line that names the reservation as the cause.

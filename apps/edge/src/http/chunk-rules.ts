@@ -1,6 +1,6 @@
 /**
  * The rules a relayed Chat Completions stream must follow whatever the backend's framing
- * (PROTOCOLS A.4, A.5), applied to one parsed chunk. The byte scanner (`SseGuard`) calls this only
+ * (docs/protocols.md "Chat stream", "Chat errors"), applied to one parsed chunk. The byte scanner (`SseGuard`) calls this only
  * for the rare chunks that need it: those carrying a non-null `usage` or an `error` key, and SSE
  * events whose data spans several `data:` lines.
  *

@@ -1,5 +1,5 @@
 /**
- * `POST /v1/messages/count_tokens` (Anthropic, PROTOCOLS C.6): `{input_tokens}` for a Messages
+ * `POST /v1/messages/count_tokens` (Anthropic, docs/protocols.md "Token counting"): `{input_tokens}` for a Messages
  * request without sending it. Exact when a provider of the model can tokenize (vLLM's
  * `/tokenize` with the chat template applied, the embedded llama.cpp tokenizer): the request is
  * rendered as the chat body the backend would get and tokenized there. Otherwise a documented

@@ -8,7 +8,7 @@
  * docs/decisions/004-attempt-lifecycle.md); this loop only runs attempts and reports them. Every
  * run it stops waiting for (failed attempt, deadline, client gone) is cancelled at its agent.
  *
- * Per failed attempt (`RetryPolicy.decide`, DESIGN "commit boundary"):
+ * Per failed attempt (`RetryPolicy.decide`; docs/decisions/003-provider-pool.md "Failure handling: one commit boundary"):
  * - connection failure, reset, agent lost, run rejected, 5xx, 429, a run-accepted or first-byte
  *   timeout (on another provider only): retried with jittered backoff (a `Retry-After` as floor;
  *   a 429 / 503 without one from hundreds of ms), within `maxAttempts`, the deadline and the

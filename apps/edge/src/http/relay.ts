@@ -8,7 +8,7 @@
  * data, one usage chunk, error chunks) at the cost of a few native byte searches per chunk. A
  * stream that ends without `data: [DONE]` before its finish reason (cut upstream), with a backend
  * error chunk or with an ERROR frame gets an in-band OpenAI error event, never a silent
- * truncation (PROTOCOLS A.5); one that delivered its finish reason is complete, `[DONE]` or not.
+ * truncation (docs/protocols.md "Chat errors"); one that delivered its finish reason is complete, `[DONE]` or not.
  * So does a stream the request's deadline stopped, and one whose client read nothing for
  * `writeStallTimeoutMs` (the run is cancelled at once, releasing the backend slot).
  */

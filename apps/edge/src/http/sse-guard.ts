@@ -1,6 +1,6 @@
 /**
  * Makes a relayed Chat Completions SSE stream (passthrough path) spec-conformant whatever the
- * backend's framing (PROTOCOLS A.4, A.5; the SSE event-stream format of the WHATWG HTML standard,
+ * backend's framing (docs/protocols.md "Chat stream", "Chat errors"; the SSE event-stream format of the WHATWG HTML standard,
  * §9.2.6), while ordinary chunks pass as the backend's own bytes:
  *
  * - Events are split at blank lines (LF or CRLF line ends). An event whose data spans several

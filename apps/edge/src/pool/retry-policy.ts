@@ -1,6 +1,6 @@
 /**
  * Which failed attempts are retried, when, and where. A retry is only possible before the first
- * byte reached the client (DESIGN "commit point"); the caller asks `decide()` after each failed
+ * byte reached the client (docs/decisions/003-provider-pool.md "Failure handling: one commit boundary"); the caller asks `decide()` after each failed
  * attempt and either retries (after `delayMs`, on a provider not yet tried when there is one), re-routes to the
  * group's `contextFallback`, or gives the client the failure.
  *

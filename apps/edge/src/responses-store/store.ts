@@ -1,6 +1,6 @@
 /**
  * The response store: finished Responses kept for `previous_response_id`,
- * `GET /v1/responses/{id}` and `GET /v1/responses/{id}/input_items` (PROTOCOLS B.1, D.10).
+ * `GET /v1/responses/{id}` and `GET /v1/responses/{id}/input_items` (docs/protocols.md "Responses request", "Responses input and Chat messages").
  * Records are `StoredResponse`s (@iop/dialects `openaiResponses`): the Response object, its input
  * items (with ids) and the resolved conversation, instructions excluded.
  *

@@ -1,5 +1,5 @@
 /**
- * Content-block index allocator for an Anthropic message stream (PROTOCOLS C.4).
+ * Content-block index allocator for an Anthropic message stream (docs/protocols.md "Messages stream").
  *
  * The SDK's `MessageStream` pushes a block on every `content_block_start` and finds it again by
  * `index`, and its convenience events read the last block: so indexes must be 0, 1, 2… in start

@@ -1,13 +1,13 @@
 /**
- * Anthropic request content blocks → hub parts (PROTOCOLS C.2 content blocks, D.4–D.6).
+ * Anthropic request content blocks → hub parts (docs/protocols.md "Messages request", "Tool calls and ids", "Tool results", "Images and files").
  *
  * - `text` → TextPart (`cache_control`, `citations` dropped: Anthropic-only).
  * - `image` base64 → `data:<media_type>;base64,<data>` URI; `url` → the URL; `file` → 400 (a
- *   file id is Anthropic's namespace, D.6).
+ *   file id is Anthropic's namespace, docs/protocols.md "Images and files").
  * - `document` base64 PDF → FilePart; plain-text and `content` sources → their text/images;
  *   `url` and `file` sources → 400 (no backend can fetch them on the client's behalf).
  * - `tool_use` → ToolCallPart with `input` serialized as the JSON arguments string.
- * - `thinking` / `redacted_thinking` → ReasoningPart (backends drop them; D.9).
+ * - `thinking` / `redacted_thinking` → ReasoningPart (backends drop them; docs/protocols.md "Reasoning").
  * - `tool_result` is handled by the message decoder (it becomes a `tool` message).
  */
 import type { AssistantPart, ContentPart, ImagePart, TextPart, ToolMessage } from '@iop/core';
@@ -28,7 +28,7 @@ function blockType(block: JsonObject, param: string): string {
   return readString(block.type, path(param, 'type'));
 }
 
-/** A base64 `source.data` (D.6: a payload that is not base64 gets a 400). */
+/** A base64 `source.data` (docs/protocols.md "Images and files": a payload that is not base64 gets a 400). */
 function readBase64(value: unknown, param: string): string {
   const data = readString(value, param);
   if (!isBase64(data)) throw invalidRequest(`${param}: ${data.length === 0 ? 'empty' : 'not valid'} base64 data`, param);
@@ -138,7 +138,7 @@ export function referencedTools(messages: unknown): Set<string> {
   return names;
 }
 
-/** A `tool_result` block → a hub `tool` message (images and documents stay in its content; D.5). */
+/** A `tool_result` block → a hub `tool` message (images and documents stay in its content; docs/protocols.md "Tool results"). */
 export function decodeToolResultBlock(block: JsonObject, param: string): ToolMessage {
   const toolCallId = readString(block.tool_use_id, path(param, 'tool_use_id'));
   const contentParam = path(param, 'content');

@@ -1,5 +1,5 @@
 /**
- * IopError → Anthropic error envelope (PROTOCOLS C.5, D.12).
+ * IopError → Anthropic error envelope (docs/protocols.md "Messages errors", "Errors across dialects").
  *
  * | code                                             | status | error.type              |
  * |--------------------------------------------------|--------|-------------------------|
@@ -22,7 +22,7 @@ import type { ErrorCode, ErrorEvent, ErrorResponse, IopError } from '@iop/core';
 import { sseJson, statusOf } from '@iop/core';
 import type { AnthropicErrorBody, AnthropicErrorType } from './wire-types.js';
 
-/** Anthropic's status for an overloaded API (C.5). */
+/** Anthropic's status for an overloaded API (docs/protocols.md "Messages errors"). */
 export const OVERLOADED_STATUS = 529;
 
 const ERROR_TYPES: Record<ErrorCode, AnthropicErrorType> = {
@@ -64,7 +64,7 @@ export function errorResponse(error: IopError, requestId: string): ErrorResponse
   return { status: anthropicErrorStatus(error.code, error.status), headers, body };
 }
 
-/** The in-stream form (C.4 item 6): `event: error` with `{type:"error", error:{type, message}}`. */
+/** The in-stream form (docs/protocols.md "Messages stream"): `event: error` with `{type:"error", error:{type, message}}`. */
 export function errorEventFrame(event: Pick<ErrorEvent, 'code' | 'message'>): string {
   const body: AnthropicErrorBody = { type: 'error', error: { type: anthropicErrorType(event.code), message: event.message } };
   return sseJson(body, 'error');

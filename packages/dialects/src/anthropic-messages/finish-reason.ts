@@ -1,5 +1,5 @@
 /**
- * Unified finish reason → Anthropic `stop_reason` + `stop_sequence` (PROTOCOLS D.7).
+ * Unified finish reason → Anthropic `stop_reason` + `stop_sequence` (docs/protocols.md "Finish reasons").
  *
  * | finish            | stop_reason                                                    |
  * |-------------------|----------------------------------------------------------------|

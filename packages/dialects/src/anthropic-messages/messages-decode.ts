@@ -1,16 +1,16 @@
 /**
- * Anthropic `messages` → hub messages (PROTOCOLS C.2, D.1, D.5).
+ * Anthropic `messages` → hub messages (docs/protocols.md "Messages request", "System instructions", "Tool results").
  *
- * - Consecutive turns of the same role are merged, as the Messages API itself does (C.2).
+ * - Consecutive turns of the same role are merged, as the Messages API itself does (docs/protocols.md "Messages request").
  * - A user turn's `tool_result` blocks become `tool` messages, in block order, followed by one
- *   `user` message with the turn's other blocks in their order (D.5: results first).
- * - `role: "system"` messages (Claude Code, CLIENTS.md) become hub `system` messages at their
+ *   `user` message with the turn's other blocks in their order (docs/protocols.md "Tool results": results first).
+ * - `role: "system"` messages (docs/protocols.md "Claude Code") become hub `system` messages at their
  *   position; they are never rejected.
- * - A `tool_result` must answer a `tool_use` block of an earlier assistant turn (D.5; the API
+ * - A `tool_result` must answer a `tool_use` block of an earlier assistant turn (docs/protocols.md "Tool results"; the API
  *   itself rejects an orphan result), else 400 naming its `tool_use_id`.
  * - Every `tool_use` of an assistant turn must be answered by a `tool_result` in the next user
  *   turn (`role: "system"` messages in between are skipped), else 400 in the API's own words
- *   (C.2) — before any backend call, not a template error from the backend.
+ *   (docs/protocols.md "Messages request") — before any backend call, not a template error from the backend.
  * - A final assistant turn (a prefill) stays the last message; the backend encoder decides how to
  *   continue it (e.g. vLLM `continue_final_message`) or to refuse it.
  */

@@ -1,5 +1,5 @@
 /**
- * Anthropic Messages request body → hub `InferenceRequest` (PROTOCOLS C.2, D.1–D.11).
+ * Anthropic Messages request body → hub `InferenceRequest` (docs/protocols.md "Messages request", "System instructions", "Tool definitions and choice", "Tool calls and ids", "Tool results", "Images and files", "Finish reasons", "Usage", "Reasoning", "Responses input and Chat messages", "What cannot be mapped").
  *
  * Field decisions (each one documented where Anthropic's behaviour and a chat backend differ):
  * - `max_tokens` is required, an integer ≥ 1. Anthropic also accepts `0` to pre-warm its prompt
@@ -49,13 +49,13 @@ const KNOWN_FIELDS = new Set([
 /** Fields that change nothing a chat backend does: ignored without a warning. */
 const SILENTLY_IGNORED = new Set(['service_tier', 'inference_geo', 'cache_control']);
 
-/** Anthropic's minimum `thinking.budget_tokens` (C.2). */
+/** Anthropic's minimum `thinking.budget_tokens` (docs/protocols.md "Messages request"). */
 export const MIN_THINKING_BUDGET_TOKENS = 1024;
 
 const EFFORTS = ['low', 'medium', 'high', 'xhigh', 'max'] as const;
 
 export interface DecodeOptions {
-  /** `count_tokens` bodies (C.6) have no `max_tokens` and no `stream`. Default false. */
+  /** `count_tokens` bodies (docs/protocols.md "Token counting") have no `max_tokens` and no `stream`. Default false. */
   countTokens?: boolean;
 }
 
@@ -128,7 +128,7 @@ export function decodeMessagesRequest(body: unknown, options: DecodeOptions = {}
     request.maxOutputTokens = readInteger(root.max_tokens, 'max_tokens', { min: 1 });
     const budget = request.reasoning?.budgetTokens;
     if (budget !== undefined && budget >= request.maxOutputTokens) {
-      // C.2: `budget_tokens` must be ≥ 1024 and < `max_tokens`.
+      // docs/protocols.md "Messages request": `budget_tokens` must be ≥ 1024 and < `max_tokens`.
       throw invalidRequest(`thinking.budget_tokens: must be less than max_tokens (${request.maxOutputTokens}), got ${budget}`, 'thinking.budget_tokens');
     }
     if (!isAbsent(root.stream)) request.stream = readBoolean(root.stream, 'stream');

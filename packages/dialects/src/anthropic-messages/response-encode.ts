@@ -1,11 +1,11 @@
 /**
- * The complete event list → a non-stream Anthropic `Message` (PROTOCOLS C.3).
+ * The complete event list → a non-stream Anthropic `Message` (docs/protocols.md "Messages response").
  *
  * Blocks appear in the order the model produced them: consecutive reasoning deltas form one
  * `thinking` block, consecutive text deltas one `text` block, and each tool call (by upstream
  * index) one `tool_use` block at the position of its first fragment.
  *
- * Tool arguments: the JSON string becomes the `input` object (`""` → `{}`, D.4). Arguments that
+ * Tool arguments: the JSON string becomes the `input` object (`""` → `{}`, docs/protocols.md "Tool calls and ids"). Arguments that
  * do not parse to a JSON object cannot be shown to an Anthropic client, whose `input` must be an
  * object; the stream gate normally re-asks the model before this point, so reaching it means the
  * upstream answered garbage: `upstream_error` (502, which the SDK retries), never a silent `{}`

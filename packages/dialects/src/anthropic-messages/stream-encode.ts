@@ -1,6 +1,6 @@
 /**
- * Normalized stream events → Anthropic Messages SSE (PROTOCOLS C.4, D.10 "Chat chunks → Anthropic
- * events"). Every event is framed with an `event:` line (the TS SDK drops frames without one).
+ * Normalized stream events → Anthropic Messages SSE (docs/protocols.md "Messages stream" and
+ * "Responses input and Chat messages", Chat chunks → Anthropic events). Every event is framed with an `event:` line (the TS SDK drops frames without one).
  *
  * Grammar emitted:
  *   message_start, ping,
@@ -17,7 +17,7 @@
  * - Tool calls arriving while another tool_use block is open are buffered and released, in
  *   order, when it closes (the upstream may interleave parallel calls).
  * - `message_delta` waits for the usage that follows `finish`: it is sent on the first `usage`
- *   after `finish`, or by `end()`. Its usage is cumulative with `input_tokens` net of cache (D.8).
+ *   after `finish`, or by `end()`. Its usage is cumulative with `input_tokens` net of cache (docs/protocols.md "Usage").
  * - `end()` without a terminal event renders an `api_error` error event, never a made-up stop.
  */
 import type {
@@ -39,7 +39,7 @@ import type { AnthropicMessage, ContentBlockDelta, ContentBlockStart } from './w
 
 /**
  * Signature of thinking blocks whose upstream gave none (chat backends never do). Opaque to
- * clients; iop drops thinking blocks from history before they reach a backend (D.9).
+ * clients; iop drops thinking blocks from history before they reach a backend (docs/protocols.md "Reasoning").
  */
 export const UNSIGNED_THINKING_SIGNATURE = 'iop-unsigned';
 

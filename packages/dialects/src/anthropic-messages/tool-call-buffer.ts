@@ -1,7 +1,7 @@
 /**
- * Holds the tool calls that arrive while another tool_use block is open (PROTOCOLS D.10 rule 6:
- * "if an upstream interleaves fragments of different tool indices, buffer the later index until
- * the current block closes"). Calls are released in the order their first fragment arrived, each
+ * Holds the tool calls that arrive while another tool_use block is open (docs/protocols.md
+ * "Responses input and Chat messages", Chat chunks → Anthropic events: tool calls whose fragments
+ * interleave by index are buffered until the open block closes). Calls are released in the order their first fragment arrived, each
  * with its arguments joined. It also remembers which upstream indexes already had their block
  * closed, so a late fragment for one of them can be detected rather than misplaced.
  */

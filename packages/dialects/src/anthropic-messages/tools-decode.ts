@@ -1,14 +1,14 @@
 /**
- * Anthropic `tools` and `tool_choice` → hub tool definitions and choice (PROTOCOLS C.2, D.2, D.3).
+ * Anthropic `tools` and `tool_choice` → hub tool definitions and choice (docs/protocols.md "Messages request", "Tool definitions and choice").
  *
- * - Custom tools (`type` absent, null or `"custom"`): `input_schema` (an object schema, C.2) is
- *   kept as is, `$schema` and every 2020-12 keyword included (CLIENTS.md); the backend encoder
+ * - Custom tools (`type` absent, null or `"custom"`): `input_schema` (an object schema, docs/protocols.md "Messages request") is
+ *   kept as is, `$schema` and every 2020-12 keyword included (docs/protocols.md "Claude Code"); the backend encoder
  *   strips what its backend cannot take. `cache_control` is dropped; `strict` passes through;
  *   `defer_loading: true` (tool search) marks a tool offered only once a `tool_reference` names it.
  * - Server tools (`web_search_…`, `bash_…`, `text_editor_…`, `code_execution_…`, …): a chat
- *   backend cannot run them, so 400 `unsupported_field` naming `tools.N.type` (D.11).
+ *   backend cannot run them, so 400 `unsupported_field` naming `tools.N.type` (docs/protocols.md "What cannot be mapped").
  * - `tool_choice`: auto/any/tool/none → auto/required/tool/none;
- *   `disable_parallel_tool_use: true` → `parallelToolCalls: false` (D.3).
+ *   `disable_parallel_tool_use: true` → `parallelToolCalls: false` (docs/protocols.md "Tool definitions and choice").
  */
 import type { ToolChoice, ToolDefinition } from '@iop/core';
 import { IopError, invalidRequest } from '@iop/core';

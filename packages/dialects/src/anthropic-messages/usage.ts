@@ -1,5 +1,5 @@
 /**
- * Hub usage → Anthropic usage (PROTOCOLS D.8).
+ * Hub usage → Anthropic usage (docs/protocols.md "Usage").
  *
  * Anthropic's `input_tokens` excludes cached tokens: `input_tokens = inputTokens −
  * cachedInputTokens − cacheWriteTokens`; `cache_read_input_tokens = cachedInputTokens`;
@@ -29,7 +29,7 @@ export function toAnthropicUsage(usage: Usage | undefined): AnthropicUsage {
 
 /**
  * `message_delta.usage`: cumulative totals. Input and cache fields are present only when the
- * upstream reported a prompt count, so the SDK keeps its `message_start` values otherwise (C.4).
+ * upstream reported a prompt count, so the SDK keeps its `message_start` values otherwise (docs/protocols.md "Messages stream").
  */
 export function toMessageDeltaUsage(usage: Usage | undefined): MessageDeltaUsage {
   const delta: MessageDeltaUsage = { output_tokens: usage?.outputTokens ?? 0 };
@@ -41,7 +41,7 @@ export function toMessageDeltaUsage(usage: Usage | undefined): MessageDeltaUsage
   return delta;
 }
 
-/** The `message_start` placeholder: the prompt count is not known before the upstream's usage chunk (D.8). */
+/** The `message_start` placeholder: the prompt count is not known before the upstream's usage chunk (docs/protocols.md "Usage"). */
 export function startUsage(): AnthropicUsage {
   return { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
 }

@@ -1,6 +1,6 @@
 /**
  * Anthropic Messages wire types (`POST /v1/messages`), the subset iop reads and writes.
- * Source: PROTOCOLS C.2–C.5 (`[ant-ts]` resources/messages/messages.ts, shared.ts).
+ * Source: docs/protocols.md "Messages request", "Messages response", "Messages stream", "Messages errors" (and the official `@anthropic-ai/sdk` types, `resources/messages/messages.ts`, `resources/shared.ts`).
  *
  * Request types describe what a client may send; the decoder still validates every field it
  * reads, because the body is untrusted JSON. Response and stream types describe what iop emits.
@@ -83,7 +83,7 @@ export type ContentBlockParam =
   | ThinkingBlockParam
   | RedactedThinkingBlockParam;
 
-/** `role: "system"` inside `messages` is what Claude Code sends (CLIENTS.md); iop folds it into instructions. */
+/** `role: "system"` inside `messages` is what Claude Code sends (docs/protocols.md "Claude Code"); iop folds it into instructions. */
 export interface MessageParam {
   role: 'user' | 'assistant' | 'system';
   content: string | ContentBlockParam[];
@@ -138,7 +138,7 @@ export type CountTokensParams = Omit<MessageCreateParams, 'max_tokens' | 'stream
 
 export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence' | 'tool_use' | 'refusal' | 'pause_turn';
 
-/** Usage as Anthropic reports it: `input_tokens` excludes cached tokens (D.8). */
+/** Usage as Anthropic reports it: `input_tokens` excludes cached tokens (docs/protocols.md "Usage"). */
 export interface AnthropicUsage {
   input_tokens: number;
   output_tokens: number;
@@ -178,7 +178,7 @@ export interface AnthropicMessage {
   usage: AnthropicUsage;
 }
 
-// ---------------------------------------------------------------- stream (C.4)
+// ---------------------------------------------------------------- stream (docs/protocols.md "Messages stream")
 
 export type ContentBlockStart =
   | { type: 'text'; text: '' }
@@ -191,7 +191,7 @@ export type ContentBlockDelta =
   | { type: 'signature_delta'; signature: string }
   | { type: 'input_json_delta'; partial_json: string };
 
-/** `message_delta.usage`: cumulative totals; the SDK overwrites only the non-null fields (C.4). */
+/** `message_delta.usage`: cumulative totals; the SDK overwrites only the non-null fields (docs/protocols.md "Messages stream"). */
 export interface MessageDeltaUsage {
   output_tokens: number;
   input_tokens?: number;
@@ -210,7 +210,7 @@ export type AnthropicErrorType =
   | 'timeout_error'
   | 'overloaded_error';
 
-/** Error body (C.5); the same object, without `request_id`, is the data of an `event: error`. */
+/** Error body (docs/protocols.md "Messages errors"); the same object, without `request_id`, is the data of an `event: error`. */
 export interface AnthropicErrorBody {
   type: 'error';
   error: { type: AnthropicErrorType; message: string };

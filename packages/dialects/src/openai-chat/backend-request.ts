@@ -1,6 +1,6 @@
 /**
  * InferenceRequest → the Chat Completions body a backend serves (vLLM, SGLang, llama.cpp server,
- * Ollama, the embedded backend; PROTOCOLS A.1, A.2, A.7, D.1–D.6).
+ * Ollama, the embedded backend; docs/protocols.md "Chat request", "Backend extras", "System instructions", "Tool definitions and choice", "Tool calls and ids", "Tool results", "Images and files").
  *
  * Choices made for open-model backends:
  * - `system` and `developer` messages go out as `system` by default: many open-model chat
@@ -8,13 +8,13 @@
  *   one leading system message (Claude Code sends system messages mid-conversation; Mistral and
  *   Gemma templates reject a non-leading system message), and user messages left adjacent are
  *   merged so roles still alternate.
- * - Reasoning parts in history are dropped (no backend takes reasoning input; D.9).
+ * - Reasoning parts in history are dropped (no backend takes reasoning input; docs/protocols.md "Reasoning").
  * - Tool results: Chat tool messages carry text only. Images and files of a tool result move into
  *   one synthetic `user` message right after the run of tool messages, labelled with the call id
- *   (D.5). `isError` has no Chat field: the content gets an `Error: ` prefix (`Error` when empty)
- *   so the model still sees the failure, and a warning says so (D.5, D.11).
+ *   (docs/protocols.md "Tool results"). `isError` has no Chat field: the content gets an `Error: ` prefix (`Error` when empty)
+ *   so the model still sees the failure, and a warning says so (docs/protocols.md "Tool results", "What cannot be mapped").
  * - `max_tokens` (every backend takes it; vLLM also takes `max_completion_tokens`).
- * - Streaming always asks for usage: `stream_options: {include_usage: true}` (D.8).
+ * - Streaming always asks for usage: `stream_options: {include_usage: true}` (docs/protocols.md "Usage").
  * - Reasoning switch: `chat_template_kwargs: {enable_thinking}` (Qwen3-style templates on vLLM and
  *   SGLang) when `request.reasoning` is set; `reasoning_effort` only for low/medium/high (vLLM
  *   validates the value). `reasoningSwitch: 'none'` sends neither.

@@ -1,5 +1,5 @@
 /**
- * The OpenAI error envelope (PROTOCOLS A.5, D.12): iop's `IopError` rendered as
+ * The OpenAI error envelope (docs/protocols.md "Chat errors", "Errors across dialects"): iop's `IopError` rendered as
  * `{error:{message,type,param,code}}`, and upstream error bodies (vLLM, SGLang, llama.cpp server,
  * Ollama) read back into an `IopError`.
  */
@@ -11,7 +11,7 @@ export interface OpenAIErrorBody {
   error: { message: string; type: string; param: string | null; code: string | null };
 }
 
-/** `type` and `code` per iop code (PROTOCOLS D.12; OpenAI uses `invalid_request_error` + `model_not_found` for unknown models). */
+/** `type` and `code` per iop code (docs/protocols.md "Errors across dialects"; OpenAI uses `invalid_request_error` + `model_not_found` for unknown models). */
 const ENVELOPE: Record<ErrorCode, { type: string; code: string | null }> = {
   invalid_request: { type: 'invalid_request_error', code: null },
   unsupported_field: { type: 'invalid_request_error', code: 'unsupported_parameter' },
@@ -71,7 +71,7 @@ function readErrorBody(body: unknown): { message: string | undefined; type: stri
  * The code follows the status (`codeOfStatus`), except that a context overflow (vLLM "maximum
  * context length", llama.cpp `exceed_context_size_error`) becomes `context_length_exceeded`.
  * vLLM's exception-like `type` (`BadRequestError`) and integer `code` are not passed on: the
- * client gets the OpenAI type of the iop code (PROTOCOLS D.12). A 4xx and a 500 keep their exact
+ * client gets the OpenAI type of the iop code (docs/protocols.md "Errors across dialects"). A 4xx and a 500 keep their exact
  * status (an upstream 500 stays a 500 `server_error` / `api_error`; 502/503/504 map by code).
  */
 export function normalizeUpstreamError(status: number, body: unknown): IopError {

@@ -1,5 +1,5 @@
 /**
- * Chat `finish_reason` ↔ the hub's unified finish reason (PROTOCOLS A.3, D.7).
+ * Chat `finish_reason` ↔ the hub's unified finish reason (docs/protocols.md "Chat response", "Finish reasons").
  */
 import type { FinishReason } from '@iop/core';
 

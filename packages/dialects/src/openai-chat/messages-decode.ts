@@ -1,5 +1,5 @@
 /**
- * Client Chat `messages` → hub messages (PROTOCOLS A.2, D.4–D.6). Each shape error is a 400 that
+ * Client Chat `messages` → hub messages (docs/protocols.md "Chat request", "Tool calls and ids", "Tool results", "Images and files"). Each shape error is a 400 that
  * names the field, e.g. `messages[2].content[0].image_url.url`.
  */
 import { IopError, invalidRequest, type AssistantPart, type ContentPart, type Message, type TextPart } from '@iop/core';
@@ -101,7 +101,7 @@ function decodeAssistant(message: Record<string, unknown>, param: string): Assis
 
 /**
  * Decodes `messages` (a non-empty array). A `tool` message must answer an earlier assistant tool
- * call (D.5), and replayed tool-call arguments must be JSON objects (D.4).
+ * call (docs/protocols.md "Tool results"), and replayed tool-call arguments must be JSON objects (docs/protocols.md "Tool calls and ids").
  */
 export function decodeMessages(value: unknown): Message[] {
   const list = readArray(value, 'messages');

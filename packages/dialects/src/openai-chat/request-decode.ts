@@ -1,5 +1,5 @@
 /**
- * Client Chat Completions body → `InferenceRequest` (PROTOCOLS A.1, A.2, D.2, D.3, D.11).
+ * Client Chat Completions body → `InferenceRequest` (docs/protocols.md "Chat request", "Tool definitions and choice", "What cannot be mapped").
  *
  * Honoured: model, messages, tools (function), tool_choice (incl. `allowed_tools`, which filters
  * `tools`), parallel_tool_calls, max_completion_tokens ?? max_tokens, temperature, top_p, top_k,
@@ -86,7 +86,7 @@ function namedFunction(value: unknown, param: string): string {
   return readString(readObject(choice.function, `${param}.function`).name, `${param}.function.name`);
 }
 
-/** tool_choice; `allowed_tools` narrows `tools` in place of a tool choice the backend lacks (D.3). */
+/** tool_choice; `allowed_tools` narrows `tools` in place of a tool choice the backend lacks (docs/protocols.md "Tool definitions and choice"). */
 function decodeToolChoice(value: unknown, tools: ToolDefinition[] | undefined): { choice: ToolChoice; tools: ToolDefinition[] | undefined } {
   const known = (name: string, param: string): void => {
     if (!tools?.some((tool) => tool.name === name)) throw invalidRequest(`${param} names tool ${JSON.stringify(name)}, which is not in tools`, param);

@@ -1,5 +1,5 @@
 /**
- * The complete event list → a non-stream `chat.completion` body (PROTOCOLS A.3).
+ * The complete event list → a non-stream `chat.completion` body (docs/protocols.md "Chat response").
  * `content` is null when the answer is tool calls only; reasoning goes to
  * `message.reasoning_content` (vLLM convention) when there is any; `usage` is always present
  * (unknown counts as 0, the wire type requires the numbers).

@@ -1,6 +1,6 @@
 /**
  * Upstream Chat Completions SSE (vLLM, SGLang, llama.cpp server, Ollama, the embedded backend) →
- * normalized `StreamEvent`s (PROTOCOLS A.4, A.7).
+ * normalized `StreamEvent`s (docs/protocols.md "Chat stream", "Backend extras").
  *
  * - SSE framing is `SseReader`'s (any split, LF/CR/CRLF); each event's data is parsed once.
  * - `response-start` comes from the first chunk (id, model, created), role or not.

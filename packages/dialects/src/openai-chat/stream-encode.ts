@@ -1,5 +1,5 @@
 /**
- * Normalized events → the client's Chat Completions SSE (PROTOCOLS A.4, A.5), in the order the
+ * Normalized events → the client's Chat Completions SSE (docs/protocols.md "Chat stream", "Chat errors"), in the order the
  * openai-node `ChatCompletionStream` accumulator checks:
  * 1. `delta:{role:"assistant", content:""}` (once, on `response-start` or the first output event);
  * 2. `delta:{content}` / `delta:{reasoning_content}` (field name configurable, vLLM convention);
@@ -40,7 +40,7 @@ class ChatStreamEncoder implements StreamEncoder {
   constructor(context: EncodeContext, options: ChatStreamEncoderOptions) {
     const head = `{"id":${JSON.stringify(newId('chatcmpl-'))},"object":"chat.completion.chunk","created":${context.createdAt},"model":${JSON.stringify(context.model)}`;
     this.includeUsage = context.request.includeUsage === true;
-    // With include_usage on, every chunk but the usage chunk carries `usage: null` (A.4).
+    // With include_usage on, every chunk but the usage chunk carries `usage: null` (docs/protocols.md "Chat stream").
     this.prefix = `${head},${this.includeUsage ? '"usage":null,' : ''}"choices":[{"index":0,"delta":`;
     this.usagePrefix = `${head},"choices":[],"usage":`;
     this.reasoningField = options.reasoningField ?? 'reasoning_content';

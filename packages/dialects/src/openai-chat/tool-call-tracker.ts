@@ -1,7 +1,7 @@
 /**
  * Streaming tool-call tracker: turns Chat `delta.tool_calls[]` fragments into `tool-call-delta`
  * events that keep the hub's order guarantee (a call's first event carries `id` and `name`, later
- * ones only `argumentsDelta`; PROTOCOLS A.4).
+ * ones only `argumentsDelta`; docs/protocols.md "Chat stream").
  *
  * Upstream quirks it absorbs: `index` missing (the fragment's position in the array is used);
  * `id`/`name` repeated on every fragment (sent once); `id` missing (a `call_…` id is minted);

@@ -2,7 +2,7 @@
  * Tool-call id mapping between the client and a backend. Most backends take any id; Mistral-style
  * chat templates require 9-character alphanumeric ids (`toolIdFormat: 'alnum9'`). Client ids are
  * then mapped deterministically (SHA-256 → base62) in the request, and the map restores them in
- * the decoded output so the client's later `tool_call_id` still matches (PROTOCOLS D.4).
+ * the decoded output so the client's later `tool_call_id` still matches (docs/protocols.md "Tool calls and ids").
  */
 import { createHash } from 'node:crypto';
 import type { StreamEvent } from '@iop/core';

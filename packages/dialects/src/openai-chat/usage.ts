@@ -1,5 +1,5 @@
 /**
- * Chat `usage` ↔ the hub's `Usage` (PROTOCOLS A.3, D.8). A count the upstream did not send stays
+ * Chat `usage` ↔ the hub's `Usage` (docs/protocols.md "Chat response", "Usage"). A count the upstream did not send stays
  * `undefined` (unknown), never 0.
  */
 import type { Usage } from '@iop/core';

@@ -1,7 +1,7 @@
 /**
- * OpenAI Chat Completions wire shapes (PROTOCOLS A; openai-node `chat/completions.ts`), plus the
+ * OpenAI Chat Completions wire shapes (docs/protocols.md "Chat Completions"; openai-node `chat/completions.ts`), plus the
  * extras OpenAI-compatible servers add (vLLM `reasoning`/`reasoning_content`, `stop_reason`;
- * PROTOCOLS A.7). Only the fields iop reads or writes are typed; everything is optional on the
+ * docs/protocols.md "Backend extras"). Only the fields iop reads or writes are typed; everything is optional on the
  * read side because upstreams differ.
  */
 
@@ -45,7 +45,7 @@ export interface ChatChunkChoice {
   matched_stop?: string | number | null;
 }
 
-/** `chat.completion.chunk` (PROTOCOLS A.4). */
+/** `chat.completion.chunk` (docs/protocols.md "Chat stream"). */
 export interface ChatCompletionChunk {
   id?: string;
   object?: string;
@@ -72,7 +72,7 @@ export interface ChatResponseMessage {
   tool_calls?: ChatToolCall[] | null;
 }
 
-/** `chat.completion` (PROTOCOLS A.3). */
+/** `chat.completion` (docs/protocols.md "Chat response"). */
 export interface ChatCompletion {
   id?: string;
   object?: string;
@@ -96,7 +96,7 @@ export interface ChatErrorObject {
   code?: string | number | null;
 }
 
-/** Request-side content part (A.2). */
+/** Request-side content part (docs/protocols.md "Chat request"). */
 export type ChatContentPart =
   | { type: 'text'; text: string }
   | { type: 'image_url'; image_url: { url: string; detail?: 'auto' | 'low' | 'high' } }
@@ -109,7 +109,7 @@ export type ChatRequestMessage =
   | { role: 'assistant'; content: string | null; tool_calls?: ChatToolCall[] }
   | { role: 'tool'; tool_call_id: string; content: string };
 
-/** A function tool as sent in `tools` (A.1). */
+/** A function tool as sent in `tools` (docs/protocols.md "Chat request"). */
 export interface ChatFunctionTool {
   type: 'function';
   function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean };

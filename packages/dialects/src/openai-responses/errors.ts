@@ -1,7 +1,7 @@
 /**
  * Errors for Responses clients. Before the first byte: the OpenAI envelope
- * `{error:{message,type,param,code}}` with the real status (PROTOCOLS A.5, shared with the Chat
- * dialect). In a stream: `Response.error` `{code, message}` of a `response.failed` event (B.3),
+ * `{error:{message,type,param,code}}` with the real status (docs/protocols.md "Chat errors", shared with the Chat
+ * dialect). In a stream: `Response.error` `{code, message}` of a `response.failed` event (docs/protocols.md "Responses stream"),
  * whose `code` must be one of the SDK's `ResponseError` codes.
  */
 import type { ErrorCode, ErrorResponse, IopError } from '@iop/core';

@@ -1,5 +1,5 @@
 /**
- * Finish reason → Response `status` and `incomplete_details` (PROTOCOLS D.7): `length` →
+ * Finish reason → Response `status` and `incomplete_details` (docs/protocols.md "Finish reasons"): `length` →
  * `incomplete` / `max_output_tokens`, `content_filter` → `incomplete` / `content_filter`,
  * everything else (stop, tool_calls, other) → `completed`.
  */

@@ -1,9 +1,9 @@
 /**
- * Stored conversation state for `previous_response_id` (PROTOCOLS B.1, D.10, D.11).
+ * Stored conversation state for `previous_response_id` (docs/protocols.md "Responses request", "Responses input and Chat messages", "What cannot be mapped").
  *
  * A stored response keeps its Response object, its own input items (with ids) and the resolved
  * conversation: the earlier history, this request's input and the response's output, as hub
- * messages, WITHOUT `instructions` (they apply to one request only, B.1). A follow-up request is
+ * messages, WITHOUT `instructions` (they apply to one request only, docs/protocols.md "Responses request"). A follow-up request is
  * then `[its instructions] + previous.conversation + its input` (`withHistory`).
  */
 import type { AssistantMessage, AssistantPart, InferenceRequest, Message } from '@iop/core';
@@ -86,8 +86,8 @@ export function storedResponseOf(request: InferenceRequest, response: ResponseOb
 /**
  * Prepends a stored conversation to a request that named it in `previous_response_id`: the result
  * is `[instructions of this request] + previous.conversation + this request's input`. The previous
- * response's instructions are not carried (B.1). Returns a new request; the argument is unchanged.
- * @throws IopError 400 when a tool output of the request answers no call of the conversation (D.5).
+ * response's instructions are not carried (docs/protocols.md "Responses request"). Returns a new request; the argument is unchanged.
+ * @throws IopError 400 when a tool output of the request answers no call of the conversation (docs/protocols.md "Tool results").
  */
 export function withHistory(request: InferenceRequest, previous: StoredResponse): InferenceRequest {
   const unpaired = responsesStateOf(request).unpairedToolOutputs;

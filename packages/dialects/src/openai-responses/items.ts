@@ -1,6 +1,6 @@
 /**
  * The output item tracker: hub deltas → Responses output items and their item-scoped stream
- * events, in the grammar openai-node's `ResponseStream` accumulates (PROTOCOLS B.3; openai v6
+ * events, in the grammar openai-node's `ResponseStream` accumulates (docs/protocols.md "Responses stream"; openai v6
  * `lib/responses/ResponseAccumulator.ts`).
  *
  * - Items are appended to `output` in order; every event names `output_index` and `item_id` of

@@ -1,15 +1,15 @@
 /**
- * Responses `input` → hub messages (PROTOCOLS B.1 input items, D.10; CLIENTS "Codex CLI").
+ * Responses `input` → hub messages (docs/protocols.md "Responses request", "Responses input and Chat messages", "Codex CLI").
  *
  * - A string is one user message.
  * - Messages (`{role, content, type?:"message", id?, status?}`): user/system/developer parts
  *   `input_text`, `input_image`, `input_file`; assistant parts `output_text`, `refusal` (as text).
  * - Assistant-side items — assistant messages, `function_call`, `custom_tool_call` and replayed
  *   `reasoning` — join the assistant message that ends the conversation so far, or start one
- *   (D.10: a run of function calls attaches to the preceding assistant message).
+ *   (docs/protocols.md "Responses input and Chat messages": a run of function calls attaches to the preceding assistant message).
  * - `function_call_output` / `custom_tool_call_output` → a tool message. One that answers no earlier
  *   call of the input is listed in `unpairedToolOutputs`: with `previous_response_id` it may answer
- *   a stored call (`withHistory` checks), without it the request is a 400 (D.5 pairing).
+ *   a stored call (`withHistory` checks), without it the request is a 400 (docs/protocols.md "Tool results").
  * - Items of hosted tools (`web_search_call`, `tool_search_call`, …) are dropped with a warning.
  * Every item is also kept for the response store, with an `id` minted (`msg_…`) where missing.
  */

@@ -1,5 +1,5 @@
 /**
- * Client Responses body → `InferenceRequest` (PROTOCOLS B.1, D.1–D.3, D.10, D.11; CLIENTS "Codex CLI").
+ * Client Responses body → `InferenceRequest` (docs/protocols.md "Responses request", "System instructions", "Tool definitions and choice", "Responses input and Chat messages", "What cannot be mapped", "Codex CLI").
  *
  * Honoured: model, input, instructions (first system message, this request only), tools,
  * tool_choice, parallel_tool_calls, text.format (json_schema / json_object), max_output_tokens,

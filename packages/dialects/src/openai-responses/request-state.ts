@@ -1,5 +1,5 @@
 /**
- * What a Responses request carries beyond the hub request: the fields a Response echoes (B.2),
+ * What a Responses request carries beyond the hub request: the fields a Response echoes (docs/protocols.md "Responses object"),
  * the client's input items (for the store) and the conversation-state switches. The decoder puts
  * it in `InferenceRequest.dialectState`; the encoders and `withHistory` read it back.
  */
@@ -15,7 +15,7 @@ export interface ResponsesRequestState {
   /**
    * Tool outputs (`function_call_output`, `custom_tool_call_output`) whose call is not in this
    * request's own input: they must answer a call of the `previous_response_id` conversation,
-   * which `withHistory` checks (D.5 pairing). `param` names the item, e.g. `input[0].call_id`.
+   * which `withHistory` checks (docs/protocols.md "Tool results"). `param` names the item, e.g. `input[0].call_id`.
    */
   unpairedToolOutputs: Array<{ callId: string; param: string }>;
   /** `store` (default true): whether the edge keeps the response for `previous_response_id` and GET. */

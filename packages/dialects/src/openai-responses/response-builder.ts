@@ -1,11 +1,11 @@
 /**
  * Builds one Response from hub events, shared by the stream and non-stream encoders: the Response
- * object (B.2, echoing the request's fields), its lifecycle events and the terminal status.
+ * object (docs/protocols.md "Responses object", echoing the request's fields), its lifecycle events and the terminal status.
  *
- * Lifecycle (B.3): `response.created` then `response.in_progress` before anything else; item
+ * Lifecycle (docs/protocols.md "Responses stream"): `response.created` then `response.in_progress` before anything else; item
  * events from `OutputTracker`; the terminal event once the stream has ended (`end()`), so a
  * `usage` event after `finish` still lands in it:
- * - `finish` → `response.completed`, or `response.incomplete` (`length`, `content_filter`; D.7);
+ * - `finish` → `response.completed`, or `response.incomplete` (`length`, `content_filter`; docs/protocols.md "Finish reasons");
  * - `error`, or an end with no terminal event → `response.failed` with `error:{code, message}`
  *   and the output so far (open items closed as `incomplete`). iop renders failures this way
  *   rather than with the `error` event: openai-node v6 keeps the snapshot (`finalResponse()`

@@ -1,5 +1,5 @@
 /**
- * Hub events → Responses SSE (PROTOCOLS B.3): every event framed as `event: <type>` +
+ * Hub events → Responses SSE (docs/protocols.md "Responses stream"): every event framed as `event: <type>` +
  * `data: <json>`, with `sequence_number` from 0 in steps of 1. The grammar itself is
  * `ResponseBuilder`'s and `OutputTracker`'s. No `[DONE]`: the stream ends after the terminal
  * event. After `end()`, `result()` gives the final Response object (for the response store).

@@ -1,5 +1,5 @@
 /**
- * Responses `tools` and `tool_choice` → hub tools (PROTOCOLS B.1, D.2, D.3; CLIENTS "Codex CLI").
+ * Responses `tools` and `tool_choice` → hub tools (docs/protocols.md "Responses request", "Tool definitions and choice", "Codex CLI").
  *
  * - `function` (flat: `{type, name, description?, parameters, strict}`) → a function tool.
  * - `namespace` (`{name, description, tools:[function|custom]}`): each member becomes its own

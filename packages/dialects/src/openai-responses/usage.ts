@@ -1,5 +1,5 @@
 /**
- * Hub usage → Responses `usage` (PROTOCOLS B.2, D.8). Both details objects are always present
+ * Hub usage → Responses `usage` (docs/protocols.md "Responses object", "Usage"). Both details objects are always present
  * (the SDK types them as required numbers); an unknown count is sent as 0.
  */
 import type { Usage } from '@iop/core';

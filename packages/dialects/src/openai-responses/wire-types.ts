@@ -1,5 +1,5 @@
 /**
- * OpenAI Responses wire shapes iop writes (PROTOCOLS B.2, B.3; openai-node v6
+ * OpenAI Responses wire shapes iop writes (docs/protocols.md "Responses object", "Responses stream"; openai-node v6
  * `resources/responses/responses.ts`). Request bodies are read field by field from `unknown`
  * (request-decode.ts), so only what iop emits or stores is typed here.
  */
@@ -77,7 +77,7 @@ export interface IncompleteDetails {
   reason: 'max_output_tokens' | 'content_filter';
 }
 
-/** The Response object (B.2), streamed in lifecycle events and returned by non-stream requests. */
+/** The Response object (docs/protocols.md "Responses object"), streamed in lifecycle events and returned by non-stream requests. */
 export interface ResponseObject {
   id: string;
   object: 'response';

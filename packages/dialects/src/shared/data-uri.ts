@@ -1,5 +1,5 @@
 /**
- * `data:` URIs in client content (images, files), shared by every dialect (PROTOCOLS D.6: split
+ * `data:` URIs in client content (images, files), shared by every dialect (docs/protocols.md "Images and files": split
  * `data:<mime>;base64,<payload>`; "A `data:` URI that is not base64 gets a 400").
  */
 

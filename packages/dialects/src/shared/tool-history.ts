@@ -1,6 +1,6 @@
 /**
  * Checks on the tool calls and tool results a client replays in its conversation history, shared
- * by the dialects (PROTOCOLS D.4, D.5). Backends turn history arguments back into objects for
+ * by the dialects (docs/protocols.md "Tool calls and ids", "Tool results"). Backends turn history arguments back into objects for
  * their chat templates (vLLM parses `function.arguments` with `json.loads`), so a broken replay is
  * a 400 naming the field here rather than an opaque backend failure.
  */
@@ -8,7 +8,7 @@ import { invalidRequest } from '@iop/core';
 import { isObject } from './fields.js';
 
 /**
- * Validates replayed tool-call arguments: a JSON object, or `""` (which stands for `{}`, D.4).
+ * Validates replayed tool-call arguments: a JSON object, or `""` (which stands for `{}`, docs/protocols.md "Tool calls and ids").
  * @throws IopError `invalid_request` (400) with `param` set to the arguments field.
  */
 export function checkToolArguments(args: string, param: string): void {
@@ -26,7 +26,7 @@ export function checkToolArguments(args: string, param: string): void {
 
 /**
  * The tool-call ids made so far in a conversation, to check that every tool result answers one
- * (D.5 "Validate the pairing"; OpenAI and Anthropic both reject an orphan result). A result may
+ * (docs/protocols.md "Tool results"; OpenAI and Anthropic both reject an orphan result). A result may
  * answer any earlier call, not only the latest assistant turn, so reordered histories still pass.
  */
 export class ToolCallIds {

@@ -6,7 +6,7 @@ import { placeBillingHeader, toBackendChatRequest } from '../../src/openai-chat/
 import { decodeSlices } from '../openai-chat/helpers';
 import { context, encodeAll, parseSse } from './helpers';
 
-/** A Claude Code 2.1.x turn shape (CLIENTS.md): billing line first, a system message between user turns. */
+/** A Claude Code 2.1.x turn shape (docs/protocols.md "Claude Code"): billing line first, a system message between user turns. */
 const BILLING = 'x-anthropic-billing-header: cc_version=2.1.332.a1b; cc_entrypoint=cli; cch=4f2e1;';
 const claudeCodeBody = {
   model: 'qwen3-8b',

@@ -8,7 +8,7 @@ import {
   renderCountTokensText,
 } from '../../src/anthropic-messages';
 
-describe('count_tokens (PROTOCOLS C.6)', () => {
+describe('count_tokens (docs/protocols.md "Token counting")', () => {
   const body = {
     model: 'claude-sonnet-4-5',
     system: 'Be terse.',

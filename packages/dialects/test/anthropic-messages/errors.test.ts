@@ -2,7 +2,7 @@ import type { ErrorCode } from '@iop/core';
 import { IopError } from '@iop/core';
 import { anthropicMessages } from '../../src/anthropic-messages';
 
-describe('errorResponse (PROTOCOLS C.5)', () => {
+describe('errorResponse (docs/protocols.md "Messages errors")', () => {
   const cases: Array<[ErrorCode, number, string]> = [
     ['invalid_request', 400, 'invalid_request_error'],
     ['unsupported_field', 400, 'invalid_request_error'],

@@ -17,7 +17,7 @@ function expectBadRequest(body: unknown, param: string, code: 'invalid_request' 
 
 const base = { model: 'claude-sonnet-4-5', max_tokens: 1024, messages: [{ role: 'user', content: 'hi' }] };
 
-describe('decodeRequest: a Claude Code request (CLIENTS.md)', () => {
+describe('decodeRequest: a Claude Code request (docs/protocols.md "Claude Code")', () => {
   const schema = {
     $schema: 'https://json-schema.org/draft/2020-12/schema',
     type: 'object',
@@ -89,7 +89,7 @@ describe('decodeRequest: a Claude Code request (CLIENTS.md)', () => {
 });
 
 describe('decodeRequest: messages', () => {
-  it('puts several tool results first, in order, then one user message with the text (D.5)', () => {
+  it('puts several tool results first, in order, then one user message with the text (docs/protocols.md "Tool results")', () => {
     const request = decode({
       ...base,
       messages: [

@@ -5,7 +5,7 @@ import { context, encodeAll, sdkFinalMessage } from './helpers';
 
 const encode = (events: StreamEvent[]) => anthropicMessages.encodeResponse(events, context({ stream: false }));
 
-describe('encodeResponse (non-stream Message, PROTOCOLS C.3)', () => {
+describe('encodeResponse (non-stream Message, docs/protocols.md "Messages response")', () => {
   const events: StreamEvent[] = [
     { type: 'response-start', id: 'chatcmpl-9', model: 'qwen3', created: 1 },
     { type: 'reasoning-delta', text: 'plan' },

@@ -12,7 +12,7 @@ function names(text: string): Array<string | undefined> {
   return parseSse(text).map((event) => event.event);
 }
 
-describe('AnthropicStreamEncoder grammar (PROTOCOLS C.4)', () => {
+describe('AnthropicStreamEncoder grammar (docs/protocols.md "Messages stream")', () => {
   it('frames every event with an event: line whose name equals the JSON type', () => {
     const text = encodeAll([START, { type: 'text-delta', text: 'Hi' }, { type: 'finish', reason: 'stop', raw: 'stop' }, USAGE]);
     for (const frame of text.split('\n\n').filter((f) => f.length > 0)) expect(frame).toMatch(/^event: [a-z_]+\ndata: /);
@@ -54,7 +54,7 @@ describe('AnthropicStreamEncoder grammar (PROTOCOLS C.4)', () => {
     expect(events[6]!.data).toEqual({
       type: 'message_delta',
       delta: { stop_reason: 'end_turn', stop_sequence: null },
-      // input_tokens = 120 − 100 cached − 5 written (D.8)
+      // input_tokens = 120 − 100 cached − 5 written (docs/protocols.md "Usage")
       usage: { output_tokens: 17, input_tokens: 15, cache_creation_input_tokens: 5, cache_read_input_tokens: 100 },
     });
   });

@@ -1,7 +1,7 @@
 /**
  * The official openai-node client as the judge of what iop sends an OpenAI client: its SSE parser
  * (`Stream.fromSSEResponse`, which throws on an `error` payload) and its `ChatCompletionStream`
- * accumulator (which checks roles, tool-call identity and finish reasons; PROTOCOLS A.4).
+ * accumulator (which checks roles, tool-call identity and finish reasons; docs/protocols.md "Chat stream").
  */
 import { ChatCompletionStream } from 'openai/lib/ChatCompletionStream';
 import { Stream } from 'openai/core/streaming';

@@ -20,7 +20,7 @@ function encode(events: readonly StreamEvent[], ctx: EncodeContext = context(), 
 }
 
 describe('createChatStreamEncoder', () => {
-  it('writes the A.4 sequence: role chunk, content, tool call first fragment with arguments "", finish, usage, [DONE]', async () => {
+  it('writes the Chat stream sequence: role chunk, content, tool call first fragment with arguments "", finish, usage, [DONE]', async () => {
     const sse = encode([
       { type: 'response-start', id: 'up-1', model: 'backend-model', created: 1 },
       { type: 'text-delta', text: 'Let me check.' },

@@ -34,7 +34,7 @@ export function parseFrames(sse: string): Frame[] {
 }
 
 /**
- * Checks the B.3 grammar: `response.created` first, SSE event name = `type`, sequence numbers 0,1,2…,
+ * Checks the Responses stream grammar (docs/protocols.md "Responses stream"): `response.created` first, SSE event name = `type`, sequence numbers 0,1,2…,
  * `output_item.added` appends at `output_index`, item-scoped events name the item at that index,
  * content parts append, exactly one terminal lifecycle event, last. Returns the frames.
  */

@@ -53,7 +53,7 @@ describe('stored conversation state (previous_response_id)', () => {
     expect(secondStored.conversation.map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'tool']);
   });
 
-  it('pairs tool outputs with the calls of the input or of the stored conversation (D.5): an orphan is a 400 naming its call_id', () => {
+  it('pairs tool outputs with the calls of the input or of the stored conversation (docs/protocols.md "Tool results"): an orphan is a 400 naming its call_id', () => {
     const orphan = { type: 'function_call_output', call_id: 'call_nowhere', output: 'x' };
     expect(() => decodeResponsesRequest({ model: 'm', input: [orphan] })).toThrow(
       expect.objectContaining({ status: 400, param: 'input[0].call_id', message: 'No tool call found for function call output with call_id "call_nowhere".' }),

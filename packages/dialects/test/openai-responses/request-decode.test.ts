@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { IopError } from '@iop/core';
 import { backendToolName, decodeResponsesRequest, responsesStateOf } from '../../src/openai-responses/index.js';
 
-/** The shape Codex CLI sends (CLIENTS.md): developer prompt in input, ids everywhere, namespace/custom/hosted tools. */
+/** The shape Codex CLI sends (docs/protocols.md "Codex CLI"): developer prompt in input, ids everywhere, namespace/custom/hosted tools. */
 const CODEX_BODY = {
   model: 'qwen3-coder',
   stream: true,

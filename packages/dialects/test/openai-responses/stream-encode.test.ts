@@ -15,7 +15,7 @@ const TOOLS = {
 };
 
 describe('Responses stream encoder', () => {
-  it('renders a text answer in the exact B.3 order, with usage from a trailing usage event', async () => {
+  it('renders a text answer in the exact order of a Responses stream, with usage from a trailing usage event', async () => {
     const { sse, result } = encode([start, { type: 'text-delta', text: 'Hello' }, { type: 'text-delta', text: ', wörld' }, { type: 'finish', reason: 'stop', raw: 'stop' }, usage]);
     const frames = checkGrammar(sse);
     expect(frames.map((frame) => frame.data.type)).toEqual([

@@ -26,7 +26,7 @@ const chatBody = (extra: Record<string, unknown>) => ({ model: 'm', messages: [{
 const anthropicBody = (extra: Record<string, unknown>) => ({ model: 'm', max_tokens: 2048, messages: [{ role: 'user', content: 'hi' }], ...extra });
 const responsesBody = (extra: Record<string, unknown>) => ({ model: 'm', input: 'hi', ...extra });
 
-describe('images and files whose base64 is broken (PROTOCOLS D.6)', () => {
+describe('images and files whose base64 is broken (docs/protocols.md "Images and files")', () => {
   it('Chat: a data: URI with a non-base64 or empty payload', () => {
     const image = (url: string) => chatBody({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }] }] });
     expect(rejection(chat, image('data:image/png;base64,!!!notbase64'))).toMatchObject({ status: 400, param: 'messages[0].content[0].image_url.url', message: 'messages[0].content[0].image_url.url has a payload that is not valid base64' });
@@ -58,7 +58,7 @@ describe('images and files whose base64 is broken (PROTOCOLS D.6)', () => {
   });
 });
 
-describe('tool results that answer no tool call (PROTOCOLS D.5)', () => {
+describe('tool results that answer no tool call (docs/protocols.md "Tool results")', () => {
   it('Anthropic: a tool_result with an unknown tool_use_id, in messages and in count_tokens', () => {
     const body = anthropicBody({ messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_unknown', content: 'r' }] }] });
     const expected = { status: 400, param: 'messages.0.content.0.tool_use_id', message: 'messages.0.content.0.tool_use_id: no earlier tool_use block has the id "toolu_unknown"' };
@@ -85,7 +85,7 @@ describe('tool results that answer no tool call (PROTOCOLS D.5)', () => {
   });
 });
 
-describe('replayed tool-call arguments that are not a JSON object (PROTOCOLS D.4)', () => {
+describe('replayed tool-call arguments that are not a JSON object (docs/protocols.md "Tool calls and ids")', () => {
   const chatCall = (args: string) =>
     chatBody({
       messages: [
@@ -108,7 +108,7 @@ describe('replayed tool-call arguments that are not a JSON object (PROTOCOLS D.4
   });
 });
 
-describe('Anthropic numbers and thinking budget (PROTOCOLS C.2)', () => {
+describe('Anthropic numbers and thinking budget (docs/protocols.md "Messages request")', () => {
   it('max_tokens beyond the safe integer range is a 400 naming it, with the value', () => {
     expect(rejection(messages, anthropicBody({ max_tokens: 1e20 }))).toMatchObject({ status: 400, param: 'max_tokens', message: 'max_tokens: expected an integer, got 100000000000000000000' });
   });

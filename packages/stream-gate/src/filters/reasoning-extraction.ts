@@ -1,6 +1,6 @@
 /**
  * Reasoning extraction (name `reasoning`): a `<think>…</think>` block at the start of the content
- * becomes `reasoning-delta` events, for models served without a reasoning parser (PROTOCOLS D.9).
+ * becomes `reasoning-delta` events, for models served without a reasoning parser (docs/protocols.md "Reasoning").
  * Tags may be split across chunks. With `openTagInPrompt` (chat templates that put `<think>` in
  * the prompt, so the output holds only `</think>`), the output starts inside the reasoning. Only
  * a leading block is extracted: a `<think>` later in the answer is the answer's own text.

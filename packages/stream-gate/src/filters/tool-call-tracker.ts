@@ -1,5 +1,5 @@
 /**
- * Accumulates streamed tool calls by `index` (parallel calls kept apart, PROTOCOLS A.4): the first
+ * Accumulates streamed tool calls by `index` (parallel calls kept apart, docs/protocols.md "Chat stream"): the first
  * fragment carries id and name, later ones argument fragments, joined once when read.
  */
 import type { ToolCallDeltaEvent } from '@iop/core';

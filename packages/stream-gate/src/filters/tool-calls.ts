@@ -1,7 +1,7 @@
 /**
  * Tool-call filters (name `tool-calls`):
  * - a normalizer (transformer): a call whose arguments are still empty when the turn finishes gets
- *   `{}` (a parameterless call is `{}` in every dialect, PROTOCOLS A.4; calls may interleave by
+ *   `{}` (a parameterless call is `{}` in every dialect, docs/protocols.md "Chat stream"; calls may interleave by
  *   index, so this waits for the finish), and a `stop` finish after calls becomes `tool_calls`;
  * - a validator: holds tool-call fragments until the answer ends, then checks each call — name
  *   declared in the request's tools, arguments parse as JSON, arguments valid against the tool's

@@ -1,7 +1,7 @@
 /**
  * Generates one chat completion on a context sequence and encodes it as an OpenAI-compatible
- * server does: a `chat.completion` JSON object (PROTOCOLS A.3) or `chat.completion.chunk` SSE
- * events (A.4): role delta with `content:""` first, content deltas, a last delta `{}` with
+ * server does: a `chat.completion` JSON object (docs/protocols.md "Chat response") or `chat.completion.chunk` SSE
+ * events (docs/protocols.md "Chat stream"): role delta with `content:""` first, content deltas, a last delta `{}` with
  * `finish_reason`, with `stream_options.include_usage` a `choices:[]` usage chunk (and
  * `usage:null` on every other chunk), then `data: [DONE]`.
  *

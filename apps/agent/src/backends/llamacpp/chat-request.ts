@@ -1,5 +1,5 @@
 /**
- * Reads an OpenAI Chat Completions request (PROTOCOLS A.1, A.2) into what the embedded backend
+ * Reads an OpenAI Chat Completions request (docs/protocols.md "Chat request") into what the embedded backend
  * generates from. Bad input throws a 400 IopError naming the field.
  */
 import { invalidRequest } from '@iop/core';
