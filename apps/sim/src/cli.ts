@@ -88,6 +88,6 @@ export function helpText(): string {
     'Knobs (defaults for every request; per request: header x-sim-<name>, or model suffix <model>@<name>=<value>,<flag>):',
     ...knobLines,
     '',
-    'On listen, prints one JSON line: {"event":"listening","port":<n>,"host":"<addr>"}.',
+    'When listening, prints one readiness line: {"event":"ready","port":<n>,"host":"<addr>"}.',
   ].join('\n');
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `iop-sim` entry point: parses the command line, starts the sim, prints one JSON line
- * `{"event":"listening","port":<n>,"host":"..."}` to stdout, and closes on SIGTERM/SIGINT.
+ * `{"event":"ready","port":<n>,"host":"..."}` (its readiness line) to stdout, and closes on SIGTERM/SIGINT.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

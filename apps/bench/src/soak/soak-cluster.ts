@@ -1,7 +1,7 @@
 /**
  * The soak's processes: one edge on fixed ports (so it can be restarted in place), and N agents
  * (`--backend openai`), each in front of its own sim running the GPU profile. All log at `warn`;
- * readiness is read from the sim's listening line, the edge's `/healthz` and `/admin/agents`.
+ * readiness is read from the sim's readiness line, the edge's `/healthz` and `/admin/agents`.
  */
 import os from 'node:os';
 import { launch, type Proc } from '../processes.js';
