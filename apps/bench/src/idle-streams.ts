@@ -43,6 +43,20 @@ async function edgeInFlight(edgeUrl: string): Promise<number> {
   return sum;
 }
 
+/** Streams opened at once before waiting for them to be in flight. */
+const BATCH = 250;
+
+/** Waits until the edge has `count` requests in flight or `timeoutMs` passed; returns the last count. */
+async function untilInFlight(edgeUrl: string, count: number, timeoutMs: number): Promise<number> {
+  const deadline = performance.now() + timeoutMs;
+  let inFlight = await edgeInFlight(edgeUrl);
+  while (inFlight < count && performance.now() < deadline) {
+    await sleep(100);
+    inFlight = await edgeInFlight(edgeUrl);
+  }
+  return inFlight;
+}
+
 /** Peak RSS over a few samples (RSS settles after allocation bursts), bytes. */
 async function settledRss(pid: number): Promise<number> {
   let peak = 0;
@@ -83,17 +97,11 @@ export async function measureIdleStreams(options: IdleStreamsOptions): Promise<I
         },
       ),
     );
-    // Open in batches so the listen backlog is not the thing measured (past it, connections reset).
-    if (i % 100 === 99) await sleep(100);
+    // Open in batches, each once the previous is in flight: the edge's listen backlog (511) is not
+    // the thing measured (past it, connections are reset).
+    if (i % BATCH === BATCH - 1) await untilInFlight(options.edgeUrl, i + 1 - BATCH, 10_000);
   }
-  const deadline = performance.now() + (options.timeoutMs ?? 120_000);
-  let inFlight = 0;
-  while (performance.now() < deadline) {
-    inFlight = await edgeInFlight(options.edgeUrl);
-    if (inFlight >= options.streams) break;
-    if (process.env.BENCH_VERBOSE === '1') console.error(`idle streams: ${inFlight} in flight after ${Math.round(performance.now() - started)} ms; ${JSON.stringify([...statuses])} ${JSON.stringify([...failures])}`);
-    await sleep(250);
-  }
+  const inFlight = await untilInFlight(options.edgeUrl, options.streams, options.timeoutMs ?? 60_000);
   const openMs = performance.now() - started;
   const edgeAfter = await settledRss(options.edgePid);
   const agentAfter = options.agentPid === undefined ? undefined : await settledRss(options.agentPid);
