@@ -1,5 +1,5 @@
 import type { StreamEvent } from '@iop/core';
-import { encodeResponsesResponse, openAIResponses, responseOf } from '../../src/openai-responses/index.js';
+import { encodeResponsesResponse, openAIResponses } from '../../src/openai-responses/index.js';
 import { checkGrammar, contextFor, encode, viaSdk } from './helpers.js';
 
 const start: StreamEvent = { type: 'response-start', id: 'chatcmpl-1', model: 'Qwen/Qwen3-8B', created: 1764500000 };
@@ -176,13 +176,13 @@ describe('Responses stream encoder', () => {
     });
   });
 
-  it('exposes the final Response through responseOf only after end()', () => {
+  it('exposes the final Response through result() only after end()', () => {
     const encoder = openAIResponses.createStreamEncoder(contextFor());
     encoder.push(start);
     encoder.push({ type: 'finish', reason: 'stop', raw: 'stop' });
-    expect(responseOf(encoder)).toBeUndefined();
+    expect(encoder.result()).toBeUndefined();
     encoder.end();
-    expect(responseOf(encoder)).toMatchObject({ status: 'completed', output_text: '' });
+    expect(encoder.result()).toMatchObject({ status: 'completed', output_text: '' });
   });
 });
 
