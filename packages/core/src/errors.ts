@@ -126,6 +126,8 @@ export interface IopErrorOptions {
 
 export class IopError extends Error {
   readonly code: ErrorCode;
+  /** HTTP status of the code (`statusOf`); a dialect's serializer may answer with its own (Anthropic 529). */
+  readonly status: number;
   readonly param: string | undefined;
   readonly retryAfterSeconds: number | undefined;
 
@@ -133,13 +135,9 @@ export class IopError extends Error {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'IopError';
     this.code = code;
+    this.status = STATUS[code];
     this.param = options.param;
     this.retryAfterSeconds = options.retryAfterSeconds;
-  }
-
-  /** HTTP status of the code (`statusOf`); a dialect's serializer may answer with its own (Anthropic 529). */
-  get status(): number {
-    return STATUS[this.code];
   }
 
   get retryable(): boolean {

@@ -146,7 +146,7 @@ describe('Responses stream encoder', () => {
   });
 
   it('renders an error event as response.failed carrying the output so far', async () => {
-    const { sse } = encode([start, { type: 'text-delta', text: 'Partial' }, { type: 'error', code: 'upstream_error', message: 'CUDA out of memory', status: 502 }]);
+    const { sse } = encode([start, { type: 'text-delta', text: 'Partial' }, { type: 'error', code: 'upstream_error', message: 'CUDA out of memory' }]);
     const frames = checkGrammar(sse);
     expect(frames.at(-1)!.data).toMatchObject({ type: 'response.failed', response: { status: 'failed', error: { code: 'server_error', message: 'CUDA out of memory' } } });
     const { final } = await viaSdk(sse);
@@ -202,7 +202,7 @@ describe('Responses non-stream encoder', () => {
   });
 
   it('throws the error event as an IopError with its code and status', () => {
-    expect(() => encodeResponsesResponse([start, { type: 'error', code: 'rate_limited', message: 'slow down', status: 429 }], contextFor())).toThrow(
+    expect(() => encodeResponsesResponse([start, { type: 'error', code: 'rate_limited', message: 'slow down' }], contextFor())).toThrow(
       expect.objectContaining({ code: 'rate_limited', status: 429, message: 'slow down' }),
     );
     expect(() => encodeResponsesResponse([start, { type: 'text-delta', text: 'x' }], contextFor())).toThrow(expect.objectContaining({ code: 'upstream_error' }));
