@@ -35,7 +35,10 @@ describe('normalizeUpstreamError', () => {
     expect(toOpenAIErrorBody(error)).toEqual({ error: { message: 'temperature must be >= 0', type: 'invalid_request_error', param: 'temperature', code: null } });
   });
 
-  it('recognizes context overflow from vLLM and llama.cpp', () => {
+  it('recognizes context overflow from vLLM, llama.cpp, SGLang and OpenAI-style bodies', () => {
+    expect(normalizeUpstreamError(400, { error: { message: "Input is longer than the model's context length (8192 tokens)" } }).code).toBe('context_length_exceeded');
+    expect(normalizeUpstreamError(400, { error: { message: 'too long', type: 'context_length_exceeded' } }).code).toBe('context_length_exceeded');
+    expect(normalizeUpstreamError(400, { error: { message: 'temperature must be ≤ 2' } }).code).toBe('invalid_request');
     expect(
       normalizeUpstreamError(400, {
         error: { message: "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.", type: 'BadRequestError', code: 400 },
