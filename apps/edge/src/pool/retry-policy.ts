@@ -66,7 +66,13 @@ export type AttemptFailure =
 export type RetryDecision =
   | { action: 'retry'; delayMs: number; reason: string }
   | { action: 'fallback'; group: string; reason: string }
-  | { action: 'fail'; reason: string; retryAfterMs?: number };
+  | {
+      action: 'fail';
+      reason: string;
+      retryAfterMs?: number;
+      /** Set when the failure was retryable but the pool-wide `RetryBudget` refused the retry. */
+      budgetExhausted?: true;
+    };
 
 /** The attempts of one request: providers tried (so the next pick prefers another), count, fallback used. */
 export class RequestAttempts {
@@ -206,7 +212,7 @@ export class RetryPolicy {
     const baseMs = sameProvider && overloaded ? Math.max(this.config.baseBackoffMs, this.config.overloadBackoffBaseMs ?? 500) : this.config.baseBackoffMs;
     const delayMs = Math.max(retryAfterMs ?? 0, this.backoffMs(attempts.count, sameProvider, baseMs));
     if (options.remainingMs !== undefined && delayMs >= options.remainingMs) return { action: 'fail', reason: `${what}; a retry after ${delayMs} ms would pass the request deadline` };
-    if (!this.budget.tryRetry()) return { action: 'fail', reason: `${what}; the pool's retry budget is spent` };
+    if (!this.budget.tryRetry()) return { action: 'fail', reason: `${what}; the pool's retry budget is spent`, budgetExhausted: true };
     return { action: 'retry', delayMs, reason: `${what} on attempt ${attempts.count}${sameProvider ? '; retried on the same provider' : ''}` };
   }
 }

@@ -128,6 +128,9 @@ describe('RetryPolicy.decide', () => {
       return policy.decide(attempts, { kind: 'reset' }).action;
     });
     expect(decisions).toEqual(['retry', 'retry', 'fail', 'fail']);
+    const attempts = policy.begin();
+    attempts.record('a');
+    expect(policy.decide(attempts, { kind: 'reset' })).toEqual({ action: 'fail', reason: "reset; the pool's retry budget is spent", budgetExhausted: true });
   });
 
   it('refuses a config without attempts', () => {
