@@ -44,7 +44,7 @@ describe('errorResponse (PROTOCOLS C.5)', () => {
     expect(rendered.headers['retry-after']).toBe('7');
   });
 
-  it('renders the admission queue's refusal (overloaded) as 529 overloaded_error with Retry-After', () => {
+  it('renders the admission queue refusal (overloaded) as 529 overloaded_error with Retry-After', () => {
     const rendered = anthropicMessages.errorResponse(new IopError('overloaded', 'the queue of `m` is full (0 waiting)', { retryAfterSeconds: 1 }), 'req_3');
     expect(rendered).toEqual({
       status: 529,

@@ -76,7 +76,7 @@ describe('openAIChat.errorResponse', () => {
     });
   });
 
-  it('renders the admission queue's refusal (overloaded) as 429 rate_limit_error with Retry-After', () => {
+  it('renders the admission queue refusal (overloaded) as 429 rate_limit_error with Retry-After', () => {
     const response = openAIChat.errorResponse(new IopError('overloaded', 'the queue of `m` is full (0 waiting)', { retryAfterSeconds: 1 }), 'req_8');
     expect(response).toEqual({
       status: 429,
