@@ -62,7 +62,6 @@ describe('decodeChatResponse', () => {
       type: 'error',
       code: 'upstream_error',
       message: 'upstream chat response has no finish_reason',
-      status: 502,
     });
     expect(decode({ id: 'c', choices: [] })).toEqual([{ type: 'error', code: 'upstream_error', message: 'upstream chat response has no choices' }]);
   });
