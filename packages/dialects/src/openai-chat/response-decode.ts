@@ -14,7 +14,7 @@ import { fromChatUsage } from './usage.js';
 import type { ChatCompletion } from './wire-types.js';
 
 function upstreamError(message: string): StreamEvent {
-  return { type: 'error', code: 'upstream_error', message, status: 502 };
+  return { type: 'error', code: 'upstream_error', message };
 }
 
 /** Decodes one parsed upstream response body; events go to `onEvent` synchronously. Never throws. */

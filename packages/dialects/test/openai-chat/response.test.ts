@@ -55,16 +55,15 @@ describe('decodeChatResponse', () => {
 
   it('an error body, a non-object and a missing finish_reason become error events', () => {
     expect(decode({ error: { message: 'model not loaded', type: 'NotFoundError', code: 404 } })).toEqual([
-      { type: 'error', code: 'not_found', message: 'model not loaded', status: 404 },
+      { type: 'error', code: 'not_found', message: 'model not loaded' },
     ]);
-    expect(decode('oops')).toEqual([{ type: 'error', code: 'upstream_error', message: 'upstream sent a chat response that is not a JSON object', status: 502 }]);
+    expect(decode('oops')).toEqual([{ type: 'error', code: 'upstream_error', message: 'upstream sent a chat response that is not a JSON object' }]);
     expect(decode({ id: 'c', choices: [{ message: { content: 'x' } }] }).at(-1)).toEqual({
       type: 'error',
       code: 'upstream_error',
       message: 'upstream chat response has no finish_reason',
-      status: 502,
     });
-    expect(decode({ id: 'c', choices: [] })).toEqual([{ type: 'error', code: 'upstream_error', message: 'upstream chat response has no choices', status: 502 }]);
+    expect(decode({ id: 'c', choices: [] })).toEqual([{ type: 'error', code: 'upstream_error', message: 'upstream chat response has no choices' }]);
   });
 });
 
@@ -114,7 +113,7 @@ describe('encodeChatResponse', () => {
   });
 
   it('throws the error event as an IopError, and upstream_error when there is no finish', () => {
-    expect(() => encodeChatResponse([{ type: 'error', code: 'timeout', message: 'stalled', status: 504 }], context)).toThrow(
+    expect(() => encodeChatResponse([{ type: 'error', code: 'timeout', message: 'stalled' }], context)).toThrow(
       expect.objectContaining({ code: 'timeout', status: 504, message: 'stalled' }),
     );
     expect(() => encodeChatResponse([{ type: 'response-start', id: 'x', model: 'm', created: 1 }], context)).toThrow(IopError);
