@@ -1,16 +1,22 @@
 #!/usr/bin/env node
 /**
- * `npm run bench`: what iop adds on top of a backend. The same load is sent directly to the sim and
- * through edge → gRPC tunnel → agent → sim, in one run, on loopback:
+ * `npm run bench`: what iop adds on top of a backend. The same load is sent directly to the sim,
+ * through edge → gRPC tunnel → agent → sim (`iop`), and through an edge alone with the sim as a
+ * direct provider (`edge`), in one run, on loopback:
  * - non-stream and stream; concurrency 1, 16 and 64;
  * - an instant sim (capacity: the gateway's own cost) and a paced one (50 ms to first token,
  *   5 ms per token: what users feel).
  * Prints p50/p99 latency and TTFT, requests/s, streamed tokens/s, CPU time per request of the
  * edge and the agent (from /proc), their peak RSS, and the overhead against direct, in ms and as
  * a ratio. Stops by itself. `BENCH_SCALE=0.2` runs a fifth of the requests (a quick look);
- * `BENCH_SIMS=instant` and `BENCH_CONCURRENCY=1,64` run only those rows.
+ * `BENCH_SIMS=instant`, `BENCH_CONCURRENCY=1,64` and `BENCH_TARGETS=direct,iop` run only those rows.
+ * Then `BENCH_IDLE_STREAMS` (default 10 000; 0 skips it) streams are held open at once on a sim
+ * that has not answered yet: the edge's memory per idle stream (idle-streams.ts).
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
+import { measureIdleStreams, type IdleStreamsResult } from './idle-streams.js';
 import { launch, procStats, type Proc } from './processes.js';
 import { summarize } from './stats.js';
 import { runWorkload } from './workload.js';
@@ -35,11 +41,16 @@ const SIMS: SimKind[] = [
 const CONCURRENCY = process.env.BENCH_CONCURRENCY === undefined ? [1, 16, 64] : process.env.BENCH_CONCURRENCY.split(',').map(Number);
 const simNames = process.env.BENCH_SIMS?.split(',');
 
+/** `direct`: straight to the sim; `iop`: edge → tunnel → agent → sim; `edge`: an edge with the sim as a direct provider. */
+type Target = 'direct' | 'iop' | 'edge';
+const TARGETS: Target[] = process.env.BENCH_TARGETS === undefined ? ['direct', 'iop', 'edge'] : (process.env.BENCH_TARGETS.split(',') as Target[]);
+const IDLE_STREAMS = Number(process.env.BENCH_IDLE_STREAMS ?? '10000');
+
 interface Row {
   sim: string;
   mode: 'non-stream' | 'stream';
   concurrency: number;
-  target: 'direct' | 'iop';
+  target: Target;
   requests: number;
   errors: number;
   rps: number;
@@ -55,22 +66,66 @@ interface Row {
   agentRssMiB?: number;
 }
 
-async function startStack(sim: SimKind): Promise<{ sim: Proc; simUrl: string; edge: Proc; edgeUrl: string; agent: Proc }> {
+interface Stack {
+  sim: Proc;
+  simUrl: string;
+  edge: Proc;
+  edgeUrl: string;
+  agent: Proc;
+  /** Agents beyond the first (the idle-streams stack: one per 1 000 streams). */
+  moreAgents: Proc[];
+  /** A second edge with the sim as a direct provider (no agent): the edge's cost alone. */
+  edgeAlone?: Proc;
+  edgeAloneUrl?: string;
+}
+
+async function startEdge(name: string, args: string[], prof: string[]): Promise<{ proc: Proc; port: number; tunnelPort: number }> {
+  const proc = launch('edge', 'apps/edge/dist/main.js', ['--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN, ...args], { IOP_LOG_LEVEL: 'info', IOP_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), `iop-bench-${name}-`)) }, prof);
+  const ready = await proc.ready();
+  return { proc, port: ready.port as number, tunnelPort: ready.tunnelPort as number };
+}
+
+async function startStack(sim: SimKind, options: { agents?: number; agentMaxConcurrency?: number; edgeAlone?: boolean } = {}): Promise<Stack> {
   const simProc = launch('sim', 'apps/sim/dist/main.js', ['--port', '0', '--host', '127.0.0.1', '--models', 'bench-model', '--output-tokens', String(OUTPUT_TOKENS), ...sim.args]);
   const simPort = (await simProc.ready()).port as number;
+  const simUrl = `http://127.0.0.1:${simPort}`;
   const prof = (name: string) => (profile ? ['--cpu-prof', `--cpu-prof-dir=${process.cwd()}/profiles`, `--cpu-prof-name=${name}-${sim.name}.cpuprofile`] : []);
-  const edge = launch('edge', 'apps/edge/dist/main.js', ['--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN], { IOP_LOG_LEVEL: 'info' }, prof('edge'));
-  const ready = await edge.ready();
-  const agent = launch(
-    'agent',
-    'apps/agent/dist/main.js',
-    ['--edge', `http://127.0.0.1:${ready.tunnelPort as number}`, '--join-token', JOIN_TOKEN, '--agent-id', 'bench-agent', '--backend', 'openai', '--backend-url', `http://127.0.0.1:${simPort}`, '--models', 'bench-model', '--max-concurrency', '256'],
-    { IOP_LOG_LEVEL: 'info' },
-    prof('agent'),
-  );
-  await agent.ready(30_000);
-  for (const proc of [simProc, edge, agent]) proc.detach();
-  return { sim: simProc, simUrl: `http://127.0.0.1:${simPort}`, edge, edgeUrl: `http://127.0.0.1:${ready.port as number}`, agent };
+  const edge = await startEdge('edge', [], prof('edge'));
+  const agents: Proc[] = [];
+  for (let i = 0; i < (options.agents ?? 1); i++) {
+    agents.push(
+      launch(
+        'agent',
+        'apps/agent/dist/main.js',
+        ['--edge', `http://127.0.0.1:${edge.tunnelPort}`, '--join-token', JOIN_TOKEN, '--agent-id', `bench-agent-${i}`, '--backend', 'openai', '--backend-url', simUrl, '--models', 'bench-model', '--max-concurrency', String(options.agentMaxConcurrency ?? 256)],
+        { IOP_LOG_LEVEL: 'info' },
+        i === 0 ? prof('agent') : [],
+      ),
+    );
+  }
+  await Promise.all(agents.map((agent) => agent.ready(30_000)));
+  const [agent, ...moreAgents] = agents as [Proc, ...Proc[]];
+  let alone: Awaited<ReturnType<typeof startEdge>> | undefined;
+  if (options.edgeAlone === true) {
+    const config = path.join(mkdtempSync(path.join(os.tmpdir(), 'iop-bench-direct-')), 'edge.json');
+    writeFileSync(config, JSON.stringify({ pool: { directProviders: [{ id: 'sim', baseUrl: simUrl, models: ['bench-model'], maxConcurrency: 256 }] } }));
+    alone = await startEdge('edge-alone', ['--config', config], prof('edge-alone'));
+  }
+  for (const proc of [simProc, edge.proc, ...agents, ...(alone === undefined ? [] : [alone.proc])]) proc.detach();
+  return {
+    sim: simProc,
+    simUrl,
+    edge: edge.proc,
+    edgeUrl: `http://127.0.0.1:${edge.port}`,
+    agent,
+    moreAgents,
+    ...(alone === undefined ? {} : { edgeAlone: alone.proc, edgeAloneUrl: `http://127.0.0.1:${alone.port}` }),
+  };
+}
+
+async function stopStack(stack: Stack): Promise<void> {
+  await Promise.all([stack.agent.kill('SIGTERM'), ...stack.moreAgents.map((agent) => agent.kill('SIGTERM')), stack.edge.kill('SIGTERM'), stack.edgeAlone?.kill('SIGTERM')]);
+  await stack.sim.kill('SIGTERM');
 }
 
 function rowOf(base: Omit<Row, 'requests' | 'errors' | 'rps' | 'latencyP50' | 'latencyP99' | 'ttftP50' | 'ttftP99' | 'itlP99' | 'tokensPerSecond'>, results: RequestResult[], wallMs: number): Row {
@@ -93,18 +148,19 @@ function rowOf(base: Omit<Row, 'requests' | 'errors' | 'rps' | 'latencyP50' | 'l
   };
 }
 
-async function measure(stack: Awaited<ReturnType<typeof startStack>>, sim: SimKind, stream: boolean, concurrency: number, target: 'direct' | 'iop'): Promise<Row> {
+async function measure(stack: Stack, sim: SimKind, stream: boolean, concurrency: number, target: Target): Promise<Row> {
   const requests = Math.max(concurrency * 2, Math.round((sim.requests[concurrency] ?? 500) * scale));
-  const origin = target === 'direct' ? stack.simUrl : stack.edgeUrl;
+  const origin = target === 'direct' ? stack.simUrl : target === 'edge' ? stack.edgeAloneUrl! : stack.edgeUrl;
+  const edgePid = target === 'edge' ? stack.edgeAlone!.pid : stack.edge.pid;
   // Warm-up: connections, and the JIT (optimizing compiles run on background threads whose CPU
   // time would otherwise land on the first row). Paced requests take 150 ms each: fewer of them.
   const warmUp = sim.name === 'instant' ? Math.max(300, concurrency * 4) : Math.max(16, concurrency * 2);
   await runWorkload({ origin, spec: { dialect: 'chat', model: 'bench-model', stream, apiKey: API_KEY }, promptWords: { min: 8, max: 32 }, maxTokens: { min: OUTPUT_TOKENS, max: OUTPUT_TOKENS }, mode: { kind: 'closed', concurrency }, requests: warmUp });
-  const before = { edge: procStats(stack.edge.pid), agent: procStats(stack.agent.pid) };
+  const before = { edge: procStats(edgePid), agent: procStats(stack.agent.pid) };
   let edgeRss = before.edge.rssBytes;
   let agentRss = before.agent.rssBytes;
   const sampler = setInterval(() => {
-    edgeRss = Math.max(edgeRss, procStats(stack.edge.pid).rssBytes);
+    edgeRss = Math.max(edgeRss, procStats(edgePid).rssBytes);
     agentRss = Math.max(agentRss, procStats(stack.agent.pid).rssBytes);
   }, 50);
   const { results, wallMs } = await runWorkload({
@@ -116,12 +172,14 @@ async function measure(stack: Awaited<ReturnType<typeof startStack>>, sim: SimKi
     requests,
   });
   clearInterval(sampler);
-  const after = { edge: procStats(stack.edge.pid), agent: procStats(stack.agent.pid) };
+  const after = { edge: procStats(edgePid), agent: procStats(stack.agent.pid) };
   const row = rowOf({ sim: sim.name, mode: stream ? 'stream' : 'non-stream', concurrency, target }, results, wallMs);
-  if (target === 'iop') {
+  if (target !== 'direct') {
     row.edgeCpuMsPerRequest = (after.edge.cpuMs - before.edge.cpuMs) / results.length;
-    row.agentCpuMsPerRequest = (after.agent.cpuMs - before.agent.cpuMs) / results.length;
     row.edgeRssMiB = edgeRss / 1024 / 1024;
+  }
+  if (target === 'iop') {
+    row.agentCpuMsPerRequest = (after.agent.cpuMs - before.agent.cpuMs) / results.length;
     row.agentRssMiB = agentRss / 1024 / 1024;
   }
   return row;
@@ -141,15 +199,29 @@ function printTable(rows: Row[]): void {
 }
 
 function printOverhead(rows: Row[]): void {
-  console.log('\nOverhead of iop (edge + tunnel + agent) against direct:');
-  console.log('| sim | mode | conc | added p50 latency ms | ratio p50 | added p50 TTFT ms | added p99 ITL ms | edge+agent CPU ms/req |');
-  console.log('|---|---|---|---|---|---|---|---|');
-  for (const iop of rows.filter((row) => row.target === 'iop')) {
+  console.log('\nOverhead against direct (iop: edge + tunnel + agent; edge: the edge alone, direct provider):');
+  console.log('| sim | mode | conc | target | added p50 latency ms | ratio p50 | added p50 TTFT ms | added p99 ITL ms | CPU ms/req (edge + agent) |');
+  console.log('|---|---|---|---|---|---|---|---|---|');
+  for (const iop of rows.filter((row) => row.target !== 'direct')) {
     const direct = rows.find((row) => row.target === 'direct' && row.sim === iop.sim && row.mode === iop.mode && row.concurrency === iop.concurrency)!;
     const cpu = (iop.edgeCpuMsPerRequest ?? 0) + (iop.agentCpuMsPerRequest ?? 0);
     console.log(
-      `| ${iop.sim} | ${iop.mode} | ${iop.concurrency} | ${fixed(iop.latencyP50 - direct.latencyP50)} | ${fixed(iop.latencyP50 / direct.latencyP50)} | ${fixed(iop.ttftP50 - direct.ttftP50)} | ${iop.mode === 'stream' ? fixed(iop.itlP99 - direct.itlP99) : '-'} | ${fixed(cpu, 3)} |`,
+      `| ${iop.sim} | ${iop.mode} | ${iop.concurrency} | ${iop.target} | ${fixed(iop.latencyP50 - direct.latencyP50)} | ${fixed(iop.latencyP50 / direct.latencyP50)} | ${fixed(iop.ttftP50 - direct.ttftP50)} | ${iop.mode === 'stream' ? fixed(iop.itlP99 - direct.itlP99) : '-'} | ${fixed(cpu, 3)} |`,
     );
+  }
+}
+
+/** Runs one agent takes in the idle-streams stack (agents cap `--max-concurrency` at 1 024). */
+const IDLE_RUNS_PER_AGENT = 1000;
+
+/** `IDLE_STREAMS` streams held open at once on a sim that answers after 10 minutes, over one agent per 1 000 streams. */
+async function idleStreams(): Promise<IdleStreamsResult> {
+  const agents = Math.ceil(IDLE_STREAMS / IDLE_RUNS_PER_AGENT) + 1; // one spare: P2C need not fill every agent to the last slot
+  const stack = await startStack({ name: 'paced', args: ['--ttft-ms', '600000', '--itl-ms', '5'], requests: {} }, { agents, agentMaxConcurrency: IDLE_RUNS_PER_AGENT + 24 });
+  try {
+    return await measureIdleStreams({ edgeUrl: stack.edgeUrl, edgePid: stack.edge.pid, agentPid: stack.agent.pid, apiKey: API_KEY, model: 'bench-model', streams: IDLE_STREAMS });
+  } finally {
+    await stopStack(stack);
   }
 }
 
@@ -159,11 +231,11 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   for (const sim of SIMS) {
     if (simNames !== undefined && !simNames.includes(sim.name)) continue;
-    const stack = await startStack(sim);
+    const stack = await startStack(sim, { edgeAlone: TARGETS.includes('edge') });
     try {
       for (const stream of [false, true]) {
         for (const concurrency of CONCURRENCY) {
-          for (const target of ['direct', 'iop'] as const) {
+          for (const target of TARGETS) {
             const row = await measure(stack, sim, stream, concurrency, target);
             rows.push(row);
             process.stderr.write(`  ${sim.name} ${row.mode} c=${concurrency} ${target}: ${fixed(row.rps, 0)} req/s, p50 ${fixed(row.latencyP50)} ms, errors ${row.errors}\n`);
@@ -171,14 +243,18 @@ async function main(): Promise<void> {
         }
       }
     } finally {
-      await Promise.all([stack.agent.kill('SIGTERM'), stack.edge.kill('SIGTERM')]);
-      await stack.sim.kill('SIGTERM');
+      await stopStack(stack);
     }
   }
+  const idle = IDLE_STREAMS > 0 ? await idleStreams() : undefined;
   console.log('');
   printTable(rows);
   printOverhead(rows);
-  if (process.env.BENCH_JSON !== undefined) console.log(JSON.stringify(rows));
+  if (idle !== undefined) {
+    console.log(`\nIdle streams: ${idle.inFlight} of ${idle.streams} streams in flight at once (opened in ${(idle.openMs / 1000).toFixed(1)} s), waiting for a first token;`);
+    console.log(`edge RSS ${fixed(idle.edgeRssBeforeMiB, 0)} → ${fixed(idle.edgeRssAfterMiB, 0)} MiB: ${fixed(idle.edgeKiBPerStream, 1)} KiB per stream; agent ${fixed(idle.agentKiBPerStream, 1)} KiB per run.`);
+  }
+  if (process.env.BENCH_JSON !== undefined) console.log(JSON.stringify({ rows, idle }));
 }
 
 main().catch((error: unknown) => {

@@ -24,6 +24,7 @@ import { TUNNEL_CONNECTION } from './tunnel/agent-identity.js';
 import { createContextValues } from '@connectrpc/connect';
 import { RUN_SESSION_HEADER } from '@iop/proto';
 import { createApp } from './http/app.js';
+import { withInferenceFastPath } from './http/fast-path.js';
 import { buildDialectRoutes } from './routes.js';
 import { EDGE_VERSION } from './version.js';
 import { GateRegistry, policyLabel } from './gate/gate-registry.js';
@@ -105,9 +106,10 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   context.state = state;
   const store = state.responses;
   const routes = buildDialectRoutes(context, store);
-  const app = createApp(context, { ...routes, extra: [...(routes.extra ?? []), mountAdmin] });
+  const allRoutes = { ...routes, extra: [...(routes.extra ?? []), mountAdmin] };
+  const app = createApp(context, allRoutes);
   // requestTimeout bounds how long a client may take to send a whole request (slow bodies), ms.
-  const httpServer = http.createServer({ keepAliveTimeout: 65_000, noDelay: true, requestTimeout: 120_000, headersTimeout: 30_000 }, app);
+  const httpServer = http.createServer({ keepAliveTimeout: 65_000, noDelay: true, requestTimeout: 120_000, headersTimeout: 30_000 }, withInferenceFastPath(app, context, allRoutes));
   httpServer.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     // Requests Node rejects before express sees them (bad header bytes, headers too large) still
     // get a JSON error body instead of an empty one.

@@ -32,11 +32,19 @@ export interface StreamEncoder {
    * which the encoder must render as an in-band error); returns the trailing text (e.g. `[DONE]`).
    */
   end(): string;
+  /**
+   * The complete response object after `end()`, for a dialect whose responses are stored (OpenAI
+   * Responses: the final `Response`, kept for `previous_response_id`); `undefined` before `end()`
+   * and for every other dialect.
+   */
+  result(): unknown;
 }
 
 /** A rendered error: HTTP status, headers and JSON body in the client's dialect. */
 export interface ErrorResponse {
   status: number;
+  /** The reason phrase, when Node knows none for the status (Anthropic's 529: `Overloaded`). */
+  statusMessage?: string;
   headers: Record<string, string>;
   body: unknown;
 }

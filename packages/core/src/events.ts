@@ -13,7 +13,7 @@
  * - `usage` may come at any time after `response-start` (usually after `finish`); the last one wins.
  * - Exactly one terminal event ends the stream: `finish` or `error`. Nothing follows it but `usage`.
  */
-import type { ErrorCode } from './errors.js';
+import { IopError, type ErrorCode, type IopErrorOptions } from './errors.js';
 
 /**
  * Unified finish reason (see docs/protocols.md "Finish reasons").
@@ -93,13 +93,14 @@ export interface FinishEvent {
   stopSequence?: string;
 }
 
-/** Abnormal end: the stream failed. Encoders render it as the dialect's in-band error. */
+/**
+ * Abnormal end: the stream failed. Encoders render it as the dialect's in-band error. Its HTTP
+ * status before the first byte is its code's (`statusOf`).
+ */
 export interface ErrorEvent {
   type: 'error';
   code: ErrorCode;
   message: string;
-  /** HTTP status this error would carry before the first byte. */
-  status: number;
   /** Seconds the client should wait before retrying (an upstream `Retry-After`), when known. */
   retryAfterSeconds?: number;
   /** The request field at fault (OpenAI `param`), when the error names one (e.g. `model` for `model_not_found`). */
@@ -120,4 +121,23 @@ export type StreamEventType = StreamEvent['type'];
 /** True for the events that end a stream (`finish`, `error`). */
 export function isTerminal(event: StreamEvent): event is FinishEvent | ErrorEvent {
   return event.type === 'finish' || event.type === 'error';
+}
+
+/**
+ * The in-band `error` event for an IopError (code, message, `Retry-After`, `param`), so an error
+ * that travels through a stream keeps everything the client's error body needs.
+ */
+export function errorEventOf(error: IopError): ErrorEvent {
+  const event: ErrorEvent = { type: 'error', code: error.code, message: error.message };
+  if (error.retryAfterSeconds !== undefined) event.retryAfterSeconds = error.retryAfterSeconds;
+  if (error.param !== undefined) event.param = error.param;
+  return event;
+}
+
+/** The IopError an `error` event stands for (the inverse of `errorEventOf`). */
+export function iopErrorOf(event: ErrorEvent): IopError {
+  const options: IopErrorOptions = {};
+  if (event.retryAfterSeconds !== undefined) options.retryAfterSeconds = event.retryAfterSeconds;
+  if (event.param !== undefined) options.param = event.param;
+  return new IopError(event.code, event.message, options);
 }

@@ -1,14 +1,14 @@
 /**
  * Recovery: what follows a failed attempt. Pure decision over the failure and the commit state
  * (packages/stream-gate/README.md "Recovery and budgets"):
- * - before commit, a provider fault (retryable status 408/409/429/5xx, connection failure, cut
+ * - before commit, a provider fault (a retryable code, core's `isRetryableCode`; connection failure, cut
  *   stream) is retried exactly, away from the faulting provider; a rejection is retried as its
  *   filter directs (exactly, or with the corrective patch);
  * - after commit, only a continuation can recover (the released text as an assistant prefill),
  *   and only where the backend accepts a prefill and no tool call was released; otherwise the
  *   answer ends with an error event, never with a finish.
  */
-import { isRetryableStatus, statusOf } from '@iop/core';
+import { isRetryableCode } from '@iop/core';
 import type { ErrorCode, ErrorEvent } from '@iop/core';
 import type { AttemptEnd } from './attempt-runner.js';
 
@@ -31,8 +31,8 @@ export interface RecoveryState {
   attempts: number;
 }
 
-export function errorEvent(code: ErrorCode, message: string, status = statusOf(code)): ErrorEvent {
-  return { type: 'error', code, message, status };
+export function errorEvent(code: ErrorCode, message: string): ErrorEvent {
+  return { type: 'error', code, message };
 }
 
 /** The error event the client gets if the gate gives up on this failure. */
@@ -54,7 +54,7 @@ export function failureError(failure: AttemptFailure, attempts: number): ErrorEv
 
 /** Whether the failure is the provider's fault (so another provider may do better). */
 export function isProviderFault(failure: AttemptFailure): boolean {
-  return failure.kind === 'cut' || (failure.kind === 'upstream-error' && isRetryableStatus(failure.error.status));
+  return failure.kind === 'cut' || (failure.kind === 'upstream-error' && isRetryableCode(failure.error.code));
 }
 
 /** Decides the next step after a failed attempt. */

@@ -6,7 +6,7 @@
  * The released stream keeps the core order guarantees (`events.ts`): at most one
  * `response-start`, content, one terminal event, then at most one `usage` (the answer's usage:
  * the sum over the attempts whose output was released). If the first released event is an
- * `error`, nothing was committed: the edge may render it as an HTTP error with its `status`.
+ * `error`, nothing was committed: the edge may render it as an HTTP error (the status of its code).
  * When the client's signal aborts, the stream just ends (no terminal event).
  */
 import type { InferenceRequest, StreamEvent, Usage } from '@iop/core';

@@ -19,6 +19,8 @@ export interface Outcome {
   ok: boolean;
   /** Why it failed: `http <status> <code or type>`, `in-band <type>`, `connection`, `timeout`, `truncated` (a stream that ended without its final event). */
   errorClass?: string;
+  /** The client was told to come back later (it could not connect, or got a 429/503/529 refusal): its worker pauses. */
+  backOff?: true;
   /** Date.now() at start and end. */
   startedAt: number;
   endedAt: number;
@@ -45,7 +47,14 @@ const PREFIXES = Array.from({ length: 4 }, (_, k) => `House rules ${k}: ${Array.
 
 /** Pause of a worker after a connection error or a 429/503/529 refusal (ms). */
 const BACK_OFF_MS = 1_000;
-const BACK_OFF = /^(connection|http (429|503|529)\b)/;
+const BACK_OFF_STATUSES = new Set([429, 503, 529]);
+
+/** Whether the error tells the client to come back later: no connection (not a timeout), or a 429/503/529 refusal. */
+export function backsOff(error: unknown): boolean {
+  if (error instanceof OpenAI.APIConnectionTimeoutError || error instanceof Anthropic.APIConnectionTimeoutError) return false;
+  if (error instanceof OpenAI.APIConnectionError || error instanceof Anthropic.APIConnectionError) return true;
+  return (error instanceof OpenAI.APIError || error instanceof Anthropic.APIError) && error.status !== undefined && BACK_OFF_STATUSES.has(error.status);
+}
 
 /** An error's class as the report groups it. */
 export function classify(error: unknown): string {
@@ -104,7 +113,7 @@ export class SoakClients {
       const outcome = await this.one();
       // A client that cannot reach the edge, or is told to come back later, waits before its next
       // request, as the SDKs' own retries would (they are off here so each failure counts once).
-      if (outcome.errorClass !== undefined && BACK_OFF.test(outcome.errorClass)) await sleep(BACK_OFF_MS);
+      if (outcome.backOff === true) await sleep(BACK_OFF_MS);
     }
   }
 
@@ -126,12 +135,14 @@ export class SoakClients {
       if (!finished) outcome.errorClass = 'truncated';
     } catch (error) {
       outcome.errorClass = classify(error);
+      if (backsOff(error)) outcome.backOff = true;
     } finally {
       // An abort the client made itself is the intended end, however the SDK reported it (an
       // error, or a stream iteration that just stops).
       if (behaviour === 'abort' && controller.signal.aborted && outcome.errorClass !== undefined) {
         outcome.ok = true;
         delete outcome.errorClass;
+        delete outcome.backOff;
       }
       clearTimeout(abortTimer);
       this.controllers.delete(controller);

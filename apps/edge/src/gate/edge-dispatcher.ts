@@ -5,16 +5,15 @@
  * its HTTP status, and the gate decides whether to retry (its commit boundary knows whether the
  * client has seen anything).
  */
-import { IopError, errorEventOf, type DialectName, type StreamEvent } from '@iop/core';
+import { IopError, errorEventOf, type StreamEvent } from '@iop/core';
 import type { AttemptRequest, DispatchedAttempt, Dispatcher } from '@iop/stream-gate';
 import type { EdgeContext } from '../edge-context.js';
 import { createChatStreamDecoder, restoreToolIds, toBackendChatRequest } from '../dialects.js';
 import { fitOutputLimit } from './output-limit.js';
 import { openRun, runFailure } from '../http/open-run.js';
-import { overloadFor } from '../http/overload.js';
 import type { ModelGroup } from '../pool/pool-config.js';
 import type { PoolRun } from '../pool/pool-provider.js';
-import { PoolOverloadedError, type PoolPick } from '../pool/provider-pool.js';
+import type { PoolPick } from '../pool/provider-pool.js';
 import { failureOfRunError, type AttemptFailure, type RequestAttempts } from '../pool/retry-policy.js';
 import { scheduleRetry } from '../http/attempt-scheduler.js';
 import type { RequestDeadline } from '../http/request-deadline.js';
@@ -25,8 +24,6 @@ export interface EdgeDispatcherOptions {
   edge: EdgeContext;
   requestId: string;
   log: Logger;
-  /** The client's dialect (an overloaded pool renders per dialect). */
-  dialect: DialectName;
   /** Prefix-affinity key of the request, when affinity applies. */
   affinityKey?: number | undefined;
   /** The request's deadline across every gate attempt. */
@@ -133,9 +130,8 @@ export class EdgeDispatcher implements Dispatcher {
         );
       } catch (error) {
         if (error instanceof IopError) {
-          const rendered = overloadFor(error, this.options.dialect) as IopError;
-          if (error instanceof PoolOverloadedError) this.refusal = rendered;
-          yield errorEvent(rendered);
+          if (error.code === 'overloaded') this.refusal = error;
+          yield errorEvent(error);
           return;
         }
         throw error;

@@ -54,7 +54,7 @@ export async function scheduleRetry(context: RetryContext, failure: AttemptFailu
     ...(context.deadline === undefined ? {} : { remainingMs: context.deadline.remainingMs() }),
   });
   if (decision.action === 'fail') {
-    if (decision.reason.includes('budget')) pool.metrics.retries.inc({ group: group.name, reason: 'budget_exhausted' });
+    if (decision.budgetExhausted === true) pool.metrics.retries.inc({ group: group.name, reason: 'budget_exhausted' });
     // A client error the backend found (400 for `max_tokens: -5`) is the client's, not the edge's trouble.
     (failure.kind === 'status' && failure.status < 500 ? log.info : log.warn).call(log, { ...fields, reason: decision.reason }, 'attempt failed; not retried');
     return { action: 'fail', reason: decision.reason };

@@ -13,7 +13,7 @@
  *   usage seen wins and goes out once, right before `[DONE]`.
  * - Usage the client did not ask for is removed (a usage-only chunk is dropped).
  */
-import { iopErrorOf, sseFrame, sseJson, type IopError } from '@iop/core';
+import { IopError, iopErrorOf, sseFrame, sseJson } from '@iop/core';
 import { errorEventFromUpstream } from '../dialects.js';
 
 export type ChunkVerdict =
@@ -53,7 +53,7 @@ export class ChunkRules {
    * `reframe`: the original bytes cannot be sent as they are (multi-line data).
    */
   apply(chunk: unknown, options: { errorEvent: boolean; reframe: boolean }): ChunkVerdict {
-    if (!isObject(chunk)) return { kind: 'error', error: iopErrorOf({ type: 'error', code: 'upstream_error', message: 'upstream failure: the backend sent a stream chunk that is not a JSON object', status: 502 }) };
+    if (!isObject(chunk)) return { kind: 'error', error: new IopError('upstream_error', 'upstream failure: the backend sent a stream chunk that is not a JSON object') };
     if (chunk.error !== undefined && chunk.error !== null) return { kind: 'error', error: iopErrorOf(errorEventFromUpstream(chunk.error)) };
     if (options.errorEvent) return { kind: 'error', error: iopErrorOf(errorEventFromUpstream(chunk)) };
     const finished = hasFinishReason(chunk);

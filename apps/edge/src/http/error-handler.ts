@@ -27,8 +27,7 @@ export function errorHandler(dialectFor: (path: string) => Dialect) {
     }
     const rendered = dialectFor(req.path).errorResponse(iopError, requestId);
     res.status(rendered.status);
-    // Node knows no phrase for Anthropic's 529; clients and proxies show "529 Overloaded".
-    if (rendered.status === 529) res.statusMessage = 'Overloaded';
+    if (rendered.statusMessage !== undefined) res.statusMessage = rendered.statusMessage;
     for (const [name, value] of Object.entries(rendered.headers)) res.setHeader(name, headerValue(value));
     res.json(rendered.body);
   };

@@ -17,7 +17,6 @@ import type { PoolPick } from '../pool/provider-pool.js';
 import { affinityKey, chatAffinityKey } from '../pool/prefix-affinity.js';
 import { headerValue } from './header-value.js';
 import { ModelRewriter } from './model-rewrite.js';
-import { overloadFor } from './overload.js';
 import { parseJsonObject } from './json-body.js';
 import { locals, type RequestLocals } from './request-context.js';
 import { openRun } from './open-run.js';
@@ -177,7 +176,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
             stream: request.stream,
             usage,
             gate: edge.gates.gateFor(model),
-            dispatcher: new EdgeDispatcher({ edge, requestId, log, onRun, onWarnings, dialect: route.dialect.name, affinityKey: affinity.enabled ? affinityKey(request, affinity.prefixMessages) : undefined, deadline: abort }),
+            dispatcher: new EdgeDispatcher({ edge, requestId, log, onRun, onWarnings, affinityKey: affinity.enabled ? affinityKey(request, affinity.prefixMessages) : undefined, deadline: abort }),
             signal: abort.signal,
             stop: (error) => abort.stop(error),
             writeStallTimeoutMs: edge.config.writeStallTimeoutMs,
@@ -207,9 +206,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         log.info({ model, durationMs: Math.round((performance.now() - startedAt) * 10) / 10 }, 'client disconnected before the answer');
         return;
       }
-      const error = overloadFor(caught, route.dialect.name);
-      if (error instanceof IopError) edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: error.status, durationSeconds: (performance.now() - startedAt) / 1000, ttftSeconds: undefined, usage: undefined, errorType: error.code, response: responseLabels() });
-      next(error);
+      if (caught instanceof IopError) edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: caught.status, durationSeconds: (performance.now() - startedAt) / 1000, ttftSeconds: undefined, usage: undefined, errorType: caught.code, response: responseLabels() });
+      next(caught);
     }
   }
 }

@@ -2,6 +2,7 @@
  * Request bodies: read raw (bounded by `maxBodyBytes`, 413 past it) so passthrough can forward the
  * client's exact bytes, then parsed once.
  */
+import type { IncomingMessage } from 'node:http';
 import express from 'express';
 import { IopError, invalidRequest } from '@iop/core';
 
@@ -58,4 +59,53 @@ export function looksLikeJsonObject(body: Uint8Array): boolean {
   while (from < to && body[from]! <= 0x20) from++;
   while (to > from && body[to - 1]! <= 0x20) to--;
   return to > from && body[from] === 0x7b && body[to - 1] === 0x7d;
+}
+
+/**
+ * Reads a request body whole, bounded by `limit` bytes, with the same errors as `rawBody` (a
+ * body-parser failure mapped by `bodyParserError`): for the inference fast path, which serves
+ * identity-encoded bodies without body-parser (http/fast-path.ts).
+ * @throws IopError 413 `request_too_large` past `limit` (declared `content-length` or bytes read);
+ *   400 `invalid_request` when the client aborts the body.
+ */
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const tooLarge = () => new IopError('request_too_large', `request body too large: the limit is ${limit} bytes`);
+    const declared = req.headers['content-length'];
+    if (declared !== undefined && Number(declared) > limit) {
+      req.resume();
+      reject(tooLarge());
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onAbort);
+      req.off('aborted', onAbort);
+    };
+    const onData = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > limit) {
+        cleanup();
+        req.resume();
+        reject(tooLarge());
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received));
+    };
+    const onAbort = () => {
+      cleanup();
+      reject(invalidRequest('the client aborted the request body'));
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onAbort);
+    req.on('aborted', onAbort);
+  });
 }

@@ -108,7 +108,7 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
   const stopped = stopError(options.signal, undefined);
   if (stopped !== undefined) write(encoder.push(errorEventOf(stopped)));
   write(encoder.end());
-  const result = (encoder as { result?: () => unknown }).result?.();
+  const result = encoder.result();
   if (result !== undefined) await options.onResult?.(result);
   res.end();
 }

@@ -28,7 +28,7 @@ export async function readUpstreamError(handle: Pick<PoolRun, 'frames'>, status:
   const error = normalizeUpstreamError(status, body);
   const seconds = retryAfter === undefined ? undefined : Number(retryAfter);
   if (seconds !== undefined && Number.isFinite(seconds) && error.retryAfterSeconds === undefined) {
-    return new IopError(error.code, error.message, { status: error.status, retryAfterSeconds: seconds, ...(error.param === undefined ? {} : { param: error.param }) });
+    return new IopError(error.code, error.message, { retryAfterSeconds: seconds, ...(error.param === undefined ? {} : { param: error.param }) });
   }
   return error;
 }

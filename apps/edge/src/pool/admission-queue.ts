@@ -10,8 +10,8 @@
  * agent joins or leaves drain) serves waiters from the head while their `tryAcquire` succeeds;
  * strict FIFO, so a waiter is never overtaken by a later arrival.
  *
- * Rejections (`IopError` `rate_limited`, 429, with `retryAfterSeconds`; the Anthropic dialect
- * renders it as 529 `overloaded_error`):
+ * Rejections (`QueueRefusal`: `IopError` `overloaded` with `retryAfterSeconds`, which each dialect
+ * renders itself: OpenAI 429 `rate_limit_error`, Anthropic 529 `overloaded_error`):
  * - the group already has `maxQueued` waiters (0 = no queueing);
  * - the request waited `maxWaitMs` without a slot.
  * When `signal` aborts (the client went away), the waiter is removed and the promise rejects
@@ -37,6 +37,19 @@ export interface AdmissionQueueOptions {
   timers?: Timers;
   /** `Retry-After` sent with a 429, seconds (default 1). */
   retryAfterSeconds?: number;
+}
+
+/** Why the queue refused a request: it was full, or the request's wait ran out. */
+export type QueueRefusalReason = 'full' | 'timeout';
+
+/** The queue refused the request: code `overloaded`, with `Retry-After` and why (for the metrics). */
+export class QueueRefusal extends IopError {
+  readonly reason: QueueRefusalReason;
+
+  constructor(reason: QueueRefusalReason, message: string, retryAfterSeconds: number) {
+    super('overloaded', message, { retryAfterSeconds });
+    this.reason = reason;
+  }
 }
 
 export interface QueueStats {
@@ -77,7 +90,7 @@ export class AdmissionQueue {
 
   /**
    * Resolves with `tryAcquire()`'s first defined result.
-   * @throws IopError `rate_limited` (429) when the queue is full or `maxWaitMs` passes; the
+   * @throws QueueRefusal (`overloaded`) when the queue is full or `maxWaitMs` passes; the
    *   signal's reason when it aborts; whatever `tryAcquire` throws.
    */
   acquire<T>(group: string, queue: QueueConfig, tryAcquire: () => T | undefined, signal?: AbortSignal): Promise<T> {
@@ -93,14 +106,14 @@ export class AdmissionQueue {
     }
     if ((waiting?.size ?? 0) >= queue.maxQueued) {
       this.rejectedFull++;
-      return Promise.reject(this.overloaded(`the queue of \`${group}\` is full (${queue.maxQueued} waiting)`));
+      return Promise.reject(this.refusal('full', `the queue of \`${group}\` is full (${queue.maxQueued} waiting)`));
     }
     return new Promise<T>((resolve, reject) => {
       const waiter: Waiter = { tryAcquire, resolve: resolve as (value: unknown) => void, reject, timer: undefined, signal, onAbort: undefined };
       waiter.timer = this.timers.setTimeout(() => {
         this.rejectedTimeout++;
         this.remove(group, waiter);
-        reject(this.overloaded(`no provider of \`${group}\` was free within ${queue.maxWaitMs} ms`));
+        reject(this.refusal('timeout', `no provider of \`${group}\` was free within ${queue.maxWaitMs} ms`));
       }, queue.maxWaitMs);
       if (signal !== undefined) {
         waiter.onAbort = () => {
@@ -173,7 +186,7 @@ export class AdmissionQueue {
     if (waiter.onAbort !== undefined) waiter.signal?.removeEventListener('abort', waiter.onAbort);
   }
 
-  private overloaded(message: string): IopError {
-    return new IopError('rate_limited', message, { retryAfterSeconds: this.retryAfterSeconds });
+  private refusal(reason: QueueRefusalReason, message: string): QueueRefusal {
+    return new QueueRefusal(reason, message, this.retryAfterSeconds);
   }
 }

@@ -23,7 +23,7 @@ import type { Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
 import type { AgentRegistry } from './agent-registry.js';
 import type { RunRegistry } from '../tunnel/run-registry.js';
-import { AdmissionQueue } from './admission-queue.js';
+import { AdmissionQueue, QueueRefusal } from './admission-queue.js';
 import { DirectProvider } from './direct-provider.js';
 import { OutlierDetector, type AttemptOutcome, type OutlierTicket } from './outlier-detector.js';
 import { P2cPicker, isEligible, type PickOptions } from './p2c.js';
@@ -44,17 +44,6 @@ const NOTIFY_INTERVAL_MS = 200;
 
 /** `Retry-After` of a 503 for a known model with no provider connected now (an agent restarting), s. */
 export const RECONNECT_RETRY_AFTER_SECONDS = 1;
-
-/**
- * Admission control refused the request (queue full, or no slot within `maxWaitMs`): 429
- * `rate_limited` with `Retry-After`. Dialects render overload differently (Anthropic: 529
- * `overloaded_error`), so the edge maps it per dialect (`overloadFor`).
- */
-export class PoolOverloadedError extends IopError {
-  constructor(message: string, retryAfterSeconds: number | undefined) {
-    super('rate_limited', message, retryAfterSeconds === undefined ? {} : { retryAfterSeconds });
-  }
-}
 
 /** Rejects the queued waiters of a group a reload removed; `acquire` resolves the request again. */
 class GroupRemovedError extends Error {}
@@ -291,8 +280,8 @@ export class ProviderPool {
    *   served model name some provider has served since the edge started: its agent is restarting,
    *   and SDKs retry a 503, never a 404; Anthropic clients get 529 `overloaded_error`), or when
    *   this is a retry (`exclude` non-empty); else 404 `model_not_found`. 503 `no_capacity` when
-   *   every provider is draining or ejected; `rate_limited` (429, `Retry-After`) when the queue is
-   *   full or the wait runs out; the signal's reason when it aborts.
+   *   every provider is draining or ejected; `overloaded` (`QueueRefusal`, `Retry-After`) when the
+   *   queue is full or the wait runs out; the signal's reason when it aborts.
    */
   /**
    * The error for a name no connected provider serves: 503 `no_capacity` (Retry-After) when the
@@ -349,10 +338,7 @@ export class ProviderPool {
       attemptTrace.failed(error);
       // The group it waited for was removed by a reload: resolve the request again by its name.
       if (error instanceof GroupRemovedError) return this.acquire(group, options, start);
-      if (error instanceof IopError && error.code === 'rate_limited') {
-        this.metrics.queueRejections.inc({ group: served.name, reason: error.message.includes('is full') ? 'full' : 'timeout' });
-        throw new PoolOverloadedError(error.message, error.retryAfterSeconds);
-      }
+      if (error instanceof QueueRefusal) this.metrics.queueRejections.inc({ group: served.name, reason: error.reason });
       throw error;
     }
   }

@@ -5,8 +5,9 @@
  * group's `contextFallback`, or gives the client the failure.
  *
  * Retryable (another provider may well succeed): connect failure, reset / tunnel lost, rejection
- * for capacity, no response / first-byte timeout, 429 (honouring `Retry-After`), and 5xx except
- * 501 and 505 (a property of the backend, not a fault). Not retryable: every other 4xx, the
+ * for capacity, no response / first-byte timeout, and a status core's `isRetryableStatus` allows
+ * (408, 409, 429 honouring `Retry-After`, 5xx except 501 and 505, properties of the backend, not
+ * faults). Not retryable: every other 4xx, the
  * client's own fault; a 400 `context_length_exceeded` is not retried on the same model but goes
  * once to the group's `contextFallback` (a longer-context group) when one is configured.
  *
@@ -29,7 +30,7 @@
  * nobody). Each request has at most `maxAttempts` attempts, and every retry must also pass the
  * pool-wide `RetryBudget`.
  */
-import { backoffDelayMs } from '@iop/core';
+import { backoffDelayMs, isRetryableStatus } from '@iop/core';
 import type { AttemptOutcome } from './outlier-detector.js';
 import type { Clock, Random } from './provider.js';
 import { RetryBudget } from './retry-budget.js';
@@ -65,7 +66,13 @@ export type AttemptFailure =
 export type RetryDecision =
   | { action: 'retry'; delayMs: number; reason: string }
   | { action: 'fallback'; group: string; reason: string }
-  | { action: 'fail'; reason: string; retryAfterMs?: number };
+  | {
+      action: 'fail';
+      reason: string;
+      retryAfterMs?: number;
+      /** Set when the failure was retryable but the pool-wide `RetryBudget` refused the retry. */
+      budgetExhausted?: true;
+    };
 
 /** The attempts of one request: providers tried (so the next pick prefers another), count, fallback used. */
 export class RequestAttempts {
@@ -107,20 +114,9 @@ export function isContextOverflow(failure: AttemptFailure): boolean {
   return failure.kind === 'status' && failure.status === 400 && failure.errorCode === 'context_length_exceeded';
 }
 
-/**
- * Whether a backend's 400 message says the prompt is too long: vLLM "This model's maximum context
- * length is N tokens", llama.cpp `exceed_context_size_error` / "exceeds the available context
- * size", SGLang "longer than the model's context length", OpenAI `context_length_exceeded`.
- */
-export function looksLikeContextOverflow(message: string): boolean {
-  return /maximum context length|context_length_exceeded|exceed_context_size|exceeds the available context|longer than the model's context/i.test(message);
-}
-
-/** Whether a failure may succeed on another attempt. */
+/** Whether a failure may succeed on another attempt: any failure without an answer, else core's `isRetryableStatus`. */
 export function isRetryable(failure: AttemptFailure): boolean {
-  if (failure.kind !== 'status') return true;
-  const { status } = failure;
-  return status === 429 || (status >= 500 && status !== 501 && status !== 505);
+  return failure.kind !== 'status' || isRetryableStatus(failure.status);
 }
 
 /** What the failure says about the provider's health, for the outlier detector. */
@@ -215,7 +211,7 @@ export class RetryPolicy {
     const baseMs = sameProvider && overloaded ? Math.max(this.config.baseBackoffMs, this.config.overloadBackoffBaseMs ?? 500) : this.config.baseBackoffMs;
     const delayMs = Math.max(retryAfterMs ?? 0, this.backoffMs(attempts.count, sameProvider, baseMs));
     if (options.remainingMs !== undefined && delayMs >= options.remainingMs) return { action: 'fail', reason: `${what}; a retry after ${delayMs} ms would pass the request deadline` };
-    if (!this.budget.tryRetry()) return { action: 'fail', reason: `${what}; the pool's retry budget is spent` };
+    if (!this.budget.tryRetry()) return { action: 'fail', reason: `${what}; the pool's retry budget is spent`, budgetExhausted: true };
     return { action: 'retry', delayMs, reason: `${what} on attempt ${attempts.count}${sameProvider ? '; retried on the same provider' : ''}` };
   }
 }

@@ -94,6 +94,11 @@ export class AnthropicStreamEncoder implements StreamEncoder {
     return errorEventFrame({ code: 'upstream_error', message: 'the model stream ended before the response was complete' });
   }
 
+  /** Messages are not stored: no result. */
+  result(): undefined {
+    return undefined;
+  }
+
   private start(): string {
     if (this.phase !== 'idle') return '';
     this.phase = 'streaming';

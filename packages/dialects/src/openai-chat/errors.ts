@@ -21,9 +21,15 @@ const ENVELOPE: Record<ErrorCode, { type: string; code: string | null }> = {
   not_found: { type: 'invalid_request_error', code: 'not_found' },
   model_not_found: { type: 'invalid_request_error', code: 'model_not_found' },
   method_not_allowed: { type: 'invalid_request_error', code: 'method_not_allowed' },
+  request_timeout: { type: 'server_error', code: 'timeout' },
+  conflict: { type: 'invalid_request_error', code: null },
   request_too_large: { type: 'invalid_request_error', code: 'request_too_large' },
+  unprocessable_entity: { type: 'invalid_request_error', code: null },
   rate_limited: { type: 'rate_limit_error', code: 'rate_limit_exceeded' },
+  // The edge's admission queue refused: what the OpenAI SDKs back off on (429 with Retry-After).
+  overloaded: { type: 'rate_limit_error', code: 'rate_limit_exceeded' },
   internal: { type: 'server_error', code: null },
+  upstream_internal: { type: 'server_error', code: 'upstream_error' },
   upstream_error: { type: 'server_error', code: 'upstream_error' },
   no_capacity: { type: 'server_error', code: 'no_capacity' },
   timeout: { type: 'server_error', code: 'timeout' },
@@ -35,8 +41,14 @@ export function toOpenAIErrorBody(error: Pick<IopError, 'code' | 'message'> & { 
   return { error: { message: error.message, type: envelope.type, param: error.param ?? null, code: envelope.code } };
 }
 
+/**
+ * How backends say the prompt is too long (they have no code for it): vLLM "maximum context
+ * length", llama.cpp `exceed_context_size_error` / "exceeds the available context size", SGLang
+ * "longer than the model's context length", OpenAI `context_length_exceeded`. This is where an
+ * upstream's words become iop's code; nothing downstream reads error messages.
+ */
 const CONTEXT_LENGTH =
-  /maximum context length|context window|context size|context length|exceed_context_size|too many tokens|prompt is too long/i;
+  /maximum context length|context window|context size|context length|context_length_exceeded|exceed_context_size|available context|too many tokens|prompt is too long/i;
 
 function objectOf(value: unknown): Record<string, unknown> | undefined {
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
@@ -68,11 +80,11 @@ function readErrorBody(body: unknown): { message: string | undefined; type: stri
 
 /**
  * Turns an upstream HTTP error (status + body: parsed JSON, or the raw text) into an `IopError`.
- * The code follows the status (`codeOfStatus`), except that a context overflow (vLLM "maximum
- * context length", llama.cpp `exceed_context_size_error`) becomes `context_length_exceeded`.
- * vLLM's exception-like `type` (`BadRequestError`) and integer `code` are not passed on: the
- * client gets the OpenAI type of the iop code (docs/protocols.md "Errors across dialects"). A 4xx and a 500 keep their exact
- * status (an upstream 500 stays a 500 `server_error` / `api_error`; 502/503/504 map by code).
+ * The code follows the status (`codeOfStatus`: 422 `unprocessable_entity`, 500
+ * `upstream_internal`…), except that a context overflow (vLLM "maximum context length",
+ * llama.cpp `exceed_context_size_error`) becomes `context_length_exceeded`. vLLM's exception-like
+ * `type` (`BadRequestError`) and integer `code` are not passed on: the client gets the OpenAI type
+ * of the iop code (docs/protocols.md "Errors across dialects"), and the status of that code.
  */
 export function normalizeUpstreamError(status: number, body: unknown): IopError {
   const { message, type, param } = readErrorBody(body);
@@ -80,21 +92,20 @@ export function normalizeUpstreamError(status: number, body: unknown): IopError 
   if (code === 'invalid_request' && (CONTEXT_LENGTH.test(message ?? '') || CONTEXT_LENGTH.test(type ?? ''))) {
     code = 'context_length_exceeded';
   }
-  const options: { param?: string; status?: number; cause: unknown } = { cause: body };
+  const options: { param?: string; cause: unknown } = { cause: body };
   if (param !== undefined) options.param = param;
-  if ((status >= 400 && status < 500) || status === 500) options.status = status;
   return new IopError(code, message ?? `upstream answered HTTP ${status}`, options);
 }
 
 /**
  * An in-stream upstream error object (`data: {"error":{…}}`) as a terminal `error` event. The
- * status comes from an integer `code` (vLLM) when it is an HTTP status, else it is 502
- * `upstream_error`.
+ * code comes from an integer `code` (vLLM) when it is an HTTP status, else it is
+ * `upstream_error` (502).
  */
 export function errorEventFromUpstream(error: unknown): ErrorEvent {
   const object = objectOf(error);
   const rawCode = object?.code;
   const status = typeof rawCode === 'number' && rawCode >= 400 && rawCode <= 599 ? rawCode : 502;
   const normalized = normalizeUpstreamError(status, object === undefined ? error : { error: object });
-  return { type: 'error', code: normalized.code, message: normalized.message, status: normalized.status };
+  return { type: 'error', code: normalized.code, message: normalized.message };
 }

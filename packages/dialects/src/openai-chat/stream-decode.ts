@@ -172,7 +172,7 @@ class ChatStreamDecoder implements UpstreamDecoder {
   private fail(code: 'upstream_error', message: string): void {
     if (this.phase !== 'open') return;
     this.phase = 'terminal';
-    this.onEvent({ type: 'error', code, message, status: 502 });
+    this.onEvent({ type: 'error', code, message });
     this.flushUsage();
   }
 

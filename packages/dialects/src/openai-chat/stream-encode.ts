@@ -88,6 +88,11 @@ class ChatStreamEncoder implements StreamEncoder {
     }
   }
 
+  /** Chat completions are not stored: no result. */
+  result(): undefined {
+    return undefined;
+  }
+
   private start(): string {
     if (this.phase !== 'idle') return '';
     this.phase = 'open';

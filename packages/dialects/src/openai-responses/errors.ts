@@ -17,10 +17,13 @@ export function responsesErrorResponse(error: IopError, requestId: string): Erro
 export function responseErrorCode(code: ErrorCode): ResponseErrorCode {
   switch (code) {
     case 'rate_limited':
+    case 'overloaded':
       return 'rate_limit_exceeded';
     case 'invalid_request':
     case 'unsupported_field':
     case 'context_length_exceeded':
+    case 'conflict':
+    case 'unprocessable_entity':
       return 'invalid_prompt';
     default:
       return 'server_error';

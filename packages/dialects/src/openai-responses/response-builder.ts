@@ -122,7 +122,7 @@ export class ResponseBuilder {
     this.start();
     this.ended = true;
     if (this.outcome === undefined) {
-      this.outcome = { kind: 'error', code: 'upstream_error', message: 'the model stream ended without a finish reason', status: 502 };
+      this.outcome = { kind: 'error', code: 'upstream_error', message: 'the model stream ended without a finish reason' };
       this.tracker.closeAll('incomplete');
     }
     const response = this.response;

@@ -51,7 +51,3 @@ export function createResponsesStreamEncoder(context: EncodeContext): ResponsesS
   return new ResponsesStreamEncoder(context);
 }
 
-/** The final Response of a Responses stream encoder after `end()` (undefined for any other encoder, or before the end). */
-export function responseOf(encoder: StreamEncoder): ResponseObject | undefined {
-  return encoder instanceof ResponsesStreamEncoder ? encoder.result() : undefined;
-}

@@ -51,7 +51,7 @@ describe('encodeResponse (non-stream Message, docs/protocols.md "Messages respon
   });
 
   it('throws the stream error, a missing terminal, and non-object tool arguments as IopErrors', () => {
-    expect(() => encode([{ type: 'text-delta', text: 'a' }, { type: 'error', code: 'timeout', message: 'stalled', status: 504 }])).toThrow(
+    expect(() => encode([{ type: 'text-delta', text: 'a' }, { type: 'error', code: 'timeout', message: 'stalled' }])).toThrow(
       expect.objectContaining({ code: 'timeout', status: 504, message: 'stalled' }),
     );
     expect(() => encode([{ type: 'text-delta', text: 'a' }])).toThrow(expect.objectContaining({ code: 'upstream_error', status: 502 }));

@@ -199,7 +199,7 @@ describe('AnthropicStreamEncoder grammar (docs/protocols.md "Messages stream")',
   it('renders an upstream error as one event: error and nothing after it', () => {
     const encoder = new AnthropicStreamEncoder(context());
     let text = encoder.push(START) + encoder.push({ type: 'text-delta', text: 'par' });
-    text += encoder.push({ type: 'error', code: 'no_capacity', message: 'backend overloaded', status: 503 });
+    text += encoder.push({ type: 'error', code: 'no_capacity', message: 'backend overloaded' });
     text += encoder.push({ type: 'text-delta', text: 'tial' }) + encoder.push(USAGE) + encoder.end();
     const events = parseSse(text);
     expect(events.map((e) => e.event)).toEqual(['message_start', 'ping', 'content_block_start', 'content_block_delta', 'error']);
@@ -260,7 +260,7 @@ describe('AnthropicStreamEncoder output read by the official @anthropic-ai/sdk M
   });
 
   it('makes the SDK throw an APIError of the right type on an in-band error', async () => {
-    const text = encodeAll([START, { type: 'text-delta', text: 'x' }, { type: 'error', code: 'timeout', message: 'stalled', status: 504 }]);
+    const text = encodeAll([START, { type: 'text-delta', text: 'x' }, { type: 'error', code: 'timeout', message: 'stalled' }]);
     await expect(sdkEvents(text)).rejects.toMatchObject({ type: 'timeout_error', error: { error: { message: 'stalled' } } });
   });
 });

@@ -65,7 +65,7 @@ describe('createChatStreamDecoder on recorded upstream streams', () => {
     expect(decode('vllm-error-mid-stream')).toEqual([
       { type: 'response-start', id: 'chatcmpl-e5', model: 'Qwen/Qwen3-8B', created: 1764500500 },
       { type: 'text-delta', text: 'Partial' },
-      { type: 'error', code: 'upstream_error', message: 'CUDA out of memory while decoding', status: 500 },
+      { type: 'error', code: 'upstream_internal', message: 'CUDA out of memory while decoding' },
     ]);
   });
 
@@ -73,7 +73,7 @@ describe('createChatStreamDecoder on recorded upstream streams', () => {
     const events = decode('malformed-chunk');
     expect(events).toHaveLength(3);
     expect(events[1]).toEqual({ type: 'text-delta', text: 'ok' });
-    expect(events[2]).toMatchObject({ type: 'error', code: 'upstream_error', status: 502 });
+    expect(events[2]).toMatchObject({ type: 'error', code: 'upstream_error' });
     expect((events[2] as { message: string }).message).toContain('malformed chat chunk: "{\\"id\\":\\"chatcmpl-m1\\"');
   });
 
@@ -81,7 +81,7 @@ describe('createChatStreamDecoder on recorded upstream streams', () => {
     expect(decode('missing-finish')).toEqual([
       { type: 'response-start', id: 'chatcmpl-c1', model: 'm', created: 1764500700 },
       { type: 'text-delta', text: 'The stream was cut' },
-      { type: 'error', code: 'upstream_error', message: 'upstream chat stream ended without a finish_reason', status: 502 },
+      { type: 'error', code: 'upstream_error', message: 'upstream chat stream ended without a finish_reason' },
     ]);
   });
 
@@ -112,7 +112,7 @@ describe('createChatStreamDecoder edge cases', () => {
 
   it('an empty body is an error, not a success', () => {
     expect(run('')).toEqual([
-      { type: 'error', code: 'upstream_error', message: 'upstream chat stream ended without sending any chunk', status: 502 },
+      { type: 'error', code: 'upstream_error', message: 'upstream chat stream ended without sending any chunk' },
     ]);
   });
 
@@ -122,19 +122,18 @@ describe('createChatStreamDecoder edge cases', () => {
       type: 'error',
       code: 'upstream_error',
       message: 'upstream chat stream sent [DONE] without a finish_reason',
-      status: 502,
     });
   });
 
   it('an error before any chunk: 400 from the integer code, message kept, no response-start', () => {
     expect(run('data: {"error":{"message":"maximum context length is 4096 tokens","type":"BadRequestError","param":null,"code":400}}\n\n')).toEqual([
-      { type: 'error', code: 'context_length_exceeded', message: 'maximum context length is 4096 tokens', status: 400 },
+      { type: 'error', code: 'context_length_exceeded', message: 'maximum context length is 4096 tokens' },
     ]);
   });
 
   it('an SSE `event: error` frame is an error even without an error key', () => {
     expect(run('event: error\ndata: {"message":"overloaded"}\n\n')).toEqual([
-      { type: 'error', code: 'upstream_error', message: 'overloaded', status: 502 },
+      { type: 'error', code: 'upstream_error', message: 'overloaded' },
     ]);
   });
 

@@ -86,7 +86,7 @@ describe('createChatStreamEncoder', () => {
     const sse = encode([
       { type: 'response-start', id: 'x', model: 'm', created: 1 },
       { type: 'text-delta', text: 'part' },
-      { type: 'error', code: 'upstream_error', message: 'backend died', status: 502 },
+      { type: 'error', code: 'upstream_error', message: 'backend died' },
       { type: 'text-delta', text: 'ignored' },
     ]);
     expect(sse.split('\n\n').at(-2)).toBe('data: {"error":{"message":"backend died","type":"server_error","param":null,"code":"upstream_error"}}');

@@ -1,5 +1,5 @@
 import type { StreamEvent } from '@iop/core';
-import { encodeResponsesResponse, openAIResponses, responseOf } from '../../src/openai-responses/index.js';
+import { encodeResponsesResponse, openAIResponses } from '../../src/openai-responses/index.js';
 import { checkGrammar, contextFor, encode, viaSdk } from './helpers.js';
 
 const start: StreamEvent = { type: 'response-start', id: 'chatcmpl-1', model: 'Qwen/Qwen3-8B', created: 1764500000 };
@@ -146,7 +146,7 @@ describe('Responses stream encoder', () => {
   });
 
   it('renders an error event as response.failed carrying the output so far', async () => {
-    const { sse } = encode([start, { type: 'text-delta', text: 'Partial' }, { type: 'error', code: 'upstream_error', message: 'CUDA out of memory', status: 502 }]);
+    const { sse } = encode([start, { type: 'text-delta', text: 'Partial' }, { type: 'error', code: 'upstream_error', message: 'CUDA out of memory' }]);
     const frames = checkGrammar(sse);
     expect(frames.at(-1)!.data).toMatchObject({ type: 'response.failed', response: { status: 'failed', error: { code: 'server_error', message: 'CUDA out of memory' } } });
     const { final } = await viaSdk(sse);
@@ -176,13 +176,13 @@ describe('Responses stream encoder', () => {
     });
   });
 
-  it('exposes the final Response through responseOf only after end()', () => {
+  it('exposes the final Response through result() only after end()', () => {
     const encoder = openAIResponses.createStreamEncoder(contextFor());
     encoder.push(start);
     encoder.push({ type: 'finish', reason: 'stop', raw: 'stop' });
-    expect(responseOf(encoder)).toBeUndefined();
+    expect(encoder.result()).toBeUndefined();
     encoder.end();
-    expect(responseOf(encoder)).toMatchObject({ status: 'completed', output_text: '' });
+    expect(encoder.result()).toMatchObject({ status: 'completed', output_text: '' });
   });
 });
 
@@ -202,7 +202,7 @@ describe('Responses non-stream encoder', () => {
   });
 
   it('throws the error event as an IopError with its code and status', () => {
-    expect(() => encodeResponsesResponse([start, { type: 'error', code: 'rate_limited', message: 'slow down', status: 429 }], contextFor())).toThrow(
+    expect(() => encodeResponsesResponse([start, { type: 'error', code: 'rate_limited', message: 'slow down' }], contextFor())).toThrow(
       expect.objectContaining({ code: 'rate_limited', status: 429, message: 'slow down' }),
     );
     expect(() => encodeResponsesResponse([start, { type: 'text-delta', text: 'x' }], contextFor())).toThrow(expect.objectContaining({ code: 'upstream_error' }));

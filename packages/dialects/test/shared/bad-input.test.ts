@@ -133,7 +133,7 @@ describe('Responses input whose items are all dropped', () => {
 describe('an error event that names a field keeps its param to the client', () => {
   const request = { model: 'm', messages: [], stream: true } as const;
   const context = { requestId: 'req_1', model: 'm', request: { ...request, messages: [] }, createdAt: 1_700_000_000 };
-  const event = { type: 'error', code: 'model_not_found', message: 'The model `m` does not exist or no provider serves it', status: 404, param: 'model' } as const;
+  const event = { type: 'error', code: 'model_not_found', message: 'The model `m` does not exist or no provider serves it', param: 'model' } as const;
 
   it('Chat stream: the in-band error object has param', () => {
     const encoder = openaiChat.openAIChat.createStreamEncoder(context);

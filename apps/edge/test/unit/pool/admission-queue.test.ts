@@ -88,14 +88,14 @@ describe('AdmissionQueue', () => {
     void late.catch(() => undefined);
   });
 
-  it('refuses with 429 and Retry-After when the queue is full', async () => {
+  it('refuses with overloaded (429; Anthropic 529) and Retry-After when the queue is full', async () => {
     const admission = new AdmissionQueue({ timers: new ManualTimers(), retryAfterSeconds: 2 });
     const pool = slots(0);
     void admission.acquire('g', queue, pool.take).catch(() => undefined);
     void admission.acquire('g', queue, pool.take).catch(() => undefined);
     const error = await admission.acquire('g', queue, pool.take).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(IopError);
-    expect(error).toMatchObject({ code: 'rate_limited', status: 429, retryAfterSeconds: 2, message: 'the queue of `g` is full (2 waiting)' });
+    expect(error).toMatchObject({ code: 'overloaded', status: 429, reason: 'full', retryAfterSeconds: 2, message: 'the queue of `g` is full (2 waiting)' });
     expect(admission.stats()).toEqual({ queued: { g: 2 }, rejectedFull: 1, rejectedTimeout: 0 });
   });
 
@@ -112,7 +112,7 @@ describe('AdmissionQueue', () => {
     timers.advance(29_999);
     expect(admission.size('g')).toBe(1);
     timers.advance(1);
-    await expect(waiting).rejects.toMatchObject({ code: 'rate_limited', retryAfterSeconds: 1, message: 'no provider of `g` was free within 30000 ms' });
+    await expect(waiting).rejects.toMatchObject({ code: 'overloaded', reason: 'timeout', retryAfterSeconds: 1, message: 'no provider of `g` was free within 30000 ms' });
     expect(admission.size('g')).toBe(0);
     expect(admission.stats().rejectedTimeout).toBe(1);
   });

@@ -1,6 +1,6 @@
 import { IopError, type InferenceRequest } from '@iop/core';
 import { affinityKey, chatAffinityKey } from '../../../src/pool/prefix-affinity.js';
-import { PoolOverloadedError } from '../../../src/pool/provider-pool.js';
+import { QueueRefusal } from '../../../src/pool/admission-queue.js';
 import { AgentRegistry } from '../../../src/pool/agent-registry.js';
 import { parsePoolConfig } from '../../../src/pool/pool-config.js';
 import { ServedNames } from '../../../src/pool/served-names.js';
@@ -76,15 +76,15 @@ describe('ProviderPool', () => {
     for (let i = 0; i < 20; i++) expect(pool.pick(pool.resolve('g'))!.provider.id).toBe('b');
   });
 
-  it('queues when every provider is busy and serves the waiter when a slot frees; refuses over maxQueued with PoolOverloadedError', async () => {
+  it('queues when every provider is busy and serves the waiter when a slot frees; refuses over maxQueued with overloaded (QueueRefusal)', async () => {
     const { pool } = track(makePool({ queue: { maxQueued: 1, maxWaitMs: 10_000 }, directProviders: [direct('a', ['m'], { maxConcurrency: 1 })] }));
     const group = pool.resolve('m');
     const first = await pool.acquire(group, {}, fakeStart);
     const waiting = pool.acquire(group, {}, fakeStart);
     expect(pool.snapshot().groups[0]!.queue).toEqual({ waiting: 1, maxQueued: 1, maxWaitMs: 10_000 });
     const refused = await pool.acquire(group, {}, fakeStart).catch((error: unknown) => error);
-    expect(refused).toBeInstanceOf(PoolOverloadedError);
-    expect(refused).toMatchObject({ code: 'rate_limited', status: 429, retryAfterSeconds: 1 });
+    expect(refused).toBeInstanceOf(QueueRefusal);
+    expect(refused).toMatchObject({ code: 'overloaded', status: 429, reason: 'full', retryAfterSeconds: 1 });
     (first.run as ReturnType<typeof fakeStart>).end();
     pool.queue.notify('m');
     await expect(waiting).resolves.toMatchObject({ pick: { provider: { id: 'a' } } });

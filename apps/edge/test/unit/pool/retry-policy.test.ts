@@ -1,6 +1,6 @@
 import { RetryBudget } from '../../../src/pool/retry-budget.js';
 import {
-  RetryPolicy, failureOfRunError, isRetryable, looksLikeContextOverflow, outcomeOf, parseRetryAfterMs, type RetryConfig,
+  RetryPolicy, failureOfRunError, isRetryable, outcomeOf, parseRetryAfterMs, type RetryConfig,
 } from '../../../src/pool/retry-policy.js';
 import { ManualClock } from './fixtures.js';
 
@@ -12,10 +12,10 @@ function setup(random = () => 0.5, overrides: Partial<RetryConfig> = {}) {
 }
 
 describe('retry classification', () => {
-  it('retries connection failures, timeouts, 429 and 5xx; not 4xx, 501 or 505', () => {
+  it('retries connection failures, timeouts, 408, 409, 429 and 5xx (core isRetryableStatus); not other 4xx, 501 or 505', () => {
     for (const kind of ['connect_failed', 'reset', 'rejected', 'timeout', 'no_response'] as const) expect(isRetryable({ kind })).toBe(true);
     const statuses = [400, 401, 403, 404, 408, 409, 413, 422, 429, 500, 501, 502, 503, 504, 505, 529];
-    expect(statuses.filter((status) => isRetryable({ kind: 'status', status }))).toEqual([429, 500, 502, 503, 504, 529]);
+    expect(statuses.filter((status) => isRetryable({ kind: 'status', status }))).toEqual([408, 409, 429, 500, 502, 503, 504, 529]);
   });
 
   it('maps failures to outlier outcomes: 5xx and connection trouble count, 4xx and capacity do not', () => {
@@ -37,12 +37,6 @@ describe('retry classification', () => {
     expect(parseRetryAfterMs('Tue, 31 Dec 2024 23:59:00 GMT', now)).toBe(0);
     expect(parseRetryAfterMs('soon', now)).toBeUndefined();
     expect(parseRetryAfterMs(undefined, now)).toBeUndefined();
-  });
-
-  it('recognises the backends’ context overflow messages', () => {
-    expect(looksLikeContextOverflow("This model's maximum context length is 4096 tokens. However, you requested 5000 tokens")).toBe(true);
-    expect(looksLikeContextOverflow('the request exceeds the available context size, try increasing it')).toBe(true);
-    expect(looksLikeContextOverflow('temperature must be ≤ 2')).toBe(false);
   });
 });
 
@@ -134,6 +128,9 @@ describe('RetryPolicy.decide', () => {
       return policy.decide(attempts, { kind: 'reset' }).action;
     });
     expect(decisions).toEqual(['retry', 'retry', 'fail', 'fail']);
+    const attempts = policy.begin();
+    attempts.record('a');
+    expect(policy.decide(attempts, { kind: 'reset' })).toEqual({ action: 'fail', reason: "reset; the pool's retry budget is spent", budgetExhausted: true });
   });
 
   it('refuses a config without attempts', () => {
