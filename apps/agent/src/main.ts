@@ -4,7 +4,7 @@
  * SIGTERM/SIGINT: drain, deregister, and exit once idle (or after --shutdown-deadline-ms).
  */
 import { Command, Option } from 'commander';
-import { startTracing } from '@iop/core';
+import { printReadiness, startTracing } from '@iop/core';
 import { startAgent, type AgentHandle } from './start-agent.js';
 import { resolveAgentOptions, type AgentOptionsInput } from './options.js';
 import { AGENT_VERSION } from './agent.js';
@@ -96,8 +96,8 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const started = handle;
-  // The readiness line (one JSON line on stdout, whatever the log level or format): registered with an edge.
-  void started.agent.registered.then(() => process.stdout.write(`${JSON.stringify({ event: 'ready', metricsPort: started.metricsPort ?? null })}\n`));
+  // Ready: registered with an edge.
+  void started.agent.registered.then(() => printReadiness({ metricsPort: started.metricsPort ?? null }));
   await handle.stopped;
   await tracing?.shutdown();
   process.exit(0);

@@ -12,7 +12,7 @@
 import { watch } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import { ConfigError, TIMEOUT_ENV, configFromEnv, readConfigFile, resolveConfig } from './config.js';
-import { startTracing } from '@iop/core';
+import { printReadiness, startTracing } from '@iop/core';
 import { createLogger } from './logger.js';
 import { startEdge } from './server.js';
 import { EDGE_VERSION } from './version.js';
@@ -100,8 +100,8 @@ async function main(): Promise<void> {
   const tracing = startTracing({ serviceName: 'iop-edge', serviceVersion: EDGE_VERSION });
   const logger = createLogger(config.logLevel);
   const edge = await startEdge(config, logger);
-  // The readiness line (one JSON line on stdout, whatever the log level or format): both ports listen.
-  process.stdout.write(`${JSON.stringify({ event: 'ready', port: edge.port, tunnelPort: edge.tunnelPort })}\n`);
+  // Ready: both ports listen.
+  printReadiness({ port: edge.port, tunnelPort: edge.tunnelPort });
 
   const reload = (trigger: string) => {
     try {

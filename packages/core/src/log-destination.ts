@@ -84,3 +84,13 @@ export function stdoutDestination(): DestinationStream {
   }
   return stdout;
 }
+
+/**
+ * Prints the process's readiness line, `{"event":"ready",…fields}`, on stdout whatever the log
+ * level or format: the one signal scripts and tests wait for (never a log message's wording). It
+ * goes through the same batched destination as the JSON log lines, so it comes after every line
+ * logged before it.
+ */
+export function printReadiness(fields: Record<string, unknown>): void {
+  stdoutDestination().write(`${JSON.stringify({ event: 'ready', ...fields })}\n`);
+}
