@@ -18,12 +18,8 @@
  */
 import { create } from '@bufbuild/protobuf';
 import { newId } from '@iop/core';
-import {
-  ProviderTunnelFrame_Kind as FrameKind,
-  RunAssignmentSchema,
-  tunnelFrame,
-  type ProviderTunnelFrame,
-} from '@iop/proto';
+import { FrameKind, errorFrame } from '@iop/backend';
+import { RunAssignmentSchema, type ProviderTunnelFrame } from '@iop/proto';
 import { AsyncQueue } from '@iop/core';
 import type { AgentSession } from './agent-session.js';
 
@@ -98,7 +94,7 @@ export class RunHandle {
   /** Ends the run with a synthesized ERROR frame (tunnel-level failure); the agent is told to stop unless `fromAgent`. */
   failWith(code: TunnelErrorCode, message: string, fromAgent = false): void {
     if (this.finished) return;
-    void this.frames.push(tunnelFrame({ runId: this.runId, kind: FrameKind.ERROR, errorCode: code, errorMessage: message }));
+    void this.frames.push(errorFrame(this.runId, code, message));
     this.finish(fromAgent ? undefined : message);
   }
 
