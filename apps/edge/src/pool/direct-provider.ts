@@ -18,14 +18,13 @@
  */
 import { injectActive, newId } from '@iop/core';
 import type { ProviderTunnelFrame } from '@iop/proto';
-import { OpenAiClient, RunFailure, basePathOf, relayBackend } from '@iop/backend';
+import { FrameKind, OpenAiClient, RunFailure, basePathOf, relayBackend } from '@iop/backend';
 import { AsyncQueue } from '@iop/core';
-import { FrameKind, type RunRequest } from '../tunnel/run-registry.js';
 import type { DirectProviderConfig } from './pool-config.js';
-import type { PoolProvider, PoolRun } from './pool-provider.js';
-import type { ProviderLoad } from './provider.js';
+import type { PoolProvider, ProviderLoad } from './provider.js';
+import type { RunRequest, RunStream } from './run-stream.js';
 
-class DirectRun implements PoolRun {
+class DirectRun implements RunStream {
   readonly runId = newId('run_');
   readonly frames = new AsyncQueue<ProviderTunnelFrame>(32);
   readonly controller = new AbortController();
@@ -117,7 +116,7 @@ export class DirectProvider implements PoolProvider {
     return this.basePath + path;
   }
 
-  start(request: RunRequest): PoolRun {
+  start(request: RunRequest): RunStream {
     this.inFlight++;
     const run = new DirectRun(this.id, () => {
       if (this.inFlight > 0) this.inFlight--;

@@ -8,7 +8,7 @@ export * from './retry-budget.js';
 export * from './retry-policy.js';
 export * from './direct-provider.js';
 export * from './pool-metrics.js';
-export * from './pool-provider.js';
+export * from './run-stream.js';
 export * from './provider-pool.js';
 export * from './model-list.js';
 export * from './pool-reload.js';

@@ -29,11 +29,11 @@ import { OutlierDetector, type AttemptOutcome, type OutlierTicket } from './outl
 import { P2cPicker, isEligible, type PickOptions } from './p2c.js';
 import { ModelResolver, parsePoolConfig, type ModelGroup, type ModelTarget, type PoolConfig } from './pool-config.js';
 import { diffPoolConfig, type PoolConfigChanges } from './pool-reload.js';
-import { agentPoolProvider, type PoolProvider, type PoolRun } from './pool-provider.js';
 import { PoolMetrics } from './pool-metrics.js';
 import { groupSnapshot, type PoolGroupState, type PoolSnapshot } from './pool-snapshot.js';
 import { PrefixAffinity } from './prefix-affinity.js';
-import { hasLabels, type Clock, type Random } from './provider.js';
+import { hasLabels, type Clock, type PoolProvider, type Random } from './provider.js';
+import type { RunStream } from './run-stream.js';
 import { RetryPolicy, type RequestAttempts } from './retry-policy.js';
 import { ServedNames } from './served-names.js';
 import { AttemptTrace, endRunSpans } from '../telemetry/request-tracing.js';
@@ -105,7 +105,7 @@ export interface AcquireOptions {
 }
 
 export interface AcquiredRun {
-  run: PoolRun;
+  run: RunStream;
   pick: PoolPick;
   /** The group that serves it (a fallback group when the first had no room). */
   group: ModelGroup;
@@ -202,8 +202,7 @@ export class ProviderPool {
     for (const target of group.targets) {
       const labels = target.agents?.labels;
       for (const session of this.options.registry.forModel(target.model)) {
-        const provider = agentPoolProvider(session, this.options.runs);
-        if (!out.has(provider) && hasLabels(provider, labels)) out.set(provider, target);
+        if (!out.has(session) && hasLabels(session, labels)) out.set(session, target);
       }
       for (const provider of this.directProviders) {
         if (!out.has(provider) && provider.serves(target.model) && hasLabels(provider, labels)) out.set(provider, target);
@@ -308,7 +307,7 @@ export class ProviderPool {
     return new IopError('model_not_found', `The model \`${excerpt(name)}\` does not exist or no provider serves it`, { param: 'model' });
   }
 
-  async acquire(group: ModelGroup, options: AcquireOptions, start: (pick: PoolPick) => PoolRun): Promise<AcquiredRun> {
+  async acquire(group: ModelGroup, options: AcquireOptions, start: (pick: PoolPick) => RunStream): Promise<AcquiredRun> {
     group = this.current(group);
     const served = this.servingGroup(group);
     if (served === undefined) {

@@ -1,10 +1,11 @@
 /**
  * Runs in flight between the edge and the agents.
  *
- * `start()` assigns a run to an agent over its Control stream and returns a `RunHandle` whose
- * `frames` yield the run's ProviderTunnelFrames as the agent's Run call delivers them. Failures
- * of the tunnel itself (the agent rejected the run, disconnected, or sent nothing in time) arrive
- * as a synthesized ERROR frame, so consumers have one code path for every way a run can end.
+ * `start()` assigns a run to an agent over its Control stream and returns a `RunHandle` (the
+ * pool's `RunStream` for it) whose `frames` yield the run's ProviderTunnelFrames as the agent's
+ * Run call delivers them. Failures of the tunnel itself (the agent rejected the run, disconnected,
+ * or sent nothing in time) arrive as a synthesized ERROR frame, so consumers have one code path
+ * for every way a run can end.
  *
  * Clocks of one run (docs/decisions/004-attempt-lifecycle.md): assigned → ACCEPTED within
  * `acceptedTimeoutMs` (`run_accepted_timeout`), then the first body byte within
@@ -21,6 +22,7 @@ import { newId } from '@iop/core';
 import { FrameKind, errorFrame } from '@iop/backend';
 import { RunAssignmentSchema, type ProviderTunnelFrame } from '@iop/proto';
 import { AsyncQueue } from '@iop/core';
+import type { RunRequest, RunStream } from '../pool/run-stream.js';
 import type { AgentSession } from './agent-session.js';
 
 export { FrameKind };
@@ -28,24 +30,8 @@ export { FrameKind };
 /** Error codes of synthesized ERROR frames (the agent's own codes pass through unchanged). */
 export type TunnelErrorCode = 'agent_disconnected' | 'run_rejected' | 'run_accepted_timeout' | 'first_byte_timeout' | 'edge_shutdown';
 
-export interface RunRequest {
-  requestId: string;
-  /** Backend model id. */
-  model: string;
-  method: string;
-  path: string;
-  headers?: Record<string, string>;
-  body: Uint8Array;
-  idempotencyKey?: string;
-  /** Give up when the agent has not accepted the run (ACCEPTED, or any first frame) within this time, ms. */
-  acceptedTimeoutMs: number;
-  /** Give up when no first body byte arrives within this time after ACCEPTED, ms (0 = the agent's default only); passed to the agent too. */
-  firstByteTimeoutMs?: number;
-  /** Passed to the agent: longest silence of the backend between body slices, ms (0 = agent default). */
-  idleTimeoutMs?: number;
-}
-
-export class RunHandle {
+/** A run on a tunnelled agent: its frames as the agent's Run call delivers them, and its clocks. */
+export class RunHandle implements RunStream {
   /** Frames of this run, in order; ends after END or ERROR. Bounded: a slow consumer slows the agent. */
   readonly frames = new AsyncQueue<ProviderTunnelFrame>(32);
   attached = false;
@@ -66,6 +52,11 @@ export class RunHandle {
 
   get isFinished(): boolean {
     return this.finished;
+  }
+
+  /** The agent's id. */
+  get providerId(): string {
+    return this.session.agentId;
   }
 
   /** Arms the accepted clock now and the first-byte clock for when the agent accepts. */
