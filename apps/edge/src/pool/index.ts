@@ -13,3 +13,6 @@ export * from './provider-pool.js';
 export * from './model-list.js';
 export * from './pool-reload.js';
 export * from './served-names.js';
+export * from './candidate-snapshot.js';
+export * from './model-catalog.js';
+export * from './router.js';

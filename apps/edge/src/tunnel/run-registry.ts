@@ -23,6 +23,7 @@ import { FrameKind, errorFrame } from '@iop/backend';
 import { RunAssignmentSchema, type ProviderTunnelFrame } from '@iop/proto';
 import { AsyncQueue } from '@iop/core';
 import type { RunRequest, RunStream } from '../pool/run-stream.js';
+import { endRunSpans } from '../telemetry/request-tracing.js';
 import type { AgentSession } from './agent-session.js';
 
 export { FrameKind };
@@ -120,8 +121,22 @@ export class RunHandle implements RunStream {
 
 export class RunRegistry {
   private readonly runs = new Map<string, RunHandle>();
-  /** Called after any run ended and its agent slot was released (the provider pool serves its queue). */
-  onRunFinished: ((handle: RunHandle) => void) | undefined;
+  private readonly finishListeners: Array<(handle: RunHandle) => void> = [];
+  /** Ends a run's bookkeeping (one function for every run). */
+  private readonly onFinish = (finished: RunHandle): void => {
+    this.runs.delete(finished.runId);
+    finished.session.release();
+    endRunSpans(finished.runId, false); // the spans `AgentSession.start` bound to the run
+    for (const listener of this.finishListeners) listener(finished);
+  };
+
+  /**
+   * Calls `listener` after every run that ends from now on, once its agent slot is released and
+   * its trace spans ended (the provider pool serves its queue).
+   */
+  addFinishListener(listener: (handle: RunHandle) => void): void {
+    this.finishListeners.push(listener);
+  }
 
   get size(): number {
     return this.runs.size;
@@ -129,11 +144,7 @@ export class RunRegistry {
 
   start(session: AgentSession, request: RunRequest): RunHandle {
     const runId = newId('run_');
-    const handle = new RunHandle(runId, session, (finished) => {
-      this.runs.delete(finished.runId);
-      finished.session.release();
-      this.onRunFinished?.(finished);
-    });
+    const handle = new RunHandle(runId, session, this.onFinish);
     this.runs.set(runId, handle);
     handle.armTimeouts(request.acceptedTimeoutMs, request.firstByteTimeoutMs ?? 0);
     session.assign(

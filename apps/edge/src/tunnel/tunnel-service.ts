@@ -34,7 +34,7 @@ import { AgentSession } from './agent-session.js';
 import { AgentIdentities, TUNNEL_CONNECTION } from './agent-identity.js';
 import type { ConnectionGuard } from './connection-guard.js';
 import type { RunRegistry } from './run-registry.js';
-import type { AgentRegistry } from '../pool/agent-registry.js';
+import type { AgentRegistry } from './agent-registry.js';
 
 export interface TunnelServiceOptions {
   registry: AgentRegistry;

@@ -4,7 +4,7 @@ import { AsyncQueue } from '@iop/core';
 import { ModelInfoSchema, RegisterSchema } from '@iop/proto';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { AgentRegistry } from '../../../src/pool/agent-registry.js';
+import { AgentRegistry } from '../../../src/tunnel/agent-registry.js';
 import { parsePoolConfig } from '../../../src/pool/pool-config.js';
 import type { RunStream } from '../../../src/pool/run-stream.js';
 import type { RoutedProvider } from '../../../src/pool/provider.js';

@@ -1,7 +1,7 @@
 import { IopError, type InferenceRequest } from '@iop/core';
 import { affinityKey, chatAffinityKey } from '../../../src/pool/prefix-affinity.js';
 import { PoolOverloadedError } from '../../../src/pool/provider-pool.js';
-import { AgentRegistry } from '../../../src/pool/agent-registry.js';
+import { AgentRegistry } from '../../../src/tunnel/agent-registry.js';
 import { parsePoolConfig } from '../../../src/pool/pool-config.js';
 import { ServedNames } from '../../../src/pool/served-names.js';
 import { agentSession, directConfig as direct, fakeStart, makePool, trackPools } from './fixtures.js';
