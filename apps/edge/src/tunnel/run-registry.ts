@@ -38,8 +38,8 @@ export class RunHandle implements RunStream {
   attached = false;
   /** The agent accepted the run (ACCEPTED or any first frame). */
   accepted = false;
-  /** Called once when the edge ended the run itself (timeout, cancel): the Run stream handler closes the run's stream. */
-  onCancelled: (() => void) | undefined;
+  /** Called once when the edge ended the run itself (timeout, cancel), given by `RunRegistry.attach`: the Run stream handler closes the run's stream. */
+  private onCancelled: (() => void) | undefined;
   private finished = false;
   private sawBody = false;
   private timer: NodeJS.Timeout | undefined;
@@ -58,6 +58,12 @@ export class RunHandle implements RunStream {
   /** The agent's id. */
   get providerId(): string {
     return this.session.agentId;
+  }
+
+  /** The agent's Run stream took the run (`RunRegistry.attach`). */
+  attach(onCancelled: (() => void) | undefined): void {
+    this.attached = true;
+    this.onCancelled = onCancelled;
   }
 
   /** Arms the accepted clock now and the first-byte clock for when the agent accepts. */
@@ -164,11 +170,14 @@ export class RunRegistry {
     return handle;
   }
 
-  /** The agent opened the run's stream: returns the handle, or undefined when the run is gone. */
-  attach(runId: string, session?: AgentSession): RunHandle | undefined {
+  /**
+   * The agent opened the run's stream: returns the handle, or undefined when the run is gone.
+   * @param onCancelled called once if the edge ends the run itself from now on (timeout, cancel).
+   */
+  attach(runId: string, session?: AgentSession, onCancelled?: () => void): RunHandle | undefined {
     const handle = this.runs.get(runId);
     if (handle === undefined || (session !== undefined && handle.session !== session)) return undefined;
-    handle.attached = true;
+    handle.attach(onCancelled);
     return handle;
   }
 

@@ -63,7 +63,7 @@ describe('RunHandle clocks and cancellation', () => {
     expect((await drain(done)).map((f) => f.kind)).toEqual([FrameKind.RESPONSE_START, FrameKind.BODY, FrameKind.END]);
     const dropped = runs.start(session, request);
     let closed = 0;
-    dropped.onCancelled = () => closed++;
+    runs.attach(dropped.runId, session, () => closed++);
     dropped.cancel('client disconnected');
     dropped.cancel('again');
     expect(cancels).toEqual([{ runId: dropped.runId, reason: 'client disconnected' }]);
