@@ -1,6 +1,9 @@
 /**
  * The provider pool: every provider (tunnelled agents and direct providers) behind the model
- * groups of the `pool` config, with the routing and resilience parts wired together.
+ * groups of the `pool` config. A facade over three parts, each its own module: the model catalog
+ * (`model-catalog.ts`: names, providers, what they serve), the router (`router.ts`: group state
+ * and the pick, over one `CandidateSnapshot` per request) and the reloader (`pool-reload.ts`),
+ * with the admission queue, the retry policy and the metrics.
  *
  * - `resolve(name)`: the client's model name (group, alias, or a served model of that name) → group.
  * - `acquire(group, …)`: picks a provider and starts the run in one synchronous step (so two
@@ -15,8 +18,9 @@
  * - `snapshot()`: the state for the admin API and tests (`PoolSnapshot`).
  * - `prepareReload(config)` + `applyReload(prepared)`: a config reload (see `applyReload`).
  *
- * The queue is served when a run ends (RunRegistry / DirectProvider hook), when an agent joins,
- * and every `NOTIFY_INTERVAL_MS` while requests wait (drain ends arrive by heartbeat).
+ * The queue is served when a run ends (a `RunRegistry` finish listener, a `DirectProvider`'s
+ * release callback), when an agent joins or leaves (an `AgentRegistry` listener), and every
+ * `NOTIFY_INTERVAL_MS` while requests wait (drain ends arrive by heartbeat).
  */
 import { IopError, excerpt } from '@iop/core';
 import type { Registry } from 'prom-client';
