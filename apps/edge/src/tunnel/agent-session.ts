@@ -19,7 +19,6 @@ import { AsyncQueue } from '@iop/core';
 import { weightOfLabels, type PoolProvider } from '../pool/provider.js';
 import type { RunRequest, RunStream } from '../pool/run-stream.js';
 import { traceTunnelRun } from '../telemetry/request-tracing.js';
-import type { RunRegistry } from './run-registry.js';
 
 export interface AgentLoad {
   /** Runs in flight as the agent last reported. */
@@ -34,6 +33,11 @@ export interface AgentLoad {
   kvCacheUsage: number | undefined;
   /** Requests waiting inside the backend, when known. */
   backendWaiting: number | undefined;
+}
+
+/** Where a session's runs are registered and assigned (the edge's `RunRegistry`). */
+export interface SessionRuns {
+  start(session: AgentSession, request: RunRequest): RunStream;
 }
 
 /** How long a drain state the edge asked for overrides heartbeats that disagree, ms. */
@@ -82,7 +86,7 @@ export class AgentSession implements PoolProvider {
   constructor(
     register: Register,
     sessionId: string,
-    private readonly runs: RunRegistry,
+    private readonly runs: SessionRuns,
   ) {
     this.agentId = register.agentId;
     this.sessionId = sessionId;
