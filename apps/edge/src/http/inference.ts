@@ -12,7 +12,7 @@ import { validateChatPassthrough } from '../dialects.js';
 import { EdgeDispatcher } from '../gate/edge-dispatcher.js';
 import { policyLabel } from '../gate/gate-registry.js';
 import { NO_RESPONSE_MODE, PASSTHROUGH_LABELS, type ResponseLabels } from '../metrics.js';
-import type { PoolRun } from '../pool/pool-provider.js';
+import type { RunStream } from '../pool/run-stream.js';
 import type { PoolPick } from '../pool/provider-pool.js';
 import { affinityKey, chatAffinityKey } from '../pool/prefix-affinity.js';
 import { headerValue } from './header-value.js';
@@ -56,7 +56,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
     // One signal stops the request: client gone, the deadline, or a client that stopped reading.
     const abort = new RequestDeadline(edge.config.requestDeadlineMs);
     const timeouts = { acceptedTimeoutMs: edge.config.runAcceptedTimeoutMs, firstByteTimeoutMs: edge.config.firstByteTimeoutMs, idleTimeoutMs: edge.config.idleTimeoutMs, deadline: abort };
-    let current: PoolRun | undefined;
+    let current: RunStream | undefined;
     let model = 'unknown';
     res.on('close', () => {
       abort.clear();
@@ -73,7 +73,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
     let servedModel: string | undefined;
     let admission: RequestAdmission | undefined;
     let attempts = 0;
-    const onRun = (run: PoolRun, pick: PoolPick) => {
+    const onRun = (run: RunStream, pick: PoolPick) => {
       current = run;
       attempts++;
       servedModel = pick.model;
