@@ -40,6 +40,8 @@ export interface InferenceRoute {
 
 export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
   const metricLabels = (model: string) => ({ dialect: route.dialect.name, model: edge.knownModel(model) });
+  /** The status the client gets for an error: the dialect's (Anthropic renders `overloaded` and `no_capacity` as 529). */
+  const clientStatus = (error: IopError) => route.dialect.errorResponse(error, '').status;
 
   // Each request runs inside its span's context (telemetry/request-tracing.ts), so the pool's and
   // the tunnel's spans become its children and log lines carry its trace_id.
@@ -186,7 +188,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           });
         }
       } catch (caught) {
-        failedStatus = caught instanceof IopError ? caught.status : 500;
+        failedStatus = caught instanceof IopError ? clientStatus(caught) : 500;
         throw caught;
       } finally {
         // 499: the client went away before the answer ended (nginx's convention).
@@ -206,7 +208,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         log.info({ model, durationMs: Math.round((performance.now() - startedAt) * 10) / 10 }, 'client disconnected before the answer');
         return;
       }
-      if (caught instanceof IopError) edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: caught.status, durationSeconds: (performance.now() - startedAt) / 1000, ttftSeconds: undefined, usage: undefined, errorType: caught.code, response: responseLabels() });
+      if (caught instanceof IopError) edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: clientStatus(caught), durationSeconds: (performance.now() - startedAt) / 1000, ttftSeconds: undefined, usage: undefined, errorType: caught.code, response: responseLabels() });
       next(caught);
     }
   }
