@@ -51,6 +51,10 @@ describe('admission queue', () => {
     expect((overloaded as InstanceType<typeof Anthropic.APIError>).status).toBe(529);
     expect((overloaded as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({ type: 'error', error: { type: 'overloaded_error' } });
     expect((overloaded as InstanceType<typeof Anthropic.APIError>).headers?.get('retry-after')).toBe('1');
+    // The metrics count each refusal with the status its client got.
+    const metrics = await (await fetch(`${edge.url}/metrics`)).text();
+    expect(metrics).toMatch(/iop_requests_total\{dialect="openai-chat",model="sim-model",[^}]*status="429"[^}]*\} 1/);
+    expect(metrics).toMatch(/iop_requests_total\{dialect="anthropic-messages",model="sim-model",[^}]*status="529"[^}]*\} 1/);
 
     expect((await running).choices[0]!.finish_reason).toBe('stop');
     expect((await queued).choices[0]!.finish_reason).toBe('stop');

@@ -1,8 +1,6 @@
 export * from './start-agent.js';
 export * from './agent.js';
 export * from './options.js';
-export * from './run-error.js';
-export * from './usage-scanner.js';
 export * from './backoff.js';
 export * from './backends/backend.js';
 export * from './backends/openai-backend.js';
@@ -10,4 +8,3 @@ export * from './backends/prometheus-metrics.js';
 export * from './backends/llamacpp/llamacpp-backend.js';
 export * from './backends/llamacpp/model-file.js';
 export type { NodeLlamaCpp } from './backends/llamacpp/library.js';
-export * from './backend-relay.js';

@@ -16,12 +16,11 @@
  * the edge side aborts the run's AbortSignal, which aborts the backend request at once (undici
  * destroys the socket; the embedded backend stops generating).
  */
-import { ProviderTunnelFrame_Kind, tunnelFrame, type ProviderTunnelFrame, type RunAssignment } from '@iop/proto';
+import type { ProviderTunnelFrame, RunAssignment } from '@iop/proto';
+import { RunFailure, acceptedFrame, relayBackend } from '@iop/backend';
 import type { Logger } from 'pino';
 import { traceFieldsOf } from '@iop/core';
 import type { Backend } from './backends/backend.js';
-import { relayBackend } from './backend-relay.js';
-import { RunFailure } from './run-error.js';
 import { sendRun, type RunConnection } from './run-call.js';
 
 export interface RunExecutionOptions {
@@ -85,7 +84,7 @@ export class RunExecution {
   }
 
   private async *frames(): AsyncGenerator<ProviderTunnelFrame> {
-    yield tunnelFrame({ runId: this.runId, kind: ProviderTunnelFrame_Kind.ACCEPTED });
+    yield acceptedFrame(this.runId);
     const gauge = this.options.backendGauge;
     gauge.open++;
     try {

@@ -2,7 +2,7 @@
 import type { EdgeConfig } from './config.js';
 import type { Logger } from './logger.js';
 import type { EdgeMetrics } from './metrics.js';
-import type { AgentRegistry } from './pool/agent-registry.js';
+import type { AgentRegistry } from './tunnel/agent-registry.js';
 import type { RunRegistry } from './tunnel/run-registry.js';
 import type { GateRegistry } from './gate/gate-registry.js';
 import type { PoolSnapshot, ProviderPool } from './pool/provider-pool.js';

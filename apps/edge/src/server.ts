@@ -14,7 +14,7 @@ import type { EdgeContext } from './edge-context.js';
 import { createLogger, type Logger } from './logger.js';
 import { EdgeMetrics } from './metrics.js';
 import { agentCounts, tunnelFrameCounters } from './edge-observers.js';
-import { AgentRegistry } from './pool/agent-registry.js';
+import { AgentRegistry } from './tunnel/agent-registry.js';
 import { ProviderPool } from './pool/provider-pool.js';
 import { RunRegistry } from './tunnel/run-registry.js';
 import { tunnelRoutes } from './tunnel/tunnel-service.js';

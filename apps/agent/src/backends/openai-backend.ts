@@ -1,8 +1,8 @@
 /**
- * Backend for any OpenAI-compatible server (vLLM, SGLang, llama.cpp server, Ollama), reached over
- * HTTP with undici (keep-alive pool, one origin). The assignment's path is appended to the base
- * URL's path; the client's credentials are stripped and the backend key, if any, is sent as
- * `Authorization: Bearer`.
+ * Backend for any OpenAI-compatible server (vLLM, SGLang, llama.cpp server, Ollama). Runs go
+ * through `@iop/backend`'s `OpenAiClient` (the same call the edge's direct providers make: the
+ * assignment's path appended to the base URL's path, client credentials stripped, the backend key
+ * sent as `Authorization: Bearer`); this class adds what only the agent needs.
  *
  * Models come from `--models` (names as given, no discovery) or from `GET /v1/models`, reading the
  * context window from `max_model_len` (vLLM), `context_length` (SGLang, others) or
@@ -10,9 +10,8 @@
  * answers 200 (vLLM).
  */
 import { Pool } from 'undici';
-import type { IncomingHttpHeaders } from 'node:http';
+import { OpenAiClient } from '@iop/backend';
 import type { Backend, BackendMetrics, BackendRequest, BackendResponse, ModelInfo } from './backend.js';
-import { DROPPED_REQUEST_HEADERS, DROPPED_RESPONSE_HEADERS } from './backend.js';
 import { parseVllmMetrics } from './prometheus-metrics.js';
 
 export interface OpenAiBackendOptions {
@@ -41,10 +40,11 @@ const METRICS_ABSENT_RETRY_MS = 60_000;
 export class OpenAiBackend implements Backend {
   readonly kind = 'openai' as const;
   capabilities: string[] = [];
-  private readonly pool: Pool;
+  /** The run calls. */
+  private readonly client: OpenAiClient;
   /**
    * Discovery, `/tokenize` and `/metrics` probes: their own connections with their own deadline,
-   * so a probe never waits behind runs holding every connection of `pool` (a saturated backend).
+   * so a probe never waits behind runs holding every connection of `client` (a saturated backend).
    */
   private readonly probePool: Pool;
   private readonly pathPrefix: string;
@@ -52,19 +52,10 @@ export class OpenAiBackend implements Backend {
   private metricsAbsentUntil = 0;
 
   constructor(private readonly options: OpenAiBackendOptions) {
-    const url = new URL(options.baseUrl);
-    this.pathPrefix = url.pathname.replace(/\/+$/, '').replace(/\/v1$/, '');
+    this.client = new OpenAiClient({ baseUrl: options.baseUrl, apiKey: options.apiKey, connections: options.connections, connectTimeoutMs: options.connectTimeoutMs });
+    this.pathPrefix = this.client.pathPrefix;
     this.probeTimeoutMs = options.probeTimeoutMs ?? 5_000;
-    this.pool = new Pool(url.origin, {
-      connections: options.connections ?? 16,
-      keepAliveTimeout: 30_000,
-      // The agent applies its own first-byte and idle timeouts (which pause while the edge applies
-      // backpressure), so undici's are off.
-      headersTimeout: 0,
-      bodyTimeout: 0,
-      ...(options.connectTimeoutMs === undefined ? {} : { connect: { timeout: options.connectTimeoutMs } }),
-    });
-    this.probePool = new Pool(url.origin, {
+    this.probePool = new Pool(this.client.origin, {
       connections: 2,
       keepAliveTimeout: 30_000,
       headersTimeout: this.probeTimeoutMs,
@@ -86,29 +77,8 @@ export class OpenAiBackend implements Backend {
     return models;
   }
 
-  async handle(request: BackendRequest): Promise<BackendResponse> {
-    const headers: Record<string, string> = {};
-    for (const name in request.headers) {
-      const lower = name.toLowerCase();
-      if (!DROPPED_REQUEST_HEADERS.has(lower)) headers[lower] = request.headers[name]!;
-    }
-    if (this.options.apiKey !== undefined && this.options.apiKey !== '') {
-      headers.authorization = `Bearer ${this.options.apiKey}`;
-    }
-    const method = request.method.toUpperCase();
-    const hasBody = method !== 'GET' && method !== 'HEAD';
-    // Bodies from the edge are JSON; FastAPI-based servers (vLLM, SGLang) parse only JSON content types.
-    if (hasBody && headers['content-type'] === undefined) headers['content-type'] = 'application/json';
-    // The request id travels on to the model server's logs.
-    if (headers['x-request-id'] === undefined && request.requestId !== '') headers['x-request-id'] = request.requestId;
-    const response = await this.pool.request({
-      method: method as 'GET',
-      path: this.pathPrefix + request.path,
-      headers,
-      body: hasBody ? request.body : null,
-      signal: request.signal,
-    });
-    return { status: response.statusCode, headers: flattenHeaders(response.headers), body: response.body };
+  handle(request: BackendRequest): Promise<BackendResponse> {
+    return this.client.handle(request);
   }
 
   async metrics(): Promise<BackendMetrics> {
@@ -136,7 +106,7 @@ export class OpenAiBackend implements Backend {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.pool.destroy(), this.probePool.destroy()]);
+    await Promise.all([this.client.close(), this.probePool.destroy()]);
   }
 
   private async getJson(path: string): Promise<unknown> {
@@ -170,8 +140,7 @@ export class OpenAiBackend implements Backend {
   }
 
   private authHeaders(): Record<string, string> {
-    const key = this.options.apiKey;
-    return key !== undefined && key !== '' ? { authorization: `Bearer ${key}` } : {};
+    return this.client.authHeaders();
   }
 }
 
@@ -206,14 +175,4 @@ async function readCapped(body: AsyncIterable<Uint8Array> & { destroy(): unknown
     slices.push(slice);
   }
   return Buffer.concat(slices).toString('utf8');
-}
-
-function flattenHeaders(headers: IncomingHttpHeaders): Record<string, string> {
-  const result: Record<string, string> = {};
-  for (const name in headers) {
-    const value = headers[name];
-    if (value === undefined || DROPPED_RESPONSE_HEADERS.has(name)) continue;
-    result[name] = Array.isArray(value) ? value.join(', ') : value;
-  }
-  return result;
 }

@@ -12,7 +12,7 @@ import { createChatStreamDecoder, restoreToolIds, toBackendChatRequest } from '.
 import { fitOutputLimit } from './output-limit.js';
 import { openRun, runFailure } from '../http/open-run.js';
 import type { ModelGroup } from '../pool/pool-config.js';
-import type { PoolRun } from '../pool/pool-provider.js';
+import type { RunStream } from '../pool/run-stream.js';
 import type { PoolPick } from '../pool/provider-pool.js';
 import { failureOfRunError, type AttemptFailure, type RequestAttempts } from '../pool/retry-policy.js';
 import { scheduleRetry } from '../http/attempt-scheduler.js';
@@ -29,7 +29,7 @@ export interface EdgeDispatcherOptions {
   /** The request's deadline across every gate attempt. */
   deadline?: RequestDeadline | undefined;
   /** Called with every run started (so a client disconnect can cancel it) and each serving provider. */
-  onRun?: (run: PoolRun, pick: PoolPick) => void;
+  onRun?: (run: RunStream, pick: PoolPick) => void;
   /** Called, before the run starts, with what building the backend request changed (for `x-iop-warnings`). */
   onWarnings?: (warnings: readonly string[]) => void;
 }
@@ -112,7 +112,7 @@ export class EdgeDispatcher implements Dispatcher {
       toolIds = backend.toolIds;
       return Buffer.from(JSON.stringify(backend.body));
     };
-    let run: PoolRun | undefined;
+    let run: RunStream | undefined;
     const cancel = () => run?.cancel('attempt abandoned');
     signal.addEventListener('abort', cancel, { once: true });
     try {

@@ -77,7 +77,7 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
 
   app.use('/v1', keyCheck(edge));
   app.get('/v1/models', (req, res) => {
-    const models = listModels(edge.pool);
+    const models = listModels(edge.pool.catalog);
     // Anthropic's SDKs send `anthropic-version`: they get Anthropic's list shape (Models API).
     if (req.get('anthropic-version') !== undefined) res.json(anthropicModelList(models));
     else res.json({ object: 'list', data: models });

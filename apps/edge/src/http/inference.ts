@@ -12,7 +12,7 @@ import { validateChatPassthrough } from '../dialects.js';
 import { EdgeDispatcher } from '../gate/edge-dispatcher.js';
 import { policyLabel } from '../gate/gate-registry.js';
 import { NO_RESPONSE_MODE, PASSTHROUGH_LABELS, type ResponseLabels } from '../metrics.js';
-import type { PoolRun } from '../pool/pool-provider.js';
+import type { RunStream } from '../pool/run-stream.js';
 import type { PoolPick } from '../pool/provider-pool.js';
 import { affinityKey, chatAffinityKey } from '../pool/prefix-affinity.js';
 import { headerValue } from './header-value.js';
@@ -40,6 +40,8 @@ export interface InferenceRoute {
 
 export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
   const metricLabels = (model: string) => ({ dialect: route.dialect.name, model: edge.knownModel(model) });
+  /** The status the client gets for an error: the dialect's (Anthropic renders `overloaded` and `no_capacity` as 529). */
+  const clientStatus = (error: IopError) => route.dialect.errorResponse(error, '').status;
 
   // Each request runs inside its span's context (telemetry/request-tracing.ts), so the pool's and
   // the tunnel's spans become its children and log lines carry its trace_id.
@@ -56,7 +58,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
     // One signal stops the request: client gone, the deadline, or a client that stopped reading.
     const abort = new RequestDeadline(edge.config.requestDeadlineMs);
     const timeouts = { acceptedTimeoutMs: edge.config.runAcceptedTimeoutMs, firstByteTimeoutMs: edge.config.firstByteTimeoutMs, idleTimeoutMs: edge.config.idleTimeoutMs, deadline: abort };
-    let current: PoolRun | undefined;
+    let current: RunStream | undefined;
     let model = 'unknown';
     res.on('close', () => {
       abort.clear();
@@ -73,7 +75,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
     let servedModel: string | undefined;
     let admission: RequestAdmission | undefined;
     let attempts = 0;
-    const onRun = (run: PoolRun, pick: PoolPick) => {
+    const onRun = (run: RunStream, pick: PoolPick) => {
       current = run;
       attempts++;
       servedModel = pick.model;
@@ -186,7 +188,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           });
         }
       } catch (caught) {
-        failedStatus = caught instanceof IopError ? caught.status : 500;
+        failedStatus = caught instanceof IopError ? clientStatus(caught) : 500;
         throw caught;
       } finally {
         // 499: the client went away before the answer ended (nginx's convention).
@@ -206,7 +208,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         log.info({ model, durationMs: Math.round((performance.now() - startedAt) * 10) / 10 }, 'client disconnected before the answer');
         return;
       }
-      if (caught instanceof IopError) edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: caught.status, durationSeconds: (performance.now() - startedAt) / 1000, ttftSeconds: undefined, usage: undefined, errorType: caught.code, response: responseLabels() });
+      if (caught instanceof IopError) edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: clientStatus(caught), durationSeconds: (performance.now() - startedAt) / 1000, ttftSeconds: undefined, usage: undefined, errorType: caught.code, response: responseLabels() });
       next(caught);
     }
   }

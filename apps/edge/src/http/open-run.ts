@@ -25,13 +25,14 @@ import { IopError } from '@iop/core';
 import type { ProviderTunnelFrame, Usage as FrameUsage } from '@iop/proto';
 import type { Logger } from '../logger.js';
 import type { ModelGroup } from '../pool/pool-config.js';
-import type { PoolRun } from '../pool/pool-provider.js';
+import type { RunStream } from '../pool/run-stream.js';
 import type { PoolPick, ProviderPool } from '../pool/provider-pool.js';
 import { looksLikeJsonObject } from './json-body.js';
 import { failureOfRunError, isContextOverflow, outcomeOf, type AttemptFailure, type RequestAttempts } from '../pool/retry-policy.js';
 import { scheduleRetry } from './attempt-scheduler.js';
 import { stopError, type RequestDeadline } from './request-deadline.js';
-import { FrameKind, type RunRequest } from '../tunnel/run-registry.js';
+import type { RunRequest } from '../pool/run-stream.js';
+import { FrameKind } from '../tunnel/run-registry.js';
 import { readUpstreamError } from './upstream-error.js';
 
 export interface OpenRunRequest extends Omit<RunRequest, 'model' | 'body'> {
@@ -68,7 +69,7 @@ export interface OpenRunRequest extends Omit<RunRequest, 'model' | 'body'> {
 }
 
 export interface OpenedRun {
-  run: PoolRun;
+  run: RunStream;
   /** The RESPONSE_START frame (2xx). */
   start: ProviderTunnelFrame;
   /** The frame that followed it (first BODY, or USAGE/END of an empty body); undefined when the frames ended. */
@@ -113,7 +114,7 @@ export interface WholeAnswer {
 type AttemptResult = { start: ProviderTunnelFrame; first: ProviderTunnelFrame | undefined; answer?: WholeAnswer } | { error: IopError; failure: AttemptFailure };
 
 /** Reads a 2xx answer to its END; a body that breaks first is the attempt's failure. */
-async function wholeAnswer(run: PoolRun, start: ProviderTunnelFrame): Promise<AttemptResult> {
+async function wholeAnswer(run: RunStream, start: ProviderTunnelFrame): Promise<AttemptResult> {
   const parts: Uint8Array[] = [];
   let usage: FrameUsage | undefined;
   for (;;) {
@@ -133,7 +134,7 @@ async function wholeAnswer(run: PoolRun, start: ProviderTunnelFrame): Promise<At
 }
 
 /** Runs one attempt up to its commit point (the first body frame, or with `wholeBody` the END); returns the opened run or the failure. */
-async function attemptOnce(run: PoolRun, wholeBody: boolean): Promise<AttemptResult> {
+async function attemptOnce(run: RunStream, wholeBody: boolean): Promise<AttemptResult> {
   const head = await run.frames.next();
   const frame = head.done === true ? undefined : head.value;
   if (frame?.kind === FrameKind.RESPONSE_START) {
@@ -157,7 +158,7 @@ function aborted(signal: AbortSignal | undefined): boolean {
 }
 
 /** Cancels `run` if it is still going. */
-function stop(run: PoolRun, reason: string): void {
+function stop(run: RunStream, reason: string): void {
   if (!run.isFinished) run.cancel(reason);
 }
 
@@ -170,11 +171,11 @@ function stop(run: PoolRun, reason: string): void {
  *   request deadline passed; the last attempt's failure (the backend's status and message, or a
  *   tunnel / timeout error) when no retry is left.
  */
-export async function openRun(pool: ProviderPool, request: OpenRunRequest, log: Logger, onRun: (run: PoolRun, pick: PoolPick) => void): Promise<OpenedRun> {
+export async function openRun(pool: ProviderPool, request: OpenRunRequest, log: Logger, onRun: (run: RunStream, pick: PoolPick) => void): Promise<OpenedRun> {
   const { bodyFor, affinityKey, attempts: given, maxAttempts, avoid, signal, onFailure, wholeBody = false, onlyFallback = false, deadline, ...base } = request;
   const attempts = given ?? pool.begin();
   let group = pool.resolve(request.model);
-  let current: PoolRun | undefined;
+  let current: RunStream | undefined;
   // The deadline or a stall stops the request: the run it waits on is cancelled at its agent.
   const onAbort = () => current !== undefined && stop(current, 'request stopped');
   signal?.addEventListener('abort', onAbort, { once: true });

@@ -16,7 +16,7 @@ import type { Response } from 'express';
 import { IopError, sseJson } from '@iop/core';
 import type { ProviderTunnelFrame } from '@iop/proto';
 import { FrameKind } from '../tunnel/run-registry.js';
-import type { PoolRun } from '../pool/pool-provider.js';
+import type { RunStream } from '../pool/run-stream.js';
 import type { ModelRewriter } from './model-rewrite.js';
 import { headerValue } from './header-value.js';
 import { SseGuard } from './sse-guard.js';
@@ -57,7 +57,7 @@ function contentType(start: ProviderTunnelFrame, stream: boolean): string {
  * Relays a run to the client. Returns the failure that ended a stream early (in-band error sent),
  * or undefined when the answer was complete.
  */
-export async function relay(handle: PoolRun, start: ProviderTunnelFrame, res: Response, options: RelayOptions): Promise<IopError | undefined> {
+export async function relay(handle: RunStream, start: ProviderTunnelFrame, res: Response, options: RelayOptions): Promise<IopError | undefined> {
   res.status(start.status);
   res.setHeader('content-type', headerValue(contentType(start, options.stream)));
   // What the backend could not honour (the embedded backend: n > 1, logprobs) reaches the client.
@@ -73,7 +73,7 @@ export async function relay(handle: PoolRun, start: ProviderTunnelFrame, res: Re
   return undefined;
 }
 
-async function relayStream(handle: PoolRun, res: Response, options: RelayOptions): Promise<IopError | undefined> {
+async function relayStream(handle: RunStream, res: Response, options: RelayOptions): Promise<IopError | undefined> {
   res.setHeader('cache-control', 'no-cache');
   res.flushHeaders();
   let failure: IopError | undefined;

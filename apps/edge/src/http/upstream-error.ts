@@ -3,14 +3,14 @@
  * the error in its own dialect (vLLM's `{type:"BadRequestError", code:400}` never reaches it).
  */
 import { IopError } from '@iop/core';
-import type { PoolRun } from '../pool/pool-provider.js';
+import type { RunStream } from '../pool/run-stream.js';
 import { FrameKind } from '../tunnel/run-registry.js';
 import { normalizeUpstreamError } from '../dialects.js';
 
 /** At most this much of an error body is read, bytes. */
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
-export async function readUpstreamError(handle: Pick<PoolRun, 'frames'>, status: number, retryAfter: string | undefined): Promise<IopError> {
+export async function readUpstreamError(handle: Pick<RunStream, 'frames'>, status: number, retryAfter: string | undefined): Promise<IopError> {
   const parts: Uint8Array[] = [];
   let size = 0;
   for await (const frame of handle.frames) {

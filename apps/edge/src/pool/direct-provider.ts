@@ -9,8 +9,8 @@
  * base path ending in `/v1` is not repeated. The client's credentials never go upstream; the
  * configured `apiKey` is sent as `Authorization: Bearer`.
  *
- * The HTTP call is the agent's `OpenAiBackend` and the frames come from the agent's
- * `relayBackend`, so a direct provider and a tunnelled agent relay a backend the same way:
+ * The HTTP call is `@iop/backend`'s `OpenAiClient` and the frames come from its `relayBackend`
+ * (both shared with the agent), so a direct provider and a tunnelled agent relay a backend the same way:
  * backpressure (the next body slice is read only when the frame queue took the previous one),
  * timeouts (no first body byte within `firstByteTimeoutMs` — the run request's value when > 0 —,
  * no next slice within `idleTimeoutMs`, no connection within `connectTimeoutMs`), usage, and the
@@ -18,14 +18,13 @@
  */
 import { injectActive, newId } from '@iop/core';
 import type { ProviderTunnelFrame } from '@iop/proto';
-import { OpenAiBackend, RunFailure, relayBackend } from '@iop/agent';
+import { FrameKind, OpenAiClient, RunFailure, basePathOf, relayBackend } from '@iop/backend';
 import { AsyncQueue } from '@iop/core';
-import { FrameKind, type RunRequest } from '../tunnel/run-registry.js';
 import type { DirectProviderConfig } from './pool-config.js';
-import type { PoolProvider, PoolRun } from './pool-provider.js';
-import type { ProviderLoad } from './provider.js';
+import type { PoolProvider, ProviderLoad } from './provider.js';
+import type { RunRequest, RunStream } from './run-stream.js';
 
-class DirectRun implements PoolRun {
+class DirectRun implements RunStream {
   readonly runId = newId('run_');
   readonly frames = new AsyncQueue<ProviderTunnelFrame>(32);
   readonly controller = new AbortController();
@@ -70,7 +69,7 @@ export class DirectProvider implements PoolProvider {
   inFlight = 0;
   load: ProviderLoad = { queued: 0 };
   private readonly models: ReadonlySet<string>;
-  private readonly backend: OpenAiBackend;
+  private readonly backend: OpenAiClient;
   /** The base URL's path without a trailing `/v1` (run paths carry their own `/v1`). */
   private readonly basePath: string;
   private closed = false;
@@ -87,15 +86,8 @@ export class DirectProvider implements PoolProvider {
     this.weight = config.weight;
     this.labels = config.labels;
     this.models = new Set(config.models);
-    const url = new URL(config.baseUrl);
-    this.basePath = url.pathname.replace(/\/+$/, '').replace(/\/v1$/, '');
-    this.backend = new OpenAiBackend({
-      baseUrl: url.origin + this.basePath,
-      ...(config.apiKey === undefined ? {} : { apiKey: config.apiKey }),
-      models: config.models,
-      connections: config.maxConcurrency,
-      connectTimeoutMs: config.connectTimeoutMs,
-    });
+    this.basePath = basePathOf(config.baseUrl);
+    this.backend = new OpenAiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, connections: config.maxConcurrency, connectTimeoutMs: config.connectTimeoutMs });
   }
 
   get available(): boolean {
@@ -124,7 +116,7 @@ export class DirectProvider implements PoolProvider {
     return this.basePath + path;
   }
 
-  start(request: RunRequest): PoolRun {
+  start(request: RunRequest): RunStream {
     this.inFlight++;
     const run = new DirectRun(this.id, () => {
       if (this.inFlight > 0) this.inFlight--;

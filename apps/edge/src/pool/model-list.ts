@@ -15,7 +15,7 @@
  * it follows agents joining and leaving and config reloads at once.
  */
 import type { ModelGroup } from './pool-config.js';
-import type { ProviderPool } from './provider-pool.js';
+import type { ModelCatalog } from './model-catalog.js';
 
 export interface ListedModel {
   id: string;
@@ -32,24 +32,24 @@ export interface ListedModel {
 const entry = (id: string, providers: number, contextLength: number): ListedModel => ({ id, object: 'model', created: 0, owned_by: 'iop', context_length: contextLength > 0 ? contextLength : null, providers });
 
 /** Accepting providers of the first group of `group` and its fallbacks that has any, with its context length. */
-function serving(pool: ProviderPool, group: ModelGroup): { providers: number; contextLength: number } | undefined {
-  for (const candidate of [group, ...group.fallbacks.map((name) => pool.group(name))]) {
+function serving(catalog: ModelCatalog, group: ModelGroup): { providers: number; contextLength: number } | undefined {
+  for (const candidate of [group, ...group.fallbacks.map((name) => catalog.resolver.group(name))]) {
     if (candidate === undefined) continue;
     let providers = 0;
-    for (const provider of pool.candidates(candidate).keys()) if (provider.accepting) providers++;
+    for (const provider of catalog.candidates(candidate).keys()) if (provider.accepting) providers++;
     if (providers === 0) continue;
-    const contextLength = Math.max(0, ...candidate.targets.map((target) => pool.contextLength(target.model)));
+    const contextLength = Math.max(0, ...candidate.targets.map((target) => catalog.contextLength(target.model)));
     return { providers, contextLength };
   }
   return undefined;
 }
 
 /** The models a client may send now (see the module docstring). */
-export function listModels(pool: ProviderPool): ListedModel[] {
+export function listModels(catalog: ModelCatalog): ListedModel[] {
   const out: ListedModel[] = [];
-  const configured = new Set(pool.resolver.names());
-  for (const group of pool.config.modelGroups) {
-    const served = serving(pool, group);
+  const configured = new Set(catalog.resolver.names());
+  for (const group of catalog.config.modelGroups) {
+    const served = serving(catalog, group);
     if (served === undefined) continue;
     for (const name of [group.name, ...group.aliases]) out.push(entry(name, served.providers, served.contextLength));
   }
@@ -57,14 +57,14 @@ export function listModels(pool: ProviderPool): ListedModel[] {
   const count = (model: string) => {
     if (!configured.has(model)) providersByModel.set(model, (providersByModel.get(model) ?? 0) + 1);
   };
-  for (const session of pool.agents.all()) {
+  for (const session of catalog.agents.all()) {
     if (session.closed || session.draining) continue;
     for (const model of session.models) count(model.id);
   }
-  for (const provider of pool.direct) {
+  for (const provider of catalog.direct) {
     if (provider.accepting) for (const model of provider.servedModels) count(model);
   }
-  for (const [model, providers] of providersByModel) out.push(entry(model, providers, pool.contextLength(model)));
+  for (const [model, providers] of providersByModel) out.push(entry(model, providers, catalog.contextLength(model)));
   return out;
 }
 

@@ -15,7 +15,7 @@
  * carrying every `requireLabels` entry, and passing `allow` (e.g. the outlier detector). Equal
  * scores are broken at random. No allocation per pick (two passes over the candidates).
  */
-import { hasLabels, type Provider, type Random } from './provider.js';
+import { hasLabels, type RoutedProvider, type Random } from './provider.js';
 
 export interface PickOptions {
   /** Provider ids not to pick (already tried by this request). */
@@ -23,7 +23,7 @@ export interface PickOptions {
   /** Labels a provider must carry with these exact values (from the request or the model group target). */
   requireLabels?: Readonly<Record<string, string>> | undefined;
   /** Extra eligibility test, e.g. `(p) => outliers.allows(p.id)`. */
-  allow?: ((provider: Provider) => boolean) | undefined;
+  allow?: ((provider: RoutedProvider) => boolean) | undefined;
 }
 
 export interface P2cOptions {
@@ -33,7 +33,7 @@ export interface P2cOptions {
 }
 
 /** The load score of a provider (see the module doc); lower is better. */
-export function loadScore(provider: Provider, kvCacheWeight = 1): number {
+export function loadScore(provider: RoutedProvider, kvCacheWeight = 1): number {
   const kv = provider.load.kvCacheUsage;
   let score = (provider.inFlight + provider.load.queued) / provider.maxConcurrency;
   if (kv !== undefined && Number.isFinite(kv)) score += kvCacheWeight * kv * kv;
@@ -41,7 +41,7 @@ export function loadScore(provider: Provider, kvCacheWeight = 1): number {
 }
 
 /** Whether `provider` may be picked under `options`. */
-export function isEligible(provider: Provider, options: PickOptions | undefined): boolean {
+export function isEligible(provider: RoutedProvider, options: PickOptions | undefined): boolean {
   if (!provider.available) return false;
   if (options === undefined) return true;
   if (options.exclude?.has(provider.id) === true) return false;
@@ -59,7 +59,7 @@ export class P2cPicker {
   }
 
   /** Returns the chosen provider, or undefined when none is eligible. */
-  pick<P extends Provider>(candidates: readonly P[], options?: PickOptions): P | undefined {
+  pick<P extends RoutedProvider>(candidates: readonly P[], options?: PickOptions): P | undefined {
     let eligible = 0;
     for (const provider of candidates) if (isEligible(provider, options)) eligible++;
     if (eligible === 0) return undefined;

@@ -5,7 +5,7 @@
  */
 import type { OutlierDetector, OutlierSnapshot } from './outlier-detector.js';
 import type { ModelGroup, ModelTarget } from './pool-config.js';
-import type { PoolProvider } from './pool-provider.js';
+import type { PoolProvider } from './provider.js';
 import type { AffinityStats, PrefixAffinity } from './prefix-affinity.js';
 import type { RetryBudgetSnapshot } from './retry-budget.js';
 

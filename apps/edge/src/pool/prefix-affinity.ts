@@ -30,7 +30,7 @@
  */
 import type { InferenceRequest, Message } from '@iop/core';
 import { isEligible, type PickOptions } from './p2c.js';
-import type { Provider } from './provider.js';
+import type { RoutedProvider } from './provider.js';
 
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
@@ -185,7 +185,7 @@ export class PrefixAffinity {
    * the bound; undefined when no candidate is eligible. `options` filters as in P2C (exclude,
    * requireLabels, allow).
    */
-  pick<P extends Provider>(key: number, candidates: readonly P[], options?: PickOptions): P | undefined {
+  pick<P extends RoutedProvider>(key: number, candidates: readonly P[], options?: PickOptions): P | undefined {
     if (candidates.length === 0) return undefined;
     const ring = this.ringFor(candidates);
     const byId = new Map<string, P>();
@@ -245,7 +245,7 @@ export class PrefixAffinity {
     return { warm: this.warm, cold: this.cold, warmShare: total === 0 ? 0 : this.warm / total };
   }
 
-  private ringFor(candidates: readonly Provider[]): Ring {
+  private ringFor(candidates: readonly RoutedProvider[]): Ring {
     const current = this.ring;
     if (current !== undefined && current.members.size === candidates.length && candidates.every((p) => current.members.has(p.id))) return current;
     const ids = candidates.map((p) => p.id).sort();

@@ -1,21 +1,24 @@
 /**
- * The minimal view of a provider that the routing and resilience modules need, so tunnelled
- * agents (`AgentSession`, via `agentProvider`) and direct OpenAI-compatible providers are routed
- * by the same code. Time and randomness are injected (`Clock`, `Random`) so every module is pure
- * and testable with a fake clock and a seeded generator.
+ * What the pool routes to and what it gets back. A provider is a tunnelled agent
+ * (`tunnel/agent-session.ts`, `AgentSession`) or a direct OpenAI-compatible server
+ * (`direct-provider.ts`, `DirectProvider`); both implement `PoolProvider` themselves, and a run
+ * started on either is a `RunStream` (`run-stream.ts`), so the pipeline after `openRun` does not
+ * know which kind served it. Time and randomness are injected (`Clock`, `Random`) so the routing
+ * modules are pure and testable with a fake clock and a seeded generator.
  */
-import type { AgentSession } from '../tunnel/agent-session.js';
+import type { RunRequest, RunStream } from './run-stream.js';
 
 export interface ProviderLoad {
   /** Requests queued inside the provider (the agent's own queue), count. */
-  queued: number;
+  readonly queued: number;
   /** Backend KV-cache usage in [0, 1], when the backend reports it. */
-  kvCacheUsage?: number | undefined;
+  readonly kvCacheUsage?: number | undefined;
   /** Requests waiting inside the backend, when known (already part of `inFlight` as the edge counts it). */
-  backendWaiting?: number | undefined;
+  readonly backendWaiting?: number | undefined;
 }
 
-export interface Provider {
+export interface PoolProvider {
+  readonly kind: 'agent' | 'direct';
   /** Stable id: the agent id, or the direct provider's configured id. */
   readonly id: string;
   /** Requests it may run at once (≥ 1). */
@@ -25,10 +28,24 @@ export interface Provider {
   /** Relative capacity (> 0, default 1): a provider of weight 2 takes twice the share of traffic. */
   readonly weight: number;
   readonly labels: Readonly<Record<string, string>>;
-  load: ProviderLoad;
+  readonly load: ProviderLoad;
   /** Whether it may take another request now (connected, not draining, below `maxConcurrency`). */
   readonly available: boolean;
+  /**
+   * Whether it takes runs at all (not draining, not gone). A provider that is accepting but not
+   * `available` is only at capacity: worth queueing for.
+   */
+  readonly accepting: boolean;
+  /** Whether it serves the backend model id `model`. */
+  serves(model: string): boolean;
+  /** Context length of `model` in tokens, when known. */
+  contextLength(model: string): number | undefined;
+  /** Starts a run now (counts in `inFlight` at once). `request.model` is the served model id. */
+  start(request: RunRequest): RunStream;
 }
+
+/** The part of a provider the pickers read (P2C, prefix affinity); tests pass plain objects. */
+export type RoutedProvider = Pick<PoolProvider, 'id' | 'maxConcurrency' | 'inFlight' | 'weight' | 'labels' | 'load' | 'available'>;
 
 /** Milliseconds since an arbitrary epoch (default `Date.now`). */
 export type Clock = () => number;
@@ -37,7 +54,7 @@ export type Clock = () => number;
 export type Random = () => number;
 
 /** Whether `provider` carries every label in `required` with the same value (no requirement = true). */
-export function hasLabels(provider: Provider, required: Readonly<Record<string, string>> | undefined): boolean {
+export function hasLabels(provider: Pick<PoolProvider, 'labels'>, required: Readonly<Record<string, string>> | undefined): boolean {
   if (required === undefined) return true;
   for (const key in required) {
     if (provider.labels[key] !== required[key]) return false;
@@ -45,40 +62,8 @@ export function hasLabels(provider: Provider, required: Readonly<Record<string, 
   return true;
 }
 
-const adapters = new WeakMap<AgentSession, Provider>();
-
-/**
- * The `Provider` view of a tunnelled agent (id = `agentId`, weight = the agent's `weight` label
- * when it is a positive number, else 1). Reads and writes go through to the session, and the same
- * object is returned for the same session, so identity-keyed state stays stable.
- */
-export function agentProvider(session: AgentSession): Provider {
-  let provider = adapters.get(session);
-  if (provider === undefined) {
-    const labelled = Number(session.labels.weight);
-    const weight = Number.isFinite(labelled) && labelled > 0 ? labelled : 1;
-    provider = {
-      id: session.agentId,
-      maxConcurrency: session.maxConcurrency,
-      weight,
-      labels: session.labels,
-      get inFlight() {
-        return session.inFlight;
-      },
-      set inFlight(value: number) {
-        session.inFlight = value;
-      },
-      get load() {
-        return session.load;
-      },
-      set load(value: ProviderLoad) {
-        session.load = { ...session.load, queued: value.queued, kvCacheUsage: value.kvCacheUsage, backendWaiting: value.backendWaiting };
-      },
-      get available() {
-        return session.available;
-      },
-    };
-    adapters.set(session, provider);
-  }
-  return provider;
+/** A provider's weight from its `weight` label: the label when it is a positive number, else 1. */
+export function weightOfLabels(labels: Readonly<Record<string, string>>): number {
+  const labelled = Number(labels.weight);
+  return Number.isFinite(labelled) && labelled > 0 ? labelled : 1;
 }

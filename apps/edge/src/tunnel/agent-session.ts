@@ -1,6 +1,8 @@
 /**
  * One connected agent: what it registered, its live load, and the outbound half of its Control
  * stream. Created by the tunnel service when a Register is accepted; closed when the stream ends.
+ * It is the pool's provider for that agent (`PoolProvider`, kind `agent`): `start` assigns a run
+ * through the run registry and returns its `RunHandle` (a `RunStream`).
  */
 import { create } from '@bufbuild/protobuf';
 import {
@@ -14,6 +16,9 @@ import {
   type RunAssignment,
 } from '@iop/proto';
 import { AsyncQueue } from '@iop/core';
+import { weightOfLabels, type PoolProvider } from '../pool/provider.js';
+import type { RunRequest, RunStream } from '../pool/run-stream.js';
+import { traceTunnelRun } from '../telemetry/request-tracing.js';
 
 export interface AgentLoad {
   /** Runs in flight as the agent last reported. */
@@ -30,15 +35,23 @@ export interface AgentLoad {
   backendWaiting: number | undefined;
 }
 
+/** Where a session's runs are registered and assigned (the edge's `RunRegistry`). */
+export interface SessionRuns {
+  start(session: AgentSession, request: RunRequest): RunStream;
+}
+
 /** How long a drain state the edge asked for overrides heartbeats that disagree, ms. */
 const DRAIN_ACK_WAIT_MS = 10_000;
 
-export class AgentSession {
+export class AgentSession implements PoolProvider {
+  readonly kind = 'agent' as const;
   readonly agentId: string;
   readonly sessionId: string;
   readonly models: readonly ModelInfo[];
   readonly maxConcurrency: number;
   readonly labels: Readonly<Record<string, string>>;
+  /** The `weight` label when it is a positive number, else 1. */
+  readonly weight: number;
   readonly agentVersion: string;
   readonly backend: string;
   readonly capabilities: ReadonlySet<string>;
@@ -69,12 +82,18 @@ export class AgentSession {
   closed = false;
   private requestedDrain: { drain: boolean; at: number } | undefined;
 
-  constructor(register: Register, sessionId: string) {
+  /** @param runs where its runs are registered (`start`). */
+  constructor(
+    register: Register,
+    sessionId: string,
+    private readonly runs: SessionRuns,
+  ) {
     this.agentId = register.agentId;
     this.sessionId = sessionId;
     this.models = register.models;
     this.maxConcurrency = Math.max(1, register.maxConcurrency);
     this.labels = { ...register.labels };
+    this.weight = weightOfLabels(this.labels);
     this.agentVersion = register.agentVersion;
     this.backend = register.backend;
     this.capabilities = new Set(register.capabilities);
@@ -83,6 +102,24 @@ export class AgentSession {
   /** Whether the edge may assign it another run now: its own runs and other edges' leave a slot free. */
   get available(): boolean {
     return !this.closed && !this.draining && this.inFlight + this.othersInFlight < this.maxConcurrency;
+  }
+
+  /** The agent id (its provider id in the pool). */
+  get id(): string {
+    return this.agentId;
+  }
+
+  /** Whether it takes runs at all: connected and not draining (it may be at capacity). */
+  get accepting(): boolean {
+    return !this.closed && !this.draining;
+  }
+
+  /** Assigns a run to the agent now (counts in `inFlight` at once), with the attempt's trace context. */
+  start(request: RunRequest): RunStream {
+    const traced = traceTunnelRun(request.headers, this.agentId);
+    const handle = this.runs.start(this, traced.headers === request.headers ? request : { ...request, headers: traced.headers });
+    traced.bind(handle.runId, handle.isFinished);
+    return handle;
   }
 
   serves(model: string): boolean {

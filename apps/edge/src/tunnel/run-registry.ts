@@ -1,10 +1,11 @@
 /**
  * Runs in flight between the edge and the agents.
  *
- * `start()` assigns a run to an agent over its Control stream and returns a `RunHandle` whose
- * `frames` yield the run's ProviderTunnelFrames as the agent's Run call delivers them. Failures
- * of the tunnel itself (the agent rejected the run, disconnected, or sent nothing in time) arrive
- * as a synthesized ERROR frame, so consumers have one code path for every way a run can end.
+ * `start()` assigns a run to an agent over its Control stream and returns a `RunHandle` (the
+ * pool's `RunStream` for it) whose `frames` yield the run's ProviderTunnelFrames as the agent's
+ * Run call delivers them. Failures of the tunnel itself (the agent rejected the run, disconnected,
+ * or sent nothing in time) arrive as a synthesized ERROR frame, so consumers have one code path
+ * for every way a run can end.
  *
  * Clocks of one run (docs/decisions/004-attempt-lifecycle.md): assigned → ACCEPTED within
  * `acceptedTimeoutMs` (`run_accepted_timeout`), then the first body byte within
@@ -18,13 +19,11 @@
  */
 import { create } from '@bufbuild/protobuf';
 import { newId } from '@iop/core';
-import {
-  ProviderTunnelFrame_Kind as FrameKind,
-  RunAssignmentSchema,
-  tunnelFrame,
-  type ProviderTunnelFrame,
-} from '@iop/proto';
+import { FrameKind, errorFrame } from '@iop/backend';
+import { RunAssignmentSchema, type ProviderTunnelFrame } from '@iop/proto';
 import { AsyncQueue } from '@iop/core';
+import type { RunRequest, RunStream } from '../pool/run-stream.js';
+import { endRunSpans } from '../telemetry/request-tracing.js';
 import type { AgentSession } from './agent-session.js';
 
 export { FrameKind };
@@ -32,31 +31,15 @@ export { FrameKind };
 /** Error codes of synthesized ERROR frames (the agent's own codes pass through unchanged). */
 export type TunnelErrorCode = 'agent_disconnected' | 'run_rejected' | 'run_accepted_timeout' | 'first_byte_timeout' | 'edge_shutdown';
 
-export interface RunRequest {
-  requestId: string;
-  /** Backend model id. */
-  model: string;
-  method: string;
-  path: string;
-  headers?: Record<string, string>;
-  body: Uint8Array;
-  idempotencyKey?: string;
-  /** Give up when the agent has not accepted the run (ACCEPTED, or any first frame) within this time, ms. */
-  acceptedTimeoutMs: number;
-  /** Give up when no first body byte arrives within this time after ACCEPTED, ms (0 = the agent's default only); passed to the agent too. */
-  firstByteTimeoutMs?: number;
-  /** Passed to the agent: longest silence of the backend between body slices, ms (0 = agent default). */
-  idleTimeoutMs?: number;
-}
-
-export class RunHandle {
+/** A run on a tunnelled agent: its frames as the agent's Run call delivers them, and its clocks. */
+export class RunHandle implements RunStream {
   /** Frames of this run, in order; ends after END or ERROR. Bounded: a slow consumer slows the agent. */
   readonly frames = new AsyncQueue<ProviderTunnelFrame>(32);
   attached = false;
   /** The agent accepted the run (ACCEPTED or any first frame). */
   accepted = false;
-  /** Called once when the edge ended the run itself (timeout, cancel): the Run stream handler closes the run's stream. */
-  onCancelled: (() => void) | undefined;
+  /** Called once when the edge ended the run itself (timeout, cancel), given by `RunRegistry.attach`: the Run stream handler closes the run's stream. */
+  private onCancelled: (() => void) | undefined;
   private finished = false;
   private sawBody = false;
   private timer: NodeJS.Timeout | undefined;
@@ -70,6 +53,17 @@ export class RunHandle {
 
   get isFinished(): boolean {
     return this.finished;
+  }
+
+  /** The agent's id. */
+  get providerId(): string {
+    return this.session.agentId;
+  }
+
+  /** The agent's Run stream took the run (`RunRegistry.attach`). */
+  attach(onCancelled: (() => void) | undefined): void {
+    this.attached = true;
+    this.onCancelled = onCancelled;
   }
 
   /** Arms the accepted clock now and the first-byte clock for when the agent accepts. */
@@ -98,7 +92,7 @@ export class RunHandle {
   /** Ends the run with a synthesized ERROR frame (tunnel-level failure); the agent is told to stop unless `fromAgent`. */
   failWith(code: TunnelErrorCode, message: string, fromAgent = false): void {
     if (this.finished) return;
-    void this.frames.push(tunnelFrame({ runId: this.runId, kind: FrameKind.ERROR, errorCode: code, errorMessage: message }));
+    void this.frames.push(errorFrame(this.runId, code, message));
     this.finish(fromAgent ? undefined : message);
   }
 
@@ -133,8 +127,22 @@ export class RunHandle {
 
 export class RunRegistry {
   private readonly runs = new Map<string, RunHandle>();
-  /** Called after any run ended and its agent slot was released (the provider pool serves its queue). */
-  onRunFinished: ((handle: RunHandle) => void) | undefined;
+  private readonly finishListeners: Array<(handle: RunHandle) => void> = [];
+  /** Ends a run's bookkeeping (one function for every run). */
+  private readonly onFinish = (finished: RunHandle): void => {
+    this.runs.delete(finished.runId);
+    finished.session.release();
+    endRunSpans(finished.runId, false); // the spans `AgentSession.start` bound to the run
+    for (const listener of this.finishListeners) listener(finished);
+  };
+
+  /**
+   * Calls `listener` after every run that ends from now on, once its agent slot is released and
+   * its trace spans ended (the provider pool serves its queue).
+   */
+  addFinishListener(listener: (handle: RunHandle) => void): void {
+    this.finishListeners.push(listener);
+  }
 
   get size(): number {
     return this.runs.size;
@@ -142,11 +150,7 @@ export class RunRegistry {
 
   start(session: AgentSession, request: RunRequest): RunHandle {
     const runId = newId('run_');
-    const handle = new RunHandle(runId, session, (finished) => {
-      this.runs.delete(finished.runId);
-      finished.session.release();
-      this.onRunFinished?.(finished);
-    });
+    const handle = new RunHandle(runId, session, this.onFinish);
     this.runs.set(runId, handle);
     handle.armTimeouts(request.acceptedTimeoutMs, request.firstByteTimeoutMs ?? 0);
     session.assign(
@@ -166,11 +170,14 @@ export class RunRegistry {
     return handle;
   }
 
-  /** The agent opened the run's stream: returns the handle, or undefined when the run is gone. */
-  attach(runId: string, session?: AgentSession): RunHandle | undefined {
+  /**
+   * The agent opened the run's stream: returns the handle, or undefined when the run is gone.
+   * @param onCancelled called once if the edge ends the run itself from now on (timeout, cancel).
+   */
+  attach(runId: string, session?: AgentSession, onCancelled?: () => void): RunHandle | undefined {
     const handle = this.runs.get(runId);
     if (handle === undefined || (session !== undefined && handle.session !== session)) return undefined;
-    handle.attached = true;
+    handle.attach(onCancelled);
     return handle;
   }
 

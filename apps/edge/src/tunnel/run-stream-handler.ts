@@ -75,13 +75,12 @@ export function handleRunStream(req: Http2ServerRequest, res: Http2ServerRespons
 
   const onFrame = (frame: ProviderTunnelFrame): Promise<void> | undefined => {
     if (handle === undefined) {
-      handle = runs.attach(frame.runId, session);
+      // The edge gives up on the run while the agent waits on its backend: end the call then, not at its next frame.
+      handle = runs.attach(frame.runId, session, () => finish(Code.Canceled, 'run cancelled by the edge'));
       if (handle === undefined) {
         finish(Code.NotFound, `unknown or finished run ${frame.runId}`);
         return undefined;
       }
-      // The edge gave up on the run while the agent waits on its backend: end the call now, not at its next frame.
-      handle.onCancelled = () => finish(Code.Canceled, 'run cancelled by the edge');
     }
     if (handle.isFinished) {
       finish(Code.Canceled, 'run cancelled by the edge');

@@ -29,7 +29,7 @@ import { AgentSession } from './agent-session.js';
 import { AgentIdentities, TUNNEL_CONNECTION } from './agent-identity.js';
 import type { ConnectionGuard } from './connection-guard.js';
 import type { RunRegistry } from './run-registry.js';
-import type { AgentRegistry } from '../pool/agent-registry.js';
+import type { AgentRegistry } from './agent-registry.js';
 
 export interface TunnelServiceOptions {
   registry: AgentRegistry;
@@ -88,7 +88,7 @@ export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRou
         logger.warn({ agentId: register.agentId, session: sessionTag(earlier.sessionId) }, 'a new session of this agent replaces its earlier one');
         earlier.close();
       }
-      const accepted = new AgentSession(register, newId('ses_'));
+      const accepted = new AgentSession(register, newId('ses_'), runs);
       registry.add(accepted);
       return { session: accepted, resumeToken: identities.issue(accepted, connection) };
     });

@@ -4,7 +4,7 @@ import type { ProviderTunnelFrame } from '@iop/proto';
 import { DirectProvider } from '../../../src/pool/direct-provider.js';
 import { parsePoolConfig } from '../../../src/pool/pool-config.js';
 import { FrameKind } from '../../../src/tunnel/run-registry.js';
-import type { PoolRun } from '../../../src/pool/pool-provider.js';
+import type { RunStream } from '../../../src/pool/run-stream.js';
 import { sleep } from '@iop/core';
 
 let server: http.Server;
@@ -35,7 +35,7 @@ function provider(fields: Record<string, unknown> = {}): DirectProvider {
   return new DirectProvider(config.directProviders[0]!);
 }
 
-async function collect(run: PoolRun): Promise<ProviderTunnelFrame[]> {
+async function collect(run: RunStream): Promise<ProviderTunnelFrame[]> {
   const frames: ProviderTunnelFrame[] = [];
   for await (const frame of run.frames) frames.push(frame);
   return frames;

@@ -4,10 +4,10 @@ import { AsyncQueue } from '@iop/core';
 import { ModelInfoSchema, RegisterSchema } from '@iop/proto';
 import pino from 'pino';
 import { Registry } from 'prom-client';
-import { AgentRegistry } from '../../../src/pool/agent-registry.js';
+import { AgentRegistry } from '../../../src/tunnel/agent-registry.js';
 import { parsePoolConfig } from '../../../src/pool/pool-config.js';
-import type { PoolRun } from '../../../src/pool/pool-provider.js';
-import type { Provider } from '../../../src/pool/provider.js';
+import type { RunStream } from '../../../src/pool/run-stream.js';
+import type { RoutedProvider } from '../../../src/pool/provider.js';
 import { ProviderPool, type PoolPick } from '../../../src/pool/provider-pool.js';
 import { AgentSession } from '../../../src/tunnel/agent-session.js';
 import { RunRegistry } from '../../../src/tunnel/run-registry.js';
@@ -16,7 +16,7 @@ import { seededRandom } from '@iop/core';
 
 export { seededRandom };
 
-export interface TestProvider extends Provider {
+export interface TestProvider extends RoutedProvider {
   closed: boolean;
 }
 
@@ -74,7 +74,7 @@ export function trackPools(): <T extends { pool: ProviderPool }>(made: T) => T {
 export const directConfig = (id: string, models: string[], fields: Record<string, unknown> = {}) => ({ id, baseUrl: `http://127.0.0.1:9/${id}/v1`, models, ...fields });
 
 /** A run that holds a slot of its provider until `end()`; no I/O. */
-export function fakeStart(pick: PoolPick): PoolRun & { end(): void } {
+export function fakeStart(pick: PoolPick): RunStream & { end(): void } {
   pick.provider.inFlight++;
   let finished = false;
   return {
@@ -98,5 +98,5 @@ export function fakeStart(pick: PoolPick): PoolRun & { end(): void } {
 /** A connected agent session serving `models` (no tunnel behind it). */
 export function agentSession(agentId: string, models: Array<string | { id: string; contextLength: number }>, maxConcurrency = 4): AgentSession {
   const infos = models.map((model) => create(ModelInfoSchema, typeof model === 'string' ? { id: model } : model));
-  return new AgentSession(create(RegisterSchema, { agentId, maxConcurrency, models: infos }), `ses_${agentId}`);
+  return new AgentSession(create(RegisterSchema, { agentId, maxConcurrency, models: infos }), `ses_${agentId}`, new RunRegistry());
 }

@@ -1,4 +1,4 @@
-import { AgentRegistry } from '../../../src/pool/agent-registry.js';
+import { AgentRegistry } from '../../../src/tunnel/agent-registry.js';
 import { listModels } from '../../../src/pool/model-list.js';
 import { parsePoolConfig } from '../../../src/pool/pool-config.js';
 import type { ProviderPool } from '../../../src/pool/provider-pool.js';
@@ -29,7 +29,7 @@ describe('listModels (GET /v1/models)', () => {
     });
     registry.add(agentSession('agent-1', [{ id: 'served-a', contextLength: 8192 }, 'served-b']));
     registry.add(agentSession('agent-2', ['served-b', 'idle']));
-    const listed = listModels(pool);
+    const listed = listModels(pool.catalog);
     expect(listed.map((model) => model.id)).toEqual(['chat', 'gpt-4o-mini', 'served-a', 'spill', 'remote', 'served-b', 'direct-m', 'direct-only']);
     expect(listed[0]).toEqual({ id: 'chat', object: 'model', created: 0, owned_by: 'iop', context_length: 8192, providers: 1 });
     expect(listed.find((model) => model.id === 'served-b')).toEqual({ id: 'served-b', object: 'model', created: 0, owned_by: 'iop', context_length: null, providers: 2 });
@@ -42,16 +42,16 @@ describe('listModels (GET /v1/models)', () => {
     const { pool, registry } = setUp({ modelGroups: [{ name: 'g', targets: [{ model: 'm' }] }] });
     const session = agentSession('agent-1', ['m']);
     registry.add(session);
-    expect(listModels(pool).map((model) => model.id)).toEqual(['g', 'm']);
+    expect(listModels(pool.catalog).map((model) => model.id)).toEqual(['g', 'm']);
     session.draining = true;
-    expect(listModels(pool)).toEqual([]);
+    expect(listModels(pool.catalog)).toEqual([]);
     session.draining = false;
     pool.applyReload(pool.prepareReload(parsePoolConfig({ modelGroups: [{ name: 'h', aliases: ['fast'], targets: [{ model: 'm' }] }], directProviders: [direct('d1', ['other'])] })));
-    expect(listModels(pool).map((model) => model.id)).toEqual(['h', 'fast', 'm', 'other']);
-    expect(listModels(pool)[0]!.providers).toBe(1);
+    expect(listModels(pool.catalog).map((model) => model.id)).toEqual(['h', 'fast', 'm', 'other']);
+    expect(listModels(pool.catalog)[0]!.providers).toBe(1);
     pool.applyReload(pool.prepareReload(parsePoolConfig({})));
-    expect(listModels(pool).map((model) => model.id)).toEqual(['m']);
+    expect(listModels(pool.catalog).map((model) => model.id)).toEqual(['m']);
     registry.remove(session);
-    expect(listModels(pool)).toEqual([]);
+    expect(listModels(pool.catalog)).toEqual([]);
   });
 });

@@ -1,7 +1,7 @@
 import { IopError, type InferenceRequest } from '@iop/core';
 import { affinityKey, chatAffinityKey } from '../../../src/pool/prefix-affinity.js';
 import { QueueRefusal } from '../../../src/pool/admission-queue.js';
-import { AgentRegistry } from '../../../src/pool/agent-registry.js';
+import { AgentRegistry } from '../../../src/tunnel/agent-registry.js';
 import { parsePoolConfig } from '../../../src/pool/pool-config.js';
 import { ServedNames } from '../../../src/pool/served-names.js';
 import { agentSession, directConfig as direct, fakeStart, makePool, trackPools } from './fixtures.js';

@@ -4,6 +4,7 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import { RegisterSchema } from '@iop/proto';
 import pino from 'pino';
 import { AgentIdentities } from '../../../src/tunnel/agent-identity';
+import { RunRegistry } from '../../../src/tunnel/run-registry.js';
 import { AgentSession } from '../../../src/tunnel/agent-session';
 
 /** A connection stand-in whose PING is answered (alive) or never (half-open). */
@@ -25,7 +26,7 @@ function setup(pingTimeoutMs = 200) {
   const register = (agentId: string, resumeToken: string, conn: Http2Session) =>
     identities.claim(agentId, resumeToken, (earlier) => {
       for (const session of earlier) session.close();
-      const session = new AgentSession(create(RegisterSchema, { agentId, models: [{ id: 'm' }], maxConcurrency: 1 }), `ses_${count++}`);
+      const session = new AgentSession(create(RegisterSchema, { agentId, models: [{ id: 'm' }], maxConcurrency: 1 }), `ses_${count++}`, new RunRegistry());
       sessions.push(session);
       return { session, token: identities.issue(session, conn) };
     });

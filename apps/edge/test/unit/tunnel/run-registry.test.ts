@@ -1,15 +1,17 @@
 import { create } from '@bufbuild/protobuf';
 import { ProviderTunnelFrameSchema, RegisterSchema } from '@iop/proto';
 import { AgentSession } from '../../../src/tunnel/agent-session.js';
-import { FrameKind, RunRegistry, type RunRequest } from '../../../src/tunnel/run-registry.js';
+import type { RunRequest } from '../../../src/pool/run-stream.js';
+import { FrameKind, RunRegistry } from '../../../src/tunnel/run-registry.js';
 
 const request: RunRequest = { requestId: 'req-1', model: 'm', method: 'POST', path: '/v1/chat/completions', body: Buffer.from('{}'), acceptedTimeoutMs: 1000, firstByteTimeoutMs: 5000 };
 
 function setup() {
-  const session = new AgentSession(create(RegisterSchema, { agentId: 'gpu-1', maxConcurrency: 4 }), 'ses_1');
+  const runs = new RunRegistry();
+  const session = new AgentSession(create(RegisterSchema, { agentId: 'gpu-1', maxConcurrency: 4 }), 'ses_1', runs);
   const cancels: Array<{ runId: string; reason: string }> = [];
   session.cancel = (runId, reason) => void cancels.push({ runId, reason });
-  return { session, cancels, runs: new RunRegistry() };
+  return { session, cancels, runs };
 }
 
 const frame = (runId: string, kind: FrameKind, fields: Record<string, unknown> = {}) => create(ProviderTunnelFrameSchema, { runId, kind, ...fields });
@@ -61,7 +63,7 @@ describe('RunHandle clocks and cancellation', () => {
     expect((await drain(done)).map((f) => f.kind)).toEqual([FrameKind.RESPONSE_START, FrameKind.BODY, FrameKind.END]);
     const dropped = runs.start(session, request);
     let closed = 0;
-    dropped.onCancelled = () => closed++;
+    runs.attach(dropped.runId, session, () => closed++);
     dropped.cancel('client disconnected');
     dropped.cancel('again');
     expect(cancels).toEqual([{ runId: dropped.runId, reason: 'client disconnected' }]);

@@ -1,8 +1,9 @@
 /**
- * The connected agents, indexed by the models they serve (`GET /v1/models` lists their served
- * models among the pool's names, see model-list.ts).
+ * The connected agents, indexed by the models they serve (the pool's catalog reads them, see
+ * pool/model-catalog.ts). Listeners (`addListener`) hear every join and leave: the provider pool
+ * serves its queue and forgets the outlier state of an agent that left.
  */
-import type { AgentSession } from '../tunnel/agent-session.js';
+import type { AgentSession } from './agent-session.js';
 
 export interface ServedModel {
   id: string;
@@ -12,11 +13,22 @@ export interface ServedModel {
   agents: number;
 }
 
+/** Called after an agent joined (`added`) or left (`removed`). */
+export type AgentRegistryListener = (session: AgentSession, change: 'added' | 'removed') => void;
+
 export class AgentRegistry {
   private readonly sessions = new Map<string, AgentSession>();
   private readonly byModel = new Map<string, AgentSession[]>();
-  /** Called after an agent joined or left (the provider pool serves its queue, forgets outlier state). */
-  onChange: ((session: AgentSession, change: 'added' | 'removed') => void) | undefined;
+  private readonly listeners: AgentRegistryListener[] = [];
+
+  /** Calls `listener` after every join and leave from now on; returns its removal. */
+  addListener(listener: AgentRegistryListener): () => void {
+    this.listeners.push(listener);
+    return () => {
+      const index = this.listeners.indexOf(listener);
+      if (index >= 0) this.listeners.splice(index, 1);
+    };
+  }
 
   add(session: AgentSession): void {
     this.sessions.set(session.sessionId, session);
@@ -25,7 +37,7 @@ export class AgentRegistry {
       if (list === undefined) this.byModel.set(model.id, [session]);
       else list.push(session);
     }
-    this.onChange?.(session, 'added');
+    this.emit(session, 'added');
   }
 
   remove(session: AgentSession): void {
@@ -37,7 +49,7 @@ export class AgentRegistry {
       if (next.length === 0) this.byModel.delete(model.id);
       else this.byModel.set(model.id, next);
     }
-    this.onChange?.(session, 'removed');
+    this.emit(session, 'removed');
   }
 
   /** Agents serving `model` (empty when none). The array is shared: do not mutate it. */
@@ -59,5 +71,9 @@ export class AgentRegistry {
       contextLength: Math.max(0, ...sessions.map((session) => session.contextLength(id) ?? 0)),
       agents: sessions.length,
     }));
+  }
+
+  private emit(session: AgentSession, change: 'added' | 'removed'): void {
+    for (const listener of this.listeners) listener(session, change);
   }
 }

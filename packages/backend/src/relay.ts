@@ -13,9 +13,10 @@
  * Stopping: aborting `controller` stops the backend request at once; so does any failure, and a
  * consumer that stops iterating early (`return()`): no backend generation is left running.
  */
-import { ProviderTunnelFrame_Kind, tunnelFrame, type ProviderTunnelFrame } from '@iop/proto';
-import type { Backend } from './backends/backend.js';
-import { RunFailure, toRunFailure } from './run-error.js';
+import type { ProviderTunnelFrame } from '@iop/proto';
+import type { BackendCall } from './backend-call.js';
+import { bodyFrame, endFrame, errorFrame, responseStartFrame, usageFrame } from './frames.js';
+import { RunFailure, toRunFailure } from './run-failure.js';
 import { UsageScanner, usageBodyKindOf, type TokenUsage } from './usage-scanner.js';
 
 export interface RelayRequest {
@@ -39,7 +40,7 @@ export interface RelayHooks {
   onFailure?(failure: RunFailure, bytes: number, error: unknown): void;
 }
 
-export async function* relayBackend(backend: Backend, request: RelayRequest, controller: AbortController, hooks: RelayHooks = {}): AsyncGenerator<ProviderTunnelFrame> {
+export async function* relayBackend(backend: BackendCall, request: RelayRequest, controller: AbortController, hooks: RelayHooks = {}): AsyncGenerator<ProviderTunnelFrame> {
   const { signal } = controller;
   const { runId } = request;
   const abortWith = (failure: RunFailure) => {
@@ -57,7 +58,7 @@ export async function* relayBackend(backend: Backend, request: RelayRequest, con
   try {
     const response = await backend.handle({ method: request.method, path: request.path, headers: request.headers, body: request.body, signal, requestId: request.requestId });
     started = true;
-    yield tunnelFrame({ runId, kind: ProviderTunnelFrame_Kind.RESPONSE_START, status: response.status, headers: response.headers });
+    yield responseStartFrame(runId, response.status, response.headers);
     const usage = new UsageScanner(usageBodyKindOf(response.headers['content-type']));
     const body = response.body[Symbol.asyncIterator]();
     for (;;) {
@@ -79,14 +80,14 @@ export async function* relayBackend(backend: Backend, request: RelayRequest, con
       bytes += slice.value.length;
       hooks.onBytes?.(bytes);
       usage.push(slice.value);
-      yield tunnelFrame({ runId, kind: ProviderTunnelFrame_Kind.BODY, body: slice.value });
+      yield bodyFrame(runId, slice.value);
     }
     if (signal.aborted) throw signal.reason;
     const tokens = usage.finish();
-    if (tokens !== undefined) yield tunnelFrame({ runId, kind: ProviderTunnelFrame_Kind.USAGE, usage: tokens });
+    if (tokens !== undefined) yield usageFrame(runId, tokens);
     done = true;
     hooks.onEnd?.({ status: response.status, bytes, usage: tokens });
-    yield tunnelFrame({ runId, kind: ProviderTunnelFrame_Kind.END });
+    yield endFrame(runId);
   } catch (error) {
     const failure = toRunFailure(error, signal, started);
     done = true;
@@ -94,7 +95,7 @@ export async function* relayBackend(backend: Backend, request: RelayRequest, con
     // otherwise keep the model generating.
     abortWith(failure);
     hooks.onFailure?.(failure, bytes, error);
-    yield tunnelFrame({ runId, kind: ProviderTunnelFrame_Kind.ERROR, errorCode: failure.code, errorMessage: failure.message });
+    yield errorFrame(runId, failure.code, failure.message);
   } finally {
     clearTimeout(firstByteTimer);
     clearTimeout(idleTimer);

@@ -1,0 +1,44 @@
+/**
+ * Builders of the `ProviderTunnelFrame`s of one run (proto/iop/v1/tunnel.proto): ACCEPTED,
+ * RESPONSE_START, BODY, USAGE, END and ERROR, without protobuf reflection (`tunnelFrame`). The
+ * relay, the agent's run and the edge's synthesized tunnel failures build their frames here.
+ */
+import { ProviderTunnelFrame_Kind as FrameKind, tunnelFrame, type ProviderTunnelFrame } from '@iop/proto';
+import type { TokenUsage } from './usage-scanner.js';
+
+export { FrameKind };
+
+/** The agent took the run. */
+export function acceptedFrame(runId: string): ProviderTunnelFrame {
+  return tunnelFrame({ runId, kind: FrameKind.ACCEPTED });
+}
+
+/** The backend answered: its status and headers (lower-case names). */
+export function responseStartFrame(runId: string, status: number, headers: Record<string, string>): ProviderTunnelFrame {
+  return tunnelFrame({ runId, kind: FrameKind.RESPONSE_START, status, headers });
+}
+
+/** One body slice, by reference. */
+export function bodyFrame(runId: string, body: Uint8Array): ProviderTunnelFrame {
+  return tunnelFrame({ runId, kind: FrameKind.BODY, body });
+}
+
+/** The token usage found in the body. */
+export function usageFrame(runId: string, usage: TokenUsage): ProviderTunnelFrame {
+  return tunnelFrame({ runId, kind: FrameKind.USAGE, usage });
+}
+
+/** The run ended normally. */
+export function endFrame(runId: string): ProviderTunnelFrame {
+  return tunnelFrame({ runId, kind: FrameKind.END });
+}
+
+/** The run failed with a stable `code` (a `RunErrorCode`, or the edge's tunnel codes). */
+export function errorFrame(runId: string, code: string, message: string): ProviderTunnelFrame {
+  return tunnelFrame({ runId, kind: FrameKind.ERROR, errorCode: code, errorMessage: message });
+}
+
+/** Whether `frame` ends its run (END or ERROR). */
+export function isFinalFrame(frame: ProviderTunnelFrame): boolean {
+  return frame.kind === FrameKind.END || frame.kind === FrameKind.ERROR;
+}
