@@ -43,13 +43,13 @@ describe.each(Object.entries(BINS))('%s', (name, bin) => {
 it('iop-edge exits 2 on an invalid setting and names the field', async () => {
   const result = await failure([path.join(ROOT, BINS['iop-edge']), '--port', '0', '--tunnel-port', '0', '--api-keys', 'short']);
   expect(result.code).toBe(2);
-  expect(result.stderr).toContain('/apiKeys/0');
+  expect(result.stderr).toContain('apiKeys[0] must NOT have fewer than 8 characters (from --api-keys)');
 });
 
 it('iop-agent exits 2 on an invalid option value and names the flag and its limits', async () => {
   const result = await failure([path.join(ROOT, BINS['iop-agent']), '--backend', 'openai', '--backend-url', 'http://127.0.0.1:1', '--max-concurrency', '0']);
   expect(result.code).toBe(2);
-  expect(result.stderr.trim()).toBe('iop-agent: --max-concurrency must be an integer in [1, 1024], got "0"');
+  expect(result.stderr.trim()).toBe('iop-agent: invalid agent options: maxConcurrency must be >= 1 (from --max-concurrency)');
 });
 
 it('an edge whose data directory is not writable names the directory and IOP_DATA_DIR, exit 1', async () => {

@@ -5,7 +5,7 @@
  * the flags and variables; an invalid config is refused with every problem named by its path
  * (`gate.models.qwen3.filters[0]`), never half applied.
  */
-import { ConfigError, compileSchema, layerFromEnv, layerFromFlags, mergeConfigLayers, readConfigFile, type ConfigLayer } from '@iop/core';
+import { ConfigError, compileSchema, layerFromEnv, layerFromFlags, mergeConfigLayers, readConfigFile, withSources, type ConfigLayer } from '@iop/core';
 import { gateConfigProblems } from '@iop/stream-gate';
 import type { GateSection } from './gate/gate-registry.js';
 import { poolConfigProblems, type PoolConfig } from './pool/pool-config.js';
@@ -129,18 +129,6 @@ export function configFromFlags(flags: ReadonlyMap<string, string | undefined>):
   return register(layerFromFlags(EDGE_BINDINGS, flags));
 }
 
-/** `path message (from IOP_X)` when an environment variable or a flag set that path. */
-function withSource(problem: string, layers: ReadonlyArray<Record<string, unknown>>): string {
-  for (const layer of [...layers].reverse()) {
-    const sources = layerInfo.get(layer)?.sources;
-    if (sources === undefined) continue;
-    for (const [field, name] of sources) {
-      if (problem.startsWith(`${field} `) || problem.startsWith(`${field}.`) || problem.startsWith(`${field}[`)) return `${problem} (from ${name})`;
-    }
-  }
-  return problem;
-}
-
 /** What the schema cannot check: relations between fields, the pool's references, filter options, keys. */
 function crossCheck(config: EdgeConfig, schemaProblems: readonly string[]): string[] {
   const problems: string[] = [];
@@ -180,7 +168,7 @@ export function resolveConfig(...layers: Array<Record<string, unknown>>): EdgeCo
   }
   const readProblems = layers.flatMap((layer) => layerInfo.get(layer)?.problems ?? []);
   const { value, problems } = checkSchema(merged);
-  const all = [...readProblems, ...problems.map((problem) => withSource(problem, layers))];
+  const all = [...readProblems, ...withSources(problems, layers.map((layer) => layerInfo.get(layer)?.sources))];
   try {
     all.push(...crossCheck(value, problems));
   } catch {

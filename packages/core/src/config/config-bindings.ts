@@ -204,10 +204,25 @@ export function mergeConfigLayers(...layers: ReadonlyArray<Record<string, unknow
   return layers.reduce<Record<string, unknown>>((merged, layer) => (layer === undefined ? merged : merge(merged, layer)), {});
 }
 
+/**
+ * Names the variable or flag behind each problem whose path one of them set: `port must be <= 65535
+ * (from IOP_PORT)`. `sources`: the layers' source maps, later layers winning.
+ */
+export function withSources(problems: readonly string[], sources: ReadonlyArray<ReadonlyMap<string, string> | undefined>): string[] {
+  return problems.map((problem) => {
+    for (const map of [...sources].reverse()) {
+      for (const [field, name] of map ?? []) {
+        if (problem.startsWith(`${field} `) || problem.startsWith(`${field}.`) || problem.startsWith(`${field}[`) || problem.startsWith(`${field}:`)) return `${problem} (from ${name})`;
+      }
+    }
+    return problem;
+  });
+}
+
 /** A help line for a binding: its description, its environment variable and its default. */
 export function bindingHelp(binding: ConfigBinding): string {
   const names = [binding.env, ...binding.aliases.map((alias) => alias.env).filter((name) => name !== undefined)];
-  const fallback = binding.default === undefined ? '' : `, default ${typeof binding.default === 'string' ? binding.default : JSON.stringify(binding.default)}`;
+  const fallback = binding.default === undefined || (typeof binding.default === 'object' && Object.keys(binding.default as object).length === 0) ? '' : `, default ${typeof binding.default === 'string' ? binding.default : JSON.stringify(binding.default)}`;
   const kind = binding.kind === 'json' ? ' (JSON)' : binding.kind === 'list' ? ' (comma-separated)' : binding.kind === 'pairs' ? ' (k=v,...)' : '';
   return `${binding.description}${kind} (config ${binding.field}; env ${names.join(', ')}${fallback})`;
 }

@@ -51,7 +51,10 @@ export function formatSchemaErrors(errors: readonly ErrorObject[] | null | undef
     // "must match a schema in anyOf" / "must match "then" schema" add nothing when a more precise error names the same place.
     if ((error.keyword === 'anyOf' || error.keyword === 'if' || error.keyword === 'oneOf') && all.some((other) => other !== error && other.instancePath.startsWith(error.instancePath) && other.keyword !== error.keyword)) continue;
     let line: string;
-    if (error.keyword === 'additionalProperties') {
+    if (error.keyword === 'propertyNames') continue; // the key's own error (below) names it
+    if (error.propertyName !== undefined) {
+      line = `${path || '(root)'} key ${JSON.stringify(error.propertyName)} ${error.message ?? 'is invalid'}`;
+    } else if (error.keyword === 'additionalProperties') {
       const field = String((error.params as { additionalProperty?: unknown }).additionalProperty);
       line = `${configPath([field], path)} is not a known setting`;
     } else if (error.keyword === 'enum') {
