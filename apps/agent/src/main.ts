@@ -5,7 +5,7 @@
  * SIGTERM/SIGINT: drain, deregister, and exit once idle (or after --shutdown-deadline-ms).
  */
 import { Command, Option } from 'commander';
-import { bindingHelp, layerFromEnv, layerFromFlags, mergeConfigLayers, readConfigFile, startTracing } from '@iop/core';
+import { ConfigError, bindingHelp, layerFromEnv, layerFromFlags, mergeConfigLayers, readConfigFile, startTracing } from '@iop/core';
 import { startAgent, type AgentHandle } from './start-agent.js';
 import { AGENT_BINDINGS, resolveAgentOptions, type AgentOptionsInput } from './options.js';
 import { AGENT_VERSION } from './agent.js';
@@ -48,14 +48,14 @@ async function main(): Promise<void> {
     const metricsPortRequired = merged.metricsPort !== undefined;
     input = { ...merged, metricsPort: (merged.metricsPort as number | string | undefined) ?? DEFAULT_METRICS_PORT, metricsPortRequired } as AgentOptionsInput;
     const readProblems = [...env.problems, ...flags.problems];
+    let rest: string[] = [];
     try {
       resolveAgentOptions(input, [env.sources, flags.sources]);
     } catch (error) {
       if (readProblems.length === 0) throw error;
-      const rest = error instanceof Error ? `; ${error.message.replace(/^invalid agent options: /, '')}` : '';
-      throw new Error(`invalid agent options: ${readProblems.join('; ')}${rest}`);
+      rest = [error instanceof Error ? error.message.replace(/^invalid agent options: /, '') : String(error)];
     }
-    if (readProblems.length > 0) throw new Error(`invalid agent options: ${readProblems.join('; ')}`);
+    if (readProblems.length > 0) throw new ConfigError(`invalid agent options: ${[...readProblems, ...rest].join('; ')}`);
   } catch (error) {
     process.stderr.write(`iop-agent: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exit(2);
