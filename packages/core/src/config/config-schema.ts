@@ -94,7 +94,15 @@ export function compileSchema<S extends TSchema>(schema: S): (raw: unknown, pref
  * its schema.
  */
 export function publishedJsonSchema(schema: TSchema, meta: { id: string; title: string; description?: string }): Record<string, unknown> {
-  const plain = JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
+  // A property with a default may be left out of a file: not `required` for an editor (ajv fills the default before it checks).
+  const plain = JSON.parse(JSON.stringify(schema), (_key, value: unknown) => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+    const node = value as { required?: string[]; properties?: Record<string, { default?: unknown }> };
+    if (node.required === undefined || node.properties === undefined) return value;
+    const required = node.required.filter((name) => node.properties?.[name]?.default === undefined);
+    const { required: _required, ...rest } = node;
+    return required.length === 0 ? rest : { ...rest, required };
+  }) as Record<string, unknown>;
   const properties = { $schema: { type: 'string', description: 'The JSON Schema of this file (for editors; ignored by iop).' }, ...(plain.properties as object) };
   return { $schema: 'http://json-schema.org/draft-07/schema#', $id: meta.id, title: meta.title, ...(meta.description === undefined ? {} : { description: meta.description }), ...plain, properties };
 }
