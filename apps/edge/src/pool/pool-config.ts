@@ -216,37 +216,38 @@ export function poolConfigProblems(raw: unknown, path = ''): { value: PoolConfig
   const { value, problems } = checkSchema(raw, path);
   const pool = value as unknown as PoolConfig;
   if (problems.length > 0) return { value: pool, problems };
-  return { value: pool, problems: crossCheck(pool).map((problem) => `${path === '' ? '' : `${path}.`}${problem}`) };
+  return { value: pool, problems: crossCheck(pool, path === '' ? '' : `${path}.`) };
 }
 
-function crossCheck(pool: PoolConfig): string[] {
+/** @param at the section's path and a dot (`pool.`), or nothing. */
+function crossCheck(pool: PoolConfig, at: string): string[] {
   const problems: string[] = [];
   const names = new Map<string, string>();
   pool.modelGroups.forEach((group, i) => {
     for (const [field, name] of [['name', group.name] as const, ...group.aliases.map((alias, j) => [`aliases[${j}]`, alias] as const)]) {
       const previous = names.get(name);
-      if (previous !== undefined) problems.push(`modelGroups[${i}].${field} \`${name}\` is already used by ${previous}`);
-      else names.set(name, `modelGroups[${i}]`);
+      if (previous !== undefined) problems.push(`${at}modelGroups[${i}].${field} \`${name}\` is already used by ${previous}`);
+      else names.set(name, `${at}modelGroups[${i}]`);
     }
   });
   const groupNames = new Set(pool.modelGroups.map((group) => group.name));
   pool.modelGroups.forEach((group, i) => {
     group.fallbacks.forEach((fallback, j) => {
-      if (!groupNames.has(fallback)) problems.push(`modelGroups[${i}].fallbacks[${j}] \`${fallback}\` is not a model group name`);
-      if (fallback === group.name) problems.push(`modelGroups[${i}].fallbacks[${j}] names its own group`);
+      if (!groupNames.has(fallback)) problems.push(`${at}modelGroups[${i}].fallbacks[${j}] \`${fallback}\` is not a model group name`);
+      if (fallback === group.name) problems.push(`${at}modelGroups[${i}].fallbacks[${j}] names its own group`);
     });
     if (group.contextFallback !== undefined) {
-      if (!groupNames.has(group.contextFallback)) problems.push(`modelGroups[${i}].contextFallback \`${group.contextFallback}\` is not a model group name`);
-      if (group.contextFallback === group.name) problems.push(`modelGroups[${i}].contextFallback names its own group`);
+      if (!groupNames.has(group.contextFallback)) problems.push(`${at}modelGroups[${i}].contextFallback \`${group.contextFallback}\` is not a model group name`);
+      if (group.contextFallback === group.name) problems.push(`${at}modelGroups[${i}].contextFallback names its own group`);
     }
   });
   const ids = new Set<string>();
   pool.directProviders.forEach((provider, i) => {
-    if (ids.has(provider.id)) problems.push(`directProviders[${i}].id \`${provider.id}\` is already used`);
+    if (ids.has(provider.id)) problems.push(`${at}directProviders[${i}].id \`${provider.id}\` is already used`);
     ids.add(provider.id);
   });
-  if (pool.retry.maxBackoffMs < pool.retry.baseBackoffMs) problems.push('retry.maxBackoffMs must be >= retry.baseBackoffMs');
-  if (pool.outlier.maxEjectionMs < pool.outlier.baseEjectionMs) problems.push('outlier.maxEjectionMs must be >= outlier.baseEjectionMs');
+  if (pool.retry.maxBackoffMs < pool.retry.baseBackoffMs) problems.push(`${at}retry.maxBackoffMs must be >= ${at}retry.baseBackoffMs`);
+  if (pool.outlier.maxEjectionMs < pool.outlier.baseEjectionMs) problems.push(`${at}outlier.maxEjectionMs must be >= ${at}outlier.baseEjectionMs`);
   return problems;
 }
 
