@@ -53,10 +53,14 @@ describe('resolveAgentOptions', () => {
 
   test('env < flags, the rule name over its alias', () => {
     const env = layerFromEnv(AGENT_BINDINGS, { IOP_EDGE_URL: 'http://old:1', IOP_EDGE_URLS: 'http://a:1,http://b:2', IOP_MAX_CONCURRENCY: '8' });
-    const flags = layerFromFlags(AGENT_BINDINGS, new Map([['--max-concurrency', '12']]));
+    const flags = layerFromFlags(AGENT_BINDINGS, new Map([['--max-concurrency', '12'], ['--metrics-port', 'off'], ['--labels', 'gpu=l4']]));
+    expect(flags.problems).toEqual([]);
     const options = resolveAgentOptions(mergeConfigLayers(env.values, flags.values));
     expect(options.edgeUrls).toEqual(['http://a:1', 'http://b:2']);
     expect(options.maxConcurrency).toBe(12);
+    expect(options.metricsPort).toBeUndefined();
+    expect(options.labels).toEqual({ gpu: 'l4' });
+    expect(resolveAgentOptions(layerFromFlags(AGENT_BINDINGS, new Map([['--metrics-port', '9100']])).values).metricsPort).toBe(9100);
   });
 });
 

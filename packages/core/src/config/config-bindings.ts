@@ -50,7 +50,7 @@ function kindOf(schema: Json): BindingKind {
   if (type === 'boolean') return 'boolean';
   if (type === 'string' || typeof schema.const === 'string' || (Array.isArray(schema.enum) && schema.enum.every((value) => typeof value === 'string'))) return 'string';
   if (type === 'array') return kindOf((schema.items as Json | undefined) ?? {}) === 'string' ? 'list' : 'json';
-  const anyOf = schema.anyOf as Json[] | undefined;
+  const anyOf = (schema.anyOf as Json[] | undefined) ?? (schema.then !== undefined && schema.else !== undefined ? [schema.then as Json, schema.else as Json] : undefined);
   if (anyOf !== undefined) {
     const kinds = new Set(anyOf.map(kindOf));
     if (kinds.size === 1) return [...kinds][0]!;
