@@ -25,24 +25,46 @@ const ms = (minimum: number, maximum: number, fallback: number, description: str
  */
 export const AGENT_CONFIG_SCHEMA = Type.Object(
   {
-    edgeUrls: Type.Array(Type.String({ pattern: '^https?://' }), { minItems: 1, default: ['http://127.0.0.1:8081'], description: 'Edge tunnel URL(s) (http:// = h2c, https:// = TLS); several = one session per edge, runs from any.' }),
+    edgeUrls: Type.Array(Type.String({ pattern: '^https?://' }), {
+      minItems: 1,
+      default: ['http://127.0.0.1:8081'],
+      description: 'Edge tunnel URL(s) (http:// = h2c, https:// = TLS); several = one session per edge, runs from any.',
+    }),
     joinToken: Type.String({ default: '', description: "Shared secret of the edge's agent pool." }),
     agentId: Type.Optional(Type.String({ minLength: 1, description: 'Agent id (default: the hostname).' })),
-    backend: stringEnum(['openai', 'llamacpp'] as const, { default: 'llamacpp', description: 'openai (vLLM, SGLang, llama.cpp server, Ollama) or llamacpp (embedded).' }),
-    backendUrl: Type.Optional(Type.String({ minLength: 1, description: 'openai: base URL of the server, e.g. http://127.0.0.1:8000 (a trailing /v1 is dropped).' })),
+    backend: stringEnum(['openai', 'llamacpp'] as const, {
+      default: 'llamacpp',
+      description: 'openai (vLLM, SGLang, llama.cpp server, Ollama) or llamacpp (embedded).',
+    }),
+    backendUrl: Type.Optional(
+      Type.String({ minLength: 1, description: 'openai: base URL of the server, e.g. http://127.0.0.1:8000 (a trailing /v1 is dropped).' }),
+    ),
     backendApiKey: Type.Optional(Type.String({ minLength: 1, description: 'openai: key sent to the server as Authorization: Bearer.' })),
     models: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'openai: served model names (skips /v1/models discovery).' })),
-    model: Type.Optional(Type.String({ minLength: 1, description: 'llamacpp: GGUF file or hf:owner/repo/file.gguf (default: stories260K.gguf from the models search path).' })),
+    model: Type.Optional(
+      Type.String({ minLength: 1, description: 'llamacpp: GGUF file or hf:owner/repo/file.gguf (default: stories260K.gguf from the models search path).' }),
+    ),
     threads: Type.Optional(Type.Integer({ minimum: 1, maximum: 256, description: 'llamacpp: CPU threads (default: cores - 1, at most 32).' })),
     gpu: stringEnum(GPUS, { default: 'auto', description: 'llamacpp: auto, none, cuda, vulkan or metal.' }),
-    contextSize: Type.Optional(Type.Integer({ minimum: 16, maximum: 1_048_576, description: "llamacpp: context per sequence, tokens (default: the model's, at most 8192)." })),
+    contextSize: Type.Optional(
+      Type.Integer({ minimum: 16, maximum: 1_048_576, description: "llamacpp: context per sequence, tokens (default: the model's, at most 8192)." }),
+    ),
     maxConcurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: 1024, description: 'Runs at once (default: 4 llamacpp, 16 openai).' })),
-    labels: Type.Unsafe<Record<string, string>>({ type: 'object', propertyNames: { pattern: LABEL_KEY }, additionalProperties: { type: 'string' }, default: {}, description: 'Labels sent at registration; keys 1-63 characters of [A-Za-z0-9_.-/].' }),
+    labels: Type.Unsafe<Record<string, string>>({
+      type: 'object',
+      propertyNames: { pattern: LABEL_KEY },
+      additionalProperties: { type: 'string' },
+      default: {},
+      description: 'Labels sent at registration; keys 1-63 characters of [A-Za-z0-9_.-/].',
+    }),
     heartbeatMs: ms(100, 600_000, 5_000, 'Heartbeat period when the edge gives none, ms.'),
     firstByteTimeoutMs: ms(100, 3_600_000, 600_000, 'Default first-byte timeout of a run, ms (a non-stream answer sends its first byte only when complete).'),
     idleTimeoutMs: ms(100, 3_600_000, 60_000, 'Longest gap between backend body bytes, ms.'),
     tlsCa: Type.Optional(Type.String({ minLength: 1, description: "PEM CA for the edge's TLS certificate." })),
-    logLevel: stringEnum(LOG_LEVELS, { default: 'info', description: 'Log level (format: JSON, or pretty on a terminal; IOP_LOG_FORMAT=json|pretty forces one).' }),
+    logLevel: stringEnum(LOG_LEVELS, {
+      default: 'info',
+      description: 'Log level (format: JSON, or pretty on a terminal; IOP_LOG_FORMAT=json|pretty forces one).',
+    }),
     shutdownDeadlineMs: ms(0, 3_600_000, 30_000, 'On SIGTERM, longest wait for in-flight runs, ms.'),
     reconnectBaseMs: ms(1, 60_000, 250, 'Reconnect backoff: first ceiling, ms (full jitter).'),
     reconnectCapMs: ms(1, 600_000, 10_000, 'Reconnect backoff: largest ceiling, ms.'),
@@ -75,7 +97,8 @@ export function agentJsonSchema(): Record<string, unknown> {
   return publishedJsonSchema(AGENT_CONFIG_SCHEMA, {
     id: 'iop-agent.schema.json',
     title: 'iop-agent config',
-    description: 'Config file of iop-agent (JSON or YAML; --config / IOP_AGENT_CONFIG). Each setting also has a flag (--a-b for aB) and an environment variable (IOP_A_B).',
+    description:
+      'Config file of iop-agent (JSON or YAML; --config / IOP_AGENT_CONFIG). Each setting also has a flag (--a-b for aB) and an environment variable (IOP_A_B).',
   });
 }
 
@@ -157,7 +180,8 @@ export function resolveAgentOptions(input: AgentOptionsInput, sources: ReadonlyA
   for (const binding of AGENT_BINDINGS) {
     let value = given[binding.field];
     if (value === undefined || value === '' || (Array.isArray(value) && value.length === 0)) continue;
-    if (binding.field === 'labels' && typeof value === 'object') value = Object.fromEntries(Object.entries(value as object).map(([key, label]) => [key, String(label)]));
+    if (binding.field === 'labels' && typeof value === 'object')
+      value = Object.fromEntries(Object.entries(value as object).map(([key, label]) => [key, String(label)]));
     if (typeof value === 'string' && binding.kind !== 'string') {
       const parsed = parseBindingValue(binding, value, binding.flag);
       if ('problem' in parsed) {
@@ -177,7 +201,8 @@ export function resolveAgentOptions(input: AgentOptionsInput, sources: ReadonlyA
     else if (!isHttpUrl(value.backendUrl)) problems.push(`backendUrl must be an http:// or https:// URL, got ${JSON.stringify(value.backendUrl)}`);
   }
   for (const [index, url] of (Array.isArray(value.edgeUrls) ? value.edgeUrls : []).entries()) {
-    if (typeof url === 'string' && /^https?:\/\//.test(url) && !isHttpUrl(url)) problems.push(`edgeUrls[${index}] must be an http:// or https:// URL, got ${JSON.stringify(url)}`);
+    if (typeof url === 'string' && /^https?:\/\//.test(url) && !isHttpUrl(url))
+      problems.push(`edgeUrls[${index}] must be an http:// or https:// URL, got ${JSON.stringify(url)}`);
   }
   if (problems.length > 0) throw new ConfigError(`invalid agent options: ${problems.join('; ')}`);
   const metricsPort = value.metricsPort === 'off' || value.metricsPort === 'none' ? undefined : value.metricsPort;

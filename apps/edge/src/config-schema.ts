@@ -34,8 +34,18 @@ const edgeConfigSchema = Type.Object(
         unauthenticated: Type.Object(
           {
             registerTimeoutMs: ms(100, 600_000, 10_000, 'A tunnel connection (and each Control stream) must register an agent within this time, ms.'),
-            maxUnauthenticatedConnections: Type.Integer({ minimum: 1, maximum: 100_000, default: 64, description: 'Tunnel connections not yet registered at once; more are closed on arrival.' }),
-            maxUnauthenticatedStreams: Type.Integer({ minimum: 1, maximum: 1_000, default: 4, description: 'Open streams per tunnel connection not yet registered (more are refused).' }),
+            maxUnauthenticatedConnections: Type.Integer({
+              minimum: 1,
+              maximum: 100_000,
+              default: 64,
+              description: 'Tunnel connections not yet registered at once; more are closed on arrival.',
+            }),
+            maxUnauthenticatedStreams: Type.Integer({
+              minimum: 1,
+              maximum: 1_000,
+              default: 4,
+              description: 'Open streams per tunnel connection not yet registered (more are refused).',
+            }),
           },
           { additionalProperties: false, default: {} },
         ),
@@ -43,7 +53,11 @@ const edgeConfigSchema = Type.Object(
       { additionalProperties: false, default: {} },
     ),
     apiKeys: secrets(8, 'Client API keys (Authorization: Bearer or x-api-key). Empty = no auth (a warning is logged).'),
-    keys: Type.Unsafe<ConfigKey[]>({ ...CONFIG_KEYS_SCHEMA, default: [], description: 'Client API keys with policy (id, name, key or keyHash, owner, models, limits, budget, expiresAt).' }),
+    keys: Type.Unsafe<ConfigKey[]>({
+      ...CONFIG_KEYS_SCHEMA,
+      default: [],
+      description: 'Client API keys with policy (id, name, key or keyHash, owner, models, limits, budget, expiresAt).',
+    }),
     storage: STORAGE_SCHEMA,
     joinTokens: secrets(8, 'Agent join tokens. Empty = any agent may join (a warning is logged).'),
     maxBodyBytes: Type.Integer({ minimum: 1024, maximum: 1024 * 1024 * 1024, default: 32 * 1024 * 1024, description: 'Largest request body accepted, bytes.' }),
@@ -53,7 +67,12 @@ const edgeConfigSchema = Type.Object(
     idleTimeoutMs: ms(100, 3_600_000, 60_000, 'Longest backend silence between body slices, ms.'),
     requestDeadlineMs: ms(100, 86_400_000, 600_000, 'Total time of a request across attempts, ms.'),
     writeStallTimeoutMs: ms(100, 3_600_000, 30_000, 'Longest wait for a client that stopped reading, ms.'),
-    maxAttempts: Type.Integer({ minimum: 1, maximum: 10, default: 3, description: 'Attempts on other agents when a run fails before its first byte (the default of pool.retry.maxAttempts).' }),
+    maxAttempts: Type.Integer({
+      minimum: 1,
+      maximum: 10,
+      default: 3,
+      description: 'Attempts on other agents when a run fails before its first byte (the default of pool.retry.maxAttempts).',
+    }),
     logLevel: stringEnum(LOG_LEVELS, { default: 'info', description: 'Log level.' }),
     responsesStore: Type.Object(
       {
@@ -61,7 +80,11 @@ const edgeConfigSchema = Type.Object(
         dataDir: Type.Optional(Type.String({ minLength: 1, description: 'Directory of the Responses store and state.sqlite (default ./.iop-data).' })),
         maxAgeMs: Type.Integer({ minimum: 1000, default: 30 * 24 * 60 * 60 * 1000, description: 'Stored Responses older than this are removed, ms.' }),
         maxRows: Type.Integer({ minimum: 1, default: 100_000, description: 'Stored Responses kept at most.' }),
-        maxResponseBytes: Type.Integer({ minimum: 1024, default: 16 * 1024 * 1024, description: 'Largest stored Response (input + output), bytes; a larger input is refused with 413.' }),
+        maxResponseBytes: Type.Integer({
+          minimum: 1024,
+          default: 16 * 1024 * 1024,
+          description: 'Largest stored Response (input + output), bytes; a larger input is refused with 413.',
+        }),
         maxTotalBytes: Type.Integer({ minimum: 1024, default: 2 * 1024 * 1024 * 1024, description: 'Stored Responses in all, bytes; the oldest go first.' }),
       },
       { additionalProperties: false, default: {} },
@@ -70,10 +93,17 @@ const edgeConfigSchema = Type.Object(
     shutdownDeadlineMs: ms(0, 3_600_000, 10_000, 'On SIGTERM, longest wait for in-flight streams, ms.'),
     startupGraceMs: ms(0, 3_600_000, 15_000, 'After start, a model no agent serves yet is a 503 with Retry-After (agents reconnecting), not a 404, ms.'),
     pool: POOL_SCHEMA,
-    billingHeader: stringEnum(['end', 'drop', 'keep'] as const, { default: 'end', description: "Claude Code's per-conversation billing line: moved to the end of the system prompt, dropped, or kept first." }),
+    billingHeader: stringEnum(['end', 'drop', 'keep'] as const, {
+      default: 'end',
+      description: "Claude Code's per-conversation billing line: moved to the end of the system prompt, dropped, or kept first.",
+    }),
     gate: Type.Object(
       {
-        default: Type.Unsafe<EdgeConfig['gate']['default']>({ ...MODEL_GATE_CONFIG_SCHEMA, default: DEFAULT_GATE.default, description: 'The gate of every model without an entry in models.' }),
+        default: Type.Unsafe<EdgeConfig['gate']['default']>({
+          ...MODEL_GATE_CONFIG_SCHEMA,
+          default: DEFAULT_GATE.default,
+          description: 'The gate of every model without an entry in models.',
+        }),
         models: Type.Record(Type.String(), MODEL_GATE_CONFIG_SCHEMA, { default: {}, description: 'Per-model gate settings, by client-facing model name.' }),
       },
       { additionalProperties: false, default: {}, description: 'Stream gate per model (see packages/stream-gate/README.md).' },
@@ -92,7 +122,9 @@ export const EDGE_ALIASES: Record<string, readonly BindingAlias[]> = {
   'tunnel.tlsCertFile': [{ flag: '--tls-cert', env: 'IOP_TLS_CERT' }],
   'tunnel.tlsKeyFile': [{ flag: '--tls-key', env: 'IOP_TLS_KEY' }],
   'tunnel.unauthenticated.registerTimeoutMs': [{ flag: '--tunnel-register-timeout-ms', env: 'IOP_TUNNEL_REGISTER_TIMEOUT_MS' }],
-  'tunnel.unauthenticated.maxUnauthenticatedConnections': [{ flag: '--tunnel-max-unauthenticated-connections', env: 'IOP_TUNNEL_MAX_UNAUTHENTICATED_CONNECTIONS' }],
+  'tunnel.unauthenticated.maxUnauthenticatedConnections': [
+    { flag: '--tunnel-max-unauthenticated-connections', env: 'IOP_TUNNEL_MAX_UNAUTHENTICATED_CONNECTIONS' },
+  ],
   'tunnel.unauthenticated.maxUnauthenticatedStreams': [{ flag: '--tunnel-max-unauthenticated-streams', env: 'IOP_TUNNEL_MAX_UNAUTHENTICATED_STREAMS' }],
   'responsesStore.dataDir': [{ flag: '--data-dir', env: 'IOP_DATA_DIR' }],
   'responsesStore.maxResponseBytes': [{ flag: '--responses-max-response-bytes', env: 'IOP_RESPONSES_MAX_RESPONSE_BYTES' }],
@@ -111,6 +143,7 @@ export function edgeJsonSchema(): Record<string, unknown> {
   return publishedJsonSchema(EDGE_CONFIG_SCHEMA, {
     id: 'iop-edge.schema.json',
     title: 'iop-edge config',
-    description: 'Config file of iop-edge (JSON or YAML; --config / IOP_CONFIG). Each setting also has a flag (--a-b-c for a.b.c) and an environment variable (IOP_A_B_C).',
+    description:
+      'Config file of iop-edge (JSON or YAML; --config / IOP_CONFIG). Each setting also has a flag (--a-b-c for a.b.c) and an environment variable (IOP_A_B_C).',
   });
 }

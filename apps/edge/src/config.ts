@@ -134,9 +134,12 @@ function crossCheck(config: EdgeConfig, schemaProblems: readonly string[]): stri
   const problems: string[] = [];
   const clean = (path: string) => !schemaProblems.some((problem) => problem.startsWith(path));
   if (clean('responsesStore') && config.responsesStore.maxResponseBytes > config.responsesStore.maxTotalBytes) {
-    problems.push(`responsesStore.maxResponseBytes (${config.responsesStore.maxResponseBytes}) must not exceed responsesStore.maxTotalBytes (${config.responsesStore.maxTotalBytes})`);
+    problems.push(
+      `responsesStore.maxResponseBytes (${config.responsesStore.maxResponseBytes}) must not exceed responsesStore.maxTotalBytes (${config.responsesStore.maxTotalBytes})`,
+    );
   }
-  if (clean('adminKeys') && clean('apiKeys') && config.adminKeys.some((key) => config.apiKeys.includes(key))) problems.push('adminKeys must not repeat a client API key (apiKeys)');
+  if (clean('adminKeys') && clean('apiKeys') && config.adminKeys.some((key) => config.apiKeys.includes(key)))
+    problems.push('adminKeys must not repeat a client API key (apiKeys)');
   if (clean('keys')) {
     try {
       recordsOfConfigKeys(config.keys); // repeated ids or keys, bad expiry times
@@ -164,11 +167,19 @@ export function resolveConfig(...layers: Array<Record<string, unknown>>): EdgeCo
   // pool.retry.maxAttempts follows the top-level maxAttempts unless the pool section sets it.
   const pool = merged.pool as { retry?: { maxAttempts?: unknown } } | undefined;
   if (merged.maxAttempts !== undefined && (typeof pool !== 'object' || pool === null || pool.retry?.maxAttempts === undefined)) {
-    merged.pool = mergeConfigLayers(typeof pool === 'object' && pool !== null ? (pool as Record<string, unknown>) : {}, { retry: { maxAttempts: merged.maxAttempts } });
+    merged.pool = mergeConfigLayers(typeof pool === 'object' && pool !== null ? (pool as Record<string, unknown>) : {}, {
+      retry: { maxAttempts: merged.maxAttempts },
+    });
   }
   const readProblems = layers.flatMap((layer) => layerInfo.get(layer)?.problems ?? []);
   const { value, problems } = checkSchema(merged);
-  const all = [...readProblems, ...withSources(problems, layers.map((layer) => layerInfo.get(layer)?.sources))];
+  const all = [
+    ...readProblems,
+    ...withSources(
+      problems,
+      layers.map((layer) => layerInfo.get(layer)?.sources),
+    ),
+  ];
   try {
     all.push(...crossCheck(value, problems));
   } catch {

@@ -50,7 +50,9 @@ describe('edge config schema', () => {
   });
 
   it('names the variable or flag a bad value came from, and values it cannot read', () => {
-    const message = messageOf(() => resolveConfig({}, configFromEnv({ IOP_PORT: '70000', IOP_POOL_MODEL_GROUPS: '[{' }), configFromFlags(new Map([['--tunnel-port', 'abc']]))));
+    const message = messageOf(() =>
+      resolveConfig({}, configFromEnv({ IOP_PORT: '70000', IOP_POOL_MODEL_GROUPS: '[{' }), configFromFlags(new Map([['--tunnel-port', 'abc']]))),
+    );
     expect(message).toContain('port must be <= 65535 (from IOP_PORT)');
     expect(message).toContain('pool.modelGroups (IOP_POOL_MODEL_GROUPS) must be JSON');
     expect(message).toContain('tunnel.port (--tunnel-port) must be a number, got "abc"');
@@ -59,8 +61,20 @@ describe('edge config schema', () => {
   it('layers defaults < file < env < flags field by field; the rule name wins over an old alias', () => {
     const config = resolveConfig(
       { port: 9000, tunnel: { port: 9001 }, pool: { retry: { budgetRatio: 0.5 } } },
-      configFromEnv({ IOP_PORT: '9100', IOP_TLS_CERT: '/old.pem', IOP_TUNNEL_TLS_CERT_FILE: '/new.pem', IOP_POOL_RETRY_MAX_BACKOFF_MS: '3000', IOP_STORAGE_POSTGRES_URL: 'postgres://db/iop' }),
-      configFromFlags(new Map([['--port', '9200'], ['--pool-affinity-enabled', 'false'], ['--tunnel-register-timeout-ms', '2000']])),
+      configFromEnv({
+        IOP_PORT: '9100',
+        IOP_TLS_CERT: '/old.pem',
+        IOP_TUNNEL_TLS_CERT_FILE: '/new.pem',
+        IOP_POOL_RETRY_MAX_BACKOFF_MS: '3000',
+        IOP_STORAGE_POSTGRES_URL: 'postgres://db/iop',
+      }),
+      configFromFlags(
+        new Map([
+          ['--port', '9200'],
+          ['--pool-affinity-enabled', 'false'],
+          ['--tunnel-register-timeout-ms', '2000'],
+        ]),
+      ),
     );
     expect(config.port).toBe(9200);
     expect(config.tunnel).toMatchObject({ port: 9001, tlsCertFile: '/new.pem', unauthenticated: { registerTimeoutMs: 2000 } });
@@ -75,7 +89,9 @@ describe('edge config schema', () => {
     expect(byField.get('logLevel')).toMatchObject({ flag: '--log-level', env: 'IOP_LOG_LEVEL' });
     expect(byField.get('pool.modelGroups')).toMatchObject({ flag: '--pool-model-groups', env: 'IOP_POOL_MODEL_GROUPS', kind: 'json' });
     expect(byField.get('responsesStore.dataDir')?.aliases).toEqual([{ flag: '--data-dir', env: 'IOP_DATA_DIR' }]);
-    const names = EDGE_BINDINGS.flatMap((binding) => [binding.flag, binding.env, ...binding.aliases.flatMap((alias) => [alias.flag, alias.env])]).filter((name) => name !== undefined);
+    const names = EDGE_BINDINGS.flatMap((binding) => [binding.flag, binding.env, ...binding.aliases.flatMap((alias) => [alias.flag, alias.env])]).filter(
+      (name) => name !== undefined,
+    );
     expect(new Set(names).size).toBe(names.length);
   });
 
@@ -84,10 +100,32 @@ describe('edge config schema', () => {
     const yaml = join(dir, 'edge.yaml');
     writeFileSync(
       yaml,
-      ['# yaml-language-server: $schema=../schema/iop-edge.schema.json', 'port: 9000', 'apiKeys: [sk-team-0123456789]', 'gate:', '  models:', '    qwen3:', '      filters: [reasoning, text-tool-calls]', 'pool:', '  modelGroups:', '    - name: qwen3', '      targets: [{ model: Qwen/Qwen3-8B }]', ''].join('\n'),
+      [
+        '# yaml-language-server: $schema=../schema/iop-edge.schema.json',
+        'port: 9000',
+        'apiKeys: [sk-team-0123456789]',
+        'gate:',
+        '  models:',
+        '    qwen3:',
+        '      filters: [reasoning, text-tool-calls]',
+        'pool:',
+        '  modelGroups:',
+        '    - name: qwen3',
+        '      targets: [{ model: Qwen/Qwen3-8B }]',
+        '',
+      ].join('\n'),
     );
     const json = join(dir, 'edge.json');
-    writeFileSync(json, JSON.stringify({ $schema: '../schema/iop-edge.schema.json', port: 9000, apiKeys: ['sk-team-0123456789'], gate: { models: { qwen3: { filters: ['reasoning', 'text-tool-calls'] } } }, pool: { modelGroups: [{ name: 'qwen3', targets: [{ model: 'Qwen/Qwen3-8B' }] }] } }));
+    writeFileSync(
+      json,
+      JSON.stringify({
+        $schema: '../schema/iop-edge.schema.json',
+        port: 9000,
+        apiKeys: ['sk-team-0123456789'],
+        gate: { models: { qwen3: { filters: ['reasoning', 'text-tool-calls'] } } },
+        pool: { modelGroups: [{ name: 'qwen3', targets: [{ model: 'Qwen/Qwen3-8B' }] }] },
+      }),
+    );
     const fromYaml = resolveConfig(readConfigFile(yaml));
     expect(fromYaml).toEqual(resolveConfig(readConfigFile(json)));
     expect(fromYaml.gate.models.qwen3?.filters).toEqual(['reasoning', 'text-tool-calls']);

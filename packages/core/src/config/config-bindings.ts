@@ -48,15 +48,19 @@ function kindOf(schema: Json): BindingKind {
   const type = schema.type;
   if (type === 'integer' || type === 'number') return 'number';
   if (type === 'boolean') return 'boolean';
-  if (type === 'string' || typeof schema.const === 'string' || (Array.isArray(schema.enum) && schema.enum.every((value) => typeof value === 'string'))) return 'string';
+  if (type === 'string' || typeof schema.const === 'string' || (Array.isArray(schema.enum) && schema.enum.every((value) => typeof value === 'string')))
+    return 'string';
   if (type === 'array') return kindOf((schema.items as Json | undefined) ?? {}) === 'string' ? 'list' : 'json';
-  const anyOf = (schema.anyOf as Json[] | undefined) ?? (schema.then !== undefined && schema.else !== undefined ? [schema.then as Json, schema.else as Json] : undefined);
+  const anyOf =
+    (schema.anyOf as Json[] | undefined) ?? (schema.then !== undefined && schema.else !== undefined ? [schema.then as Json, schema.else as Json] : undefined);
   if (anyOf !== undefined) {
     const kinds = new Set(anyOf.map(kindOf));
     if (kinds.size === 1) return [...kinds][0]!;
     if ([...kinds].every((kind) => kind === 'string' || kind === 'number')) return 'scalar';
   }
-  const values = [schema.additionalProperties, ...Object.values((schema.patternProperties as Json | undefined) ?? {})].filter((value): value is Json => typeof value === 'object' && value !== null);
+  const values = [schema.additionalProperties, ...Object.values((schema.patternProperties as Json | undefined) ?? {})].filter(
+    (value): value is Json => typeof value === 'object' && value !== null,
+  );
   if (type === 'object' && schema.properties === undefined && values.length > 0 && values.every((value) => value.type === 'string')) return 'pairs';
   return 'json';
 }
@@ -112,7 +116,14 @@ export function parseBindingValue(binding: ConfigBinding, raw: string, source: s
       if (/^(false|0|no|off)$/i.test(text)) return { value: false };
       return bad('true or false');
     case 'list':
-      return text.startsWith('[') ? json() : { value: text.split(',').map((item) => item.trim()).filter((item) => item !== '') };
+      return text.startsWith('[')
+        ? json()
+        : {
+            value: text
+              .split(',')
+              .map((item) => item.trim())
+              .filter((item) => item !== ''),
+          };
     case 'pairs': {
       if (text.startsWith('{')) return json();
       const pairs: Record<string, string> = {};
@@ -156,7 +167,11 @@ export function setPath(target: Record<string, unknown>, path: readonly string[]
  * Reads the bindings' values from `lookup` (an environment or the parsed flags). For each setting
  * its aliases are read first, then its rule name, so the rule name wins. Empty values are unset.
  */
-function readLayer(bindings: readonly ConfigBinding[], names: (binding: ConfigBinding) => Array<{ name: string; implies?: Record<string, unknown> }>, lookup: (name: string) => string | undefined): ConfigLayer {
+function readLayer(
+  bindings: readonly ConfigBinding[],
+  names: (binding: ConfigBinding) => Array<{ name: string; implies?: Record<string, unknown> }>,
+  lookup: (name: string) => string | undefined,
+): ConfigLayer {
   const layer: ConfigLayer = { values: {}, sources: new Map(), problems: [] };
   for (const binding of bindings) {
     for (const { name, implies } of names(binding)) {
@@ -180,12 +195,30 @@ function readLayer(bindings: readonly ConfigBinding[], names: (binding: ConfigBi
 
 /** The settings an environment gives (`IOP_*`, aliases included). */
 export function layerFromEnv(bindings: readonly ConfigBinding[], env: NodeJS.ProcessEnv): ConfigLayer {
-  return readLayer(bindings, (binding) => [...binding.aliases.filter((alias) => alias.env !== undefined).map((alias) => ({ name: alias.env!, ...(alias.implies === undefined ? {} : { implies: alias.implies }) })), { name: binding.env }], (name) => env[name]);
+  return readLayer(
+    bindings,
+    (binding) => [
+      ...binding.aliases
+        .filter((alias) => alias.env !== undefined)
+        .map((alias) => ({ name: alias.env!, ...(alias.implies === undefined ? {} : { implies: alias.implies }) })),
+      { name: binding.env },
+    ],
+    (name) => env[name],
+  );
 }
 
 /** The settings given as flags: `flags` maps a flag (`--tunnel-port`, aliases included) to its value. */
 export function layerFromFlags(bindings: readonly ConfigBinding[], flags: ReadonlyMap<string, string | undefined>): ConfigLayer {
-  return readLayer(bindings, (binding) => [...binding.aliases.filter((alias) => alias.flag !== undefined).map((alias) => ({ name: alias.flag!, ...(alias.implies === undefined ? {} : { implies: alias.implies }) })), { name: binding.flag }], (name) => flags.get(name));
+  return readLayer(
+    bindings,
+    (binding) => [
+      ...binding.aliases
+        .filter((alias) => alias.flag !== undefined)
+        .map((alias) => ({ name: alias.flag!, ...(alias.implies === undefined ? {} : { implies: alias.implies }) })),
+      { name: binding.flag },
+    ],
+    (name) => flags.get(name),
+  );
 }
 
 const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -212,7 +245,8 @@ export function withSources(problems: readonly string[], sources: ReadonlyArray<
   return problems.map((problem) => {
     for (const map of [...sources].reverse()) {
       for (const [field, name] of map ?? []) {
-        if (problem.startsWith(`${field} `) || problem.startsWith(`${field}.`) || problem.startsWith(`${field}[`) || problem.startsWith(`${field}:`)) return `${problem} (from ${name})`;
+        if (problem.startsWith(`${field} `) || problem.startsWith(`${field}.`) || problem.startsWith(`${field}[`) || problem.startsWith(`${field}:`))
+          return `${problem} (from ${name})`;
       }
     }
     return problem;
@@ -222,7 +256,10 @@ export function withSources(problems: readonly string[], sources: ReadonlyArray<
 /** A help line for a binding: its description, its environment variable and its default. */
 export function bindingHelp(binding: ConfigBinding): string {
   const names = [binding.env, ...binding.aliases.map((alias) => alias.env).filter((name) => name !== undefined)];
-  const fallback = binding.default === undefined || (typeof binding.default === 'object' && Object.keys(binding.default as object).length === 0) ? '' : `, default ${typeof binding.default === 'string' ? binding.default : JSON.stringify(binding.default)}`;
+  const fallback =
+    binding.default === undefined || (typeof binding.default === 'object' && Object.keys(binding.default as object).length === 0)
+      ? ''
+      : `, default ${typeof binding.default === 'string' ? binding.default : JSON.stringify(binding.default)}`;
   const kind = binding.kind === 'json' ? ' (JSON)' : binding.kind === 'list' ? ' (comma-separated)' : binding.kind === 'pairs' ? ' (k=v,...)' : '';
   return `${binding.description}${kind} (config ${binding.field}; env ${names.join(', ')}${fallback})`;
 }

@@ -31,7 +31,10 @@ export function configPath(location: string | readonly (string | number)[], pref
     typeof location === 'string'
       ? location === ''
         ? []
-        : location.slice(1).split('/').map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'))
+        : location
+            .slice(1)
+            .split('/')
+            .map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'))
       : location.map(String);
   let out = prefix;
   for (const segment of segments) {
@@ -49,7 +52,11 @@ export function formatSchemaErrors(errors: readonly ErrorObject[] | null | undef
   for (const error of all) {
     const path = configPath(error.instancePath, prefix);
     // "must match a schema in anyOf" / "must match "then" schema" add nothing when a more precise error names the same place.
-    if ((error.keyword === 'anyOf' || error.keyword === 'if' || error.keyword === 'oneOf') && all.some((other) => other !== error && other.instancePath.startsWith(error.instancePath) && other.keyword !== error.keyword)) continue;
+    if (
+      (error.keyword === 'anyOf' || error.keyword === 'if' || error.keyword === 'oneOf') &&
+      all.some((other) => other !== error && other.instancePath.startsWith(error.instancePath) && other.keyword !== error.keyword)
+    )
+      continue;
     let line: string;
     if (error.keyword === 'propertyNames') continue; // the key's own error (below) names it
     if (error.propertyName !== undefined) {
@@ -103,8 +110,18 @@ export function publishedJsonSchema(schema: TSchema, meta: { id: string; title: 
     const { required: _required, ...rest } = node;
     return required.length === 0 ? rest : { ...rest, required };
   }) as Record<string, unknown>;
-  const properties = { $schema: { type: 'string', description: 'The JSON Schema of this file (for editors; ignored by iop).' }, ...(plain.properties as object) };
-  return { $schema: 'http://json-schema.org/draft-07/schema#', $id: meta.id, title: meta.title, ...(meta.description === undefined ? {} : { description: meta.description }), ...plain, properties };
+  const properties = {
+    $schema: { type: 'string', description: 'The JSON Schema of this file (for editors; ignored by iop).' },
+    ...(plain.properties as object),
+  };
+  return {
+    $schema: 'http://json-schema.org/draft-07/schema#',
+    $id: meta.id,
+    title: meta.title,
+    ...(meta.description === undefined ? {} : { description: meta.description }),
+    ...plain,
+    properties,
+  };
 }
 
 /** A string enum as one JSON Schema `enum` (one clear error, not one per member). */
