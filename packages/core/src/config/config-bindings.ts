@@ -14,7 +14,6 @@
  * values (lists of objects, maps) are JSON.
  */
 import type { TSchema } from '@sinclair/typebox';
-import { configPath } from './config-schema.js';
 
 export type BindingKind = 'string' | 'number' | 'boolean' | 'list' | 'pairs' | 'scalar' | 'json';
 
@@ -264,4 +263,3 @@ export function bindingHelp(binding: ConfigBinding): string {
   return `${binding.description}${kind} (config ${binding.field}; env ${names.join(', ')}${fallback})`;
 }
 
-export { configPath };
