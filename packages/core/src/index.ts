@@ -9,3 +9,4 @@ export * from './log-destination.js';
 export * from './tracing.js';
 export * from './logger.js';
 export * from './random.js';
+export * from './config/index.js';
