@@ -5,7 +5,7 @@
  * fails within seconds saying what to do.
  */
 import { execFile, spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, mkdirSync } from 'node:fs';
+import { chmodSync, mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -43,13 +43,32 @@ describe.each(Object.entries(BINS))('%s', (name, bin) => {
 it('iop-edge exits 2 on an invalid setting and names the field', async () => {
   const result = await failure([path.join(ROOT, BINS['iop-edge']), '--port', '0', '--tunnel-port', '0', '--api-keys', 'short']);
   expect(result.code).toBe(2);
-  expect(result.stderr).toContain('/apiKeys/0');
+  expect(result.stderr).toContain('apiKeys[0] must NOT have fewer than 8 characters (from --api-keys)');
+});
+
+it('a YAML config file with several problems: exit 2, one message naming each by its path and source', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'iop-yaml-'));
+  const edgeFile = path.join(dir, 'edge.yaml');
+  writeFileSync(edgeFile, ['port: 70000', 'gate:', '  models:', '    qwen3:', '      filters: [reasoning, nope]', 'pool:', '  modelGroups:', '    - name: g', ''].join('\n'));
+  const edge = await failure([path.join(ROOT, BINS['iop-edge']), '--config', edgeFile], { ...quiet, IOP_TUNNEL_PORT: '99999' });
+  expect(edge.code).toBe(2);
+  expect(edge.stderr).toContain('port must be <= 65535;');
+  expect(edge.stderr).toContain('tunnel.port must be <= 65535 (from IOP_TUNNEL_PORT)');
+  expect(edge.stderr).toContain('gate.models.qwen3.filters[1] must be one of');
+  expect(edge.stderr).toContain("pool.modelGroups[0] must have required property 'targets'");
+  const agentFile = path.join(dir, 'agent.yml');
+  writeFileSync(agentFile, 'edgeUrls: [grpc://edge:8081]\nmaxConcurrency: 0\nlabels: { gpu: l4 }\n');
+  const agent = await failure([path.join(ROOT, BINS['iop-agent']), '--config', agentFile, '--gpu', 'tpu']);
+  expect(agent.code).toBe(2);
+  expect(agent.stderr.trim()).toBe(
+    'iop-agent: invalid agent options: edgeUrls[0] must match pattern "^https?://"; gpu must be one of "auto", "none", "cuda", "vulkan", "metal" (from --gpu); maxConcurrency must be >= 1',
+  );
 });
 
 it('iop-agent exits 2 on an invalid option value and names the flag and its limits', async () => {
   const result = await failure([path.join(ROOT, BINS['iop-agent']), '--backend', 'openai', '--backend-url', 'http://127.0.0.1:1', '--max-concurrency', '0']);
   expect(result.code).toBe(2);
-  expect(result.stderr.trim()).toBe('iop-agent: --max-concurrency must be an integer in [1, 1024], got "0"');
+  expect(result.stderr.trim()).toBe('iop-agent: invalid agent options: maxConcurrency must be >= 1 (from --max-concurrency)');
 });
 
 it('an edge whose data directory is not writable names the directory and IOP_DATA_DIR, exit 1', async () => {

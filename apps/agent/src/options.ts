@@ -1,14 +1,108 @@
 /**
- * Agent options: defaults, parsing of CLI/env strings, and validation up front. Every error names
- * the flag and its exact limits.
+ * Agent options: one TypeBox schema (see @iop/core's config-schema.ts for the library and why)
+ * gives the defaults, the validation (every problem at once, each named by its setting), the flags
+ * and `IOP_*` variables (`AGENT_BINDINGS`, same naming rule and, for shared settings, the same
+ * names as the edge's) and the published JSON Schema (`schema/iop-agent.schema.json`) of the
+ * agent's config file (`--config`, JSON or YAML).
  */
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
+import { Type } from '@sinclair/typebox';
+import { ConfigError, compileSchema, configBindings, parseBindingValue, publishedJsonSchema, stringEnum, withSources, type BindingAlias } from '@iop/core';
 import type { Backend, BackendKind } from './backends/backend.js';
 
 export type GpuOption = 'auto' | 'none' | 'cuda' | 'vulkan' | 'metal';
-const GPUS: readonly GpuOption[] = ['auto', 'none', 'cuda', 'vulkan', 'metal'];
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const GPUS = ['auto', 'none', 'cuda', 'vulkan', 'metal'] as const satisfies readonly GpuOption[];
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const LABEL_KEY = '^[A-Za-z0-9][A-Za-z0-9_.\\-/]{0,62}$';
+
+const ms = (minimum: number, maximum: number, fallback: number, description: string) => Type.Integer({ minimum, maximum, default: fallback, description });
+
+/**
+ * The settings of an agent, as its config file, flags and variables give them. Defaults that
+ * depend on other settings or on the host (agent id, threads, max concurrency) are applied by
+ * `resolveAgentOptions`.
+ */
+export const AGENT_CONFIG_SCHEMA = Type.Object(
+  {
+    edgeUrls: Type.Array(Type.String({ pattern: '^https?://' }), {
+      minItems: 1,
+      default: ['http://127.0.0.1:8081'],
+      description: 'Edge tunnel URL(s) (http:// = h2c, https:// = TLS); several = one session per edge, runs from any.',
+    }),
+    joinToken: Type.String({ default: '', description: "Shared secret of the edge's agent pool." }),
+    agentId: Type.Optional(Type.String({ minLength: 1, description: 'Agent id (default: the hostname).' })),
+    backend: stringEnum(['openai', 'llamacpp'] as const, {
+      default: 'llamacpp',
+      description: 'openai (vLLM, SGLang, llama.cpp server, Ollama) or llamacpp (embedded).',
+    }),
+    backendUrl: Type.Optional(
+      Type.String({ minLength: 1, description: 'openai: base URL of the server, e.g. http://127.0.0.1:8000 (a trailing /v1 is dropped).' }),
+    ),
+    backendApiKey: Type.Optional(Type.String({ minLength: 1, description: 'openai: key sent to the server as Authorization: Bearer.' })),
+    models: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'openai: served model names (skips /v1/models discovery).' })),
+    model: Type.Optional(
+      Type.String({ minLength: 1, description: 'llamacpp: GGUF file or hf:owner/repo/file.gguf (default: stories260K.gguf from the models search path).' }),
+    ),
+    threads: Type.Optional(Type.Integer({ minimum: 1, maximum: 256, description: 'llamacpp: CPU threads (default: cores - 1, at most 32).' })),
+    gpu: stringEnum(GPUS, { default: 'auto', description: 'llamacpp: auto, none, cuda, vulkan or metal.' }),
+    contextSize: Type.Optional(
+      Type.Integer({ minimum: 16, maximum: 1_048_576, description: "llamacpp: context per sequence, tokens (default: the model's, at most 8192)." }),
+    ),
+    maxConcurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: 1024, description: 'Runs at once (default: 4 llamacpp, 16 openai).' })),
+    labels: Type.Unsafe<Record<string, string>>({
+      type: 'object',
+      propertyNames: { pattern: LABEL_KEY },
+      additionalProperties: { type: 'string' },
+      default: {},
+      description: 'Labels sent at registration; keys 1-63 characters of [A-Za-z0-9_.-/].',
+    }),
+    heartbeatMs: ms(100, 600_000, 5_000, 'Heartbeat period when the edge gives none, ms.'),
+    firstByteTimeoutMs: ms(100, 3_600_000, 600_000, 'Default first-byte timeout of a run, ms (a non-stream answer sends its first byte only when complete).'),
+    idleTimeoutMs: ms(100, 3_600_000, 60_000, 'Longest gap between backend body bytes, ms.'),
+    tlsCa: Type.Optional(Type.String({ minLength: 1, description: "PEM CA for the edge's TLS certificate." })),
+    logLevel: stringEnum(LOG_LEVELS, {
+      default: 'info',
+      description: 'Log level (format: JSON, or pretty on a terminal; IOP_LOG_FORMAT=json|pretty forces one).',
+    }),
+    shutdownDeadlineMs: ms(0, 3_600_000, 30_000, 'On SIGTERM, longest wait for in-flight runs, ms.'),
+    reconnectBaseMs: ms(1, 60_000, 250, 'Reconnect backoff: first ceiling, ms (full jitter).'),
+    reconnectCapMs: ms(1, 600_000, 10_000, 'Reconnect backoff: largest ceiling, ms.'),
+    reconnectJitterMs: ms(0, 600_000, 1_000, 'Extra random delay before reconnecting to a lost edge, ms.'),
+    stableConnectionMs: ms(0, 3_600_000, 10_000, 'A connection registered for this long resets the backoff, ms.'),
+    metricsPort: Type.Optional(
+      Type.Unsafe<number | 'off' | 'none'>({
+        if: { type: 'string' },
+        then: { enum: ['off', 'none'] },
+        else: { type: 'integer', minimum: 0, maximum: 65535 },
+        description: 'Port of /healthz, /readyz and /metrics, 0 = any free port, off = none (the command line defaults to 8082).',
+      }),
+    ),
+    metricsHost: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Listen address of metricsPort.' }),
+  },
+  { additionalProperties: false },
+);
+
+/** Names from before the naming rule, and the edge's name of the heartbeat period. */
+export const AGENT_ALIASES: Record<string, readonly BindingAlias[]> = {
+  edgeUrls: [{ flag: '--edge', env: 'IOP_EDGE_URL' }],
+  heartbeatMs: [{ flag: '--heartbeat-interval-ms', env: 'IOP_HEARTBEAT_INTERVAL_MS' }],
+};
+
+/** Every agent setting's flag and environment variable (one table, derived from the schema). */
+export const AGENT_BINDINGS = configBindings(AGENT_CONFIG_SCHEMA, AGENT_ALIASES);
+
+/** `schema/iop-agent.schema.json`. */
+export function agentJsonSchema(): Record<string, unknown> {
+  return publishedJsonSchema(AGENT_CONFIG_SCHEMA, {
+    id: 'iop-agent.schema.json',
+    title: 'iop-agent config',
+    description:
+      'Config file of iop-agent (JSON or YAML; --config / IOP_AGENT_CONFIG). Each setting also has a flag (--a-b for aB) and an environment variable (IOP_A_B).',
+  });
+}
+
+const checkSchema = compileSchema(AGENT_CONFIG_SCHEMA);
 
 export interface AgentOptions {
   /** Edge tunnel URL (`http://` = h2c, `https://` = TLS); the first of `edgeUrls`. Default `http://127.0.0.1:8081`. */
@@ -72,107 +166,84 @@ export type AgentOptionsInput = {
   [K in keyof AgentOptions]?: AgentOptions[K] extends number | undefined ? number | string : AgentOptions[K] | string;
 };
 
-/** Fills defaults and validates; throws an Error naming the option and its limits. */
-export function resolveAgentOptions(input: AgentOptionsInput): AgentOptions {
-  const backend = oneOf('--backend', input.backend, ['openai', 'llamacpp'] as const, 'llamacpp');
-  const backendUrl = optionalString(input.backendUrl);
-  if (backend === 'openai' && input.backendInstance === undefined) {
-    if (backendUrl === undefined) throw new Error('--backend-url is required with --backend openai');
-    httpUrl('--backend-url', backendUrl);
+/**
+ * Fills defaults and validates.
+ * @param sources where each setting came from (flag or variable), for the messages.
+ * @throws ConfigError naming every problem (`invalid agent options: maxConcurrency must be <= 1024 (from --max-concurrency)`).
+ */
+export function resolveAgentOptions(input: AgentOptionsInput, sources: ReadonlyArray<ReadonlyMap<string, string>> = []): AgentOptions {
+  const problems: string[] = [];
+  // Strings (CLI, env, programmatic callers) are read as the flags' values are.
+  const raw: Record<string, unknown> = {};
+  const given = { ...input } as Record<string, unknown>;
+  if (given.edgeUrls === undefined && given.edgeUrl !== undefined) given.edgeUrls = given.edgeUrl;
+  for (const binding of AGENT_BINDINGS) {
+    let value = given[binding.field];
+    if (value === undefined || value === '' || (Array.isArray(value) && value.length === 0)) continue;
+    if (binding.field === 'labels' && typeof value === 'object')
+      value = Object.fromEntries(Object.entries(value as object).map(([key, label]) => [key, String(label)]));
+    if (typeof value === 'string' && binding.kind !== 'string') {
+      const parsed = parseBindingValue(binding, value, binding.flag);
+      if ('problem' in parsed) {
+        problems.push(parsed.problem);
+        continue;
+      }
+      value = parsed.value;
+    }
+    raw[binding.field] = value;
   }
-  const edgeUrls = [...new Set(list(input.edgeUrls) ?? list(input.edgeUrl) ?? ['http://127.0.0.1:8081'])];
-  for (const url of edgeUrls) httpUrl('--edge', url);
+  if (Array.isArray(raw.edgeUrls)) raw.edgeUrls = [...new Set(raw.edgeUrls as string[])];
+  const { value, problems: schemaProblems } = checkSchema(raw);
+  problems.push(...withSources(schemaProblems, sources));
+  const backendInstance = typeof input.backendInstance === 'object' ? input.backendInstance : undefined;
+  if (value.backend === 'openai' && backendInstance === undefined) {
+    if (value.backendUrl === undefined) problems.push('backendUrl is required with backend openai (--backend-url)');
+    else if (!isHttpUrl(value.backendUrl)) problems.push(`backendUrl must be an http:// or https:// URL, got ${JSON.stringify(value.backendUrl)}`);
+  }
+  for (const [index, url] of (Array.isArray(value.edgeUrls) ? value.edgeUrls : []).entries()) {
+    if (typeof url === 'string' && /^https?:\/\//.test(url) && !isHttpUrl(url))
+      problems.push(`edgeUrls[${index}] must be an http:// or https:// URL, got ${JSON.stringify(url)}`);
+  }
+  if (problems.length > 0) throw new ConfigError(`invalid agent options: ${problems.join('; ')}`);
+  const metricsPort = value.metricsPort === 'off' || value.metricsPort === 'none' ? undefined : value.metricsPort;
   return {
-    edgeUrl: edgeUrls[0]!,
-    edgeUrls,
-    joinToken: optionalString(input.joinToken) ?? '',
-    agentId: optionalString(input.agentId) ?? hostname(),
-    backend,
-    backendUrl,
-    backendApiKey: optionalString(input.backendApiKey),
-    models: list(input.models),
-    model: optionalString(input.model),
-    threads: optionalInteger('--threads', input.threads, 1, 256),
-    gpu: oneOf('--gpu', input.gpu, GPUS, 'auto'),
-    contextSize: optionalInteger('--context-size', input.contextSize, 16, 1_048_576),
-    maxConcurrency: integer('--max-concurrency', input.maxConcurrency, 1, 1024, backend === 'llamacpp' ? 4 : 16),
-    labels: labels(input.labels),
-    heartbeatMs: integer('--heartbeat-ms', input.heartbeatMs, 100, 600_000, 5_000),
-    firstByteTimeoutMs: integer('--first-byte-timeout-ms', input.firstByteTimeoutMs, 100, 3_600_000, 600_000),
-    idleTimeoutMs: integer('--idle-timeout-ms', input.idleTimeoutMs, 100, 3_600_000, 60_000),
-    tlsCa: optionalString(input.tlsCa),
-    logLevel: oneOf('--log-level', input.logLevel, LOG_LEVELS, 'info'),
-    shutdownDeadlineMs: integer('--shutdown-deadline-ms', input.shutdownDeadlineMs, 0, 3_600_000, 30_000),
-    reconnectBaseMs: integer('reconnectBaseMs', input.reconnectBaseMs, 1, 60_000, 250),
-    reconnectCapMs: integer('reconnectCapMs', input.reconnectCapMs, 1, 600_000, 10_000),
-    reconnectJitterMs: integer('--reconnect-jitter-ms', input.reconnectJitterMs, 0, 600_000, 1_000),
-    stableConnectionMs: integer('stableConnectionMs', input.stableConnectionMs, 0, 3_600_000, 10_000),
-    metricsPort: input.metricsPort === 'off' || input.metricsPort === 'none' ? undefined : optionalInteger('--metrics-port', input.metricsPort, 0, 65535),
-    metricsHost: optionalString(input.metricsHost) ?? '127.0.0.1',
+    edgeUrl: value.edgeUrls[0]!,
+    edgeUrls: value.edgeUrls,
+    joinToken: value.joinToken,
+    agentId: value.agentId ?? hostname(),
+    backend: value.backend,
+    backendUrl: value.backendUrl,
+    backendApiKey: value.backendApiKey,
+    models: value.models === undefined || value.models.length === 0 ? undefined : value.models,
+    model: value.model,
+    threads: value.threads,
+    gpu: value.gpu,
+    contextSize: value.contextSize,
+    maxConcurrency: value.maxConcurrency ?? (value.backend === 'llamacpp' ? 4 : 16),
+    labels: value.labels,
+    heartbeatMs: value.heartbeatMs,
+    firstByteTimeoutMs: value.firstByteTimeoutMs,
+    idleTimeoutMs: value.idleTimeoutMs,
+    tlsCa: value.tlsCa,
+    logLevel: value.logLevel,
+    shutdownDeadlineMs: value.shutdownDeadlineMs,
+    reconnectBaseMs: value.reconnectBaseMs,
+    reconnectCapMs: value.reconnectCapMs,
+    reconnectJitterMs: value.reconnectJitterMs,
+    stableConnectionMs: value.stableConnectionMs,
+    metricsPort,
+    metricsHost: value.metricsHost,
     metricsPortRequired: input.metricsPortRequired !== false && input.metricsPortRequired !== 'false',
     logger: typeof input.logger === 'object' ? input.logger : undefined,
-    backendInstance: typeof input.backendInstance === 'object' ? input.backendInstance : undefined,
+    backendInstance,
   };
 }
 
-function optionalString(value: unknown): string | undefined {
-  return typeof value === 'string' && value !== '' ? value : undefined;
-}
-
-function integer(name: string, value: unknown, min: number, max: number, fallback: number): number {
-  return optionalInteger(name, value, min, max) ?? fallback;
-}
-
-function optionalInteger(name: string, value: unknown, min: number, max: number): number | undefined {
-  if (value === undefined || value === '') return undefined;
-  const number = typeof value === 'number' ? value : /^-?\d+$/.test(String(value).trim()) ? Number(value) : Number.NaN;
-  if (!Number.isInteger(number) || number < min || number > max) {
-    throw new Error(`${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(value)}`);
-  }
-  return number;
-}
-
-function oneOf<T extends string>(name: string, value: unknown, allowed: readonly T[], fallback: T): T {
-  if (value === undefined || value === '') return fallback;
-  if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
-  throw new Error(`${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`);
-}
-
-function httpUrl(name: string, value: string): void {
-  let url: URL;
+function isHttpUrl(value: string): boolean {
   try {
-    url = new URL(value);
+    const url = new URL(value);
+    return url.protocol === 'http:' || url.protocol === 'https:';
   } catch {
-    throw new Error(`${name} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
+    return false;
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new Error(`${name} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
-  }
-}
-
-function list(value: unknown): string[] | undefined {
-  if (Array.isArray(value)) return value.length > 0 ? value.map(String) : undefined;
-  if (typeof value !== 'string' || value.trim() === '') return undefined;
-  return value.split(',').map((item) => item.trim()).filter((item) => item !== '');
-}
-
-const LABEL_KEY = /^[A-Za-z0-9][A-Za-z0-9_.\-/]{0,62}$/;
-
-/** `k=v,k2=v2` (or an object) into labels; keys 1–63 chars of `[A-Za-z0-9_.-/]`. */
-function labels(value: unknown): Record<string, string> {
-  const result: Record<string, string> = {};
-  if (value === undefined || value === '') return result;
-  const entries: [string, string][] =
-    typeof value === 'string'
-      ? value.split(',').filter((pair) => pair.trim() !== '').map((pair) => {
-          const at = pair.indexOf('=');
-          if (at <= 0) throw new Error(`--labels must be k=v pairs separated by commas, got ${JSON.stringify(pair)}`);
-          return [pair.slice(0, at).trim(), pair.slice(at + 1).trim()];
-        })
-      : Object.entries(value as Record<string, string>);
-  for (const [key, label] of entries) {
-    if (!LABEL_KEY.test(key)) throw new Error(`--labels key ${JSON.stringify(key)} must be 1-63 characters of [A-Za-z0-9_.-/]`);
-    result[key] = String(label);
-  }
-  return result;
 }

@@ -1,4 +1,2 @@
-/** An invalid edge configuration: the message names every problem (field and limit). */
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
+/** An invalid edge configuration: the message names every problem (path and limit). One class with the agent's: @iop/core. */
+export { ConfigError } from '@iop/core';

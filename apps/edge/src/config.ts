@@ -1,15 +1,17 @@
 /**
- * Edge configuration: defaults < config file (JSON, `--config` / IOP_CONFIG) < environment <
- * command-line flags. Validated up front with ajv; an invalid config is refused with every problem
- * named (field and limit), never half applied.
+ * Edge configuration: defaults < config file (JSON or YAML, `--config` / IOP_CONFIG) < environment
+ * (`IOP_*`) < command-line flags. Layers merge field by field (objects key by key; a list is
+ * replaced whole). The schema (config-schema.ts) gives the defaults, the checks and the names of
+ * the flags and variables; an invalid config is refused with every problem named by its path
+ * (`gate.models.qwen3.filters[0]`), never half applied.
  */
-import { readFileSync } from 'node:fs';
-import Ajv from 'ajv';
-import { DEFAULT_GATE, type GateSection } from './gate/gate-registry.js';
-import { parsePoolConfig, type PoolConfig } from './pool/pool-config.js';
-import { ConfigError } from './config-error.js';
-import { CONFIG_KEYS_SCHEMA, recordsOfConfigKeys, type ConfigKey } from './keys/config-keys.js';
-import { DEFAULT_STORAGE, STORAGE_SCHEMA, mergeStorage, storageFromEnv, type StorageConfig } from './storage/storage-config.js';
+import { ConfigError, compileSchema, layerFromEnv, layerFromFlags, mergeConfigLayers, readConfigFile, withSources, type ConfigLayer } from '@iop/core';
+import { gateConfigProblems } from '@iop/stream-gate';
+import type { GateSection } from './gate/gate-registry.js';
+import { poolConfigProblems, type PoolConfig } from './pool/pool-config.js';
+import { recordsOfConfigKeys, type ConfigKey } from './keys/config-keys.js';
+import type { StorageConfig } from './storage/storage-config.js';
+import { EDGE_BINDINGS, EDGE_CONFIG_SCHEMA } from './config-schema.js';
 
 export interface EdgeConfig {
   /** HTTP API listen address. */
@@ -102,206 +104,87 @@ export interface EdgeConfig {
   pool: PoolConfig;
 }
 
-export const DEFAULT_CONFIG: EdgeConfig = {
-  host: '127.0.0.1',
-  port: 8080,
-  tunnel: { host: '127.0.0.1', port: 8081, unauthenticated: { registerTimeoutMs: 10_000, maxUnauthenticatedConnections: 64, maxUnauthenticatedStreams: 4 } },
-  apiKeys: [],
-  keys: [],
-  storage: DEFAULT_STORAGE,
-  joinTokens: [],
-  maxBodyBytes: 32 * 1024 * 1024,
-  heartbeatIntervalMs: 5_000,
-  runAcceptedTimeoutMs: 5_000,
-  firstByteTimeoutMs: 120_000,
-  idleTimeoutMs: 60_000,
-  requestDeadlineMs: 600_000,
-  writeStallTimeoutMs: 30_000,
-  maxAttempts: 3,
-  logLevel: 'info',
-  gate: DEFAULT_GATE,
-  billingHeader: 'end',
-  pool: parsePoolConfig({}),
-  responsesStore: { kind: 'sqlite', maxAgeMs: 30 * 24 * 60 * 60 * 1000, maxRows: 100_000, maxResponseBytes: 16 * 1024 * 1024, maxTotalBytes: 2 * 1024 * 1024 * 1024 },
-  adminKeys: [],
-  shutdownDeadlineMs: 10_000,
-  startupGraceMs: 15_000,
-};
+const checkSchema = compileSchema(EDGE_CONFIG_SCHEMA);
 
-const schema = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    host: { type: 'string', minLength: 1 },
-    port: { type: 'integer', minimum: 0, maximum: 65535 },
-    tunnel: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        host: { type: 'string', minLength: 1 },
-        port: { type: 'integer', minimum: 0, maximum: 65535 },
-        tlsCertFile: { type: 'string' },
-        tlsKeyFile: { type: 'string' },
-        unauthenticated: {
-          type: 'object',
-          additionalProperties: false,
-          properties: {
-            registerTimeoutMs: { type: 'integer', minimum: 100, maximum: 600_000 },
-            maxUnauthenticatedConnections: { type: 'integer', minimum: 1, maximum: 100_000 },
-            maxUnauthenticatedStreams: { type: 'integer', minimum: 1, maximum: 1_000 },
-          },
-        },
-      },
-    },
-    apiKeys: { type: 'array', items: { type: 'string', minLength: 8 } },
-    keys: CONFIG_KEYS_SCHEMA,
-    storage: STORAGE_SCHEMA,
-    joinTokens: { type: 'array', items: { type: 'string', minLength: 8 } },
-    maxBodyBytes: { type: 'integer', minimum: 1024, maximum: 1024 * 1024 * 1024 },
-    heartbeatIntervalMs: { type: 'integer', minimum: 100, maximum: 600_000 },
-    runAcceptedTimeoutMs: { type: 'integer', minimum: 100, maximum: 600_000 },
-    firstByteTimeoutMs: { type: 'integer', minimum: 0, maximum: 3_600_000 },
-    idleTimeoutMs: { type: 'integer', minimum: 100, maximum: 3_600_000 },
-    requestDeadlineMs: { type: 'integer', minimum: 100, maximum: 86_400_000 },
-    writeStallTimeoutMs: { type: 'integer', minimum: 100, maximum: 3_600_000 },
-    maxAttempts: { type: 'integer', minimum: 1, maximum: 10 },
-    logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
-    responsesStore: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        kind: { enum: ['sqlite', 'memory'] },
-        dataDir: { type: 'string', minLength: 1 },
-        maxAgeMs: { type: 'integer', minimum: 1000 },
-        maxRows: { type: 'integer', minimum: 1 },
-        maxResponseBytes: { type: 'integer', minimum: 1024 },
-        maxTotalBytes: { type: 'integer', minimum: 1024 },
-      },
-    },
-    adminKeys: { type: 'array', items: { type: 'string', minLength: 16 } },
-    shutdownDeadlineMs: { type: 'integer', minimum: 0, maximum: 3_600_000 },
-    startupGraceMs: { type: 'integer', minimum: 0, maximum: 3_600_000 },
-    pool: { type: 'object' },
-    billingHeader: { enum: ['end', 'drop', 'keep'] },
-    gate: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        default: { type: 'object', required: ['filters'], properties: { filters: { type: 'array' } } },
-        models: { type: 'object', additionalProperties: { type: 'object', required: ['filters'], properties: { filters: { type: 'array' } } } },
-      },
-    },
-  },
-} as const;
+/** Every default (from the schema). */
+export const DEFAULT_CONFIG: EdgeConfig = checkSchema({}).value;
 
-const validate = new Ajv({ allErrors: true }).compile(schema);
+export { ConfigError, readConfigFile };
 
-export { ConfigError };
+/** Where each value of a layer built from the environment or the flags came from, and what could not be read. */
+const layerInfo = new WeakMap<object, ConfigLayer>();
 
-const list = (value: string | undefined) => value?.split(',').map((item) => item.trim()).filter((item) => item.length > 0);
-const int = (value: string | undefined) => (value === undefined || value === '' ? undefined : Number(value));
-
-/** The attempt timeouts and their environment variables (flags: the same names in kebab case). */
-export const TIMEOUT_ENV = [
-  ['heartbeatIntervalMs', 'IOP_HEARTBEAT_INTERVAL_MS'],
-  ['runAcceptedTimeoutMs', 'IOP_RUN_ACCEPTED_TIMEOUT_MS'],
-  ['firstByteTimeoutMs', 'IOP_FIRST_BYTE_TIMEOUT_MS'],
-  ['idleTimeoutMs', 'IOP_IDLE_TIMEOUT_MS'],
-  ['requestDeadlineMs', 'IOP_REQUEST_DEADLINE_MS'],
-  ['writeStallTimeoutMs', 'IOP_WRITE_STALL_TIMEOUT_MS'],
-  ['startupGraceMs', 'IOP_STARTUP_GRACE_MS'],
-] as const;
-
-/** Reads the overrides the environment gives (IOP_*). */
-export function configFromEnv(env: NodeJS.ProcessEnv): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  const tunnel: Record<string, unknown> = {};
-  const set = (target: Record<string, unknown>, key: string, value: unknown) => {
-    if (value !== undefined) target[key] = value;
-  };
-  set(out, 'host', env.IOP_HOST);
-  set(out, 'port', int(env.IOP_PORT));
-  set(tunnel, 'host', env.IOP_TUNNEL_HOST);
-  set(tunnel, 'port', int(env.IOP_TUNNEL_PORT));
-  set(tunnel, 'tlsCertFile', env.IOP_TLS_CERT);
-  set(tunnel, 'tlsKeyFile', env.IOP_TLS_KEY);
-  const unauthenticated: Record<string, unknown> = {};
-  set(unauthenticated, 'registerTimeoutMs', int(env.IOP_TUNNEL_REGISTER_TIMEOUT_MS));
-  set(unauthenticated, 'maxUnauthenticatedConnections', int(env.IOP_TUNNEL_MAX_UNAUTHENTICATED_CONNECTIONS));
-  set(unauthenticated, 'maxUnauthenticatedStreams', int(env.IOP_TUNNEL_MAX_UNAUTHENTICATED_STREAMS));
-  if (Object.keys(unauthenticated).length > 0) tunnel.unauthenticated = unauthenticated;
-  if (Object.keys(tunnel).length > 0) out.tunnel = tunnel;
-  set(out, 'apiKeys', list(env.IOP_API_KEYS));
-  set(out, 'joinTokens', list(env.IOP_JOIN_TOKENS));
-  set(out, 'maxBodyBytes', int(env.IOP_MAX_BODY_BYTES));
-  set(out, 'logLevel', env.IOP_LOG_LEVEL);
-  set(out, 'adminKeys', list(env.IOP_ADMIN_KEYS));
-  set(out, 'shutdownDeadlineMs', int(env.IOP_SHUTDOWN_DEADLINE_MS));
-  for (const [key, name] of TIMEOUT_ENV) set(out, key, int(env[name]));
-  const responsesStore: Record<string, unknown> = {};
-  if (env.IOP_DATA_DIR !== undefined && env.IOP_DATA_DIR !== '') responsesStore.dataDir = env.IOP_DATA_DIR;
-  set(responsesStore, 'maxResponseBytes', int(env.IOP_RESPONSES_MAX_RESPONSE_BYTES));
-  set(responsesStore, 'maxTotalBytes', int(env.IOP_RESPONSES_MAX_TOTAL_BYTES));
-  if (Object.keys(responsesStore).length > 0) out.responsesStore = responsesStore;
-  set(out, 'storage', storageFromEnv(env));
-  return out;
+function register(layer: ConfigLayer): Record<string, unknown> {
+  layerInfo.set(layer.values, layer);
+  return layer.values;
 }
 
-function merge(base: EdgeConfig, override: Record<string, unknown>): Record<string, unknown> {
-  const tunnelOverride = (override.tunnel as { unauthenticated?: object } | undefined) ?? {};
-  const tunnel = { ...base.tunnel, ...tunnelOverride, unauthenticated: { ...base.tunnel.unauthenticated, ...(tunnelOverride.unauthenticated ?? {}) } };
-  const gate = { ...base.gate, ...((override.gate as object | undefined) ?? {}) };
-  const responsesStore = { ...base.responsesStore, ...((override.responsesStore as object | undefined) ?? {}) };
-  const storage = mergeStorage(base.storage, override.storage as Record<string, unknown> | undefined);
-  return { ...base, ...override, tunnel, gate: { default: gate.default, models: gate.models ?? {} }, responsesStore, storage };
+/** The settings the environment gives (`IOP_*` by the naming rule, and the older names). */
+export function configFromEnv(env: NodeJS.ProcessEnv): Record<string, unknown> {
+  return register(layerFromEnv(EDGE_BINDINGS, env));
+}
+
+/** The settings the flags give: `flags` maps each flag given (`--tunnel-port`, aliases too) to its value. */
+export function configFromFlags(flags: ReadonlyMap<string, string | undefined>): Record<string, unknown> {
+  return register(layerFromFlags(EDGE_BINDINGS, flags));
+}
+
+/** What the schema cannot check: relations between fields, the pool's references, filter options, keys. */
+function crossCheck(config: EdgeConfig, schemaProblems: readonly string[]): string[] {
+  const problems: string[] = [];
+  const clean = (path: string) => !schemaProblems.some((problem) => problem.startsWith(path));
+  if (clean('responsesStore') && config.responsesStore.maxResponseBytes > config.responsesStore.maxTotalBytes) {
+    problems.push(
+      `responsesStore.maxResponseBytes (${config.responsesStore.maxResponseBytes}) must not exceed responsesStore.maxTotalBytes (${config.responsesStore.maxTotalBytes})`,
+    );
+  }
+  if (clean('adminKeys') && clean('apiKeys') && config.adminKeys.some((key) => config.apiKeys.includes(key)))
+    problems.push('adminKeys must not repeat a client API key (apiKeys)');
+  if (clean('keys')) {
+    try {
+      recordsOfConfigKeys(config.keys); // repeated ids or keys, bad expiry times
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      problems.push(error.message.replace(/^invalid edge config: /, ''));
+    }
+  }
+  if (clean('pool')) problems.push(...poolConfigProblems(config.pool, 'pool').problems);
+  if (clean('gate.default')) problems.push(...gateConfigProblems(config.gate.default, 'gate.default'));
+  for (const [model, gate] of Object.entries(config.gate.models)) {
+    const path = `gate.models${/^[A-Za-z_$][A-Za-z0-9_$-]*$/.test(model) ? `.${model}` : `[${JSON.stringify(model)}]`}`;
+    if (clean(path)) problems.push(...gateConfigProblems(gate, path));
+  }
+  return problems;
 }
 
 /**
  * Builds the effective config.
- * @param layers file contents, env overrides, flag overrides — later layers win.
- * @throws ConfigError naming every invalid field and its limit.
+ * @param layers file contents, env overrides, flag overrides — later layers win, field by field.
+ * @throws ConfigError naming every problem (path and limit) in one message.
  */
 export function resolveConfig(...layers: Array<Record<string, unknown>>): EdgeConfig {
-  let merged: Record<string, unknown> = { ...DEFAULT_CONFIG };
-  for (const layer of layers) merged = merge(merged as unknown as EdgeConfig, layer);
-  if (!validate(merged)) {
-    const problems = (validate.errors ?? []).map((error) => {
-      const extra = (error.params as { additionalProperty?: string }).additionalProperty;
-      return `${error.instancePath || '/'} ${error.message ?? 'is invalid'}${extra === undefined ? '' : ` (${extra})`}`;
+  const merged = mergeConfigLayers(...layers);
+  // pool.retry.maxAttempts follows the top-level maxAttempts unless the pool section sets it.
+  const pool = merged.pool as { retry?: { maxAttempts?: unknown } } | undefined;
+  if (merged.maxAttempts !== undefined && (typeof pool !== 'object' || pool === null || pool.retry?.maxAttempts === undefined)) {
+    merged.pool = mergeConfigLayers(typeof pool === 'object' && pool !== null ? (pool as Record<string, unknown>) : {}, {
+      retry: { maxAttempts: merged.maxAttempts },
     });
-    // The pool section has its own schema and cross-checks: name its problems in the same pass.
-    const pool = (merged as { pool?: unknown }).pool;
-    if (typeof pool === 'object' && pool !== null && pool !== DEFAULT_CONFIG.pool) {
-      try {
-        parsePoolConfig(pool as Record<string, unknown>);
-      } catch (error) {
-        if (error instanceof ConfigError) problems.push(error.message.replace(/^invalid pool config: /, '').split('; ').map((problem) => `/pool${problem.startsWith('/') ? '' : ' '}${problem}`).join('; '));
-      }
-    }
-    throw new ConfigError(`invalid edge config: ${problems.join('; ')}`);
   }
-  const config = merged as unknown as EdgeConfig;
-  if (config.responsesStore.maxResponseBytes > config.responsesStore.maxTotalBytes) {
-    throw new ConfigError(`invalid edge config: /responsesStore/maxResponseBytes (${config.responsesStore.maxResponseBytes}) must not exceed /responsesStore/maxTotalBytes (${config.responsesStore.maxTotalBytes})`);
-  }
-  const shared = config.adminKeys.filter((key) => config.apiKeys.includes(key));
-  if (shared.length > 0) throw new ConfigError('invalid edge config: /adminKeys must not repeat a client API key (/apiKeys)');
-  recordsOfConfigKeys(config.keys); // repeated ids or keys, bad expiry times
-  if (config.pool !== DEFAULT_CONFIG.pool) {
-    const raw = config.pool as unknown as Record<string, unknown>;
-    const retry = { maxAttempts: config.maxAttempts, ...((raw.retry as object | undefined) ?? {}) };
-    config.pool = parsePoolConfig({ ...raw, retry });
-  } else if (config.maxAttempts !== DEFAULT_CONFIG.maxAttempts) {
-    config.pool = parsePoolConfig({ retry: { maxAttempts: config.maxAttempts } });
-  }
-  return config;
-}
-
-/** Reads a JSON config file. @throws ConfigError when it cannot be read or parsed. */
-export function readConfigFile(path: string): Record<string, unknown> {
+  const readProblems = layers.flatMap((layer) => layerInfo.get(layer)?.problems ?? []);
+  const { value, problems } = checkSchema(merged);
+  const all = [
+    ...readProblems,
+    ...withSources(
+      problems,
+      layers.map((layer) => layerInfo.get(layer)?.sources),
+    ),
+  ];
   try {
-    return JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
-  } catch (error) {
-    throw new ConfigError(`cannot read config file ${path}: ${error instanceof Error ? error.message : String(error)}`);
+    all.push(...crossCheck(value, problems));
+  } catch {
+    // A section the schema refused can break a cross-check: its schema problems are reported.
   }
+  if (all.length > 0) throw new ConfigError(`invalid edge config: ${all.join('; ')}`);
+  return value;
 }

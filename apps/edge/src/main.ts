@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * `iop-edge`: the iop edge. Flags override environment variables (IOP_*), which override the
- * config file (`--config`, JSON), which overrides the defaults. See README "Configuration".
+ * config file (`--config`, JSON or YAML), which overrides the defaults; flags and variables come
+ * from the config schema (config-schema.ts). See README "Configuration".
  *
  * Signals: SIGTERM/SIGINT stop gracefully (streams may finish up to `--shutdown-deadline-ms`; a
  * second signal stops at once). SIGHUP — or a change of the config file with `--watch-config` —
@@ -10,84 +11,47 @@
  * an invalid config is refused with a log line naming the problem and the running one is kept.
  */
 import { watch } from 'node:fs';
-import { Command, InvalidArgumentError } from 'commander';
-import { ConfigError, TIMEOUT_ENV, configFromEnv, readConfigFile, resolveConfig } from './config.js';
+import { Command, Option } from 'commander';
+import { bindingHelp } from '@iop/core';
+import { ConfigError, configFromEnv, configFromFlags, readConfigFile, resolveConfig } from './config.js';
+import { EDGE_BINDINGS } from './config-schema.js';
 import { printReadiness, startTracing } from '@iop/core';
 import { createLogger } from './logger.js';
 import { startEdge } from './server.js';
 import { EDGE_VERSION } from './version.js';
 
-const integer = (value: string): number => {
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed)) throw new InvalidArgumentError('not an integer');
-  return parsed;
-};
+/** Short forms of a few flags. */
+const SHORT: Record<string, string> = { '--port': '-p' };
 
 const program = new Command('iop-edge')
   // Bad usage exits 2 (commander uses 1) on every iop command; --help and --version exit 0.
   .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
-  .description('iop edge: OpenAI Chat/Responses and Anthropic Messages APIs in front of a pool of node agents')
+  .description('iop edge: OpenAI Chat/Responses and Anthropic Messages APIs in front of a pool of node agents.\nEvery setting a.b.c of the config file is also --a-b-c and IOP_A_B_C (schema/iop-edge.schema.json).')
   .version(EDGE_VERSION)
-  .option('-c, --config <file>', 'JSON config file (env IOP_CONFIG)')
-  .option('--host <host>', 'HTTP API listen address (env IOP_HOST, default 127.0.0.1)')
-  .option('-p, --port <port>', 'HTTP API port, 0 = any free port (env IOP_PORT, default 8080)', integer)
-  .option('--tunnel-host <host>', 'tunnel listen address (env IOP_TUNNEL_HOST, default 127.0.0.1)')
-  .option('--tunnel-port <port>', 'gRPC tunnel port for agents (env IOP_TUNNEL_PORT, default 8081)', integer)
-  .option('--tls-cert <file>', 'PEM certificate: serve the tunnel over TLS (env IOP_TLS_CERT)')
-  .option('--tls-key <file>', 'PEM private key for --tls-cert (env IOP_TLS_KEY)')
-  .option('--api-keys <keys>', 'comma-separated client API keys (env IOP_API_KEYS)')
-  .option('--join-tokens <tokens>', 'comma-separated agent join tokens (env IOP_JOIN_TOKENS)')
-  .option('--max-body-bytes <bytes>', 'largest request body, bytes (env IOP_MAX_BODY_BYTES, default 33554432)', integer)
-  .option('--log-level <level>', 'fatal|error|warn|info|debug|trace|silent (env IOP_LOG_LEVEL, default info)')
-  .option('--admin-keys <keys>', 'comma-separated admin API keys for /admin, distinct from client keys (env IOP_ADMIN_KEYS)')
-  .option('--shutdown-deadline-ms <ms>', 'on SIGTERM, longest wait for in-flight streams, ms (env IOP_SHUTDOWN_DEADLINE_MS, default 10000)', integer)
-  .option('--heartbeat-interval-ms <ms>', 'agents heartbeat this often; one silent for 3 intervals is dropped, ms (env IOP_HEARTBEAT_INTERVAL_MS, default 5000)', integer)
-  .option('--run-accepted-timeout-ms <ms>', 'longest wait for an agent to accept an assigned run, ms (env IOP_RUN_ACCEPTED_TIMEOUT_MS, default 5000)', integer)
-  .option('--first-byte-timeout-ms <ms>', 'streamed backend requests: longest wait for the first body byte, ms (env IOP_FIRST_BYTE_TIMEOUT_MS, default 120000)', integer)
-  .option('--idle-timeout-ms <ms>', 'longest backend silence between body slices, ms (env IOP_IDLE_TIMEOUT_MS, default 60000)', integer)
-  .option('--request-deadline-ms <ms>', 'total time of a request across attempts, ms (env IOP_REQUEST_DEADLINE_MS, default 600000)', integer)
-  .option('--write-stall-timeout-ms <ms>', 'longest wait for a client that stopped reading, ms (env IOP_WRITE_STALL_TIMEOUT_MS, default 30000)', integer)
-  .option('--startup-grace-ms <ms>', 'after start, a model no agent serves yet is a 503 with Retry-After (agents reconnecting), not a 404, ms (env IOP_STARTUP_GRACE_MS, default 15000)', integer)
-  .option('--tunnel-register-timeout-ms <ms>', 'a tunnel connection must register an agent within this time, ms (env IOP_TUNNEL_REGISTER_TIMEOUT_MS, default 10000)', integer)
-  .option('--tunnel-max-unauthenticated-connections <n>', 'tunnel connections not yet registered at once (env IOP_TUNNEL_MAX_UNAUTHENTICATED_CONNECTIONS, default 64)', integer)
-  .option('--tunnel-max-unauthenticated-streams <n>', 'open streams per tunnel connection not yet registered (env IOP_TUNNEL_MAX_UNAUTHENTICATED_STREAMS, default 4)', integer)
-  .option('--responses-max-response-bytes <bytes>', 'largest stored Response (input + output), bytes (env IOP_RESPONSES_MAX_RESPONSE_BYTES, default 16777216)', integer)
-  .option('--responses-max-total-bytes <bytes>', 'stored Responses in all, bytes; the oldest go first (env IOP_RESPONSES_MAX_TOTAL_BYTES, default 2147483648)', integer)
+  .option('-c, --config <file>', 'config file, JSON or YAML (env IOP_CONFIG)')
   .option('--watch-config', 'reload the config file when it changes (SIGHUP always reloads)')
   .showHelpAfterError();
 
+/** Each flag (aliases too) and the commander option that reads it: one table, from the schema. */
+const flagOptions: Array<[string, Option]> = [];
+for (const binding of EDGE_BINDINGS) {
+  const short = SHORT[binding.flag];
+  const option = new Option(`${short === undefined ? '' : `${short}, `}${binding.flag} <value>`, bindingHelp(binding));
+  program.addOption(option);
+  flagOptions.push([binding.flag, option]);
+  for (const alias of binding.aliases) {
+    if (alias.flag === undefined) continue;
+    const hidden = new Option(`${alias.flag} <value>`, `same as ${binding.flag}`).hideHelp();
+    program.addOption(hidden);
+    flagOptions.push([alias.flag, hidden]);
+  }
+}
+
 async function main(): Promise<void> {
   program.parse();
-  const flags = program.opts<Record<string, string | number | boolean | undefined>>();
-  const configPath = (flags.config as string | undefined) ?? process.env.IOP_CONFIG;
-  const fromFlags: Record<string, unknown> = {};
-  const tunnel: Record<string, unknown> = {};
-  const set = (target: Record<string, unknown>, key: string, value: unknown) => {
-    if (value !== undefined) target[key] = value;
-  };
-  set(fromFlags, 'host', flags.host);
-  set(fromFlags, 'port', flags.port);
-  set(tunnel, 'host', flags.tunnelHost);
-  set(tunnel, 'port', flags.tunnelPort);
-  set(tunnel, 'tlsCertFile', flags.tlsCert);
-  set(tunnel, 'tlsKeyFile', flags.tlsKey);
-  const unauthenticated: Record<string, unknown> = {};
-  set(unauthenticated, 'registerTimeoutMs', flags.tunnelRegisterTimeoutMs);
-  set(unauthenticated, 'maxUnauthenticatedConnections', flags.tunnelMaxUnauthenticatedConnections);
-  set(unauthenticated, 'maxUnauthenticatedStreams', flags.tunnelMaxUnauthenticatedStreams);
-  if (Object.keys(unauthenticated).length > 0) tunnel.unauthenticated = unauthenticated;
-  if (Object.keys(tunnel).length > 0) fromFlags.tunnel = tunnel;
-  const responsesStore: Record<string, unknown> = {};
-  set(responsesStore, 'maxResponseBytes', flags.responsesMaxResponseBytes);
-  set(responsesStore, 'maxTotalBytes', flags.responsesMaxTotalBytes);
-  if (Object.keys(responsesStore).length > 0) fromFlags.responsesStore = responsesStore;
-  set(fromFlags, 'apiKeys', (flags.apiKeys as string | undefined)?.split(',').map((key) => key.trim()).filter(Boolean));
-  set(fromFlags, 'joinTokens', (flags.joinTokens as string | undefined)?.split(',').map((key) => key.trim()).filter(Boolean));
-  set(fromFlags, 'maxBodyBytes', flags.maxBodyBytes);
-  set(fromFlags, 'logLevel', flags.logLevel);
-  set(fromFlags, 'adminKeys', (flags.adminKeys as string | undefined)?.split(',').map((key) => key.trim()).filter(Boolean));
-  set(fromFlags, 'shutdownDeadlineMs', flags.shutdownDeadlineMs);
-  for (const [key] of TIMEOUT_ENV) set(fromFlags, key, flags[key]);
+  const flags = program.opts<Record<string, string | boolean | undefined>>();
+  const configPath = (flags.config as string | undefined) ?? (process.env.IOP_CONFIG || undefined);
+  const fromFlags = configFromFlags(new Map(flagOptions.map(([flag, option]) => [flag, program.getOptionValue(option.attributeName()) as string | undefined])));
   const load = () => resolveConfig(configPath === undefined ? {} : readConfigFile(configPath), configFromEnv(process.env), fromFlags);
   let config;
   try {

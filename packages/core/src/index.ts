@@ -11,3 +11,4 @@ export * from './logger.js';
 export * from './random.js';
 export * from './backoff.js';
 export * from './secret.js';
+export * from './config/index.js';

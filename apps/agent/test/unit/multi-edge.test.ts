@@ -100,7 +100,7 @@ describe('edge list and reconnect jitter', () => {
     expect(options.edgeUrls).toEqual(['http://a:8081', 'https://b:8081']);
     expect(options.edgeUrl).toBe('http://a:8081');
     expect(options.reconnectJitterMs).toBe(1_000);
-    expect(() => resolveAgentOptions({ edgeUrl: 'http://a:8081,grpc://b' })).toThrow('--edge must be an http:// or https:// URL, got "grpc://b"');
+    expect(() => resolveAgentOptions({ edgeUrl: 'http://a:8081,grpc://b' })).toThrow('edgeUrls[1] must match pattern "^https?://"');
   });
 
   test('after a lost connection the delay adds a uniform draw in [0, lostConnectionJitterMs)', () => {

@@ -1,4 +1,5 @@
-import { resolveAgentOptions } from '../../src/options';
+import { ConfigError, layerFromEnv, layerFromFlags, mergeConfigLayers } from '@iop/core';
+import { AGENT_BINDINGS, AGENT_CONFIG_SCHEMA, resolveAgentOptions } from '../../src/options';
 import { Backoff } from '../../src/backoff';
 
 describe('resolveAgentOptions', () => {
@@ -25,14 +26,41 @@ describe('resolveAgentOptions', () => {
     expect(options.maxConcurrency).toBe(8);
   });
 
-  test('errors name the flag and its exact limits', () => {
-    expect(() => resolveAgentOptions({ maxConcurrency: '0' })).toThrow('--max-concurrency must be an integer in [1, 1024], got "0"');
-    expect(() => resolveAgentOptions({ threads: '1.5' })).toThrow('--threads must be an integer in [1, 256], got "1.5"');
-    expect(() => resolveAgentOptions({ backend: 'vllm' })).toThrow('--backend must be one of openai, llamacpp, got "vllm"');
-    expect(() => resolveAgentOptions({ backend: 'openai' })).toThrow('--backend-url is required with --backend openai');
-    expect(() => resolveAgentOptions({ edgeUrl: 'grpc://x' })).toThrow('--edge must be an http:// or https:// URL, got "grpc://x"');
-    expect(() => resolveAgentOptions({ labels: 'novalue' })).toThrow('--labels must be k=v pairs separated by commas, got "novalue"');
-    expect(() => resolveAgentOptions({ gpu: 'tpu' })).toThrow('--gpu must be one of auto, none, cuda, vulkan, metal, got "tpu"');
+  test('errors name the setting and its limits, all at once', () => {
+    expect(() => resolveAgentOptions({ maxConcurrency: '0' })).toThrow(ConfigError);
+    expect(() => resolveAgentOptions({ maxConcurrency: '0' })).toThrow('invalid agent options: maxConcurrency must be >= 1');
+    expect(() => resolveAgentOptions({ threads: '1.5' })).toThrow('threads must be integer');
+    expect(() => resolveAgentOptions({ backend: 'vllm' })).toThrow('backend must be one of "openai", "llamacpp"');
+    expect(() => resolveAgentOptions({ backend: 'openai' })).toThrow('backendUrl is required with backend openai (--backend-url)');
+    expect(() => resolveAgentOptions({ edgeUrl: 'grpc://x' })).toThrow('edgeUrls[0] must match pattern "^https?://"');
+    expect(() => resolveAgentOptions({ labels: 'novalue' })).toThrow('labels (--labels) must be k=v pairs separated by commas, got "novalue"');
+    expect(() => resolveAgentOptions({ gpu: 'tpu' })).toThrow('gpu must be one of "auto", "none", "cuda", "vulkan", "metal"');
+    // Every problem in one message, each named by its setting.
+    expect(() => resolveAgentOptions({ maxConcurrency: '0', gpu: 'tpu', metricsPort: 70000, labels: { 'bad key': 'x' } })).toThrow(
+      'invalid agent options: gpu must be one of "auto", "none", "cuda", "vulkan", "metal"; maxConcurrency must be >= 1; labels key "bad key" must match pattern "^[A-Za-z0-9][A-Za-z0-9_.\\-/]{0,62}$"; metricsPort must be <= 65535',
+    );
+  });
+
+  test('the flags and variables come from the schema, with the edge\'s names for shared settings and the old names as aliases', () => {
+    const byField = new Map(AGENT_BINDINGS.map((binding) => [binding.field, binding]));
+    expect(byField.get('logLevel')).toMatchObject({ flag: '--log-level', env: 'IOP_LOG_LEVEL' });
+    expect(byField.get('shutdownDeadlineMs')).toMatchObject({ flag: '--shutdown-deadline-ms', env: 'IOP_SHUTDOWN_DEADLINE_MS' });
+    expect(byField.get('edgeUrls')).toMatchObject({ flag: '--edge-urls', env: 'IOP_EDGE_URLS', aliases: [{ flag: '--edge', env: 'IOP_EDGE_URL' }] });
+    expect(byField.get('heartbeatMs')?.aliases).toEqual([{ flag: '--heartbeat-interval-ms', env: 'IOP_HEARTBEAT_INTERVAL_MS' }]);
+    // Every setting of the schema has a flag and a variable.
+    expect([...byField.keys()].sort()).toEqual(Object.keys(AGENT_CONFIG_SCHEMA.properties).sort());
+  });
+
+  test('env < flags, the rule name over its alias', () => {
+    const env = layerFromEnv(AGENT_BINDINGS, { IOP_EDGE_URL: 'http://old:1', IOP_EDGE_URLS: 'http://a:1,http://b:2', IOP_MAX_CONCURRENCY: '8' });
+    const flags = layerFromFlags(AGENT_BINDINGS, new Map([['--max-concurrency', '12'], ['--metrics-port', 'off'], ['--labels', 'gpu=l4']]));
+    expect(flags.problems).toEqual([]);
+    const options = resolveAgentOptions(mergeConfigLayers(env.values, flags.values));
+    expect(options.edgeUrls).toEqual(['http://a:1', 'http://b:2']);
+    expect(options.maxConcurrency).toBe(12);
+    expect(options.metricsPort).toBeUndefined();
+    expect(options.labels).toEqual({ gpu: 'l4' });
+    expect(resolveAgentOptions(layerFromFlags(AGENT_BINDINGS, new Map([['--metrics-port', '9100']])).values).metricsPort).toBe(9100);
   });
 });
 

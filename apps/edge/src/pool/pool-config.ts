@@ -1,8 +1,8 @@
 /**
  * The pool section of the edge config: model groups (a client-facing name and aliases over one or
  * more served models, with fallbacks, a queue and an optional gate), direct OpenAI-compatible
- * providers, and the retry, outlier-ejection and prefix-affinity settings. Validated with ajv, with
- * defaults filled in; cross-references (fallbacks, contextFallback, unique names and aliases) are
+ * providers, and the retry, outlier-ejection and prefix-affinity settings. Its schema (`POOL_SCHEMA`,
+ * TypeBox, see @iop/core's config-schema.ts) is part of the edge config schema; defaults are filled in; cross-references (fallbacks, contextFallback, unique names and aliases) are
  * checked after the schema. `ModelResolver.resolveModel(name)` maps a client's `model` to its group.
  *
  * Example:
@@ -16,7 +16,8 @@
  *     "outlier": { "consecutiveFailures": 5, "baseEjectionMs": 10000, "maxEjectionMs": 300000, "maxEjectedPercent": 50 },
  *     "affinity": { "enabled": true, "prefixMessages": 2, "loadFactor": 1.25 } }
  */
-import Ajv from 'ajv';
+import { Type, type Static } from '@sinclair/typebox';
+import { compileSchema, stringEnum, type Assert, type SameShape } from '@iop/core';
 import { ConfigError } from '../config-error.js';
 import type { QueueConfig } from './admission-queue.js';
 import type { OutlierConfig } from './outlier-detector.js';
@@ -88,163 +89,165 @@ export interface PoolConfig {
   affinity: AffinityConfig;
 }
 
-const queueSchema = {
-  type: 'object',
-  additionalProperties: false,
-  default: {},
-  properties: {
-    maxQueued: { type: 'integer', minimum: 0, maximum: 100_000, default: 256 },
-    maxWaitMs: { type: 'integer', minimum: 0, maximum: 600_000, default: 30_000 },
+const queueSchema = Type.Object(
+  {
+    maxQueued: Type.Integer({ minimum: 0, maximum: 100_000, default: 256, description: 'Waiters allowed (0 = refuse at once when no slot is free).' }),
+    maxWaitMs: Type.Integer({ minimum: 0, maximum: 600_000, default: 30_000, description: 'Longest wait for a slot, ms.' }),
   },
-} as const;
+  { additionalProperties: false, default: {} },
+);
 
-const labelsSchema = { type: 'object', additionalProperties: { type: 'string' } } as const;
+const labelsSchema = Type.Record(Type.String(), Type.String());
 
-const schema = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    modelGroups: {
-      type: 'array',
-      default: [],
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['name', 'targets'],
-        properties: {
-          name: { type: 'string', minLength: 1 },
-          aliases: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
-          targets: {
-            type: 'array',
-            minItems: 1,
-            items: {
-              type: 'object',
-              additionalProperties: false,
-              required: ['model'],
-              properties: {
-                model: { type: 'string', minLength: 1 },
-                agents: { type: 'object', additionalProperties: false, required: ['labels'], properties: { labels: labelsSchema } },
-                weight: { type: 'number', exclusiveMinimum: 0, maximum: 1000, default: 1 },
-                toolIdFormat: { enum: ['any', 'alnum9'] },
-              },
-            },
-          },
-          fallbacks: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
-          contextFallback: { type: 'string', minLength: 1 },
-          queue: queueSchema,
-          gate: { type: 'object' },
-        },
-      },
-    },
-    directProviders: {
-      type: 'array',
-      default: [],
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['id', 'baseUrl', 'models'],
-        properties: {
-          id: { type: 'string', minLength: 1 },
-          baseUrl: { type: 'string', pattern: '^https?://[^\\s/]+' },
-          apiKey: { type: 'string', minLength: 1 },
-          models: { type: 'array', minItems: 1, items: { type: 'string', minLength: 1 } },
-          maxConcurrency: { type: 'integer', minimum: 1, maximum: 100_000, default: 16 },
-          weight: { type: 'number', exclusiveMinimum: 0, maximum: 1000, default: 1 },
-          labels: { ...labelsSchema, default: {} },
-          connectTimeoutMs: { type: 'integer', minimum: 1, maximum: 600_000, default: 10_000 },
-          firstByteTimeoutMs: { type: 'integer', minimum: 1, maximum: 3_600_000, default: 120_000 },
-          idleTimeoutMs: { type: 'integer', minimum: 1, maximum: 3_600_000, default: 60_000 },
-        },
-      },
-    },
+const modelTargetSchema = Type.Object(
+  {
+    model: Type.String({ minLength: 1, description: 'Served model id as the backends register it (e.g. `Qwen/Qwen3-8B`).' }),
+    agents: Type.Optional(Type.Object({ labels: labelsSchema }, { additionalProperties: false, description: 'Only providers carrying these labels serve this target.' })),
+    weight: Type.Number({ exclusiveMinimum: 0, maximum: 1000, default: 1, description: "Share of the group's traffic relative to the other targets." }),
+    toolIdFormat: Type.Optional(stringEnum(['any', 'alnum9'] as const, { description: 'Tool-call ids the backend accepts: `any`, or `alnum9` (Mistral models on vLLM): the edge rewrites ids on the way in and restores them on the way out.' })),
+  },
+  { additionalProperties: false },
+);
+
+const modelGroupSchema = Type.Object(
+  {
+    name: Type.String({ minLength: 1, description: 'Client-facing model name.' }),
+    aliases: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Other client-facing names of the group.' }),
+    targets: Type.Array(modelTargetSchema, { minItems: 1 }),
+    fallbacks: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Groups tried, in order, when no provider of this one can take the request.' }),
+    contextFallback: Type.Optional(Type.String({ minLength: 1, description: "Group a request goes to when its prompt exceeds this group's context length." })),
     queue: queueSchema,
-    retry: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: {
-        maxAttempts: { type: 'integer', minimum: 1, maximum: 10, default: 3 },
-        budgetRatio: { type: 'number', minimum: 0, maximum: 10, default: 0.2 },
-        minRetriesPerSecond: { type: 'number', minimum: 0, maximum: 10_000, default: 5 },
-        baseBackoffMs: { type: 'integer', minimum: 0, maximum: 60_000, default: 50 },
-        overloadBackoffBaseMs: { type: 'integer', minimum: 0, maximum: 60_000, default: 500 },
-        maxBackoffMs: { type: 'integer', minimum: 0, maximum: 600_000, default: 2000 },
-      },
-    },
-    outlier: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: {
-        consecutiveFailures: { type: 'integer', minimum: 1, maximum: 1000, default: 5 },
-        baseEjectionMs: { type: 'integer', minimum: 1, maximum: 3_600_000, default: 10_000 },
-        maxEjectionMs: { type: 'integer', minimum: 1, maximum: 86_400_000, default: 300_000 },
-        maxEjectedPercent: { type: 'number', minimum: 0, maximum: 100, default: 50 },
-      },
-    },
-    affinity: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: {
-        enabled: { type: 'boolean', default: true },
-        prefixMessages: { type: 'integer', minimum: 1, maximum: 64, default: 2 },
-        loadFactor: { type: 'number', minimum: 1, maximum: 100, default: 1.25 },
-      },
-    },
+    gate: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Stream-gate settings of the group.' })),
   },
-} as const;
+  { additionalProperties: false },
+);
 
-const validate = new Ajv({ allErrors: true, useDefaults: true }).compile(schema);
+const directProviderSchema = Type.Object(
+  {
+    id: Type.String({ minLength: 1 }),
+    baseUrl: Type.String({ pattern: '^https?://[^\\s/]+', description: 'OpenAI-compatible base URL, `http(s)://…/v1`.' }),
+    apiKey: Type.Optional(Type.String({ minLength: 1 })),
+    models: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'Served model ids.' }),
+    maxConcurrency: Type.Integer({ minimum: 1, maximum: 100_000, default: 16 }),
+    weight: Type.Number({ exclusiveMinimum: 0, maximum: 1000, default: 1 }),
+    labels: Type.Record(Type.String(), Type.String(), { default: {} }),
+    connectTimeoutMs: Type.Integer({ minimum: 1, maximum: 600_000, default: 10_000, description: 'Longest wait for a TCP/TLS connection, ms.' }),
+    firstByteTimeoutMs: Type.Integer({ minimum: 1, maximum: 3_600_000, default: 120_000, description: "No first body byte within this time fails the attempt, ms (the edge's `firstByteTimeoutMs` wins when > 0)." }),
+    idleTimeoutMs: Type.Integer({ minimum: 1, maximum: 3_600_000, default: 60_000, description: 'No body byte for this long (between chunks) fails the run, ms.' }),
+  },
+  { additionalProperties: false },
+);
+
+const retrySchema = Type.Object(
+  {
+    maxAttempts: Type.Integer({ minimum: 1, maximum: 10, default: 3, description: 'Attempts per request, the first included (1 = no retry); defaults to the top-level `maxAttempts`.' }),
+    budgetRatio: Type.Number({ minimum: 0, maximum: 10, default: 0.2, description: 'Pool-wide retries per client request.' }),
+    minRetriesPerSecond: Type.Number({ minimum: 0, maximum: 10_000, default: 5, description: 'Pool-wide retries per second allowed whatever the traffic.' }),
+    baseBackoffMs: Type.Integer({ minimum: 0, maximum: 60_000, default: 50, description: 'Backoff of the first retry before jitter, ms.' }),
+    overloadBackoffBaseMs: Type.Integer({ minimum: 0, maximum: 60_000, default: 500, description: 'Backoff of the first retry of a 429 / 503 without `Retry-After` on the same provider, before jitter, ms.' }),
+    maxBackoffMs: Type.Integer({ minimum: 0, maximum: 600_000, default: 2000, description: 'Largest backoff, ms; also the longest `Retry-After` waited for.' }),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+const outlierSchema = Type.Object(
+  {
+    consecutiveFailures: Type.Integer({ minimum: 1, maximum: 1000, default: 5, description: 'Failures in a row that eject a provider.' }),
+    baseEjectionMs: Type.Integer({ minimum: 1, maximum: 3_600_000, default: 10_000, description: 'First ejection time, ms.' }),
+    maxEjectionMs: Type.Integer({ minimum: 1, maximum: 86_400_000, default: 300_000, description: 'Longest ejection time, ms.' }),
+    maxEjectedPercent: Type.Number({ minimum: 0, maximum: 100, default: 50, description: "Largest share of a group's providers out at once, percent." }),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+const affinitySchema = Type.Object(
+  {
+    enabled: Type.Boolean({ default: true }),
+    prefixMessages: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'Leading messages hashed into the affinity key.' }),
+    loadFactor: Type.Number({ minimum: 1, maximum: 100, default: 1.25, description: 'Bounded-load factor c >= 1.' }),
+  },
+  { additionalProperties: false, default: {} },
+);
+
+const poolSchema = Type.Object(
+  {
+    modelGroups: Type.Array(modelGroupSchema, { default: [], description: 'Model groups: a client-facing name and aliases over one or more served models, with fallbacks, a queue and an optional gate.' }),
+    directProviders: Type.Array(directProviderSchema, { default: [], description: 'OpenAI-compatible servers the edge calls directly (no agent).' }),
+    queue: { ...queueSchema, description: 'Queue of a model served without a group.' },
+    retry: retrySchema,
+    outlier: outlierSchema,
+    affinity: affinitySchema,
+  },
+  { additionalProperties: false, default: {}, description: 'Provider pool: model groups and aliases, direct providers, fallbacks, queue, retry, outlier ejection and prefix affinity.' },
+);
+
+// The schema and the types other modules consume stay in step (a drift fails to compile).
+const _shape: [
+  Assert<SameShape<Static<typeof modelTargetSchema>, ModelTarget>>,
+  Assert<SameShape<Static<typeof modelGroupSchema>, ModelGroup>>,
+  Assert<SameShape<Static<typeof directProviderSchema>, DirectProviderConfig>>,
+  Assert<SameShape<Static<typeof queueSchema>, QueueConfig>>,
+  Assert<SameShape<Static<typeof outlierSchema>, OutlierConfig>>,
+  Assert<SameShape<Static<typeof affinitySchema>, AffinityConfig>>,
+  Assert<Static<typeof poolSchema> extends PoolConfig ? true : false>,
+  // RetryConfig's overloadBackoffBaseMs is optional for other callers; the parsed value always has it.
+  Assert<Static<typeof retrySchema> extends RetryConfig ? true : false>,
+] = [true, true, true, true, true, true, true, true];
+
+/** The pool section's schema (part of the edge config schema, `config-schema.ts`), typed by the checked `PoolConfig`. */
+export const POOL_SCHEMA = Type.Unsafe<PoolConfig>(poolSchema);
+
+const checkSchema = compileSchema(POOL_SCHEMA);
 
 /**
  * Validates a pool config section and fills in its defaults (the input is not modified).
- * @throws ConfigError naming every invalid field (`/retry/maxAttempts must be <= 10`), unknown
+ * @param path where the section sits, for the messages (`pool` in the edge config).
+ * @throws ConfigError naming every invalid field (`retry.maxAttempts must be <= 10`), unknown
  *   field, duplicate name or alias, and dangling fallback.
  */
-export function parsePoolConfig(raw: unknown): PoolConfig {
-  const config: unknown = raw === undefined ? {} : structuredClone(raw);
-  if (!validate(config)) {
-    const problems = (validate.errors ?? []).map((error) => {
-      const extra = error.keyword === 'additionalProperties' ? ` (${String((error.params as { additionalProperty?: unknown }).additionalProperty)})` : '';
-      return `${error.instancePath || '/'} ${error.message ?? 'is invalid'}${extra}`;
-    });
-    throw new ConfigError(`invalid pool config: ${problems.join('; ')}`);
-  }
-  const pool = config as unknown as PoolConfig;
-  const problems = crossCheck(pool);
-  if (problems.length > 0) throw new ConfigError(`invalid pool config: ${problems.join('; ')}`);
-  return pool;
+export function parsePoolConfig(raw: unknown, path = ''): PoolConfig {
+  const problems = poolConfigProblems(raw, path);
+  if (problems.problems.length > 0) throw new ConfigError(`invalid pool config: ${problems.problems.join('; ')}`);
+  return problems.value;
 }
 
-function crossCheck(pool: PoolConfig): string[] {
+/** Every problem of a pool section (schema, then cross-references), and the section with its defaults. */
+export function poolConfigProblems(raw: unknown, path = ''): { value: PoolConfig; problems: string[] } {
+  const { value, problems } = checkSchema(raw, path);
+  const pool = value as unknown as PoolConfig;
+  if (problems.length > 0) return { value: pool, problems };
+  return { value: pool, problems: crossCheck(pool, path === '' ? '' : `${path}.`) };
+}
+
+/** @param at the section's path and a dot (`pool.`), or nothing. */
+function crossCheck(pool: PoolConfig, at: string): string[] {
   const problems: string[] = [];
   const names = new Map<string, string>();
   pool.modelGroups.forEach((group, i) => {
-    for (const [field, name] of [['name', group.name] as const, ...group.aliases.map((alias, j) => [`aliases/${j}`, alias] as const)]) {
+    for (const [field, name] of [['name', group.name] as const, ...group.aliases.map((alias, j) => [`aliases[${j}]`, alias] as const)]) {
       const previous = names.get(name);
-      if (previous !== undefined) problems.push(`/modelGroups/${i}/${field} \`${name}\` is already used by ${previous}`);
-      else names.set(name, `/modelGroups/${i}`);
+      if (previous !== undefined) problems.push(`${at}modelGroups[${i}].${field} \`${name}\` is already used by ${previous}`);
+      else names.set(name, `${at}modelGroups[${i}]`);
     }
   });
   const groupNames = new Set(pool.modelGroups.map((group) => group.name));
   pool.modelGroups.forEach((group, i) => {
     group.fallbacks.forEach((fallback, j) => {
-      if (!groupNames.has(fallback)) problems.push(`/modelGroups/${i}/fallbacks/${j} \`${fallback}\` is not a model group name`);
-      if (fallback === group.name) problems.push(`/modelGroups/${i}/fallbacks/${j} names its own group`);
+      if (!groupNames.has(fallback)) problems.push(`${at}modelGroups[${i}].fallbacks[${j}] \`${fallback}\` is not a model group name`);
+      if (fallback === group.name) problems.push(`${at}modelGroups[${i}].fallbacks[${j}] names its own group`);
     });
     if (group.contextFallback !== undefined) {
-      if (!groupNames.has(group.contextFallback)) problems.push(`/modelGroups/${i}/contextFallback \`${group.contextFallback}\` is not a model group name`);
-      if (group.contextFallback === group.name) problems.push(`/modelGroups/${i}/contextFallback names its own group`);
+      if (!groupNames.has(group.contextFallback)) problems.push(`${at}modelGroups[${i}].contextFallback \`${group.contextFallback}\` is not a model group name`);
+      if (group.contextFallback === group.name) problems.push(`${at}modelGroups[${i}].contextFallback names its own group`);
     }
   });
   const ids = new Set<string>();
   pool.directProviders.forEach((provider, i) => {
-    if (ids.has(provider.id)) problems.push(`/directProviders/${i}/id \`${provider.id}\` is already used`);
+    if (ids.has(provider.id)) problems.push(`${at}directProviders[${i}].id \`${provider.id}\` is already used`);
     ids.add(provider.id);
   });
-  if (pool.retry.maxBackoffMs < pool.retry.baseBackoffMs) problems.push('/retry/maxBackoffMs must be >= baseBackoffMs');
-  if (pool.outlier.maxEjectionMs < pool.outlier.baseEjectionMs) problems.push('/outlier/maxEjectionMs must be >= baseEjectionMs');
+  if (pool.retry.maxBackoffMs < pool.retry.baseBackoffMs) problems.push(`${at}retry.maxBackoffMs must be >= ${at}retry.baseBackoffMs`);
+  if (pool.outlier.maxEjectionMs < pool.outlier.baseEjectionMs) problems.push(`${at}outlier.maxEjectionMs must be >= ${at}outlier.baseEjectionMs`);
   return problems;
 }
 

@@ -8,8 +8,11 @@
  *   (503 until the server answers again).
  * - `keyCacheTtlMs`: how long an edge trusts a key looked up in the store (revocation delay
  *   without Redis). `ledger`: batch writer settings (ledger/usage-ledger.ts).
- * Needs a restart to change.
+ * Needs a restart to change. Environment: `IOP_STORAGE_*` by the naming rule, and the older
+ * IOP_STORAGE_POSTGRES_URL (+ _SCHEMA), IOP_STORAGE_REDIS_URL (+ _PREFIX), which also set the kind.
  */
+import { Type, type Static } from '@sinclair/typebox';
+import { compileSchema, stringEnum, type Assert, type SameShape } from '@iop/core';
 import type { FailureMode } from '../limits/failover-counter-store.js';
 
 export interface StorageConfig {
@@ -21,70 +24,45 @@ export interface StorageConfig {
   ledger: { batchSize: number; flushIntervalMs: number; maxQueued: number; maxAgeMs: number };
 }
 
-export const DEFAULT_STORAGE: StorageConfig = {
-  sql: { kind: 'sqlite' },
-  counters: { kind: 'memory' },
-  onFailure: 'open',
-  keyCacheTtlMs: 2_000,
-  ledger: { batchSize: 200, flushIntervalMs: 1_000, maxQueued: 50_000, maxAgeMs: 0 },
-};
 
-export const STORAGE_SCHEMA = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    sql: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['kind'],
-      properties: {
-        kind: { enum: ['sqlite', 'postgres'] },
-        url: { type: 'string', pattern: '^postgres(ql)?://' },
-        schema: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$' },
-        poolSize: { type: 'integer', minimum: 1, maximum: 1000 },
+const storageSchema = Type.Object(
+  {
+    sql: Type.Object(
+      {
+        kind: stringEnum(['sqlite', 'postgres'] as const, { default: 'sqlite', description: 'Stored Responses, managed keys and the usage ledger: `sqlite` (embedded, in the data directory) or `postgres`.' }),
+        url: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL URL (kind `postgres`).' })),
+        schema: Type.Optional(Type.String({ pattern: '^[a-z_][a-z0-9_]{0,62}$', description: 'PostgreSQL schema.' })),
+        poolSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
       },
-      if: { properties: { kind: { const: 'postgres' } } },
-      then: { required: ['url'] },
-    },
-    counters: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['kind'],
-      properties: {
-        kind: { enum: ['memory', 'redis'] },
-        url: { type: 'string', pattern: '^rediss?://' },
-        keyPrefix: { type: 'string', maxLength: 100 },
+      { additionalProperties: false, default: {}, if: { properties: { kind: { const: 'postgres' } }, required: ['kind'] }, then: { required: ['url'] } },
+    ),
+    counters: Type.Object(
+      {
+        kind: stringEnum(['memory', 'redis'] as const, { default: 'memory', description: 'Rate-limit windows, budgets, stream slots and revocations: `memory` (this edge only) or `redis`.' }),
+        url: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis URL (kind `redis`).' })),
+        keyPrefix: Type.Optional(Type.String({ maxLength: 100 })),
       },
-      if: { properties: { kind: { const: 'redis' } } },
-      then: { required: ['url'] },
-    },
-    onFailure: { enum: ['open', 'closed'] },
-    keyCacheTtlMs: { type: 'integer', minimum: 0, maximum: 600_000 },
-    ledger: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        batchSize: { type: 'integer', minimum: 1, maximum: 1000 },
-        flushIntervalMs: { type: 'integer', minimum: 10, maximum: 600_000 },
-        maxQueued: { type: 'integer', minimum: 1000, maximum: 10_000_000 },
-        maxAgeMs: { type: 'integer', minimum: 0 },
+      { additionalProperties: false, default: {}, if: { properties: { kind: { const: 'redis' } }, required: ['kind'] }, then: { required: ['url'] } },
+    ),
+    onFailure: stringEnum(['open', 'closed'] as const, { default: 'open', description: "When the shared store fails: `open` (a warning, this edge's own counters) or `closed` (503)." }),
+    keyCacheTtlMs: Type.Integer({ minimum: 0, maximum: 600_000, default: 2_000, description: 'How long an edge trusts a key looked up in the store, ms.' }),
+    ledger: Type.Object(
+      {
+        batchSize: Type.Integer({ minimum: 1, maximum: 1000, default: 200 }),
+        flushIntervalMs: Type.Integer({ minimum: 10, maximum: 600_000, default: 1_000 }),
+        maxQueued: Type.Integer({ minimum: 1000, maximum: 10_000_000, default: 50_000 }),
+        maxAgeMs: Type.Integer({ minimum: 0, default: 0, description: 'Ledger rows older are deleted (hourly); 0 keeps all.' }),
       },
-    },
+      { additionalProperties: false, default: {} },
+    ),
   },
-} as const;
+  { additionalProperties: false, default: {}, description: 'Where shared state lives (restart to change).' },
+);
 
-/** Layer merge: each sub-object merges key by key (a later `sql.url` keeps an earlier `sql.schema`). */
-export function mergeStorage(base: StorageConfig, override: Record<string, unknown> | undefined): StorageConfig {
-  if (override === undefined) return base;
-  const part = <K extends 'sql' | 'counters' | 'ledger'>(key: K) => ({ ...base[key], ...((override[key] as object | undefined) ?? {}) });
-  return { ...base, ...(override as Partial<StorageConfig>), sql: part('sql'), counters: part('counters'), ledger: part('ledger') } as StorageConfig;
-}
+const _shape: Assert<SameShape<Static<typeof storageSchema>, StorageConfig>> = true;
 
-/** IOP_STORAGE_POSTGRES_URL (+ _SCHEMA), IOP_STORAGE_REDIS_URL (+ _PREFIX), IOP_STORAGE_ON_FAILURE. */
-export function storageFromEnv(env: NodeJS.ProcessEnv): Record<string, unknown> | undefined {
-  const out: Record<string, unknown> = {};
-  if (env.IOP_STORAGE_POSTGRES_URL) out.sql = { kind: 'postgres', url: env.IOP_STORAGE_POSTGRES_URL, ...(env.IOP_STORAGE_POSTGRES_SCHEMA ? { schema: env.IOP_STORAGE_POSTGRES_SCHEMA } : {}) };
-  if (env.IOP_STORAGE_REDIS_URL) out.counters = { kind: 'redis', url: env.IOP_STORAGE_REDIS_URL, ...(env.IOP_STORAGE_REDIS_PREFIX ? { keyPrefix: env.IOP_STORAGE_REDIS_PREFIX } : {}) };
-  if (env.IOP_STORAGE_ON_FAILURE) out.onFailure = env.IOP_STORAGE_ON_FAILURE;
-  return Object.keys(out).length > 0 ? out : undefined;
-}
+/** The `storage` section's schema, typed by the checked `StorageConfig`. */
+export const STORAGE_SCHEMA = Type.Unsafe<StorageConfig>(storageSchema);
+
+/** Every storage default (from the schema). */
+export const DEFAULT_STORAGE: StorageConfig = compileSchema(STORAGE_SCHEMA)({}).value;

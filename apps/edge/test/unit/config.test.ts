@@ -19,9 +19,9 @@ describe('edge config', () => {
       }
       return 'accepted';
     })();
-    expect(message).toMatch(/\/port must be <= 65535/);
-    expect(message).toMatch(/\/apiKeys\/0 must NOT have fewer than 8 characters/);
+    expect(message).toMatch(/(^|; |: )port must be <= 65535/);
+    expect(message).toMatch(/apiKeys\[0\] must NOT have fewer than 8 characters/);
     // The pool section's own problems come in the same message.
-    expect(message).toMatch(/\/pool\/modelGroups\/0 must have required property 'targets'/);
+    expect(message).toMatch(/pool\.modelGroups\[0\] must have required property 'targets'/);
   });
 });

@@ -44,7 +44,7 @@ describe('applyConfigReload: the pool section', () => {
     const config = edge.config;
     const bad = { ...file(before, { apiKeys: ['sk-new-key-0001'], gate: { default: { filters: [] } } }), pool: { modelGroups: [{ name: 'a', targets: [{ model: 'm' }], fallbacks: ['missing'] }] } } as unknown as EdgeConfig;
     expect(() => applyConfigReload(edge, bad, buildGates)).toThrow(ConfigError);
-    expect(() => applyConfigReload(edge, bad, buildGates)).toThrow('/modelGroups/0/fallbacks/0 `missing` is not a model group name');
+    expect(() => applyConfigReload(edge, bad, buildGates)).toThrow('modelGroups[0].fallbacks[0] `missing` is not a model group name');
     expect(edge.config).toBe(config);
     expect(edge.gates).toEqual({ name: 'gates' });
     expect(edge.pool.resolve('legacy').name).toBe('old');

@@ -43,10 +43,10 @@ describe('parsePoolConfig', () => {
     const bad = { ...example, retry: { maxAttempts: 0, budgetRatio: -1 }, affinity: { loadFactor: 0.5 }, extra: true };
     expect(() => parsePoolConfig(bad)).toThrow(ConfigError);
     expect(() => parsePoolConfig(bad)).toThrow(
-      'invalid pool config: / must NOT have additional properties (extra); /retry/maxAttempts must be >= 1; /retry/budgetRatio must be >= 0; /affinity/loadFactor must be >= 1',
+      'invalid pool config: extra is not a known setting; retry.maxAttempts must be >= 1; retry.budgetRatio must be >= 0; affinity.loadFactor must be >= 1',
     );
-    expect(() => parsePoolConfig({ modelGroups: [{ name: 'x', targets: [] }] })).toThrow('/modelGroups/0/targets must NOT have fewer than 1 items');
-    expect(() => parsePoolConfig({ directProviders: [{ id: 'a', baseUrl: 'ftp://x', models: ['m'] }] })).toThrow('/directProviders/0/baseUrl must match pattern');
+    expect(() => parsePoolConfig({ modelGroups: [{ name: 'x', targets: [] }] })).toThrow('modelGroups[0].targets must NOT have fewer than 1 items');
+    expect(() => parsePoolConfig({ directProviders: [{ id: 'a', baseUrl: 'ftp://x', models: ['m'] }] })).toThrow('directProviders[0].baseUrl must match pattern');
   });
 
   it('refuses duplicate names and aliases, and fallbacks to unknown groups', () => {
@@ -55,9 +55,9 @@ describe('parsePoolConfig', () => {
       { name: 'b', targets: [{ model: 'm' }], contextFallback: 'b' },
     ];
     expect(() => parsePoolConfig({ modelGroups: groups })).toThrow(
-      'invalid pool config: /modelGroups/1/name `b` is already used by /modelGroups/0; /modelGroups/0/fallbacks/0 `nope` is not a model group name; /modelGroups/1/contextFallback names its own group',
+      'invalid pool config: modelGroups[1].name `b` is already used by modelGroups[0]; modelGroups[0].fallbacks[0] `nope` is not a model group name; modelGroups[1].contextFallback names its own group',
     );
-    expect(() => parsePoolConfig({ retry: { baseBackoffMs: 500, maxBackoffMs: 100 } })).toThrow('/retry/maxBackoffMs must be >= baseBackoffMs');
+    expect(() => parsePoolConfig({ retry: { baseBackoffMs: 500, maxBackoffMs: 100 } })).toThrow('retry.maxBackoffMs must be >= retry.baseBackoffMs');
   });
 });
 

@@ -62,8 +62,8 @@ describe('ProviderPool reload', () => {
     const { pool } = track(makePool({ modelGroups: [{ name: 'g', aliases: ['x'], targets: [{ model: 'm' }] }], directProviders: [direct('d1', ['m'])] }));
     const clash = { modelGroups: [{ name: 'g', targets: [{ model: 'm' }] }, { name: 'h', aliases: ['g'], targets: [{ model: 'm' }] }] };
     expect(() => pool.prepareReload(clash as never)).toThrow(ConfigError);
-    expect(() => pool.prepareReload(clash as never)).toThrow('/modelGroups/1/aliases/0 `g` is already used by /modelGroups/0');
-    expect(() => pool.prepareReload({ modelGroups: [{ name: 'g', targets: [{ model: 'm' }], fallbacks: ['nope'] }] } as never)).toThrow('/modelGroups/0/fallbacks/0 `nope` is not a model group name');
+    expect(() => pool.prepareReload(clash as never)).toThrow('modelGroups[1].aliases[0] `g` is already used by modelGroups[0]');
+    expect(() => pool.prepareReload({ modelGroups: [{ name: 'g', targets: [{ model: 'm' }], fallbacks: ['nope'] }] } as never)).toThrow('modelGroups[0].fallbacks[0] `nope` is not a model group name');
     expect(pool.resolve('x').name).toBe('g');
     expect(pool.direct.map((provider) => provider.id)).toEqual(['d1']);
   });

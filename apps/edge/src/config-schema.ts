@@ -1,0 +1,149 @@
+/**
+ * The edge config schema: one TypeBox schema (see @iop/core's config-schema.ts for the library and
+ * why) from which come the defaults (`DEFAULT_CONFIG`), the validation (every problem at once, each
+ * with its path), the flag and environment bindings (`EDGE_BINDINGS`: `--tunnel-port`,
+ * `IOP_TUNNEL_PORT` for `tunnel.port`; older names kept as aliases) and the published JSON Schema
+ * (`schema/iop-edge.schema.json`, `npm run generate:schema`). `EdgeConfig` (config.ts) is checked
+ * against it at compile time.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import { configBindings, publishedJsonSchema, stringEnum, type Assert, type BindingAlias, type SameShape } from '@iop/core';
+import { MODEL_GATE_CONFIG_SCHEMA } from '@iop/stream-gate';
+import type { EdgeConfig } from './config.js';
+import { DEFAULT_GATE } from './gate/gate-registry.js';
+import { CONFIG_KEYS_SCHEMA, type ConfigKey } from './keys/config-keys.js';
+import { POOL_SCHEMA } from './pool/pool-config.js';
+import { STORAGE_SCHEMA } from './storage/storage-config.js';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const port = (description: string, fallback: number) => Type.Integer({ minimum: 0, maximum: 65535, default: fallback, description });
+const ms = (minimum: number, maximum: number, fallback: number, description: string) => Type.Integer({ minimum, maximum, default: fallback, description });
+const secrets = (minLength: number, description: string) => Type.Array(Type.String({ minLength }), { default: [], description });
+
+const edgeConfigSchema = Type.Object(
+  {
+    host: Type.String({ minLength: 1, default: '127.0.0.1', description: 'HTTP API listen address.' }),
+    port: port('HTTP API port (0 = any free port).', 8080),
+    tunnel: Type.Object(
+      {
+        host: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Tunnel listen address.' }),
+        port: port('gRPC tunnel port for agents, HTTP/2 (h2c without TLS); 0 = any free port.', 8081),
+        tlsCertFile: Type.Optional(Type.String({ description: 'PEM certificate: with tlsKeyFile the tunnel serves TLS.' })),
+        tlsKeyFile: Type.Optional(Type.String({ description: 'PEM private key of tlsCertFile.' })),
+        unauthenticated: Type.Object(
+          {
+            registerTimeoutMs: ms(100, 600_000, 10_000, 'A tunnel connection (and each Control stream) must register an agent within this time, ms.'),
+            maxUnauthenticatedConnections: Type.Integer({
+              minimum: 1,
+              maximum: 100_000,
+              default: 64,
+              description: 'Tunnel connections not yet registered at once; more are closed on arrival.',
+            }),
+            maxUnauthenticatedStreams: Type.Integer({
+              minimum: 1,
+              maximum: 1_000,
+              default: 4,
+              description: 'Open streams per tunnel connection not yet registered (more are refused).',
+            }),
+          },
+          { additionalProperties: false, default: {} },
+        ),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    apiKeys: secrets(8, 'Client API keys (Authorization: Bearer or x-api-key). Empty = no auth (a warning is logged).'),
+    keys: Type.Unsafe<ConfigKey[]>({
+      ...CONFIG_KEYS_SCHEMA,
+      default: [],
+      description: 'Client API keys with policy (id, name, key or keyHash, owner, models, limits, budget, expiresAt).',
+    }),
+    storage: STORAGE_SCHEMA,
+    joinTokens: secrets(8, 'Agent join tokens. Empty = any agent may join (a warning is logged).'),
+    maxBodyBytes: Type.Integer({ minimum: 1024, maximum: 1024 * 1024 * 1024, default: 32 * 1024 * 1024, description: 'Largest request body accepted, bytes.' }),
+    heartbeatIntervalMs: ms(100, 600_000, 5_000, 'Agents heartbeat this often; one silent for 3 intervals is dropped, ms.'),
+    runAcceptedTimeoutMs: ms(100, 600_000, 5_000, 'Longest wait for an agent to accept an assigned run, ms.'),
+    firstByteTimeoutMs: ms(0, 3_600_000, 120_000, "Streamed backend requests: longest wait for the first body byte, ms (0 = the agent's own default)."),
+    idleTimeoutMs: ms(100, 3_600_000, 60_000, 'Longest backend silence between body slices, ms.'),
+    requestDeadlineMs: ms(100, 86_400_000, 600_000, 'Total time of a request across attempts, ms.'),
+    writeStallTimeoutMs: ms(100, 3_600_000, 30_000, 'Longest wait for a client that stopped reading, ms.'),
+    maxAttempts: Type.Integer({
+      minimum: 1,
+      maximum: 10,
+      default: 3,
+      description: 'Attempts on other agents when a run fails before its first byte (the default of pool.retry.maxAttempts).',
+    }),
+    logLevel: stringEnum(LOG_LEVELS, { default: 'info', description: 'Log level.' }),
+    responsesStore: Type.Object(
+      {
+        kind: stringEnum(['sqlite', 'memory'] as const, { default: 'sqlite', description: 'Stored Responses: embedded SQLite in dataDir, or memory.' }),
+        dataDir: Type.Optional(Type.String({ minLength: 1, description: 'Directory of the Responses store and state.sqlite (default ./.iop-data).' })),
+        maxAgeMs: Type.Integer({ minimum: 1000, default: 30 * 24 * 60 * 60 * 1000, description: 'Stored Responses older than this are removed, ms.' }),
+        maxRows: Type.Integer({ minimum: 1, default: 100_000, description: 'Stored Responses kept at most.' }),
+        maxResponseBytes: Type.Integer({
+          minimum: 1024,
+          default: 16 * 1024 * 1024,
+          description: 'Largest stored Response (input + output), bytes; a larger input is refused with 413.',
+        }),
+        maxTotalBytes: Type.Integer({ minimum: 1024, default: 2 * 1024 * 1024 * 1024, description: 'Stored Responses in all, bytes; the oldest go first.' }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    adminKeys: secrets(16, 'Admin API keys for /admin, distinct from client keys.'),
+    shutdownDeadlineMs: ms(0, 3_600_000, 10_000, 'On SIGTERM, longest wait for in-flight streams, ms.'),
+    startupGraceMs: ms(0, 3_600_000, 15_000, 'After start, a model no agent serves yet is a 503 with Retry-After (agents reconnecting), not a 404, ms.'),
+    pool: POOL_SCHEMA,
+    billingHeader: stringEnum(['end', 'drop', 'keep'] as const, {
+      default: 'end',
+      description: "Claude Code's per-conversation billing line: moved to the end of the system prompt, dropped, or kept first.",
+    }),
+    gate: Type.Object(
+      {
+        default: Type.Unsafe<EdgeConfig['gate']['default']>({
+          ...MODEL_GATE_CONFIG_SCHEMA,
+          default: DEFAULT_GATE.default,
+          description: 'The gate of every model without an entry in models.',
+        }),
+        models: Type.Record(Type.String(), MODEL_GATE_CONFIG_SCHEMA, { default: {}, description: 'Per-model gate settings, by client-facing model name.' }),
+      },
+      { additionalProperties: false, default: {}, description: 'Stream gate per model (see packages/stream-gate/README.md).' },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const _shape: Assert<SameShape<Static<typeof edgeConfigSchema>, EdgeConfig>> = true;
+
+/** The edge config schema, typed by the checked `EdgeConfig`. */
+export const EDGE_CONFIG_SCHEMA = Type.Unsafe<EdgeConfig>(edgeConfigSchema);
+
+/** Names from before the naming rule, still accepted. */
+export const EDGE_ALIASES: Record<string, readonly BindingAlias[]> = {
+  'tunnel.tlsCertFile': [{ flag: '--tls-cert', env: 'IOP_TLS_CERT' }],
+  'tunnel.tlsKeyFile': [{ flag: '--tls-key', env: 'IOP_TLS_KEY' }],
+  'tunnel.unauthenticated.registerTimeoutMs': [{ flag: '--tunnel-register-timeout-ms', env: 'IOP_TUNNEL_REGISTER_TIMEOUT_MS' }],
+  'tunnel.unauthenticated.maxUnauthenticatedConnections': [
+    { flag: '--tunnel-max-unauthenticated-connections', env: 'IOP_TUNNEL_MAX_UNAUTHENTICATED_CONNECTIONS' },
+  ],
+  'tunnel.unauthenticated.maxUnauthenticatedStreams': [{ flag: '--tunnel-max-unauthenticated-streams', env: 'IOP_TUNNEL_MAX_UNAUTHENTICATED_STREAMS' }],
+  'responsesStore.dataDir': [{ flag: '--data-dir', env: 'IOP_DATA_DIR' }],
+  'responsesStore.maxResponseBytes': [{ flag: '--responses-max-response-bytes', env: 'IOP_RESPONSES_MAX_RESPONSE_BYTES' }],
+  'responsesStore.maxTotalBytes': [{ flag: '--responses-max-total-bytes', env: 'IOP_RESPONSES_MAX_TOTAL_BYTES' }],
+  'storage.sql.url': [{ env: 'IOP_STORAGE_POSTGRES_URL', implies: { 'storage.sql.kind': 'postgres' } }],
+  'storage.sql.schema': [{ env: 'IOP_STORAGE_POSTGRES_SCHEMA' }],
+  'storage.counters.url': [{ env: 'IOP_STORAGE_REDIS_URL', implies: { 'storage.counters.kind': 'redis' } }],
+  'storage.counters.keyPrefix': [{ env: 'IOP_STORAGE_REDIS_PREFIX' }],
+};
+
+/** Every edge setting's flag and environment variable (one table, derived from the schema). */
+export const EDGE_BINDINGS = configBindings(EDGE_CONFIG_SCHEMA, EDGE_ALIASES);
+
+/** `schema/iop-edge.schema.json`. */
+export function edgeJsonSchema(): Record<string, unknown> {
+  return publishedJsonSchema(EDGE_CONFIG_SCHEMA, {
+    id: 'iop-edge.schema.json',
+    title: 'iop-edge config',
+    description:
+      'Config file of iop-edge (JSON or YAML; --config / IOP_CONFIG). Each setting also has a flag (--a-b-c for a.b.c) and an environment variable (IOP_A_B_C).',
+  });
+}

@@ -1,0 +1,3 @@
+export * from './config-schema.js';
+export * from './config-bindings.js';
+export * from './config-file.js';
