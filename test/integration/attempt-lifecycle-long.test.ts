@@ -141,6 +141,7 @@ async function stallAndResume(response: http.IncomingMessage): Promise<Frame[]> 
   expect(chats[0]).toMatchObject({ aborted: true, completed: false });
   // The edge gave up on the client (and logged the request's end) when the stall passed; the
   // backend request was aborted soon after (1 s is the aim; the margin is for a loaded machine).
+  await edge.proc.waitFor((line) => line.msg === 'request completed' && line.aborted === true, 5_000);
   const ended = edge.proc.lines.filter((line) => line.msg === 'request completed').at(-1)!;
   expect(ended).toMatchObject({ status: 200, aborted: true });
   expect((chats[0]!.abortedAt as number) - Date.parse(ended.time as string)).toBeLessThan(2_000);

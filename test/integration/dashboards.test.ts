@@ -94,9 +94,12 @@ it('fills the request series of edge and agent for a streamed request', async ()
   const edgeText = await (await fetch(`${edge.url}/metrics`)).text();
   expect(edgeText).toContain('iop_requests_total{dialect="openai-chat",model="sim-model",served_model="sim-model",agent="agent-dash",status="200",mode="passthrough",policy="none"} 1');
   expect(edgeText).toMatch(/^gen_ai_server_time_to_first_token_seconds_count\{gen_ai_operation_name="chat",gen_ai_request_model="sim-model",gen_ai_response_model="sim-model"\} 1$/m);
-  // 8 tokens at 5 ms apiece after the first: the time per output token is at least 5 ms.
+  // 8 tokens 5 ms apart: about 5 ms per output token. The sim keeps an absolute schedule (a token
+  // late on a loaded machine is followed by the ones already due at once), so only the order of
+  // magnitude is certain: more than 1 ms, less than 50.
   const tpot = /^iop_time_per_output_token_seconds_sum\{dialect="openai-chat",model="sim-model"\} (\S+)$/m.exec(edgeText);
-  expect(Number(tpot?.[1])).toBeGreaterThanOrEqual(0.004);
+  expect(Number(tpot?.[1])).toBeGreaterThan(0.001);
+  expect(Number(tpot?.[1])).toBeLessThan(0.05);
   expect(edgeText).toMatch(/^gen_ai_client_token_usage_sum\{[^}]*gen_ai_token_type="output"\} 8$/m);
   expect(edgeText).toMatch(/^iop_agents\{state="healthy"\} 1$/m);
   expect(edgeText).toMatch(/^iop_pool_agent_max_concurrency\{agent="agent-dash"\} 16$/m);

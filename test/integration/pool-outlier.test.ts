@@ -47,7 +47,7 @@ it('ejects a failing provider while it is down and takes it back when healthy', 
     return (await metric('iop_pool_provider_ejected', 'provider="agent-b"')) === 1;
   }, 20_000, 0);
   expect(await metric('iop_pool_ejections_total', 'provider="agent-b"')).toBeGreaterThanOrEqual(1);
-  expect(edge.proc.lines.some((line) => line.msg === 'provider ejected' && line.providerId === 'agent-b')).toBe(true);
+  await edge.proc.waitFor((line) => line.msg === 'provider ejected' && line.providerId === 'agent-b', 5_000);
 
   // While ejected, B gets no traffic.
   const bBefore = (await simRequests(simB)).length;
@@ -58,5 +58,5 @@ it('ejects a failing provider while it is down and takes it back when healthy', 
   await fetch(`${simB.url}/_sim/faults`, { method: 'DELETE' });
   await eventually(async () => (await ask()) === 'agent-b', 30_000, 100);
   expect(await metric('iop_pool_provider_ejected', 'provider="agent-b"')).toBe(0);
-  expect(edge.proc.lines.some((line) => line.msg === 'provider recovered' && line.providerId === 'agent-b')).toBe(true);
+  await edge.proc.waitFor((line) => line.msg === 'provider recovered' && line.providerId === 'agent-b', 5_000);
 });

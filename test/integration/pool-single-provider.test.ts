@@ -43,7 +43,7 @@ describe('a single provider is retried on itself', () => {
     expect(response.headers.get('x-iop-agent-id')).toBe('agent-only');
     const records = await chatRequests(sim);
     expect(records.map((record) => record.status)).toEqual([500, 200]);
-    expect(edge.proc.lines.some((line) => line.msg === 'attempt failed before its first byte; retrying' && String(line.reason).includes('same provider'))).toBe(true);
+    await edge.proc.waitFor((line) => line.msg === 'attempt failed before its first byte; retrying' && String(line.reason).includes('same provider'), 5_000);
   });
 
   it.each(['malformed', 'no-done'])('a non-stream answer the backend breaks (%s) reached no client byte: retried, a 200', async (fault) => {

@@ -133,7 +133,7 @@ describeWithSharedState(
       const refused = await ask(closed);
       expect(refused.status).toBe(503);
       expect(refused.retryAfter).toBe('1');
-      expect(open.proc.lines.some((line) => line.msg === "shared counters unavailable: failing open on this edge's own counters")).toBe(true);
+      await open.proc.waitFor((line) => line.msg === "shared counters unavailable: failing open on this edge's own counters", 5_000);
       await redis.start();
       // ioredis reconnects on its own (at most every 2 s).
       await eventually(async () => (await ask(closed)).status === 200, 15_000, 250);

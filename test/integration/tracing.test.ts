@@ -120,7 +120,8 @@ it('traces a retried request as one tree across edge, agent and backend', async 
   }
 
   // Log lines within the request carry its trace id (edge and agent).
-  const edgeLine = edge.proc.lines.find((line) => line.msg === 'request completed' && line.trace_id === clientTraceId);
+  // (Log lines leave at the end of each process's event-loop turn: the answer may arrive first.)
+  const edgeLine = await edge.proc.waitFor((line) => line.msg === 'request completed' && line.trace_id === clientTraceId, 5_000);
   expect(edgeLine).toBeDefined();
-  expect(agent.lines.some((line) => line.trace_id === clientTraceId)).toBe(true);
+  await agent.waitFor((line) => line.trace_id === clientTraceId, 5_000);
 });

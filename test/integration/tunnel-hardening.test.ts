@@ -205,7 +205,7 @@ describe('an agent id belongs to its live session', () => {
     await eventually(() => registrations() > before, 10_000);
     // The edge still held the old, half-open session (its heartbeat timeout is 15 s).
     expect(Date.now() - cutAt).toBeLessThan(8_000);
-    expect(edge.proc.lines.some((line) => line.msg === 'agent resumed on a new connection: its earlier session is closed')).toBe(true);
+    await edge.proc.waitFor((line) => line.msg === 'agent resumed on a new connection: its earlier session is closed', 5_000);
     expect(edge.proc.lines.some((line) => line.reason === 'heartbeat timeout')).toBe(false);
     const openai = new OpenAI({ baseURL: edge.baseURL, apiKey: API_KEY, maxRetries: 0 });
     const completion = await openai.chat.completions.create({ model: 'sim-model', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] });
@@ -218,7 +218,7 @@ describe('an agent id belongs to its live session', () => {
     await real.kill();
     const restarted = await startAgent({ tunnelPort: edge.tunnelPort, id: 'gpu-1', backendUrl: realSim.url, models: ['sim-model'], args: agentArgs });
     expect(Date.now() - cutAt).toBeLessThan(12_000);
-    expect(edge.proc.lines.some((line) => line.msg === 'the earlier session of this agent id does not answer: the new session takes the id')).toBe(true);
+    await edge.proc.waitFor((line) => line.msg === 'the earlier session of this agent id does not answer: the new session takes the id', 5_000);
     expect(edge.proc.lines.some((line) => line.reason === 'heartbeat timeout')).toBe(false);
     const before = await chatRequests(realSim);
     const openai = new OpenAI({ baseURL: edge.baseURL, apiKey: API_KEY, maxRetries: 0 });
