@@ -16,7 +16,7 @@ export default tseslint.config(
       'no-restricted-syntax': [
         'error',
         {
-          selector: "Literal[value=/^data: /]",
+          selector: 'Literal[value=/^data: /]',
           message: "Frame SSE with sseFrame()/sseJson() from @iop/core, not a 'data: ' literal.",
         },
       ],

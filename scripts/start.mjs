@@ -15,7 +15,14 @@ const USAGE = 'usage: npm start -- [--port N] [--tunnel-port N] [--model path.gg
 let flags;
 try {
   ({ values: flags } = parseArgs({
-    options: { port: { type: 'string' }, 'tunnel-port': { type: 'string' }, model: { type: 'string' }, once: { type: 'boolean' }, 'skip-build': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      port: { type: 'string' },
+      'tunnel-port': { type: 'string' },
+      model: { type: 'string' },
+      once: { type: 'boolean' },
+      'skip-build': { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
     strict: true,
   }));
 } catch (error) {
@@ -47,7 +54,10 @@ const children = [];
 if (flags['skip-build'] !== true) {
   console.log('[1/4] building (turbo; cached packages are skipped)…');
   const started = Date.now();
-  const build = spawnSync(process.execPath, [path.join(root, 'node_modules/turbo/bin/turbo'), 'run', 'build', '--output-logs=errors-only'], { cwd: root, stdio: 'inherit' });
+  const build = spawnSync(process.execPath, [path.join(root, 'node_modules/turbo/bin/turbo'), 'run', 'build', '--output-logs=errors-only'], {
+    cwd: root,
+    stdio: 'inherit',
+  });
   if (build.status !== 0) {
     console.error(`start: the build failed (exit ${build.status}); see the errors above`);
     process.exit(1);
@@ -59,7 +69,11 @@ const { default: OpenAI } = await import('openai');
 // Resolves with the process's readiness line, {"event":"ready",…} (edge: listening; agent:
 // registered with the edge), printed whatever the log level.
 function start(name, script, args, env) {
-  const child = spawn(process.execPath, [path.join(root, script), ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(root, script), ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   children.push(child);
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${name} exited with code ${code}`)));
@@ -72,7 +86,10 @@ function start(name, script, args, env) {
       }
       if (json.event === 'ready') return resolve(json);
       if (json.level >= 40 || process.env.IOP_VERBOSE) console.log(`[${name}] ${json.msg}${json.err ? `: ${json.err.message}` : ''}`);
-      if (json.msg === 'agent starting') console.log(`      agent: ${json.backend} backend, model ${json.modelFile ?? json.model ?? '?'}, ${json.threads ?? '?'} threads, GPU ${json.gpu === false ? 'none' : json.gpu}, max concurrency ${json.maxConcurrency}, /healthz and /metrics on :${json.metricsPort ?? '-'}`);
+      if (json.msg === 'agent starting')
+        console.log(
+          `      agent: ${json.backend} backend, model ${json.modelFile ?? json.model ?? '?'}, ${json.threads ?? '?'} threads, GPU ${json.gpu === false ? 'none' : json.gpu}, max concurrency ${json.maxConcurrency}, /healthz and /metrics on :${json.metricsPort ?? '-'}`,
+        );
     });
   });
 }
@@ -87,7 +104,11 @@ process.on('SIGINT', () => {
 
 try {
   console.log('[2/4] starting the edge…');
-  await start('edge', 'apps/edge/dist/main.js', ['--port', port, '--tunnel-port', tunnelPort], { IOP_API_KEYS: apiKeys, IOP_JOIN_TOKENS: joinTokens, IOP_LOG_FORMAT: 'json' });
+  await start('edge', 'apps/edge/dist/main.js', ['--port', port, '--tunnel-port', tunnelPort], {
+    IOP_API_KEYS: apiKeys,
+    IOP_JOIN_TOKENS: joinTokens,
+    IOP_LOG_FORMAT: 'json',
+  });
   console.log(`      edge: http://127.0.0.1:${port}/v1 (tunnel :${tunnelPort})`);
   const args = ['--edge', `http://127.0.0.1:${tunnelPort}`, '--join-token', joinToken, '--agent-id', 'local-agent', '--backend', 'llamacpp'];
   if (modelFlag) args.push('--model', modelFlag);
@@ -98,7 +119,9 @@ try {
   const model = models.data[0]?.id;
   console.log(`      agent registered, serving: ${models.data.map((m) => m.id).join(', ')}`);
 
-  console.log(`\n$ curl http://127.0.0.1:${port}/v1/chat/completions -H 'authorization: Bearer ${apiKey}' -H 'content-type: application/json' \\\n    -d '{"model":"${model}","messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":48}'`);
+  console.log(
+    `\n$ curl http://127.0.0.1:${port}/v1/chat/completions -H 'authorization: Bearer ${apiKey}' -H 'content-type: application/json' \\\n    -d '{"model":"${model}","messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":48}'`,
+  );
   const response = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
     method: 'POST',
     headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
@@ -109,7 +132,13 @@ try {
 
   console.log('\nopenai SDK, streaming:');
   const client = new OpenAI({ apiKey, baseURL: `http://127.0.0.1:${port}/v1` });
-  const stream = await client.chat.completions.create({ model, messages: [{ role: 'user', content: 'The little dog' }], max_tokens: 48, stream: true, stream_options: { include_usage: true } });
+  const stream = await client.chat.completions.create({
+    model,
+    messages: [{ role: 'user', content: 'The little dog' }],
+    max_tokens: 48,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
   for await (const chunk of stream) {
     process.stdout.write(chunk.choices[0]?.delta.content ?? '');
     if (chunk.usage) console.log(`\n[usage] prompt ${chunk.usage.prompt_tokens}, completion ${chunk.usage.completion_tokens} tokens`);

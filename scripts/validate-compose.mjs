@@ -111,7 +111,8 @@ function checkReferences(model, enabled, errors) {
       if (!String(from).startsWith('container:') && !enabled.has(target)) errors.push(`services.${name}.volumes_from: ${target} is not an enabled service`);
     }
     const mode = service.network_mode;
-    if (typeof mode === 'string' && mode.startsWith('service:') && !enabled.has(mode.slice(8))) errors.push(`services.${name}.network_mode: ${mode.slice(8)} is not an enabled service`);
+    if (typeof mode === 'string' && mode.startsWith('service:') && !enabled.has(mode.slice(8)))
+      errors.push(`services.${name}.network_mode: ${mode.slice(8)} is not an enabled service`);
     for (const volume of service.volumes ?? []) {
       const source = typeof volume === 'string' ? volume.split(':')[0] : volume.type === 'volume' ? volume.source : undefined;
       if (source === undefined || source === '' || /^[./~]/.test(source) || source.startsWith('/')) continue;
@@ -159,7 +160,10 @@ export function validateCompose(text, env, profiles) {
   const ajv = new Ajv2019({ allErrors: true, strict: false, validateFormats: false });
   const validate = ajv.compile(modernSchema(composeSchema));
   if (!validate(model)) {
-    for (const error of validate.errors ?? []) errors.push(`${error.instancePath || '/'} ${error.message}${error.params?.additionalProperty === undefined ? '' : ` (${error.params.additionalProperty})`}`);
+    for (const error of validate.errors ?? [])
+      errors.push(
+        `${error.instancePath || '/'} ${error.message}${error.params?.additionalProperty === undefined ? '' : ` (${error.params.additionalProperty})`}`,
+      );
   }
   const enabled = enabledServices(model, profiles);
   checkReferences(model, enabled, errors);
@@ -169,13 +173,25 @@ export function validateCompose(text, env, profiles) {
 function main() {
   let values;
   try {
-    ({ values } = parseArgs({ options: { file: { type: 'string', default: 'docker-compose.yml' }, 'variables': { type: 'string', default: '.env' }, profile: { type: 'string', multiple: true } }, strict: true }));
+    ({ values } = parseArgs({
+      options: {
+        file: { type: 'string', default: 'docker-compose.yml' },
+        variables: { type: 'string', default: '.env' },
+        profile: { type: 'string', multiple: true },
+      },
+      strict: true,
+    }));
   } catch (error) {
     process.stderr.write(`validate-compose: ${error.message}\n`);
     process.exit(2);
   }
   const env = { ...readEnvFile(values['variables']), ...process.env };
-  const profiles = values.profile ?? (env.COMPOSE_PROFILES ?? '').split(',').map((item) => item.trim()).filter(Boolean);
+  const profiles =
+    values.profile ??
+    (env.COMPOSE_PROFILES ?? '')
+      .split(',')
+      .map((item) => item.trim())
+      .filter(Boolean);
   const { errors, services } = validateCompose(readFileSync(values.file, 'utf8'), env, profiles);
   const label = `${values.file} (profiles: ${profiles.join(',') || 'none'})`;
   if (errors.length > 0) {

@@ -21,7 +21,12 @@ beforeAll(async () => {
     JSON.stringify({
       gate: {
         default: { filters: ['tool-calls', 'structured-output', 'empty-output'] },
-        models: { 'cline-model': { filters: [{ name: 'agent-output', options: { mode: 'xmlCompletionTool', xmlTools: ['read_file', 'attempt_completion'] } }], policy: 'buffered' } },
+        models: {
+          'cline-model': {
+            filters: [{ name: 'agent-output', options: { mode: 'xmlCompletionTool', xmlTools: ['read_file', 'attempt_completion'] } }],
+            policy: 'buffered',
+          },
+        },
       },
     }),
   );

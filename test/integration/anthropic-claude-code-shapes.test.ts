@@ -105,7 +105,9 @@ describe('Claude Code shapes on a 4k-context chat backend', () => {
       .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(Anthropic.APIError);
     expect((error as InstanceType<typeof Anthropic.APIError>).status).toBe(400);
-    expect((error as InstanceType<typeof Anthropic.APIError>).message).toContain('`tool_use` ids were found without `tool_result` blocks immediately after: toolu_9');
+    expect((error as InstanceType<typeof Anthropic.APIError>).message).toContain(
+      '`tool_use` ids were found without `tool_result` blocks immediately after: toolu_9',
+    );
     expect((await simRequests(sim)).length).toBe(before);
   });
 });

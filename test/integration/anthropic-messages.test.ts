@@ -8,7 +8,16 @@ import { API_KEY, startAgent, startEdge, startSim, stopAll, type EdgeHandle } fr
 let edge: EdgeHandle;
 let client: Anthropic;
 
-const MODELS = ['sim-model', 'sim-model@reasoning=6', 'sim-model@tool-calls=1', 'sim-model@tool-calls=3', 'sim-model@fault=403', 'sim-model@fault=429', 'sim-model@fault=500', 'sim-model@fault=503'];
+const MODELS = [
+  'sim-model',
+  'sim-model@reasoning=6',
+  'sim-model@tool-calls=1',
+  'sim-model@tool-calls=3',
+  'sim-model@fault=403',
+  'sim-model@fault=429',
+  'sim-model@fault=500',
+  'sim-model@fault=503',
+];
 
 beforeAll(async () => {
   const sim = await startSim(['--models', 'sim-model', '--output-tokens', '10', '--max-model-len', '65536']);
@@ -25,7 +34,10 @@ const weather: Anthropic.Tool = {
   input_schema: { type: 'object', properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['c', 'f'] } }, required: ['city', 'unit'] },
 };
 const time: Anthropic.Tool = { name: 'get_time', input_schema: { type: 'object', properties: { zone: { type: 'string' } }, required: ['zone'] } };
-const news: Anthropic.Tool = { name: 'get_news', input_schema: { type: 'object', properties: { topic: { type: 'string' }, limit: { type: 'integer' } }, required: ['topic', 'limit'] } };
+const news: Anthropic.Tool = {
+  name: 'get_news',
+  input_schema: { type: 'object', properties: { topic: { type: 'string' }, limit: { type: 'integer' } }, required: ['topic', 'limit'] },
+};
 
 describe('POST /v1/messages', () => {
   it('messages.create answers with a Message, end_turn and usage', async () => {
@@ -61,7 +73,12 @@ describe('POST /v1/messages', () => {
   });
 
   it('streams thinking before text when thinking is enabled', async () => {
-    const stream = client.messages.stream({ model: 'sim-model@reasoning=6', max_tokens: 4096, thinking: { type: 'enabled', budget_tokens: 2048 }, messages: [{ role: 'user', content: 'Think, then answer' }] });
+    const stream = client.messages.stream({
+      model: 'sim-model@reasoning=6',
+      max_tokens: 4096,
+      thinking: { type: 'enabled', budget_tokens: 2048 },
+      messages: [{ role: 'user', content: 'Think, then answer' }],
+    });
     let thinking = '';
     stream.on('thinking', (delta) => (thinking += delta));
     const final = await stream.finalMessage();
@@ -73,7 +90,9 @@ describe('POST /v1/messages', () => {
   });
 
   it('streams one tool call with its input as an object', async () => {
-    const final = await client.messages.stream({ model: 'sim-model@tool-calls=1', max_tokens: 256, tools: [weather], messages: [{ role: 'user', content: 'Weather in Paris?' }] }).finalMessage();
+    const final = await client.messages
+      .stream({ model: 'sim-model@tool-calls=1', max_tokens: 256, tools: [weather], messages: [{ role: 'user', content: 'Weather in Paris?' }] })
+      .finalMessage();
     expect(final.stop_reason).toBe('tool_use');
     const uses = final.content.filter((block) => block.type === 'tool_use');
     expect(uses).toHaveLength(1);
@@ -85,7 +104,12 @@ describe('POST /v1/messages', () => {
   });
 
   it('streams parallel tool calls as separate blocks in order', async () => {
-    const stream = client.messages.stream({ model: 'sim-model@tool-calls=3', max_tokens: 256, tools: [weather, time, news], messages: [{ role: 'user', content: 'All three please' }] });
+    const stream = client.messages.stream({
+      model: 'sim-model@tool-calls=3',
+      max_tokens: 256,
+      tools: [weather, time, news],
+      messages: [{ role: 'user', content: 'All three please' }],
+    });
     const indexes: number[] = [];
     stream.on('streamEvent', (event) => {
       if (event.type === 'content_block_start') indexes.push(event.index);
@@ -100,7 +124,13 @@ describe('POST /v1/messages', () => {
   });
 
   it('round-trips a tool call: tool_use, then tool_result, then the answer', async () => {
-    const first = await client.messages.create({ model: 'sim-model', max_tokens: 256, tools: [weather], tool_choice: { type: 'any' }, messages: [{ role: 'user', content: 'Weather in Paris?' }] });
+    const first = await client.messages.create({
+      model: 'sim-model',
+      max_tokens: 256,
+      tools: [weather],
+      tool_choice: { type: 'any' },
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
+    });
     expect(first.stop_reason).toBe('tool_use');
     const use = first.content.find((block) => block.type === 'tool_use');
     if (use?.type !== 'tool_use') throw new Error('expected a tool_use block');
@@ -111,7 +141,13 @@ describe('POST /v1/messages', () => {
       messages: [
         { role: 'user', content: 'Weather in Paris?' },
         { role: 'assistant', content: first.content },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: '18 degrees and sunny' }, { type: 'text', text: 'Summarize it.' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: use.id, content: '18 degrees and sunny' },
+            { type: 'text', text: 'Summarize it.' },
+          ],
+        },
       ],
     });
     expect(second.stop_reason).toBe('end_turn');
@@ -158,7 +194,12 @@ describe('POST /v1/messages', () => {
     };
     const response = await fetch(`${edge.url}/v1/messages?beta=true`, {
       method: 'POST',
-      headers: { 'x-api-key': API_KEY, 'anthropic-version': '2023-06-01', 'anthropic-beta': 'interleaved-thinking-2025-05-14,context-management-2025-06-27', 'content-type': 'application/json' },
+      headers: {
+        'x-api-key': API_KEY,
+        'anthropic-version': '2023-06-01',
+        'anthropic-beta': 'interleaved-thinking-2025-05-14,context-management-2025-06-27',
+        'content-type': 'application/json',
+      },
       body: JSON.stringify(body),
     });
     const text = await response.text();
@@ -171,7 +212,11 @@ describe('POST /v1/messages', () => {
   });
 
   it('count_tokens answers input_tokens and says whether it is exact', async () => {
-    const counted = await client.messages.countTokens({ model: 'sim-model', system: 'Be brief.', messages: [{ role: 'user', content: 'How many tokens is this?' }] });
+    const counted = await client.messages.countTokens({
+      model: 'sim-model',
+      system: 'Be brief.',
+      messages: [{ role: 'user', content: 'How many tokens is this?' }],
+    });
     expect(counted.input_tokens).toBeGreaterThan(5);
     const response = await fetch(`${edge.url}/v1/messages/count_tokens`, {
       method: 'POST',

@@ -18,7 +18,9 @@ let agent: Proc;
 beforeAll(async () => {
   sim = await startSim(['--models', 'sim-model', '--output-tokens', '8', '--ttft-ms', '1500']);
   // Heartbeats every 3 s: a 1–2 s freeze is not a lost agent (dropped only after 9 s of silence).
-  edge = await startEdge({ args: ['--admin-keys', ADMIN_KEY, '--heartbeat-interval-ms', '3000', '--run-accepted-timeout-ms', '1000', '--first-byte-timeout-ms', '5000'] });
+  edge = await startEdge({
+    args: ['--admin-keys', ADMIN_KEY, '--heartbeat-interval-ms', '3000', '--run-accepted-timeout-ms', '1000', '--first-byte-timeout-ms', '5000'],
+  });
   agent = await startAgent({ tunnelPort: edge.tunnelPort, id: 'frozen', backendUrl: sim.url, models: ['sim-model'] });
 });
 
@@ -47,16 +49,23 @@ it('a frozen agent: 504 after one attempt within the accepted timeout, the run c
   expect(elapsedMs).toBeGreaterThanOrEqual(900);
   expect(elapsedMs).toBeLessThan(4_000); // one accepted timeout, no second attempt on the same agent
   // Log lines leave at the end of the edge's event-loop turn: the answer may arrive first.
-  const notRetried = (line: Record<string, unknown>) => line.msg === 'attempt failed; not retried' && String(line.reason).includes('run_accepted_timeout is not retried on the same provider');
+  const notRetried = (line: Record<string, unknown>) =>
+    line.msg === 'attempt failed; not retried' && String(line.reason).includes('run_accepted_timeout is not retried on the same provider');
   await edge.proc.waitFor(notRetried, 5_000);
   expect(edge.proc.lines.filter(notRetried)).toHaveLength(1);
   // Awake again, the agent gets the assignment and its CancelRun: nothing is left generating.
-  await eventually(async () => {
-    const { body } = await admin(edge.url, 'GET', '/admin/agents');
-    const view = body.data.find((entry) => entry.id === 'frozen');
-    const open = (await simRequests(sim)).filter((record) => record.path === '/v1/chat/completions' && record.completed !== true && record.aborted !== true).length;
-    return view !== undefined && view.load.inFlight === 0 && view.load.agentInFlight === 0 && view.load.backendInFlight === 0 && open === 0;
-  }, 10_000, 100);
+  await eventually(
+    async () => {
+      const { body } = await admin(edge.url, 'GET', '/admin/agents');
+      const view = body.data.find((entry) => entry.id === 'frozen');
+      const open = (await simRequests(sim)).filter(
+        (record) => record.path === '/v1/chat/completions' && record.completed !== true && record.aborted !== true,
+      ).length;
+      return view !== undefined && view.load.inFlight === 0 && view.load.agentInFlight === 0 && view.load.backendInFlight === 0 && open === 0;
+    },
+    10_000,
+    100,
+  );
   expect((await simRequests(sim)).filter((record) => record.path === '/v1/chat/completions' && record.completed === true)).toHaveLength(0);
   expect(edge.proc.lines.some((line) => line.msg === 'agent left')).toBe(false);
 });

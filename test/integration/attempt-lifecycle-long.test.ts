@@ -33,9 +33,28 @@ const countsAgree = (expected: number, timeoutMs?: number) => inFlightCountsAgre
 beforeAll(async () => {
   sim = await startSim(['--models', 'sim-model', '--output-tokens', '20', '--ttft-ms', '1000', '--itl-ms', '0', '--max-model-len', '1000000']);
   edge = await startEdge({
-    args: ['--admin-keys', ADMIN_KEY, '--heartbeat-interval-ms', '500', '--run-accepted-timeout-ms', '1000', '--first-byte-timeout-ms', '4000', '--request-deadline-ms', '60000', '--write-stall-timeout-ms', String(WRITE_STALL_MS)],
+    args: [
+      '--admin-keys',
+      ADMIN_KEY,
+      '--heartbeat-interval-ms',
+      '500',
+      '--run-accepted-timeout-ms',
+      '1000',
+      '--first-byte-timeout-ms',
+      '4000',
+      '--request-deadline-ms',
+      '60000',
+      '--write-stall-timeout-ms',
+      String(WRITE_STALL_MS),
+    ],
   });
-  await startAgent({ tunnelPort: edge.tunnelPort, id: AGENT_ID, backendUrl: sim.url, models: ['sim-model', LONG_ANSWER, FLOOD], args: ['--max-concurrency', '4'] });
+  await startAgent({
+    tunnelPort: edge.tunnelPort,
+    id: AGENT_ID,
+    backendUrl: sim.url,
+    models: ['sim-model', LONG_ANSWER, FLOOD],
+    args: ['--max-concurrency', '4'],
+  });
 });
 
 beforeEach(() => clearSim(sim));
@@ -150,7 +169,11 @@ async function stallAndResume(response: http.IncomingMessage): Promise<Frame[]> 
 
 describe('a client that stops reading a gate stream releases its backend slot', () => {
   it('Anthropic Messages: the backend request is aborted, the stream ends with `event: error` after the queued events', async () => {
-    const response = await stalledStream('/v1/messages', { 'x-api-key': API_KEY, 'anthropic-version': '2023-06-01' }, { model: FLOOD, max_tokens: 400_000, stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    const response = await stalledStream(
+      '/v1/messages',
+      { 'x-api-key': API_KEY, 'anthropic-version': '2023-06-01' },
+      { model: FLOOD, max_tokens: 400_000, stream: true, messages: [{ role: 'user', content: 'hi' }] },
+    );
     const frames = await stallAndResume(response);
     const last = frames.at(-1)!;
     expect(last.event).toBe('error');
@@ -163,7 +186,11 @@ describe('a client that stops reading a gate stream releases its backend slot', 
   });
 
   it('OpenAI Responses: the backend request is aborted, the stream ends with `response.failed` after the queued events', async () => {
-    const response = await stalledStream('/v1/responses', { authorization: `Bearer ${API_KEY}` }, { model: FLOOD, max_output_tokens: 400_000, stream: true, store: false, input: 'hi' });
+    const response = await stalledStream(
+      '/v1/responses',
+      { authorization: `Bearer ${API_KEY}` },
+      { model: FLOOD, max_output_tokens: 400_000, stream: true, store: false, input: 'hi' },
+    );
     const frames = await stallAndResume(response);
     const last = frames.at(-1)!;
     expect(last.event).toBe('response.failed');

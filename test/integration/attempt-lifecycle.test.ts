@@ -30,9 +30,28 @@ const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', cont
 beforeAll(async () => {
   sim = await startSim(['--models', 'sim-model', '--output-tokens', '20', '--itl-ms', '0', '--max-model-len', '1000000']);
   edge = await startEdge({
-    args: ['--admin-keys', ADMIN_KEY, '--heartbeat-interval-ms', '500', '--run-accepted-timeout-ms', '1000', '--first-byte-timeout-ms', '1500', '--request-deadline-ms', '9000', '--write-stall-timeout-ms', '1000'],
+    args: [
+      '--admin-keys',
+      ADMIN_KEY,
+      '--heartbeat-interval-ms',
+      '500',
+      '--run-accepted-timeout-ms',
+      '1000',
+      '--first-byte-timeout-ms',
+      '1500',
+      '--request-deadline-ms',
+      '9000',
+      '--write-stall-timeout-ms',
+      '1000',
+    ],
   });
-  await startAgent({ tunnelPort: edge.tunnelPort, id: 'gpu-1', backendUrl: sim.url, models: ['sim-model', SLOW_STREAM, LATE_ANSWER, LONG_STREAM, FLOOD], args: ['--max-concurrency', '4'] });
+  await startAgent({
+    tunnelPort: edge.tunnelPort,
+    id: 'gpu-1',
+    backendUrl: sim.url,
+    models: ['sim-model', SLOW_STREAM, LATE_ANSWER, LONG_STREAM, FLOOD],
+    args: ['--max-concurrency', '4'],
+  });
   client = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
 });
 
@@ -148,7 +167,11 @@ describe('every run the edge stops waiting for is aborted at the backend', () =>
   it('a client that stops reading: after the 1 s write stall the run is cancelled and its backend slot released', async () => {
     const body = JSON.stringify({ model: FLOOD, messages, stream: true });
     const response = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      const request = http.request(`${edge.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' } }, resolve);
+      const request = http.request(
+        `${edge.url}/v1/chat/completions`,
+        { method: 'POST', headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' } },
+        resolve,
+      );
       request.on('error', reject);
       request.end(body);
     });

@@ -23,10 +23,33 @@ describe('iop-bench', () => {
   });
 
   it('closed loop, streaming chat: counts, percentiles and the agent distribution', async () => {
-    const { stdout, stderr } = await run(process.execPath, [CLI, '--url', url, '--api-key', API_KEY, '--model', 'sim-model', '--concurrency', '4', '--requests', '40', '--prompt-words', '10:30', '--max-tokens', '8', '--json']);
+    const { stdout, stderr } = await run(process.execPath, [
+      CLI,
+      '--url',
+      url,
+      '--api-key',
+      API_KEY,
+      '--model',
+      'sim-model',
+      '--concurrency',
+      '4',
+      '--requests',
+      '40',
+      '--prompt-words',
+      '10:30',
+      '--max-tokens',
+      '8',
+      '--json',
+    ]);
     expect(stderr).toBe('');
     const report = JSON.parse(stdout);
-    expect(report.config).toMatchObject({ dialect: 'chat', stream: true, mode: { kind: 'closed', concurrency: 4 }, promptWords: { min: 10, max: 30 }, maxTokens: { min: 8, max: 8 } });
+    expect(report.config).toMatchObject({
+      dialect: 'chat',
+      stream: true,
+      mode: { kind: 'closed', concurrency: 4 },
+      promptWords: { min: 10, max: 30 },
+      maxTokens: { min: 8, max: 8 },
+    });
     expect(report.requests).toEqual({ total: 40, ok: 40, failed: 0 });
     expect(report.ttftMs.count).toBe(40);
     expect(report.latencyMs.count).toBe(40);
@@ -43,12 +66,45 @@ describe('iop-bench', () => {
   });
 
   it('open loop, non-stream Anthropic Messages; failures are classed (401 with a wrong key)', async () => {
-    const ok = JSON.parse((await run(process.execPath, [CLI, '--url', url, '--api-key', API_KEY, '--model', 'sim-model', '--dialect', 'messages', '--rate', '40', '--requests', '12', '--no-stream', '--max-tokens', '4', '--json'])).stdout);
+    const ok = JSON.parse(
+      (
+        await run(process.execPath, [
+          CLI,
+          '--url',
+          url,
+          '--api-key',
+          API_KEY,
+          '--model',
+          'sim-model',
+          '--dialect',
+          'messages',
+          '--rate',
+          '40',
+          '--requests',
+          '12',
+          '--no-stream',
+          '--max-tokens',
+          '4',
+          '--json',
+        ])
+      ).stdout,
+    );
     expect(ok.config).toMatchObject({ dialect: 'messages', stream: false, mode: { kind: 'open', ratePerSecond: 40 } });
     expect(ok.requests).toEqual({ total: 12, ok: 12, failed: 0 });
     expect(ok.itlMs.count).toBe(0);
     expect(ok.itlMs.p50).toBeNull();
-    const failed = await run(process.execPath, [CLI, '--url', url, '--api-key', 'sk-wrong-key-00000', '--model', 'sim-model', '--requests', '3', '--json']).catch((error: { code: number; stdout: string }) => error);
+    const failed = await run(process.execPath, [
+      CLI,
+      '--url',
+      url,
+      '--api-key',
+      'sk-wrong-key-00000',
+      '--model',
+      'sim-model',
+      '--requests',
+      '3',
+      '--json',
+    ]).catch((error: { code: number; stdout: string }) => error);
     expect((failed as { code: number }).code).toBe(1);
     const report = JSON.parse((failed as { stdout: string }).stdout);
     expect(report.errors).toEqual({ http_4xx: 3 });
@@ -61,10 +117,16 @@ describe('iop-bench', () => {
     expect(stdout).toMatch(/\nTTFT +[\d.]+ +[\d.]+ +[\d.]+/);
     expect(stdout).toContain('errors  none');
     expect(stdout).toMatch(/\nagent +requests +share\n/);
-    const bad = (await run(process.execPath, [CLI, '--url', url, '--model', 'm', '--prompt-words', '9:3']).catch((error: unknown) => error)) as { code: number; stderr: string };
+    const bad = (await run(process.execPath, [CLI, '--url', url, '--model', 'm', '--prompt-words', '9:3']).catch((error: unknown) => error)) as {
+      code: number;
+      stderr: string;
+    };
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("option '--prompt-words <range>' argument '9:3' is invalid. expected 1 <= min <= max");
-    const both = (await run(process.execPath, [CLI, '--url', url, '--model', 'm', '--rate', '1', '--concurrency', '2']).catch((error: unknown) => error)) as { code: number; stderr: string };
+    const both = (await run(process.execPath, [CLI, '--url', url, '--model', 'm', '--rate', '1', '--concurrency', '2']).catch((error: unknown) => error)) as {
+      code: number;
+      stderr: string;
+    };
     expect(both.code).toBe(2);
     expect(both.stderr).toContain('--concurrency and --rate exclude each other');
   });

@@ -13,7 +13,12 @@ let agent: Proc;
 beforeAll(async () => {
   sim = await startSim(['--models', 'sim-model', '--output-tokens', '12']);
   edge = await startEdge();
-  agent = await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-a', backendUrl: sim.url, models: ['sim-model', 'sim-model@itl-ms=100', 'sim-model@tool-calls=3', 'sim-model@framing=crlf-split'] });
+  agent = await startAgent({
+    tunnelPort: edge.tunnelPort,
+    id: 'agent-a',
+    backendUrl: sim.url,
+    models: ['sim-model', 'sim-model@itl-ms=100', 'sim-model@tool-calls=3', 'sim-model@framing=crlf-split'],
+  });
   client = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
 });
 
@@ -141,10 +146,14 @@ describe('POST /v1/chat/completions', () => {
         }
       }),
     );
-    await eventually(async () => {
-      const chats = (await simRequests(sim)).filter((request) => request.path === '/v1/chat/completions');
-      return chats.length === streams && chats.every((request) => request.aborted === true);
-    }, 1_500, 25);
+    await eventually(
+      async () => {
+        const chats = (await simRequests(sim)).filter((request) => request.path === '/v1/chat/completions');
+        return chats.length === streams && chats.every((request) => request.aborted === true);
+      },
+      1_500,
+      25,
+    );
     const stats = (await (await fetch(`${sim.url}/_sim/stats`)).json()) as { inFlight: number };
     expect(stats.inFlight).toBe(0);
   });
@@ -157,7 +166,11 @@ describe('POST /v1/chat/completions', () => {
 
 describe('bad input gets an OpenAI error object and the edge keeps serving', () => {
   const post = (body: string | Buffer, headers: Record<string, string> = {}) =>
-    fetch(`${edge.baseURL}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json', ...headers }, body });
+    fetch(`${edge.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json', ...headers },
+      body,
+    });
 
   it.each([
     ['malformed JSON', '{"model": "sim-model", "messages": [', 400, 'invalid_request_error'],

@@ -23,7 +23,11 @@ afterAll(stopAll);
 const TOOL = { type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } };
 
 async function errorOf(body: Record<string, unknown>): Promise<{ status: number; error: Record<string, unknown> }> {
-  const response = await fetch(`${edge.baseURL}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await fetch(`${edge.baseURL}/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: response.status, error: ((await response.json()) as { error: Record<string, unknown> }).error };
 }
 
@@ -31,7 +35,8 @@ async function requestsCounted(status: string): Promise<number> {
   const text = await (await fetch(`${edge.url}/metrics`)).text();
   let total = 0;
   for (const line of text.split('\n')) {
-    if (line.startsWith('iop_requests_total{') && line.includes('dialect="openai-chat"') && line.includes(`status="${status}"`)) total += Number(line.split(' ').pop());
+    if (line.startsWith('iop_requests_total{') && line.includes('dialect="openai-chat"') && line.includes(`status="${status}"`))
+      total += Number(line.split(' ').pop());
   }
   return total;
 }
@@ -55,7 +60,12 @@ describe('passthrough chat completions', () => {
 
   it('max_completion_tokens wins over max_tokens, sent as max_tokens alone (the normalized path’s rule)', async () => {
     await fetch(`${sim.url}/_sim/requests`, { method: 'DELETE' });
-    const completion = await openai.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 50, max_completion_tokens: 3 });
+    const completion = await openai.chat.completions.create({
+      model: 'sim-model',
+      messages: [{ role: 'user', content: 'hi' }],
+      max_tokens: 50,
+      max_completion_tokens: 3,
+    });
     expect(completion.usage?.completion_tokens).toBe(3);
     expect(completion.choices[0]!.finish_reason).toBe('length');
     const body = (await simRequests(sim)).at(-1)!.body as Record<string, unknown>;
@@ -64,11 +74,20 @@ describe('passthrough chat completions', () => {
   });
 
   it('a backend error chunk mid-stream is an in-band error and a failed request in the metrics', async () => {
-    const response = await fetch(`${sim.url}/_sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ fault: 'error-chunk', 'fault-after': 3, count: 1 }) });
+    const response = await fetch(`${sim.url}/_sim/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ fault: 'error-chunk', 'fault-after': 3, count: 1 }),
+    });
     expect(response.status).toBe(200);
     const ok = await requestsCounted('200');
     const failed = await requestsCounted('500');
-    const stream = await openai.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hello' }], stream: true, stream_options: { include_usage: true } });
+    const stream = await openai.chat.completions.create({
+      model: 'sim-model',
+      messages: [{ role: 'user', content: 'hello' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let text = '';
     const error = await (async () => {
       for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
@@ -80,7 +99,12 @@ describe('passthrough chat completions', () => {
   });
 
   it('streams with include_usage end in exactly one choices:[] usage chunk the SDK iterates', async () => {
-    const stream = await openai.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hello' }], stream: true, stream_options: { include_usage: true } });
+    const stream = await openai.chat.completions.create({
+      model: 'sim-model',
+      messages: [{ role: 'user', content: 'hello' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     const usage: unknown[] = [];
     let last: OpenAI.ChatCompletionChunk | undefined;
     for await (const chunk of stream) {
@@ -97,9 +121,18 @@ describe('passthrough chat completions', () => {
     ['a finished answer without [DONE] (sim fault finish-no-done)', { fault: 'finish-no-done' }],
     ['both', { fault: 'finish-no-done', framing: 'multiline' }],
   ])('%s reaches the SDK as a complete, conformant stream', async (_what, knobs) => {
-    const queued = await fetch(`${sim.url}/_sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ fault: 'none', count: 1, ...knobs }) });
+    const queued = await fetch(`${sim.url}/_sim/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ fault: 'none', count: 1, ...knobs }),
+    });
     expect(queued.status).toBe(200);
-    const stream = await openai.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hello' }], stream: true, stream_options: { include_usage: true } });
+    const stream = await openai.chat.completions.create({
+      model: 'sim-model',
+      messages: [{ role: 'user', content: 'hello' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let text = '';
     let finish: string | null = null;
     const usage: Array<{ completion_tokens: number }> = [];

@@ -13,7 +13,12 @@ import { promisify } from 'node:util';
 import { API_KEY, JOIN_TOKEN, ROOT } from './harness';
 
 const run = promisify(execFile);
-const BINS = { 'iop-edge': 'apps/edge/bin/iop-edge.js', 'iop-agent': 'apps/agent/bin/iop-agent.js', 'iop-sim': 'apps/sim/bin/iop-sim.js', 'iop-bench': 'apps/bench/bin/iop-bench.js' };
+const BINS = {
+  'iop-edge': 'apps/edge/bin/iop-edge.js',
+  'iop-agent': 'apps/agent/bin/iop-agent.js',
+  'iop-sim': 'apps/sim/bin/iop-sim.js',
+  'iop-bench': 'apps/bench/bin/iop-bench.js',
+};
 const quiet = { ...process.env, IOP_LOG_LEVEL: 'silent' };
 
 async function failure(args: string[], env: NodeJS.ProcessEnv = quiet, timeout = 20_000): Promise<{ code: number; stderr: string }> {
@@ -49,7 +54,10 @@ it('iop-edge exits 2 on an invalid setting and names the field', async () => {
 it('a YAML config file with several problems: exit 2, one message naming each by its path and source', async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'iop-yaml-'));
   const edgeFile = path.join(dir, 'edge.yaml');
-  writeFileSync(edgeFile, ['port: 70000', 'gate:', '  models:', '    qwen3:', '      filters: [reasoning, nope]', 'pool:', '  modelGroups:', '    - name: g', ''].join('\n'));
+  writeFileSync(
+    edgeFile,
+    ['port: 70000', 'gate:', '  models:', '    qwen3:', '      filters: [reasoning, nope]', 'pool:', '  modelGroups:', '    - name: g', ''].join('\n'),
+  );
   const edge = await failure([path.join(ROOT, BINS['iop-edge']), '--config', edgeFile], { ...quiet, IOP_TUNNEL_PORT: '99999' });
   expect(edge.code).toBe(2);
   expect(edge.stderr).toContain('port must be <= 65535;');
@@ -76,15 +84,25 @@ it('an edge whose data directory is not writable names the directory and IOP_DAT
     // root writes anywhere: a path below a regular file cannot be created by anyone.
     const file = path.join(mkdtempSync(path.join(tmpdir(), 'iop-data-')), 'not-a-dir');
     await run('touch', [file]);
-    const result = await failure([path.join(ROOT, BINS['iop-edge']), '--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN], { ...quiet, IOP_DATA_DIR: path.join(file, 'data') });
+    const result = await failure([path.join(ROOT, BINS['iop-edge']), '--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN], {
+      ...quiet,
+      IOP_DATA_DIR: path.join(file, 'data'),
+    });
     expect(result.code).toBe(1);
-    expect(result.stderr.trim()).toMatch(new RegExp(`^cannot open the Responses store in ${path.join(file, 'data').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: .+; make that directory writable by this user \\(uid 0\\), or set IOP_DATA_DIR`));
+    expect(result.stderr.trim()).toMatch(
+      new RegExp(
+        `^cannot open the Responses store in ${path.join(file, 'data').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: .+; make that directory writable by this user \\(uid 0\\), or set IOP_DATA_DIR`,
+      ),
+    );
     return;
   }
   const dir = path.join(mkdtempSync(path.join(tmpdir(), 'iop-data-')), 'ro');
   mkdirSync(dir);
   chmodSync(dir, 0o500);
-  const result = await failure([path.join(ROOT, BINS['iop-edge']), '--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN], { ...quiet, IOP_DATA_DIR: dir });
+  const result = await failure([path.join(ROOT, BINS['iop-edge']), '--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN], {
+    ...quiet,
+    IOP_DATA_DIR: dir,
+  });
   expect(result.code).toBe(1);
   expect(result.stderr).toContain(`cannot open the Responses store in ${dir}`);
   expect(result.stderr).toContain('IOP_DATA_DIR');
@@ -98,15 +116,21 @@ it('an agent whose model download gets no answer fails within seconds, saying wh
   const port = (blackhole.address() as net.AddressInfo).port;
   const startedAt = Date.now();
   try {
-    const child = spawn(process.execPath, [path.join(ROOT, BINS['iop-agent']), '--model', `http://127.0.0.1:${port}/models/tiny.gguf`, '--edge', 'http://127.0.0.1:1', '--metrics-port', 'off'], {
-      env: { ...quiet, IOP_DOWNLOAD_PROBE_TIMEOUT_MS: '1500', IOP_MODEL_CACHE: mkdtempSync(path.join(tmpdir(), 'iop-cache-')) },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [path.join(ROOT, BINS['iop-agent']), '--model', `http://127.0.0.1:${port}/models/tiny.gguf`, '--edge', 'http://127.0.0.1:1', '--metrics-port', 'off'],
+      {
+        env: { ...quiet, IOP_DOWNLOAD_PROBE_TIMEOUT_MS: '1500', IOP_MODEL_CACHE: mkdtempSync(path.join(tmpdir(), 'iop-cache-')) },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
     expect(code).toBe(1);
-    expect(stderr).toContain(`cannot download the model http://127.0.0.1:${port}/models/tiny.gguf: http://127.0.0.1:${port} is unreachable (no answer within 1500 ms)`);
+    expect(stderr).toContain(
+      `cannot download the model http://127.0.0.1:${port}/models/tiny.gguf: http://127.0.0.1:${port} is unreachable (no answer within 1500 ms)`,
+    );
     expect(stderr).toContain('--model /path/model.gguf');
     // The probe gives up after 1.5 s, plus 2 s of grace; loading node-llama-cpp takes the rest (generous on a loaded machine).
     expect(Date.now() - startedAt).toBeLessThan(25_000);

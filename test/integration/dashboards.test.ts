@@ -56,7 +56,14 @@ it('edge and agent log JSON lines with the same ISO 8601 UTC time format, and th
   expect(String(agent.lines[0]!.time)).toMatch(iso);
   expect(agent.lines[0]).toMatchObject({ name: 'iop-agent', agentId: 'agent-dash' });
   const starting = agent.lines.find((line) => line.msg === 'agent starting')!;
-  expect(starting).toMatchObject({ backend: 'openai', backendUrl: sim.url, models: ['sim-model'], maxConcurrency: 16, edges: [`http://127.0.0.1:${edge.tunnelPort}`], metricsHost: '127.0.0.1' });
+  expect(starting).toMatchObject({
+    backend: 'openai',
+    backendUrl: sim.url,
+    models: ['sim-model'],
+    maxConcurrency: 16,
+    edges: [`http://127.0.0.1:${edge.tunnelPort}`],
+    metricsHost: '127.0.0.1',
+  });
 });
 
 it('serves /healthz and /readyz on the agent port', async () => {
@@ -72,12 +79,18 @@ it('serves /healthz and /readyz on the agent port', async () => {
 
 it('every metric the dashboard and the alert rules query is exported by the edge or the agent', async () => {
   const known = new Map([...types(await (await fetch(`${edge.url}/metrics`)).text()), ...types(await (await fetch(`${agentUrl}/metrics`)).text())]);
-  const dashboard = JSON.parse(readFileSync(path.join(ROOT, 'deploy/grafana/iop-dashboard.json'), 'utf8')) as { panels: Array<{ title: string; targets: Array<{ expr: string }> }> };
-  const rules = parse(readFileSync(path.join(ROOT, 'deploy/prometheus/iop-alerts.yml'), 'utf8')) as { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> };
+  const dashboard = JSON.parse(readFileSync(path.join(ROOT, 'deploy/grafana/iop-dashboard.json'), 'utf8')) as {
+    panels: Array<{ title: string; targets: Array<{ expr: string }> }>;
+  };
+  const rules = parse(readFileSync(path.join(ROOT, 'deploy/prometheus/iop-alerts.yml'), 'utf8')) as {
+    groups: Array<{ rules: Array<{ alert: string; expr: string }> }>;
+  };
   const panelExprs = dashboard.panels.flatMap((panel) => panel.targets.map((target) => target.expr));
   const ruleExprs = rules.groups.flatMap((group) => group.rules.map((rule) => rule.expr));
   expect(dashboard.panels.length).toBeGreaterThanOrEqual(15);
-  expect(rules.groups[0]!.rules.map((rule) => rule.alert)).toEqual(expect.arrayContaining(['IopNoHealthyAgent', 'IopHighErrorRatio', 'IopTtftP99High', 'IopQueueSaturated', 'IopProviderEjected']));
+  expect(rules.groups[0]!.rules.map((rule) => rule.alert)).toEqual(
+    expect.arrayContaining(['IopNoHealthyAgent', 'IopHighErrorRatio', 'IopTtftP99High', 'IopQueueSaturated', 'IopProviderEjected']),
+  );
   const queried = selectors([...panelExprs, ...ruleExprs]);
   expect(queried.size).toBeGreaterThanOrEqual(25);
   const missing = [...queried].filter((name) => !exported(name, known));
@@ -86,14 +99,24 @@ it('every metric the dashboard and the alert rules query is exported by the edge
 
 it('fills the request series of edge and agent for a streamed request', async () => {
   const openai = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
-  const stream = await openai.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8, stream: true, stream_options: { include_usage: true } });
+  const stream = await openai.chat.completions.create({
+    model: 'sim-model',
+    messages: [{ role: 'user', content: 'hi' }],
+    max_tokens: 8,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
   let completionTokens = 0;
   for await (const chunk of stream) if (chunk.usage) completionTokens = chunk.usage.completion_tokens;
   expect(completionTokens).toBe(8);
 
   const edgeText = await (await fetch(`${edge.url}/metrics`)).text();
-  expect(edgeText).toContain('iop_requests_total{dialect="openai-chat",model="sim-model",served_model="sim-model",agent="agent-dash",status="200",mode="passthrough",policy="none"} 1');
-  expect(edgeText).toMatch(/^gen_ai_server_time_to_first_token_seconds_count\{gen_ai_operation_name="chat",gen_ai_request_model="sim-model",gen_ai_response_model="sim-model"\} 1$/m);
+  expect(edgeText).toContain(
+    'iop_requests_total{dialect="openai-chat",model="sim-model",served_model="sim-model",agent="agent-dash",status="200",mode="passthrough",policy="none"} 1',
+  );
+  expect(edgeText).toMatch(
+    /^gen_ai_server_time_to_first_token_seconds_count\{gen_ai_operation_name="chat",gen_ai_request_model="sim-model",gen_ai_response_model="sim-model"\} 1$/m,
+  );
   // 8 tokens 5 ms apart: about 5 ms per output token. The sim keeps an absolute schedule (a token
   // late on a loaded machine is followed by the ones already due at once), so only the order of
   // magnitude is certain: more than 1 ms, less than 50.
@@ -119,8 +142,12 @@ it('labels request and token series with the response mode and the gate policy',
   expect(message.usage.output_tokens).toBe(8);
 
   const edgeText = await (await fetch(`${edge.url}/metrics`)).text();
-  expect(edgeText).toContain('iop_requests_total{dialect="anthropic-messages",model="sim-model",served_model="sim-model",agent="agent-dash",status="200",mode="normalized",policy="evidence-tail"} 1');
-  expect(edgeText).toContain('iop_requests_total{dialect="openai-chat",model="sim-model",served_model="sim-model",agent="agent-dash",status="200",mode="passthrough",policy="none"} 1');
+  expect(edgeText).toContain(
+    'iop_requests_total{dialect="anthropic-messages",model="sim-model",served_model="sim-model",agent="agent-dash",status="200",mode="normalized",policy="evidence-tail"} 1',
+  );
+  expect(edgeText).toContain(
+    'iop_requests_total{dialect="openai-chat",model="sim-model",served_model="sim-model",agent="agent-dash",status="200",mode="passthrough",policy="none"} 1',
+  );
   // One 8-token answer on each path.
   expect(edgeText).toContain('iop_tokens_total{model="sim-model",kind="completion",attempt="answer",mode="normalized",policy="evidence-tail"} 8');
   expect(edgeText).toContain('iop_tokens_total{model="sim-model",kind="completion",attempt="answer",mode="passthrough",policy="none"} 8');

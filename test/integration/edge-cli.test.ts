@@ -22,9 +22,11 @@ describe('iop-edge command', () => {
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const port = (blocker.address() as net.AddressInfo).port;
     try {
-      const failed = (await run(process.execPath, [EDGE, '--port', String(port), '--host', '127.0.0.1', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN], { env: { ...process.env, IOP_LOG_LEVEL: 'silent' } }).catch(
-        (error: unknown) => error,
-      )) as { code: number; stderr: string };
+      const failed = (await run(
+        process.execPath,
+        [EDGE, '--port', String(port), '--host', '127.0.0.1', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN],
+        { env: { ...process.env, IOP_LOG_LEVEL: 'silent' } },
+      ).catch((error: unknown) => error)) as { code: number; stderr: string };
       expect(failed.code).toBe(1);
       expect(failed.stderr.trim()).toBe(`cannot listen on 127.0.0.1:${port}: the address is in use by another process; choose another with --port / IOP_PORT`);
     } finally {

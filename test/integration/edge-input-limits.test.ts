@@ -24,7 +24,10 @@ let openai: OpenAI;
 beforeAll(async () => {
   sim = await startSim(['--output-tokens', '8']);
   dataDir = mkdtempSync(path.join(os.tmpdir(), 'iop-limits-'));
-  edge = await startEdge({ args: ['--responses-max-response-bytes', String(MiB), '--responses-max-total-bytes', String(3 * MiB)], env: { IOP_DATA_DIR: dataDir } });
+  edge = await startEdge({
+    args: ['--responses-max-response-bytes', String(MiB), '--responses-max-total-bytes', String(3 * MiB)],
+    env: { IOP_DATA_DIR: dataDir },
+  });
   await startAgent({ tunnelPort: edge.tunnelPort, id: 'limits-agent', backendUrl: sim.url, models: ['sim-model'] });
   openai = new OpenAI({ baseURL: edge.baseURL, apiKey: API_KEY, maxRetries: 0 });
 });
@@ -48,7 +51,7 @@ const text = (bytes: number, seed = 'a') => seed.repeat(bytes);
 describe('x-iop-warnings', () => {
   it('carries a non-Latin-1 unknown field name percent-encoded, with a 200', async () => {
     const { data, response } = await openai.responses
-      .create({ model: 'sim-model', input: 'hi', store: false, ...({ '名前': 1, 'café': true } as object) })
+      .create({ model: 'sim-model', input: 'hi', store: false, ...({ 名前: 1, café: true } as object) })
       .withResponse();
     expect(response.status).toBe(200);
     expect(data.status).toBe('completed');
@@ -80,7 +83,9 @@ describe('Responses store limits', () => {
     const item = stored.data[0] as { content: Array<{ text: string }> };
     expect(item.content[0]!.text).toHaveLength(600 * 1024);
     const db = new Database(path.join(dataDir, 'responses.sqlite'), { readonly: true, fileMustExist: true });
-    const row = db.prepare<[string], { bytes: number; length: number }>('SELECT bytes, length(CAST(record AS BLOB)) AS length FROM responses WHERE id = ?').get(first.id);
+    const row = db
+      .prepare<[string], { bytes: number; length: number }>('SELECT bytes, length(CAST(record AS BLOB)) AS length FROM responses WHERE id = ?')
+      .get(first.id);
     db.close();
     expect(row!.bytes).toBe(row!.length);
     expect(row!.bytes).toBeGreaterThan(600 * 1024);
@@ -129,7 +134,9 @@ describe('storing a 24 MiB input', () => {
     await probe;
     const storing = probes.filter((entry) => entry.startedAt > answeredAt - 2_000);
     const maxMs = Math.max(...storing.map((entry) => entry.latencyMs));
-    console.log(`/healthz in the 2 s before a stored 24 MiB answer: ${storing.length} probes, max ${maxMs.toFixed(0)} ms; over the whole request max ${Math.max(...probes.map((entry) => entry.latencyMs)).toFixed(0)} ms`);
+    console.log(
+      `/healthz in the 2 s before a stored 24 MiB answer: ${storing.length} probes, max ${maxMs.toFixed(0)} ms; over the whole request max ${Math.max(...probes.map((entry) => entry.latencyMs)).toFixed(0)} ms`,
+    );
     expect(storing.length).toBeGreaterThan(3);
     // Written on the event loop (even with each string once) the window's largest stall was ~600 ms here.
     expect(maxMs).toBeLessThan(350);

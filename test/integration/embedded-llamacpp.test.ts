@@ -10,7 +10,12 @@ let client: OpenAI;
 
 beforeAll(async () => {
   edge = await startEdge();
-  await startAgent({ tunnelPort: edge.tunnelPort, id: 'embedded', backend: 'llamacpp', args: ['--model', TINY_MODEL, '--threads', '2', '--context-size', '512'] });
+  await startAgent({
+    tunnelPort: edge.tunnelPort,
+    id: 'embedded',
+    backend: 'llamacpp',
+    args: ['--model', TINY_MODEL, '--threads', '2', '--context-size', '512'],
+  });
   client = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
 }, 120_000);
 
@@ -68,19 +73,30 @@ describe('embedded llama.cpp backend through the edge', () => {
 
   it('a prompt longer than the context is a 400 context_length_exceeded, not a silent truncation', async () => {
     const long = 'the little cat ran over the hill and '.repeat(100);
-    const error = await client.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: long }], max_tokens: 8 }).catch((caught: unknown) => caught);
+    const error = await client.chat.completions
+      .create({ model: 'stories260K', messages: [{ role: 'user', content: long }], max_tokens: 8 })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect((error as InstanceType<typeof OpenAI.BadRequestError>).code).toBe('context_length_exceeded');
   });
 
   it('without max_tokens the output ends at the latest where the context does', async () => {
-    const completion = await client.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'Once upon a time' }], temperature: 0 });
+    const completion = await client.chat.completions.create({
+      model: 'stories260K',
+      messages: [{ role: 'user', content: 'Once upon a time' }],
+      temperature: 0,
+    });
     expect(['stop', 'length']).toContain(completion.choices[0]!.finish_reason);
     expect(completion.usage!.prompt_tokens + completion.usage!.completion_tokens).toBeLessThanOrEqual(512);
   }, 180_000); // hundreds of tokens on one CPU thread: slow on a loaded two-core machine
 
   it('answers non-stream with the same usage accounting', async () => {
-    const completion = await client.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'The dog' }], max_tokens: 8, temperature: 0 });
+    const completion = await client.chat.completions.create({
+      model: 'stories260K',
+      messages: [{ role: 'user', content: 'The dog' }],
+      max_tokens: 8,
+      temperature: 0,
+    });
     expect(completion.choices[0]!.message.content!.length).toBeGreaterThan(0);
     expect(completion.usage!.completion_tokens).toBeLessThanOrEqual(8);
     if (completion.choices[0]!.finish_reason === 'length') expect(completion.usage!.completion_tokens).toBe(8);

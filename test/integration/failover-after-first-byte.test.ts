@@ -25,7 +25,11 @@ beforeAll(async () => {
 afterAll(stopAll);
 
 async function queueFault(fault: string): Promise<void> {
-  const response = await fetch(`${sim.url}/_sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ fault, 'fault-after': 3, count: 1 }) });
+  const response = await fetch(`${sim.url}/_sim/faults`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ fault, 'fault-after': 3, count: 1 }),
+  });
   expect(response.status).toBe(200);
 }
 
@@ -51,7 +55,12 @@ describe.each(FAULTS)('mid-stream fault %s', (fault) => {
   it('ends an OpenAI Chat stream (passthrough) with an in-band error, no finish_reason', async () => {
     await queueFault(fault);
     const tokensBefore = await answerTokens();
-    const stream = await openai.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hello' }], stream: true, stream_options: { include_usage: true } });
+    const stream = await openai.chat.completions.create({
+      model: 'sim-model',
+      messages: [{ role: 'user', content: 'hello' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let text = '';
     let finish: string | null = null;
     const started = Date.now();

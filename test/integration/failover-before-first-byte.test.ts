@@ -125,7 +125,7 @@ describe.each([
     expect(ms).toBeGreaterThanOrEqual(700);
   });
 
-  it("a 429 is retried after its Retry-After", async () => {
+  it('a 429 is retried after its Retry-After', async () => {
     const ms = await hiddenFault(ask, { fault: '429', 'retry-after': 1 });
     expect(ms).toBeGreaterThanOrEqual(900);
   });
@@ -147,7 +147,9 @@ describe('status answers are not hammered', () => {
     await queueFault(simB, { fault: '503', count: 5 });
     const before = (await simRequests(simB)).length;
     const started = Date.now();
-    const error = await anthropic.messages.create({ model: 'only-b', max_tokens: 32, messages: [{ role: 'user', content: 'hi' }] }).catch((caught: unknown) => caught);
+    const error = await anthropic.messages
+      .create({ model: 'only-b', max_tokens: 32, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(Anthropic.APIError);
     expect((error as InstanceType<typeof Anthropic.APIError>).status).toBe(529);
     expect((error as Error).message).toContain('(after 3 attempts)');
@@ -160,8 +162,14 @@ describe('context length', () => {
   const longPrompt = 'word '.repeat(200);
 
   it.each([
-    ['passthrough', async () => openai.chat.completions.create({ model: 'story-small', messages: [{ role: 'user', content: longPrompt }], max_tokens: 8 }).withResponse()],
-    ['normalized', async () => anthropic.messages.create({ model: 'story-small', max_tokens: 8, messages: [{ role: 'user', content: longPrompt }] }).withResponse()],
+    [
+      'passthrough',
+      async () => openai.chat.completions.create({ model: 'story-small', messages: [{ role: 'user', content: longPrompt }], max_tokens: 8 }).withResponse(),
+    ],
+    [
+      'normalized',
+      async () => anthropic.messages.create({ model: 'story-small', max_tokens: 8, messages: [{ role: 'user', content: longPrompt }] }).withResponse(),
+    ],
   ])('an overflow goes to the contextFallback group (%s), never again to the same model', async (_name, ask) => {
     const before = [...(await simRequests(simA)), ...(await simRequests(simB))].length;
     const { data, response } = await ask();
@@ -182,7 +190,9 @@ describe('context length', () => {
 
   it('without a fallback the 400 context_length_exceeded comes back, asked once', async () => {
     const before = (await simRequests(simA)).filter((record) => record.model === SMALL).length;
-    const error = await openai.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: longPrompt }], max_tokens: 8 }).catch((caught: unknown) => caught);
+    const error = await openai.chat.completions
+      .create({ model: 'tiny', messages: [{ role: 'user', content: longPrompt }], max_tokens: 8 })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect((error as InstanceType<typeof OpenAI.BadRequestError>).code).toBe('context_length_exceeded');
     expect((await simRequests(simA)).filter((record) => record.model === SMALL).length).toBe(before + 1);
@@ -201,7 +211,9 @@ describe('model groups and aliases', () => {
   });
 
   it('an alias on the normalized path names the alias too', async () => {
-    const { data, response } = await anthropic.messages.create({ model: 'claude-house-model', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    const { data, response } = await anthropic.messages
+      .create({ model: 'claude-house-model', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] })
+      .withResponse();
     expect(data.model).toBe('claude-house-model');
     expect(response.headers.get('x-iop-model')).toBe('sim-model');
   });

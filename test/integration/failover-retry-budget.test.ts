@@ -16,7 +16,15 @@ let edge: EdgeHandle;
 beforeAll(async () => {
   sims = [await startSim(['--models', 'sim-model', '--fault', '503']), await startSim(['--models', 'sim-model', '--fault', '503'])];
   const file = path.join(mkdtempSync(path.join(tmpdir(), 'iop-edge-')), 'edge.json');
-  writeFileSync(file, JSON.stringify({ pool: { retry: { maxAttempts: 5, budgetRatio: 0.1, minRetriesPerSecond: 0, baseBackoffMs: 0, maxBackoffMs: 2000 }, outlier: { consecutiveFailures: 1000 } } }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      pool: {
+        retry: { maxAttempts: 5, budgetRatio: 0.1, minRetriesPerSecond: 0, baseBackoffMs: 0, maxBackoffMs: 2000 },
+        outlier: { consecutiveFailures: 1000 },
+      },
+    }),
+  );
   edge = await startEdge({ args: ['--config', file] });
   await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-1', backendUrl: sims[0]!.url, models: ['sim-model'] });
   await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-2', backendUrl: sims[1]!.url, models: ['sim-model'] });

@@ -52,7 +52,17 @@ export async function startEdge(options: { port?: number; tunnelPort?: number; a
   const proc = launch(
     'edge',
     'apps/edge/dist/main.js',
-    ['--port', String(options.port ?? 0), '--tunnel-port', String(options.tunnelPort ?? 0), '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN, ...(options.args ?? [])],
+    [
+      '--port',
+      String(options.port ?? 0),
+      '--tunnel-port',
+      String(options.tunnelPort ?? 0),
+      '--api-keys',
+      API_KEY,
+      '--join-tokens',
+      JOIN_TOKEN,
+      ...(options.args ?? []),
+    ],
     // No start-up grace: a test's unknown model is a 404 at once (the grace is for edge restarts).
     { IOP_LOG_LEVEL: 'debug', IOP_STARTUP_GRACE_MS: '0', ...options.env },
   );
@@ -75,7 +85,18 @@ export interface AgentOptions {
 
 export async function startAgent(options: AgentOptions): Promise<Proc> {
   // Port 0: agents of parallel tests never compete for the default /metrics port (8082).
-  const args = ['--edge', `http://127.0.0.1:${options.tunnelPort}`, '--join-token', options.token ?? JOIN_TOKEN, '--agent-id', options.id, '--backend', options.backend ?? 'openai', '--metrics-port', '0'];
+  const args = [
+    '--edge',
+    `http://127.0.0.1:${options.tunnelPort}`,
+    '--join-token',
+    options.token ?? JOIN_TOKEN,
+    '--agent-id',
+    options.id,
+    '--backend',
+    options.backend ?? 'openai',
+    '--metrics-port',
+    '0',
+  ];
   if (options.backendUrl !== undefined) args.push('--backend-url', options.backendUrl);
   if (options.models !== undefined) args.push('--models', options.models.join(','));
   const proc = launch(`agent ${options.id}`, 'apps/agent/dist/main.js', [...args, ...(options.args ?? [])], { IOP_LOG_LEVEL: 'debug' });

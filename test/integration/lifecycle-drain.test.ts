@@ -77,7 +77,11 @@ describe('agent drain', () => {
     const other = drained === 'agent-a' ? 'agent-b' : 'agent-a';
     agents[drained]!.child.kill('SIGTERM');
     await agents[drained]!.waitFor((line) => line.msg === 'draining');
-    await eventually(async () => (await admin(edge.url, 'GET', '/admin/agents')).body.data.some((agent: { id: string; drain: { draining: boolean } }) => agent.id === drained && agent.drain.draining));
+    await eventually(async () =>
+      (await admin(edge.url, 'GET', '/admin/agents')).body.data.some(
+        (agent: { id: string; drain: { draining: boolean } }) => agent.id === drained && agent.drain.draining,
+      ),
+    );
     for (let i = 0; i < 6; i++) expect(await ask(edge.baseURL)).toEqual({ status: 200, agent: other });
     expect(readChatStream(await stream.body)).toEqual({ deltas: TOKENS, done: true, error: undefined });
     expect(await agents[drained]!.exited).toBe(0);

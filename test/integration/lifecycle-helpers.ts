@@ -53,7 +53,12 @@ export async function ask(baseURL: string, key = API_KEY): Promise<{ status: num
 }
 
 /** An admin API call; `key` null sends no Authorization header. */
-export async function admin(url: string, method: 'GET' | 'POST', path: string, key: string | null = ADMIN_KEY): Promise<{ status: number; body: { data: AgentView[] } }> {
+export async function admin(
+  url: string,
+  method: 'GET' | 'POST',
+  path: string,
+  key: string | null = ADMIN_KEY,
+): Promise<{ status: number; body: { data: AgentView[] } }> {
   const response = await fetch(`${url}${path}`, { method, headers: key === null ? {} : { authorization: `Bearer ${key}` } });
   return { status: response.status, body: (await response.json()) as { data: AgentView[] } };
 }
@@ -71,7 +76,9 @@ export async function inFlightCounts(edgeUrl: string, sim: SimHandle, agentId: s
   const { body } = await admin(edgeUrl, 'GET', '/admin/agents');
   const view = body.data.find((agent) => agent.id === agentId);
   if (view === undefined) throw new Error(`agent ${agentId} is not registered`);
-  const open = (await simRequests(sim)).filter((record) => record.path === '/v1/chat/completions' && record.completed !== true && record.aborted !== true).length;
+  const open = (await simRequests(sim)).filter(
+    (record) => record.path === '/v1/chat/completions' && record.completed !== true && record.aborted !== true,
+  ).length;
   return { edge: view.load.inFlight, agent: view.load.agentInFlight, backend: view.load.backendInFlight, sim: open };
 }
 
@@ -79,10 +86,14 @@ export async function inFlightCounts(edgeUrl: string, sim: SimHandle, agentId: s
 export async function inFlightCountsAgree(edgeUrl: string, sim: SimHandle, agentId: string, expected: number, timeoutMs = 10_000): Promise<void> {
   let last: InFlightCounts | undefined;
   try {
-    await eventually(async () => {
-      last = await inFlightCounts(edgeUrl, sim, agentId);
-      return last.edge === expected && last.agent === expected && last.backend === expected && last.sim === expected;
-    }, timeoutMs, 100);
+    await eventually(
+      async () => {
+        last = await inFlightCounts(edgeUrl, sim, agentId);
+        return last.edge === expected && last.agent === expected && last.backend === expected && last.sim === expected;
+      },
+      timeoutMs,
+      100,
+    );
   } catch {
     throw new Error(`in-flight counts disagree: ${JSON.stringify(last)} (expected all ${expected})`);
   }

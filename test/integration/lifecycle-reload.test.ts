@@ -53,7 +53,10 @@ describe('config reload', () => {
     expect(refused.error).toContain('cannot read config file');
     write({ ...base, apiKeys: ['short'] });
     edge.child.kill('SIGHUP');
-    await edge.waitFor((line) => line.msg === 'config reload refused: the running config is kept' && String(line.error).includes('apiKeys[0] must NOT have fewer than 8 characters'));
+    await edge.waitFor(
+      (line) =>
+        line.msg === 'config reload refused: the running config is kept' && String(line.error).includes('apiKeys[0] must NOT have fewer than 8 characters'),
+    );
     write({ ...base, apiKeys: [NEW_KEY], gate: { default: { filters: ['no-such-filter'] } } });
     edge.child.kill('SIGHUP');
     await edge.waitFor((line) => line.msg === 'config reload refused: the running config is kept' && String(line.error).includes('gate'));
@@ -65,9 +68,18 @@ describe('config reload', () => {
   it('SIGHUP applies a new pool: new alias and group at once, a removed group 404s, its running stream completes, /v1/models follows', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'iop-reload-pool-'));
     const file = path.join(dir, 'edge.json');
-    const write = (pool: Record<string, unknown>) => writeFileSync(file, JSON.stringify({ port: 0, tunnel: { port: 0 }, apiKeys: [API_KEY], joinTokens: [JOIN_TOKEN], responsesStore: { kind: 'memory' }, pool }));
+    const write = (pool: Record<string, unknown>) =>
+      writeFileSync(
+        file,
+        JSON.stringify({ port: 0, tunnel: { port: 0 }, apiKeys: [API_KEY], joinTokens: [JOIN_TOKEN], responsesStore: { kind: 'memory' }, pool }),
+      );
     const target = { targets: [{ model: 'sim-model' }] };
-    write({ modelGroups: [{ name: 'story', ...target }, { name: 'retired', aliases: ['old-alias'], ...target }] });
+    write({
+      modelGroups: [
+        { name: 'story', ...target },
+        { name: 'retired', aliases: ['old-alias'], ...target },
+      ],
+    });
     edge = launch('edge', 'apps/edge/dist/main.js', ['--config', file], { IOP_LOG_LEVEL: 'info', IOP_STARTUP_GRACE_MS: '0' });
     const listening = await edge.ready();
     const baseURL = `http://127.0.0.1:${listening.port as number}/v1`;
@@ -81,7 +93,12 @@ describe('config reload', () => {
     expect(stream.status).toBe(200);
     let ended = false;
     const body = stream.body.finally(() => (ended = true));
-    write({ modelGroups: [{ name: 'story', aliases: ['gpt-4o-mini'], ...target }, { name: 'tales', ...target }] });
+    write({
+      modelGroups: [
+        { name: 'story', aliases: ['gpt-4o-mini'], ...target },
+        { name: 'tales', ...target },
+      ],
+    });
     edge.child.kill('SIGHUP');
     const reloaded = await edge.waitFor((line) => line.msg === 'config reloaded');
     expect(reloaded.changed).toEqual(['pool']);
@@ -93,7 +110,9 @@ describe('config reload', () => {
     expect(viaAlias.data.choices[0]!.message.content).toEqual(expect.any(String));
     expect((await client.chat.completions.create({ model: 'tales', max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] })).choices).toHaveLength(1);
     for (const removed of ['retired', 'old-alias']) {
-      const error = await client.chat.completions.create({ model: removed, max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] }).catch((caught: unknown) => caught);
+      const error = await client.chat.completions
+        .create({ model: removed, max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] })
+        .catch((caught: unknown) => caught);
       expect(error).toBeInstanceOf(OpenAI.NotFoundError);
       expect(error).toMatchObject({ status: 404, code: 'model_not_found' });
     }
@@ -101,11 +120,18 @@ describe('config reload', () => {
     expect(readChatStream(await body)).toEqual({ deltas: 20, done: true, error: undefined });
 
     // An invalid pool (an alias that clashes with a group name) is refused; the running pool stays.
-    write({ modelGroups: [{ name: 'story', ...target }, { name: 'tales', aliases: ['story'], ...target }] });
+    write({
+      modelGroups: [
+        { name: 'story', ...target },
+        { name: 'tales', aliases: ['story'], ...target },
+      ],
+    });
     edge.child.kill('SIGHUP');
     const refused = await edge.waitFor((line) => line.msg === 'config reload refused: the running config is kept');
     expect(refused.error).toContain('pool.modelGroups[1].aliases[0] `story` is already used by pool.modelGroups[0]');
     expect(await ids()).toEqual(['story', 'gpt-4o-mini', 'tales', 'sim-model']);
-    expect((await client.chat.completions.create({ model: 'gpt-4o-mini', max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] })).choices).toHaveLength(1);
+    expect((await client.chat.completions.create({ model: 'gpt-4o-mini', max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] })).choices).toHaveLength(
+      1,
+    );
   });
 });

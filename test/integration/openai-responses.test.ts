@@ -15,7 +15,12 @@ let other: OpenAI;
 beforeAll(async () => {
   const sim = await startSim(['--models', 'sim-model', '--output-tokens', '10', '--max-model-len', '65536']);
   edge = await startEdge({ args: ['--api-keys', `${API_KEY},${OTHER_KEY}`], env: { IOP_DATA_DIR: `/tmp/iop-responses-test-${process.pid}` } });
-  await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-responses', backendUrl: sim.url, models: ['sim-model', 'sim-model@reasoning=6', 'sim-model@tool-calls=1', 'sim-model@tool-calls=3'] });
+  await startAgent({
+    tunnelPort: edge.tunnelPort,
+    id: 'agent-responses',
+    backendUrl: sim.url,
+    models: ['sim-model', 'sim-model@reasoning=6', 'sim-model@tool-calls=1', 'sim-model@tool-calls=3'],
+  });
   client = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
   other = new OpenAI({ apiKey: OTHER_KEY, baseURL: edge.baseURL, maxRetries: 0 });
 });
@@ -27,7 +32,12 @@ const weather: OpenAI.Responses.FunctionTool = {
   name: 'get_weather',
   description: 'Weather for a city',
   strict: true,
-  parameters: { type: 'object', properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['c', 'f'] } }, required: ['city', 'unit'], additionalProperties: false },
+  parameters: {
+    type: 'object',
+    properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['c', 'f'] } },
+    required: ['city', 'unit'],
+    additionalProperties: false,
+  },
 };
 const tool = (name: string): OpenAI.Responses.FunctionTool => ({ ...weather, name });
 
@@ -86,7 +96,9 @@ describe('POST /v1/responses', () => {
   });
 
   it('streams several function calls as separate items', async () => {
-    const final = await client.responses.stream({ model: 'sim-model@tool-calls=3', input: 'All of them', tools: [tool('a_tool'), tool('b_tool'), tool('c_tool')] }).finalResponse();
+    const final = await client.responses
+      .stream({ model: 'sim-model@tool-calls=3', input: 'All of them', tools: [tool('a_tool'), tool('b_tool'), tool('c_tool')] })
+      .finalResponse();
     const calls = final.output.filter((item) => item.type === 'function_call');
     expect(calls).toHaveLength(3);
     expect(new Set(calls.map((call) => call.type === 'function_call' && call.call_id)).size).toBe(3);
@@ -105,11 +117,7 @@ describe('POST /v1/responses', () => {
     const second = await client.responses.create({
       model: 'sim-model',
       tools: [weather],
-      input: [
-        { role: 'user', content: 'Weather in Paris?' },
-        call,
-        { type: 'function_call_output', call_id: call.call_id, output: '18 degrees and sunny' },
-      ],
+      input: [{ role: 'user', content: 'Weather in Paris?' }, call, { type: 'function_call_output', call_id: call.call_id, output: '18 degrees and sunny' }],
     });
     expect(second.status).toBe('completed');
     expect(second.output[0]!.type).toBe('message');
@@ -128,7 +136,12 @@ describe('POST /v1/responses', () => {
     expect(second.output[0]!.type).toBe('message');
     // An output for a call that exists nowhere in the conversation is the client's mistake.
     await expect(
-      client.responses.create({ model: 'sim-model', tools: [weather], previous_response_id: first.id, input: [{ type: 'function_call_output', call_id: 'call_unknown', output: 'x' }] }),
+      client.responses.create({
+        model: 'sim-model',
+        tools: [weather],
+        previous_response_id: first.id,
+        input: [{ type: 'function_call_output', call_id: 'call_unknown', output: 'x' }],
+      }),
     ).rejects.toMatchObject({ status: 400 });
   });
 
@@ -149,7 +162,11 @@ describe('POST /v1/responses', () => {
   });
 
   it('a response id with broken percent-encoding is a 400, not a 500', async () => {
-    for (const [method, path] of [['GET', '/responses/%ZZ'], ['DELETE', '/responses/%ZZ'], ['GET', '/responses/%E0%A4%A/input_items']] as const) {
+    for (const [method, path] of [
+      ['GET', '/responses/%ZZ'],
+      ['DELETE', '/responses/%ZZ'],
+      ['GET', '/responses/%E0%A4%A/input_items'],
+    ] as const) {
       const response = await fetch(`${edge.baseURL}${path}`, { method, headers: { authorization: `Bearer ${API_KEY}` } });
       expect(response.status).toBe(400);
       expect(((await response.json()) as { error: { message: string } }).error.message).toBe('the request path has invalid percent-encoding');
@@ -165,7 +182,19 @@ describe('POST /v1/responses', () => {
     const response = await client.responses.create({
       model: 'sim-model',
       input: 'A person',
-      text: { format: { type: 'json_schema', name: 'person', strict: true, schema: { type: 'object', properties: { name: { type: 'string' }, age: { type: 'integer' } }, required: ['name', 'age'], additionalProperties: false } } },
+      text: {
+        format: {
+          type: 'json_schema',
+          name: 'person',
+          strict: true,
+          schema: {
+            type: 'object',
+            properties: { name: { type: 'string' }, age: { type: 'integer' } },
+            required: ['name', 'age'],
+            additionalProperties: false,
+          },
+        },
+      },
       max_output_tokens: 200,
     });
     const person = JSON.parse(response.output_text) as { name: unknown; age: unknown };
@@ -186,8 +215,21 @@ describe('POST /v1/responses', () => {
       text: { verbosity: 'low' },
       client_metadata: { originator: 'codex' },
       tools: [
-        { type: 'function', name: 'shell', description: 'Run a command', strict: false, parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } }, required: ['command'] } },
-        { type: 'namespace', name: 'mcp_fs', description: 'files', tools: [{ type: 'function', name: 'read', strict: false, parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } }] },
+        {
+          type: 'function',
+          name: 'shell',
+          description: 'Run a command',
+          strict: false,
+          parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } }, required: ['command'] },
+        },
+        {
+          type: 'namespace',
+          name: 'mcp_fs',
+          description: 'files',
+          tools: [
+            { type: 'function', name: 'read', strict: false, parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } },
+          ],
+        },
         { type: 'custom', name: 'apply_patch', description: 'Apply a patch', format: { type: 'grammar', syntax: 'lark', definition: 'start: /.+/' } },
         { type: 'web_search' },
         { type: 'tool_search' },
@@ -207,7 +249,11 @@ describe('POST /v1/responses', () => {
     const final = await stream.finalResponse();
     expect(final.status).toBe('completed');
     expect(final.id).toMatch(/^resp_/);
-    const raw = await fetch(`${edge.baseURL}/responses`, { method: 'POST', headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const raw = await fetch(`${edge.baseURL}/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     expect(raw.status).toBe(200);
     expect(raw.headers.get('x-iop-warnings')).toMatch(/web_search/);
   });
@@ -220,7 +266,7 @@ describe('stored responses belong to the client key that created them', () => {
     return { status: response.status, body: await response.json() };
   }
 
-  it("another key gets NotFoundError for retrieve, inputItems.list, delete and previous_response_id; the owner still can", async () => {
+  it('another key gets NotFoundError for retrieve, inputItems.list, delete and previous_response_id; the owner still can', async () => {
     const first = await client.responses.create({ model: 'sim-model', input: 'My name is Ada.' });
 
     await expect(other.responses.retrieve(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
@@ -244,7 +290,10 @@ describe('stored responses belong to the client key that created them', () => {
     expect(await client.responses.delete(first.id)).toEqual({ id: first.id, object: 'response', deleted: true });
     expect(whileLive).toEqual(await rawGet(`/responses/${first.id}`, API_KEY));
     expect(itemsWhileLive).toEqual(await rawGet(`/responses/${first.id}/input_items`, API_KEY));
-    expect(whileLive).toEqual({ status: 404, body: { error: { message: `Response with id '${first.id}' not found.`, type: 'invalid_request_error', param: null, code: 'not_found' } } });
+    expect(whileLive).toEqual({
+      status: 404,
+      body: { error: { message: `Response with id '${first.id}' not found.`, type: 'invalid_request_error', param: null, code: 'not_found' } },
+    });
   });
 
   it("the other key's own responses are its own", async () => {

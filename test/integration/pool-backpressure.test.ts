@@ -46,7 +46,9 @@ describe('admission queue', () => {
     expect(refused).toBeInstanceOf(OpenAI.RateLimitError);
     expect((refused as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('retry-after')).toBe('1');
 
-    const overloaded = await anthropic.messages.create({ model: 'sim-model', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }).catch((caught: unknown) => caught);
+    const overloaded = await anthropic.messages
+      .create({ model: 'sim-model', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((caught: unknown) => caught);
     expect(overloaded).toBeInstanceOf(Anthropic.APIError);
     expect((overloaded as InstanceType<typeof Anthropic.APIError>).status).toBe(529);
     expect((overloaded as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({ type: 'error', error: { type: 'overloaded_error' } });
@@ -79,7 +81,11 @@ describe('a slow client', () => {
     const completedBefore = (await simStats()).completed; // the agent's startup probes count too
     const body = JSON.stringify({ model: 'sim-model', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'go' }] });
     const response = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      const request = http.request(`${edge.baseURL}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' } }, resolve);
+      const request = http.request(
+        `${edge.baseURL}/chat/completions`,
+        { method: 'POST', headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' } },
+        resolve,
+      );
       request.on('error', reject);
       request.end(body);
     });
@@ -92,12 +98,16 @@ describe('a slow client', () => {
     // The sim's writes stall: its byte count stops growing far below the whole answer.
     await eventually(async () => (await simStats()).pausedWrites > 0, 20_000, 100);
     let last = (await simStats()).streamBytes;
-    await eventually(async () => {
-      const now = (await simStats()).streamBytes;
-      const settled = now === last;
-      last = now;
-      return settled;
-    }, 20_000, 500);
+    await eventually(
+      async () => {
+        const now = (await simStats()).streamBytes;
+        const settled = now === last;
+        last = now;
+        return settled;
+      },
+      20_000,
+      500,
+    );
     const stalled = await simStats();
     const rssPaused = procStats(edge.proc.pid).rssBytes;
     expect(stalled.completed).toBe(completedBefore);

@@ -28,7 +28,15 @@ beforeAll(async () => {
           { name: 'mixed', targets: [{ model: 'sim-model' }] },
           { name: 'direct-slow', targets: [{ model: 'sim-model@itl-ms=50' }] },
         ],
-        directProviders: [{ id: 'direct-sim', baseUrl: `${direct.url}/v1`, apiKey: 'sk-upstream-0001', models: ['sim-model', 'sim-model@itl-ms=50'], labels: { kind: 'direct' } }],
+        directProviders: [
+          {
+            id: 'direct-sim',
+            baseUrl: `${direct.url}/v1`,
+            apiKey: 'sk-upstream-0001',
+            models: ['sim-model', 'sim-model@itl-ms=50'],
+            labels: { kind: 'direct' },
+          },
+        ],
       },
     }),
   );
@@ -44,7 +52,12 @@ it('serves passthrough streams and non-stream answers, with its own key upstream
   expect(response.headers.get('x-iop-agent-id')).toBe('direct-sim');
   expect(data.model).toBe('direct-only');
   expect(data.usage?.completion_tokens).toBe(6);
-  const stream = await openai.chat.completions.create({ model: 'direct-only', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } });
+  const stream = await openai.chat.completions.create({
+    model: 'direct-only',
+    messages: [{ role: 'user', content: 'hi' }],
+    stream: true,
+    stream_options: { include_usage: true },
+  });
   let text = '';
   let usage: OpenAI.CompletionUsage | null | undefined;
   for await (const chunk of stream) {
@@ -59,26 +72,39 @@ it('serves passthrough streams and non-stream answers, with its own key upstream
 
 it('serves the normalized path (Anthropic Messages)', async () => {
   const anthropic = new Anthropic({ apiKey: API_KEY, baseURL: edge.url, maxRetries: 0 });
-  const { data, response } = await anthropic.messages.create({ model: 'direct-only', max_tokens: 32, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+  const { data, response } = await anthropic.messages
+    .create({ model: 'direct-only', max_tokens: 32, messages: [{ role: 'user', content: 'hi' }] })
+    .withResponse();
   expect(response.headers.get('x-iop-agent-id')).toBe('direct-sim');
   expect(data.stop_reason).toBe('end_turn');
   expect(data.usage.output_tokens).toBe(6);
 });
 
 it('a 503 on the direct provider is retried on the agent', async () => {
-  await fetch(`${direct.url}/_sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ fault: '503', count: 1 }) });
-  await eventually(async () => {
-    const { response } = await openai.chat.completions.create({ model: 'mixed', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
-    const { queuedFaults } = (await (await fetch(`${direct.url}/_sim/stats`)).json()) as { queuedFaults: number };
-    if (queuedFaults > 0) return false;
-    expect(response.headers.get('x-iop-agent-id')).toBe('agent-t');
-    return true;
-  }, 20_000, 0);
+  await fetch(`${direct.url}/_sim/faults`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ fault: '503', count: 1 }),
+  });
+  await eventually(
+    async () => {
+      const { response } = await openai.chat.completions.create({ model: 'mixed', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+      const { queuedFaults } = (await (await fetch(`${direct.url}/_sim/stats`)).json()) as { queuedFaults: number };
+      if (queuedFaults > 0) return false;
+      expect(response.headers.get('x-iop-agent-id')).toBe('agent-t');
+      return true;
+    },
+    20_000,
+    0,
+  );
 });
 
 it('a client that leaves aborts the upstream request', async () => {
   const controller = new AbortController();
-  const stream = await openai.chat.completions.create({ model: 'direct-slow', messages: [{ role: 'user', content: 'hi' }], stream: true }, { signal: controller.signal });
+  const stream = await openai.chat.completions.create(
+    { model: 'direct-slow', messages: [{ role: 'user', content: 'hi' }], stream: true },
+    { signal: controller.signal },
+  );
   for await (const chunk of stream) {
     expect(chunk.model).toBe('direct-slow');
     break;

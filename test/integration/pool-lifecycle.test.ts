@@ -25,7 +25,11 @@ describe('provider pool', () => {
     await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-2', backendUrl: sim.url, models: ['sim-model'] });
     // Distinct conversations: one repeated prompt would share a prefix-affinity key and, by design,
     // go to one agent until its bounded load spills over.
-    const answered = await Promise.all(Array.from({ length: 24 }, (_, i) => client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: `hello number ${i}` }] }).withResponse()));
+    const answered = await Promise.all(
+      Array.from({ length: 24 }, (_, i) =>
+        client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: `hello number ${i}` }] }).withResponse(),
+      ),
+    );
     const perAgent = new Map<string, number>();
     for (const { response } of answered) {
       const agent = response.headers.get('x-iop-agent-id') ?? 'none';
@@ -55,7 +59,12 @@ describe('provider pool', () => {
 
   it('a stream whose agent dies ends promptly with an in-band error, never a hang or a clean finish', async () => {
     const agent = await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-dies', backendUrl: sim.url, models: ['sim-model@itl-ms=400'] });
-    const stream = await client.chat.completions.create({ model: 'sim-model@itl-ms=400', messages: [{ role: 'user', content: 'hello' }], stream: true, max_tokens: 200 });
+    const stream = await client.chat.completions.create({
+      model: 'sim-model@itl-ms=400',
+      messages: [{ role: 'user', content: 'hello' }],
+      stream: true,
+      max_tokens: 200,
+    });
     let deltas = 0;
     let finish: string | null = null;
     const started = Date.now();

@@ -18,7 +18,12 @@ beforeAll(async () => {
   simA = await startSim(['--models', 'sim-model', '--output-tokens', '4']);
   simB = await startSim(['--models', 'sim-model', '--output-tokens', '4']);
   const file = path.join(mkdtempSync(path.join(tmpdir(), 'iop-edge-')), 'edge.json');
-  writeFileSync(file, JSON.stringify({ pool: { outlier: { consecutiveFailures: 2, baseEjectionMs: 4000, maxEjectionMs: 10_000, maxEjectedPercent: 50 }, retry: { baseBackoffMs: 5 } } }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      pool: { outlier: { consecutiveFailures: 2, baseEjectionMs: 4000, maxEjectionMs: 10_000, maxEjectedPercent: 50 }, retry: { baseBackoffMs: 5 } },
+    }),
+  );
   edge = await startEdge({ args: ['--config', file] });
   await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-a', backendUrl: simA.url, models: ['sim-model'] });
   await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-b', backendUrl: simB.url, models: ['sim-model'] });
@@ -40,12 +45,20 @@ const ask = async () => {
 };
 
 it('ejects a failing provider while it is down and takes it back when healthy', async () => {
-  await fetch(`${simB.url}/_sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ fault: '500', count: 1000 }) });
+  await fetch(`${simB.url}/_sim/faults`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ fault: '500', count: 1000 }),
+  });
   // Every request succeeds; the failures on B are retried on A until B is ejected.
-  await eventually(async () => {
-    await ask();
-    return (await metric('iop_pool_provider_ejected', 'provider="agent-b"')) === 1;
-  }, 20_000, 0);
+  await eventually(
+    async () => {
+      await ask();
+      return (await metric('iop_pool_provider_ejected', 'provider="agent-b"')) === 1;
+    },
+    20_000,
+    0,
+  );
   expect(await metric('iop_pool_ejections_total', 'provider="agent-b"')).toBeGreaterThanOrEqual(1);
   await edge.proc.waitFor((line) => line.msg === 'provider ejected' && line.providerId === 'agent-b', 5_000);
 

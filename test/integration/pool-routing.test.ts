@@ -27,7 +27,10 @@ it('sends every turn of a conversation to the same agent (passthrough), differen
   const client = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
   const warmBefore = await hits('warm');
   const system = 'You are a terse assistant for conversation one.';
-  const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'system', content: system }, { role: 'user', content: 'first question' }];
+  const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [
+    { role: 'system', content: system },
+    { role: 'user', content: 'first question' },
+  ];
   const agents = new Set<string | null>();
   for (let turn = 0; turn < 6; turn++) {
     const { data, response } = await client.chat.completions.create({ model: 'sim-model', messages }).withResponse();
@@ -39,7 +42,15 @@ it('sends every turn of a conversation to the same agent (passthrough), differen
 
   const spread = new Set<string | null>();
   for (let conversation = 0; conversation < 24; conversation++) {
-    const { response } = await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'system', content: `conversation ${conversation}` }, { role: 'user', content: 'hi' }] }).withResponse();
+    const { response } = await client.chat.completions
+      .create({
+        model: 'sim-model',
+        messages: [
+          { role: 'system', content: `conversation ${conversation}` },
+          { role: 'user', content: 'hi' },
+        ],
+      })
+      .withResponse();
     spread.add(response.headers.get('x-iop-agent-id'));
   }
   expect(spread.size).toBeGreaterThanOrEqual(2);

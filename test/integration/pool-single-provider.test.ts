@@ -22,7 +22,15 @@ let anthropic: Anthropic;
 beforeAll(async () => {
   sim = await startSim(['--models', 'sim-model', '--output-tokens', '4']);
   const file = path.join(mkdtempSync(path.join(tmpdir(), 'iop-edge-')), 'edge.json');
-  writeFileSync(file, JSON.stringify({ pool: { modelGroups: [{ name: 'house', aliases: ['gpt-house', 'claude-house'], targets: [{ model: 'sim-model' }] }], retry: { maxAttempts: 3, baseBackoffMs: 20, maxBackoffMs: 2000 } } }));
+  writeFileSync(
+    file,
+    JSON.stringify({
+      pool: {
+        modelGroups: [{ name: 'house', aliases: ['gpt-house', 'claude-house'], targets: [{ model: 'sim-model' }] }],
+        retry: { maxAttempts: 3, baseBackoffMs: 20, maxBackoffMs: 2000 },
+      },
+    }),
+  );
   edge = await startEdge({ args: ['--config', file] });
   agent = await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-only', backendUrl: sim.url, models: ['sim-model'] });
   openai = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
@@ -73,7 +81,9 @@ describe('a single provider is retried on itself', () => {
 
   it('a 500 that persists: the client gets it after 3 attempts, each one asked of the provider', async () => {
     await queueFault(sim, { fault: '500', count: 3, 'retry-after': 0 });
-    const error = await anthropic.messages.create({ model: 'sim-model', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }).catch((caught: unknown) => caught);
+    const error = await anthropic.messages
+      .create({ model: 'sim-model', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(Anthropic.InternalServerError);
     expect((error as Error).message).toContain('(after 3 attempts)');
     expect((await chatRequests(sim)).map((record) => record.status)).toEqual([500, 500, 500]);
@@ -110,7 +120,9 @@ describe('the only agent is gone (restarting)', () => {
     const error = await openai.chat.completions.create({ model: 'never-served', messages }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.NotFoundError);
     expect((error as InstanceType<typeof OpenAI.NotFoundError>).code).toBe('model_not_found');
-    const anthropicError = await anthropic.messages.create({ model: 'never-served', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }).catch((caught: unknown) => caught);
+    const anthropicError = await anthropic.messages
+      .create({ model: 'never-served', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((caught: unknown) => caught);
     expect(anthropicError).toBeInstanceOf(Anthropic.NotFoundError);
   });
 });

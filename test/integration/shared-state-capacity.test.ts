@@ -23,7 +23,12 @@ describe('capacity across two edges without a shared store', () => {
     // ~0.3 s to the first token, 20 tokens at 20 ms: each stream holds its slot about 0.7 s.
     sim = await startSim(['--models', 'sim-model', '--output-tokens', '20', '--ttft-ms', '300', '--itl-ms', '20']);
     edges = await Promise.all([startEdge({ env: { IOP_DATA_DIR: ':memory:' } }), startEdge({ env: { IOP_DATA_DIR: ':memory:' } })]);
-    await startAgent({ tunnelPort: edges[0]!.tunnelPort, id: 'agent-4', backendUrl: sim.url, args: ['--edge', edges.map((edge) => `http://127.0.0.1:${edge.tunnelPort}`).join(','), '--max-concurrency', '4'] });
+    await startAgent({
+      tunnelPort: edges[0]!.tunnelPort,
+      id: 'agent-4',
+      backendUrl: sim.url,
+      args: ['--edge', edges.map((edge) => `http://127.0.0.1:${edge.tunnelPort}`).join(','), '--max-concurrency', '4'],
+    });
     await edgeReady(edges[1]!);
   }, 60_000);
 
@@ -44,7 +49,11 @@ describe('capacity across two edges without a shared store', () => {
     const outcomes = await Promise.all(
       Array.from({ length: 16 }, async (_, i) => {
         try {
-          const stream = await clients[i % 2]!.chat.completions.create({ model: 'sim-model', stream: true, messages: [{ role: 'user', content: `story ${i}` }] });
+          const stream = await clients[i % 2]!.chat.completions.create({
+            model: 'sim-model',
+            stream: true,
+            messages: [{ role: 'user', content: `story ${i}` }],
+          });
           let text = '';
           for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
           return { ok: text.length > 0, status: 200 };
@@ -171,12 +180,16 @@ describeWithSharedState('capacity across two edges sharing PostgreSQL and Redis'
 
     // Each edge wrote its own rows to the shared ledger; either edge reads the totals.
     let total = { status: 0, body: {} as Record<string, unknown> };
-    await eventually(async () => {
-      await admin(edges[0]!.url, 'GET', '/admin/usage?flush=true');
-      await admin(edges[1]!.url, 'GET', '/admin/usage?flush=true');
-      total = await admin(edges[1]!.url, 'GET', `/admin/usage?key=${id}`);
-      return (total.body.data as Array<{ requests: number }>)[0]?.requests === 24;
-    }, 10_000, 100).catch(() => {});
+    await eventually(
+      async () => {
+        await admin(edges[0]!.url, 'GET', '/admin/usage?flush=true');
+        await admin(edges[1]!.url, 'GET', '/admin/usage?flush=true');
+        total = await admin(edges[1]!.url, 'GET', `/admin/usage?key=${id}`);
+        return (total.body.data as Array<{ requests: number }>)[0]?.requests === 24;
+      },
+      10_000,
+      100,
+    ).catch(() => {});
     expect(total.body.data).toEqual([{ requests: 24, input_tokens: input, output_tokens: output, cached_tokens: 0, reasoning_tokens: 0, errors: 0 }]);
   }, 60_000);
 
@@ -186,7 +199,10 @@ describeWithSharedState('capacity across two edges sharing PostgreSQL and Redis'
     const slow = { headers: { 'x-sim-itl-ms': '100' } };
     const holders = await Promise.all(
       edges.map((edge, i) =>
-        new OpenAI({ apiKey: key, baseURL: edge.baseURL, maxRetries: 0 }).chat.completions.create({ model: 'sim-model', stream: true, messages: [{ role: 'user', content: `hold ${i}` }] }, slow),
+        new OpenAI({ apiKey: key, baseURL: edge.baseURL, maxRetries: 0 }).chat.completions.create(
+          { model: 'sim-model', stream: true, messages: [{ role: 'user', content: `hold ${i}` }] },
+          slow,
+        ),
       ),
     );
     const refused = await new OpenAI({ apiKey: key, baseURL: edges[0]!.baseURL, maxRetries: 0 }).chat.completions
@@ -211,16 +227,22 @@ describeWithSharedState('capacity across two edges sharing PostgreSQL and Redis'
       for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
       expect(text.length).toBeGreaterThan(0);
     }
-    await eventually(async () => {
-      const [one, two] = await Promise.all(
-        edges.map((edge) =>
-          new OpenAI({ apiKey: key, baseURL: edge.baseURL, maxRetries: 0 }).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'after' }] }).then(
-            () => true,
-            () => false,
+    await eventually(
+      async () => {
+        const [one, two] = await Promise.all(
+          edges.map((edge) =>
+            new OpenAI({ apiKey: key, baseURL: edge.baseURL, maxRetries: 0 }).chat.completions
+              .create({ model: 'sim-model', messages: [{ role: 'user', content: 'after' }] })
+              .then(
+                () => true,
+                () => false,
+              ),
           ),
-        ),
-      );
-      return one! && two!;
-    }, 10_000, 200);
+        );
+        return one! && two!;
+      },
+      10_000,
+      200,
+    );
   }, 30_000);
 });

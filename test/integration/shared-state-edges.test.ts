@@ -61,21 +61,27 @@ describeWithSharedState('two edges sharing PostgreSQL and Redis', () => {
     const { key } = await createKey({ name: 'four a minute', limits: { requestsPerMinute: 4 } });
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) {
-      const { response } = await openai(edges[i % 2]!, key).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+      const { response } = await openai(edges[i % 2]!, key)
+        .chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] })
+        .withResponse();
       statuses.push(response.status);
       expect(response.headers.get('x-ratelimit-limit-requests')).toBe('4');
       expect(response.headers.get('x-ratelimit-remaining-requests')).toBe(String(3 - i));
     }
     expect(statuses).toEqual([200, 200, 200, 200]);
     // The fifth, on either edge, is a 429 in the client's dialect with Retry-After.
-    const refused = await openai(edges[0]!, key).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] }).catch((error: unknown) => error);
+    const refused = await openai(edges[0]!, key)
+      .chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(OpenAI.RateLimitError);
     const rateLimited = refused as InstanceType<typeof OpenAI.RateLimitError>;
     expect(rateLimited.code).toBe('rate_limit_exceeded');
     expect(Number(rateLimited.headers?.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(rateLimited.headers?.get('x-ratelimit-remaining-requests')).toBe('0');
     const anthropic = new Anthropic({ apiKey: key, baseURL: edges[1]!.url, maxRetries: 0 });
-    const refusedAnthropic = await anthropic.messages.create({ model: 'sim-model', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }).catch((error: unknown) => error);
+    const refusedAnthropic = await anthropic.messages
+      .create({ model: 'sim-model', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((error: unknown) => error);
     expect(refusedAnthropic).toBeInstanceOf(Anthropic.RateLimitError);
     const anthropicError = refusedAnthropic as InstanceType<typeof Anthropic.RateLimitError>;
     expect((anthropicError.error as { error: { type: string } }).error.type).toBe('rate_limit_error');
@@ -92,17 +98,23 @@ describeWithSharedState('two edges sharing PostgreSQL and Redis', () => {
     const first = await openai(edges[0]!, key).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] });
     const used = first.usage!.total_tokens;
     expect(used).toBeGreaterThan(10);
-    const { response } = await openai(edges[1]!, key).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    const { response } = await openai(edges[1]!, key)
+      .chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] })
+      .withResponse();
     expect(response.headers.get('x-ratelimit-limit-tokens')).toBe('20');
     expect(response.headers.get('x-ratelimit-remaining-tokens')).toBe(String(20 - used));
     // Tokens are counted once an answer has ended, a moment after the client has it.
     await sleep(200);
-    await expect(openai(edges[0]!, key).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({ status: 429 });
+    await expect(openai(edges[0]!, key).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({
+      status: 429,
+    });
 
     const { key: budgetKey } = await createKey({ name: 'small budget', budget: { maxTokens: 1, period: 'day' } });
     await openai(edges[1]!, budgetKey).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] });
     await sleep(200);
-    const exhausted = await openai(edges[0]!, budgetKey).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] }).catch((error: unknown) => error);
+    const exhausted = await openai(edges[0]!, budgetKey)
+      .chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((error: unknown) => error);
     expect(exhausted).toMatchObject({ status: 429 });
     expect((exhausted as Error).message).toMatch(/budget exhausted: key "small budget" has used \d+ of its 1-token per-day budget/);
   }, 60_000);
@@ -116,7 +128,10 @@ describeWithSharedState('two edges sharing PostgreSQL and Redis', () => {
     const startedAt = Date.now();
     let status = 200;
     while (status === 200 && Date.now() - startedAt < 5_000) {
-      status = await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] }).then(() => 200, (error: { status: number }) => error.status);
+      status = await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] }).then(
+        () => 200,
+        (error: { status: number }) => error.status,
+      );
     }
     expect(status).toBe(401);
     expect(Date.now() - startedAt).toBeLessThan(5_000);
@@ -136,13 +151,19 @@ describeWithSharedState('two edges sharing PostgreSQL and Redis', () => {
 
   it('a key may use only its allowed models (globs) and stops at its expiry', async () => {
     const { key } = await createKey({ name: 'sim only', models: ['sim-*'] });
-    await expect(openai(edges[0]!, key).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] })).resolves.toMatchObject({ object: 'chat.completion' });
+    await expect(openai(edges[0]!, key).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] })).resolves.toMatchObject({
+      object: 'chat.completion',
+    });
     const { key: narrow } = await createKey({ name: 'other models', models: ['qwen3-*', 'gpt-?o'] });
-    const refused = await openai(edges[1]!, narrow).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] }).catch((error: unknown) => error);
+    const refused = await openai(edges[1]!, narrow)
+      .chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(OpenAI.PermissionDeniedError);
     expect((refused as Error).message).toContain('this API key may not use the model "sim-model"');
     const { key: expired } = await createKey({ name: 'expired', expiresAt: new Date(Date.now() - 1000).toISOString() });
-    const gone = await openai(edges[0]!, expired).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] }).catch((error: unknown) => error);
+    const gone = await openai(edges[0]!, expired)
+      .chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((error: unknown) => error);
     expect(gone).toBeInstanceOf(OpenAI.AuthenticationError);
     expect((gone as Error).message).toMatch(/this API key expired at \d{4}-/);
     const invalid = await admin(edges[0]!.url, 'POST', '/admin/keys', { name: 'bad', limits: { requestsPerMinute: 0 } });
@@ -157,11 +178,20 @@ describeWithSharedState('two edges sharing PostgreSQL and Redis', () => {
     const calls = Array.from({ length: 12 }, async (_, i) => {
       const edge = edges[i % 2]!;
       if (i % 3 === 0) {
-        const message = await new Anthropic({ apiKey: key, baseURL: edge.url, maxRetries: 0 }).messages.create({ model: 'sim-model', max_tokens: 32, messages: [{ role: 'user', content: `hello ${i}` }] });
+        const message = await new Anthropic({ apiKey: key, baseURL: edge.url, maxRetries: 0 }).messages.create({
+          model: 'sim-model',
+          max_tokens: 32,
+          messages: [{ role: 'user', content: `hello ${i}` }],
+        });
         input += message.usage.input_tokens;
         output += message.usage.output_tokens;
       } else if (i % 3 === 1) {
-        const stream = await openai(edge, key).chat.completions.create({ model: 'sim-model', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: `hello ${i}` }] });
+        const stream = await openai(edge, key).chat.completions.create({
+          model: 'sim-model',
+          stream: true,
+          stream_options: { include_usage: true },
+          messages: [{ role: 'user', content: `hello ${i}` }],
+        });
         for await (const chunk of stream) {
           if (chunk.usage) {
             input += chunk.usage.prompt_tokens;
@@ -178,12 +208,16 @@ describeWithSharedState('two edges sharing PostgreSQL and Redis', () => {
     // Each edge writes its own rows: flush both, then either edge reads the shared ledger.
     // Rows are queued as each request ends, a moment after its client has the answer.
     let total = { status: 0, body: {} as Record<string, unknown> };
-    await eventually(async () => {
-      await admin(edges[0]!.url, 'GET', '/admin/usage?flush=true');
-      await admin(edges[1]!.url, 'GET', '/admin/usage?flush=true');
-      total = await admin(edges[1]!.url, 'GET', `/admin/usage?key=${id}`);
-      return (total.body.data as Array<{ requests: number }>)[0]?.requests === 12;
-    }, 10_000, 100).catch(() => {});
+    await eventually(
+      async () => {
+        await admin(edges[0]!.url, 'GET', '/admin/usage?flush=true');
+        await admin(edges[1]!.url, 'GET', '/admin/usage?flush=true');
+        total = await admin(edges[1]!.url, 'GET', `/admin/usage?key=${id}`);
+        return (total.body.data as Array<{ requests: number }>)[0]?.requests === 12;
+      },
+      10_000,
+      100,
+    ).catch(() => {});
     expect(total.body.data).toEqual([{ requests: 12, input_tokens: input, output_tokens: output, cached_tokens: 0, reasoning_tokens: 0, errors: 0 }]);
     const byDialect = await admin(edges[0]!.url, 'GET', `/admin/usage?key=${id}&group_by=dialect,day&from=${new Date(Date.now() - 3_600_000).toISOString()}`);
     const rows = byDialect.body.data as Array<{ dialect: string; day: string; requests: number }>;

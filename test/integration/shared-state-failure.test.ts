@@ -26,7 +26,9 @@ class OwnRedis {
   private child: ChildProcess | undefined;
   constructor(readonly port: number) {}
   async start(): Promise<void> {
-    this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('redis-server did not start')), 10_000);
       this.child!.stdout!.on('data', (chunk: Buffer) => {
@@ -50,7 +52,10 @@ class OwnRedis {
 class PgProxy {
   private server: net.Server | undefined;
   private readonly sockets = new Set<net.Socket>();
-  constructor(readonly port: number, private readonly target: { host: string; port: number }) {}
+  constructor(
+    readonly port: number,
+    private readonly target: { host: string; port: number },
+  ) {}
   async start(): Promise<void> {
     this.server = net.createServer((client) => {
       const upstream = net.connect(this.target.port, this.target.host);
@@ -101,7 +106,12 @@ describeWithSharedState(
       });
       open = await startEdge({ env: env('open'), args: ['--api-keys', ''] });
       closed = await startEdge({ env: env('closed'), args: ['--api-keys', ''] });
-      await startAgent({ tunnelPort: open.tunnelPort, id: 'agent-failure', backendUrl: sim.url, args: ['--edge', `http://127.0.0.1:${open.tunnelPort},http://127.0.0.1:${closed.tunnelPort}`] });
+      await startAgent({
+        tunnelPort: open.tunnelPort,
+        id: 'agent-failure',
+        backendUrl: sim.url,
+        args: ['--edge', `http://127.0.0.1:${open.tunnelPort},http://127.0.0.1:${closed.tunnelPort}`],
+      });
       await edgeReady(closed);
       const created = await admin(open.url, 'POST', '/admin/keys', { name: 'failure', limits: { requestsPerMinute: 1000, maxConcurrentStreams: 50 } });
       key = created.body.key as string;
@@ -116,10 +126,12 @@ describeWithSharedState(
     });
 
     const ask = (edge: EdgeHandle): Promise<{ status: number; tokens: number; retryAfter?: string | null | undefined }> =>
-      new OpenAI({ apiKey: key, baseURL: edge.baseURL, maxRetries: 0 }).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] }).then(
-        (answer) => ({ status: 200, tokens: answer.usage!.total_tokens }),
-        (error: { status?: number; headers?: Headers }) => ({ status: error.status ?? 0, tokens: 0, retryAfter: error.headers?.get('retry-after') }),
-      );
+      new OpenAI({ apiKey: key, baseURL: edge.baseURL, maxRetries: 0 }).chat.completions
+        .create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] })
+        .then(
+          (answer) => ({ status: 200, tokens: answer.usage!.total_tokens }),
+          (error: { status?: number; headers?: Headers }) => ({ status: error.status ?? 0, tokens: 0, retryAfter: error.headers?.get('retry-after') }),
+        );
 
     it('Redis stopped mid-run: streams in flight finish; the open edge serves on local counters, the closed edge answers 503 until Redis is back', async () => {
       expect((await ask(open)).status).toBe(200);
@@ -158,19 +170,28 @@ describeWithSharedState(
       const refused = await ask(closed);
       expect(refused.status).toBe(503);
       // Stored responses need the database in either mode: a clean 5xx, never a hang.
-      const storing = await new OpenAI({ apiKey: key, baseURL: open.baseURL, maxRetries: 0, timeout: 20_000 }).responses.create({ model: 'sim-model', input: 'hi' }).then(() => 200, (error: { status?: number }) => error.status ?? 0);
+      const storing = await new OpenAI({ apiKey: key, baseURL: open.baseURL, maxRetries: 0, timeout: 20_000 }).responses
+        .create({ model: 'sim-model', input: 'hi' })
+        .then(
+          () => 200,
+          (error: { status?: number }) => error.status ?? 0,
+        );
       expect([200, 500, 503]).toContain(storing);
 
       await proxy.start();
       let total = 0;
-      await eventually(async () => {
-        await admin(open.url, 'GET', '/admin/usage?flush=true');
-        await admin(closed.url, 'GET', '/admin/usage?flush=true');
-        const usage = await admin(open.url, 'GET', `/admin/usage?key=${keyId}&group_by=status`);
-        const rows = (usage.body.data ?? []) as Array<{ status: number; requests: number }>;
-        total = rows.reduce((sum, row) => sum + row.requests, 0);
-        return usage.status === 200 && total >= startRequests + 6;
-      }, 20_000, 500);
+      await eventually(
+        async () => {
+          await admin(open.url, 'GET', '/admin/usage?flush=true');
+          await admin(closed.url, 'GET', '/admin/usage?flush=true');
+          const usage = await admin(open.url, 'GET', `/admin/usage?key=${keyId}&group_by=status`);
+          const rows = (usage.body.data ?? []) as Array<{ status: number; requests: number }>;
+          total = rows.reduce((sum, row) => sum + row.requests, 0);
+          return usage.status === 200 && total >= startRequests + 6;
+        },
+        20_000,
+        500,
+      );
       // 5 answers and the Responses call on the open edge; the closed edge's 503 came before admission (no row).
       expect(total).toBe(startRequests + 6);
       const usage = await admin(open.url, 'GET', '/admin/usage');

@@ -17,7 +17,9 @@ export const ADMIN_KEY = 'admin-key-test-000000001';
 
 /** `describe` when both servers are configured, else a skipped `describe` and a printed reason. */
 export function describeWithSharedState(name: string, body: () => void, needs: { pg?: boolean; redis?: boolean } = { pg: true, redis: true }): void {
-  const missing = [needs.pg && PG_URL === '' ? 'IOP_TEST_PG_URL' : undefined, needs.redis && REDIS_URL === '' ? 'IOP_TEST_REDIS_URL' : undefined].filter(Boolean);
+  const missing = [needs.pg && PG_URL === '' ? 'IOP_TEST_PG_URL' : undefined, needs.redis && REDIS_URL === '' ? 'IOP_TEST_REDIS_URL' : undefined].filter(
+    Boolean,
+  );
   if (missing.length > 0) {
     console.log(`skipping "${name}": set ${missing.join(' and ')} to run it against real servers`);
     describe.skip(name, body);
@@ -71,7 +73,10 @@ export async function freshMinute(needMs = 20_000): Promise<void> {
  * shared key store: `--api-keys ''`) and one agent in front of `simUrl` joined to both; resolves
  * once the agent is registered with each edge.
  */
-export async function startSharedEdges(isolated: { schema: string; prefix: string }, agent: { id: string; simUrl: string; args?: string[] }): Promise<EdgeHandle[]> {
+export async function startSharedEdges(
+  isolated: { schema: string; prefix: string },
+  agent: { id: string; simUrl: string; args?: string[] },
+): Promise<EdgeHandle[]> {
   const env = {
     IOP_STORAGE_POSTGRES_URL: PG_URL,
     IOP_STORAGE_POSTGRES_SCHEMA: isolated.schema,
@@ -80,7 +85,12 @@ export async function startSharedEdges(isolated: { schema: string; prefix: strin
     IOP_ADMIN_KEYS: ADMIN_KEY,
   };
   const edges = await Promise.all([startEdge({ env, args: ['--api-keys', ''] }), startEdge({ env, args: ['--api-keys', ''] })]);
-  await startAgent({ tunnelPort: edges[0]!.tunnelPort, id: agent.id, backendUrl: agent.simUrl, args: ['--edge', edges.map((edge) => `http://127.0.0.1:${edge.tunnelPort}`).join(','), ...(agent.args ?? []), '--join-token', JOIN_TOKEN] });
+  await startAgent({
+    tunnelPort: edges[0]!.tunnelPort,
+    id: agent.id,
+    backendUrl: agent.simUrl,
+    args: ['--edge', edges.map((edge) => `http://127.0.0.1:${edge.tunnelPort}`).join(','), ...(agent.args ?? []), '--join-token', JOIN_TOKEN],
+  });
   for (const edge of edges) await edgeReady(edge);
   return edges;
 }

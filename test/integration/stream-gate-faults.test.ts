@@ -45,7 +45,10 @@ describe('a stream cut before commit is retried transparently', () => {
   it('OpenAI Chat stream: cut right after the role chunk → one complete answer, 2 backend requests', async () => {
     const retriedBefore = await metricSum(edge, 'iop_gate_attempts_total', { outcome: 'retried' });
     await queueFault(sim, { fault: 'cut', 'fault-after': 0 });
-    const stream = await openai.chat.completions.create({ model: 'sim-model', messages, stream: true, stream_options: { include_usage: true } }, gated('evidence-tail'));
+    const stream = await openai.chat.completions.create(
+      { model: 'sim-model', messages, stream: true, stream_options: { include_usage: true } },
+      gated('evidence-tail'),
+    );
     let text = '';
     let finish: string | null = null;
     let roles = 0;
@@ -123,7 +126,12 @@ describe('a stream cut after commit ends with an error event, never a truncated 
 
   it('Anthropic: text, then `event: error` makes the SDK throw; no message_stop', async () => {
     await queueFault(sim, { fault: 'cut', 'fault-after': 6 });
-    const stream = await anthropic.messages.create({ model: 'sim-model', max_tokens: 256, stream: true, messages: [{ role: 'user', content: 'Tell me a story.' }] });
+    const stream = await anthropic.messages.create({
+      model: 'sim-model',
+      max_tokens: 256,
+      stream: true,
+      messages: [{ role: 'user', content: 'Tell me a story.' }],
+    });
     const types: string[] = [];
     let text = '';
     let thrown: unknown;

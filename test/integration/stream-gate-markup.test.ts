@@ -77,7 +77,12 @@ describe('<think> tags become reasoning', () => {
   });
 
   it('Anthropic: a thinking block, then a text block without tags', async () => {
-    const stream = anthropic.messages.stream({ model: THINK, max_tokens: 4096, thinking: { type: 'enabled', budget_tokens: 2048 }, messages: [{ role: 'user', content: prompt }] });
+    const stream = anthropic.messages.stream({
+      model: THINK,
+      max_tokens: 4096,
+      thinking: { type: 'enabled', budget_tokens: 2048 },
+      messages: [{ role: 'user', content: prompt }],
+    });
     let thinking = '';
     stream.on('thinking', (delta) => (thinking += delta));
     const final = await stream.finalMessage();
@@ -132,7 +137,13 @@ describe('Hermes <tool_call> text becomes native tool calls', () => {
 
   it('Anthropic: a tool_use block with its input as an object, stop_reason tool_use', async () => {
     const final = await anthropic.messages
-      .stream({ model: XML, max_tokens: 1024, tools: [{ name: 'get_weather', input_schema: parameters as Anthropic.Tool.InputSchema }], tool_choice: { type: 'any' }, messages: [{ role: 'user', content: prompt }] })
+      .stream({
+        model: XML,
+        max_tokens: 1024,
+        tools: [{ name: 'get_weather', input_schema: parameters as Anthropic.Tool.InputSchema }],
+        tool_choice: { type: 'any' },
+        messages: [{ role: 'user', content: prompt }],
+      })
       .finalMessage();
     expect(final.stop_reason).toBe('tool_use');
     const uses = final.content.flatMap((block) => (block.type === 'tool_use' ? [block] : []));
@@ -144,7 +155,13 @@ describe('Hermes <tool_call> text becomes native tool calls', () => {
 
   it('OpenAI Responses: a function_call item with a call_id', async () => {
     const final = await openai.responses
-      .stream({ model: XML, input: prompt, tools: [{ type: 'function', name: 'get_weather', parameters, strict: false }], tool_choice: 'required', store: false })
+      .stream({
+        model: XML,
+        input: prompt,
+        tools: [{ type: 'function', name: 'get_weather', parameters, strict: false }],
+        tool_choice: 'required',
+        store: false,
+      })
       .finalResponse();
     const calls = final.output.filter((item) => item.type === 'function_call');
     expect(calls).toHaveLength(1);

@@ -64,7 +64,9 @@ async function exercise(send: (index: number) => Promise<Call[]>, errorClass: ne
     answered++;
   }
   const records = await chatRequests(sim);
-  const invalid = records.filter((record) => (record.output as { toolCalls: Array<{ invalid: string | null }> } | null)?.toolCalls.some((call) => call.invalid !== null));
+  const invalid = records.filter((record) =>
+    (record.output as { toolCalls: Array<{ invalid: string | null }> } | null)?.toolCalls.some((call) => call.invalid !== null),
+  );
   const retried = (await metricSum(edge, 'iop_gate_attempts_total', { outcome: 'retried' })) - retriedBefore;
   // At 30 % per attempt and 3 attempts, a request fails with probability 0.027.
   expect(answered).toBeGreaterThanOrEqual(REQUESTS_PER_CLIENT - 3);
@@ -103,7 +105,9 @@ describe('invalid tool arguments at 30 %: clients see only schema-valid calls', 
     await exercise(async () => {
       const completion = await openai.chat.completions.create({ model: MODEL, messages, tools: chatTools });
       expect(completion.choices[0]!.finish_reason).toBe('tool_calls');
-      return (completion.choices[0]!.message.tool_calls ?? []).map((call) => (call.type === 'function' ? { name: call.function.name, arguments: call.function.arguments } : { name: call.type, arguments: '' }));
+      return (completion.choices[0]!.message.tool_calls ?? []).map((call) =>
+        call.type === 'function' ? { name: call.function.name, arguments: call.function.arguments } : { name: call.type, arguments: '' },
+      );
     }, OpenAI.APIError);
   });
 
@@ -111,7 +115,10 @@ describe('invalid tool arguments at 30 %: clients see only schema-valid calls', 
     const tools: OpenAI.Responses.Tool[] = [{ type: 'function', name: 'get_weather', description: 'Forecast for a city', parameters, strict: false }];
     await exercise(async (index) => {
       const input = 'Weather in Paris for the next days?';
-      const response = index % 2 === 0 ? await openai.responses.create({ model: MODEL, input, tools, store: false }) : await openai.responses.stream({ model: MODEL, input, tools, store: false }).finalResponse();
+      const response =
+        index % 2 === 0
+          ? await openai.responses.create({ model: MODEL, input, tools, store: false })
+          : await openai.responses.stream({ model: MODEL, input, tools, store: false }).finalResponse();
       expect(response.status).toBe('completed');
       return response.output.flatMap((item) => (item.type === 'function_call' ? [{ name: item.name, arguments: item.arguments }] : []));
     }, OpenAI.APIError);

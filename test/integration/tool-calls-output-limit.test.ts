@@ -29,7 +29,12 @@ afterAll(stopAll);
 describe('output limit inside a tool call', () => {
   it('Anthropic: stop_reason max_tokens after one attempt, stream and non-stream', async () => {
     await clearSim(sim);
-    const params = { model: MODEL, max_tokens: 3, tools: [{ name: 'get_weather', input_schema: schema }], messages: [{ role: 'user' as const, content: 'Weather?' }] };
+    const params = {
+      model: MODEL,
+      max_tokens: 3,
+      tools: [{ name: 'get_weather', input_schema: schema }],
+      messages: [{ role: 'user' as const, content: 'Weather?' }],
+    };
     const message = await anthropic.messages.create(params);
     expect(message.stop_reason).toBe('max_tokens');
     expect(message.content.some((block) => block.type === 'tool_use')).toBe(true);
@@ -40,7 +45,12 @@ describe('output limit inside a tool call', () => {
 
   it('Chat: finish_reason length with the partial arguments, one attempt', async () => {
     await clearSim(sim);
-    const completion = await openai.chat.completions.create({ model: MODEL, max_tokens: 3, tools: [{ type: 'function', function: { name: 'get_weather', parameters: schema } }], messages: [{ role: 'user', content: 'Weather?' }] });
+    const completion = await openai.chat.completions.create({
+      model: MODEL,
+      max_tokens: 3,
+      tools: [{ type: 'function', function: { name: 'get_weather', parameters: schema } }],
+      messages: [{ role: 'user', content: 'Weather?' }],
+    });
     expect(completion.choices[0]!.finish_reason).toBe('length');
     const call = completion.choices[0]!.message.tool_calls?.[0];
     expect(call?.type === 'function' ? call.function.name : undefined).toBe('get_weather');
@@ -49,7 +59,12 @@ describe('output limit inside a tool call', () => {
 
   it('Responses: status incomplete (max_output_tokens), one attempt', async () => {
     await clearSim(sim);
-    const response = await openai.responses.create({ model: MODEL, max_output_tokens: 3, tools: [{ type: 'function', name: 'get_weather', parameters: schema, strict: false }], input: 'Weather?' });
+    const response = await openai.responses.create({
+      model: MODEL,
+      max_output_tokens: 3,
+      tools: [{ type: 'function', name: 'get_weather', parameters: schema, strict: false }],
+      input: 'Weather?',
+    });
     expect(response.status).toBe('incomplete');
     expect(response.incomplete_details?.reason).toBe('max_output_tokens');
     expect(await chatRequests(sim)).toHaveLength(1);

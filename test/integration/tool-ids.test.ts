@@ -32,7 +32,10 @@ it('sends the backend 9-character alphanumeric ids and answers with the clientâ€
     tools: [weather],
     messages: [
       { role: 'user', content: 'Weather in Paris and Rome?' },
-      { role: 'assistant', content: clientIds.map((id, index) => ({ type: 'tool_use' as const, id, name: 'get_weather', input: { city: index === 0 ? 'Paris' : 'Rome' } })) },
+      {
+        role: 'assistant',
+        content: clientIds.map((id, index) => ({ type: 'tool_use' as const, id, name: 'get_weather', input: { city: index === 0 ? 'Paris' : 'Rome' } })),
+      },
       { role: 'user', content: clientIds.map((id) => ({ type: 'tool_result' as const, tool_use_id: id, content: 'sunny' })) },
     ],
   });
@@ -46,7 +49,13 @@ it('sends the backend 9-character alphanumeric ids and answers with the clientâ€
   expect(new Set(backendIds).size).toBe(2);
   expect(sent.messages.filter((message) => message.role === 'tool').map((message) => message.tool_call_id)).toEqual(backendIds);
 
-  const called = await client.messages.create({ model: 'mistral-small', max_tokens: 64, tools: [weather], tool_choice: { type: 'any' }, messages: [{ role: 'user', content: 'Weather?' }] });
+  const called = await client.messages.create({
+    model: 'mistral-small',
+    max_tokens: 64,
+    tools: [weather],
+    tool_choice: { type: 'any' },
+    messages: [{ role: 'user', content: 'Weather?' }],
+  });
   const use = called.content.find((block) => block.type === 'tool_use');
   expect(use?.type === 'tool_use' && use.id.length).toBeGreaterThan(0);
 });

@@ -46,7 +46,9 @@ beforeAll(async () => {
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       if (req.url === '/v1/traces' && req.headers['content-type']?.startsWith('application/json')) {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { resourceSpans: Array<{ resource: { attributes: OtlpSpan['attributes'] }; scopeSpans: Array<{ spans: OtlpSpan[] }> }> };
+        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
+          resourceSpans: Array<{ resource: { attributes: OtlpSpan['attributes'] }; scopeSpans: Array<{ spans: OtlpSpan[] }> }>;
+        };
         for (const resourceSpans of body.resourceSpans) {
           const service = String(resourceSpans.resource.attributes?.find((entry) => entry.key === 'service.name')?.value.stringValue);
           for (const scope of resourceSpans.scopeSpans) for (const span of scope.spans) spans.push({ ...span, service });
@@ -72,19 +74,33 @@ afterAll(async () => {
 });
 
 it('traces a retried request as one tree across edge, agent and backend', async () => {
-  await fetch(`${sim.url}/_sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ fault: '500', count: 1, 'retry-after': 0 }) });
+  await fetch(`${sim.url}/_sim/faults`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ fault: '500', count: 1, 'retry-after': 0 }),
+  });
   const clientTraceId = '4bf92f3577b34da6a3ce929d0e0e4736';
   const clientSpanId = '00f067aa0ba902b7';
-  const openai = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0, defaultHeaders: { traceparent: `00-${clientTraceId}-${clientSpanId}-01` } });
+  const openai = new OpenAI({
+    apiKey: API_KEY,
+    baseURL: edge.baseURL,
+    maxRetries: 0,
+    defaultHeaders: { traceparent: `00-${clientTraceId}-${clientSpanId}-01` },
+  });
   const completion = await openai.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hello' }], max_tokens: 5 });
   expect(completion.choices[0]?.finish_reason).toBe('stop');
   expect(completion.usage?.completion_tokens).toBe(5);
 
   const ofTrace = () => spans.filter((span) => span.traceId === clientTraceId);
-  await eventually(() => ofTrace().filter((span) => span.name === 'iop.backend.request').length >= 2 && ofTrace().some((span) => span.name === 'chat sim-model'), 15_000, 100);
+  await eventually(
+    () => ofTrace().filter((span) => span.name === 'iop.backend.request').length >= 2 && ofTrace().some((span) => span.name === 'chat sim-model'),
+    15_000,
+    100,
+  );
   const trace = ofTrace();
   const byId = new Map(trace.map((span) => [span.spanId, span]));
-  const children = (parent: OtlpSpan, name?: string) => trace.filter((span) => span.parentSpanId === parent.spanId && (name === undefined || span.name === name));
+  const children = (parent: OtlpSpan, name?: string) =>
+    trace.filter((span) => span.parentSpanId === parent.spanId && (name === undefined || span.name === name));
 
   const root = trace.find((span) => span.name === 'chat sim-model')!;
   expect(root.service).toBe('iop-edge');
@@ -108,7 +124,9 @@ it('traces a retried request as one tree across edge, agent and backend', async 
     const [backend] = children(run!, 'iop.backend.request');
     expect(backend?.service).toBe('iop-agent');
   }
-  const statuses = attempts.map((attempt) => attribute(children(children(children(attempt, 'iop.tunnel.run')[0]!, 'iop.agent.run')[0]!, 'iop.backend.request')[0]!, 'http.response.status_code'));
+  const statuses = attempts.map((attempt) =>
+    attribute(children(children(children(attempt, 'iop.tunnel.run')[0]!, 'iop.agent.run')[0]!, 'iop.backend.request')[0]!, 'http.response.status_code'),
+  );
   expect(statuses).toEqual([500, 200]);
 
   // The backend saw the traceparent of its own call's span, one per attempt.

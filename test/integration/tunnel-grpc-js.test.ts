@@ -44,7 +44,18 @@ function register(token: string, agentId: string, model = 'grpc-model', resumeTo
   const call = client.makeBidiStreamRequest('/iop.v1.TunnelService/Control', serializeAgent, deserializeEdge, new grpc.Metadata());
   call.write(
     create(AgentMessageSchema, {
-      message: { case: 'register', value: { agentId, joinToken: token, models: [{ id: model, contextLength: 4096 }], maxConcurrency: 4, agentVersion: 'grpc-js-test', backend: 'openai', resumeToken } },
+      message: {
+        case: 'register',
+        value: {
+          agentId,
+          joinToken: token,
+          models: [{ id: model, contextLength: 4096 }],
+          maxConcurrency: 4,
+          agentVersion: 'grpc-js-test',
+          backend: 'openai',
+          resumeToken,
+        },
+      },
     }),
   );
   return call;
@@ -59,7 +70,9 @@ function sessionMetadata(sessionId: string | undefined): grpc.Metadata {
 /** Opens a Run call, writes `frames`, ends it; resolves with the call's status code. */
 function runCall(sessionId: string | undefined, frames: ProviderTunnelFrame[]): Promise<grpc.status> {
   return new Promise((resolve) => {
-    const run = client.makeClientStreamRequest('/iop.v1.TunnelService/Run', serializeFrame, deserializeSummary, sessionMetadata(sessionId), (error) => resolve(error === null ? grpc.status.OK : error.code));
+    const run = client.makeClientStreamRequest('/iop.v1.TunnelService/Run', serializeFrame, deserializeSummary, sessionMetadata(sessionId), (error) =>
+      resolve(error === null ? grpc.status.OK : error.code),
+    );
     for (const frame of frames) run.write(frame);
     run.end();
   });
@@ -103,9 +116,24 @@ describe('tunnel over plain @grpc/grpc-js', () => {
         if (message.message.case === 'assign') {
           assignments.push(message);
           const assign = message.message.value;
-          const run = client.makeClientStreamRequest('/iop.v1.TunnelService/Run', serializeFrame, deserializeSummary, sessionMetadata(sessionId), () => undefined);
-          const body = JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'grpc-model', choices: [{ index: 0, message: { role: 'assistant', content: 'hello from grpc-js' }, finish_reason: 'stop' }], usage: { prompt_tokens: 5, completion_tokens: 4, total_tokens: 9 } });
-          run.write(create(ProviderTunnelFrameSchema, { runId: assign.runId, kind: Kind.RESPONSE_START, status: 200, headers: { 'content-type': 'application/json' } }));
+          const run = client.makeClientStreamRequest(
+            '/iop.v1.TunnelService/Run',
+            serializeFrame,
+            deserializeSummary,
+            sessionMetadata(sessionId),
+            () => undefined,
+          );
+          const body = JSON.stringify({
+            id: 'chatcmpl-1',
+            object: 'chat.completion',
+            created: 1,
+            model: 'grpc-model',
+            choices: [{ index: 0, message: { role: 'assistant', content: 'hello from grpc-js' }, finish_reason: 'stop' }],
+            usage: { prompt_tokens: 5, completion_tokens: 4, total_tokens: 9 },
+          });
+          run.write(
+            create(ProviderTunnelFrameSchema, { runId: assign.runId, kind: Kind.RESPONSE_START, status: 200, headers: { 'content-type': 'application/json' } }),
+          );
           run.write(create(ProviderTunnelFrameSchema, { runId: assign.runId, kind: Kind.BODY, body: new TextEncoder().encode(body) }));
           run.write(create(ProviderTunnelFrameSchema, { runId: assign.runId, kind: Kind.END }));
           run.end();
@@ -128,7 +156,7 @@ describe('tunnel over plain @grpc/grpc-js', () => {
     call.end();
   });
 
-  it('refuses a Run call without a session (UNAUTHENTICATED) and one for another session\'s run (NOT_FOUND); the run stays intact', async () => {
+  it("refuses a Run call without a session (UNAUTHENTICATED) and one for another session's run (NOT_FOUND); the run stays intact", async () => {
     const owner = register(JOIN_TOKEN, 'grpc-owner', 'owned-model');
     const intruder = register(JOIN_TOKEN, 'grpc-intruder', 'intruder-model');
     owner.on('error', () => undefined);
@@ -147,8 +175,19 @@ describe('tunnel over plain @grpc/grpc-js', () => {
         verdicts.none = await runCall(undefined, injected);
         verdicts.forged = await runCall('ses_forged000000000000000000', injected);
         verdicts.other = await runCall(intruderSession, injected);
-        const body = JSON.stringify({ id: 'chatcmpl-2', object: 'chat.completion', created: 1, model: 'owned-model', choices: [{ index: 0, message: { role: 'assistant', content: 'from the owner' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 3, total_tokens: 4 } });
-        verdicts.owner = await runCall(ownerSession, [injected[0]!, create(ProviderTunnelFrameSchema, { runId, kind: Kind.BODY, body: new TextEncoder().encode(body) }), injected[2]!]);
+        const body = JSON.stringify({
+          id: 'chatcmpl-2',
+          object: 'chat.completion',
+          created: 1,
+          model: 'owned-model',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'from the owner' }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 1, completion_tokens: 3, total_tokens: 4 },
+        });
+        verdicts.owner = await runCall(ownerSession, [
+          injected[0]!,
+          create(ProviderTunnelFrameSchema, { runId, kind: Kind.BODY, body: new TextEncoder().encode(body) }),
+          injected[2]!,
+        ]);
       })();
     });
     const openai = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
@@ -168,7 +207,13 @@ describe('tunnel over plain @grpc/grpc-js', () => {
     expect(resumeToken).toMatch(/^[A-Za-z0-9_-]{43}$/);
 
     const session = http2.connect(`http://127.0.0.1:${edge.tunnelPort}`);
-    const stream = session.request({ ':method': 'POST', ':path': '/iop.v1.TunnelService/Run', 'content-type': 'application/grpc', te: 'trailers', 'iop-session-id': sessionId });
+    const stream = session.request({
+      ':method': 'POST',
+      ':path': '/iop.v1.TunnelService/Run',
+      'content-type': 'application/grpc',
+      te: 'trailers',
+      'iop-session-id': sessionId,
+    });
     const status = new Promise<string | undefined>((resolve) => {
       stream.on('response', (headers) => headers['grpc-status'] !== undefined && resolve(String(headers['grpc-status'])));
       stream.on('trailers', (trailers) => resolve(String(trailers['grpc-status'])));

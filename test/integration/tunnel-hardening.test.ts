@@ -41,7 +41,10 @@ function flood(port: number, count: number, streams: number): { peers: Peer[]; s
     session.on('error', () => undefined);
     session.on('close', () => (peer.closedAt = Date.now()));
     for (let stream = 0; stream < streams; stream++) {
-      const request = session.request({ ':method': 'POST', ':path': '/iop.v1.TunnelService/Control', 'content-type': 'application/grpc', te: 'trailers' }, { endStream: false });
+      const request = session.request(
+        { ':method': 'POST', ':path': '/iop.v1.TunnelService/Control', 'content-type': 'application/grpc', te: 'trailers' },
+        { endStream: false },
+      );
       request.on('error', () => undefined);
       request.on('close', () => {
         if (request.rstCode === http2.constants.NGHTTP2_REFUSED_STREAM) peer.refusedStreams++;
@@ -61,7 +64,9 @@ describe('connections that never register', () => {
 
   beforeAll(async () => {
     sim = await startSim();
-    edge = await startEdge({ args: ['--tunnel-register-timeout-ms', '2000', '--tunnel-max-unauthenticated-connections', '8', '--tunnel-max-unauthenticated-streams', '4'] });
+    edge = await startEdge({
+      args: ['--tunnel-register-timeout-ms', '2000', '--tunnel-max-unauthenticated-connections', '8', '--tunnel-max-unauthenticated-streams', '4'],
+    });
   });
 
   it('are capped in number and streams, then closed at the registration deadline; agents still join', async () => {
@@ -99,7 +104,9 @@ describe('connections that never register', () => {
     await eventually(() => peers.every((peer) => peer.closedAt !== undefined), 20_000);
     clearInterval(sampler);
     for (const session of sessions) session.destroy();
-    console.log(`edge RSS under a flood of 300 x 30 unregistered streams: ${(before / 1048576).toFixed(0)} MiB before, peak ${(peak / 1048576).toFixed(0)} MiB`);
+    console.log(
+      `edge RSS under a flood of 300 x 30 unregistered streams: ${(before / 1048576).toFixed(0)} MiB before, peak ${(peak / 1048576).toFixed(0)} MiB`,
+    );
     // With the caps lifted, the same flood grew this edge by 77-95 MiB (9,000 streams held); with
     // them, by 13-15 MiB (8 connections x 4 streams, plus the refused connections' churn).
     expect(peak - before).toBeLessThan(40 * 1024 * 1024);
@@ -174,11 +181,21 @@ describe('an agent id belongs to its live session', () => {
   it('refuses a second agent with the same id and a valid join token; the first keeps its runs', async () => {
     const stream = await openStream(edge.baseURL);
     expect(stream.status).toBe(200);
-    const impostor = await startAgent({ tunnelPort: edge.tunnelPort, id: 'gpu-1', backendUrl: impostorSim.url, models: ['sim-model'], args: agentArgs, waitRegistered: false });
+    const impostor = await startAgent({
+      tunnelPort: edge.tunnelPort,
+      id: 'gpu-1',
+      backendUrl: impostorSim.url,
+      models: ['sim-model'],
+      args: agentArgs,
+      waitRegistered: false,
+    });
     const refused = await impostor.waitFor((line) => typeof line.msg === 'string' && line.msg.startsWith('the edge refused the agent id'));
     expect(refused.code).toBe('AlreadyExists');
     // It keeps trying; every try is refused while the real agent lives.
-    await eventually(() => impostor.lines.filter((line) => typeof line.msg === 'string' && line.msg.startsWith('the edge refused the agent id')).length >= 2, 15_000);
+    await eventually(
+      () => impostor.lines.filter((line) => typeof line.msg === 'string' && line.msg.startsWith('the edge refused the agent id')).length >= 2,
+      15_000,
+    );
     expect(impostor.lines.some((line) => line.msg === 'registered')).toBe(false);
 
     const answer = readChatStream(await stream.body);

@@ -16,7 +16,17 @@ import { readFileSync } from 'node:fs';
 import { Code, ConnectError, createClient, type Client } from '@connectrpc/connect';
 import { Http2SessionManager, createGrpcTransport } from '@connectrpc/connect-node';
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
-import { ModelInfoSchema, RunRejectedSchema, TunnelService, sessionTag, type CancelRun, type Drain, type HeartbeatSchema, type Registered, type RunAssignment } from '@iop/proto';
+import {
+  ModelInfoSchema,
+  RunRejectedSchema,
+  TunnelService,
+  sessionTag,
+  type CancelRun,
+  type Drain,
+  type HeartbeatSchema,
+  type Registered,
+  type RunAssignment,
+} from '@iop/proto';
 import type { Logger } from 'pino';
 import type { Backend } from './backends/backend.js';
 import { sleep } from '@iop/core';
@@ -202,7 +212,12 @@ export class EdgeLink {
     this.sessionId = registered.sessionId;
     this.resumeToken = registered.resumeToken;
     this.logger.info(
-      { session: sessionTag(registered.sessionId), heartbeatIntervalMs: registered.heartbeatIntervalMs, edgeVersion: registered.edgeVersion, edge: this.edgeUrl },
+      {
+        session: sessionTag(registered.sessionId),
+        heartbeatIntervalMs: registered.heartbeatIntervalMs,
+        edgeVersion: registered.edgeVersion,
+        edge: this.edgeUrl,
+      },
       'registered',
     );
     this.host.onRegistered();
@@ -213,7 +228,11 @@ export class EdgeLink {
     const reason = this.isDraining ? 'draining' : this.host.totalInFlight() >= this.host.options.maxConcurrency ? 'at_capacity' : undefined;
     // Every slot taken (another edge got the last one first): wait for the next one a while.
     if (reason === 'at_capacity' && !held && !this.runs.has(assignment.runId)) {
-      const waiting = this.host.slotWaiters.hold({ runId: assignment.runId, start: () => this.onAssign(assignment, true), reject: () => this.rejectRun(assignment, 'at_capacity') });
+      const waiting = this.host.slotWaiters.hold({
+        runId: assignment.runId,
+        start: () => this.onAssign(assignment, true),
+        reject: () => this.rejectRun(assignment, 'at_capacity'),
+      });
       if (waiting) {
         this.logger.debug({ requestId: assignment.requestId, runId: assignment.runId }, 'run waits for a slot');
         this.host.onLoadChanged();

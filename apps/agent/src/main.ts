@@ -17,7 +17,9 @@ const program = new Command('iop-agent')
   // Bad usage exits 2 (commander uses 1) on every iop command; --help and --version exit 0.
   .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
   .version(AGENT_VERSION)
-  .description('iop node agent: dials the edge over a gRPC tunnel and serves runs from an OpenAI-compatible server or an embedded llama.cpp model.\nEvery setting aB of the config file is also --a-b and IOP_A_B (schema/iop-agent.schema.json).')
+  .description(
+    'iop node agent: dials the edge over a gRPC tunnel and serves runs from an OpenAI-compatible server or an embedded llama.cpp model.\nEvery setting aB of the config file is also --a-b and IOP_A_B (schema/iop-agent.schema.json).',
+  )
   .option('-c, --config <file>', 'config file, JSON or YAML (env IOP_AGENT_CONFIG)')
   .showHelpAfterError();
 
@@ -42,7 +44,10 @@ async function main(): Promise<void> {
   try {
     const file = configPath === undefined ? {} : readConfigFile(configPath);
     const env = layerFromEnv(AGENT_BINDINGS, process.env);
-    const flags = layerFromFlags(AGENT_BINDINGS, new Map(flagOptions.map(([flag, option]) => [flag, program.getOptionValue(option.attributeName()) as string | undefined])));
+    const flags = layerFromFlags(
+      AGENT_BINDINGS,
+      new Map(flagOptions.map(([flag, option]) => [flag, program.getOptionValue(option.attributeName()) as string | undefined])),
+    );
     const merged = mergeConfigLayers(file, env.values, flags.values);
     // Only the command line's default port may be taken: then the agent runs without it.
     const metricsPortRequired = merged.metricsPort !== undefined;

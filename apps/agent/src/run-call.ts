@@ -28,7 +28,6 @@ export interface RunConnection {
   notifyResponseByteRead(stream: ClientHttp2Stream): void;
 }
 
-
 /** HTTP/2 RST_STREAM codes (RFC 9113 §7) as gRPC status codes (PROTOCOL-HTTP2.md "Errors"). */
 function codeOfReset(rstCode: number): Code {
   if (rstCode === 8 /* CANCEL */) return Code.Canceled;
@@ -45,8 +44,18 @@ function codeOfReset(rstCode: number): Code {
  * @throws ConnectError with the gRPC status when the edge answers with an error, resets the
  *   stream or the connection is lost.
  */
-export async function sendRun(connection: RunConnection, sessionId: string, frames: AsyncIterable<ProviderTunnelFrame>, onClosedEarly: (error: ConnectError) => void): Promise<void> {
-  const headers: OutgoingHttpHeaders = { 'content-type': 'application/grpc+proto', te: 'trailers', 'grpc-accept-encoding': 'identity', [RUN_SESSION_HEADER]: sessionId };
+export async function sendRun(
+  connection: RunConnection,
+  sessionId: string,
+  frames: AsyncIterable<ProviderTunnelFrame>,
+  onClosedEarly: (error: ConnectError) => void,
+): Promise<void> {
+  const headers: OutgoingHttpHeaders = {
+    'content-type': 'application/grpc+proto',
+    te: 'trailers',
+    'grpc-accept-encoding': 'identity',
+    [RUN_SESSION_HEADER]: sessionId,
+  };
   const stream = await connection.request('POST', RUN_PATH, headers, {});
   const session = stream.session; // a destroyed stream forgets it
   let status: string | undefined;
@@ -78,7 +87,11 @@ export async function sendRun(connection: RunConnection, sessionId: string, fram
       if (status === '0') error = allSent ? undefined : new ConnectError('the edge ended the run call early', Code.Aborted);
       else if (status !== undefined) error = new ConnectError(message || `Run failed with grpc-status ${status}`, Number(status) as Code);
       else if (session === undefined || session.destroyed || session.closed) error = new ConnectError('the connection to the edge was lost', Code.Unavailable);
-      else error = new ConnectError(streamError?.message ?? 'the run stream closed without a gRPC status', stream.rstCode !== undefined && stream.rstCode !== 0 ? codeOfReset(stream.rstCode) : Code.Internal);
+      else
+        error = new ConnectError(
+          streamError?.message ?? 'the run stream closed without a gRPC status',
+          stream.rstCode !== undefined && stream.rstCode !== 0 ? codeOfReset(stream.rstCode) : Code.Internal,
+        );
       if (!allSent) {
         if (!stream.destroyed) stream.close(8 /* CANCEL */);
         if (error !== undefined) onClosedEarly(error);

@@ -123,7 +123,10 @@ export class RunExecution {
         onFailure: (failure, bytes, error) => {
           this.finished = true;
           const log = failure.code === 'cancelled' ? this.logger.info.bind(this.logger) : this.logger.warn.bind(this.logger);
-          log({ code: failure.code, bytes, durationMs: this.elapsedMs(), err: failure.code === 'internal' ? error : undefined }, `run failed: ${failure.message}`);
+          log(
+            { code: failure.code, bytes, durationMs: this.elapsedMs(), err: failure.code === 'internal' ? error : undefined },
+            `run failed: ${failure.message}`,
+          );
         },
       },
     );

@@ -35,7 +35,8 @@ export interface BenchReport {
 
 function clean(summary: Summary): ReportSummary {
   const out = {} as ReportSummary;
-  for (const [key, value] of Object.entries(summary) as Array<[keyof Summary, number]>) out[key] = Number.isFinite(value) ? Math.round(value * 100) / 100 : null;
+  for (const [key, value] of Object.entries(summary) as Array<[keyof Summary, number]>)
+    out[key] = Number.isFinite(value) ? Math.round(value * 100) / 100 : null;
   return out;
 }
 
@@ -75,7 +76,10 @@ export function buildReport(results: readonly RequestResult[], wallMs: number): 
     itlMs: clean(summarize(itl)),
     latencyMs: clean(summarize(latency)),
     errors,
-    errorMessages: Object.entries(messages).sort(([, a], [, b]) => b - a).slice(0, 10).map(([message, count]) => ({ message, count })),
+    errorMessages: Object.entries(messages)
+      .sort(([, a], [, b]) => b - a)
+      .slice(0, 10)
+      .map(([message, count]) => ({ message, count })),
     errorStatuses,
     agents,
   };
@@ -95,16 +99,42 @@ export function formatReport(report: BenchReport): string {
   lines.push(`requests  ${requests.total} (ok ${requests.ok}, failed ${requests.failed}) in ${(report.wallMs / 1000).toFixed(2)} s`);
   lines.push(`throughput  ${report.requestsPerSecond} req/s, ${report.outputTokensPerSecond} output tokens/s`);
   lines.push('');
-  const row = (name: string, summary: ReportSummary) => [name, ms(summary.p50), ms(summary.p90), ms(summary.p99), ms(summary.mean), ms(summary.max), String(summary.count ?? 0)];
-  lines.push(table([['latency (ms)', 'p50', 'p90', 'p99', 'mean', 'max', 'n'], row('TTFT', report.ttftMs), row('ITL', report.itlMs), row('end-to-end', report.latencyMs)]));
+  const row = (name: string, summary: ReportSummary) => [
+    name,
+    ms(summary.p50),
+    ms(summary.p90),
+    ms(summary.p99),
+    ms(summary.mean),
+    ms(summary.max),
+    String(summary.count ?? 0),
+  ];
+  lines.push(
+    table([
+      ['latency (ms)', 'p50', 'p90', 'p99', 'mean', 'max', 'n'],
+      row('TTFT', report.ttftMs),
+      row('ITL', report.itlMs),
+      row('end-to-end', report.latencyMs),
+    ]),
+  );
   lines.push('');
   const errorEntries = Object.entries(report.errors);
-  lines.push(errorEntries.length === 0 ? 'errors  none' : `errors  ${errorEntries.map(([name, count]) => `${name} ${count}`).join(', ')} (status ${Object.entries(report.errorStatuses).map(([status, count]) => `${status}: ${count}`).join(', ')})`);
+  lines.push(
+    errorEntries.length === 0
+      ? 'errors  none'
+      : `errors  ${errorEntries.map(([name, count]) => `${name} ${count}`).join(', ')} (status ${Object.entries(report.errorStatuses)
+          .map(([status, count]) => `${status}: ${count}`)
+          .join(', ')})`,
+  );
   for (const { message, count } of report.errorMessages) lines.push(`  ${count} × ${message}`);
   const agents = Object.entries(report.agents).sort(([a], [b]) => a.localeCompare(b));
   if (agents.length > 0) {
     lines.push('');
-    lines.push(table([['agent', 'requests', 'share'], ...agents.map(([agent, count]) => [agent, String(count), `${((count / Math.max(1, requests.total)) * 100).toFixed(1)}%`])]));
+    lines.push(
+      table([
+        ['agent', 'requests', 'share'],
+        ...agents.map(([agent, count]) => [agent, String(count), `${((count / Math.max(1, requests.total)) * 100).toFixed(1)}%`]),
+      ]),
+    );
   }
   return lines.join('\n');
 }

@@ -33,10 +33,13 @@ export interface BillingPhaseResult {
 }
 
 /** About 1,100 words of instructions every conversation shares (a real Claude Code prompt, tools included, is longer). */
-const SHARED_SYSTEM = Array.from({ length: 60 }, (_, index) => `Rule ${index}: read the files before editing them, keep the change small, run the tests, and report what changed.`).join('\n');
+const SHARED_SYSTEM = Array.from(
+  { length: 60 },
+  (_, index) => `Rule ${index}: read the files before editing them, keep the change small, run the tests, and report what changed.`,
+).join('\n');
 
 function billingLine(conversation: number): string {
-  return `x-anthropic-billing-header: cc_version=2.1.332.${(conversation * 2654435761 >>> 0).toString(16).slice(0, 3)}; cc_entrypoint=cli; cch=${randomBytes(3).toString('hex')};`;
+  return `x-anthropic-billing-header: cc_version=2.1.332.${((conversation * 2654435761) >>> 0).toString(16).slice(0, 3)}; cc_entrypoint=cli; cch=${randomBytes(3).toString('hex')};`;
 }
 
 async function prefixCache(simOrigins: readonly string[]): Promise<{ queries: number; hits: number }> {
@@ -58,12 +61,23 @@ export async function billingLinePhase(options: BillingPhaseOptions): Promise<Bi
     for (let conversation = next++; conversation < options.conversations; conversation = next++) {
       const messages: Array<{ role: 'user' | 'assistant'; content: string }> = [];
       for (let turn = 0; turn < options.turns; turn++) {
-        messages.push({ role: 'user', content: `Conversation ${conversation}, turn ${turn}: ${'please look at the failing test and fix the handler. '.repeat(8)}` });
+        messages.push({
+          role: 'user',
+          content: `Conversation ${conversation}, turn ${turn}: ${'please look at the failing test and fix the handler. '.repeat(8)}`,
+        });
         const body = {
           system: [{ type: 'text', text: `${billingLine(conversation)}\n${SHARED_SYSTEM}` }],
           messages,
         };
-        const result = await sendRequest(dispatcher, options.origin, { dialect: 'messages', model: options.model, prompt: '', maxTokens: 24, stream: true, apiKey: options.apiKey, body });
+        const result = await sendRequest(dispatcher, options.origin, {
+          dialect: 'messages',
+          model: options.model,
+          prompt: '',
+          maxTokens: 24,
+          stream: true,
+          apiKey: options.apiKey,
+          body,
+        });
         requests++;
         if (!result.ok) errors++;
         // A fixed answer keeps the history the same bytes on the next turn, as a client replaying it does.

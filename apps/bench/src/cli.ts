@@ -48,8 +48,16 @@ const program = new Command('iop-bench')
   .option('--duration <time>', 'stop starting requests after this time: 30s, 2m, 500ms', parseDuration)
   .addOption(new Option('--stream', 'stream responses').default(true))
   .option('--no-stream', 'non-stream requests')
-  .addOption(new Option('--prompt-words <range>', 'prompt length in words: fixed (100) or uniform min:max').argParser(parseRange).default({ min: 50, max: 200 }, '50:200'))
-  .addOption(new Option('--max-tokens <range>', 'output limit per request (max_tokens): fixed or uniform min:max').argParser(parseRange).default({ min: 64, max: 256 }, '64:256'))
+  .addOption(
+    new Option('--prompt-words <range>', 'prompt length in words: fixed (100) or uniform min:max')
+      .argParser(parseRange)
+      .default({ min: 50, max: 200 }, '50:200'),
+  )
+  .addOption(
+    new Option('--max-tokens <range>', 'output limit per request (max_tokens): fixed or uniform min:max')
+      .argParser(parseRange)
+      .default({ min: 64, max: 256 }, '64:256'),
+  )
   .option('--json', 'print the result as JSON on stdout (no table)')
   .showHelpAfterError();
 
@@ -64,10 +72,12 @@ function originOf(url: string): string {
 async function main(): Promise<number> {
   program.parse();
   const options = program.opts<CliOptions>();
-  if (options.concurrency !== undefined && options.rate !== undefined) program.error('--concurrency and --rate exclude each other (closed loop or open loop)', { exitCode: 2 });
+  if (options.concurrency !== undefined && options.rate !== undefined)
+    program.error('--concurrency and --rate exclude each other (closed loop or open loop)', { exitCode: 2 });
   const origin = originOf(options.url);
   const requests = options.requests ?? (options.duration === undefined ? 100 : Number.POSITIVE_INFINITY);
-  const mode = options.rate !== undefined ? { kind: 'open' as const, ratePerSecond: options.rate } : { kind: 'closed' as const, concurrency: options.concurrency ?? 8 };
+  const mode =
+    options.rate !== undefined ? { kind: 'open' as const, ratePerSecond: options.rate } : { kind: 'closed' as const, concurrency: options.concurrency ?? 8 };
   const progress = new ProgressLine(requests);
   const { results, wallMs } = await runWorkload({
     origin,
@@ -82,7 +92,15 @@ async function main(): Promise<number> {
   progress.stop();
   const report = buildReport(results, wallMs);
   if (options.json === true) {
-    const config = { url: origin, model: options.model, dialect: options.dialect, stream: options.stream, mode, promptWords: options.promptWords, maxTokens: options.maxTokens };
+    const config = {
+      url: origin,
+      model: options.model,
+      dialect: options.dialect,
+      stream: options.stream,
+      mode,
+      promptWords: options.promptWords,
+      maxTokens: options.maxTokens,
+    };
     process.stdout.write(`${JSON.stringify({ config, ...report }, null, 2)}\n`);
   } else {
     process.stdout.write(`${formatReport(report)}\n`);

@@ -34,13 +34,19 @@ type Json = Record<string, unknown>;
 export const DIALECTS: Record<BenchDialect, DialectSpec> = {
   chat: {
     path: '/v1/chat/completions',
-    body: (model, prompt, maxTokens, stream) => ({ model, messages: [{ role: 'user', content: prompt }], max_tokens: maxTokens, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) }),
+    body: (model, prompt, maxTokens, stream) => ({
+      model,
+      messages: [{ role: 'user', content: prompt }],
+      max_tokens: maxTokens,
+      stream,
+      ...(stream ? { stream_options: { include_usage: true } } : {}),
+    }),
     isToken: (_event, data) => {
       const choices = data.choices as Array<{ delta?: { content?: string | null } }> | undefined;
       const content = choices?.[0]?.delta?.content;
       return typeof content === 'string' && content.length > 0;
     },
-    outputTokens: (data) => ((data.usage as Json | null | undefined)?.completion_tokens as number | undefined),
+    outputTokens: (data) => (data.usage as Json | null | undefined)?.completion_tokens as number | undefined,
     collectToolCalls: (data, calls) => {
       const choice = (data.choices as Array<{ delta?: { tool_calls?: ChatToolCallWire[] }; message?: { tool_calls?: ChatToolCallWire[] } }> | undefined)?.[0];
       const stream = choice?.delta?.tool_calls;
@@ -64,6 +70,6 @@ export const DIALECTS: Record<BenchDialect, DialectSpec> = {
     path: '/v1/messages',
     body: (model, prompt, maxTokens, stream) => ({ model, messages: [{ role: 'user', content: prompt }], max_tokens: maxTokens, stream }),
     isToken: (event) => event === 'content_block_delta',
-    outputTokens: (data) => ((data.usage as Json | undefined)?.output_tokens as number | undefined),
+    outputTokens: (data) => (data.usage as Json | undefined)?.output_tokens as number | undefined,
   },
 };

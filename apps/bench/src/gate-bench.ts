@@ -56,13 +56,33 @@ async function startStack(simArgs: string[]): Promise<Stack> {
   const config = path.join(mkdtempSync(path.join(os.tmpdir(), 'iop-gate-bench-')), 'edge.json');
   writeFileSync(config, JSON.stringify({ gate: GATE }));
   // Log level warn: no line per request (it would cost the edge CPU).
-  const edge = launch('edge', 'apps/edge/dist/main.js', ['--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN, '--config', config], { IOP_LOG_LEVEL: 'warn' });
+  const edge = launch(
+    'edge',
+    'apps/edge/dist/main.js',
+    ['--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN, '--config', config],
+    { IOP_LOG_LEVEL: 'warn' },
+  );
   const ready = await edge.ready();
   const [port, tunnelPort] = [ready.port as number, ready.tunnelPort as number];
   const agent = launch(
     'agent',
     'apps/agent/dist/main.js',
-    ['--edge', `http://127.0.0.1:${tunnelPort}`, '--join-token', JOIN_TOKEN, '--agent-id', 'bench-agent', '--backend', 'openai', '--backend-url', `http://127.0.0.1:${simPort}`, '--models', MODEL, '--max-concurrency', '256'],
+    [
+      '--edge',
+      `http://127.0.0.1:${tunnelPort}`,
+      '--join-token',
+      JOIN_TOKEN,
+      '--agent-id',
+      'bench-agent',
+      '--backend',
+      'openai',
+      '--backend-url',
+      `http://127.0.0.1:${simPort}`,
+      '--models',
+      MODEL,
+      '--max-concurrency',
+      '256',
+    ],
     { IOP_LOG_LEVEL: 'info' },
   );
   await agent.ready(30_000);
@@ -128,7 +148,13 @@ async function validity(): Promise<ValidityRow[]> {
         return false;
       }
     });
-  const spec: Omit<RequestSpec, 'prompt' | 'maxTokens'> = { dialect: 'chat', model: MODEL, stream: true, apiKey: API_KEY, body: { tools, tool_choice: 'required' } };
+  const spec: Omit<RequestSpec, 'prompt' | 'maxTokens'> = {
+    dialect: 'chat',
+    model: MODEL,
+    stream: true,
+    apiKey: API_KEY,
+    body: { tools, tool_choice: 'required' },
+  };
   const requests = scaled(300, 40);
   const rows: ValidityRow[] = [];
   try {
@@ -136,7 +162,14 @@ async function validity(): Promise<ValidityRow[]> {
       const origin = attempts === 0 ? stack.simUrl : stack.edgeUrl;
       const simBefore = await simRequestCount(stack);
       const metricsBefore = await scrapeMetrics(stack.edgeUrl);
-      const { results } = await runWorkload({ origin, spec: attempts === 0 ? spec : { ...spec, headers: { 'x-iop-gate': `attempts=${attempts}` } }, promptWords: { min: 8, max: 32 }, maxTokens: { min: 256, max: 256 }, mode: { kind: 'closed', concurrency: 8 }, requests });
+      const { results } = await runWorkload({
+        origin,
+        spec: attempts === 0 ? spec : { ...spec, headers: { 'x-iop-gate': `attempts=${attempts}` } },
+        promptWords: { min: 8, max: 32 },
+        maxTokens: { min: 256, max: 256 },
+        mode: { kind: 'closed', concurrency: 8 },
+        requests,
+      });
       const metricsAfter = await scrapeMetrics(stack.edgeUrl);
       const gateAttempts = sumOf(metricsAfter, 'iop_gate_attempts_total') - sumOf(metricsBefore, 'iop_gate_attempts_total');
       rows.push({
@@ -191,7 +224,14 @@ async function latency(): Promise<LatencyRow[]> {
       for (const mode of MODES) {
         byMode.set(mode, { mode, concurrency, results: [], wallMs: 0, edgeCpuMs: 0, held: { count: 0, sum: 0, buckets: [] } });
         const origin = mode === 'direct' ? stack.simUrl : stack.edgeUrl;
-        await runWorkload({ origin, spec: modeSpec(mode), promptWords: { min: 8, max: 32 }, maxTokens: { min: OUTPUT_TOKENS, max: OUTPUT_TOKENS }, mode: { kind: 'closed', concurrency }, requests: Math.min(100, concurrency * 4) });
+        await runWorkload({
+          origin,
+          spec: modeSpec(mode),
+          promptWords: { min: 8, max: 32 },
+          maxTokens: { min: OUTPUT_TOKENS, max: OUTPUT_TOKENS },
+          mode: { kind: 'closed', concurrency },
+          requests: Math.min(100, concurrency * 4),
+        });
       }
       for (let round = 0; round < rounds; round++) {
         for (const mode of MODES) {
@@ -199,7 +239,14 @@ async function latency(): Promise<LatencyRow[]> {
           const origin = mode === 'direct' ? stack.simUrl : stack.edgeUrl;
           const metricsBefore = await scrapeMetrics(stack.edgeUrl);
           const cpuBefore = procStats(stack.edge.pid).cpuMs;
-          const { results, wallMs } = await runWorkload({ origin, spec: modeSpec(mode), promptWords: { min: 8, max: 32 }, maxTokens: { min: OUTPUT_TOKENS, max: OUTPUT_TOKENS }, mode: { kind: 'closed', concurrency }, requests: perRound });
+          const { results, wallMs } = await runWorkload({
+            origin,
+            spec: modeSpec(mode),
+            promptWords: { min: 8, max: 32 },
+            maxTokens: { min: OUTPUT_TOKENS, max: OUTPUT_TOKENS },
+            mode: { kind: 'closed', concurrency },
+            requests: perRound,
+          });
           row.edgeCpuMs += procStats(stack.edge.pid).cpuMs - cpuBefore;
           row.results.push(...results);
           row.wallMs += wallMs;
@@ -209,7 +256,9 @@ async function latency(): Promise<LatencyRow[]> {
       for (const mode of MODES) {
         const row = byMode.get(mode)!;
         rows.push(row);
-        process.stderr.write(`  latency c=${concurrency} ${mode}: TTFT p50 ${fixed(ttftOf(row).p50)} ms, errors ${row.results.filter((result) => !result.ok).length}\n`);
+        process.stderr.write(
+          `  latency c=${concurrency} ${mode}: TTFT p50 ${fixed(ttftOf(row).p50)} ms, errors ${row.results.filter((result) => !result.ok).length}\n`,
+        );
       }
     }
   } finally {
@@ -220,21 +269,37 @@ async function latency(): Promise<LatencyRow[]> {
 
 function addHistograms(a: HistogramDelta, b: HistogramDelta): HistogramDelta {
   if (a.buckets.length === 0) return b;
-  return { count: a.count + b.count, sum: a.sum + b.sum, buckets: a.buckets.map((bucket, index) => ({ le: bucket.le, count: bucket.count + (b.buckets[index]?.count ?? 0) })) };
+  return {
+    count: a.count + b.count,
+    sum: a.sum + b.sum,
+    buckets: a.buckets.map((bucket, index) => ({ le: bucket.le, count: bucket.count + (b.buckets[index]?.count ?? 0) })),
+  };
 }
 
-const ttftOf = (row: LatencyRow) => summarize(row.results.filter((result) => result.ok).flatMap((result) => (result.ttftMs === undefined ? [] : [result.ttftMs])));
+const ttftOf = (row: LatencyRow) =>
+  summarize(row.results.filter((result) => result.ok).flatMap((result) => (result.ttftMs === undefined ? [] : [result.ttftMs])));
 const heldText = (held: HistogramDelta | undefined) =>
   held === undefined || held.count === 0 ? '-' : `${fixed(held.sum / held.count, 0)} / ≤${bucketPercentile(held, 50)} / ≤${bucketPercentile(held, 99)}`;
 
 async function main(): Promise<void> {
-  console.log(`iop stream gate benchmark — ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, scale ${scale}`);
+  console.log(
+    `iop stream gate benchmark — ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, scale ${scale}`,
+  );
   console.log('load generator, sim, edge and agent share this machine.\n');
 
   const validityRows = await validity();
   console.log('\n1. Tool calls with 30 % invalid arguments at the backend (streaming chat, tool_choice required, concurrency 8):\n');
   printTable(
-    ['target', 'requests', 'schema-valid tool calls', 'errors', 'backend requests / request', 'gate attempts / request', 'p50 latency ms', 'held bytes per attempt: mean / p50 / p99'],
+    [
+      'target',
+      'requests',
+      'schema-valid tool calls',
+      'errors',
+      'backend requests / request',
+      'gate attempts / request',
+      'p50 latency ms',
+      'held bytes per attempt: mean / p50 / p99',
+    ],
     validityRows.map((row) => [
       row.attempts === 0 ? 'direct to sim' : `through the gate, ${row.attempts} attempts`,
       String(row.requests),
@@ -250,7 +315,19 @@ async function main(): Promise<void> {
   const latencyRows = await latency();
   console.log(`\n2. Streaming chat, paced sim (20 ms TTFT, 5 ms ITL, ${OUTPUT_TOKENS} tokens); gate modes carry tools and x-iop-gate:\n`);
   printTable(
-    ['conc', 'mode', 'requests', 'errors', 'TTFT p50 ms', 'TTFT p99 ms', 'Δ TTFT p50 vs relay ms', 'Δ TTFT p50 vs gate passthrough ms', 'tok/s', 'edge CPU ms/req', 'held bytes per attempt: mean / p50 / p99'],
+    [
+      'conc',
+      'mode',
+      'requests',
+      'errors',
+      'TTFT p50 ms',
+      'TTFT p99 ms',
+      'Δ TTFT p50 vs relay ms',
+      'Δ TTFT p50 vs gate passthrough ms',
+      'tok/s',
+      'edge CPU ms/req',
+      'held bytes per attempt: mean / p50 / p99',
+    ],
     latencyRows.map((row) => {
       const p50Of = (mode: Mode) => ttftOf(latencyRows.find((other) => other.concurrency === row.concurrency && other.mode === mode)!).p50;
       const ttft = ttftOf(row);
@@ -270,7 +347,9 @@ async function main(): Promise<void> {
       ];
     }),
   );
-  console.log('\nHeld bytes: the most the gate held at once in an attempt (queued events at 64 bytes + UTF-8 payload, plus filter state); p50/p99 are histogram bucket bounds.');
+  console.log(
+    '\nHeld bytes: the most the gate held at once in an attempt (queued events at 64 bytes + UTF-8 payload, plus filter state); p50/p99 are histogram bucket bounds.',
+  );
 }
 
 main().catch((error: unknown) => {

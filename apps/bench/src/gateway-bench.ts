@@ -80,13 +80,29 @@ interface Stack {
 }
 
 async function startEdge(name: string, args: string[], prof: string[]): Promise<{ proc: Proc; port: number; tunnelPort: number }> {
-  const proc = launch('edge', 'apps/edge/dist/main.js', ['--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN, ...args], { IOP_LOG_LEVEL: 'info', IOP_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), `iop-bench-${name}-`)) }, prof);
+  const proc = launch(
+    'edge',
+    'apps/edge/dist/main.js',
+    ['--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN, ...args],
+    { IOP_LOG_LEVEL: 'info', IOP_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), `iop-bench-${name}-`)) },
+    prof,
+  );
   const ready = await proc.ready();
   return { proc, port: ready.port as number, tunnelPort: ready.tunnelPort as number };
 }
 
 async function startStack(sim: SimKind, options: { agents?: number; agentMaxConcurrency?: number; edgeAlone?: boolean } = {}): Promise<Stack> {
-  const simProc = launch('sim', 'apps/sim/dist/main.js', ['--port', '0', '--host', '127.0.0.1', '--models', 'bench-model', '--output-tokens', String(OUTPUT_TOKENS), ...sim.args]);
+  const simProc = launch('sim', 'apps/sim/dist/main.js', [
+    '--port',
+    '0',
+    '--host',
+    '127.0.0.1',
+    '--models',
+    'bench-model',
+    '--output-tokens',
+    String(OUTPUT_TOKENS),
+    ...sim.args,
+  ]);
   const simPort = (await simProc.ready()).port as number;
   const simUrl = `http://127.0.0.1:${simPort}`;
   const prof = (name: string) => (profile ? ['--cpu-prof', `--cpu-prof-dir=${process.cwd()}/profiles`, `--cpu-prof-name=${name}-${sim.name}.cpuprofile`] : []);
@@ -97,7 +113,22 @@ async function startStack(sim: SimKind, options: { agents?: number; agentMaxConc
       launch(
         'agent',
         'apps/agent/dist/main.js',
-        ['--edge', `http://127.0.0.1:${edge.tunnelPort}`, '--join-token', JOIN_TOKEN, '--agent-id', `bench-agent-${i}`, '--backend', 'openai', '--backend-url', simUrl, '--models', 'bench-model', '--max-concurrency', String(options.agentMaxConcurrency ?? 256)],
+        [
+          '--edge',
+          `http://127.0.0.1:${edge.tunnelPort}`,
+          '--join-token',
+          JOIN_TOKEN,
+          '--agent-id',
+          `bench-agent-${i}`,
+          '--backend',
+          'openai',
+          '--backend-url',
+          simUrl,
+          '--models',
+          'bench-model',
+          '--max-concurrency',
+          String(options.agentMaxConcurrency ?? 256),
+        ],
         { IOP_LOG_LEVEL: 'info' },
         i === 0 ? prof('agent') : [],
       ),
@@ -124,11 +155,20 @@ async function startStack(sim: SimKind, options: { agents?: number; agentMaxConc
 }
 
 async function stopStack(stack: Stack): Promise<void> {
-  await Promise.all([stack.agent.kill('SIGTERM'), ...stack.moreAgents.map((agent) => agent.kill('SIGTERM')), stack.edge.kill('SIGTERM'), stack.edgeAlone?.kill('SIGTERM')]);
+  await Promise.all([
+    stack.agent.kill('SIGTERM'),
+    ...stack.moreAgents.map((agent) => agent.kill('SIGTERM')),
+    stack.edge.kill('SIGTERM'),
+    stack.edgeAlone?.kill('SIGTERM'),
+  ]);
   await stack.sim.kill('SIGTERM');
 }
 
-function rowOf(base: Omit<Row, 'requests' | 'errors' | 'rps' | 'latencyP50' | 'latencyP99' | 'ttftP50' | 'ttftP99' | 'itlP99' | 'tokensPerSecond'>, results: RequestResult[], wallMs: number): Row {
+function rowOf(
+  base: Omit<Row, 'requests' | 'errors' | 'rps' | 'latencyP50' | 'latencyP99' | 'ttftP50' | 'ttftP99' | 'itlP99' | 'tokensPerSecond'>,
+  results: RequestResult[],
+  wallMs: number,
+): Row {
   const ok = results.filter((result) => result.ok);
   const latency = summarize(ok.map((result) => result.latencyMs));
   const ttft = summarize(ok.flatMap((result) => (result.ttftMs === undefined ? [] : [result.ttftMs])));
@@ -155,7 +195,14 @@ async function measure(stack: Stack, sim: SimKind, stream: boolean, concurrency:
   // Warm-up: connections, and the JIT (optimizing compiles run on background threads whose CPU
   // time would otherwise land on the first row). Paced requests take 150 ms each: fewer of them.
   const warmUp = sim.name === 'instant' ? Math.max(300, concurrency * 4) : Math.max(16, concurrency * 2);
-  await runWorkload({ origin, spec: { dialect: 'chat', model: 'bench-model', stream, apiKey: API_KEY }, promptWords: { min: 8, max: 32 }, maxTokens: { min: OUTPUT_TOKENS, max: OUTPUT_TOKENS }, mode: { kind: 'closed', concurrency }, requests: warmUp });
+  await runWorkload({
+    origin,
+    spec: { dialect: 'chat', model: 'bench-model', stream, apiKey: API_KEY },
+    promptWords: { min: 8, max: 32 },
+    maxTokens: { min: OUTPUT_TOKENS, max: OUTPUT_TOKENS },
+    mode: { kind: 'closed', concurrency },
+    requests: warmUp,
+  });
   const before = { edge: procStats(edgePid), agent: procStats(stack.agent.pid) };
   let edgeRss = before.edge.rssBytes;
   let agentRss = before.agent.rssBytes;
@@ -188,10 +235,43 @@ async function measure(stack: Stack, sim: SimKind, stream: boolean, concurrency:
 const fixed = (value: number | undefined, digits = 2) => (value === undefined || Number.isNaN(value) ? '-' : value.toFixed(digits));
 
 function printTable(rows: Row[]): void {
-  const header = ['sim', 'mode', 'conc', 'target', 'reqs', 'err', 'req/s', 'p50 ms', 'p99 ms', 'TTFT p50', 'TTFT p99', 'ITL p99', 'tok/s', 'edge CPU ms/req', 'agent CPU ms/req', 'edge RSS MiB', 'agent RSS MiB'];
+  const header = [
+    'sim',
+    'mode',
+    'conc',
+    'target',
+    'reqs',
+    'err',
+    'req/s',
+    'p50 ms',
+    'p99 ms',
+    'TTFT p50',
+    'TTFT p99',
+    'ITL p99',
+    'tok/s',
+    'edge CPU ms/req',
+    'agent CPU ms/req',
+    'edge RSS MiB',
+    'agent RSS MiB',
+  ];
   const lines = rows.map((row) => [
-    row.sim, row.mode, String(row.concurrency), row.target, String(row.requests), String(row.errors), fixed(row.rps, 0), fixed(row.latencyP50), fixed(row.latencyP99), fixed(row.ttftP50), fixed(row.ttftP99), fixed(row.itlP99),
-    fixed(row.tokensPerSecond, 0), fixed(row.edgeCpuMsPerRequest, 3), fixed(row.agentCpuMsPerRequest, 3), fixed(row.edgeRssMiB, 0), fixed(row.agentRssMiB, 0),
+    row.sim,
+    row.mode,
+    String(row.concurrency),
+    row.target,
+    String(row.requests),
+    String(row.errors),
+    fixed(row.rps, 0),
+    fixed(row.latencyP50),
+    fixed(row.latencyP99),
+    fixed(row.ttftP50),
+    fixed(row.ttftP99),
+    fixed(row.itlP99),
+    fixed(row.tokensPerSecond, 0),
+    fixed(row.edgeCpuMsPerRequest, 3),
+    fixed(row.agentCpuMsPerRequest, 3),
+    fixed(row.edgeRssMiB, 0),
+    fixed(row.agentRssMiB, 0),
   ]);
   console.log(`| ${header.join(' | ')} |`);
   console.log(`|${header.map(() => '---').join('|')}|`);
@@ -217,16 +297,28 @@ const IDLE_RUNS_PER_AGENT = 1000;
 /** `IDLE_STREAMS` streams held open at once on a sim that answers after 10 minutes, over one agent per 1 000 streams. */
 async function idleStreams(): Promise<IdleStreamsResult> {
   const agents = Math.ceil(IDLE_STREAMS / IDLE_RUNS_PER_AGENT) + 1; // one spare: P2C need not fill every agent to the last slot
-  const stack = await startStack({ name: 'paced', args: ['--ttft-ms', '600000', '--itl-ms', '5'], requests: {} }, { agents, agentMaxConcurrency: IDLE_RUNS_PER_AGENT + 24 });
+  const stack = await startStack(
+    { name: 'paced', args: ['--ttft-ms', '600000', '--itl-ms', '5'], requests: {} },
+    { agents, agentMaxConcurrency: IDLE_RUNS_PER_AGENT + 24 },
+  );
   try {
-    return await measureIdleStreams({ edgeUrl: stack.edgeUrl, edgePid: stack.edge.pid, agentPid: stack.agent.pid, apiKey: API_KEY, model: 'bench-model', streams: IDLE_STREAMS });
+    return await measureIdleStreams({
+      edgeUrl: stack.edgeUrl,
+      edgePid: stack.edge.pid,
+      agentPid: stack.agent.pid,
+      apiKey: API_KEY,
+      model: 'bench-model',
+      streams: IDLE_STREAMS,
+    });
   } finally {
     await stopStack(stack);
   }
 }
 
 async function main(): Promise<void> {
-  console.log(`iop gateway benchmark — ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, scale ${scale}`);
+  console.log(
+    `iop gateway benchmark — ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, scale ${scale}`,
+  );
   console.log(`${OUTPUT_TOKENS} output tokens per request; load generator, sim, edge and agent share this machine.\n`);
   const rows: Row[] = [];
   for (const sim of SIMS) {
@@ -238,7 +330,9 @@ async function main(): Promise<void> {
           for (const target of TARGETS) {
             const row = await measure(stack, sim, stream, concurrency, target);
             rows.push(row);
-            process.stderr.write(`  ${sim.name} ${row.mode} c=${concurrency} ${target}: ${fixed(row.rps, 0)} req/s, p50 ${fixed(row.latencyP50)} ms, errors ${row.errors}\n`);
+            process.stderr.write(
+              `  ${sim.name} ${row.mode} c=${concurrency} ${target}: ${fixed(row.rps, 0)} req/s, p50 ${fixed(row.latencyP50)} ms, errors ${row.errors}\n`,
+            );
           }
         }
       }
@@ -251,8 +345,12 @@ async function main(): Promise<void> {
   printTable(rows);
   printOverhead(rows);
   if (idle !== undefined) {
-    console.log(`\nIdle streams: ${idle.inFlight} of ${idle.streams} streams in flight at once (opened in ${(idle.openMs / 1000).toFixed(1)} s), waiting for a first token;`);
-    console.log(`edge RSS ${fixed(idle.edgeRssBeforeMiB, 0)} → ${fixed(idle.edgeRssAfterMiB, 0)} MiB: ${fixed(idle.edgeKiBPerStream, 1)} KiB per stream; agent ${fixed(idle.agentKiBPerStream, 1)} KiB per run.`);
+    console.log(
+      `\nIdle streams: ${idle.inFlight} of ${idle.streams} streams in flight at once (opened in ${(idle.openMs / 1000).toFixed(1)} s), waiting for a first token;`,
+    );
+    console.log(
+      `edge RSS ${fixed(idle.edgeRssBeforeMiB, 0)} → ${fixed(idle.edgeRssAfterMiB, 0)} MiB: ${fixed(idle.edgeKiBPerStream, 1)} KiB per stream; agent ${fixed(idle.agentKiBPerStream, 1)} KiB per run.`,
+    );
   }
   if (process.env.BENCH_JSON !== undefined) console.log(JSON.stringify({ rows, idle }));
 }

@@ -105,7 +105,8 @@ export async function measureIdleStreams(options: IdleStreamsOptions): Promise<I
   const openMs = performance.now() - started;
   const edgeAfter = await settledRss(options.edgePid);
   const agentAfter = options.agentPid === undefined ? undefined : await settledRss(options.agentPid);
-  if (inFlight < options.streams) console.error(`idle streams: ${inFlight} in flight; responses by status ${JSON.stringify([...statuses])}; failures ${JSON.stringify([...failures])}`);
+  if (inFlight < options.streams)
+    console.error(`idle streams: ${inFlight} in flight; responses by status ${JSON.stringify([...statuses])}; failures ${JSON.stringify([...failures])}`);
   abort.abort();
   await Promise.allSettled(pending);
   await dispatcher.destroy();

@@ -50,20 +50,50 @@ async function startPool(options: { simArgs?: string[]; edgeConfig?: Record<stri
     writeFileSync(file, JSON.stringify(options.edgeConfig));
     configArgs.push('--config', file);
   }
-  const edge = launch('edge', 'apps/edge/dist/main.js', ['--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN, ...configArgs], { IOP_LOG_LEVEL: 'info', IOP_DATA_DIR: os.tmpdir() });
+  const edge = launch(
+    'edge',
+    'apps/edge/dist/main.js',
+    ['--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN, ...configArgs],
+    { IOP_LOG_LEVEL: 'info', IOP_DATA_DIR: os.tmpdir() },
+  );
   all.push(edge);
   const listening = await edge.ready();
   const agents: Proc[] = [];
   const simOrigins: string[] = [];
   for (let index = 1; index <= AGENTS; index++) {
-    const sim = launch(`sim-${index}`, 'apps/sim/dist/main.js', ['--port', '0', '--host', '127.0.0.1', '--models', 'pool-model', ...(options.simArgs ?? FAST_SIM)]);
+    const sim = launch(`sim-${index}`, 'apps/sim/dist/main.js', [
+      '--port',
+      '0',
+      '--host',
+      '127.0.0.1',
+      '--models',
+      'pool-model',
+      ...(options.simArgs ?? FAST_SIM),
+    ]);
     all.push(sim);
     const simPort = (await sim.ready()).port as number;
     simOrigins.push(`http://127.0.0.1:${simPort}`);
-    const agent = launch(`agent-${index}`, 'apps/agent/dist/main.js', [
-      '--edge', `http://127.0.0.1:${listening.tunnelPort as number}`, '--join-token', JOIN_TOKEN, '--agent-id', `agent-${index}`,
-      '--backend', 'openai', '--backend-url', `http://127.0.0.1:${simPort}`, '--models', 'pool-model', '--max-concurrency', '8',
-    ], { IOP_LOG_LEVEL: 'info' });
+    const agent = launch(
+      `agent-${index}`,
+      'apps/agent/dist/main.js',
+      [
+        '--edge',
+        `http://127.0.0.1:${listening.tunnelPort as number}`,
+        '--join-token',
+        JOIN_TOKEN,
+        '--agent-id',
+        `agent-${index}`,
+        '--backend',
+        'openai',
+        '--backend-url',
+        `http://127.0.0.1:${simPort}`,
+        '--models',
+        'pool-model',
+        '--max-concurrency',
+        '8',
+      ],
+      { IOP_LOG_LEVEL: 'info' },
+    );
     all.push(agent);
     await agent.ready(30_000);
     agents.push(agent);
@@ -142,13 +172,18 @@ async function affinityPhase(origin: string): Promise<string> {
 
 async function main(): Promise<void> {
   console.log(`machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`);
-  console.log(`pool: 1 edge, ${AGENTS} agents (max concurrency 8) each on its own sim (TTFT 40 ms, ITL 5 ms, 32 tokens); closed loop, concurrency ${CONCURRENCY}, streaming chat\n`);
+  console.log(
+    `pool: 1 edge, ${AGENTS} agents (max concurrency 8) each on its own sim (TTFT 40 ms, ITL 5 ms, 32 tokens); closed loop, concurrency ${CONCURRENCY}, streaming chat\n`,
+  );
   let pool = await startPool();
   try {
-    const distribution = buildReport(...Object.values(await runWorkload(workload(pool.origin, {}))) as [RequestResult[], number]);
+    const distribution = buildReport(...(Object.values(await runWorkload(workload(pool.origin, {}))) as [RequestResult[], number]));
     console.log('1. distribution across agents');
-    for (const [agent, count] of Object.entries(distribution.agents).sort()) console.log(`   ${agent}: ${count} (${((count / distribution.requests.total) * 100).toFixed(1)}%)`);
-    console.log(`   ${distribution.requests.total} requests, ${distribution.requestsPerSecond} req/s, TTFT p50 ${distribution.ttftMs.p50} ms p99 ${distribution.ttftMs.p99} ms, latency p99 ${distribution.latencyMs.p99} ms, errors ${distribution.requests.failed}`);
+    for (const [agent, count] of Object.entries(distribution.agents).sort())
+      console.log(`   ${agent}: ${count} (${((count / distribution.requests.total) * 100).toFixed(1)}%)`);
+    console.log(
+      `   ${distribution.requests.total} requests, ${distribution.requestsPerSecond} req/s, TTFT p50 ${distribution.ttftMs.p50} ms p99 ${distribution.ttftMs.p99} ms, latency p99 ${distribution.latencyMs.p99} ms, errors ${distribution.requests.failed}`,
+    );
     console.log(`   prefix affinity: ${await affinityPhase(pool.origin)}\n`);
     await Promise.all(pool.all.map((proc) => proc.kill()));
 
@@ -161,7 +196,13 @@ async function main(): Promise<void> {
       killedAt = performance.now();
       void victim.kill('SIGKILL');
     }, durationMs / 2);
-    await runWorkload(workload(pool.origin, { requests: Number.POSITIVE_INFINITY, durationMs, onProgress: (_done, all) => completions.push({ at: performance.now(), result: all[all.length - 1]! }) }));
+    await runWorkload(
+      workload(pool.origin, {
+        requests: Number.POSITIVE_INFINITY,
+        durationMs,
+        onProgress: (_done, all) => completions.push({ at: performance.now(), result: all[all.length - 1]! }),
+      }),
+    );
     clearTimeout(kill);
     const before = completions.filter((entry) => entry.at < killedAt).map((entry) => entry.result);
     const after = completions.filter((entry) => entry.at >= killedAt).map((entry) => entry.result);
@@ -172,16 +213,36 @@ async function main(): Promise<void> {
     console.log(`   first second after the kill: ${phase(firstSecond)}`);
     const classes = buildReport(after, 1).errors;
     console.log(`   errors after the kill by class: ${Object.keys(classes).length === 0 ? 'none' : JSON.stringify(classes)}`);
-    console.log(`   requests completed after the kill, by agent (ok only): ${JSON.stringify(buildReport(after.filter((result) => result.ok), 1).agents)}; served by the killed agent (any outcome): ${after.filter((result) => result.agent === `agent-${AGENTS}`).length}`);
+    console.log(
+      `   requests completed after the kill, by agent (ok only): ${JSON.stringify(
+        buildReport(
+          after.filter((result) => result.ok),
+          1,
+        ).agents,
+      )}; served by the killed agent (any outcome): ${after.filter((result) => result.agent === `agent-${AGENTS}`).length}`,
+    );
     await Promise.all(pool.all.map((proc) => proc.kill()));
 
     const conversations = Math.max(6, Math.round(24 * scale));
     const turns = 6;
-    console.log(`\n4. Claude Code billing line: ${conversations} Anthropic Messages conversations × ${turns} turns, concurrency ${CONCURRENCY}, sims with --profile gpu-h100-8b --time-scale 0.1; system prompt = per-request billing line + ~1,100 shared words`);
+    console.log(
+      `\n4. Claude Code billing line: ${conversations} Anthropic Messages conversations × ${turns} turns, concurrency ${CONCURRENCY}, sims with --profile gpu-h100-8b --time-scale 0.1; system prompt = per-request billing line + ~1,100 shared words`,
+    );
     const byPlacement: Array<[string, BillingPhaseResult]> = [];
     for (const billingHeader of ['keep', 'end', 'drop']) {
       pool = await startPool({ simArgs: ['--profile', 'gpu-h100-8b', '--time-scale', '0.1'], edgeConfig: { billingHeader } });
-      byPlacement.push([billingHeader, await billingLinePhase({ origin: pool.origin, apiKey: API_KEY, model: MODEL, simOrigins: pool.simOrigins, conversations, turns, concurrency: CONCURRENCY })]);
+      byPlacement.push([
+        billingHeader,
+        await billingLinePhase({
+          origin: pool.origin,
+          apiKey: API_KEY,
+          model: MODEL,
+          simOrigins: pool.simOrigins,
+          conversations,
+          turns,
+          concurrency: CONCURRENCY,
+        }),
+      ]);
       await Promise.all(pool.all.map((proc) => proc.kill()));
     }
     console.log(`   ${'billingHeader'.padEnd(14)}${byPlacement.map(([name]) => name.padStart(18)).join('')}`);

@@ -65,7 +65,12 @@ export class Proc {
     if (seen !== undefined) return Promise.resolve(seen);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(
-        () => reject(new Error(`${this.name}: timed out waiting for a log line; stderr: ${this.stderr.slice(-5).join(' | ')}; last lines: ${JSON.stringify(this.lines.slice(-3))}`)),
+        () =>
+          reject(
+            new Error(
+              `${this.name}: timed out waiting for a log line; stderr: ${this.stderr.slice(-5).join(' | ')}; last lines: ${JSON.stringify(this.lines.slice(-3))}`,
+            ),
+          ),
         timeoutMs,
       );
       this.waiters.push({

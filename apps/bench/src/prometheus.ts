@@ -54,7 +54,10 @@ export function histogramDelta(before: readonly Sample[], after: readonly Sample
   const bounds = new Set<string>();
   for (const sample of after) if (sample.name === `${name}_bucket` && sample.labels.le !== undefined) bounds.add(sample.labels.le);
   const buckets = [...bounds]
-    .map((le) => ({ le: le === '+Inf' ? Number.POSITIVE_INFINITY : Number(le), count: sumOf(after, `${name}_bucket`, { le }) - sumOf(before, `${name}_bucket`, { le }) }))
+    .map((le) => ({
+      le: le === '+Inf' ? Number.POSITIVE_INFINITY : Number(le),
+      count: sumOf(after, `${name}_bucket`, { le }) - sumOf(before, `${name}_bucket`, { le }),
+    }))
     .sort((a, b) => a.le - b.le);
   return { count: sumOf(after, `${name}_count`) - sumOf(before, `${name}_count`), sum: sumOf(after, `${name}_sum`) - sumOf(before, `${name}_sum`), buckets };
 }

@@ -111,7 +111,11 @@ export async function sendRequest(dispatcher: Dispatcher, origin: string, spec: 
     return result;
   } catch (error) {
     result.errorClass = 'connection';
-    result.errorMessage = clip(error instanceof Error ? `${error.message}${(error as { code?: string }).code === undefined ? '' : ` (${(error as { code?: string }).code})`}` : String(error));
+    result.errorMessage = clip(
+      error instanceof Error
+        ? `${error.message}${(error as { code?: string }).code === undefined ? '' : ` (${(error as { code?: string }).code})`}`
+        : String(error),
+    );
     return result;
   } finally {
     result.latencyMs = performance.now() - started;

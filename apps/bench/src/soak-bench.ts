@@ -66,21 +66,36 @@ function option<T>(name: string, parse: () => T, valid: (value: T) => boolean = 
 }
 
 const durationMs = option('duration', () => parseDuration(values.duration));
-const agents = option('agents', () => Number(values.agents), (value) => Number.isInteger(value) && value >= 1);
-const concurrency = option('concurrency', () => Number(values.concurrency), (value) => Number.isInteger(value) && value >= 1);
-const timeScale = option('time-scale', () => Number(values['time-scale']), (value) => Number.isFinite(value) && value > 0);
+const agents = option(
+  'agents',
+  () => Number(values.agents),
+  (value) => Number.isInteger(value) && value >= 1,
+);
+const concurrency = option(
+  'concurrency',
+  () => Number(values.concurrency),
+  (value) => Number.isInteger(value) && value >= 1,
+);
+const timeScale = option(
+  'time-scale',
+  () => Number(values['time-scale']),
+  (value) => Number.isFinite(value) && value > 0,
+);
 const maxTokens = option('max-tokens', () => parseRange(values['max-tokens']));
 const SAMPLE_MS = 1_000;
 const SETTLE_DEADLINE_MS = 60_000;
 const DRAIN_DEADLINE_MS = 120_000;
-
 
 async function sample(cluster: SoakCluster): Promise<{ inFlight: InFlightSample[]; heartbeatAgeMs: number; backendAborted: number } | undefined> {
   try {
     const [loads, backends] = await Promise.all([readAgentLoads(cluster.origin, ADMIN_KEY), Promise.all(cluster.sims.map((sim) => readBackendLoad(sim.url)))]);
     const now = Date.now();
     return {
-      inFlight: joinInFlight(cluster.agents.map((_, index) => cluster.agentId(index)), loads, backends),
+      inFlight: joinInFlight(
+        cluster.agents.map((_, index) => cluster.agentId(index)),
+        loads,
+        backends,
+      ),
       heartbeatAgeMs: Math.max(0, ...loads.map((load) => now - load.lastHeartbeatAt)),
       backendAborted: backends.reduce((sum, backend) => sum + backend.aborted, 0),
     };
@@ -112,7 +127,17 @@ async function main(): Promise<void> {
     const outcomes: Outcome[] = [];
     const windows: Window[] = [];
     const clients = new SoakClients(
-      { origin: cluster.origin, apiKey: API_KEY, model: SOAK_MODEL, maxTokens, abortShare: 0.1, abortAfterMs: { min: 300, max: 5_000 }, slowReaderShare: 0.1, pauseMs: { min: 3_000, max: 20_000 }, seed: 9 },
+      {
+        origin: cluster.origin,
+        apiKey: API_KEY,
+        model: SOAK_MODEL,
+        maxTokens,
+        abortShare: 0.1,
+        abortAfterMs: { min: 300, max: 5_000 },
+        slowReaderShare: 0.1,
+        pauseMs: { min: 3_000, max: 20_000 },
+        seed: 9,
+      },
       (outcome) => outcomes.push(outcome),
     );
     const startedAt = Date.now();
@@ -127,7 +152,10 @@ async function main(): Promise<void> {
           maxHeartbeatAgeMs = Math.max(maxHeartbeatAgeMs, snapshot.heartbeatAgeMs);
         }
         const elapsed = Date.now() - startedAt;
-        if (process.stderr.isTTY) process.stderr.write(`\r${(elapsed / 1000).toFixed(0)} s: ${outcomes.length} requests, ${outcomes.filter((outcome) => !outcome.ok).length} failed   `);
+        if (process.stderr.isTTY)
+          process.stderr.write(
+            `\r${(elapsed / 1000).toFixed(0)} s: ${outcomes.length} requests, ${outcomes.filter((outcome) => !outcome.ok).length} failed   `,
+          );
         await sleep(SAMPLE_MS);
       }
     })();
@@ -178,7 +206,17 @@ async function main(): Promise<void> {
     }
     const resourcesEnd = processResources(cluster);
     const summary = {
-      outcomes, windows, maxDisagreementUnderLoad, atRest, settleMs, maxHeartbeatAgeMs, heartbeatAgeAtEndMs, resourcesStart, resourcesEnd, backendAborted, elapsedMs: loadEndedAt - startedAt,
+      outcomes,
+      windows,
+      maxDisagreementUnderLoad,
+      atRest,
+      settleMs,
+      maxHeartbeatAgeMs,
+      heartbeatAgeAtEndMs,
+      resourcesStart,
+      resourcesEnd,
+      backendAborted,
+      elapsedMs: loadEndedAt - startedAt,
     };
     if (process.stderr.isTTY) process.stderr.write('\n');
     console.log(formatSummary(summary));

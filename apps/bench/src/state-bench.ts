@@ -36,29 +36,77 @@ interface Stack {
 
 async function startStack(env: NodeJS.ProcessEnv): Promise<Stack> {
   const all: Proc[] = [];
-  const sim = launch('sim', 'apps/sim/dist/main.js', ['--port', '0', '--host', '127.0.0.1', '--models', 'bench-model', '--output-tokens', '20', '--ttft-ms', '0', '--itl-ms', '0']);
+  const sim = launch('sim', 'apps/sim/dist/main.js', [
+    '--port',
+    '0',
+    '--host',
+    '127.0.0.1',
+    '--models',
+    'bench-model',
+    '--output-tokens',
+    '20',
+    '--ttft-ms',
+    '0',
+    '--itl-ms',
+    '0',
+  ]);
   all.push(sim);
   const simPort = (await sim.ready()).port as number;
   const dataDir = `${os.tmpdir()}/iop-state-bench-${process.pid}-${randomBytes(3).toString('hex')}`;
-  const edge = launch('edge', 'apps/edge/dist/main.js', ['--port', '0', '--tunnel-port', '0', '--api-keys', PLAIN_KEY, '--join-tokens', JOIN_TOKEN, '--admin-keys', ADMIN_KEY], { IOP_LOG_LEVEL: 'info', IOP_DATA_DIR: dataDir, ...env });
+  const edge = launch(
+    'edge',
+    'apps/edge/dist/main.js',
+    ['--port', '0', '--tunnel-port', '0', '--api-keys', PLAIN_KEY, '--join-tokens', JOIN_TOKEN, '--admin-keys', ADMIN_KEY],
+    { IOP_LOG_LEVEL: 'info', IOP_DATA_DIR: dataDir, ...env },
+  );
   all.push(edge);
   const listening = await edge.ready(30_000).catch(() => undefined);
   if (listening === undefined) throw new Error('edge did not start');
-  const agent = launch('agent', 'apps/agent/dist/main.js', ['--edge', `http://127.0.0.1:${listening.tunnelPort as number}`, '--join-token', JOIN_TOKEN, '--agent-id', 'bench-agent', '--backend', 'openai', '--backend-url', `http://127.0.0.1:${simPort}`, '--models', 'bench-model', '--max-concurrency', '256'], { IOP_LOG_LEVEL: 'warn' });
+  const agent = launch(
+    'agent',
+    'apps/agent/dist/main.js',
+    [
+      '--edge',
+      `http://127.0.0.1:${listening.tunnelPort as number}`,
+      '--join-token',
+      JOIN_TOKEN,
+      '--agent-id',
+      'bench-agent',
+      '--backend',
+      'openai',
+      '--backend-url',
+      `http://127.0.0.1:${simPort}`,
+      '--models',
+      'bench-model',
+      '--max-concurrency',
+      '256',
+    ],
+    { IOP_LOG_LEVEL: 'warn' },
+  );
   all.push(agent);
   await agent.ready(30_000);
   return { edge, all, origin: `http://127.0.0.1:${listening.port as number}` };
 }
 
 async function createKey(origin: string): Promise<string> {
-  const response = await fetch(`${origin}/admin/keys`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' }, body: JSON.stringify(POLICY) });
+  const response = await fetch(`${origin}/admin/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify(POLICY),
+  });
   if (response.status !== 201) throw new Error(`creating the bench key failed: ${response.status} ${await response.text()}`);
   return ((await response.json()) as { key: string }).key;
 }
 
 async function measure(label: string, stack: Stack, apiKey: string, concurrency: number): Promise<string> {
   const spec = { dialect: 'chat' as const, model: 'bench-model', stream: false, apiKey };
-  const base = { origin: stack.origin, spec, promptWords: { min: 8, max: 32 }, maxTokens: { min: 20, max: 20 }, mode: { kind: 'closed' as const, concurrency } };
+  const base = {
+    origin: stack.origin,
+    spec,
+    promptWords: { min: 8, max: 32 },
+    maxTokens: { min: 20, max: 20 },
+    mode: { kind: 'closed' as const, concurrency },
+  };
   await runWorkload({ ...base, requests: Math.max(300, concurrency * 4) });
   const before = procStats(stack.edge.child.pid!);
   const { results, wallMs } = await runWorkload({ ...base, requests: Math.round((concurrency === 1 ? 1000 : 3000) * scale) });
@@ -88,7 +136,12 @@ async function main(): Promise<void> {
     const suffix = `${process.pid}_${randomBytes(3).toString('hex')}`;
     const schema = `iop_bench_${suffix}`;
     const prefix = `iop-bench:${suffix}:`;
-    const shared = await startStack({ IOP_STORAGE_POSTGRES_URL: PG_URL, IOP_STORAGE_POSTGRES_SCHEMA: schema, IOP_STORAGE_REDIS_URL: REDIS_URL, IOP_STORAGE_REDIS_PREFIX: prefix });
+    const shared = await startStack({
+      IOP_STORAGE_POSTGRES_URL: PG_URL,
+      IOP_STORAGE_POSTGRES_SCHEMA: schema,
+      IOP_STORAGE_REDIS_URL: REDIS_URL,
+      IOP_STORAGE_REDIS_PREFIX: prefix,
+    });
     try {
       const key = await createKey(shared.origin);
       for (const concurrency of [1, 16]) rows.push(await measure('PostgreSQL + Redis', shared, key, concurrency));

@@ -51,10 +51,12 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRes
   const next = () => {
     if (started >= options.requests || performance.now() > deadline) return undefined;
     started++;
-    return sendRequest(dispatcher, options.origin, { ...options.spec, prompt: prompt(draw(options.promptWords)), maxTokens: draw(options.maxTokens) }).then((result) => {
-      results.push(result);
-      options.onProgress?.(results.length, results);
-    });
+    return sendRequest(dispatcher, options.origin, { ...options.spec, prompt: prompt(draw(options.promptWords)), maxTokens: draw(options.maxTokens) }).then(
+      (result) => {
+        results.push(result);
+        options.onProgress?.(results.length, results);
+      },
+    );
   };
   const begin = performance.now();
   if (options.mode.kind === 'closed') {

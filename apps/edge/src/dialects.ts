@@ -2,7 +2,15 @@
 import { openaiChat } from '@iop/dialects';
 
 export const chatDialect = openaiChat.openAIChat;
-export const { validateChatPassthrough, errorEventFromUpstream, toBackendChatRequest, createChatStreamDecoder, restoreToolIds, normalizeUpstreamError, toOpenAIErrorBody } = openaiChat;
+export const {
+  validateChatPassthrough,
+  errorEventFromUpstream,
+  toBackendChatRequest,
+  createChatStreamDecoder,
+  restoreToolIds,
+  normalizeUpstreamError,
+  toOpenAIErrorBody,
+} = openaiChat;
 export type ToolIdMap = openaiChat.ToolIdMap;
 
 import { anthropic } from '@iop/dialects';

@@ -26,7 +26,9 @@ const SHORT: Record<string, string> = { '--port': '-p' };
 const program = new Command('iop-edge')
   // Bad usage exits 2 (commander uses 1) on every iop command; --help and --version exit 0.
   .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
-  .description('iop edge: OpenAI Chat/Responses and Anthropic Messages APIs in front of a pool of node agents.\nEvery setting a.b.c of the config file is also --a-b-c and IOP_A_B_C (schema/iop-edge.schema.json).')
+  .description(
+    'iop edge: OpenAI Chat/Responses and Anthropic Messages APIs in front of a pool of node agents.\nEvery setting a.b.c of the config file is also --a-b-c and IOP_A_B_C (schema/iop-edge.schema.json).',
+  )
   .version(EDGE_VERSION)
   .option('-c, --config <file>', 'config file, JSON or YAML (env IOP_CONFIG)')
   .option('--watch-config', 'reload the config file when it changes (SIGHUP always reloads)')
@@ -70,7 +72,8 @@ async function main(): Promise<void> {
   const reload = (trigger: string) => {
     try {
       const result = edge.reload(load());
-      if (result.restartRequired.length > 0) logger.warn({ trigger, settings: result.restartRequired }, 'config reload: these settings need a restart; running values kept');
+      if (result.restartRequired.length > 0)
+        logger.warn({ trigger, settings: result.restartRequired }, 'config reload: these settings need a restart; running values kept');
       logger.info({ trigger, changed: result.changed, ...(result.pool === undefined ? {} : { pool: result.pool }) }, 'config reloaded');
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);

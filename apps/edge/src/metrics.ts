@@ -135,11 +135,36 @@ export class EdgeMetrics {
     },
   });
   // Set by `agents`' collect (registered first, so collected first).
-  readonly agentInFlight = new Gauge({ name: 'iop_pool_agent_in_flight_runs', help: 'Runs in flight on each connected agent, as the edge counts them.', labelNames: ['agent'] as const, registers: [this.registry] });
-  readonly agentMaxConcurrency = new Gauge({ name: 'iop_pool_agent_max_concurrency', help: 'Max concurrency each connected agent registered.', labelNames: ['agent'] as const, registers: [this.registry] });
-  readonly agentQueued = new Gauge({ name: 'iop_pool_agent_queued', help: 'Requests queued on each agent (its own queue and its backend\'s waiting requests), from its heartbeats.', labelNames: ['agent'] as const, registers: [this.registry] });
-  readonly agentKvCache = new Gauge({ name: 'iop_pool_agent_kv_cache_usage_ratio', help: 'KV-cache usage of each agent\'s backend in [0, 1], from its heartbeats (when the backend reports it).', labelNames: ['agent'] as const, registers: [this.registry] });
-  readonly tunnelFrames = new Counter({ name: 'iop_tunnel_frames_total', help: 'ProviderTunnelFrames received from agents on Run calls, by kind.', labelNames: ['kind'] as const, registers: [this.registry] });
+  readonly agentInFlight = new Gauge({
+    name: 'iop_pool_agent_in_flight_runs',
+    help: 'Runs in flight on each connected agent, as the edge counts them.',
+    labelNames: ['agent'] as const,
+    registers: [this.registry],
+  });
+  readonly agentMaxConcurrency = new Gauge({
+    name: 'iop_pool_agent_max_concurrency',
+    help: 'Max concurrency each connected agent registered.',
+    labelNames: ['agent'] as const,
+    registers: [this.registry],
+  });
+  readonly agentQueued = new Gauge({
+    name: 'iop_pool_agent_queued',
+    help: "Requests queued on each agent (its own queue and its backend's waiting requests), from its heartbeats.",
+    labelNames: ['agent'] as const,
+    registers: [this.registry],
+  });
+  readonly agentKvCache = new Gauge({
+    name: 'iop_pool_agent_kv_cache_usage_ratio',
+    help: "KV-cache usage of each agent's backend in [0, 1], from its heartbeats (when the backend reports it).",
+    labelNames: ['agent'] as const,
+    registers: [this.registry],
+  });
+  readonly tunnelFrames = new Counter({
+    name: 'iop_tunnel_frames_total',
+    help: 'ProviderTunnelFrames received from agents on Run calls, by kind.',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
   readonly tunnelBytes = new Counter({
     name: 'iop_tunnel_bytes_total',
     help: 'Bytes received from agents on Run calls (direction="agent_to_edge"), gRPC framing included.',

@@ -64,8 +64,10 @@ const CONNECT_READ_MAX_BYTES = 1024 * 1024;
 function listen(server: http.Server | http2.Http2Server, port: number, host: string, flag: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
-      if (error.code === 'EADDRINUSE') reject(new ConfigError(`cannot listen on ${host}:${port}: the address is in use by another process; choose another with ${flag}`));
-      else if (error.code === 'EACCES') reject(new ConfigError(`cannot listen on ${host}:${port}: permission denied (ports below 1024 need privileges); choose another with ${flag}`));
+      if (error.code === 'EADDRINUSE')
+        reject(new ConfigError(`cannot listen on ${host}:${port}: the address is in use by another process; choose another with ${flag}`));
+      else if (error.code === 'EACCES')
+        reject(new ConfigError(`cannot listen on ${host}:${port}: permission denied (ports below 1024 need privileges); choose another with ${flag}`));
       else if (error.code === 'EADDRNOTAVAIL') reject(new ConfigError(`cannot listen on ${host}:${port}: no such local address; check the host setting`));
       else reject(error);
     };
@@ -98,7 +100,17 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     }
   };
   metrics.observeAgents(() => agentCounts(registry.all(), pool.snapshot()));
-  const context: EdgeContext = { config, registry, runs, metrics, logger, gates: buildGates(config.gate), pool, poolSnapshot: () => pool.snapshot(), knownModel };
+  const context: EdgeContext = {
+    config,
+    registry,
+    runs,
+    metrics,
+    logger,
+    gates: buildGates(config.gate),
+    pool,
+    poolSnapshot: () => pool.snapshot(),
+    knownModel,
+  };
   if (config.apiKeys.length === 0) logger.warn('no API keys configured: the HTTP API accepts every request');
   if (config.joinTokens.length === 0) logger.warn('no join tokens configured: any agent may join the pool');
 
@@ -109,14 +121,21 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   const allRoutes = { ...routes, extra: [...(routes.extra ?? []), mountAdmin] };
   const app = createApp(context, allRoutes);
   // requestTimeout bounds how long a client may take to send a whole request (slow bodies), ms.
-  const httpServer = http.createServer({ keepAliveTimeout: 65_000, noDelay: true, requestTimeout: 120_000, headersTimeout: 30_000 }, withInferenceFastPath(app, context, allRoutes));
+  const httpServer = http.createServer(
+    { keepAliveTimeout: 65_000, noDelay: true, requestTimeout: 120_000, headersTimeout: 30_000 },
+    withInferenceFastPath(app, context, allRoutes),
+  );
   httpServer.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     // Requests Node rejects before express sees them (bad header bytes, headers too large) still
     // get a JSON error body instead of an empty one.
     if (!socket.writable) return socket.destroy();
     const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-    const body = JSON.stringify({ error: { message: status === 431 ? 'request headers too large' : 'malformed HTTP request', type: 'invalid_request_error', param: null, code: null } });
-    socket.end(`HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+    const body = JSON.stringify({
+      error: { message: status === 431 ? 'request headers too large' : 'malformed HTTP request', type: 'invalid_request_error', param: null, code: null },
+    });
+    socket.end(
+      `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
   });
 
   const guard = new ConnectionGuard({ ...config.tunnel.unauthenticated, metrics: metrics.registry, logger });
@@ -150,7 +169,10 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   };
   const tls = config.tunnel.tlsCertFile !== undefined && config.tunnel.tlsKeyFile !== undefined;
   const tunnelServer = tls
-    ? http2.createSecureServer({ cert: readFileSync(config.tunnel.tlsCertFile!), key: readFileSync(config.tunnel.tlsKeyFile!), ...guard.tlsOptions() }, tunnelHandler)
+    ? http2.createSecureServer(
+        { cert: readFileSync(config.tunnel.tlsCertFile!), key: readFileSync(config.tunnel.tlsKeyFile!), ...guard.tlsOptions() },
+        tunnelHandler,
+      )
     : http2.createServer({}, tunnelHandler);
   guard.attach(tunnelServer);
 

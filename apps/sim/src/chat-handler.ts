@@ -54,7 +54,12 @@ function jsonContent(format: NonNullable<ChatRequest['responseFormat']>, random:
 }
 
 function sendStatusFault(exchange: Exchange, status: 403 | 429 | 500 | 503, retryAfter: number): void {
-  const messages = { 403: 'simulated fault: forbidden', 429: 'simulated fault: too many requests', 500: 'simulated fault: internal server error', 503: 'simulated fault: service unavailable' };
+  const messages = {
+    403: 'simulated fault: forbidden',
+    429: 'simulated fault: too many requests',
+    500: 'simulated fault: internal server error',
+    503: 'simulated fault: service unavailable',
+  };
   sendError(exchange, status, messages[status], null, retryAfter > 0 ? { 'retry-after': String(retryAfter) } : {});
 }
 
@@ -125,8 +130,18 @@ export function handleChatCompletion(context: SimContext, exchange: Exchange, bo
   if (context.gpu !== undefined) {
     // Under a profile the GPU model decides TTFT and ITL; a slow-first-token fault still delays the first token.
     const gpuTiming = { ...timing, ttftMs: fault === 'slow-first-token' ? ttftMs : 0 };
-    if (request.stream) streamOnGpu(context.gpu, exchange, request.messages, plan, streamOptions(exchange, request, knobs, promptTokens, gpuTiming, context.log.stats));
-    else respondOnGpu(context.gpu, exchange, request.messages, plan, gpuTiming.ttftMs, () => respondNow(exchange, request, plan, promptTokens, midStreamFault), midStreamFault === 'stall');
+    if (request.stream)
+      streamOnGpu(context.gpu, exchange, request.messages, plan, streamOptions(exchange, request, knobs, promptTokens, gpuTiming, context.log.stats));
+    else
+      respondOnGpu(
+        context.gpu,
+        exchange,
+        request.messages,
+        plan,
+        gpuTiming.ttftMs,
+        () => respondNow(exchange, request, plan, promptTokens, midStreamFault),
+        midStreamFault === 'stall',
+      );
     return;
   }
   if (request.stream) streamCompletion(exchange, plan, streamOptions(exchange, request, knobs, promptTokens, timing, context.log.stats));
@@ -192,7 +207,14 @@ function respondNow(exchange: Exchange, request: ChatRequest, plan: OutputPlan, 
 }
 
 /** Non-stream: waits as long as generation would take (`delayMs`: TTFT + ITL per further token), then answers whole. */
-function respondCompletion(exchange: Exchange, request: ChatRequest, plan: OutputPlan, promptTokens: number, delayMs: number, fault: MidStreamFault | undefined): void {
+function respondCompletion(
+  exchange: Exchange,
+  request: ChatRequest,
+  plan: OutputPlan,
+  promptTokens: number,
+  delayMs: number,
+  fault: MidStreamFault | undefined,
+): void {
   if (fault === 'stall') return;
   const respond = () => respondNow(exchange, request, plan, promptTokens, fault);
   if (delayMs <= 0) {

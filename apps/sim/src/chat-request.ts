@@ -78,7 +78,8 @@ export function readChatRequest(body: unknown): ChatRequest {
     throw new SimInputError('Stream options can only be defined when `stream=True`.', { param: 'stream_options' });
   }
   const seed = fields.seed;
-  if (seed !== undefined && seed !== null && (typeof seed !== 'number' || !Number.isSafeInteger(seed))) throw new SimInputError("'seed' must be an integer", { param: 'seed' });
+  if (seed !== undefined && seed !== null && (typeof seed !== 'number' || !Number.isSafeInteger(seed)))
+    throw new SimInputError("'seed' must be an integer", { param: 'seed' });
   return {
     model: fields.model,
     messages: fields.messages,

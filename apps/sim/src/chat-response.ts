@@ -63,7 +63,14 @@ export function renderChatCompletion(id: string, created: number, model: string,
     choices: [
       {
         index: 0,
-        message: { role: 'assistant', content: content ?? (toolCalls.length > 0 ? null : ''), refusal: null, tool_calls: toolCalls, reasoning, reasoning_content: reasoning },
+        message: {
+          role: 'assistant',
+          content: content ?? (toolCalls.length > 0 ? null : ''),
+          refusal: null,
+          tool_calls: toolCalls,
+          reasoning,
+          reasoning_content: reasoning,
+        },
         logprobs: null,
         finish_reason: plan.finishReason,
         stop_reason: plan.stopReason,

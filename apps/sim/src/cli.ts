@@ -37,7 +37,9 @@ function integerFlag(name: string, raw: string, min: number): number {
 export function parseCli(argv: readonly string[]): CliResult {
   const options: Record<string, OptionConfig> = { ...SERVER_FLAGS };
   for (const spec of KNOB_SPECS) options[spec.name] = { type: spec.flag ? 'boolean' : 'string' };
-  const { values } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false, allowNegative: true } as Parameters<typeof parseArgs>[0] & { allowNegative: boolean });
+  const { values } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false, allowNegative: true } as Parameters<typeof parseArgs>[0] & {
+    allowNegative: boolean;
+  });
   const flags = values as Record<string, string | boolean | undefined>;
   if (flags.help === true) return { help: true };
   if (flags.version === true) return { version: true };
@@ -49,7 +51,11 @@ export function parseCli(argv: readonly string[]): CliResult {
   const result: SimOptions = { knobs };
   if (typeof flags.port === 'string') result.port = integerFlag('port', flags.port, 0);
   if (typeof flags.host === 'string') result.host = flags.host;
-  if (typeof flags.models === 'string') result.models = flags.models.split(',').map((model) => model.trim()).filter((model) => model.length > 0);
+  if (typeof flags.models === 'string')
+    result.models = flags.models
+      .split(',')
+      .map((model) => model.trim())
+      .filter((model) => model.length > 0);
   if (typeof flags['request-log-size'] === 'string') result.requestLogSize = integerFlag('request-log-size', flags['request-log-size'], 1);
   if (typeof flags['max-body-bytes'] === 'string') result.maxBodyBytes = integerFlag('max-body-bytes', flags['max-body-bytes'], 1);
   if (typeof flags.profile === 'string') result.profile = flags.profile;
@@ -81,7 +87,7 @@ export function helpText(): string {
     '  --max-body-bytes <n>                           largest request body (default 33554432)',
     `  --profile <name>                               GPU timing profile: ${Object.keys(GPU_PROFILES).join('|')} (default none)`,
     '  --time-scale <x>                               multiply every simulated delay (0.01 = 100x faster; default 1)',
-    '  --max-num-seqs <n>                             the profile\'s batch size (vLLM --max-num-seqs)',
+    "  --max-num-seqs <n>                             the profile's batch size (vLLM --max-num-seqs)",
     '  -h, --help                                     this text',
     '  -V, --version                                  the version',
     '',

@@ -66,7 +66,11 @@ export function handleControl(context: SimContext, exchange: Exchange, path: str
       sendJson(exchange, 200, '{"cleared":true}');
       return;
     case 'GET /_sim/stats':
-      sendJson(exchange, 200, JSON.stringify({ ...context.log.stats, queuedFaults: context.faults.list().reduce((sum, entry) => sum + entry.remaining, 0), gpu: gpuStats(context) }));
+      sendJson(
+        exchange,
+        200,
+        JSON.stringify({ ...context.log.stats, queuedFaults: context.faults.list().reduce((sum, entry) => sum + entry.remaining, 0), gpu: gpuStats(context) }),
+      );
       return;
     default:
       sendError(exchange, 404, `no control route ${method} ${path}`);

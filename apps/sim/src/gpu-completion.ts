@@ -45,7 +45,15 @@ export function streamOnGpu(scheduler: GpuScheduler, exchange: Exchange, message
  * whole body, or the fault in its place). `stall` never answers but holds its slot until the
  * client leaves.
  */
-export function respondOnGpu(scheduler: GpuScheduler, exchange: Exchange, messages: readonly unknown[], plan: OutputPlan, extraTtftMs: number, respond: () => void, stall: boolean): void {
+export function respondOnGpu(
+  scheduler: GpuScheduler,
+  exchange: Exchange,
+  messages: readonly unknown[],
+  plan: OutputPlan,
+  extraTtftMs: number,
+  respond: () => void,
+  stall: boolean,
+): void {
   const total = plan.pieces.length;
   let timer: NodeJS.Timeout | undefined;
   let nextDueAt = 0;

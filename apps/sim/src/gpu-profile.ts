@@ -69,6 +69,7 @@ export function resolveProfile(name: string, overrides: Partial<GpuProfile> = {}
   const base = GPU_PROFILES[name];
   if (base === undefined) throw new RangeError(`unknown profile '${name}' (known: ${Object.keys(GPU_PROFILES).join(', ')})`);
   const profile = { ...base, ...overrides };
-  if (!Number.isSafeInteger(profile.maxNumSeqs) || profile.maxNumSeqs < 1) throw new RangeError(`max-num-seqs must be an integer >= 1, got ${profile.maxNumSeqs}`);
+  if (!Number.isSafeInteger(profile.maxNumSeqs) || profile.maxNumSeqs < 1)
+    throw new RangeError(`max-num-seqs must be an integer >= 1, got ${profile.maxNumSeqs}`);
   return Object.freeze(profile);
 }

@@ -132,7 +132,7 @@ function planToolCalls(input: PlanInput): PlannedToolCall[] {
 
 function fragments(text: string, size: number): string[] {
   const parts: string[] = [];
-  for (let at = 0; at < text.length; ) {
+  for (let at = 0; at < text.length;) {
     let end = Math.min(text.length, at + size);
     const last = text.charCodeAt(end - 1);
     if (last >= 0xd800 && last <= 0xdbff && end < text.length) end++; // keep surrogate pairs whole

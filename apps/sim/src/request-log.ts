@@ -60,7 +60,17 @@ export class RequestLog {
   private readonly ring: (RequestRecord | undefined)[];
   private next = 0;
   private sequence = 0;
-  readonly stats: SimStats = { requests: 0, inFlight: 0, completed: 0, aborted: 0, faulted: 0, streamBytes: 0, pausedWrites: 0, completionsInFlight: 0, completionsAborted: 0 };
+  readonly stats: SimStats = {
+    requests: 0,
+    inFlight: 0,
+    completed: 0,
+    aborted: 0,
+    faulted: 0,
+    streamBytes: 0,
+    pausedWrites: 0,
+    completionsInFlight: 0,
+    completionsAborted: 0,
+  };
 
   /** @param capacity records kept (default 10,000). */
   constructor(private readonly capacity = 10_000) {

@@ -86,12 +86,31 @@ function parseJson(raw: Buffer | undefined): unknown {
 
 function detachedRecord(exchangeReq: IncomingMessage, path: string): RequestRecord {
   return {
-    id: 0, receivedAt: Date.now(), method: exchangeReq.method ?? 'GET', path, model: null, headers: exchangeReq.headers, body: null,
-    status: null, fault: null, aborted: false, abortedAt: null, completed: false, completedAt: null, output: null,
+    id: 0,
+    receivedAt: Date.now(),
+    method: exchangeReq.method ?? 'GET',
+    path,
+    model: null,
+    headers: exchangeReq.headers,
+    body: null,
+    status: null,
+    fault: null,
+    aborted: false,
+    abortedAt: null,
+    completed: false,
+    completedAt: null,
+    output: null,
   };
 }
 
-async function route(context: SimContext, exchange: Exchange, path: string, maxBodyBytes: number, modelsJson: string, metrics: VllmMetrics | undefined): Promise<void> {
+async function route(
+  context: SimContext,
+  exchange: Exchange,
+  path: string,
+  maxBodyBytes: number,
+  modelsJson: string,
+  metrics: VllmMetrics | undefined,
+): Promise<void> {
   const { req, record } = exchange;
   const body = req.method === 'POST' ? parseJson(await readBody(req, maxBodyBytes)) : undefined;
   record.body = body ?? null;
@@ -119,9 +138,11 @@ async function route(context: SimContext, exchange: Exchange, path: string, maxB
         return;
       }
       // Without a profile, a minimal vLLM-style exposition, so agents probe it as they probe a real server's.
-      exchange.res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(
-        `# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running ${context.log.stats.inFlight}\n# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 0\n# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc 0\n`,
-      );
+      exchange.res
+        .writeHead(200, { 'content-type': 'text/plain; version=0.0.4' })
+        .end(
+          `# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running ${context.log.stats.inFlight}\n# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 0\n# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc 0\n`,
+        );
       return;
     default:
       // FastAPI's shape for unknown routes, as vLLM answers them.

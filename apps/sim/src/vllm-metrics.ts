@@ -72,9 +72,24 @@ export class VllmMetrics {
     counter('vllm:prefix_cache_queries_total', 'Prefix cache queries, in terms of number of queried tokens.', () => scheduler.prefixCache.queriesTokens);
     counter('vllm:prefix_cache_hits_total', 'Prefix cache hits, in terms of number of cached tokens.', () => scheduler.prefixCache.hitsTokens);
     counter('vllm:num_preemptions_total', 'Cumulative number of preemptions from the engine (the sim never preempts).', () => 0);
-    gauge('iop_sim_requests_in_flight', 'Chat completion requests whose connection is open (waiting, running or writing).', () => stats.completionsInFlight, []);
-    counter('iop_sim_requests_aborted_total', 'Chat completion requests whose client closed the connection before the end.', () => stats.completionsAborted, []);
-    this.success = new Counter({ name: 'vllm:request_success_total', help: 'Count of finished requests by finished_reason.', labelNames: ['model_name', 'finished_reason'], registers });
+    gauge(
+      'iop_sim_requests_in_flight',
+      'Chat completion requests whose connection is open (waiting, running or writing).',
+      () => stats.completionsInFlight,
+      [],
+    );
+    counter(
+      'iop_sim_requests_aborted_total',
+      'Chat completion requests whose client closed the connection before the end.',
+      () => stats.completionsAborted,
+      [],
+    );
+    this.success = new Counter({
+      name: 'vllm:request_success_total',
+      help: 'Count of finished requests by finished_reason.',
+      labelNames: ['model_name', 'finished_reason'],
+      registers,
+    });
     this.promptTokens = new Counter({ name: 'vllm:prompt_tokens_total', help: 'Number of prefill tokens processed.', labelNames, registers });
     this.generationTokens = new Counter({ name: 'vllm:generation_tokens_total', help: 'Number of generation tokens processed.', labelNames, registers });
     const histogram = (name: string, help: string, buckets: number[]) => new Histogram({ name, help, labelNames, buckets, registers });

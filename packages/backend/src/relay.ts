@@ -40,7 +40,12 @@ export interface RelayHooks {
   onFailure?(failure: RunFailure, bytes: number, error: unknown): void;
 }
 
-export async function* relayBackend(backend: BackendCall, request: RelayRequest, controller: AbortController, hooks: RelayHooks = {}): AsyncGenerator<ProviderTunnelFrame> {
+export async function* relayBackend(
+  backend: BackendCall,
+  request: RelayRequest,
+  controller: AbortController,
+  hooks: RelayHooks = {},
+): AsyncGenerator<ProviderTunnelFrame> {
   const { signal } = controller;
   const { runId } = request;
   const abortWith = (failure: RunFailure) => {
@@ -56,7 +61,14 @@ export async function* relayBackend(backend: BackendCall, request: RelayRequest,
   let done = false;
   let bytes = 0;
   try {
-    const response = await backend.handle({ method: request.method, path: request.path, headers: request.headers, body: request.body, signal, requestId: request.requestId });
+    const response = await backend.handle({
+      method: request.method,
+      path: request.path,
+      headers: request.headers,
+      body: request.body,
+      signal,
+      requestId: request.requestId,
+    });
     started = true;
     yield responseStartFrame(runId, response.status, response.headers);
     const usage = new UsageScanner(usageBodyKindOf(response.headers['content-type']));

@@ -1,7 +1,16 @@
 import type { ProviderTunnelFrame } from '@iop/proto';
 import { FrameKind, RunFailure, relayBackend, type BackendCall, type BackendRequest, type RelayRequest } from '../src';
 
-const request: RelayRequest = { runId: 'run_1', requestId: 'req_1', method: 'POST', path: '/v1/chat/completions', headers: {}, body: new Uint8Array(), firstByteTimeoutMs: 1_000, idleTimeoutMs: 1_000 };
+const request: RelayRequest = {
+  runId: 'run_1',
+  requestId: 'req_1',
+  method: 'POST',
+  path: '/v1/chat/completions',
+  headers: {},
+  body: new Uint8Array(),
+  firstByteTimeoutMs: 1_000,
+  idleTimeoutMs: 1_000,
+};
 const enc = (text: string): Uint8Array => new TextEncoder().encode(text);
 
 /** A backend answering 200 with `slices` as an SSE body (or failing with `error`). */

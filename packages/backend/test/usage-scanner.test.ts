@@ -11,7 +11,6 @@ const USAGE_EVENT =
   'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":17,"completion_tokens":5,"total_tokens":22,"prompt_tokens_details":{"cached_tokens":8},"completion_tokens_details":{"reasoning_tokens":3}}}\n\n';
 const EXPECTED = { promptTokens: 17, completionTokens: 5, cachedTokens: 8, reasoningTokens: 3 };
 
-
 function scan(kind: 'sse' | 'json', slices: Uint8Array[]): ReturnType<UsageScanner['finish']> {
   const scanner = new UsageScanner(kind);
   for (const slice of slices) scanner.push(slice);
@@ -65,7 +64,14 @@ describe('UsageScanner', () => {
   });
 
   test('JSON bodies are parsed once at the end, in any split', () => {
-    const body = enc(JSON.stringify({ id: 'x', object: 'chat.completion', choices: [], usage: { prompt_tokens: 12, completion_tokens: 7, prompt_tokens_details: { cached_tokens: 2 } } }));
+    const body = enc(
+      JSON.stringify({
+        id: 'x',
+        object: 'chat.completion',
+        choices: [],
+        usage: { prompt_tokens: 12, completion_tokens: 7, prompt_tokens_details: { cached_tokens: 2 } },
+      }),
+    );
     fc.assert(
       fc.property(fc.array(fc.nat(body.length), { maxLength: 8 }), (offsets) => {
         expect(scan('json', splitAt(body, offsets))).toEqual({ promptTokens: 12, completionTokens: 7, cachedTokens: 2, reasoningTokens: 0 });

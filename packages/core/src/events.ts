@@ -107,14 +107,7 @@ export interface ErrorEvent {
   param?: string;
 }
 
-export type StreamEvent =
-  | ResponseStartEvent
-  | TextDeltaEvent
-  | ReasoningDeltaEvent
-  | ToolCallDeltaEvent
-  | UsageEvent
-  | FinishEvent
-  | ErrorEvent;
+export type StreamEvent = ResponseStartEvent | TextDeltaEvent | ReasoningDeltaEvent | ToolCallDeltaEvent | UsageEvent | FinishEvent | ErrorEvent;
 
 export type StreamEventType = StreamEvent['type'];
 

@@ -39,9 +39,8 @@ const PRETTY_TIME = "UTC:yyyy-mm-dd'T'HH:MM:ss.l'Z'";
 
 export function createLogger(options: LoggerOptions): Logger {
   const format = options.format ?? logFormat();
-  const destination = format === 'pretty'
-    ? pretty({ sync: true, colorize: true, translateTime: PRETTY_TIME, ignore: 'pid,hostname', destination: 1 })
-    : stdoutDestination();
+  const destination =
+    format === 'pretty' ? pretty({ sync: true, colorize: true, translateTime: PRETTY_TIME, ignore: 'pid,hostname', destination: 1 }) : stdoutDestination();
   return pino(
     {
       name: options.name,

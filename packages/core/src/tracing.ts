@@ -33,7 +33,10 @@ export interface TracingHandle {
 /** Whether the environment turns tracing on (see the module comment). */
 export function tracingEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
   if ((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true') return false;
-  const exporters = (env.OTEL_TRACES_EXPORTER ?? '').split(',').map((name) => name.trim().toLowerCase()).filter(Boolean);
+  const exporters = (env.OTEL_TRACES_EXPORTER ?? '')
+    .split(',')
+    .map((name) => name.trim().toLowerCase())
+    .filter(Boolean);
   if (exporters.includes('none')) return false;
   if (exporters.includes('otlp')) return true;
   return Boolean(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT);
@@ -94,7 +97,7 @@ export function failSpan(span: Span, error: unknown, type?: string): void {
   if (!span.isRecording()) return;
   const message = error instanceof Error ? error.message : String(error);
   span.setStatus({ code: SpanStatusCode.ERROR, message });
-  span.setAttribute('error.type', type ?? (error instanceof Error ? ((error as { code?: unknown }).code as string | undefined) ?? error.name : 'error'));
+  span.setAttribute('error.type', type ?? (error instanceof Error ? (((error as { code?: unknown }).code as string | undefined) ?? error.name) : 'error'));
 }
 
 /** `trace_id` and `span_id` of the active span, for log lines; undefined outside a sampled span. */

@@ -38,7 +38,17 @@ describe('errors', () => {
   });
 
   it('isRetryableCode and IopError.retryable follow the status of the code', () => {
-    const retryable: ErrorCode[] = ['request_timeout', 'conflict', 'rate_limited', 'overloaded', 'internal', 'upstream_internal', 'upstream_error', 'no_capacity', 'timeout'];
+    const retryable: ErrorCode[] = [
+      'request_timeout',
+      'conflict',
+      'rate_limited',
+      'overloaded',
+      'internal',
+      'upstream_internal',
+      'upstream_error',
+      'no_capacity',
+      'timeout',
+    ];
     expect(ErrorCodes.filter(isRetryableCode)).toEqual(retryable);
     expect(ErrorCodes.filter((code) => new IopError(code, 'x').retryable)).toEqual(retryable);
   });

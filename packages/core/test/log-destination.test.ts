@@ -22,7 +22,10 @@ describe('BatchedFdDestination', () => {
     expect(readFileSync(file, 'utf8')).toBe(''); // nothing written within the turn
     await turn();
     await turn();
-    const lines = readFileSync(file, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line) as { i: number; text: string; msg: string });
+    const lines = readFileSync(file, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { i: number; text: string; msg: string });
     expect(lines.map((line) => line.i)).toEqual([...Array(100).keys()]);
     expect(lines[99]).toEqual({ level: 30, i: 99, text: 'héllo ✓', msg: 'run ended' });
     closeSync(fd);

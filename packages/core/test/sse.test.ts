@@ -24,8 +24,7 @@ describe('SseReader', () => {
   });
 
   it('gives the same events for any split of the bytes, multi-byte UTF-8 included', () => {
-    const text =
-      sseJson({ text: 'héllo 🌍' }, 'content_block_delta') + 'data: {"x":2}\r\n\r\n' + sseJson({ z: 'ü' });
+    const text = sseJson({ text: 'héllo 🌍' }, 'content_block_delta') + 'data: {"x":2}\r\n\r\n' + sseJson({ z: 'ü' });
     const bytes = new TextEncoder().encode(text);
     const whole = readAll([text]);
     fc.assert(

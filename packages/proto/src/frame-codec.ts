@@ -48,7 +48,13 @@ export function tunnelFrame(init: FrameInit): ProviderTunnelFrame {
 }
 
 function usageMessage(init: NonNullable<FrameInit['usage']>): Usage {
-  return { $typeName: USAGE_TYPE, promptTokens: init.promptTokens ?? 0, completionTokens: init.completionTokens ?? 0, cachedTokens: init.cachedTokens ?? 0, reasoningTokens: init.reasoningTokens ?? 0 };
+  return {
+    $typeName: USAGE_TYPE,
+    promptTokens: init.promptTokens ?? 0,
+    completionTokens: init.completionTokens ?? 0,
+    cachedTokens: init.cachedTokens ?? 0,
+    reasoningTokens: init.reasoningTokens ?? 0,
+  };
 }
 
 function varintSize(value: number): number {
@@ -79,7 +85,9 @@ const stringFieldSize = (bytes: number) => 1 + varintSize(bytes) + bytes;
 const uint32FieldSize = (value: number) => (value === 0 ? 0 : 1 + varintSize(value));
 
 function usageSize(usage: Usage): number {
-  return uint32FieldSize(usage.promptTokens) + uint32FieldSize(usage.completionTokens) + uint32FieldSize(usage.cachedTokens) + uint32FieldSize(usage.reasoningTokens);
+  return (
+    uint32FieldSize(usage.promptTokens) + uint32FieldSize(usage.completionTokens) + uint32FieldSize(usage.cachedTokens) + uint32FieldSize(usage.reasoningTokens)
+  );
 }
 
 function isPlainUint32(value: number): boolean {
@@ -94,7 +102,13 @@ function encodable(frame: ProviderTunnelFrame): boolean {
   const usage = frame.usage;
   if (usage === undefined) return true;
   const usageUnknown = (usage as { $unknown?: unknown[] }).$unknown;
-  return (usageUnknown === undefined || usageUnknown.length === 0) && isPlainUint32(usage.promptTokens) && isPlainUint32(usage.completionTokens) && isPlainUint32(usage.cachedTokens) && isPlainUint32(usage.reasoningTokens);
+  return (
+    (usageUnknown === undefined || usageUnknown.length === 0) &&
+    isPlainUint32(usage.promptTokens) &&
+    isPlainUint32(usage.completionTokens) &&
+    isPlainUint32(usage.cachedTokens) &&
+    isPlainUint32(usage.reasoningTokens)
+  );
 }
 
 /**

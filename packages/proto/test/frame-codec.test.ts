@@ -3,7 +3,13 @@ import { create, equals, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { ProviderTunnelFrameSchema, ProviderTunnelFrame_Kind, decodeFrame, encodeFrameMessage, grpcFrame, tunnelFrame, type FrameInit } from '@iop/proto';
 
 const uint32 = fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max: 0xffffffff }));
-const text = fc.oneof(fc.constant(''), fc.string(), fc.string({ unit: 'grapheme' }), fc.string({ unit: 'binary' }), fc.string({ unit: 'binary-ascii', maxLength: 300 }));
+const text = fc.oneof(
+  fc.constant(''),
+  fc.string(),
+  fc.string({ unit: 'grapheme' }),
+  fc.string({ unit: 'binary' }),
+  fc.string({ unit: 'binary-ascii', maxLength: 300 }),
+);
 const usage = fc.record({ promptTokens: uint32, completionTokens: uint32, cachedTokens: uint32, reasoningTokens: uint32 }, { requiredKeys: [] });
 const init: fc.Arbitrary<FrameInit> = fc.record(
   {

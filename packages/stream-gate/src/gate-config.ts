@@ -53,9 +53,23 @@ const modelGateConfigSchema = Type.Object(
   {
     filters: Type.Array(filterSpecSchema, { description: `Filters in order: a name (${FILTER_NAMES.join(', ')}) or { name, options }.` }),
     policy: Type.Optional(stringEnum(RELEASE_POLICIES, { description: 'When events reach the client: passthrough, evidence-tail (default) or buffered.' })),
-    maxAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: BUDGET_LIMITS.maxAttempts, description: `Attempts per request, continuations included (default ${DEFAULT_BUDGETS.maxAttempts}).` })),
-    maxTotalMs: Type.Optional(Type.Integer({ minimum: 1, maximum: BUDGET_LIMITS.maxTotalMs, description: `Wall time for all attempts, ms (default ${DEFAULT_BUDGETS.maxTotalMs}).` })),
-    maxHeldBytes: Type.Optional(Type.Integer({ minimum: 1, maximum: BUDGET_LIMITS.maxHeldBytes, description: `Bytes the gate may hold for one request (default ${DEFAULT_BUDGETS.maxHeldBytes}).` })),
+    maxAttempts: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: BUDGET_LIMITS.maxAttempts,
+        description: `Attempts per request, continuations included (default ${DEFAULT_BUDGETS.maxAttempts}).`,
+      }),
+    ),
+    maxTotalMs: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: BUDGET_LIMITS.maxTotalMs, description: `Wall time for all attempts, ms (default ${DEFAULT_BUDGETS.maxTotalMs}).` }),
+    ),
+    maxHeldBytes: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: BUDGET_LIMITS.maxHeldBytes,
+        description: `Bytes the gate may hold for one request (default ${DEFAULT_BUDGETS.maxHeldBytes}).`,
+      }),
+    ),
   },
   { additionalProperties: false },
 );

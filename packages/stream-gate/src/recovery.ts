@@ -16,9 +16,7 @@ import type { AttemptEnd } from './attempt-runner.js';
 export type AttemptFailure = Exclude<AttemptEnd, { kind: 'finished' } | { kind: 'aborted' }> | { kind: 'timeout'; maxTotalMs: number };
 
 export type RecoveryStep =
-  | { kind: 'retry'; patch: string | undefined; avoidProvider: boolean }
-  | { kind: 'continue'; patch: string | undefined }
-  | { kind: 'fail'; error: ErrorEvent };
+  { kind: 'retry'; patch: string | undefined; avoidProvider: boolean } | { kind: 'continue'; patch: string | undefined } | { kind: 'fail'; error: ErrorEvent };
 
 export interface RecoveryState {
   /** Whether any event has reached the client. */

@@ -222,9 +222,7 @@ class GateRunImpl implements GateRun {
           return;
         }
         const failure: AttemptFailure =
-          end.kind === 'aborted' || clock.now() - startedAt >= this.budgets.maxTotalMs
-            ? { kind: 'timeout', maxTotalMs: this.budgets.maxTotalMs }
-            : end;
+          end.kind === 'aborted' || clock.now() - startedAt >= this.budgets.maxTotalMs ? { kind: 'timeout', maxTotalMs: this.budgets.maxTotalMs } : end;
         // A refused dispatch reached no provider: it ends the request and is not counted.
         const refused = dispatched?.refused === true;
         const step = decideRecovery(failure, {

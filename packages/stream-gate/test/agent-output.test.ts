@@ -27,7 +27,11 @@ describe('agent-output policy', () => {
   });
 
   it('strict: a turn that ends in a declared XML tool passes on the first attempt', async () => {
-    const { released, dispatcher } = await runGate({ filters: createFilters([{ name: 'agent-output', options: { mode: 'strict', xmlTools } }]), scripts: [{ events: turn(TOOL_TURN) }], request: request() });
+    const { released, dispatcher } = await runGate({
+      filters: createFilters([{ name: 'agent-output', options: { mode: 'strict', xmlTools } }]),
+      scripts: [{ events: turn(TOOL_TURN) }],
+      request: request(),
+    });
     expect(dispatcher.attempts).toHaveLength(1);
     expect(textOf(released)).toBe(TOOL_TURN);
   });
@@ -49,7 +53,11 @@ describe('agent-output policy', () => {
   });
 
   it('strict: a native tool call ends a turn too; the output limit passes as generated', async () => {
-    const native: StreamEvent[] = [{ type: 'text-delta', text: 'checking' }, { type: 'tool-call-delta', index: 0, id: 'c', name: 'get_time', argumentsDelta: '{}' }, { type: 'finish', reason: 'tool_calls', raw: 'tool_calls' }];
+    const native: StreamEvent[] = [
+      { type: 'text-delta', text: 'checking' },
+      { type: 'tool-call-delta', index: 0, id: 'c', name: 'get_time', argumentsDelta: '{}' },
+      { type: 'finish', reason: 'tool_calls', raw: 'tool_calls' },
+    ];
     const filters = createFilters([{ name: 'agent-output', options: { mode: 'strict' } }]);
     expect((await runGate({ filters, scripts: [{ events: native }], request: request({ tools: [timeTool] }) })).dispatcher.attempts).toHaveLength(1);
     expect((await runGate({ filters, scripts: [{ events: turn('cut sho', 'length') }], request: request() })).dispatcher.attempts).toHaveLength(1);
@@ -62,12 +70,16 @@ describe('agent-output policy', () => {
     const tool = await runGate({ filters, scripts: [{ events: turn(TOOL_TURN) }], request: request() });
     expect(textOf(tool.released)).toBe(TOOL_TURN);
     const custom = createFilters([{ name: 'agent-output', options: { mode: 'xmlCompletionTool', completionTool: 'finish', resultParameter: 'answer' } }]);
-    expect(textOf((await runGate({ filters: custom, scripts: [{ events: turn('ok') }], request: request() })).released)).toBe('<finish>\n<answer>\nok\n</answer>\n</finish>');
+    expect(textOf((await runGate({ filters: custom, scripts: [{ events: turn('ok') }], request: request() })).released)).toBe(
+      '<finish>\n<answer>\nok\n</answer>\n</finish>',
+    );
   });
 
   it('a bad config is refused naming the filter', () => {
     expect(() => createFilters(['agent-output'])).toThrow(IopError);
-    expect(() => createFilters([{ name: 'agent-output', options: { mode: 'loose' as never } }])).toThrow(/filters\[0\]: agent-output: mode must be one of strict, streamBuffer, xmlCompletionTool/);
+    expect(() => createFilters([{ name: 'agent-output', options: { mode: 'loose' as never } }])).toThrow(
+      /filters\[0\]: agent-output: mode must be one of strict, streamBuffer, xmlCompletionTool/,
+    );
     expect(() => createFilters([{ name: 'agent-output', options: { mode: 'strict', xmlTools: ['not a name'] } }])).toThrow(/not an XML element name/);
   });
 });

@@ -1,4 +1,13 @@
-import { createFilters, createGateFromConfig, degenerationGuard, emptyOutputGuard, parseGateHeader, applyGateOverrides, structuredOutput, DEFAULT_BUDGETS } from '@iop/stream-gate';
+import {
+  createFilters,
+  createGateFromConfig,
+  degenerationGuard,
+  emptyOutputGuard,
+  parseGateHeader,
+  applyGateOverrides,
+  structuredOutput,
+  DEFAULT_BUDGETS,
+} from '@iop/stream-gate';
 import { IopError } from '@iop/core';
 import type { StreamEvent } from '@iop/core';
 import { fixture, request, runGate, textOf } from './helpers';
@@ -23,9 +32,20 @@ describe('structured output', () => {
   });
 
   it('checks json_object and leaves text responses alone', async () => {
-    const array: StreamEvent[] = [fixture('structured-output-valid')[0]!, { type: 'text-delta', text: '[1, 2]' }, { type: 'finish', reason: 'stop', raw: 'stop' }];
-    const objectFormat = await runGate({ filters: [structuredOutput()], request: request({ responseFormat: { type: 'json_object' } }), scripts: [{ events: array }], budgets: { maxAttempts: 1 } });
-    expect(objectFormat.released).toEqual([expect.objectContaining({ type: 'error', message: 'model output rejected by structured-output: the answer must be a JSON object' })]);
+    const array: StreamEvent[] = [
+      fixture('structured-output-valid')[0]!,
+      { type: 'text-delta', text: '[1, 2]' },
+      { type: 'finish', reason: 'stop', raw: 'stop' },
+    ];
+    const objectFormat = await runGate({
+      filters: [structuredOutput()],
+      request: request({ responseFormat: { type: 'json_object' } }),
+      scripts: [{ events: array }],
+      budgets: { maxAttempts: 1 },
+    });
+    expect(objectFormat.released).toEqual([
+      expect.objectContaining({ type: 'error', message: 'model output rejected by structured-output: the answer must be a JSON object' }),
+    ]);
     const plain = await runGate({ filters: [structuredOutput()], scripts: [{ events: array }] });
     expect(textOf(plain.released)).toBe('[1, 2]');
   });
@@ -33,16 +53,31 @@ describe('structured output', () => {
 
 describe('degeneration', () => {
   it('rejects a loop and passes ordinary prose with repeated words', async () => {
-    const loop = await runGate({ filters: [degenerationGuard()], scripts: [{ events: fixture('degenerate-loop') }], budgets: { maxAttempts: 1 }, policy: 'buffered' });
-    expect(loop.released).toEqual([expect.objectContaining({ type: 'error', message: 'model output rejected by degeneration: output repeats a 3-token unit 85 times' })]);
+    const loop = await runGate({
+      filters: [degenerationGuard()],
+      scripts: [{ events: fixture('degenerate-loop') }],
+      budgets: { maxAttempts: 1 },
+      policy: 'buffered',
+    });
+    expect(loop.released).toEqual([
+      expect.objectContaining({ type: 'error', message: 'model output rejected by degeneration: output repeats a 3-token unit 85 times' }),
+    ]);
     const prose = 'The cat sat on the mat. The dog sat on the log. '.repeat(3) + 'Then they all went home for the night. ';
-    const events: StreamEvent[] = [fixture('degenerate-loop')[0]!, ...prose.match(/.{1,7}/gs)!.map((t) => ({ type: 'text-delta' as const, text: t })), { type: 'finish', reason: 'stop', raw: 'stop' }];
+    const events: StreamEvent[] = [
+      fixture('degenerate-loop')[0]!,
+      ...prose.match(/.{1,7}/gs)!.map((t) => ({ type: 'text-delta' as const, text: t })),
+      { type: 'finish', reason: 'stop', raw: 'stop' },
+    ];
     const ok = await runGate({ filters: [degenerationGuard()], scripts: [{ events }] });
     expect(textOf(ok.released)).toBe(prose);
   });
 
   it('catches a loop with no whitespace', async () => {
-    const events: StreamEvent[] = [fixture('degenerate-loop')[0]!, ...Array.from({ length: 1000 }, () => ({ type: 'text-delta' as const, text: 'abcabcabcabcabcabc' })), { type: 'finish', reason: 'stop', raw: 'stop' }];
+    const events: StreamEvent[] = [
+      fixture('degenerate-loop')[0]!,
+      ...Array.from({ length: 1000 }, () => ({ type: 'text-delta' as const, text: 'abcabcabcabcabcabc' })),
+      { type: 'finish', reason: 'stop', raw: 'stop' },
+    ];
     const { released } = await runGate({ filters: [degenerationGuard()], scripts: [{ events }], budgets: { maxAttempts: 1 }, policy: 'buffered' });
     expect(released[0]).toMatchObject({ type: 'error', message: expect.stringMatching(/degeneration: output repeats a \d+-token unit/) });
   });
@@ -98,13 +133,11 @@ describe('x-iop-gate header', () => {
 
 describe('config', () => {
   it('builds filters by name and rejects unknown ones', () => {
-    expect(createFilters(['reasoning', { name: 'text-tool-calls', options: { formats: ['hermes', 'mistral'] } }, 'tool-calls', 'empty-output']).map((filter) => `${filter.kind}:${filter.name}`)).toEqual([
-      'transformer:reasoning',
-      'transformer:text-tool-calls',
-      'transformer:tool-call-normalizer',
-      'validator:tool-calls',
-      'validator:empty-output',
-    ]);
+    expect(
+      createFilters(['reasoning', { name: 'text-tool-calls', options: { formats: ['hermes', 'mistral'] } }, 'tool-calls', 'empty-output']).map(
+        (filter) => `${filter.kind}:${filter.name}`,
+      ),
+    ).toEqual(['transformer:reasoning', 'transformer:text-tool-calls', 'transformer:tool-call-normalizer', 'validator:tool-calls', 'validator:empty-output']);
     expect(() => createFilters(['reasoning', 'loops' as never])).toThrow('filters[1]: unknown filter "loops"');
     expect(() => createFilters([{ name: 'text-tool-calls', options: { formats: ['xml' as never] } }])).toThrow(/unknown text tool-call format "xml"/);
     expect(() => createGateFromConfig({ filters: [], maxAttempts: 0 })).toThrow('maxAttempts must be an integer from 1 to 10, got 0');

@@ -53,7 +53,11 @@ describe('a non-stream request is released only whole', () => {
   });
 
   it('the same cut on a stream request, once text was released, ends with an error event', async () => {
-    const { released, dispatcher } = await runGate({ filters: [], policy: 'passthrough', scripts: [{ events: answer.slice(0, 3), throwAfter: true }, { events: answer }] });
+    const { released, dispatcher } = await runGate({
+      filters: [],
+      policy: 'passthrough',
+      scripts: [{ events: answer.slice(0, 3), throwAfter: true }, { events: answer }],
+    });
     expect(released.slice(0, 3)).toEqual(answer.slice(0, 3));
     expect(released.at(-1)).toMatchObject({ type: 'error', code: 'upstream_error' });
     expect(released.some((event) => event.type === 'finish')).toBe(false);

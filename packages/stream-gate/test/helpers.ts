@@ -109,9 +109,7 @@ export async function runGate(options: {
     ...(options.clock ? { clock: options.clock } : {}),
   });
   const scripts = options.scripts;
-  const dispatcher = new FakeDispatcher(
-    typeof scripts === 'function' ? scripts : (attempt) => scripts[Math.min(attempt.attempt, scripts.length) - 1]!,
-  );
+  const dispatcher = new FakeDispatcher(typeof scripts === 'function' ? scripts : (attempt) => scripts[Math.min(attempt.attempt, scripts.length) - 1]!);
   const run = gate.run(options.request ?? request(), dispatcher, { requestId: 'req_test', ...options.run });
   const released = await collect(run);
   return { released, dispatcher, sink, committed: run.committed };

@@ -29,7 +29,11 @@ describe('JSON mode: one value in a single Markdown code fence', () => {
   ])('%j is unwrapped, validated and answered on the first attempt, for any split', async (fenced, bare) => {
     await fc.assert(
       fc.asyncProperty(fc.array(fc.nat(), { maxLength: 6 }), async (cuts) => {
-        const { released, dispatcher } = await runGate({ filters, scripts: [{ events: answer(fenced, cuts) }], request: request({ responseFormat: { type: 'json_schema', name: 'w', schema } }) });
+        const { released, dispatcher } = await runGate({
+          filters,
+          scripts: [{ events: answer(fenced, cuts) }],
+          request: request({ responseFormat: { type: 'json_schema', name: 'w', schema } }),
+        });
         expect(dispatcher.attempts).toHaveLength(1);
         expect(textOf(released)).toBe(bare);
       }),
@@ -38,7 +42,11 @@ describe('JSON mode: one value in a single Markdown code fence', () => {
   });
 
   it('json_object too; a bare answer passes unchanged', async () => {
-    const fenced = await runGate({ filters, scripts: [{ events: answer('```json\n{"a":[1,2]}\n```') }], request: request({ responseFormat: { type: 'json_object' } }) });
+    const fenced = await runGate({
+      filters,
+      scripts: [{ events: answer('```json\n{"a":[1,2]}\n```') }],
+      request: request({ responseFormat: { type: 'json_object' } }),
+    });
     expect(textOf(fenced.released)).toBe('{"a":[1,2]}');
     const bare = await runGate({ filters, scripts: [{ events: answer(' {"a":"```"}') }], request: request({ responseFormat: { type: 'json_object' } }) });
     expect(textOf(bare.released)).toBe(' {"a":"```"}');

@@ -7,7 +7,14 @@ import { fixture, ManualClock, request, runGate, textOf, toolCallsOf, weatherToo
 const start = fixture('tool-call-valid')[0]!;
 const finish: StreamEvent = { type: 'finish', reason: 'stop', raw: 'stop' };
 const text = (value: string): StreamEvent => ({ type: 'text-delta', text: value });
-const answer = [start, text('The weather '), text('in Paris '), text('is sunny.'), finish, { type: 'usage', usage: { inputTokens: 10, outputTokens: 6 } } as StreamEvent];
+const answer = [
+  start,
+  text('The weather '),
+  text('in Paris '),
+  text('is sunny.'),
+  finish,
+  { type: 'usage', usage: { inputTokens: 10, outputTokens: 6 } } as StreamEvent,
+];
 
 describe('recovery', () => {
   it('with invalid tool arguments on 30% of attempts, releases only schema-valid calls or a clean error', async () => {
@@ -37,7 +44,10 @@ describe('recovery', () => {
     const { released, dispatcher, sink } = await runGate({
       filters: toolCallFilters(),
       policy: 'buffered',
-      scripts: [{ events: answer.slice(0, 3), provider: 'agent-a', throwAfter: true }, { events: answer, provider: 'agent-b' }],
+      scripts: [
+        { events: answer.slice(0, 3), provider: 'agent-a', throwAfter: true },
+        { events: answer, provider: 'agent-b' },
+      ],
     });
     expect(released).toEqual(answer);
     expect(dispatcher.attempts.map((attempt) => attempt.avoidProviders)).toEqual([[], ['agent-a']]);
@@ -142,7 +152,10 @@ describe('recovery', () => {
     const { released, dispatcher, sink } = await runGate({
       filters: [],
       budgets: { maxAttempts: 3 },
-      scripts: [{ events: [upstream503], provider: 'p1' }, { events: [upstream503], refused: true }],
+      scripts: [
+        { events: [upstream503], provider: 'p1' },
+        { events: [upstream503], refused: true },
+      ],
     });
     expect(dispatcher.attempts).toHaveLength(2);
     expect(released).toEqual([upstream503]); // one attempt reached a provider: no "(after N attempts)"

@@ -120,7 +120,11 @@ describe('SchemaCache on the linear engine', () => {
 describe('tool-call validation with a pattern RE2 cannot compile', () => {
   it('disables the check for that tool with a warning and releases the call', async () => {
     const tool = { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', pattern: '^(\\w)\\1$' } } } };
-    const { released, sink, dispatcher } = await runGate({ filters: toolCallFilters(), scripts: [{ events: fixture('tool-call-valid') }], request: request({ tools: [tool] }) });
+    const { released, sink, dispatcher } = await runGate({
+      filters: toolCallFilters(),
+      scripts: [{ events: fixture('tool-call-valid') }],
+      request: request({ tools: [tool] }),
+    });
     expect(dispatcher.attempts).toHaveLength(1);
     expect(released.at(-2)).toEqual({ type: 'finish', reason: 'tool_calls', raw: 'tool_calls' });
     expect(sink.warnings).toHaveLength(1);

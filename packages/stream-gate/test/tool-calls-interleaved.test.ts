@@ -32,7 +32,11 @@ describe('tool calls whose fragments interleave by index', () => {
   it('any interleaving passes on the first attempt with each call’s own arguments (no "{}" inserted)', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(fc.boolean(), { maxLength: 16 }), fc.array(fc.nat({ max: 40 }), { maxLength: 4 }), async (order, cuts) => {
-        const { released, dispatcher } = await runGate({ filters: toolCallFilters(), scripts: [{ events: interleaved(order, cuts) }], request: request({ tools }) });
+        const { released, dispatcher } = await runGate({
+          filters: toolCallFilters(),
+          scripts: [{ events: interleaved(order, cuts) }],
+          request: request({ tools }),
+        });
         expect(dispatcher.attempts).toHaveLength(1);
         expect(toolCallsOf(released)).toEqual([
           { index: 0, name: 'get_weather', arguments: ARGUMENTS[0] },
@@ -50,7 +54,11 @@ describe('tool calls whose fragments interleave by index', () => {
       { type: 'tool-call-delta', index: 1, argumentsDelta: '{"city":"Rome"}' },
       { type: 'finish', reason: 'stop', raw: 'stop' },
     ];
-    const { released } = await runGate({ filters: toolCallFilters(), scripts: [{ events }], request: request({ tools: [weatherTool, { name: 'get_time', parameters: { type: 'object', properties: {} } }] }) });
+    const { released } = await runGate({
+      filters: toolCallFilters(),
+      scripts: [{ events }],
+      request: request({ tools: [weatherTool, { name: 'get_time', parameters: { type: 'object', properties: {} } }] }),
+    });
     expect(toolCallsOf(released)).toEqual([
       { index: 0, name: 'get_time', arguments: '{}' },
       { index: 1, name: 'get_weather', arguments: '{"city":"Rome"}' },

@@ -10,9 +10,7 @@ describe('tool-call validation', () => {
     const { released, dispatcher } = await runGate({ filters, scripts: [{ events: valid }], request: request({ tools }) });
     expect(dispatcher.attempts).toHaveLength(1);
     expect(toolCallsOf(released)).toEqual([{ index: 0, name: 'get_weather', arguments: '{"city": "Paris", "unit": "celsius"}' }]);
-    expect(released.map((event) => event.type)).toEqual([
-      'response-start', 'tool-call-delta', 'tool-call-delta', 'tool-call-delta', 'finish', 'usage',
-    ]);
+    expect(released.map((event) => event.type)).toEqual(['response-start', 'tool-call-delta', 'tool-call-delta', 'tool-call-delta', 'finish', 'usage']);
   });
 
   it.each([
@@ -89,7 +87,11 @@ describe('tool-call validation', () => {
       parameters: {
         $schema: 'https://json-schema.org/draft/2020-12/schema',
         type: 'object',
-        properties: { at: { type: 'string', format: 'date-time' }, room: { type: 'string', pattern: '^[A-Z][0-9]{3}$' }, tags: { type: 'object', propertyNames: { pattern: '^[a-z]+$' } } },
+        properties: {
+          at: { type: 'string', format: 'date-time' },
+          room: { type: 'string', pattern: '^[A-Z][0-9]{3}$' },
+          tags: { type: 'object', propertyNames: { pattern: '^[a-z]+$' } },
+        },
         required: ['at'],
       },
     };

@@ -44,7 +44,14 @@ describe('reasoning extraction', () => {
 
 describe('text tool calls', () => {
   it.each([
-    ['hermes-text-tool-call', ['hermes'], [{ index: 0, name: 'get_weather', arguments: '{"city":"Paris"}' }, { index: 1, name: 'get_time', arguments: '{}' }]],
+    [
+      'hermes-text-tool-call',
+      ['hermes'],
+      [
+        { index: 0, name: 'get_weather', arguments: '{"city":"Paris"}' },
+        { index: 1, name: 'get_time', arguments: '{}' },
+      ],
+    ],
     ['mistral-text-tool-call', ['mistral'], [{ index: 0, name: 'get_weather', arguments: '{"city":"Rome"}' }]],
     ['llama3-python-tag', ['llama3'], [{ index: 0, name: 'get_weather', arguments: '{"city":"Lima"}' }]],
   ] as const)('extracts %s into native calls', async (name, formats, calls) => {
@@ -98,7 +105,10 @@ describe('chunking invariance (property)', () => {
       'think then hermes call and prose',
       [
         fixture('think-in-content')[0]!,
-        { type: 'text-delta', text: '<think>plan: call get_time</think>\n\nLet me check the time. \n<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>\n' },
+        {
+          type: 'text-delta',
+          text: '<think>plan: call get_time</think>\n\nLet me check the time. \n<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>\n',
+        },
         { type: 'text-delta', text: '\nA < b, <tool and [TOOL] are text.  \n' },
         { type: 'finish', reason: 'stop', raw: 'stop' },
       ],

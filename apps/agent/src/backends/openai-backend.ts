@@ -52,7 +52,12 @@ export class OpenAiBackend implements Backend {
   private metricsAbsentUntil = 0;
 
   constructor(private readonly options: OpenAiBackendOptions) {
-    this.client = new OpenAiClient({ baseUrl: options.baseUrl, apiKey: options.apiKey, connections: options.connections, connectTimeoutMs: options.connectTimeoutMs });
+    this.client = new OpenAiClient({
+      baseUrl: options.baseUrl,
+      apiKey: options.apiKey,
+      connections: options.connections,
+      connectTimeoutMs: options.connectTimeoutMs,
+    });
     this.pathPrefix = this.client.pathPrefix;
     this.probeTimeoutMs = options.probeTimeoutMs ?? 5_000;
     this.probePool = new Pool(this.client.origin, {

@@ -35,13 +35,56 @@ export class AgentMetrics {
 
   constructor(state: AgentState) {
     const registers = [this.registry];
-    this.backendRequests = new Counter({ name: 'iop_agent_backend_requests_total', help: 'Backend calls by model and HTTP status ("error" when no status came).', labelNames: ['model', 'status'] as const, registers });
-    this.backendErrors = new Counter({ name: 'iop_agent_backend_errors_total', help: 'Failed backend calls by kind: connect (no answer), status_5xx, status_4xx, body (the body broke off).', labelNames: ['model', 'kind'] as const, registers });
-    this.backendFirstByte = new Histogram({ name: 'iop_agent_backend_time_to_first_byte_seconds', help: 'Backend call to its response head.', labelNames: ['model'] as const, buckets: SECONDS, registers });
-    this.backendDuration = new Histogram({ name: 'iop_agent_backend_request_duration_seconds', help: 'Backend call to the end of its body.', labelNames: ['model'] as const, buckets: SECONDS, registers });
-    new Gauge({ name: 'iop_agent_runs_in_flight', help: 'Runs in flight on this agent (all edges).', registers, collect() { this.set(state.inFlight()); } });
-    new Gauge({ name: 'iop_agent_max_concurrency', help: 'Runs this agent takes at once (--max-concurrency).', registers, collect() { this.set(state.maxConcurrency); } });
-    new Gauge({ name: 'iop_agent_draining', help: '1 while the agent takes no new runs, else 0.', registers, collect() { this.set(state.draining() ? 1 : 0); } });
+    this.backendRequests = new Counter({
+      name: 'iop_agent_backend_requests_total',
+      help: 'Backend calls by model and HTTP status ("error" when no status came).',
+      labelNames: ['model', 'status'] as const,
+      registers,
+    });
+    this.backendErrors = new Counter({
+      name: 'iop_agent_backend_errors_total',
+      help: 'Failed backend calls by kind: connect (no answer), status_5xx, status_4xx, body (the body broke off).',
+      labelNames: ['model', 'kind'] as const,
+      registers,
+    });
+    this.backendFirstByte = new Histogram({
+      name: 'iop_agent_backend_time_to_first_byte_seconds',
+      help: 'Backend call to its response head.',
+      labelNames: ['model'] as const,
+      buckets: SECONDS,
+      registers,
+    });
+    this.backendDuration = new Histogram({
+      name: 'iop_agent_backend_request_duration_seconds',
+      help: 'Backend call to the end of its body.',
+      labelNames: ['model'] as const,
+      buckets: SECONDS,
+      registers,
+    });
+    new Gauge({
+      name: 'iop_agent_runs_in_flight',
+      help: 'Runs in flight on this agent (all edges).',
+      registers,
+      collect() {
+        this.set(state.inFlight());
+      },
+    });
+    new Gauge({
+      name: 'iop_agent_max_concurrency',
+      help: 'Runs this agent takes at once (--max-concurrency).',
+      registers,
+      collect() {
+        this.set(state.maxConcurrency);
+      },
+    });
+    new Gauge({
+      name: 'iop_agent_draining',
+      help: '1 while the agent takes no new runs, else 0.',
+      registers,
+      collect() {
+        this.set(state.draining() ? 1 : 0);
+      },
+    });
     new Gauge({
       name: 'iop_agent_edge_registered',
       help: '1 while this agent is registered with the edge, else 0.',

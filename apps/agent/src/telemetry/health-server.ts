@@ -31,7 +31,8 @@ function json(res: http.ServerResponse, status: number, body: unknown): void {
 export async function startHealthServer(host: string, port: number, metrics: AgentMetrics, state: AgentState): Promise<HealthServer> {
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
-    if (path !== '/healthz' && path !== '/readyz' && path !== '/metrics') return json(res, 404, { error: `no route for ${path}; try /healthz, /readyz or /metrics` });
+    if (path !== '/healthz' && path !== '/readyz' && path !== '/metrics')
+      return json(res, 404, { error: `no route for ${path}; try /healthz, /readyz or /metrics` });
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('allow', 'GET, HEAD');
       return json(res, 405, { error: `${req.method} is not allowed on ${path}; use GET` });
@@ -56,16 +57,21 @@ export async function startHealthServer(host: string, port: number, metrics: Age
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
       const reason = error.code === 'EADDRINUSE' ? 'the address is in use by another process' : error.code === 'EACCES' ? 'permission denied' : error.message;
-      reject(new Error(`cannot listen on ${host}:${port} for /healthz and /metrics: ${reason}; choose another with --metrics-port (IOP_METRICS_PORT) or turn it off with --metrics-port off`));
+      reject(
+        new Error(
+          `cannot listen on ${host}:${port} for /healthz and /metrics: ${reason}; choose another with --metrics-port (IOP_METRICS_PORT) or turn it off with --metrics-port off`,
+        ),
+      );
     });
     server.listen(port, host, () => resolve());
   });
   server.unref();
   return {
     port: (server.address() as AddressInfo).port,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

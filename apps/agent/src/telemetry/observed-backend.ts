@@ -51,8 +51,19 @@ export class ObservedBackend implements Backend {
     const model = modelOf(request.body, this.known);
     const startedAt = performance.now();
     const parent = extractContext(request.headers);
-    const run = tracer().startSpan('iop.agent.run', { kind: SpanKind.SERVER, attributes: { 'iop.request_id': request.requestId, 'gen_ai.request.model': model, 'http.request.method': request.method, 'url.path': request.path } }, parent);
-    const call = tracer().startSpan('iop.backend.request', { kind: SpanKind.CLIENT, attributes: { 'http.request.method': request.method, 'url.path': request.path, 'iop.backend.kind': this.inner.kind } }, trace.setSpan(parent, run));
+    const run = tracer().startSpan(
+      'iop.agent.run',
+      {
+        kind: SpanKind.SERVER,
+        attributes: { 'iop.request_id': request.requestId, 'gen_ai.request.model': model, 'http.request.method': request.method, 'url.path': request.path },
+      },
+      parent,
+    );
+    const call = tracer().startSpan(
+      'iop.backend.request',
+      { kind: SpanKind.CLIENT, attributes: { 'http.request.method': request.method, 'url.path': request.path, 'iop.backend.kind': this.inner.kind } },
+      trace.setSpan(parent, run),
+    );
     const headers = injectHeaders(request.headers, call);
     let response: BackendResponse;
     try {
@@ -80,7 +91,14 @@ export class ObservedBackend implements Backend {
    * it ends, breaks or is abandoned. A plain iterator wrapper (one `then` per slice) rather than
    * an async generator, which would queue every slice once more on the hot path.
    */
-  private observeBody(body: AsyncIterable<Uint8Array>, model: string, startedAt: number, call: Span, run: Span, signal: AbortSignal): AsyncIterable<Uint8Array> {
+  private observeBody(
+    body: AsyncIterable<Uint8Array>,
+    model: string,
+    startedAt: number,
+    call: Span,
+    run: Span,
+    signal: AbortSignal,
+  ): AsyncIterable<Uint8Array> {
     let done = false;
     const finish = (error?: unknown) => {
       if (done) return;

@@ -7,7 +7,14 @@ import net from 'node:net';
 import { startAgent, type AgentHandle } from '../../src';
 import { captureLogs } from './helpers/log-capture';
 
-const base = { edgeUrl: 'http://127.0.0.1:1', joinToken: 't', backend: 'openai', backendUrl: 'http://127.0.0.1:1', models: 'm', metricsHost: '127.0.0.1' } as const;
+const base = {
+  edgeUrl: 'http://127.0.0.1:1',
+  joinToken: 't',
+  backend: 'openai',
+  backendUrl: 'http://127.0.0.1:1',
+  models: 'm',
+  metricsHost: '127.0.0.1',
+} as const;
 let handle: AgentHandle | undefined;
 
 afterEach(async () => {
@@ -39,7 +46,9 @@ it('answers /healthz at once and /readyz 503 with its reason while no edge has i
 it('an explicit metrics port that is taken fails the start, naming the address and the flag', async () => {
   const blocker = await taken();
   try {
-    await expect(startAgent({ ...base, metricsPort: blocker.port, logger: captureLogs().logger })).rejects.toThrow(`cannot listen on 127.0.0.1:${blocker.port} for /healthz and /metrics: the address is in use by another process; choose another with --metrics-port (IOP_METRICS_PORT) or turn it off with --metrics-port off`);
+    await expect(startAgent({ ...base, metricsPort: blocker.port, logger: captureLogs().logger })).rejects.toThrow(
+      `cannot listen on 127.0.0.1:${blocker.port} for /healthz and /metrics: the address is in use by another process; choose another with --metrics-port (IOP_METRICS_PORT) or turn it off with --metrics-port off`,
+    );
   } finally {
     blocker.close();
   }

@@ -12,7 +12,9 @@ import { TestEdge, waitFor } from './helpers/test-edge';
 
 /** jest runs CommonJS in a vm context without ESM support: import the ESM library through the main context's loader. */
 const loadLibrary = (): Promise<NodeLlamaCpp> =>
-  new vm.Script('import("node-llama-cpp")', { importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER }).runInThisContext() as Promise<NodeLlamaCpp>;
+  new vm.Script('import("node-llama-cpp")', {
+    importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+  }).runInThisContext() as Promise<NodeLlamaCpp>;
 
 let backend: LlamaCppBackend;
 
@@ -25,7 +27,14 @@ afterAll(async () => {
 });
 
 async function call(path: string, body: unknown, signal = new AbortController().signal, method = 'POST'): Promise<BackendResponse> {
-  return backend.handle({ method, path, headers: { 'content-type': 'application/json' }, body: body === undefined ? new Uint8Array() : Buffer.from(JSON.stringify(body)), signal, requestId: 'req_test' });
+  return backend.handle({
+    method,
+    path,
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? new Uint8Array() : Buffer.from(JSON.stringify(body)),
+    signal,
+    requestId: 'req_test',
+  });
 }
 
 async function text(response: BackendResponse): Promise<string> {
@@ -57,15 +66,32 @@ describe('LlamaCppBackend (stories260K.gguf)', () => {
   });
 
   test('streams chat.completion.chunk events in the Chat stream order with exact usage; max_tokens gives finish_reason length', async () => {
-    const tokenized = JSON.parse(await text(await call('/tokenize', { model: 'stories260K', messages: MESSAGES }))) as { count: number; tokens: number[]; max_model_len: number };
+    const tokenized = JSON.parse(await text(await call('/tokenize', { model: 'stories260K', messages: MESSAGES }))) as {
+      count: number;
+      tokens: number[];
+      max_model_len: number;
+    };
     expect(tokenized.count).toBe(tokenized.tokens.length);
     expect(tokenized.count).toBeGreaterThan(5);
     expect(tokenized.max_model_len).toBe(2048);
 
-    const response = await call('/v1/chat/completions', { model: 'stories260K', messages: MESSAGES, stream: true, stream_options: { include_usage: true }, max_tokens: 12, temperature: 0 });
+    const response = await call('/v1/chat/completions', {
+      model: 'stories260K',
+      messages: MESSAGES,
+      stream: true,
+      stream_options: { include_usage: true },
+      max_tokens: 12,
+      temperature: 0,
+    });
     expect(response.status).toBe(200);
     expect(response.headers['content-type']).toBe('text/event-stream');
-    const chunks = events(await text(response)) as { id: string; object: string; model: string; choices: { delta: Record<string, unknown>; finish_reason: string | null }[]; usage: unknown }[];
+    const chunks = events(await text(response)) as {
+      id: string;
+      object: string;
+      model: string;
+      choices: { delta: Record<string, unknown>; finish_reason: string | null }[];
+      usage: unknown;
+    }[];
     expect(chunks[0]!.choices[0]!.delta).toEqual({ role: 'assistant', content: '' });
     expect(new Set(chunks.map((chunk) => chunk.id)).size).toBe(1);
     expect(chunks.every((chunk) => chunk.object === 'chat.completion.chunk' && chunk.model === 'stories260K')).toBe(true);
@@ -80,7 +106,9 @@ describe('LlamaCppBackend (stories260K.gguf)', () => {
   }, 20_000);
 
   test('non-stream: a stop sequence cuts the output before it, finish_reason stop; seed and temperature accepted', async () => {
-    const base = JSON.parse(await text(await call('/v1/chat/completions', { model: 'stories260K', messages: MESSAGES, max_completion_tokens: 30, temperature: 0 }))) as {
+    const base = JSON.parse(
+      await text(await call('/v1/chat/completions', { model: 'stories260K', messages: MESSAGES, max_completion_tokens: 30, temperature: 0 })),
+    ) as {
       object: string;
       choices: { message: { role: string; content: string }; finish_reason: string }[];
       usage: { completion_tokens: number };
@@ -92,7 +120,11 @@ describe('LlamaCppBackend (stories260K.gguf)', () => {
     const full = base.choices[0]!.message.content;
     const words = full.trim().split(/\s+/);
     const stop = words[Math.min(3, words.length - 1)]!;
-    const cut = JSON.parse(await text(await call('/v1/chat/completions', { model: 'stories260K', messages: MESSAGES, max_tokens: 30, temperature: 0, stop: [stop], seed: 7, top_p: 0.9 }))) as typeof base;
+    const cut = JSON.parse(
+      await text(
+        await call('/v1/chat/completions', { model: 'stories260K', messages: MESSAGES, max_tokens: 30, temperature: 0, stop: [stop], seed: 7, top_p: 0.9 }),
+      ),
+    ) as typeof base;
     expect(cut.choices[0]!.finish_reason).toBe('stop');
     expect(cut.choices[0]!.message.content).toBe(full.slice(0, full.indexOf(stop)));
     expect(cut.usage.completion_tokens).toBeLessThan(30);
@@ -101,7 +133,14 @@ describe('LlamaCppBackend (stories260K.gguf)', () => {
   test('response_format json_schema constrains the output through a grammar', async () => {
     const schema = { type: 'object', properties: { color: { enum: ['red', 'blue'] } }, required: ['color'] };
     const result = JSON.parse(
-      await text(await call('/v1/chat/completions', { model: 'stories260K', messages: MESSAGES, max_tokens: 40, response_format: { type: 'json_schema', json_schema: { name: 'c', schema } } })),
+      await text(
+        await call('/v1/chat/completions', {
+          model: 'stories260K',
+          messages: MESSAGES,
+          max_tokens: 40,
+          response_format: { type: 'json_schema', json_schema: { name: 'c', schema } },
+        }),
+      ),
     ) as { choices: { message: { content: string } }[] };
     const value = JSON.parse(result.choices[0]!.message.content) as { color: string };
     expect(['red', 'blue']).toContain(value.color);
@@ -110,7 +149,9 @@ describe('LlamaCppBackend (stories260K.gguf)', () => {
   test('bad input is a 400 in the OpenAI error shape naming the field', async () => {
     const response = await call('/v1/chat/completions', { model: 'stories260K', messages: MESSAGES, temperature: 5 });
     expect(response.status).toBe(400);
-    expect(JSON.parse(await text(response))).toEqual({ error: { message: 'temperature must be a number in [0, 2]', type: 'invalid_request_error', param: 'temperature', code: null } });
+    expect(JSON.parse(await text(response))).toEqual({
+      error: { message: 'temperature must be a number in [0, 2]', type: 'invalid_request_error', param: 'temperature', code: null },
+    });
     const models = JSON.parse(await text(await call('/v1/models', undefined, undefined, 'GET'))) as { data: { id: string }[] };
     expect(models.data.map((model) => model.id)).toEqual(['stories260K']);
   });
@@ -122,7 +163,11 @@ describe('LlamaCppBackend (stories260K.gguf)', () => {
     await iterator.next();
     const abortedAt = performance.now();
     controller.abort(new Error('cancelled'));
-    await expect((async () => { for (;;) if ((await iterator.next()).done === true) return 'ended'; })()).rejects.toThrow('cancelled');
+    await expect(
+      (async () => {
+        for (;;) if ((await iterator.next()).done === true) return 'ended';
+      })(),
+    ).rejects.toThrow('cancelled');
     expect(performance.now() - abortedAt).toBeLessThan(500);
   }, 20_000);
 
@@ -135,7 +180,10 @@ describe('LlamaCppBackend (stories260K.gguf)', () => {
       await agent.agent.registered;
       expect(edge.registrations[0]).toMatchObject({ backend: 'llamacpp', capabilities: ['tokenize'], maxConcurrency: 2 });
       expect(edge.registrations[0]!.models.map((model) => [model.id, model.contextLength])).toEqual([['stories260K', 2048]]);
-      edge.assign({ runId: 'e1', body: JSON.stringify({ model: 'stories260K', messages: MESSAGES, stream: true, stream_options: { include_usage: true }, max_tokens: 8 }) });
+      edge.assign({
+        runId: 'e1',
+        body: JSON.stringify({ model: 'stories260K', messages: MESSAGES, stream: true, stream_options: { include_usage: true }, max_tokens: 8 }),
+      });
       await waitFor(() => edge.runs.get('e1')?.ended === true, 10_000, 'run end');
       const frames = edge.runs.get('e1')!.frames;
       expect(frames[0]).toMatchObject({ kind: Kind.ACCEPTED });

@@ -59,7 +59,7 @@ describe('agent with several edges', () => {
     await new Promise((resolve) => backend.server.close(resolve));
   });
 
-  test('registers on every edge and serves runs from each on that edge\'s Run call', async () => {
+  test("registers on every edge and serves runs from each on that edge's Run call", async () => {
     expect(edges.map((edge) => edge.registrations[0]!.agentId)).toEqual(['ha-1', 'ha-1']);
     edges[0]!.assign({ runId: 'from-a' });
     edges[1]!.assign({ runId: 'from-b' });

@@ -19,7 +19,14 @@ describe('resolveAgentOptions', () => {
   });
 
   test('parses strings from the CLI and env', () => {
-    const options = resolveAgentOptions({ backend: 'openai', backendUrl: 'http://h:8000', models: 'a, b', labels: 'zone=eu,gpu=a100', threads: '2', maxConcurrency: '8' });
+    const options = resolveAgentOptions({
+      backend: 'openai',
+      backendUrl: 'http://h:8000',
+      models: 'a, b',
+      labels: 'zone=eu,gpu=a100',
+      threads: '2',
+      maxConcurrency: '8',
+    });
     expect(options.models).toEqual(['a', 'b']);
     expect(options.labels).toEqual({ zone: 'eu', gpu: 'a100' });
     expect(options.threads).toBe(2);
@@ -41,7 +48,7 @@ describe('resolveAgentOptions', () => {
     );
   });
 
-  test('the flags and variables come from the schema, with the edge\'s names for shared settings and the old names as aliases', () => {
+  test("the flags and variables come from the schema, with the edge's names for shared settings and the old names as aliases", () => {
     const byField = new Map(AGENT_BINDINGS.map((binding) => [binding.field, binding]));
     expect(byField.get('logLevel')).toMatchObject({ flag: '--log-level', env: 'IOP_LOG_LEVEL' });
     expect(byField.get('shutdownDeadlineMs')).toMatchObject({ flag: '--shutdown-deadline-ms', env: 'IOP_SHUTDOWN_DEADLINE_MS' });
@@ -53,7 +60,14 @@ describe('resolveAgentOptions', () => {
 
   test('env < flags, the rule name over its alias', () => {
     const env = layerFromEnv(AGENT_BINDINGS, { IOP_EDGE_URL: 'http://old:1', IOP_EDGE_URLS: 'http://a:1,http://b:2', IOP_MAX_CONCURRENCY: '8' });
-    const flags = layerFromFlags(AGENT_BINDINGS, new Map([['--max-concurrency', '12'], ['--metrics-port', 'off'], ['--labels', 'gpu=l4']]));
+    const flags = layerFromFlags(
+      AGENT_BINDINGS,
+      new Map([
+        ['--max-concurrency', '12'],
+        ['--metrics-port', 'off'],
+        ['--labels', 'gpu=l4'],
+      ]),
+    );
     expect(flags.problems).toEqual([]);
     const options = resolveAgentOptions(mergeConfigLayers(env.values, flags.values));
     expect(options.edgeUrls).toEqual(['http://a:1', 'http://b:2']);

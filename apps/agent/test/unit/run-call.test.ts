@@ -8,7 +8,16 @@ import type { AddressInfo } from 'node:net';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { Http2SessionManager } from '@connectrpc/connect-node';
-import { GrpcMessageReader, ProviderTunnelFrameSchema, ProviderTunnelFrame_Kind as Kind, RUN_PATH, RUN_SESSION_HEADER, RunSummarySchema, grpcFrame, type ProviderTunnelFrame } from '@iop/proto';
+import {
+  GrpcMessageReader,
+  ProviderTunnelFrameSchema,
+  ProviderTunnelFrame_Kind as Kind,
+  RUN_PATH,
+  RUN_SESSION_HEADER,
+  RunSummarySchema,
+  grpcFrame,
+  type ProviderTunnelFrame,
+} from '@iop/proto';
 import { sendRun } from '../../src/run-call';
 import { sleep } from '@iop/core';
 
@@ -79,7 +88,16 @@ describe('sendRun', () => {
   test('a Trailers-Only CANCELLED while the run still produces frames stops it at once, with the status', async () => {
     handler = (stream, _headers, frames) =>
       readFrames(stream, frames, () => {
-        if (frames.length === 2) stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(Code.Canceled), 'grpc-message': encodeURIComponent('run cancelled by the edge') }, { endStream: true });
+        if (frames.length === 2)
+          stream.respond(
+            {
+              ':status': 200,
+              'content-type': 'application/grpc',
+              'grpc-status': String(Code.Canceled),
+              'grpc-message': encodeURIComponent('run cancelled by the edge'),
+            },
+            { endStream: true },
+          );
       });
     let pulledAfterCancel = false;
     let closed: (() => void) | undefined;
@@ -144,7 +162,7 @@ describe('sendRun', () => {
     // Wait until the pulls stop (unchanged over 200 ms); a source without backpressure never stops.
     let last = -1;
     let still = 0;
-    for (const deadline = Date.now() + 5_000; still < 4 && Date.now() < deadline; ) {
+    for (const deadline = Date.now() + 5_000; still < 4 && Date.now() < deadline;) {
       await sleep(50);
       still = pulls === last ? still + 1 : 0;
       last = pulls;

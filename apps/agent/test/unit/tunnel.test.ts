@@ -186,7 +186,10 @@ describe('agent tunnel client (openai backend)', () => {
     expect(edge.registrations[0]!.models.map((model) => model.id)).toEqual(['a', 'b']);
     edge.assign({ runId: 'r4' });
     await waitFor(() => edge.runs.get('r4')?.ended === true, 5_000, 'run end');
-    expect(edge.runs.get('r4')!.frames).toEqual([expect.objectContaining({ kind: Kind.ACCEPTED }), expect.objectContaining({ kind: Kind.ERROR, errorCode: 'connect_failed' })]);
+    expect(edge.runs.get('r4')!.frames).toEqual([
+      expect.objectContaining({ kind: Kind.ACCEPTED }),
+      expect.objectContaining({ kind: Kind.ERROR, errorCode: 'connect_failed' }),
+    ]);
   });
 
   test('first-byte timeout (from the assignment) and idle timeout end the run with their codes', async () => {
@@ -194,7 +197,10 @@ describe('agent tunnel client (openai backend)', () => {
     edge.assign({ runId: 'r5', path: '/slow', firstByteTimeoutMs: 150 });
     edge.assign({ runId: 'r6', path: '/hang' });
     await waitFor(() => edge.runs.get('r5')?.ended === true && edge.runs.get('r6')?.ended === true, 3_000, 'runs end');
-    expect(edge.runs.get('r5')!.frames).toEqual([expect.objectContaining({ kind: Kind.ACCEPTED }), expect.objectContaining({ kind: Kind.ERROR, errorCode: 'first_byte_timeout' })]);
+    expect(edge.runs.get('r5')!.frames).toEqual([
+      expect.objectContaining({ kind: Kind.ACCEPTED }),
+      expect.objectContaining({ kind: Kind.ERROR, errorCode: 'first_byte_timeout' }),
+    ]);
     const r6 = edge.runs.get('r6')!.frames;
     expect(r6.map((frame) => frame.kind)).toEqual([Kind.ACCEPTED, Kind.RESPONSE_START, Kind.BODY, Kind.ERROR]);
     expect(r6[3]!.errorCode).toBe('idle_timeout');

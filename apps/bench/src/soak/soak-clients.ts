@@ -40,10 +40,12 @@ export interface ClientOptions {
   seed: number;
 }
 
-
 const WORDS = 'the a ship sailed over quiet water while gulls circled near harbour lights and old sailors told stories'.split(' ');
 /** A few long shared prefixes (system-prompt-like), so the sims' prefix caches see hits. */
-const PREFIXES = Array.from({ length: 4 }, (_, k) => `House rules ${k}: ${Array.from({ length: 300 }, (_, i) => WORDS[(i * (k + 3)) % WORDS.length]).join(' ')}.`);
+const PREFIXES = Array.from(
+  { length: 4 },
+  (_, k) => `House rules ${k}: ${Array.from({ length: 300 }, (_, i) => WORDS[(i * (k + 3)) % WORDS.length]).join(' ')}.`,
+);
 
 /** Pause of a worker after a connection error or a 429/503/529 refusal (ms). */
 const BACK_OFF_MS = 1_000;
@@ -121,7 +123,8 @@ export class SoakClients {
     const dialect = (['chat', 'responses', 'messages'] as const)[Math.floor(this.random() * 3)]!;
     const stream = this.random() < 0.5;
     const roll = this.random();
-    const behaviour: Behaviour = roll < this.options.abortShare ? 'abort' : stream && roll < this.options.abortShare + this.options.slowReaderShare ? 'slow-reader' : 'normal';
+    const behaviour: Behaviour =
+      roll < this.options.abortShare ? 'abort' : stream && roll < this.options.abortShare + this.options.slowReaderShare ? 'slow-reader' : 'normal';
     const prompt = `${PREFIXES[Math.floor(this.random() * PREFIXES.length)]} Question ${Math.floor(this.random() * 1e6)}: tell a long story.`;
     const maxTokens = this.draw(this.options.maxTokens);
     const pauseMs = behaviour === 'slow-reader' ? this.draw(this.options.pauseMs) : 0;
@@ -164,9 +167,13 @@ export class SoakClients {
     switch (dialect) {
       case 'chat': {
         const messages = [{ role: 'user' as const, content: prompt }];
-        if (!stream) return (await this.openai.chat.completions.create({ model, messages, max_tokens: maxTokens }, { signal })).choices[0]?.finish_reason != null;
+        if (!stream)
+          return (await this.openai.chat.completions.create({ model, messages, max_tokens: maxTokens }, { signal })).choices[0]?.finish_reason != null;
         let finished = false;
-        for await (const chunk of await this.openai.chat.completions.create({ model, messages, max_tokens: maxTokens, stream: true, stream_options: { include_usage: true } }, { signal })) {
+        for await (const chunk of await this.openai.chat.completions.create(
+          { model, messages, max_tokens: maxTokens, stream: true, stream_options: { include_usage: true } },
+          { signal },
+        )) {
           if (chunk.choices[0]?.finish_reason != null) finished = true;
           await maybePause();
         }
@@ -178,7 +185,10 @@ export class SoakClients {
           return response.status === 'completed' || response.status === 'incomplete';
         }
         let finished = false;
-        for await (const event of await this.openai.responses.create({ model, input: prompt, max_output_tokens: maxTokens, store: false, stream: true }, { signal })) {
+        for await (const event of await this.openai.responses.create(
+          { model, input: prompt, max_output_tokens: maxTokens, store: false, stream: true },
+          { signal },
+        )) {
           if (event.type === 'response.completed' || event.type === 'response.incomplete') finished = true;
           if (event.type === 'response.failed' || event.type === 'error') throw new OpenAI.APIError(undefined, { type: event.type }, event.type, undefined);
           await maybePause();

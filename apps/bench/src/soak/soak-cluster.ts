@@ -46,7 +46,16 @@ export class SoakCluster {
     await this.startEdge();
     for (let index = 0; index < this.options.agents; index++) {
       const sim = launch(`sim-${index + 1}`, 'apps/sim/dist/main.js', [
-        '--port', '0', '--models', SOAK_MODEL, '--profile', this.options.profile, '--time-scale', String(this.options.timeScale), '--request-log-size', '1000',
+        '--port',
+        '0',
+        '--models',
+        SOAK_MODEL,
+        '--profile',
+        this.options.profile,
+        '--time-scale',
+        String(this.options.timeScale),
+        '--request-log-size',
+        '1000',
       ]);
       const port = (await sim.ready()).port as number;
       this.sims.push({ proc: sim, url: `http://127.0.0.1:${port}` });
@@ -60,18 +69,49 @@ export class SoakCluster {
   }
 
   private launchAgent(index: number): Proc {
-    return launch(this.agentId(index), 'apps/agent/dist/main.js', [
-      '--edge', `http://127.0.0.1:${this.tunnelPort}`, '--join-token', JOIN_TOKEN, '--agent-id', this.agentId(index),
-      '--backend', 'openai', '--backend-url', this.sims[index]!.url, '--models', SOAK_MODEL,
-      '--max-concurrency', String(this.options.concurrencyPerAgent), '--log-level', 'warn',
-    ], { IOP_LOG_LEVEL: 'warn' });
+    return launch(
+      this.agentId(index),
+      'apps/agent/dist/main.js',
+      [
+        '--edge',
+        `http://127.0.0.1:${this.tunnelPort}`,
+        '--join-token',
+        JOIN_TOKEN,
+        '--agent-id',
+        this.agentId(index),
+        '--backend',
+        'openai',
+        '--backend-url',
+        this.sims[index]!.url,
+        '--models',
+        SOAK_MODEL,
+        '--max-concurrency',
+        String(this.options.concurrencyPerAgent),
+        '--log-level',
+        'warn',
+      ],
+      { IOP_LOG_LEVEL: 'warn' },
+    );
   }
 
   private async startEdge(): Promise<void> {
-    this.edge = launch('edge', 'apps/edge/dist/main.js', [
-      '--port', String(this.edgePort), '--tunnel-port', String(this.tunnelPort),
-      '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN, '--admin-keys', ADMIN_KEY,
-    ], { IOP_LOG_LEVEL: 'warn', IOP_DATA_DIR: os.tmpdir() });
+    this.edge = launch(
+      'edge',
+      'apps/edge/dist/main.js',
+      [
+        '--port',
+        String(this.edgePort),
+        '--tunnel-port',
+        String(this.tunnelPort),
+        '--api-keys',
+        API_KEY,
+        '--join-tokens',
+        JOIN_TOKEN,
+        '--admin-keys',
+        ADMIN_KEY,
+      ],
+      { IOP_LOG_LEVEL: 'warn', IOP_DATA_DIR: os.tmpdir() },
+    );
     await waitForHttp(`${this.origin}/healthz`, 20_000);
   }
 

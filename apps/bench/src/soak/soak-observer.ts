@@ -30,8 +30,15 @@ export async function readAgentLoads(origin: string, adminKey: string): Promise<
     await response.body.dump();
     throw new Error(`GET /admin/agents: HTTP ${response.statusCode}`);
   }
-  const body = (await response.body.json()) as { data: Array<{ id: string; load: { inFlight: number; reportedInFlight: number; agentInFlight?: number | null }; health: { lastHeartbeatAt: number } }> };
-  return body.data.map((agent) => ({ id: agent.id, edgeInFlight: agent.load.inFlight, reportedInFlight: agent.load.agentInFlight ?? agent.load.reportedInFlight, lastHeartbeatAt: agent.health.lastHeartbeatAt }));
+  const body = (await response.body.json()) as {
+    data: Array<{ id: string; load: { inFlight: number; reportedInFlight: number; agentInFlight?: number | null }; health: { lastHeartbeatAt: number } }>;
+  };
+  return body.data.map((agent) => ({
+    id: agent.id,
+    edgeInFlight: agent.load.inFlight,
+    reportedInFlight: agent.load.agentInFlight ?? agent.load.reportedInFlight,
+    lastHeartbeatAt: agent.health.lastHeartbeatAt,
+  }));
 }
 
 /** A sim's view (`GET /_sim/stats`). */

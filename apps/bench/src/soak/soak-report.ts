@@ -40,7 +40,11 @@ function table(header: string[], rows: string[][]): string {
 }
 
 function top(counts: Map<string, number>, limit = 3): string {
-  return [...counts.entries()].sort((a, b) => b[1] - a[1]).slice(0, limit).map(([name, count]) => `${name} ×${count}`).join(', ');
+  return [...counts.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, limit)
+    .map(([name, count]) => `${name} ×${count}`)
+    .join(', ');
 }
 
 /** Whether the soak passed: no orphaned backend request and full agreement at rest. */
@@ -62,7 +66,9 @@ export function formatSummary(summary: SoakSummary): string {
     }
     classes.set(key, entry);
   }
-  const rows = [...classes.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([key, entry]) => [key, String(entry.total), String(entry.ok), String(entry.failed), String(entry.disrupted), top(entry.reasons)]);
+  const rows = [...classes.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([key, entry]) => [key, String(entry.total), String(entry.ok), String(entry.failed), String(entry.disrupted), top(entry.reasons)]);
   const total = summary.outcomes.length;
   const ok = summary.outcomes.filter((outcome) => outcome.ok).length;
   const failed = summary.outcomes.filter((outcome) => !outcome.ok);
@@ -73,7 +79,14 @@ export function formatSummary(summary: SoakSummary): string {
   const resourceRows = summary.resourcesStart.map((start) => {
     const end = summary.resourcesEnd.find((sample) => sample.name === start.name);
     const fmt = (value: number | undefined, digits = 0) => (value === undefined || Number.isNaN(value) ? '–' : value.toFixed(digits));
-    return [start.name, fmt(start.rssMiB, 1), fmt(end?.rssMiB, 1), fmt(start.fds), fmt(end?.fds), end !== undefined && end.pid !== start.pid ? 'restarted' : ''];
+    return [
+      start.name,
+      fmt(start.rssMiB, 1),
+      fmt(end?.rssMiB, 1),
+      fmt(start.fds),
+      fmt(end?.fds),
+      end !== undefined && end.pid !== start.pid ? 'restarted' : '',
+    ];
   });
   const verdict = (good: boolean) => (good ? 'ok' : 'FAIL');
   return [
@@ -87,14 +100,19 @@ export function formatSummary(summary: SoakSummary): string {
         ['orphaned backend requests at rest (sim in flight, no edge run)', String(orphans), verdict(orphans === 0)],
         ['largest edge/agent/backend in-flight disagreement at rest', String(restDisagreement), verdict(restDisagreement === 0)],
         ['largest in-flight disagreement under load (heartbeat-delayed)', String(summary.maxDisagreementUnderLoad), ''],
-        ['time for the counts to settle after the load (ms)', summary.settleMs === null ? 'never' : String(summary.settleMs), verdict(summary.settleMs !== null)],
+        [
+          'time for the counts to settle after the load (ms)',
+          summary.settleMs === null ? 'never' : String(summary.settleMs),
+          verdict(summary.settleMs !== null),
+        ],
         ['oldest heartbeat age seen (ms)', String(summary.maxHeartbeatAgeMs), ''],
         ['oldest heartbeat age at the end (ms)', String(summary.heartbeatAgeAtEndMs), ''],
         ['backend requests aborted by their client (all sims)', String(summary.backendAborted), ''],
       ],
     ),
     '',
-    'at rest, per agent: ' + summary.atRest.map((sample) => `${sample.id} edge ${sample.edge} / agent ${sample.reported} / backend ${sample.backend}`).join('; '),
+    'at rest, per agent: ' +
+      summary.atRest.map((sample) => `${sample.id} edge ${sample.edge} / agent ${sample.reported} / backend ${sample.backend}`).join('; '),
     '',
     table(['process', 'RSS MiB start', 'RSS MiB end', 'fds start', 'fds end', ''], resourceRows),
   ].join('\n');

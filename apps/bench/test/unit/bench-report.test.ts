@@ -3,11 +3,25 @@ import { buildReport, formatReport } from '../../src/bench-report';
 import type { RequestResult } from '../../src/request';
 
 const ok: RequestResult = { ok: true, status: 200, latencyMs: 10, ttftMs: 5, itlMs: [1], outputTokens: 2 };
-const fail = (status: number, errorClass: string, errorMessage: string): RequestResult => ({ ok: false, status, errorClass, errorMessage, latencyMs: 3, ttftMs: undefined, itlMs: [], outputTokens: 0 });
+const fail = (status: number, errorClass: string, errorMessage: string): RequestResult => ({
+  ok: false,
+  status,
+  errorClass,
+  errorMessage,
+  latencyMs: 3,
+  ttftMs: undefined,
+  itlMs: [],
+  outputTokens: 0,
+});
 
 it('lists the error messages by frequency and prints them under the error counts', () => {
   const report = buildReport(
-    [ok, fail(429, 'http_4xx', 'the queue of `house` is full'), fail(429, 'http_4xx', 'the queue of `house` is full'), fail(0, 'connection', 'connect ECONNREFUSED 127.0.0.1:1 (ECONNREFUSED)')],
+    [
+      ok,
+      fail(429, 'http_4xx', 'the queue of `house` is full'),
+      fail(429, 'http_4xx', 'the queue of `house` is full'),
+      fail(0, 'connection', 'connect ECONNREFUSED 127.0.0.1:1 (ECONNREFUSED)'),
+    ],
     1000,
   );
   expect(report.errorMessages).toEqual([

@@ -29,7 +29,15 @@ describe('Prometheus text parsing', () => {
 
   it('a histogram delta sums label sets and subtracts the earlier scrape; percentiles are bucket bounds', () => {
     const delta = histogramDelta(scrape([1, 2, 2], 600, 0), scrape([3, 9, 10], 9000, 0), 'iop_gate_held_bytes');
-    expect(delta).toEqual({ count: 8, sum: 8400, buckets: [{ le: 256, count: 2 }, { le: 1024, count: 7 }, { le: Number.POSITIVE_INFINITY, count: 8 }] });
+    expect(delta).toEqual({
+      count: 8,
+      sum: 8400,
+      buckets: [
+        { le: 256, count: 2 },
+        { le: 1024, count: 7 },
+        { le: Number.POSITIVE_INFINITY, count: 8 },
+      ],
+    });
     expect(bucketPercentile(delta, 25)).toBe(256);
     expect(bucketPercentile(delta, 50)).toBe(1024);
     expect(bucketPercentile(delta, 99)).toBe(Number.POSITIVE_INFINITY);

@@ -11,7 +11,8 @@ import { IopError, secretIn } from '@iop/core';
 export function adminAuth(keys: () => readonly string[]) {
   return function adminAuthMiddleware(req: Request, _res: Response, next: NextFunction): void {
     const configured = keys();
-    if (configured.length === 0) return next(new IopError('authentication', 'the admin API is disabled: no admin keys configured (adminKeys / IOP_ADMIN_KEYS)'));
+    if (configured.length === 0)
+      return next(new IopError('authentication', 'the admin API is disabled: no admin keys configured (adminKeys / IOP_ADMIN_KEYS)'));
     const match = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
     const given = match?.[1]?.trim();
     if (given === undefined || given === '') return next(new IopError('authentication', 'missing admin key: send `Authorization: Bearer <admin key>`'));

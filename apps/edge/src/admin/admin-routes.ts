@@ -52,7 +52,10 @@ export function mountAdmin(app: Express, edge: EdgeContext): void {
     const pool = poolHealthByAgent(edge.poolSnapshot());
     return sessions.map((session) => agentView(session, edge.config.heartbeatIntervalMs, pool));
   };
-  app.use('/admin', adminAuth(() => edge.config.adminKeys));
+  app.use(
+    '/admin',
+    adminAuth(() => edge.config.adminKeys),
+  );
   app.get('/admin/pool', (_req: Request, res: Response) => {
     res.json(edge.poolSnapshot());
   });

@@ -21,7 +21,22 @@ import type { GateRegistry } from '../gate/gate-registry.js';
 import { compactChanges, jsonEqual, type PoolConfigChanges } from '../pool/pool-reload.js';
 
 /** Keys whose new value is applied by a reload. */
-export const RELOADABLE_KEYS = ['apiKeys', 'keys', 'joinTokens', 'adminKeys', 'gate', 'logLevel', 'maxAttempts', 'runAcceptedTimeoutMs', 'firstByteTimeoutMs', 'idleTimeoutMs', 'requestDeadlineMs', 'writeStallTimeoutMs', 'shutdownDeadlineMs', 'pool'] as const;
+export const RELOADABLE_KEYS = [
+  'apiKeys',
+  'keys',
+  'joinTokens',
+  'adminKeys',
+  'gate',
+  'logLevel',
+  'maxAttempts',
+  'runAcceptedTimeoutMs',
+  'firstByteTimeoutMs',
+  'idleTimeoutMs',
+  'requestDeadlineMs',
+  'writeStallTimeoutMs',
+  'shutdownDeadlineMs',
+  'pool',
+] as const;
 
 type ReloadableKey = (typeof RELOADABLE_KEYS)[number];
 
@@ -53,7 +68,9 @@ function poolChanged(current: EdgeConfig, next: EdgeConfig): boolean {
 export function applyConfigReload(edge: EdgeContext, next: EdgeConfig, buildGates: (section: EdgeConfig['gate']) => GateRegistry): ReloadResult {
   const current = edge.config;
   const changed = RELOADABLE_KEYS.filter((key) => (key === 'pool' ? poolChanged(current, next) : !isDeepStrictEqual(current[key], next[key])));
-  const restartRequired = (Object.keys(next) as Array<keyof EdgeConfig>).filter((key) => !(RELOADABLE_KEYS as readonly string[]).includes(key) && !isDeepStrictEqual(current[key], next[key]));
+  const restartRequired = (Object.keys(next) as Array<keyof EdgeConfig>).filter(
+    (key) => !(RELOADABLE_KEYS as readonly string[]).includes(key) && !isDeepStrictEqual(current[key], next[key]),
+  );
   const gates = changed.includes('gate') ? buildGates(next.gate) : edge.gates;
   // Last step that may throw: the pool state is built and validated before anything is swapped.
   const pool = jsonEqual(current.pool, next.pool) ? undefined : edge.pool.prepareReload(next.pool);

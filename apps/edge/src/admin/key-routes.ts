@@ -54,7 +54,8 @@ function parseBody(req: Request, validate: ValidateFunction): KeyInput {
   for (const [name, value] of Object.entries(body)) if (name !== 'expiresAt') input[name] = value === null ? undefined : value;
   if (typeof body.expiresAt === 'string') {
     const expiresAtMs = Date.parse(body.expiresAt);
-    if (Number.isNaN(expiresAtMs)) throw new IopError('invalid_request', `expiresAt is not an RFC 3339 time: ${JSON.stringify(body.expiresAt)}`, { param: 'expiresAt' });
+    if (Number.isNaN(expiresAtMs))
+      throw new IopError('invalid_request', `expiresAt is not an RFC 3339 time: ${JSON.stringify(body.expiresAt)}`, { param: 'expiresAt' });
     input.expiresAtMs = expiresAtMs;
   } else if (body.expiresAt === null) {
     input.expiresAtMs = undefined;
@@ -85,7 +86,16 @@ export function mountKeyRoutes(app: Express, edge: EdgeContext): void {
   });
   app.get('/admin/keys', async (_req: Request, res: Response) => {
     const state = requireState(edge);
-    const fromConfig = edge.config.keys.map((key) => keyView({ ...key, owner: key.owner ?? '', keyHash: '', createdAtMs: 0, source: 'config', ...(key.expiresAt === undefined ? {} : { expiresAtMs: Date.parse(key.expiresAt) }) }));
+    const fromConfig = edge.config.keys.map((key) =>
+      keyView({
+        ...key,
+        owner: key.owner ?? '',
+        keyHash: '',
+        createdAtMs: 0,
+        source: 'config',
+        ...(key.expiresAt === undefined ? {} : { expiresAtMs: Date.parse(key.expiresAt) }),
+      }),
+    );
     res.json({ object: 'list', data: [...fromConfig, ...(await state.keyStore.list()).map(keyView)] });
   });
   app.get('/admin/keys/:id', async (req: Request, res: Response) => {

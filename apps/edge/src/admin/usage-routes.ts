@@ -17,7 +17,8 @@ function timeParam(req: Request, name: string): number | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'string') throw new IopError('invalid_request', `\`${name}\` must be one value`, { param: name });
   const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
-  if (!Number.isFinite(ms)) throw new IopError('invalid_request', `\`${name}\` must be an RFC 3339 time or ms since the epoch, got ${JSON.stringify(value)}`, { param: name });
+  if (!Number.isFinite(ms))
+    throw new IopError('invalid_request', `\`${name}\` must be an RFC 3339 time or ms since the epoch, got ${JSON.stringify(value)}`, { param: name });
   return ms;
 }
 
@@ -28,7 +29,12 @@ function groupsParam(req: Request): UsageGroup[] {
   const groups = value.split(',').map((part) => part.trim());
   // Own keys only: `in` would also accept Object.prototype's names (`__proto__`, `toString`).
   const unknown = groups.filter((group) => !Object.hasOwn(GROUPS, group));
-  if (unknown.length > 0) throw new IopError('invalid_request', `unknown group_by ${unknown.map((group) => JSON.stringify(group)).join(', ')}; use ${Object.keys(GROUPS).join(', ')}`, { param: 'group_by' });
+  if (unknown.length > 0)
+    throw new IopError(
+      'invalid_request',
+      `unknown group_by ${unknown.map((group) => JSON.stringify(group)).join(', ')}; use ${Object.keys(GROUPS).join(', ')}`,
+      { param: 'group_by' },
+    );
   return [...new Set(groups)] as UsageGroup[];
 }
 
@@ -41,7 +47,12 @@ export function mountUsageRoutes(app: Express, edge: EdgeContext): void {
     const toMs = timeParam(req, 'to');
     const key = typeof req.query.key === 'string' ? req.query.key : undefined;
     if (req.query.flush === 'true') await state.ledger.flush();
-    const data = await queryUsage(state.sql, { groupBy, ...(fromMs === undefined ? {} : { fromMs }), ...(toMs === undefined ? {} : { toMs }), ...(key === undefined ? {} : { keyId: key }) });
+    const data = await queryUsage(state.sql, {
+      groupBy,
+      ...(fromMs === undefined ? {} : { fromMs }),
+      ...(toMs === undefined ? {} : { toMs }),
+      ...(key === undefined ? {} : { keyId: key }),
+    });
     res.json({ object: 'list', data, ledger: { queued: state.ledger.queued, dropped: state.ledger.dropped, written: state.ledger.written } });
   });
 }

@@ -102,7 +102,12 @@ export class EdgeDispatcher implements Dispatcher {
     let toolIds: ReturnType<typeof toBackendChatRequest>['toolIds'] | undefined;
     const bodyFor = (model: string) => {
       const fitted = fitOutputLimit(attempt.request, pool.contextLength(model), log);
-      const backend = toBackendChatRequest(fitted.request, { model, stream: true, toolIdFormat: pool.toolIdFormatOf(model), billingHeader: edge.config.billingHeader });
+      const backend = toBackendChatRequest(fitted.request, {
+        model,
+        stream: true,
+        toolIdFormat: pool.toolIdFormatOf(model),
+        billingHeader: edge.config.billingHeader,
+      });
       this.options.onWarnings?.(fitted.warning === undefined ? backend.warnings : [...backend.warnings, fitted.warning]);
       if (attempt.prefill !== undefined) {
         // vLLM / SGLang: continue the final assistant message instead of starting a new turn.
@@ -120,7 +125,24 @@ export class EdgeDispatcher implements Dispatcher {
       try {
         opened = await openRun(
           pool,
-          { requestId, model: attempt.request.model, method: 'POST', path: '/v1/chat/completions', bodyFor, idempotencyKey: attempt.idempotencyKey, acceptedTimeoutMs: edge.config.runAcceptedTimeoutMs, firstByteTimeoutMs: edge.config.firstByteTimeoutMs, idleTimeoutMs: edge.config.idleTimeoutMs, deadline: this.options.deadline, affinityKey: attempt.attempt === 1 ? this.options.affinityKey : undefined, attempts, onlyFallback: true, avoid, signal, onFailure: (failure, error) => (this.lastFailure = { failure, error }) },
+          {
+            requestId,
+            model: attempt.request.model,
+            method: 'POST',
+            path: '/v1/chat/completions',
+            bodyFor,
+            idempotencyKey: attempt.idempotencyKey,
+            acceptedTimeoutMs: edge.config.runAcceptedTimeoutMs,
+            firstByteTimeoutMs: edge.config.firstByteTimeoutMs,
+            idleTimeoutMs: edge.config.idleTimeoutMs,
+            deadline: this.options.deadline,
+            affinityKey: attempt.attempt === 1 ? this.options.affinityKey : undefined,
+            attempts,
+            onlyFallback: true,
+            avoid,
+            signal,
+            onFailure: (failure, error) => (this.lastFailure = { failure, error }),
+          },
           log,
           (started, pick) => {
             run = started;

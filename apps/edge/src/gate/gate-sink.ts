@@ -16,8 +16,18 @@ export class GateMetrics {
   readonly heldBytes: Histogram<'model'>;
 
   constructor(metrics: EdgeMetrics) {
-    this.verdicts = new Counter({ name: 'iop_gate_verdicts_total', help: 'Final verdict of each gate filter per attempt.', labelNames: ['model', 'filter', 'verdict'] as const, registers: [metrics.registry] });
-    this.attempts = new Counter({ name: 'iop_gate_attempts_total', help: 'Gate attempts by outcome (answered, retried, continued, failed, aborted).', labelNames: ['model', 'outcome'] as const, registers: [metrics.registry] });
+    this.verdicts = new Counter({
+      name: 'iop_gate_verdicts_total',
+      help: 'Final verdict of each gate filter per attempt.',
+      labelNames: ['model', 'filter', 'verdict'] as const,
+      registers: [metrics.registry],
+    });
+    this.attempts = new Counter({
+      name: 'iop_gate_attempts_total',
+      help: 'Gate attempts by outcome (answered, retried, continued, failed, aborted).',
+      labelNames: ['model', 'outcome'] as const,
+      registers: [metrics.registry],
+    });
     this.heldBytes = new Histogram({
       name: 'iop_gate_held_bytes',
       help: 'Bytes the stream gate held at the peak of each attempt (queued events plus filter state; bounded by maxHeldBytes).',
@@ -32,11 +42,18 @@ export class GateMetrics {
  * `knownModel` maps a client model name to a bounded label (unknown names become "unknown");
  * `policyOf` gives the model's gate policy label (`policyLabel`) for the tokens of discarded attempts.
  */
-export function createGateSink(gateMetrics: GateMetrics, metrics: EdgeMetrics, log: Logger, knownModel: (model: string) => string, policyOf: (model: string) => string): GateSink {
+export function createGateSink(
+  gateMetrics: GateMetrics,
+  metrics: EdgeMetrics,
+  log: Logger,
+  knownModel: (model: string) => string,
+  policyOf: (model: string) => string,
+): GateSink {
   return {
     verdict(report) {
       gateMetrics.verdicts.inc({ model: knownModel(report.model), filter: report.filter, verdict: report.verdict });
-      if (report.verdict === 'reject') log.info({ requestId: report.requestId, attempt: report.attempt, filter: report.filter, reason: report.reason }, 'gate rejected an attempt');
+      if (report.verdict === 'reject')
+        log.info({ requestId: report.requestId, attempt: report.attempt, filter: report.filter, reason: report.reason }, 'gate rejected an attempt');
     },
     attempt(report) {
       const model = knownModel(report.model);
@@ -50,7 +67,18 @@ export function createGateSink(gateMetrics: GateMetrics, metrics: EdgeMetrics, l
         add('prompt', report.usage.inputTokens);
         add('completion', report.usage.outputTokens);
       }
-      const fields = { requestId: report.requestId, attempt: report.attempt, idempotencyKey: report.idempotencyKey, provider: report.provider, outcome: report.outcome, reason: report.reason, filter: report.filter, durationMs: Math.round(report.durationMs), committed: report.committed, peakHeldBytes: report.peakHeldBytes };
+      const fields = {
+        requestId: report.requestId,
+        attempt: report.attempt,
+        idempotencyKey: report.idempotencyKey,
+        provider: report.provider,
+        outcome: report.outcome,
+        reason: report.reason,
+        filter: report.filter,
+        durationMs: Math.round(report.durationMs),
+        committed: report.committed,
+        peakHeldBytes: report.peakHeldBytes,
+      };
       if (report.outcome === 'answered') log.debug(fields, 'gate attempt');
       else log.info(fields, 'gate attempt');
     },

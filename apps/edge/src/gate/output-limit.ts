@@ -29,7 +29,10 @@ export function fitOutputLimit(request: InferenceRequest, contextLength: number,
   if (prompt + limit <= contextLength) return { request };
   const fits = contextLength - prompt;
   if (fits < 1) return { request };
-  log.warn({ maxOutputTokens: limit, loweredTo: fits, contextLength, estimatedPromptTokens: prompt }, 'the output reservation (max_tokens) is larger than the context leaves after the prompt; lowered to fit (the prompt itself fits)');
+  log.warn(
+    { maxOutputTokens: limit, loweredTo: fits, contextLength, estimatedPromptTokens: prompt },
+    'the output reservation (max_tokens) is larger than the context leaves after the prompt; lowered to fit (the prompt itself fits)',
+  );
   return {
     request: { ...request, maxOutputTokens: fits },
     warning: `max_tokens ${limit} lowered to ${fits}: the model's context holds ${contextLength} tokens and the prompt takes about ${prompt}`,

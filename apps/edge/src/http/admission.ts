@@ -54,7 +54,12 @@ export async function admitRequest(edge: EdgeContext, res: Response, dialect: Di
         writeRateLimitHeaders(admission.state, dialect, Date.now(), setHeader);
       } catch (error) {
         if (error instanceof LimitRefusal) writeRateLimitHeaders(error.state, dialect, Date.now(), setHeader);
-        ledgerRow(edge, res, dialect, model, identity.keyId, { status: error instanceof IopError ? error.status : 500, usage: undefined, attempts: 0, durationMs: performance.now() - context.startedAt });
+        ledgerRow(edge, res, dialect, model, identity.keyId, {
+          status: error instanceof IopError ? error.status : 500,
+          usage: undefined,
+          attempts: 0,
+          durationMs: performance.now() - context.startedAt,
+        });
         throw error;
       }
     }

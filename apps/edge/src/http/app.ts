@@ -55,7 +55,11 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
 
   app.head('/', (_req, res) => void res.status(200).end());
   app.get('/', (_req, res) => {
-    res.type('text/plain').send(`iop is running (edge ${EDGE_VERSION}).\nAPI: POST /v1/chat/completions, /v1/responses, /v1/messages; GET /v1/models. Probes: /healthz, /readyz. Metrics: /metrics.\n`);
+    res
+      .type('text/plain')
+      .send(
+        `iop is running (edge ${EDGE_VERSION}).\nAPI: POST /v1/chat/completions, /v1/responses, /v1/messages; GET /v1/models. Probes: /healthz, /readyz. Metrics: /metrics.\n`,
+      );
   });
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
   app.get('/readyz', (_req, res) => {
@@ -64,7 +68,9 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
     // Direct providers serve requests without any agent: an edge with one taking runs is ready.
     const directProviders = edge.pool.direct.filter((provider) => provider.accepting).length;
     const ready = agents + directProviders > 0;
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : all.length > 0 ? 'every agent is draining' : 'no agents connected', agents, directProviders });
+    res
+      .status(ready ? 200 : 503)
+      .json({ status: ready ? 'ready' : all.length > 0 ? 'every agent is draining' : 'no agents connected', agents, directProviders });
   });
   app.get('/metrics', async (_req, res, next) => {
     try {

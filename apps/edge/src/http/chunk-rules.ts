@@ -18,8 +18,7 @@ import { errorEventFromUpstream } from '../dialects.js';
 
 export type ChunkVerdict =
   /** `original`: send the event as it came; a Buffer: send it instead (a complete SSE event); `none`: drop the event. */
-  | { kind: 'emit'; bytes: Buffer | 'original' | 'none'; finished: boolean }
-  | { kind: 'error'; error: IopError };
+  { kind: 'emit'; bytes: Buffer | 'original' | 'none'; finished: boolean } | { kind: 'error'; error: IopError };
 
 type JsonObject = Record<string, unknown>;
 
@@ -53,7 +52,8 @@ export class ChunkRules {
    * `reframe`: the original bytes cannot be sent as they are (multi-line data).
    */
   apply(chunk: unknown, options: { errorEvent: boolean; reframe: boolean }): ChunkVerdict {
-    if (!isObject(chunk)) return { kind: 'error', error: new IopError('upstream_error', 'upstream failure: the backend sent a stream chunk that is not a JSON object') };
+    if (!isObject(chunk))
+      return { kind: 'error', error: new IopError('upstream_error', 'upstream failure: the backend sent a stream chunk that is not a JSON object') };
     if (chunk.error !== undefined && chunk.error !== null) return { kind: 'error', error: iopErrorOf(errorEventFromUpstream(chunk.error)) };
     if (options.errorEvent) return { kind: 'error', error: iopErrorOf(errorEventFromUpstream(chunk)) };
     const finished = hasFinishReason(chunk);

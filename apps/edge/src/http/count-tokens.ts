@@ -13,10 +13,25 @@ import { locals } from './request-context.js';
 import { openRun } from './open-run.js';
 import { FrameKind } from '../tunnel/run-registry.js';
 
-async function tokenizeOnProvider(edge: EdgeContext, requestId: string, model: string, payload: Record<string, unknown>, log: ReturnType<typeof locals>['log']): Promise<number | undefined> {
+async function tokenizeOnProvider(
+  edge: EdgeContext,
+  requestId: string,
+  model: string,
+  payload: Record<string, unknown>,
+  log: ReturnType<typeof locals>['log'],
+): Promise<number | undefined> {
   const { run, first } = await openRun(
     edge.pool,
-    { requestId, model, method: 'POST', path: '/tokenize', bodyFor: (served) => Buffer.from(JSON.stringify({ ...payload, model: served })), acceptedTimeoutMs: edge.config.runAcceptedTimeoutMs, firstByteTimeoutMs: edge.config.firstByteTimeoutMs, maxAttempts: 1 },
+    {
+      requestId,
+      model,
+      method: 'POST',
+      path: '/tokenize',
+      bodyFor: (served) => Buffer.from(JSON.stringify({ ...payload, model: served })),
+      acceptedTimeoutMs: edge.config.runAcceptedTimeoutMs,
+      firstByteTimeoutMs: edge.config.firstByteTimeoutMs,
+      maxAttempts: 1,
+    },
     log,
     () => undefined,
   );
@@ -39,7 +54,13 @@ export function countTokensHandler(edge: EdgeContext) {
       if (group.targets.some((target) => edge.registry.forModel(target.model).some((session) => session.capabilities.has('tokenize')))) {
         const chat = toBackendChatRequest({ ...request, stream: false }, { model: request.model, stream: false }).body;
         try {
-          count = await tokenizeOnProvider(edge, requestId, request.model, { model: request.model, messages: chat.messages, ...(chat.tools === undefined ? {} : { tools: chat.tools }) }, log);
+          count = await tokenizeOnProvider(
+            edge,
+            requestId,
+            request.model,
+            { model: request.model, messages: chat.messages, ...(chat.tools === undefined ? {} : { tools: chat.tools }) },
+            log,
+          );
         } catch (error) {
           log.warn({ err: error }, 'tokenize on the provider failed; answering with an estimate');
         }

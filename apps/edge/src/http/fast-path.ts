@@ -48,15 +48,12 @@ export function withInferenceFastPath(app: Express, edge: EdgeContext, routes: D
     context(req, res, () => {
       void check(req, res, (error?: unknown) => {
         if (error !== undefined) return onError(error);
-        readBody(req, limit).then(
-          (body) => {
-            req.body = body;
-            void handler(req, res, (failure?: unknown) => {
-              if (failure !== undefined) onError(failure);
-            });
-          },
-          onError,
-        );
+        readBody(req, limit).then((body) => {
+          req.body = body;
+          void handler(req, res, (failure?: unknown) => {
+            if (failure !== undefined) onError(failure);
+          });
+        }, onError);
       });
     });
   };

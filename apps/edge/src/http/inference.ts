@@ -47,7 +47,9 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
   // the tunnel's spans become its children and log lines carry its trace_id.
   return function inference(req: Request, res: Response, next: NextFunction): Promise<void> {
     const traced = startRequestSpan(req.headers, req.path, locals(res).requestId);
-    res.once('close', () => endRequestSpan(traced.span, res.statusCode, res.getHeader('x-iop-model') as string | undefined, res.getHeader('x-iop-agent-id') as string | undefined));
+    res.once('close', () =>
+      endRequestSpan(traced.span, res.statusCode, res.getHeader('x-iop-model') as string | undefined, res.getHeader('x-iop-agent-id') as string | undefined),
+    );
     return otelContext.with(traced.context, () => serve(req, res, next));
   };
 
@@ -57,7 +59,12 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
     const affinity = edge.pool.config.affinity; // read per request: a reload may change it
     // One signal stops the request: client gone, the deadline, or a client that stopped reading.
     const abort = new RequestDeadline(edge.config.requestDeadlineMs);
-    const timeouts = { acceptedTimeoutMs: edge.config.runAcceptedTimeoutMs, firstByteTimeoutMs: edge.config.firstByteTimeoutMs, idleTimeoutMs: edge.config.idleTimeoutMs, deadline: abort };
+    const timeouts = {
+      acceptedTimeoutMs: edge.config.runAcceptedTimeoutMs,
+      firstByteTimeoutMs: edge.config.firstByteTimeoutMs,
+      idleTimeoutMs: edge.config.idleTimeoutMs,
+      deadline: abort,
+    };
     let current: RunStream | undefined;
     let model = 'unknown';
     res.on('close', () => {
@@ -69,9 +76,13 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         log.info({ runId: current.runId }, 'client disconnected; run cancelled');
       }
     });
-    abort.signal.addEventListener('abort', () => {
-      if (current !== undefined && !current.isFinished) current.cancel(abort.error?.message ?? 'client disconnected');
-    }, { once: true });
+    abort.signal.addEventListener(
+      'abort',
+      () => {
+        if (current !== undefined && !current.isFinished) current.cancel(abort.error?.message ?? 'client disconnected');
+      },
+      { once: true },
+    );
     let servedModel: string | undefined;
     let admission: RequestAdmission | undefined;
     let attempts = 0;
@@ -108,10 +119,23 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         edge.metrics.ttft.observe(metricLabels(model), ttftSeconds);
       };
 
-      const summary = (status: number, tokens: ReturnType<UsageRecorder['flush']>) => ({ status, usage: tokens, servedModel, agentId: current?.providerId, attempts, ttftMs: ttftSeconds === undefined ? undefined : ttftSeconds * 1000, durationMs: performance.now() - startedAt });
+      const summary = (status: number, tokens: ReturnType<UsageRecorder['flush']>) => ({
+        status,
+        usage: tokens,
+        servedModel,
+        agentId: current?.providerId,
+        attempts,
+        ttftMs: ttftSeconds === undefined ? undefined : ttftSeconds * 1000,
+        durationMs: performance.now() - startedAt,
+      });
       let failedStatus: number | undefined;
       try {
-        if (route.passthrough && overrides === undefined && !edge.gates.needsContent(String(body.model), body) && !edge.pool.restrictsToolIds(String(body.model))) {
+        if (
+          route.passthrough &&
+          overrides === undefined &&
+          !edge.gates.needsContent(String(body.model), body) &&
+          !edge.pool.restrictsToolIds(String(body.model))
+        ) {
           responseMode = { mode: 'passthrough' };
           // The same 400s as the translated path, before any backend call.
           const peek = validateChatPassthrough(body);
@@ -127,7 +151,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
               method: 'POST',
               path: '/v1/chat/completions',
               // The backend gets its served id; the client's exact bytes when the names agree.
-              bodyFor: (served) => (served === model && rewrite === undefined ? (req.body as Buffer) : Buffer.from(JSON.stringify({ ...body, ...rewrite, model: served }))),
+              bodyFor: (served) =>
+                served === model && rewrite === undefined ? (req.body as Buffer) : Buffer.from(JSON.stringify({ ...body, ...rewrite, model: served })),
               ...timeouts,
               affinityKey: affinity.enabled ? chatAffinityKey(body, affinity.prefixMessages) : undefined,
               signal: abort.signal,
@@ -141,7 +166,17 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
             return;
           }
           const rewriter = opened.model === model ? undefined : new ModelRewriter(opened.model, model);
-          const failure = await relay(opened.run, opened.start, res, { stream: peek.stream, includeUsage: peek.includeUsage, usage, onFirstByte, first: opened.first, rewriter, answer: opened.answer, signal: abort.signal, writeStallTimeoutMs: edge.config.writeStallTimeoutMs });
+          const failure = await relay(opened.run, opened.start, res, {
+            stream: peek.stream,
+            includeUsage: peek.includeUsage,
+            usage,
+            onFirstByte,
+            first: opened.first,
+            rewriter,
+            answer: opened.answer,
+            signal: abort.signal,
+            writeStallTimeoutMs: edge.config.writeStallTimeoutMs,
+          });
           // A stream that ended in an error is not an answer: its tokens count as a failed attempt's.
           if (failure !== undefined) {
             usage.flush(metricLabels(model).model, responseLabels(), 'failed');
@@ -178,7 +213,15 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
             stream: request.stream,
             usage,
             gate: edge.gates.gateFor(model),
-            dispatcher: new EdgeDispatcher({ edge, requestId, log, onRun, onWarnings, affinityKey: affinity.enabled ? affinityKey(request, affinity.prefixMessages) : undefined, deadline: abort }),
+            dispatcher: new EdgeDispatcher({
+              edge,
+              requestId,
+              log,
+              onRun,
+              onWarnings,
+              affinityKey: affinity.enabled ? affinityKey(request, affinity.prefixMessages) : undefined,
+              deadline: abort,
+            }),
             signal: abort.signal,
             stop: (error) => abort.stop(error),
             writeStallTimeoutMs: edge.config.writeStallTimeoutMs,
@@ -197,18 +240,61 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       const tokens = usage.flush(metricLabels(model).model, responseLabels());
       const durationMs = performance.now() - startedAt;
       const failed = res.statusCode >= 400 ? String(res.statusCode) : streamError;
-      edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: inBandStatus ?? res.statusCode, durationSeconds: durationMs / 1000, ttftSeconds, usage: tokens, errorType: failed, response: responseLabels() });
-      log.info({ model, servedModel, agentId: current?.providerId, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10, usage: tokens, ...responseMode, aborted: abort.signal.aborted || undefined }, 'request completed');
+      edge.metrics.recordRequest({
+        ...metricLabels(model),
+        servedModel,
+        agent: current?.providerId,
+        status: inBandStatus ?? res.statusCode,
+        durationSeconds: durationMs / 1000,
+        ttftSeconds,
+        usage: tokens,
+        errorType: failed,
+        response: responseLabels(),
+      });
+      log.info(
+        {
+          model,
+          servedModel,
+          agentId: current?.providerId,
+          status: res.statusCode,
+          durationMs: Math.round(durationMs * 10) / 10,
+          usage: tokens,
+          ...responseMode,
+          aborted: abort.signal.aborted || undefined,
+        },
+        'request completed',
+      );
       abort.clear();
     } catch (caught) {
       abort.clear();
       if (caught instanceof ClientGone || (!(caught instanceof IopError) && abort.error instanceof ClientGone)) {
         // The client left before an answer (e.g. while queued): nothing to send, no edge error. 499: nginx's convention.
-        edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: 499, durationSeconds: (performance.now() - startedAt) / 1000, ttftSeconds: undefined, usage: undefined, errorType: 'client_gone', response: responseLabels() });
+        edge.metrics.recordRequest({
+          ...metricLabels(model),
+          servedModel,
+          agent: current?.providerId,
+          status: 499,
+          durationSeconds: (performance.now() - startedAt) / 1000,
+          ttftSeconds: undefined,
+          usage: undefined,
+          errorType: 'client_gone',
+          response: responseLabels(),
+        });
         log.info({ model, durationMs: Math.round((performance.now() - startedAt) * 10) / 10 }, 'client disconnected before the answer');
         return;
       }
-      if (caught instanceof IopError) edge.metrics.recordRequest({ ...metricLabels(model), servedModel, agent: current?.providerId, status: clientStatus(caught), durationSeconds: (performance.now() - startedAt) / 1000, ttftSeconds: undefined, usage: undefined, errorType: caught.code, response: responseLabels() });
+      if (caught instanceof IopError)
+        edge.metrics.recordRequest({
+          ...metricLabels(model),
+          servedModel,
+          agent: current?.providerId,
+          status: clientStatus(caught),
+          durationSeconds: (performance.now() - startedAt) / 1000,
+          ttftSeconds: undefined,
+          usage: undefined,
+          errorType: caught.code,
+          response: responseLabels(),
+        });
       next(caught);
     }
   }

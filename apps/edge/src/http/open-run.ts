@@ -102,7 +102,12 @@ export function runFailure(frame: Pick<ProviderTunnelFrame, 'errorCode' | 'error
 
 /** The attempt failure an IopError rendered from a backend status stands for. */
 function statusFailure(error: IopError, start: ProviderTunnelFrame): AttemptFailure {
-  return { kind: 'status', status: start.status, retryAfter: start.headers['retry-after'], errorCode: error.code === 'context_length_exceeded' ? error.code : undefined };
+  return {
+    kind: 'status',
+    status: start.status,
+    retryAfter: start.headers['retry-after'],
+    errorCode: error.code === 'context_length_exceeded' ? error.code : undefined,
+  };
 }
 
 /** A non-stream answer read to its END (`wholeBody`). */
@@ -111,7 +116,8 @@ export interface WholeAnswer {
   usage: FrameUsage | undefined;
 }
 
-type AttemptResult = { start: ProviderTunnelFrame; first: ProviderTunnelFrame | undefined; answer?: WholeAnswer } | { error: IopError; failure: AttemptFailure };
+type AttemptResult =
+  { start: ProviderTunnelFrame; first: ProviderTunnelFrame | undefined; answer?: WholeAnswer } | { error: IopError; failure: AttemptFailure };
 
 /** Reads a 2xx answer to its END; a body that breaks first is the attempt's failure. */
 async function wholeAnswer(run: RunStream, start: ProviderTunnelFrame): Promise<AttemptResult> {
@@ -119,7 +125,8 @@ async function wholeAnswer(run: RunStream, start: ProviderTunnelFrame): Promise<
   let usage: FrameUsage | undefined;
   for (;;) {
     const next = await run.frames.next();
-    if (next.done === true) return { error: new IopError('upstream_error', 'upstream failure: the answer ended before its end'), failure: { kind: 'reset', detail: 'ended' } };
+    if (next.done === true)
+      return { error: new IopError('upstream_error', 'upstream failure: the answer ended before its end'), failure: { kind: 'reset', detail: 'ended' } };
     const frame = next.value;
     if (frame.kind === FrameKind.ERROR) return { error: runFailure(frame), failure: failureOfRunError(frame.errorCode) };
     if (frame.kind === FrameKind.BODY) parts.push(frame.body);
@@ -128,7 +135,10 @@ async function wholeAnswer(run: RunStream, start: ProviderTunnelFrame): Promise<
   }
   const body = parts.length === 1 ? Buffer.from(parts[0]!.buffer, parts[0]!.byteOffset, parts[0]!.byteLength) : Buffer.concat(parts);
   if (!looksLikeJsonObject(body)) {
-    return { error: new IopError('upstream_error', 'upstream failure: the backend sent a malformed response body'), failure: { kind: 'reset', detail: 'malformed body' } };
+    return {
+      error: new IopError('upstream_error', 'upstream failure: the backend sent a malformed response body'),
+      failure: { kind: 'reset', detail: 'malformed body' },
+    };
   }
   return { start, first: undefined, answer: { body, usage } };
 }
@@ -148,7 +158,8 @@ async function attemptOnce(run: RunStream, wholeBody: boolean): Promise<AttemptR
     if (first?.kind === FrameKind.ERROR) return { error: runFailure(first), failure: failureOfRunError(first.errorCode) };
     return { start: frame, first };
   }
-  if (frame === undefined) return { error: new IopError('upstream_error', 'the run ended without a response'), failure: { kind: 'no_response', detail: 'ended' } };
+  if (frame === undefined)
+    return { error: new IopError('upstream_error', 'the run ended without a response'), failure: { kind: 'no_response', detail: 'ended' } };
   return { error: runFailure(frame), failure: failureOfRunError(frame.errorCode) };
 }
 
@@ -185,9 +196,17 @@ export async function openRun(pool: ProviderPool, request: OpenRunRequest, log: 
       const number = attempts.count + 1;
       // A non-stream answer's first byte is the whole answer: it may take the rest of the deadline.
       const remainingMs = deadline?.remainingMs();
-      const firstByteTimeoutMs = remainingMs === undefined ? base.firstByteTimeoutMs : wholeBody ? remainingMs : Math.min(base.firstByteTimeoutMs ?? remainingMs, remainingMs);
+      const firstByteTimeoutMs =
+        remainingMs === undefined ? base.firstByteTimeoutMs : wholeBody ? remainingMs : Math.min(base.firstByteTimeoutMs ?? remainingMs, remainingMs);
       const acquired = await pool.acquire(group, { exclude, affinityKey, ...(signal === undefined ? {} : { signal }) }, (pick) =>
-        pick.provider.start({ ...base, firstByteTimeoutMs, model: pick.model, body: bodyFor(pick.model), idempotencyKey: call === 1 && request.idempotencyKey !== undefined ? request.idempotencyKey : `${request.idempotencyKey ?? request.requestId}:${number}` }),
+        pick.provider.start({
+          ...base,
+          firstByteTimeoutMs,
+          model: pick.model,
+          body: bodyFor(pick.model),
+          idempotencyKey:
+            call === 1 && request.idempotencyKey !== undefined ? request.idempotencyKey : `${request.idempotencyKey ?? request.requestId}:${number}`,
+        }),
       );
       const { run, pick, ticket } = acquired;
       group = acquired.group;
@@ -207,7 +226,10 @@ export async function openRun(pool: ProviderPool, request: OpenRunRequest, log: 
       pool.report(group, ticket, aborted(signal) ? 'cancelled' : outcomeOf(failure));
       if (aborted(signal)) throw stopError(signal, error);
       if (onlyFallback && !isContextOverflow(failure)) throw error;
-      const verdict = await scheduleRetry({ pool, group, attempts, avoid, maxAttempts, deadline, signal, log, fields: { providerId: pick.provider.id, model: pick.model } }, failure);
+      const verdict = await scheduleRetry(
+        { pool, group, attempts, avoid, maxAttempts, deadline, signal, log, fields: { providerId: pick.provider.id, model: pick.model } },
+        failure,
+      );
       if (verdict.action === 'fail') throw error;
       if (aborted(signal)) throw stopError(signal, error);
       if (verdict.action === 'fallback') group = verdict.group;

@@ -26,7 +26,6 @@ import type { UsageRecorder } from './usage-recorder.js';
 import { drained, endStalled } from './drained.js';
 import { stopError } from './request-deadline.js';
 
-
 export interface RelayOptions {
   stream: boolean;
   /** The client asked for `stream_options.include_usage`: exactly one `choices: []` usage chunk. */
@@ -94,7 +93,7 @@ async function relayStream(handle: RunStream, res: Response, options: RelayOptio
     endStalled(res, sseJson(toOpenAIErrorBody(failure)), options.writeStallTimeoutMs ?? 0);
     return failure;
   };
-  for (let frame = options.first; ; ) {
+  for (let frame = options.first; ;) {
     if (frame === undefined) {
       const next = await handle.frames.next();
       if (next.done === true) break;

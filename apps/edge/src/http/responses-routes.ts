@@ -68,7 +68,8 @@ export function responsesInferenceRoute(store: ResponseStore, edge: EdgeContext)
       if (stored) refuseUnstorable(inputBytes, maxResponseBytes);
       const previousId = body.previous_response_id;
       if (previousId === undefined || previousId === null) return request;
-      if (typeof previousId !== 'string' || previousId.length === 0) throw new IopError('invalid_request', 'previous_response_id must be a non-empty string', { param: 'previous_response_id' });
+      if (typeof previousId !== 'string' || previousId.length === 0)
+        throw new IopError('invalid_request', 'previous_response_id must be a non-empty string', { param: 'previous_response_id' });
       const previous = await store.get(previousId, ownerOf(context));
       if (previous === undefined) throw notFound(previousId, 'previous_response_id');
       if (stored) refuseUnstorable(inputBytes + estimateJsonBytes(previous.conversation), maxResponseBytes);
@@ -78,7 +79,8 @@ export function responsesInferenceRoute(store: ResponseStore, edge: EdgeContext)
       try {
         await keepResponse(store, storedResponseOf(request, result as ResponseObject), ownerOf(context));
       } catch (error) {
-        if (error instanceof IopError && error.code === 'request_too_large') context.log.warn({ error: error.message }, 'response not stored: over the size limit');
+        if (error instanceof IopError && error.code === 'request_too_large')
+          context.log.warn({ error: error.message }, 'response not stored: over the size limit');
         else context.log.error({ err: error }, 'storing a response failed');
       }
     },
@@ -97,7 +99,8 @@ function listQuery(req: Request): InputItemsQuery {
   if (typeof after === 'string') query.after = after;
   if (typeof limit === 'string') {
     const value = Number(limit);
-    if (!Number.isInteger(value) || value < 1 || value > 100) throw new IopError('invalid_request', 'limit must be an integer from 1 to 100', { param: 'limit' });
+    if (!Number.isInteger(value) || value < 1 || value > 100)
+      throw new IopError('invalid_request', 'limit must be an integer from 1 to 100', { param: 'limit' });
     query.limit = value;
   }
   if (order !== undefined) {

@@ -67,7 +67,10 @@ const globCache = new Map<string, RegExp>();
 function globToRegExp(glob: string): RegExp {
   let regexp = globCache.get(glob);
   if (regexp === undefined) {
-    const source = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+    const source = glob
+      .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+      .replace(/\*/g, '.*')
+      .replace(/\?/g, '.');
     regexp = new RegExp(`^${source}$`);
     if (globCache.size < 1024) globCache.set(glob, regexp);
   }
@@ -102,5 +105,7 @@ export function budgetPeriodStart(period: BudgetPeriod, nowMs: number): number {
 export function budgetPeriodEnd(period: BudgetPeriod, nowMs: number): number {
   if (period === 'total') return Number.POSITIVE_INFINITY;
   const date = new Date(nowMs);
-  return period === 'day' ? Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate() + 1) : Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1);
+  return period === 'day'
+    ? Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate() + 1)
+    : Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1);
 }

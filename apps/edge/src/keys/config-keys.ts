@@ -74,7 +74,8 @@ export function recordsOfConfigKeys(keys: readonly ConfigKey[]): ApiKeyRecord[] 
     ids.add(entry.id);
     hashes.add(keyHash);
     const expiresAtMs = entry.expiresAt === undefined ? undefined : Date.parse(entry.expiresAt);
-    if (expiresAtMs !== undefined && Number.isNaN(expiresAtMs)) throw new ConfigError(`invalid edge config: /keys ${JSON.stringify(entry.id)} expiresAt is not an RFC 3339 time: ${JSON.stringify(entry.expiresAt)}`);
+    if (expiresAtMs !== undefined && Number.isNaN(expiresAtMs))
+      throw new ConfigError(`invalid edge config: /keys ${JSON.stringify(entry.id)} expiresAt is not an RFC 3339 time: ${JSON.stringify(entry.expiresAt)}`);
     return {
       id: entry.id,
       name: entry.name,

@@ -107,7 +107,10 @@ export class KeyDirectory {
     } catch (error) {
       if (now - this.lastWarnMs >= 10_000) {
         this.lastWarnMs = now;
-        this.options.logger.warn({ error: error instanceof Error ? error.message : String(error), failureMode: this.options.failureMode }, 'key store unavailable');
+        this.options.logger.warn(
+          { error: error instanceof Error ? error.message : String(error), failureMode: this.options.failureMode },
+          'key store unavailable',
+        );
       }
       if (this.options.failureMode === 'open' && cached !== undefined) return cached.record;
       throw new IopError('no_capacity', 'shared state unavailable: the key store cannot be reached; retry shortly', { retryAfterSeconds: 1 });

@@ -45,10 +45,42 @@ export interface UsageLedgerOptions {
   pruneIntervalMs?: number;
 }
 
-const COLUMNS = ['ts_ms', 'request_id', 'key_id', 'requested_model', 'served_model', 'agent_id', 'dialect', 'input_tokens', 'output_tokens', 'cached_tokens', 'reasoning_tokens', 'attempts', 'ttft_ms', 'duration_ms', 'status'];
+const COLUMNS = [
+  'ts_ms',
+  'request_id',
+  'key_id',
+  'requested_model',
+  'served_model',
+  'agent_id',
+  'dialect',
+  'input_tokens',
+  'output_tokens',
+  'cached_tokens',
+  'reasoning_tokens',
+  'attempts',
+  'ttft_ms',
+  'duration_ms',
+  'status',
+];
 
 function values(row: LedgerRow): SqlValue[] {
-  return [row.tsMs, row.requestId, row.keyId, row.requestedModel, row.servedModel ?? null, row.agentId ?? null, row.dialect, row.inputTokens, row.outputTokens, row.cachedTokens, row.reasoningTokens, row.attempts, row.ttftMs ?? null, row.durationMs, row.status];
+  return [
+    row.tsMs,
+    row.requestId,
+    row.keyId,
+    row.requestedModel,
+    row.servedModel ?? null,
+    row.agentId ?? null,
+    row.dialect,
+    row.inputTokens,
+    row.outputTokens,
+    row.cachedTokens,
+    row.reasoningTokens,
+    row.attempts,
+    row.ttftMs ?? null,
+    row.durationMs,
+    row.status,
+  ];
 }
 
 export class UsageLedger {
@@ -63,12 +95,17 @@ export class UsageLedger {
   /** Rows written since start. */
   written = 0;
 
-  constructor(private readonly db: SqlDatabase, private readonly options: UsageLedgerOptions = {}) {
+  constructor(
+    private readonly db: SqlDatabase,
+    private readonly options: UsageLedgerOptions = {},
+  ) {
     this.batchSize = options.batchSize ?? 200;
     this.maxQueued = options.maxQueued ?? 50_000;
     const flushIntervalMs = options.flushIntervalMs ?? 1_000;
-    if (!Number.isSafeInteger(this.batchSize) || this.batchSize < 1 || this.batchSize > 1000) throw new RangeError(`batchSize must be 1..1000, got ${this.batchSize}`);
-    if (!Number.isSafeInteger(this.maxQueued) || this.maxQueued < this.batchSize) throw new RangeError(`maxQueued must be an integer >= batchSize (${this.batchSize}), got ${this.maxQueued}`);
+    if (!Number.isSafeInteger(this.batchSize) || this.batchSize < 1 || this.batchSize > 1000)
+      throw new RangeError(`batchSize must be 1..1000, got ${this.batchSize}`);
+    if (!Number.isSafeInteger(this.maxQueued) || this.maxQueued < this.batchSize)
+      throw new RangeError(`maxQueued must be an integer >= batchSize (${this.batchSize}), got ${this.maxQueued}`);
     this.timer = setInterval(() => void this.flush(), flushIntervalMs);
     this.timer.unref();
     const maxAgeMs = options.maxAgeMs ?? 0;

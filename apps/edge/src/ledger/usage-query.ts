@@ -50,22 +50,33 @@ export async function queryUsage(db: SqlDatabase, query: UsageQuery): Promise<Us
   if (query.keyId !== undefined) where.push(`key_id = $${params.push(query.keyId)}`);
   const groups = query.groupBy.map((group) => `${GROUPS[group]} AS ${group}`);
   const sql = `SELECT ${[...groups, SUMS].join(', ')} FROM usage_ledger${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''}${
-    groups.length > 0 ? ` GROUP BY ${query.groupBy.map((group) => GROUPS[group]).join(', ')} ORDER BY ${query.groupBy.map((group) => GROUPS[group]).join(', ')}` : ''
+    groups.length > 0
+      ? ` GROUP BY ${query.groupBy.map((group) => GROUPS[group]).join(', ')} ORDER BY ${query.groupBy.map((group) => GROUPS[group]).join(', ')}`
+      : ''
   }`;
   const rows = await db.query<Record<string, string | number | null>>(sql, params);
   return rows.map((row) => {
     const out: Record<string, string | number | null> = {};
     for (const group of query.groupBy) {
       const value = row[group] ?? null;
-      out[group] = group === 'day' && value !== null ? new Date(Number(value) * 86_400_000).toISOString().slice(0, 10) : group === 'status' && value !== null ? Number(value) : value;
+      out[group] =
+        group === 'day' && value !== null
+          ? new Date(Number(value) * 86_400_000).toISOString().slice(0, 10)
+          : group === 'status' && value !== null
+            ? Number(value)
+            : value;
     }
-    for (const total of ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'reasoning_tokens', 'errors'] as const) out[total] = Number(row[total] ?? 0);
+    for (const total of ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'reasoning_tokens', 'errors'] as const)
+      out[total] = Number(row[total] ?? 0);
     return out as unknown as UsageGroupRow;
   });
 }
 
 /** Input + output tokens of a key since `sinceMs` (seeds an in-memory budget after a restart). */
 export async function tokensUsedSince(db: SqlDatabase, keyId: string, sinceMs: number): Promise<number> {
-  const [row] = await db.query<{ used: string | number | null }>('SELECT COALESCE(SUM(input_tokens + output_tokens), 0) AS used FROM usage_ledger WHERE key_id = $1 AND ts_ms >= $2', [keyId, sinceMs]);
+  const [row] = await db.query<{ used: string | number | null }>(
+    'SELECT COALESCE(SUM(input_tokens + output_tokens), 0) AS used FROM usage_ledger WHERE key_id = $1 AND ts_ms >= $2',
+    [keyId, sinceMs],
+  );
   return Number(row?.used ?? 0);
 }

@@ -35,20 +35,29 @@ export class FailoverCounterStore implements CounterStore {
       if (now - this.lastWarnMs >= WARN_EVERY_MS) {
         this.lastWarnMs = now;
         const message = error instanceof Error ? error.message : String(error);
-        if (this.mode === 'open') this.logger.warn({ operation, error: message }, 'shared counters unavailable: failing open on this edge\'s own counters');
+        if (this.mode === 'open') this.logger.warn({ operation, error: message }, "shared counters unavailable: failing open on this edge's own counters");
         else this.logger.error({ operation, error: message }, 'shared counters unavailable: failing closed (503)');
       }
-      if (this.mode === 'closed') throw new IopError('no_capacity', 'shared state unavailable: the rate-limit store cannot be reached; retry shortly', { retryAfterSeconds: 1 });
+      if (this.mode === 'closed')
+        throw new IopError('no_capacity', 'shared state unavailable: the rate-limit store cannot be reached; retry shortly', { retryAfterSeconds: 1 });
       return local();
     }
   }
 
   add(key: string, amount: number, ttlMs: number): Promise<number> {
-    return this.guarded('add', () => this.shared.add(key, amount, ttlMs), () => this.local.add(key, amount, ttlMs));
+    return this.guarded(
+      'add',
+      () => this.shared.add(key, amount, ttlMs),
+      () => this.local.add(key, amount, ttlMs),
+    );
   }
 
   get(key: string): Promise<number> {
-    return this.guarded('get', () => this.shared.get(key), () => this.local.get(key));
+    return this.guarded(
+      'get',
+      () => this.shared.get(key),
+      () => this.local.get(key),
+    );
   }
 
   acquireSlot(key: string, leaseId: string, max: number, leaseMs: number): Promise<SlotResult> {

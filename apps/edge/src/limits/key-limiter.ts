@@ -53,7 +53,10 @@ export class KeyLimiter {
   private readonly now: () => number;
   private readonly seeded = new Set<string>();
 
-  constructor(private readonly counters: CounterStore, private readonly options: KeyLimiterOptions = {}) {
+  constructor(
+    private readonly counters: CounterStore,
+    private readonly options: KeyLimiterOptions = {},
+  ) {
     this.streamLeaseMs = options.streamLeaseMs ?? 15 * MINUTE_MS;
     this.now = options.now ?? Date.now;
   }
@@ -81,13 +84,18 @@ export class KeyLimiter {
         if (used >= budget.maxTokens) {
           const end = budgetPeriodEnd(budget.period, now);
           const retry = Number.isFinite(end) ? Math.ceil((end - now) / 1000) : 86_400;
-          throw new LimitRefusal(`budget exhausted: key "${record.name}" has used ${used} of its ${budget.maxTokens}-token ${budget.period === 'total' ? 'total' : `per-${budget.period}`} budget`, retry, state);
+          throw new LimitRefusal(
+            `budget exhausted: key "${record.name}" has used ${used} of its ${budget.maxTokens}-token ${budget.period === 'total' ? 'total' : `per-${budget.period}`} budget`,
+            retry,
+            state,
+          );
         }
       }
       if (limits?.tokensPerMinute !== undefined) {
         const used = await this.counters.get(tokenKey);
         state.tokens = { limit: limits.tokensPerMinute, remaining: limits.tokensPerMinute - used, resetAtMs };
-        if (used >= limits.tokensPerMinute) throw new LimitRefusal(`rate limit reached: key "${record.name}" used ${used} of ${limits.tokensPerMinute} tokens per minute`, retryAfter, state);
+        if (used >= limits.tokensPerMinute)
+          throw new LimitRefusal(`rate limit reached: key "${record.name}" used ${used} of ${limits.tokensPerMinute} tokens per minute`, retryAfter, state);
       }
       if (limits?.requestsPerMinute !== undefined) {
         const count = await this.counters.add(requestKey, 1, 2 * MINUTE_MS);
@@ -102,7 +110,8 @@ export class KeyLimiter {
         const key = `streams:${record.id}`;
         const leaseId = newId('lease_', 16);
         const result = await this.counters.acquireSlot(key, leaseId, limits.maxConcurrentStreams, this.streamLeaseMs);
-        if (!result.acquired) throw new LimitRefusal(`concurrency limit reached: key "${record.name}" allows ${limits.maxConcurrentStreams} concurrent streams`, 1, state);
+        if (!result.acquired)
+          throw new LimitRefusal(`concurrency limit reached: key "${record.name}" allows ${limits.maxConcurrentStreams} concurrent streams`, 1, state);
         slot = { key, leaseId };
       }
     } catch (error) {
@@ -118,7 +127,8 @@ export class KeyLimiter {
         const work: Array<Promise<unknown>> = [];
         if (slot !== undefined) work.push(this.counters.releaseSlot(slot.key, slot.leaseId));
         if (tokens > 0 && limits?.tokensPerMinute !== undefined) work.push(this.counters.add(tokenKey, tokens, 2 * MINUTE_MS));
-        if (tokens > 0 && budget !== undefined) work.push(this.counters.add(this.budgetKey(record.id, budget.period, now), tokens, this.budgetTtl(budget.period, now)));
+        if (tokens > 0 && budget !== undefined)
+          work.push(this.counters.add(this.budgetKey(record.id, budget.period, now), tokens, this.budgetTtl(budget.period, now)));
         // Counting after the answer must never fail the answer: a store that is down loses these counts.
         await Promise.allSettled(work);
       },

@@ -77,13 +77,13 @@ export class RedisCounterStore implements CounterStore {
 
   async acquireSlot(key: string, leaseId: string, max: number, leaseMs: number): Promise<SlotResult> {
     const now = Date.now();
-    const [acquired, count] = (await (this.redis as unknown as { iopAcquireSlot(...args: Array<string | number>): Promise<[number, number]> }).iopAcquireSlot(
+    const [acquired, count] = await (this.redis as unknown as { iopAcquireSlot(...args: Array<string | number>): Promise<[number, number]> }).iopAcquireSlot(
       this.prefix + key,
       now,
       now + leaseMs,
       leaseId,
       max,
-    ));
+    );
     return { acquired: acquired === 1, count };
   }
 

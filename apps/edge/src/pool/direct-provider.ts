@@ -87,7 +87,12 @@ export class DirectProvider implements PoolProvider {
     this.labels = config.labels;
     this.models = new Set(config.models);
     this.basePath = basePathOf(config.baseUrl);
-    this.backend = new OpenAiClient({ baseUrl: config.baseUrl, apiKey: config.apiKey, connections: config.maxConcurrency, connectTimeoutMs: config.connectTimeoutMs });
+    this.backend = new OpenAiClient({
+      baseUrl: config.baseUrl,
+      apiKey: config.apiKey,
+      connections: config.maxConcurrency,
+      connectTimeoutMs: config.connectTimeoutMs,
+    });
   }
 
   get available(): boolean {
@@ -157,7 +162,8 @@ export class DirectProvider implements PoolProvider {
         path: request.path,
         headers,
         body: request.body,
-        firstByteTimeoutMs: request.firstByteTimeoutMs !== undefined && request.firstByteTimeoutMs > 0 ? request.firstByteTimeoutMs : this.config.firstByteTimeoutMs,
+        firstByteTimeoutMs:
+          request.firstByteTimeoutMs !== undefined && request.firstByteTimeoutMs > 0 ? request.firstByteTimeoutMs : this.config.firstByteTimeoutMs,
         idleTimeoutMs: this.config.idleTimeoutMs,
       },
       run.controller,

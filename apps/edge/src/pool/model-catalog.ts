@@ -141,9 +141,16 @@ export class ModelCatalog {
    */
   noProviderError(name: string): IopError {
     if (this.options.now() < this.graceUntilMs && !this.knows(name)) {
-      return new IopError('no_capacity', `the edge has just started and its agents are still connecting; retry shortly (no provider of \`${excerpt(name)}\` yet)`, { retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS });
+      return new IopError(
+        'no_capacity',
+        `the edge has just started and its agents are still connecting; retry shortly (no provider of \`${excerpt(name)}\` yet)`,
+        { retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS },
+      );
     }
-    if (this.knows(name)) return new IopError('no_capacity', `no provider of \`${excerpt(name)}\` is connected now; retry shortly`, { retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS });
+    if (this.knows(name))
+      return new IopError('no_capacity', `no provider of \`${excerpt(name)}\` is connected now; retry shortly`, {
+        retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS,
+      });
     return new IopError('model_not_found', `The model \`${excerpt(name)}\` does not exist or no provider serves it`, { param: 'model' });
   }
 }

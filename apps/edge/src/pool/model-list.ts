@@ -29,7 +29,14 @@ export interface ListedModel {
   providers: number;
 }
 
-const entry = (id: string, providers: number, contextLength: number): ListedModel => ({ id, object: 'model', created: 0, owned_by: 'iop', context_length: contextLength > 0 ? contextLength : null, providers });
+const entry = (id: string, providers: number, contextLength: number): ListedModel => ({
+  id,
+  object: 'model',
+  created: 0,
+  owned_by: 'iop',
+  context_length: contextLength > 0 ? contextLength : null,
+  providers,
+});
 
 /** Accepting providers of the first group of `group` and its fallbacks that has any, with its context length. */
 function serving(catalog: ModelCatalog, group: ModelGroup): { providers: number; contextLength: number } | undefined {
@@ -78,7 +85,17 @@ export interface AnthropicModel {
 }
 
 /** `models` in Anthropic's list shape: `{ data, has_more, first_id, last_id }` (one page, nothing more to fetch). */
-export function anthropicModelList(models: readonly ListedModel[]): { data: AnthropicModel[]; has_more: false; first_id: string | null; last_id: string | null } {
-  const data = models.map((model): AnthropicModel => ({ type: 'model', id: model.id, display_name: model.id, created_at: new Date(model.created * 1000).toISOString() }));
+export function anthropicModelList(models: readonly ListedModel[]): {
+  data: AnthropicModel[];
+  has_more: false;
+  first_id: string | null;
+  last_id: string | null;
+} {
+  const data = models.map((model): AnthropicModel => ({
+    type: 'model',
+    id: model.id,
+    display_name: model.id,
+    created_at: new Date(model.created * 1000).toISOString(),
+  }));
   return { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null };
 }

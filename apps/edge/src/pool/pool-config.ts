@@ -102,9 +102,16 @@ const labelsSchema = Type.Record(Type.String(), Type.String());
 const modelTargetSchema = Type.Object(
   {
     model: Type.String({ minLength: 1, description: 'Served model id as the backends register it (e.g. `Qwen/Qwen3-8B`).' }),
-    agents: Type.Optional(Type.Object({ labels: labelsSchema }, { additionalProperties: false, description: 'Only providers carrying these labels serve this target.' })),
+    agents: Type.Optional(
+      Type.Object({ labels: labelsSchema }, { additionalProperties: false, description: 'Only providers carrying these labels serve this target.' }),
+    ),
     weight: Type.Number({ exclusiveMinimum: 0, maximum: 1000, default: 1, description: "Share of the group's traffic relative to the other targets." }),
-    toolIdFormat: Type.Optional(stringEnum(['any', 'alnum9'] as const, { description: 'Tool-call ids the backend accepts: `any`, or `alnum9` (Mistral models on vLLM): the edge rewrites ids on the way in and restores them on the way out.' })),
+    toolIdFormat: Type.Optional(
+      stringEnum(['any', 'alnum9'] as const, {
+        description:
+          'Tool-call ids the backend accepts: `any`, or `alnum9` (Mistral models on vLLM): the edge rewrites ids on the way in and restores them on the way out.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -114,7 +121,10 @@ const modelGroupSchema = Type.Object(
     name: Type.String({ minLength: 1, description: 'Client-facing model name.' }),
     aliases: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Other client-facing names of the group.' }),
     targets: Type.Array(modelTargetSchema, { minItems: 1 }),
-    fallbacks: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Groups tried, in order, when no provider of this one can take the request.' }),
+    fallbacks: Type.Array(Type.String({ minLength: 1 }), {
+      default: [],
+      description: 'Groups tried, in order, when no provider of this one can take the request.',
+    }),
     contextFallback: Type.Optional(Type.String({ minLength: 1, description: "Group a request goes to when its prompt exceeds this group's context length." })),
     queue: queueSchema,
     gate: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Stream-gate settings of the group.' })),
@@ -132,19 +142,39 @@ const directProviderSchema = Type.Object(
     weight: Type.Number({ exclusiveMinimum: 0, maximum: 1000, default: 1 }),
     labels: Type.Record(Type.String(), Type.String(), { default: {} }),
     connectTimeoutMs: Type.Integer({ minimum: 1, maximum: 600_000, default: 10_000, description: 'Longest wait for a TCP/TLS connection, ms.' }),
-    firstByteTimeoutMs: Type.Integer({ minimum: 1, maximum: 3_600_000, default: 120_000, description: "No first body byte within this time fails the attempt, ms (the edge's `firstByteTimeoutMs` wins when > 0)." }),
-    idleTimeoutMs: Type.Integer({ minimum: 1, maximum: 3_600_000, default: 60_000, description: 'No body byte for this long (between chunks) fails the run, ms.' }),
+    firstByteTimeoutMs: Type.Integer({
+      minimum: 1,
+      maximum: 3_600_000,
+      default: 120_000,
+      description: "No first body byte within this time fails the attempt, ms (the edge's `firstByteTimeoutMs` wins when > 0).",
+    }),
+    idleTimeoutMs: Type.Integer({
+      minimum: 1,
+      maximum: 3_600_000,
+      default: 60_000,
+      description: 'No body byte for this long (between chunks) fails the run, ms.',
+    }),
   },
   { additionalProperties: false },
 );
 
 const retrySchema = Type.Object(
   {
-    maxAttempts: Type.Integer({ minimum: 1, maximum: 10, default: 3, description: 'Attempts per request, the first included (1 = no retry); defaults to the top-level `maxAttempts`.' }),
+    maxAttempts: Type.Integer({
+      minimum: 1,
+      maximum: 10,
+      default: 3,
+      description: 'Attempts per request, the first included (1 = no retry); defaults to the top-level `maxAttempts`.',
+    }),
     budgetRatio: Type.Number({ minimum: 0, maximum: 10, default: 0.2, description: 'Pool-wide retries per client request.' }),
     minRetriesPerSecond: Type.Number({ minimum: 0, maximum: 10_000, default: 5, description: 'Pool-wide retries per second allowed whatever the traffic.' }),
     baseBackoffMs: Type.Integer({ minimum: 0, maximum: 60_000, default: 50, description: 'Backoff of the first retry before jitter, ms.' }),
-    overloadBackoffBaseMs: Type.Integer({ minimum: 0, maximum: 60_000, default: 500, description: 'Backoff of the first retry of a 429 / 503 without `Retry-After` on the same provider, before jitter, ms.' }),
+    overloadBackoffBaseMs: Type.Integer({
+      minimum: 0,
+      maximum: 60_000,
+      default: 500,
+      description: 'Backoff of the first retry of a 429 / 503 without `Retry-After` on the same provider, before jitter, ms.',
+    }),
     maxBackoffMs: Type.Integer({ minimum: 0, maximum: 600_000, default: 2000, description: 'Largest backoff, ms; also the longest `Retry-After` waited for.' }),
   },
   { additionalProperties: false, default: {} },
@@ -171,14 +201,21 @@ const affinitySchema = Type.Object(
 
 const poolSchema = Type.Object(
   {
-    modelGroups: Type.Array(modelGroupSchema, { default: [], description: 'Model groups: a client-facing name and aliases over one or more served models, with fallbacks, a queue and an optional gate.' }),
+    modelGroups: Type.Array(modelGroupSchema, {
+      default: [],
+      description: 'Model groups: a client-facing name and aliases over one or more served models, with fallbacks, a queue and an optional gate.',
+    }),
     directProviders: Type.Array(directProviderSchema, { default: [], description: 'OpenAI-compatible servers the edge calls directly (no agent).' }),
     queue: { ...queueSchema, description: 'Queue of a model served without a group.' },
     retry: retrySchema,
     outlier: outlierSchema,
     affinity: affinitySchema,
   },
-  { additionalProperties: false, default: {}, description: 'Provider pool: model groups and aliases, direct providers, fallbacks, queue, retry, outlier ejection and prefix affinity.' },
+  {
+    additionalProperties: false,
+    default: {},
+    description: 'Provider pool: model groups and aliases, direct providers, fallbacks, queue, retry, outlier ejection and prefix affinity.',
+  },
 );
 
 // The schema and the types other modules consume stay in step (a drift fails to compile).
@@ -237,7 +274,8 @@ function crossCheck(pool: PoolConfig, at: string): string[] {
       if (fallback === group.name) problems.push(`${at}modelGroups[${i}].fallbacks[${j}] names its own group`);
     });
     if (group.contextFallback !== undefined) {
-      if (!groupNames.has(group.contextFallback)) problems.push(`${at}modelGroups[${i}].contextFallback \`${group.contextFallback}\` is not a model group name`);
+      if (!groupNames.has(group.contextFallback))
+        problems.push(`${at}modelGroups[${i}].contextFallback \`${group.contextFallback}\` is not a model group name`);
       if (group.contextFallback === group.name) problems.push(`${at}modelGroups[${i}].contextFallback names its own group`);
     }
   });

@@ -28,13 +28,49 @@ export class PoolMetrics {
 
   constructor(registry: Registry, queued: () => Record<string, number>) {
     const registers = [registry];
-    this.affinityHits = new Counter({ name: 'iop_prefix_affinity_hits_total', help: 'Requests with a known prefix: landed on the provider that served it before (warm) or elsewhere (cold).', labelNames: ['group', 'result'] as const, registers });
-    this.attempts = new Counter({ name: 'iop_pool_attempts_total', help: 'Attempt verdicts by provider.', labelNames: ['group', 'provider', 'outcome'] as const, registers });
-    this.retries = new Counter({ name: 'iop_pool_retries_total', help: 'Retries, fallbacks and retries refused by the pool-wide budget.', labelNames: ['group', 'reason'] as const, registers });
-    this.ejections = new Counter({ name: 'iop_pool_ejections_total', help: 'Outlier ejections by provider.', labelNames: ['group', 'provider'] as const, registers });
-    this.ejected = new Gauge({ name: 'iop_pool_provider_ejected', help: '1 while a provider is ejected or probing, else 0.', labelNames: ['group', 'provider'] as const, registers });
-    this.queueRejections = new Counter({ name: 'iop_pool_queue_rejections_total', help: 'Requests refused by admission control.', labelNames: ['group', 'reason'] as const, registers });
-    this.queueWait = new Histogram({ name: 'iop_pool_queue_wait_seconds', help: 'Time a request waited for a provider slot (0 when one was free at once).', labelNames: ['group'] as const, buckets: [0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers });
+    this.affinityHits = new Counter({
+      name: 'iop_prefix_affinity_hits_total',
+      help: 'Requests with a known prefix: landed on the provider that served it before (warm) or elsewhere (cold).',
+      labelNames: ['group', 'result'] as const,
+      registers,
+    });
+    this.attempts = new Counter({
+      name: 'iop_pool_attempts_total',
+      help: 'Attempt verdicts by provider.',
+      labelNames: ['group', 'provider', 'outcome'] as const,
+      registers,
+    });
+    this.retries = new Counter({
+      name: 'iop_pool_retries_total',
+      help: 'Retries, fallbacks and retries refused by the pool-wide budget.',
+      labelNames: ['group', 'reason'] as const,
+      registers,
+    });
+    this.ejections = new Counter({
+      name: 'iop_pool_ejections_total',
+      help: 'Outlier ejections by provider.',
+      labelNames: ['group', 'provider'] as const,
+      registers,
+    });
+    this.ejected = new Gauge({
+      name: 'iop_pool_provider_ejected',
+      help: '1 while a provider is ejected or probing, else 0.',
+      labelNames: ['group', 'provider'] as const,
+      registers,
+    });
+    this.queueRejections = new Counter({
+      name: 'iop_pool_queue_rejections_total',
+      help: 'Requests refused by admission control.',
+      labelNames: ['group', 'reason'] as const,
+      registers,
+    });
+    this.queueWait = new Histogram({
+      name: 'iop_pool_queue_wait_seconds',
+      help: 'Time a request waited for a provider slot (0 when one was free at once).',
+      labelNames: ['group'] as const,
+      buckets: [0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers,
+    });
     this.queued = new Gauge({
       name: 'iop_pool_queued',
       help: 'Requests waiting for a provider, by model group.',

@@ -88,10 +88,12 @@ export function diffPoolConfig(current: PoolConfig, next: PoolConfig): PoolConfi
   return {
     groupsAdded: added(groupsBefore, groupsAfter),
     groupsRemoved: added(groupsAfter, groupsBefore),
-    groupsChanged: [...groupsAfter].filter(([name, group]) => {
-      const before = groupsBefore.get(name);
-      return before !== undefined && (!jsonEqual(body(before), body(group)) || movedAliasTargets.has(name));
-    }).map(([name]) => name),
+    groupsChanged: [...groupsAfter]
+      .filter(([name, group]) => {
+        const before = groupsBefore.get(name);
+        return before !== undefined && (!jsonEqual(body(before), body(group)) || movedAliasTargets.has(name));
+      })
+      .map(([name]) => name),
     aliasesAdded: [...aliasesAfter].filter((alias) => !aliasesBefore.has(alias)),
     aliasesRemoved: [...aliasesBefore].filter((alias) => !aliasesAfter.has(alias)),
     directAdded: added(directBefore, directAfter),

@@ -92,7 +92,11 @@ export function groupSnapshot(state: PoolGroupState, candidates: (group: ModelGr
     name: group.name,
     aliases: [...group.aliases],
     implicit: state.implicit,
-    targets: group.targets.map((target) => ({ model: target.model, weight: target.weight, ...(target.agents === undefined ? {} : { labels: { ...target.agents.labels } }) })),
+    targets: group.targets.map((target) => ({
+      model: target.model,
+      weight: target.weight,
+      ...(target.agents === undefined ? {} : { labels: { ...target.agents.labels } }),
+    })),
     fallbacks: [...group.fallbacks],
     contextFallback: group.contextFallback,
     queue: { waiting, maxQueued: group.queue.maxQueued, maxWaitMs: group.queue.maxWaitMs },

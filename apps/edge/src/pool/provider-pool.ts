@@ -102,7 +102,13 @@ export class ProviderPool {
     this.retryPolicy = new RetryPolicy(options.config.retry, { now, random });
     this.metrics = new PoolMetrics(options.metrics, () => this.queue.stats().queued);
     const makeDirect = (config: PoolConfig['directProviders'][number]) => new DirectProvider(config, this.notifyAll);
-    this.catalog = new ModelCatalog({ config: options.config, registry: options.registry, direct: options.config.directProviders.map(makeDirect), now, startupGraceMs: options.startupGraceMs });
+    this.catalog = new ModelCatalog({
+      config: options.config,
+      registry: options.registry,
+      direct: options.config.directProviders.map(makeDirect),
+      now,
+      startupGraceMs: options.startupGraceMs,
+    });
     this.router = new Router({ catalog: this.catalog, metrics: this.metrics, logger: options.logger, now, random });
     this.reloader = new PoolReloader({ catalog: this.catalog, router: this.router, queue: this.queue, makeDirect, now, random });
     options.registry.addListener((session, change) => {
@@ -219,7 +225,10 @@ export class ProviderPool {
       // On a retry the model did exist a moment ago (its last provider just went away), and a
       // configured or once-served name is only missing its providers (an agent restarting): that
       // is a capacity problem the client may retry, not an unknown model.
-      if (retry) throw new IopError('no_capacity', `no provider of \`${excerpt(group.name)}\` is connected any more`, { retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS });
+      if (retry)
+        throw new IopError('no_capacity', `no provider of \`${excerpt(group.name)}\` is connected any more`, {
+          retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS,
+        });
       throw this.catalog.noProviderError(group.name);
     }
     const attemptTrace = new AttemptTrace(served.name);
@@ -317,7 +326,14 @@ export class ProviderPool {
    * Starts the run on a provider of `group` now, when one is eligible (on a retry, one of the
    * providers already tried when only they could serve); undefined otherwise.
    */
-  private tryStart(group: ModelGroup, snapshot: CandidateSnapshot, options: AcquireOptions, retry: boolean, trace: AttemptTrace, start: (pick: PoolPick) => RunStream): AcquiredRun | undefined {
+  private tryStart(
+    group: ModelGroup,
+    snapshot: CandidateSnapshot,
+    options: AcquireOptions,
+    retry: boolean,
+    trace: AttemptTrace,
+    start: (pick: PoolPick) => RunStream,
+  ): AcquiredRun | undefined {
     const pick = this.router.pick(group, snapshot, options) ?? (retry ? this.router.pick(group, snapshot, { affinityKey: options.affinityKey }) : undefined);
     if (pick === undefined) return undefined;
     const ticket = this.router.started(group, pick.provider.id);
@@ -325,7 +341,14 @@ export class ProviderPool {
   }
 
   /** `tryStart` on each fallback of `group` in order (those that exist). */
-  private tryFallbacks(group: ModelGroup, snapshot: CandidateSnapshot, options: AcquireOptions, retry: boolean, trace: AttemptTrace, start: (pick: PoolPick) => RunStream): AcquiredRun | undefined {
+  private tryFallbacks(
+    group: ModelGroup,
+    snapshot: CandidateSnapshot,
+    options: AcquireOptions,
+    retry: boolean,
+    trace: AttemptTrace,
+    start: (pick: PoolPick) => RunStream,
+  ): AcquiredRun | undefined {
     for (const name of group.fallbacks) {
       const fallback = this.router.group(name);
       const acquired = fallback === undefined ? undefined : this.tryStart(fallback, snapshot, options, retry, trace, start);

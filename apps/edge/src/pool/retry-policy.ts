@@ -191,9 +191,14 @@ export class RetryPolicy {
    * @param options.remainingMs time left before the request's deadline: a retry whose backoff
    *   would not end before it is refused.
    */
-  decide(attempts: RequestAttempts, failure: AttemptFailure, options: { contextFallback?: string | undefined; maxAttempts?: number; sameProvider?: boolean; remainingMs?: number } = {}): RetryDecision {
+  decide(
+    attempts: RequestAttempts,
+    failure: AttemptFailure,
+    options: { contextFallback?: string | undefined; maxAttempts?: number; sameProvider?: boolean; remainingMs?: number } = {},
+  ): RetryDecision {
     if (isContextOverflow(failure)) {
-      if (options.contextFallback === undefined || attempts.fallbackUsed) return { action: 'fail', reason: 'the prompt exceeds the context length and no fallback group is left' };
+      if (options.contextFallback === undefined || attempts.fallbackUsed)
+        return { action: 'fail', reason: 'the prompt exceeds the context length and no fallback group is left' };
       attempts.fallbackUsed = true;
       attempts.tried.clear();
       return { action: 'fallback', group: options.contextFallback, reason: 'context length exceeded' };
@@ -204,13 +209,15 @@ export class RetryPolicy {
     if (retryAfterMs !== undefined && retryAfterMs > this.config.maxBackoffMs) {
       return { action: 'fail', reason: `${what} asks to wait ${retryAfterMs} ms, longer than the ${this.config.maxBackoffMs} ms backoff limit`, retryAfterMs };
     }
-    if (attempts.count >= Math.min(this.config.maxAttempts, options.maxAttempts ?? Number.POSITIVE_INFINITY)) return { action: 'fail', reason: `${what} after ${attempts.count} attempts (the limit)` };
+    if (attempts.count >= Math.min(this.config.maxAttempts, options.maxAttempts ?? Number.POSITIVE_INFINITY))
+      return { action: 'fail', reason: `${what} after ${attempts.count} attempts (the limit)` };
     const sameProvider = options.sameProvider === true;
     if (sameProvider && failure.kind === 'timeout') return { action: 'fail', reason: `${failure.detail ?? 'timeout'} is not retried on the same provider` };
     const overloaded = failure.kind === 'status' && (failure.status === 429 || failure.status === 503) && retryAfterMs === undefined;
     const baseMs = sameProvider && overloaded ? Math.max(this.config.baseBackoffMs, this.config.overloadBackoffBaseMs ?? 500) : this.config.baseBackoffMs;
     const delayMs = Math.max(retryAfterMs ?? 0, this.backoffMs(attempts.count, sameProvider, baseMs));
-    if (options.remainingMs !== undefined && delayMs >= options.remainingMs) return { action: 'fail', reason: `${what}; a retry after ${delayMs} ms would pass the request deadline` };
+    if (options.remainingMs !== undefined && delayMs >= options.remainingMs)
+      return { action: 'fail', reason: `${what}; a retry after ${delayMs} ms would pass the request deadline` };
     if (!this.budget.tryRetry()) return { action: 'fail', reason: `${what}; the pool's retry budget is spent`, budgetExhausted: true };
     return { action: 'retry', delayMs, reason: `${what} on attempt ${attempts.count}${sameProvider ? '; retried on the same provider' : ''}` };
   }

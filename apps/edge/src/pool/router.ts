@@ -217,7 +217,10 @@ export class Router {
       metrics.ejected.set({ group: name, provider: providerId }, outlierState === 'healthy' ? 0 : 1);
       if (outlierState === 'ejected') metrics.ejections.inc({ group: name, provider: providerId });
       const log = outlierState === 'healthy' ? logger.info.bind(logger) : logger.warn.bind(logger);
-      log({ group: name, providerId, state: outlierState, reason }, `provider ${outlierState === 'ejected' ? 'ejected' : outlierState === 'probing' ? 'probing' : 'recovered'}`);
+      log(
+        { group: name, providerId, state: outlierState, reason },
+        `provider ${outlierState === 'ejected' ? 'ejected' : outlierState === 'probing' ? 'probing' : 'recovered'}`,
+      );
     };
   }
 }

@@ -3,7 +3,17 @@
  * retention and size rules as SQLite (sizes measured as record-codec.ts text, on the caller's thread).
  */
 import { encodeRecord } from './record-codec.js';
-import { pageInputItems, recordTooLarge, resolveRetention, type InputItemsPage, type InputItemsQuery, type ResolvedRetention, type ResponseStore, type RetentionOptions, type StoredResponse } from './store.js';
+import {
+  pageInputItems,
+  recordTooLarge,
+  resolveRetention,
+  type InputItemsPage,
+  type InputItemsQuery,
+  type ResolvedRetention,
+  type ResponseStore,
+  type RetentionOptions,
+  type StoredResponse,
+} from './store.js';
 
 interface Entry {
   record: StoredResponse;

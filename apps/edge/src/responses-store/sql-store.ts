@@ -12,7 +12,17 @@
  */
 import type { SqlDatabase } from '../storage/sql-database.js';
 import { decodeRecord, encodeRecord } from './record-codec.js';
-import { pageInputItems, recordTooLarge, resolveRetention, type InputItemsPage, type InputItemsQuery, type ResolvedRetention, type ResponseStore, type RetentionOptions, type StoredResponse } from './store.js';
+import {
+  pageInputItems,
+  recordTooLarge,
+  resolveRetention,
+  type InputItemsPage,
+  type InputItemsQuery,
+  type ResolvedRetention,
+  type ResponseStore,
+  type RetentionOptions,
+  type StoredResponse,
+} from './store.js';
 
 export interface SqlStoreOptions extends RetentionOptions {
   /** Prune after this many puts (on this edge). Default 100. */
@@ -28,10 +38,14 @@ export class SqlResponseStore implements ResponseStore {
   private putsSincePrune = 0;
 
   /** @param db a migrated database (storage/migrations.ts); the store does not close it. */
-  constructor(private readonly db: SqlDatabase, options: SqlStoreOptions = {}) {
+  constructor(
+    private readonly db: SqlDatabase,
+    options: SqlStoreOptions = {},
+  ) {
     this.retention = resolveRetention(options);
     this.pruneEveryPuts = options.pruneEveryPuts ?? 100;
-    if (!Number.isSafeInteger(this.pruneEveryPuts) || this.pruneEveryPuts < 1) throw new RangeError(`pruneEveryPuts must be an integer >= 1, got ${this.pruneEveryPuts}`);
+    if (!Number.isSafeInteger(this.pruneEveryPuts) || this.pruneEveryPuts < 1)
+      throw new RangeError(`pruneEveryPuts must be an integer >= 1, got ${this.pruneEveryPuts}`);
     const pruneIntervalMs = options.pruneIntervalMs ?? 60_000;
     if (!Number.isFinite(pruneIntervalMs) || pruneIntervalMs < 0) throw new RangeError(`pruneIntervalMs must be >= 0, got ${pruneIntervalMs}`);
     if (pruneIntervalMs > 0) {
@@ -53,7 +67,10 @@ export class SqlResponseStore implements ResponseStore {
   }
 
   async get(id: string, owner: string): Promise<StoredResponse | undefined> {
-    const [row] = await this.db.query<{ stored_at_ms: string | number; record: string }>('SELECT stored_at_ms, record FROM responses WHERE id = $1 AND owner = $2', [id, owner]);
+    const [row] = await this.db.query<{ stored_at_ms: string | number; record: string }>(
+      'SELECT stored_at_ms, record FROM responses WHERE id = $1 AND owner = $2',
+      [id, owner],
+    );
     if (row === undefined) return undefined;
     if (Number(row.stored_at_ms) <= this.retention.now() - this.retention.maxAgeMs) {
       await this.db.execute('DELETE FROM responses WHERE id = $1 AND owner = $2', [id, owner]);
@@ -75,7 +92,9 @@ export class SqlResponseStore implements ResponseStore {
   async prune(): Promise<number> {
     this.putsSincePrune = 0;
     const expired = await this.db.execute('DELETE FROM responses WHERE stored_at_ms <= $1', [this.retention.now() - this.retention.maxAgeMs]);
-    const overflow = await this.db.execute('DELETE FROM responses WHERE id IN (SELECT id FROM responses ORDER BY stored_at_ms DESC, id DESC OFFSET $1)', [this.retention.maxRows]);
+    const overflow = await this.db.execute('DELETE FROM responses WHERE id IN (SELECT id FROM responses ORDER BY stored_at_ms DESC, id DESC OFFSET $1)', [
+      this.retention.maxRows,
+    ]);
     return expired + overflow;
   }
 

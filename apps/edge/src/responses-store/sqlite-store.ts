@@ -25,7 +25,17 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { decodeRecord, encodeRecord, encodeShared, type SharedRecord } from './record-codec.js';
-import { pageInputItems, recordTooLarge, resolveRetention, type InputItemsPage, type InputItemsQuery, type ResolvedRetention, type ResponseStore, type RetentionOptions, type StoredResponse } from './store.js';
+import {
+  pageInputItems,
+  recordTooLarge,
+  resolveRetention,
+  type InputItemsPage,
+  type InputItemsQuery,
+  type ResolvedRetention,
+  type ResponseStore,
+  type RetentionOptions,
+  type StoredResponse,
+} from './store.js';
 
 /** The data directory: `IOP_DATA_DIR`, default `./.iop-data`. */
 export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
@@ -54,7 +64,7 @@ CREATE INDEX IF NOT EXISTS responses_stored_at ON responses (stored_at_ms);
 /** Creates the table, or adds the `owner` column to one from before owners (rows owned by `''`). */
 function migrate(db: Database.Database): void {
   db.exec(SCHEMA);
-  const columns = db.prepare<[], { name: string }>('SELECT name FROM pragma_table_info(\'responses\')').all();
+  const columns = db.prepare<[], { name: string }>("SELECT name FROM pragma_table_info('responses')").all();
   if (!columns.some((column) => column.name === 'owner')) db.exec("ALTER TABLE responses ADD COLUMN owner TEXT NOT NULL DEFAULT ''");
   if (!columns.some((column) => column.name === 'bytes')) {
     db.exec('ALTER TABLE responses ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0');
@@ -84,7 +94,8 @@ export class SqliteResponseStore implements ResponseStore {
   constructor(options: SqliteStoreOptions = {}) {
     this.retention = resolveRetention(options);
     this.pruneEveryPuts = options.pruneEveryPuts ?? 100;
-    if (!Number.isSafeInteger(this.pruneEveryPuts) || this.pruneEveryPuts < 1) throw new RangeError(`pruneEveryPuts must be an integer >= 1, got ${this.pruneEveryPuts}`);
+    if (!Number.isSafeInteger(this.pruneEveryPuts) || this.pruneEveryPuts < 1)
+      throw new RangeError(`pruneEveryPuts must be an integer >= 1, got ${this.pruneEveryPuts}`);
     const pruneIntervalMs = options.pruneIntervalMs ?? 60_000;
     if (!Number.isFinite(pruneIntervalMs) || pruneIntervalMs < 0) throw new RangeError(`pruneIntervalMs must be >= 0, got ${pruneIntervalMs}`);
     const dataDir = options.dataDir ?? defaultDataDir();

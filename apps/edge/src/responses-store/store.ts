@@ -95,7 +95,10 @@ export function resolveRetention(options: RetentionOptions = {}): ResolvedRetent
 
 /** The error of a `put` over `maxResponseBytes` (413 `request_too_large`). */
 export function recordTooLarge(bytes: number, maxResponseBytes: number): IopError {
-  return new IopError('request_too_large', `the response is too large to store: ${bytes} bytes, the limit is ${maxResponseBytes} bytes per stored response (--responses-max-response-bytes); send store: false to not store it`);
+  return new IopError(
+    'request_too_large',
+    `the response is too large to store: ${bytes} bytes, the limit is ${maxResponseBytes} bytes per stored response (--responses-max-response-bytes); send store: false to not store it`,
+  );
 }
 
 /** Pages a record's input items (OpenAI list semantics: `after` is exclusive, `has_more` when items remain). */

@@ -99,7 +99,11 @@ export async function migrate(db: SqlDatabase, migrations: readonly Migration[] 
     for (const migration of migrations) {
       if (applied.has(migration.version)) continue;
       const script = tx.kind === 'postgres' ? migration.postgres : migration.sqlite;
-      for (const statement of script.split(';').map((part) => part.trim()).filter((part) => part.length > 0)) await tx.execute(statement);
+      for (const statement of script
+        .split(';')
+        .map((part) => part.trim())
+        .filter((part) => part.length > 0))
+        await tx.execute(statement);
       await tx.execute('INSERT INTO iop_schema_migrations (version, name, applied_at_ms) VALUES ($1, $2, $3)', [migration.version, migration.name, Date.now()]);
       done.push(migration.version);
     }

@@ -53,14 +53,20 @@ async function openSql(config: EdgeConfig, logger: Logger): Promise<SqlDatabase>
     if (applied.length > 0) logger.info({ applied, database: 'sqlite' }, 'schema migrations applied');
     return db;
   }
-  const db = new PostgresDatabase({ url: sql.url!, ...(sql.schema === undefined ? {} : { schema: sql.schema }), ...(sql.poolSize === undefined ? {} : { poolSize: sql.poolSize }) });
+  const db = new PostgresDatabase({
+    url: sql.url!,
+    ...(sql.schema === undefined ? {} : { schema: sql.schema }),
+    ...(sql.poolSize === undefined ? {} : { poolSize: sql.poolSize }),
+  });
   try {
     const applied = await migrate(db);
     if (applied.length > 0) logger.info({ applied, database: 'postgres', schema: db.schema }, 'schema migrations applied');
   } catch (error) {
     await db.close().catch(() => {});
     const where = new URL(sql.url!);
-    throw new ConfigError(`cannot prepare PostgreSQL at ${where.host}${where.pathname} (storage.sql): ${error instanceof Error ? error.message : String(error)}`);
+    throw new ConfigError(
+      `cannot prepare PostgreSQL at ${where.host}${where.pathname} (storage.sql): ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
   return db;
 }
@@ -82,19 +88,35 @@ async function openSqliteResponses(dataDir: string, limits: Omit<SqliteStoreOpti
 function dataDirError(dataDir: string, error: unknown): ConfigError {
   const reason = error instanceof Error ? error.message : String(error);
   const user = typeof process.getuid === 'function' ? ` (uid ${process.getuid()})` : '';
-  return new ConfigError(`cannot open the Responses store in ${resolvePath(dataDir)}: ${reason}; make that directory writable by this user${user}, or set IOP_DATA_DIR (responsesStore.dataDir) to one that is, or use "responsesStore": {"kind": "memory"}`);
+  return new ConfigError(
+    `cannot open the Responses store in ${resolvePath(dataDir)}: ${reason}; make that directory writable by this user${user}, or set IOP_DATA_DIR (responsesStore.dataDir) to one that is, or use "responsesStore": {"kind": "memory"}`,
+  );
 }
 
 export async function openSharedState(config: EdgeConfig, logger: Logger, registry: Registry): Promise<SharedState> {
   const sql = await openSql(config, logger);
   const { kind, dataDir, ...retention } = config.responsesStore;
   const responses: ResponseStore =
-    sql.kind === 'postgres' ? new SqlResponseStore(sql, retention) : kind === 'memory' ? new MemoryResponseStore(retention) : await openSqliteResponses(dataDir ?? defaultDataDir(), retention);
+    sql.kind === 'postgres'
+      ? new SqlResponseStore(sql, retention)
+      : kind === 'memory'
+        ? new MemoryResponseStore(retention)
+        : await openSqliteResponses(dataDir ?? defaultDataDir(), retention);
 
   let shared: CounterStore;
   if (config.storage.counters.kind === 'redis') {
-    const redis = new RedisCounterStore({ url: config.storage.counters.url!, ...(config.storage.counters.keyPrefix === undefined ? {} : { keyPrefix: config.storage.counters.keyPrefix }) });
-    await redis.ready().catch((error: unknown) => logger.warn({ error: error instanceof Error ? error.message : String(error), onFailure: config.storage.onFailure }, 'Redis not reachable at start; retrying in the background'));
+    const redis = new RedisCounterStore({
+      url: config.storage.counters.url!,
+      ...(config.storage.counters.keyPrefix === undefined ? {} : { keyPrefix: config.storage.counters.keyPrefix }),
+    });
+    await redis
+      .ready()
+      .catch((error: unknown) =>
+        logger.warn(
+          { error: error instanceof Error ? error.message : String(error), onFailure: config.storage.onFailure },
+          'Redis not reachable at start; retrying in the background',
+        ),
+      );
     shared = new FailoverCounterStore(redis, config.storage.onFailure, logger);
   } else {
     shared = new MemoryCounterStore();
@@ -107,8 +129,16 @@ export async function openSharedState(config: EdgeConfig, logger: Logger, regist
     if (message.startsWith(INVALIDATE)) keys.invalidate(message.slice(INVALIDATE.length));
   });
 
-  const dropped = new Counter({ name: 'iop_usage_ledger_dropped_total', help: 'Usage ledger rows dropped (queue full while the database was slow or down, or left at shutdown).', registers: [registry] });
-  const writeErrors = new Counter({ name: 'iop_usage_ledger_write_errors_total', help: 'Failed usage ledger batch writes (the rows stay queued and are retried).', registers: [registry] });
+  const dropped = new Counter({
+    name: 'iop_usage_ledger_dropped_total',
+    help: 'Usage ledger rows dropped (queue full while the database was slow or down, or left at shutdown).',
+    registers: [registry],
+  });
+  const writeErrors = new Counter({
+    name: 'iop_usage_ledger_write_errors_total',
+    help: 'Failed usage ledger batch writes (the rows stay queued and are retried).',
+    registers: [registry],
+  });
   let lastWarnMs = 0;
   const ledger = new UsageLedger(sql, {
     ...config.storage.ledger,
@@ -120,7 +150,14 @@ export async function openSharedState(config: EdgeConfig, logger: Logger, regist
       logger.warn({ error: error instanceof Error ? error.message : String(error), queued: ledger.queued }, 'usage ledger write failed; rows kept and retried');
     },
   });
-  new Gauge({ name: 'iop_usage_ledger_queued', help: 'Usage ledger rows waiting to be written.', registers: [registry], collect() { this.set(ledger.queued); } });
+  new Gauge({
+    name: 'iop_usage_ledger_queued',
+    help: 'Usage ledger rows waiting to be written.',
+    registers: [registry],
+    collect() {
+      this.set(ledger.queued);
+    },
+  });
 
   const limiter = new KeyLimiter(shared, {
     // In memory a restart would forget what a budget has used: the ledger tells it again.

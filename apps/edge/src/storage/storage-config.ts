@@ -24,12 +24,14 @@ export interface StorageConfig {
   ledger: { batchSize: number; flushIntervalMs: number; maxQueued: number; maxAgeMs: number };
 }
 
-
 const storageSchema = Type.Object(
   {
     sql: Type.Object(
       {
-        kind: stringEnum(['sqlite', 'postgres'] as const, { default: 'sqlite', description: 'Stored Responses, managed keys and the usage ledger: `sqlite` (embedded, in the data directory) or `postgres`.' }),
+        kind: stringEnum(['sqlite', 'postgres'] as const, {
+          default: 'sqlite',
+          description: 'Stored Responses, managed keys and the usage ledger: `sqlite` (embedded, in the data directory) or `postgres`.',
+        }),
         url: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL URL (kind `postgres`).' })),
         schema: Type.Optional(Type.String({ pattern: '^[a-z_][a-z0-9_]{0,62}$', description: 'PostgreSQL schema.' })),
         poolSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
@@ -38,13 +40,19 @@ const storageSchema = Type.Object(
     ),
     counters: Type.Object(
       {
-        kind: stringEnum(['memory', 'redis'] as const, { default: 'memory', description: 'Rate-limit windows, budgets, stream slots and revocations: `memory` (this edge only) or `redis`.' }),
+        kind: stringEnum(['memory', 'redis'] as const, {
+          default: 'memory',
+          description: 'Rate-limit windows, budgets, stream slots and revocations: `memory` (this edge only) or `redis`.',
+        }),
         url: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis URL (kind `redis`).' })),
         keyPrefix: Type.Optional(Type.String({ maxLength: 100 })),
       },
       { additionalProperties: false, default: {}, if: { properties: { kind: { const: 'redis' } }, required: ['kind'] }, then: { required: ['url'] } },
     ),
-    onFailure: stringEnum(['open', 'closed'] as const, { default: 'open', description: "When the shared store fails: `open` (a warning, this edge's own counters) or `closed` (503)." }),
+    onFailure: stringEnum(['open', 'closed'] as const, {
+      default: 'open',
+      description: "When the shared store fails: `open` (a warning, this edge's own counters) or `closed` (503).",
+    }),
     keyCacheTtlMs: Type.Integer({ minimum: 0, maximum: 600_000, default: 2_000, description: 'How long an edge trusts a key looked up in the store, ms.' }),
     ledger: Type.Object(
       {

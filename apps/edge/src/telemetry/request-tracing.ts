@@ -32,7 +32,11 @@ interface AttemptCount {
 /** Starts the request span (parent: the client's `traceparent`); returns it and the context to run the request in. */
 export function startRequestSpan(headers: IncomingHttpHeaders, path: string, requestId: string): { span: Span; context: Context } {
   const parent = extractContext(headers);
-  const span = tracer().startSpan('chat', { kind: SpanKind.SERVER, attributes: { 'gen_ai.operation.name': 'chat', 'http.request.method': 'POST', 'url.path': path, 'iop.request_id': requestId } }, parent);
+  const span = tracer().startSpan(
+    'chat',
+    { kind: SpanKind.SERVER, attributes: { 'gen_ai.operation.name': 'chat', 'http.request.method': 'POST', 'url.path': path, 'iop.request_id': requestId } },
+    parent,
+  );
   const counter: AttemptCount = { count: 0 };
   return { span, context: otelTrace.setSpan(parent, span).setValue(ATTEMPTS, counter) };
 }
@@ -78,7 +82,13 @@ export class AttemptTrace {
     if (!this.span.isRecording()) return start();
     const now = Date.now();
     tracer().startSpan('iop.queue', { startTime: this.queuedAt }, this.context).end(now);
-    tracer().startSpan('iop.pool.pick', { startTime: now, attributes: { 'iop.provider.id': provider.id, 'iop.provider.kind': provider.kind, 'gen_ai.response.model': model } }, this.context).end();
+    tracer()
+      .startSpan(
+        'iop.pool.pick',
+        { startTime: now, attributes: { 'iop.provider.id': provider.id, 'iop.provider.kind': provider.kind, 'gen_ai.response.model': model } },
+        this.context,
+      )
+      .end();
     this.span.setAttributes({ 'iop.provider.id': provider.id, 'gen_ai.response.model': model });
     const result = otelContext.with(this.context, start);
     if (provider.kind === 'direct') this.end();
@@ -111,7 +121,10 @@ const runSpans = new Map<string, Span[]>();
  * the headers for its RunAssignment with the span's `traceparent`; `bind` ties it (and its
  * attempt) to the run id so `endRunSpans` ends them. Unchanged headers while tracing is off.
  */
-export function traceTunnelRun(headers: Record<string, string> | undefined, agentId: string): { headers: Record<string, string> | undefined; bind(runId: string, finished: boolean): void } {
+export function traceTunnelRun(
+  headers: Record<string, string> | undefined,
+  agentId: string,
+): { headers: Record<string, string> | undefined; bind(runId: string, finished: boolean): void } {
   const active = otelContext.active();
   const attempt = active.getValue(ATTEMPT_SPAN) as Span | undefined;
   if (attempt === undefined || !attempt.isRecording()) return { headers, bind: () => undefined };

@@ -87,7 +87,10 @@ export class AgentIdentities {
         continue;
       }
       if (await this.alive(session, owner)) {
-        logger.warn({ agentId, session: sessionTag(session.sessionId), resumeToken: presented === undefined ? 'none' : 'wrong' }, 'agent refused: its id is held by a live session');
+        logger.warn(
+          { agentId, session: sessionTag(session.sessionId), resumeToken: presented === undefined ? 'none' : 'wrong' },
+          'agent refused: its id is held by a live session',
+        );
         throw new ConnectError(`agent id ${agentId} is in use by a live session; a reconnect of the same agent presents its resume_token`, Code.AlreadyExists);
       }
       logger.warn({ agentId, session: sessionTag(session.sessionId) }, 'the earlier session of this agent id does not answer: the new session takes the id');

@@ -68,7 +68,14 @@ export class AgentSession implements PoolProvider {
   othersInFlight = 0;
   /** Runs ever assigned (for the admin view and the distribution figures). */
   totalRuns = 0;
-  load: AgentLoad = { reportedInFlight: 0, sessionInFlight: undefined, backendInFlight: undefined, queued: 0, kvCacheUsage: undefined, backendWaiting: undefined };
+  load: AgentLoad = {
+    reportedInFlight: 0,
+    sessionInFlight: undefined,
+    backendInFlight: undefined,
+    queued: 0,
+    kvCacheUsage: undefined,
+    backendWaiting: undefined,
+  };
   /** Takes no new runs: set at once by `drain()` (admin), and by the agent's heartbeats (e.g. its SIGTERM). */
   draining = false;
   /** The edge asked the agent to deregister once its in-flight runs are over. */

@@ -106,7 +106,10 @@ export class ConnectionGuard {
     const { maxUnauthenticatedConnections, registerTimeoutMs, logger } = this.options;
     if (this.pending.size >= maxUnauthenticatedConnections) {
       this.refused.inc({ reason: 'connections' });
-      logger.debug({ remote: session.socket?.remoteAddress, limit: maxUnauthenticatedConnections }, 'tunnel connection refused: too many unauthenticated connections');
+      logger.debug(
+        { remote: session.socket?.remoteAddress, limit: maxUnauthenticatedConnections },
+        'tunnel connection refused: too many unauthenticated connections',
+      );
       session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM);
       session.destroy();
       return;

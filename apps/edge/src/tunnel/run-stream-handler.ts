@@ -19,10 +19,20 @@ import type { TunnelCounters } from '../edge-observers.js';
 import { constants, type Http2ServerRequest, type Http2ServerResponse, type IncomingHttpHeaders } from 'node:http2';
 import { toBinary, create } from '@bufbuild/protobuf';
 import { Code } from '@connectrpc/connect';
-import { GrpcMessageError, GrpcMessageReader, RUN_MAX_MESSAGE_BYTES, type GrpcMessage, RUN_PATH, RUN_SESSION_HEADER, RunSummarySchema, decodeFrame, grpcFrame, type ProviderTunnelFrame } from '@iop/proto';
+import {
+  GrpcMessageError,
+  GrpcMessageReader,
+  RUN_MAX_MESSAGE_BYTES,
+  type GrpcMessage,
+  RUN_PATH,
+  RUN_SESSION_HEADER,
+  RunSummarySchema,
+  decodeFrame,
+  grpcFrame,
+  type ProviderTunnelFrame,
+} from '@iop/proto';
 import type { AgentSession } from './agent-session.js';
 import type { RunHandle, RunRegistry } from './run-registry.js';
-
 
 const SUMMARY_MESSAGE = grpcFrame(toBinary(RunSummarySchema, create(RunSummarySchema, {})));
 
@@ -54,7 +64,13 @@ function succeed(res: Http2ServerResponse): void {
  * Serves one Run call.
  * @param sessionOf the connected Control session with this id, if any (AgentRegistry.bySessionId).
  */
-export function handleRunStream(req: Http2ServerRequest, res: Http2ServerResponse, runs: RunRegistry, sessionOf: (sessionId: string) => AgentSession | undefined, counters?: TunnelCounters): void {
+export function handleRunStream(
+  req: Http2ServerRequest,
+  res: Http2ServerResponse,
+  runs: RunRegistry,
+  sessionOf: (sessionId: string) => AgentSession | undefined,
+  counters?: TunnelCounters,
+): void {
   const sessionId = req.headers[RUN_SESSION_HEADER];
   const session = typeof sessionId === 'string' ? sessionOf(sessionId) : undefined;
   if (session === undefined) {
@@ -128,7 +144,8 @@ export function handleRunStream(req: Http2ServerRequest, res: Http2ServerRespons
   req.on('end', () => {
     const truncated = reader.bufferedBytes > 0;
     // The agent ended its side: its run is over, nothing to cancel.
-    if (handle !== undefined && !handle.isFinished) handle.failWith('agent_disconnected', truncated ? 'the run stream ended inside a message' : 'the run stream ended without END', true);
+    if (handle !== undefined && !handle.isFinished)
+      handle.failWith('agent_disconnected', truncated ? 'the run stream ended inside a message' : 'the run stream ended without END', true);
     if (truncated) finish(Code.Internal, `the stream ended inside a message (${reader.bufferedBytes} bytes of it)`);
     else finish(undefined);
   });

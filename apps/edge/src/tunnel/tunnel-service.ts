@@ -16,14 +16,7 @@
 import { create } from '@bufbuild/protobuf';
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from '@connectrpc/connect';
 import { newId, secretIn } from '@iop/core';
-import {
-  EdgeMessageSchema,
-  RegisteredSchema,
-  TunnelService,
-  type AgentMessage,
-  type EdgeMessage,
-  sessionTag,
-} from '@iop/proto';
+import { EdgeMessageSchema, RegisteredSchema, TunnelService, type AgentMessage, type EdgeMessage, sessionTag } from '@iop/proto';
 import type { Logger } from 'pino';
 import { AgentSession } from './agent-session.js';
 import { AgentIdentities, TUNNEL_CONNECTION } from './agent-identity.js';
@@ -93,14 +86,26 @@ export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRou
       return { session: accepted, resumeToken: identities.issue(accepted, connection) };
     });
     logger.info(
-      { agentId: session.agentId, session: sessionTag(session.sessionId), models: session.models.map((model) => model.id), maxConcurrency: session.maxConcurrency, backend: session.backend, agentVersion: session.agentVersion },
+      {
+        agentId: session.agentId,
+        session: sessionTag(session.sessionId),
+        models: session.models.map((model) => model.id),
+        maxConcurrency: session.maxConcurrency,
+        backend: session.backend,
+        agentVersion: session.agentVersion,
+      },
       'agent registered',
     );
     session.send(
       create(EdgeMessageSchema, {
         message: {
           case: 'registered',
-          value: create(RegisteredSchema, { sessionId: session.sessionId, heartbeatIntervalMs: options.heartbeatIntervalMs, edgeVersion: options.edgeVersion, resumeToken }),
+          value: create(RegisteredSchema, {
+            sessionId: session.sessionId,
+            heartbeatIntervalMs: options.heartbeatIntervalMs,
+            edgeVersion: options.edgeVersion,
+            resumeToken,
+          }),
         },
       }),
     );

@@ -19,8 +19,12 @@ describe('edge config: tunnel and Responses store limits', () => {
   });
 
   it('refuses out-of-range limits, naming the field', () => {
-    expect(() => resolveConfig({ tunnel: { unauthenticated: { maxUnauthenticatedStreams: 0 } } })).toThrow('tunnel.unauthenticated.maxUnauthenticatedStreams must be >= 1');
+    expect(() => resolveConfig({ tunnel: { unauthenticated: { maxUnauthenticatedStreams: 0 } } })).toThrow(
+      'tunnel.unauthenticated.maxUnauthenticatedStreams must be >= 1',
+    );
     expect(() => resolveConfig({ responsesStore: { maxResponseBytes: 4096, maxTotalBytes: 2048 } })).toThrow(ConfigError);
-    expect(() => resolveConfig({ responsesStore: { maxResponseBytes: 4096, maxTotalBytes: 2048 } })).toThrow('responsesStore.maxResponseBytes (4096) must not exceed responsesStore.maxTotalBytes (2048)');
+    expect(() => resolveConfig({ responsesStore: { maxResponseBytes: 4096, maxTotalBytes: 2048 } })).toThrow(
+      'responsesStore.maxResponseBytes (4096) must not exceed responsesStore.maxTotalBytes (2048)',
+    );
   });
 });

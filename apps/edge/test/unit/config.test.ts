@@ -2,7 +2,11 @@ import { ConfigError, configFromEnv, resolveConfig } from '../../src/config';
 
 describe('edge config', () => {
   it('layers defaults < file < env < flags', () => {
-    const config = resolveConfig({ port: 9000, apiKeys: ['sk-file-key-0001'] }, configFromEnv({ IOP_PORT: '9100', IOP_API_KEYS: 'sk-env-key-0001,sk-env-key-0002' }), { port: 9200 });
+    const config = resolveConfig(
+      { port: 9000, apiKeys: ['sk-file-key-0001'] },
+      configFromEnv({ IOP_PORT: '9100', IOP_API_KEYS: 'sk-env-key-0001,sk-env-key-0002' }),
+      { port: 9200 },
+    );
     expect(config.port).toBe(9200);
     expect(config.apiKeys).toEqual(['sk-env-key-0001', 'sk-env-key-0002']);
     expect(config.tunnel.port).toBe(8081);

@@ -10,7 +10,10 @@ afterAll(() => fixture.sim.close());
 
 describe('GET /v1/models', () => {
   it('lists the configured models with max_model_len', async () => {
-    const models = await getJson<{ object: string; data: { id: string; object: string; owned_by: string; max_model_len: number }[] }>(fixture.sim, '/v1/models');
+    const models = await getJson<{ object: string; data: { id: string; object: string; owned_by: string; max_model_len: number }[] }>(
+      fixture.sim,
+      '/v1/models',
+    );
     expect(models.object).toBe('list');
     expect(models.data.map((model) => [model.id, model.object, model.owned_by, model.max_model_len])).toEqual([
       ['sim-model', 'model', 'iop-sim', 8192],
@@ -35,7 +38,11 @@ describe('non-stream chat completion', () => {
     expect(choice.finish_reason).toBe('stop');
     expect(choice.message.role).toBe('assistant');
     expect(countTokens(choice.message.content!)).toBe(12);
-    expect(completion.usage).toEqual({ prompt_tokens: countTokens(USER_MESSAGES[0]!.content), completion_tokens: 12, total_tokens: countTokens(USER_MESSAGES[0]!.content) + 12 });
+    expect(completion.usage).toEqual({
+      prompt_tokens: countTokens(USER_MESSAGES[0]!.content),
+      completion_tokens: 12,
+      total_tokens: countTokens(USER_MESSAGES[0]!.content) + 12,
+    });
   });
 
   it('cuts at max_tokens with finish_reason length', async () => {
@@ -49,7 +56,11 @@ describe('non-stream chat completion', () => {
   it('echoes the last user message with content=echo', async () => {
     const completion = await fixture.client.chat.completions.create({
       model: 'sim-model@content=echo',
-      messages: [{ role: 'user', content: 'first' }, { role: 'assistant', content: 'ok' }, { role: 'user', content: [{ type: 'text', text: 'Say: hello, world!' }] }],
+      messages: [
+        { role: 'user', content: 'first' },
+        { role: 'assistant', content: 'ok' },
+        { role: 'user', content: [{ type: 'text', text: 'Say: hello, world!' }] },
+      ],
     });
     expect(completion.choices[0]!.message.content).toBe('Say: hello, world!');
     expect(completion.model).toBe('sim-model@content=echo');
@@ -79,7 +90,10 @@ describe('non-stream chat completion', () => {
   it('puts <think> tags inside content with reasoning-format=think-tags, only </think> with think-close-only', async () => {
     const tags = await fixture.client.chat.completions.create({ model: 'sim-model@reasoning=3,think-tags,output-tokens=2', messages: USER_MESSAGES });
     expect(tags.choices[0]!.message.content).toMatch(/^<think>\w+ \w+ \w+<\/think>\n\n\w+ \w+$/);
-    const closeOnly = await fixture.client.chat.completions.create({ model: 'sim-model@reasoning=3,think-close-only,output-tokens=2', messages: USER_MESSAGES });
+    const closeOnly = await fixture.client.chat.completions.create({
+      model: 'sim-model@reasoning=3,think-close-only,output-tokens=2',
+      messages: USER_MESSAGES,
+    });
     expect(closeOnly.choices[0]!.message.content).toMatch(/^\w+ \w+ \w+<\/think>\n\n\w+ \w+$/);
   });
 
@@ -126,14 +140,27 @@ describe('streamed chat completion', () => {
   });
 
   it('puts running usage on every chunk with continuous-usage', async () => {
-    const response = await postRaw(fixture.sim, '/v1/chat/completions', { model: 'sim-model@continuous-usage', messages: USER_MESSAGES, stream: true, max_tokens: 3 });
-    const chunks = sseData(response.text).slice(0, -1).map((payload) => JSON.parse(payload));
+    const response = await postRaw(fixture.sim, '/v1/chat/completions', {
+      model: 'sim-model@continuous-usage',
+      messages: USER_MESSAGES,
+      stream: true,
+      max_tokens: 3,
+    });
+    const chunks = sseData(response.text)
+      .slice(0, -1)
+      .map((payload) => JSON.parse(payload));
     expect(chunks.map((chunk) => chunk.usage.completion_tokens)).toEqual([0, 1, 2, 3, 3, 3]);
   });
 
   it('streams reasoning as delta.reasoning and delta.reasoning_content before content', async () => {
-    const response = await postRaw(fixture.sim, '/v1/chat/completions', { model: 'sim-model@reasoning=2,output-tokens=1', messages: USER_MESSAGES, stream: true });
-    const deltas = sseData(response.text).slice(1, -2).map((payload) => JSON.parse(payload).choices[0].delta);
+    const response = await postRaw(fixture.sim, '/v1/chat/completions', {
+      model: 'sim-model@reasoning=2,output-tokens=1',
+      messages: USER_MESSAGES,
+      stream: true,
+    });
+    const deltas = sseData(response.text)
+      .slice(1, -2)
+      .map((payload) => JSON.parse(payload).choices[0].delta);
     expect(deltas).toHaveLength(3);
     expect(deltas[0].reasoning).toEqual(deltas[0].reasoning_content);
     expect(Object.keys(deltas[1])).toEqual(['reasoning', 'reasoning_content']);
@@ -141,7 +168,11 @@ describe('streamed chat completion', () => {
   });
 
   it('streams only the text before a stop sequence', async () => {
-    const stream = fixture.client.chat.completions.stream({ model: 'sim-model@content=echo', messages: [{ role: 'user', content: 'one two three four' }], stop: 'three' });
+    const stream = fixture.client.chat.completions.stream({
+      model: 'sim-model@content=echo',
+      messages: [{ role: 'user', content: 'one two three four' }],
+      stop: 'three',
+    });
     const completion = await stream.finalChatCompletion();
     expect(completion.choices[0]!.message.content).toBe('one two ');
     expect(completion.choices[0]!.finish_reason).toBe('stop');
@@ -150,7 +181,11 @@ describe('streamed chat completion', () => {
   it('spaces tokens by itl-ms after ttft-ms', async () => {
     const start = Date.now();
     const arrivals: number[] = [];
-    const stream = await fixture.client.chat.completions.create({ model: 'sim-model@ttft-ms=150,itl-ms=40,output-tokens=4', messages: USER_MESSAGES, stream: true });
+    const stream = await fixture.client.chat.completions.create({
+      model: 'sim-model@ttft-ms=150,itl-ms=40,output-tokens=4',
+      messages: USER_MESSAGES,
+      stream: true,
+    });
     for await (const chunk of stream) if (chunk.choices[0]?.delta.content) arrivals.push(Date.now() - start);
     expect(arrivals).toHaveLength(4);
     expect(arrivals[0]).toBeGreaterThanOrEqual(145);
@@ -162,7 +197,9 @@ describe('errors', () => {
   it('answers an unknown model with a vLLM 404', async () => {
     const response = await postRaw(fixture.sim, '/v1/chat/completions', { model: 'missing@itl-ms=1', messages: USER_MESSAGES });
     expect(response.status).toBe(404);
-    expect(JSON.parse(response.text)).toEqual({ error: { message: 'The model `missing@itl-ms=1` does not exist.', type: 'NotFoundError', param: null, code: 404 } });
+    expect(JSON.parse(response.text)).toEqual({
+      error: { message: 'The model `missing@itl-ms=1` does not exist.', type: 'NotFoundError', param: null, code: 404 },
+    });
   });
 
   it('answers malformed JSON with a vLLM 400', async () => {
@@ -180,7 +217,11 @@ describe('errors', () => {
     expect(JSON.parse(knob.text).error.message).toBe("model suffix: sim knob 'itl-ms': expected a number >= 0, got 'fast'");
     const header = await postRaw(fixture.sim, '/v1/chat/completions', { model: 'sim-model', messages: USER_MESSAGES }, { 'x-sim-content': 'poetry' });
     expect(JSON.parse(header.text).error.message).toBe("sim knob 'content': expected one of lorem|echo, got 'poetry'");
-    const options = await postRaw(fixture.sim, '/v1/chat/completions', { model: 'sim-model', messages: USER_MESSAGES, stream_options: { include_usage: true } });
+    const options = await postRaw(fixture.sim, '/v1/chat/completions', {
+      model: 'sim-model',
+      messages: USER_MESSAGES,
+      stream_options: { include_usage: true },
+    });
     expect(JSON.parse(options.text).error).toMatchObject({ param: 'stream_options', code: 400 });
   });
 

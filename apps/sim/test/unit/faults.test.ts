@@ -85,7 +85,13 @@ describe('connection faults', () => {
 
   it('fault=no-response never answers, and the client leaving is recorded as an abort', async () => {
     const started = Date.now();
-    await expect(fetch(`${fixture.sim.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(streamBody('sim-model@fault=no-response')), signal: AbortSignal.timeout(300) })).rejects.toThrow();
+    await expect(
+      fetch(`${fixture.sim.url}/v1/chat/completions`, {
+        method: 'POST',
+        body: JSON.stringify(streamBody('sim-model@fault=no-response')),
+        signal: AbortSignal.timeout(300),
+      }),
+    ).rejects.toThrow();
     expect(Date.now() - started).toBeGreaterThanOrEqual(290);
     await waitFor(async () => (await lastRecord()).aborted, 1_000);
     expect((await lastRecord()).status).toBeNull();
@@ -93,7 +99,11 @@ describe('connection faults', () => {
 
   it('fault=slow-first-token delays the first token by slow-ttft-ms', async () => {
     const started = Date.now();
-    const stream = await fixture.client.chat.completions.create({ model: 'sim-model@fault=slow-first-token,slow-ttft-ms=300', messages: USER_MESSAGES, stream: true });
+    const stream = await fixture.client.chat.completions.create({
+      model: 'sim-model@fault=slow-first-token,slow-ttft-ms=300',
+      messages: USER_MESSAGES,
+      stream: true,
+    });
     let firstAt = 0;
     for await (const chunk of stream) if (firstAt === 0 && chunk.choices[0]?.delta.content) firstAt = Date.now() - started;
     expect(firstAt).toBeGreaterThanOrEqual(295);
@@ -102,7 +112,10 @@ describe('connection faults', () => {
 
 describe('mid-stream faults', () => {
   it('fault=stall sends fault-after tokens then nothing, keeping the socket open', async () => {
-    const response = await fetch(`${fixture.sim.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(streamBody('sim-model@fault=stall,fault-after=3')) });
+    const response = await fetch(`${fixture.sim.url}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify(streamBody('sim-model@fault=stall,fault-after=3')),
+    });
     const { text, outcome } = await readStream(response, 300);
     expect(outcome).toBe('quiet');
     expect(sseData(text)).toHaveLength(1 + 3);
@@ -110,7 +123,10 @@ describe('mid-stream faults', () => {
   });
 
   it('fault=cut destroys the socket after fault-after tokens', async () => {
-    const response = await fetch(`${fixture.sim.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(streamBody('sim-model@fault=cut,fault-after=2')) });
+    const response = await fetch(`${fixture.sim.url}/v1/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify(streamBody('sim-model@fault=cut,fault-after=2')),
+    });
     const { text, outcome } = await readStream(response);
     expect(outcome).toBe('error');
     expect(sseData(text)).toHaveLength(1 + 2);
@@ -145,7 +161,9 @@ describe('mid-stream faults', () => {
     expect(data).toHaveLength(5);
     expect(data).not.toContain('[DONE]');
     expect(data.every((payload) => JSON.parse(payload).choices[0].finish_reason === null)).toBe(true);
-    await expect(fixture.client.chat.completions.stream({ model: 'sim-model@fault=no-done', messages: USER_MESSAGES }).finalChatCompletion()).rejects.toThrow(/missing finish_reason/);
+    await expect(fixture.client.chat.completions.stream({ model: 'sim-model@fault=no-done', messages: USER_MESSAGES }).finalChatCompletion()).rejects.toThrow(
+      /missing finish_reason/,
+    );
   });
 
   it('fault=error-chunk sends a vLLM in-stream error then [DONE]', async () => {
@@ -156,7 +174,11 @@ describe('mid-stream faults', () => {
     expect(data[3]).toBe('[DONE]');
     await expect(
       (async () => {
-        for await (const _chunk of await fixture.client.chat.completions.create({ model: 'sim-model@fault=error-chunk', messages: USER_MESSAGES, stream: true }));
+        for await (const _chunk of await fixture.client.chat.completions.create({
+          model: 'sim-model@fault=error-chunk',
+          messages: USER_MESSAGES,
+          stream: true,
+        }));
       })(),
     ).rejects.toBeInstanceOf(OpenAI.APIError);
   });
@@ -203,7 +225,10 @@ describe('fault control', () => {
 describe('abort detection and request log', () => {
   it('marks a stream the client closes as aborted within 1 s and stops generating', async () => {
     const controller = new AbortController();
-    const stream = await fixture.client.chat.completions.create({ model: 'sim-model@itl-ms=20,output-tokens=1000', messages: USER_MESSAGES, stream: true }, { signal: controller.signal });
+    const stream = await fixture.client.chat.completions.create(
+      { model: 'sim-model@itl-ms=20,output-tokens=1000', messages: USER_MESSAGES, stream: true },
+      { signal: controller.signal },
+    );
     let chunks = 0;
     for await (const _chunk of stream) if (++chunks === 3) break; // break aborts the request
     const abortedAt = Date.now();

@@ -17,7 +17,11 @@ function body(maxTokens: number, stream: boolean): string {
 /** Streams one completion; resolves with the ms from sending to the last byte. */
 async function timedStream(sim: SimServer, maxTokens: number): Promise<number> {
   const started = performance.now();
-  const response = await fetch(`${sim.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(maxTokens, true) });
+  const response = await fetch(`${sim.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: body(maxTokens, true),
+  });
   const text = await response.text();
   expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
   return performance.now() - started;
@@ -71,7 +75,12 @@ describe('GPU profile over HTTP', () => {
     const controllers = Array.from({ length: 6 }, () => new AbortController());
     // 600 tokens at ~6.8 ms: each stream runs ~4 s, so the 5th and 6th wait.
     const streams = controllers.map((controller) =>
-      fetch(`${running.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(600, true), signal: controller.signal })
+      fetch(`${running.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: body(600, true),
+        signal: controller.signal,
+      })
         .then((response) => response.text())
         .catch(() => 'aborted'),
     );
@@ -126,7 +135,12 @@ describe('GPU profile over HTTP', () => {
     const running = sim;
     const controller = new AbortController();
     // 2 000 tokens: ~13 s of generation, cut after ~300 ms; a second request waits for the slot.
-    const first = fetch(`${running.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(2_000, false), signal: controller.signal }).catch(() => 'aborted');
+    const first = fetch(`${running.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: body(2_000, false),
+      signal: controller.signal,
+    }).catch(() => 'aborted');
     await waitFor(async () => (await stats(running)).gpu?.running === 1, 5_000);
     const second = fetch(`${running.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(5, false) });
     await waitFor(async () => (await stats(running)).gpu?.waiting === 1, 5_000);

@@ -34,9 +34,35 @@ describe('x-sim-* headers', () => {
 
 describe('CLI', () => {
   it('parses server flags and knob defaults', () => {
-    expect(parseCli(['--port', '9000', '--host', '0.0.0.0', '--models', 'a, b', '--ttft-ms', '10', '--itl-ms', '2', '--output-tokens', '64', '--repeat', '--fault', '503', '--request-log-size', '50'])).toEqual({
+    expect(
+      parseCli([
+        '--port',
+        '9000',
+        '--host',
+        '0.0.0.0',
+        '--models',
+        'a, b',
+        '--ttft-ms',
+        '10',
+        '--itl-ms',
+        '2',
+        '--output-tokens',
+        '64',
+        '--repeat',
+        '--fault',
+        '503',
+        '--request-log-size',
+        '50',
+      ]),
+    ).toEqual({
       help: false,
-      options: { port: 9000, host: '0.0.0.0', models: ['a', 'b'], requestLogSize: 50, knobs: { ttftMs: 10, itlMs: 2, outputTokens: 64, repeat: true, fault: '503' } },
+      options: {
+        port: 9000,
+        host: '0.0.0.0',
+        models: ['a', 'b'],
+        requestLogSize: 50,
+        knobs: { ttftMs: 10, itlMs: 2, outputTokens: 64, repeat: true, fault: '503' },
+      },
     });
     expect(parseCli(['--help'])).toEqual({ help: true });
   });

@@ -15,8 +15,17 @@ export async function startFixture(options: SimOptions = {}): Promise<Fixture> {
 }
 
 /** POSTs a JSON body and returns status, headers and the whole body text. */
-export async function postRaw(sim: SimServer, path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; text: string }> {
-  const response = await fetch(`${sim.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+export async function postRaw(
+  sim: SimServer,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; text: string }> {
+  const response = await fetch(`${sim.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
   return { status: response.status, headers: response.headers, text: await response.text() };
 }
 

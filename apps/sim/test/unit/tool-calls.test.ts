@@ -43,7 +43,12 @@ describe('native tool calls', () => {
   });
 
   it('sends id, type, name and arguments:"" only in the first fragment of each call', async () => {
-    const response = await postRaw(fixture.sim, '/v1/chat/completions', { model: 'sim-model@tool-calls=2', messages: USER_MESSAGES, tools: WEATHER_TOOLS, stream: true });
+    const response = await postRaw(fixture.sim, '/v1/chat/completions', {
+      model: 'sim-model@tool-calls=2',
+      messages: USER_MESSAGES,
+      tools: WEATHER_TOOLS,
+      stream: true,
+    });
     const toolDeltas = sseData(response.text)
       .slice(0, -1)
       .flatMap((payload) => JSON.parse(payload).choices[0].delta.tool_calls ?? []);
@@ -56,7 +61,12 @@ describe('native tool calls', () => {
   });
 
   it('makes one call by default for tool_choice required or a named tool, none for auto', async () => {
-    const required = await fixture.client.chat.completions.create({ model: 'sim-model', messages: USER_MESSAGES, tools: WEATHER_TOOLS, tool_choice: 'required' });
+    const required = await fixture.client.chat.completions.create({
+      model: 'sim-model',
+      messages: USER_MESSAGES,
+      tools: WEATHER_TOOLS,
+      tool_choice: 'required',
+    });
     expect(required.choices[0]!.message.tool_calls).toHaveLength(1);
     const named = await fixture.client.chat.completions.create({
       model: 'sim-model@tool-calls=2',
@@ -68,12 +78,22 @@ describe('native tool calls', () => {
     const auto = await fixture.client.chat.completions.create({ model: 'sim-model', messages: USER_MESSAGES, tools: WEATHER_TOOLS });
     expect(auto.choices[0]!.message.tool_calls).toEqual([]);
     expect(auto.choices[0]!.finish_reason).toBe('stop');
-    const single = await fixture.client.chat.completions.create({ model: 'sim-model@tool-calls=3', messages: USER_MESSAGES, tools: WEATHER_TOOLS, parallel_tool_calls: false });
+    const single = await fixture.client.chat.completions.create({
+      model: 'sim-model@tool-calls=3',
+      messages: USER_MESSAGES,
+      tools: WEATHER_TOOLS,
+      parallel_tool_calls: false,
+    });
     expect(single.choices[0]!.message.tool_calls).toHaveLength(1);
   });
 
   it('refuses a named tool_choice that is not declared', async () => {
-    const response = await postRaw(fixture.sim, '/v1/chat/completions', { model: 'sim-model', messages: USER_MESSAGES, tools: WEATHER_TOOLS, tool_choice: { type: 'function', function: { name: 'nope' } } });
+    const response = await postRaw(fixture.sim, '/v1/chat/completions', {
+      model: 'sim-model',
+      messages: USER_MESSAGES,
+      tools: WEATHER_TOOLS,
+      tool_choice: { type: 'function', function: { name: 'nope' } },
+    });
     expect(response.status).toBe(400);
     expect(JSON.parse(response.text).error.param).toBe('tool_choice');
   });
@@ -81,7 +101,11 @@ describe('native tool calls', () => {
 
 describe('xml-tool-calls', () => {
   it('writes Hermes <tool_call> text inside content', async () => {
-    const completion = await fixture.client.chat.completions.create({ model: 'sim-model@tool-calls=1,xml-tool-calls', messages: USER_MESSAGES, tools: WEATHER_TOOLS });
+    const completion = await fixture.client.chat.completions.create({
+      model: 'sim-model@tool-calls=1,xml-tool-calls',
+      messages: USER_MESSAGES,
+      tools: WEATHER_TOOLS,
+    });
     const content = completion.choices[0]!.message.content!;
     const match = /^<tool_call>\n(.*)\n<\/tool_call>$/s.exec(content);
     expect(match).not.toBeNull();
@@ -117,7 +141,9 @@ describe('invalid-tool-args', () => {
   it('makes the configured share of calls invalid, alternating the four kinds, reproducibly for a seed', async () => {
     const body = { model: 'sim-model@tool-calls=200,invalid-tool-args=0.25', messages: USER_MESSAGES, tools: WEATHER_TOOLS, seed: 7 };
     const first = await fixture.client.chat.completions.create(body);
-    const kinds = first.choices[0]!.message.tool_calls!.map((call) => (call.type === 'function' ? classify(call.function.name, call.function.arguments) : null));
+    const kinds = first.choices[0]!.message.tool_calls!.map((call) =>
+      call.type === 'function' ? classify(call.function.name, call.function.arguments) : null,
+    );
     const invalid = kinds.filter((kind): kind is Kind => kind !== null);
     expect(invalid.length).toBeGreaterThan(30);
     expect(invalid.length).toBeLessThan(70);
@@ -131,7 +157,10 @@ describe('invalid-tool-args', () => {
   });
 
   it('records which calls were made invalid in /_sim/requests', async () => {
-    await fixture.client.chat.completions.create({ model: 'sim-model', messages: USER_MESSAGES, tools: WEATHER_TOOLS, tool_choice: 'required' }, { headers: { 'x-sim-invalid-tool-args': '1', 'x-sim-tool-calls': '4' } });
+    await fixture.client.chat.completions.create(
+      { model: 'sim-model', messages: USER_MESSAGES, tools: WEATHER_TOOLS, tool_choice: 'required' },
+      { headers: { 'x-sim-invalid-tool-args': '1', 'x-sim-tool-calls': '4' } },
+    );
     const record = (await requests(fixture.sim)).at(-1)!;
     expect(record.output!.toolCalls.map((call) => call.invalid)).toHaveLength(4);
     expect(new Set(record.output!.toolCalls.map((call) => call.invalid))).toEqual(new Set(['not-json', 'wrong-type', 'missing-required', 'undeclared-tool']));

@@ -262,4 +262,3 @@ export function bindingHelp(binding: ConfigBinding): string {
   const kind = binding.kind === 'json' ? ' (JSON)' : binding.kind === 'list' ? ' (comma-separated)' : binding.kind === 'pairs' ? ' (k=v,...)' : '';
   return `${binding.description}${kind} (config ${binding.field}; env ${names.join(', ')}${fallback})`;
 }
-

@@ -188,10 +188,7 @@ export function decodeAssistantBlock(block: JsonObject, param: string): Assistan
     case 'tool_result':
       throw invalidRequest(`${param}: '${type}' blocks are not allowed in assistant turns`, path(param, 'type'));
     default:
-      throw unsupported(
-        `${param}.type: content block type '${type}' is not supported (server tools cannot run on this backend)`,
-        path(param, 'type'),
-      );
+      throw unsupported(`${param}.type: content block type '${type}' is not supported (server tools cannot run on this backend)`, path(param, 'type'));
   }
 }
 

@@ -118,7 +118,11 @@ function checkToolUsesAnswered(items: readonly unknown[], param: string): void {
       return;
     }
     if (pending.length > 0) {
-      const answered = new Set(blocksOf(message.content).filter((block) => block.type === 'tool_result').map((block) => block.tool_use_id));
+      const answered = new Set(
+        blocksOf(message.content)
+          .filter((block) => block.type === 'tool_result')
+          .map((block) => block.tool_use_id),
+      );
       const missing = pending.filter((id) => !answered.has(id));
       if (missing.length > 0) {
         throw invalidRequest(

@@ -20,15 +20,7 @@
  *   after `finish`, or by `end()`. Its usage is cumulative with `input_tokens` net of cache (docs/protocols.md "Usage").
  * - `end()` without a terminal event renders an `api_error` error event, never a made-up stop.
  */
-import type {
-  EncodeContext,
-  FinishEvent,
-  ReasoningDeltaEvent,
-  StreamEncoder,
-  StreamEvent,
-  ToolCallDeltaEvent,
-  Usage,
-} from '@iop/core';
+import type { EncodeContext, FinishEvent, ReasoningDeltaEvent, StreamEncoder, StreamEvent, ToolCallDeltaEvent, Usage } from '@iop/core';
 import { newId, sseJson } from '@iop/core';
 import { ContentBlockTracker } from './content-block-tracker.js';
 import { errorEventFrame } from './errors.js';
@@ -153,8 +145,7 @@ export class AnthropicStreamEncoder implements StreamEncoder {
     if (this.blocks.current?.kind === kind) return '';
     const out = this.closeBlock();
     const index = kind === 'text' ? this.blocks.openText() : this.blocks.openThinking();
-    const block: ContentBlockStart =
-      kind === 'text' ? { type: 'text', text: '' } : { type: 'thinking', thinking: '', signature: '' };
+    const block: ContentBlockStart = kind === 'text' ? { type: 'text', text: '' } : { type: 'thinking', thinking: '', signature: '' };
     return out + sseJson({ type: 'content_block_start', index, content_block: block }, 'content_block_start');
   }
 

@@ -75,13 +75,7 @@ export interface RedactedThinkingBlockParam {
 }
 
 export type ContentBlockParam =
-  | TextBlockParam
-  | ImageBlockParam
-  | DocumentBlockParam
-  | ToolUseBlockParam
-  | ToolResultBlockParam
-  | ThinkingBlockParam
-  | RedactedThinkingBlockParam;
+  TextBlockParam | ImageBlockParam | DocumentBlockParam | ToolUseBlockParam | ToolResultBlockParam | ThinkingBlockParam | RedactedThinkingBlockParam;
 
 /** `role: "system"` inside `messages` is what Claude Code sends (docs/protocols.md "Claude Code"); iop folds it into instructions. */
 export interface MessageParam {
@@ -104,10 +98,7 @@ export type ToolChoiceParam =
   | { type: 'tool'; name: string; disable_parallel_tool_use?: boolean }
   | { type: 'none' };
 
-export type ThinkingConfigParam =
-  | { type: 'enabled'; budget_tokens: number; display?: string }
-  | { type: 'adaptive'; display?: string }
-  | { type: 'disabled' };
+export type ThinkingConfigParam = { type: 'enabled'; budget_tokens: number; display?: string } | { type: 'adaptive'; display?: string } | { type: 'disabled' };
 
 export interface OutputConfigParam {
   effort?: 'low' | 'medium' | 'high' | 'xhigh' | 'max';
@@ -181,9 +172,7 @@ export interface AnthropicMessage {
 // ---------------------------------------------------------------- stream (docs/protocols.md "Messages stream")
 
 export type ContentBlockStart =
-  | { type: 'text'; text: '' }
-  | { type: 'thinking'; thinking: ''; signature: '' }
-  | { type: 'tool_use'; id: string; name: string; input: Record<string, never> };
+  { type: 'text'; text: '' } | { type: 'thinking'; thinking: ''; signature: '' } | { type: 'tool_use'; id: string; name: string; input: Record<string, never> };
 
 export type ContentBlockDelta =
   | { type: 'text_delta'; text: string }

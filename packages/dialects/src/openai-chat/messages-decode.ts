@@ -39,7 +39,8 @@ function decodeUserPart(raw: unknown, param: string): ContentPart {
       if (problem !== undefined) throw invalidRequest(`${param}.image_url.url ${problem}`, `${param}.image_url.url`);
       const detail = image.detail;
       if (detail === undefined || detail === null) return { type: 'image', url };
-      if (typeof detail !== 'string' || !DETAILS.has(detail)) throw invalidRequest(`${param}.image_url.detail must be auto, low or high`, `${param}.image_url.detail`);
+      if (typeof detail !== 'string' || !DETAILS.has(detail))
+        throw invalidRequest(`${param}.image_url.detail must be auto, low or high`, `${param}.image_url.detail`);
       return { type: 'image', url, detail: detail as 'auto' | 'low' | 'high' };
     }
     case 'file': {
@@ -117,7 +118,8 @@ export function decodeMessages(value: unknown): Message[] {
       case 'user': {
         const content = raw.content;
         if (typeof content === 'string') return { role: 'user', content: [{ type: 'text', text: content }] };
-        if (!Array.isArray(content)) throw invalidRequest(`${param}.content must be a string or an array of content parts, got ${typeName(content)}`, `${param}.content`);
+        if (!Array.isArray(content))
+          throw invalidRequest(`${param}.content must be a string or an array of content parts, got ${typeName(content)}`, `${param}.content`);
         const parts = content;
         return { role: 'user', content: parts.map((part, j) => decodeUserPart(part, `${param}.content[${j}]`)) };
       }

@@ -92,7 +92,8 @@ function decodeToolChoice(value: unknown, tools: ToolDefinition[] | undefined): 
     if (!tools?.some((tool) => tool.name === name)) throw invalidRequest(`${param} names tool ${JSON.stringify(name)}, which is not in tools`, param);
   };
   if (value === 'auto' || value === 'none' || value === 'required') return { choice: { type: value }, tools };
-  if (!isObject(value)) throw invalidRequest(`tool_choice must be "auto", "none", "required" or an object, got ${JSON.stringify(value) ?? typeName(value)}`, 'tool_choice');
+  if (!isObject(value))
+    throw invalidRequest(`tool_choice must be "auto", "none", "required" or an object, got ${JSON.stringify(value) ?? typeName(value)}`, 'tool_choice');
   const choice = value;
   if (choice.type === 'function') {
     const name = namedFunction(choice, 'tool_choice');
@@ -102,7 +103,8 @@ function decodeToolChoice(value: unknown, tools: ToolDefinition[] | undefined): 
   if (choice.type === 'allowed_tools') {
     const allowed = readObject(choice.allowed_tools, 'tool_choice.allowed_tools');
     const mode = allowed.mode;
-    if (mode !== 'auto' && mode !== 'required') throw invalidRequest('tool_choice.allowed_tools.mode must be auto or required', 'tool_choice.allowed_tools.mode');
+    if (mode !== 'auto' && mode !== 'required')
+      throw invalidRequest('tool_choice.allowed_tools.mode must be auto or required', 'tool_choice.allowed_tools.mode');
     const names = new Set(
       readArray(allowed.tools, 'tool_choice.allowed_tools.tools').map((entry, i) => {
         const param = `tool_choice.allowed_tools.tools[${i}]`;
@@ -202,7 +204,8 @@ function decode(body: unknown, relayed: boolean): InferenceRequest {
   const parallel = optionalBoolean(object.parallel_tool_calls, 'parallel_tool_calls');
   if (parallel !== undefined) request.parallelToolCalls = parallel;
 
-  const maxTokens = optionalInteger(object.max_completion_tokens, 'max_completion_tokens', { min: 1 }) ?? optionalInteger(object.max_tokens, 'max_tokens', { min: 1 });
+  const maxTokens =
+    optionalInteger(object.max_completion_tokens, 'max_completion_tokens', { min: 1 }) ?? optionalInteger(object.max_tokens, 'max_tokens', { min: 1 });
   if (maxTokens !== undefined) request.maxOutputTokens = maxTokens;
   const temperature = optionalNumber(object.temperature, 'temperature', { min: 0, max: 2 });
   if (temperature !== undefined) request.temperature = temperature;

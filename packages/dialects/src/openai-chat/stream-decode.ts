@@ -64,12 +64,7 @@ class ChatStreamDecoder implements UpstreamDecoder {
       }
     }
     if (this.phase === 'open') {
-      this.fail(
-        'upstream_error',
-        this.started
-          ? 'upstream chat stream ended without a finish_reason'
-          : 'upstream chat stream ended without sending any chunk',
-      );
+      this.fail('upstream_error', this.started ? 'upstream chat stream ended without a finish_reason' : 'upstream chat stream ended without sending any chunk');
     }
     this.phase = 'done';
   }

@@ -23,7 +23,9 @@ const ALPHANUMERIC_9 = /^[A-Za-z0-9]{9}$/;
 const BASE62 = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 
 function alnum9(clientId: string, salt: number): string {
-  const digest = createHash('sha256').update(salt === 0 ? clientId : `${clientId}#${salt}`).digest();
+  const digest = createHash('sha256')
+    .update(salt === 0 ? clientId : `${clientId}#${salt}`)
+    .digest();
   let out = '';
   for (let i = 0; i < 9; i++) out += BASE62[digest[i]! % 62];
   return out;

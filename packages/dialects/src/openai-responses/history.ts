@@ -43,7 +43,13 @@ export function outputToMessages(output: readonly OutputItem[]): Message[] {
         content.push(
           item.namespace === undefined
             ? { type: 'tool-call', id: item.call_id, name: item.name, arguments: item.arguments }
-            : { type: 'tool-call', id: item.call_id, name: backendToolName(item.namespace, item.name), arguments: item.arguments, origin: { kind: 'namespace', namespace: item.namespace, name: item.name } },
+            : {
+                type: 'tool-call',
+                id: item.call_id,
+                name: backendToolName(item.namespace, item.name),
+                arguments: item.arguments,
+                origin: { kind: 'namespace', namespace: item.namespace, name: item.name },
+              },
         );
         break;
       case 'custom_tool_call':

@@ -15,7 +15,16 @@
  *   `custom_tool_call_input.delta` and `.done` with the decoded text.
  */
 import { newId, type ToolCallDeltaEvent, type ToolDefinition, type ToolOrigin } from '@iop/core';
-import type { CustomToolCallItem, FunctionCallItem, ItemStatus, MessageItem, OutputItem, OutputTextPart, ReasoningItem, ReasoningTextPart } from './wire-types.js';
+import type {
+  CustomToolCallItem,
+  FunctionCallItem,
+  ItemStatus,
+  MessageItem,
+  OutputItem,
+  OutputTextPart,
+  ReasoningItem,
+  ReasoningTextPart,
+} from './wire-types.js';
 
 /** One item-scoped wire event, before the encoder stamps its `sequence_number`. */
 export type WireEvent = { type: string } & Record<string, unknown>;
@@ -125,11 +134,25 @@ export class OutputTracker {
     const callId = event.id !== undefined && event.id.length > 0 ? event.id : newId('call_');
     let call: OpenCall;
     if (origin?.kind === 'custom') {
-      const item: CustomToolCallItem = { type: 'custom_tool_call', id: newId('ctc_'), call_id: callId, name: origin.name ?? backendName, input: '', status: 'in_progress' };
+      const item: CustomToolCallItem = {
+        type: 'custom_tool_call',
+        id: newId('ctc_'),
+        call_id: callId,
+        name: origin.name ?? backendName,
+        input: '',
+        status: 'in_progress',
+      };
       if (origin.namespace !== undefined) item.namespace = origin.namespace;
       call = { item, outputIndex: this.push(item), buffer: '' };
     } else {
-      const item: FunctionCallItem = { type: 'function_call', id: newId('fc_'), call_id: callId, name: origin?.kind === 'namespace' ? origin.name : backendName, arguments: '', status: 'in_progress' };
+      const item: FunctionCallItem = {
+        type: 'function_call',
+        id: newId('fc_'),
+        call_id: callId,
+        name: origin?.kind === 'namespace' ? origin.name : backendName,
+        arguments: '',
+        status: 'in_progress',
+      };
       if (origin?.kind === 'namespace') item.namespace = origin.namespace;
       call = { item, outputIndex: this.push(item) };
     }
@@ -164,7 +187,13 @@ export class OutputTracker {
         if (input.length > 0) this.emit({ type: 'response.custom_tool_call_input.delta', item_id: item.id, output_index: outputIndex, delta: input });
         this.emit({ type: 'response.custom_tool_call_input.done', item_id: item.id, output_index: outputIndex, input });
       } else {
-        this.emit({ type: 'response.function_call_arguments.done', item_id: item.id, output_index: outputIndex, name: call.item.name, arguments: call.item.arguments });
+        this.emit({
+          type: 'response.function_call_arguments.done',
+          item_id: item.id,
+          output_index: outputIndex,
+          name: call.item.name,
+          arguments: call.item.arguments,
+        });
       }
       item.status = status;
       this.emit({ type: 'response.output_item.done', output_index: outputIndex, item });

@@ -35,8 +35,10 @@ function unsupported(message: string, param: string): IopError {
 }
 
 function filePart(part: JsonObject, param: string): ContentPart {
-  if (part.file_id !== undefined && part.file_id !== null) throw unsupported(`${param}.file_id: file ids are not supported; send file_data`, `${param}.file_id`);
-  if (part.file_url !== undefined && part.file_url !== null) throw unsupported(`${param}.file_url: file URLs are not supported; send file_data`, `${param}.file_url`);
+  if (part.file_id !== undefined && part.file_id !== null)
+    throw unsupported(`${param}.file_id: file ids are not supported; send file_data`, `${param}.file_id`);
+  if (part.file_url !== undefined && part.file_url !== null)
+    throw unsupported(`${param}.file_url: file URLs are not supported; send file_data`, `${param}.file_url`);
   const fileData = readString(part.file_data, `${param}.file_data`);
   const filename = optionalString(part.filename, `${param}.filename`);
   const match = parseDataUri(fileData);
@@ -49,7 +51,8 @@ function filePart(part: JsonObject, param: string): ContentPart {
 }
 
 function imagePart(part: JsonObject, param: string): ContentPart {
-  if (part.file_id !== undefined && part.file_id !== null) throw unsupported(`${param}.file_id: file ids are not supported; send image_url`, `${param}.file_id`);
+  if (part.file_id !== undefined && part.file_id !== null)
+    throw unsupported(`${param}.file_id: file ids are not supported; send image_url`, `${param}.file_id`);
   const url = readString(part.image_url, `${param}.image_url`);
   if (!/^(https?:|data:)/i.test(url)) throw invalidRequest(`${param}.image_url must be an http(s) URL or a data: URI`, `${param}.image_url`);
   const problem = /^data:/i.test(url) ? dataUriProblem(url) : undefined;

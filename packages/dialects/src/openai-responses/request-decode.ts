@@ -28,11 +28,38 @@ const SCHEMA_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /** Keys read by this decoder or deliberately accepted without effect. */
 const KNOWN_KEYS = new Set([
-  'model', 'input', 'instructions', 'tools', 'tool_choice', 'parallel_tool_calls', 'text', 'max_output_tokens',
-  'reasoning', 'temperature', 'top_p', 'metadata', 'store', 'previous_response_id', 'include', 'prompt_cache_key',
-  'user', 'safety_identifier', 'stream', 'truncation', 'client_metadata', 'service_tier', 'stream_options',
-  'prompt_cache_retention', 'prompt_cache_options', 'moderation', 'n', 'stop', 'top_logprobs', 'background',
-  'conversation', 'prompt',
+  'model',
+  'input',
+  'instructions',
+  'tools',
+  'tool_choice',
+  'parallel_tool_calls',
+  'text',
+  'max_output_tokens',
+  'reasoning',
+  'temperature',
+  'top_p',
+  'metadata',
+  'store',
+  'previous_response_id',
+  'include',
+  'prompt_cache_key',
+  'user',
+  'safety_identifier',
+  'stream',
+  'truncation',
+  'client_metadata',
+  'service_tier',
+  'stream_options',
+  'prompt_cache_retention',
+  'prompt_cache_options',
+  'moderation',
+  'n',
+  'stop',
+  'top_logprobs',
+  'background',
+  'conversation',
+  'prompt',
 ]);
 
 function unsupported(message: string, param: string): IopError {
@@ -44,7 +71,8 @@ function rejectContractChanges(body: Record<string, unknown>): void {
   if (body.n !== undefined && body.n !== null && body.n !== 1) throw unsupported('n > 1 is not supported', 'n');
   if (typeof body.top_logprobs === 'number' && body.top_logprobs > 0) throw unsupported('top_logprobs is not supported on this server', 'top_logprobs');
   if (body.background === true) throw unsupported('background responses are not supported', 'background');
-  if (body.conversation !== undefined && body.conversation !== null) throw unsupported('conversations are not supported; use previous_response_id', 'conversation');
+  if (body.conversation !== undefined && body.conversation !== null)
+    throw unsupported('conversations are not supported; use previous_response_id', 'conversation');
   if (body.prompt !== undefined && body.prompt !== null) throw unsupported('prompt templates are not supported; send input', 'prompt');
 }
 
@@ -108,7 +136,10 @@ export function decodeResponsesRequest(body: unknown): InferenceRequest {
   const instructions = optionalString(body.instructions, 'instructions') ?? null;
   if (input.messages.length === 0 && instructions === null && previousResponseId === null) {
     // Every item was dropped (hosted-tool or unknown item types): say so rather than "empty".
-    const why = input.items.length === 0 ? 'input must contain at least one item' : `input has no item a chat backend can take${warnings.length === 0 ? '' : ` (${warnings.slice(0, 3).join('; ')})`}`;
+    const why =
+      input.items.length === 0
+        ? 'input must contain at least one item'
+        : `input has no item a chat backend can take${warnings.length === 0 ? '' : ` (${warnings.slice(0, 3).join('; ')})`}`;
     throw invalidRequest(why, 'input');
   }
 

@@ -50,4 +50,3 @@ export class ResponsesStreamEncoder implements StreamEncoder {
 export function createResponsesStreamEncoder(context: EncodeContext): ResponsesStreamEncoder {
   return new ResponsesStreamEncoder(context);
 }
-

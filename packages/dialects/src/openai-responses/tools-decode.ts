@@ -137,7 +137,9 @@ function resolveToolReference(reference: JsonObject, param: string, tools: reado
   const name = readString(reference.name, `${param}.name`);
   const namespace = optionalString(reference.namespace, `${param}.namespace`);
   const wanted = namespace === undefined ? name : backendToolName(namespace, name);
-  const match = tools.find((tool) => tool.name === wanted) ?? tools.find((tool) => tool.origin?.kind !== 'function' && tool.origin !== undefined && 'name' in tool.origin && tool.origin.name === name);
+  const match =
+    tools.find((tool) => tool.name === wanted) ??
+    tools.find((tool) => tool.origin?.kind !== 'function' && tool.origin !== undefined && 'name' in tool.origin && tool.origin.name === name);
   if (match === undefined) throw invalidRequest(`${param}.name: no tool named ${JSON.stringify(name)} in tools`, `${param}.name`);
   return match.name;
 }

@@ -20,7 +20,10 @@ export function checkToolArguments(args: string, param: string): void {
     throw invalidRequest(`${param} must be a JSON object encoded as a string; it is not valid JSON`, param);
   }
   if (!isObject(value)) {
-    throw invalidRequest(`${param} must be a JSON object encoded as a string, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`, param);
+    throw invalidRequest(
+      `${param} must be a JSON object encoded as a string, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value}`,
+      param,
+    );
   }
 }
 
@@ -45,6 +48,7 @@ export class ToolCallIds {
    * @param what how the dialect names the call, e.g. `tool_use block` or `assistant tool call`.
    */
   expect(id: string, param: string, what: string): void {
-    if (!this.ids.has(id)) throw invalidRequest(`${param}: no earlier ${what} has the id ${JSON.stringify(id.length > 80 ? `${id.slice(0, 80)}…` : id)}`, param);
+    if (!this.ids.has(id))
+      throw invalidRequest(`${param}: no earlier ${what} has the id ${JSON.stringify(id.length > 80 ? `${id.slice(0, 80)}…` : id)}`, param);
   }
 }

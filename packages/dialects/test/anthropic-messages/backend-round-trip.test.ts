@@ -17,9 +17,21 @@ describe('Anthropic request → hub → backend chat body', () => {
       tool_choice: { type: 'auto', disable_parallel_tool_use: true },
       messages: [
         { role: 'user', content: 'open a' },
-        { role: 'assistant', content: [{ type: 'thinking', thinking: 'hm', signature: 's' }, { type: 'tool_use', id: 'toolu_1', name: 'Read', input: { p: 'a' } }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'thinking', thinking: 'hm', signature: 's' },
+            { type: 'tool_use', id: 'toolu_1', name: 'Read', input: { p: 'a' } },
+          ],
+        },
         { role: 'system', content: 'Files may be long.' },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'A!' }, { type: 'text', text: 'thanks' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_1', content: 'A!' },
+            { type: 'text', text: 'thanks' },
+          ],
+        },
       ],
     });
     const { body } = toBackendChatRequest(request, { model: 'Qwen/Qwen3-8B', stream: true });
@@ -30,7 +42,12 @@ describe('Anthropic request → hub → backend chat body', () => {
       max_tokens: 32000,
       parallel_tool_calls: false,
       tool_choice: 'auto',
-      tools: [{ type: 'function', function: { name: 'Read', description: 'Read a file', parameters: { type: 'object', properties: { p: { type: 'string' } }, required: ['p'] } } }],
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'Read', description: 'Read a file', parameters: { type: 'object', properties: { p: { type: 'string' } }, required: ['p'] } },
+        },
+      ],
       messages: [
         { role: 'system', content: 'You are a coding agent.\n\nFiles may be long.' },
         { role: 'user', content: 'open a' },

@@ -11,7 +11,10 @@ const BILLING = 'x-anthropic-billing-header: cc_version=2.1.332.a1b; cc_entrypoi
 const claudeCodeBody = {
   model: 'qwen3-8b',
   max_tokens: 32000,
-  system: [{ type: 'text', text: `${BILLING}\nYou are Claude Code.` }, { type: 'text', text: 'Tool rules.', cache_control: { type: 'ephemeral' } }],
+  system: [
+    { type: 'text', text: `${BILLING}\nYou are Claude Code.` },
+    { type: 'text', text: 'Tool rules.', cache_control: { type: 'ephemeral' } },
+  ],
   messages: [
     { role: 'user', content: 'fix the bug' },
     { role: 'system', content: 'The user switched to plan mode.' },
@@ -30,7 +33,11 @@ describe('what Claude Code sends, on a chat backend', () => {
 
   it('the billing line moves to the end of the system prompt by default (the shared start stays cacheable), or is dropped', () => {
     const system = (placement?: 'end' | 'drop') => {
-      const { body } = toBackendChatRequest(decodeMessagesRequest(claudeCodeBody), { model: 'm', stream: true, ...(placement ? { billingHeader: placement } : {}) });
+      const { body } = toBackendChatRequest(decodeMessagesRequest(claudeCodeBody), {
+        model: 'm',
+        stream: true,
+        ...(placement ? { billingHeader: placement } : {}),
+      });
       return (body.messages as Array<{ content: string }>)[0]!.content;
     };
     expect(system()).toBe(`You are Claude Code.\n\nTool rules.\n\nThe user switched to plan mode.\n\n${BILLING}`);
@@ -48,19 +55,36 @@ describe('what Claude Code sends, on a chat backend', () => {
         max_tokens: 10,
         messages: [
           { role: 'user', content: 'read both' },
-          { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_a', name: 'Read', input: {} }, { type: 'tool_use', id: 'toolu_b', name: 'Read', input: {} }] },
+          {
+            role: 'assistant',
+            content: [
+              { type: 'tool_use', id: 'toolu_a', name: 'Read', input: {} },
+              { type: 'tool_use', id: 'toolu_b', name: 'Read', input: {} },
+            ],
+          },
           { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_a', content: 'A' }] },
         ],
       });
     expect(decode).toThrow(IopError);
-    expect(decode).toThrow('messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_b. Each `tool_use` block must have a corresponding `tool_result` block in the next message.');
+    expect(decode).toThrow(
+      'messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_b. Each `tool_use` block must have a corresponding `tool_result` block in the next message.',
+    );
     try {
       decode();
     } catch (error) {
       expect((error as IopError).status).toBe(400);
     }
     // A final assistant turn with tool_use (nothing after it) and answered calls are fine.
-    expect(() => decodeMessagesRequest({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_c', name: 'Read', input: {} }] }] })).not.toThrow();
+    expect(() =>
+      decodeMessagesRequest({
+        model: 'm',
+        max_tokens: 10,
+        messages: [
+          { role: 'user', content: 'x' },
+          { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_c', name: 'Read', input: {} }] },
+        ],
+      }),
+    ).not.toThrow();
   });
 
   it('thinking blocks only when the request enabled thinking', () => {
@@ -79,7 +103,9 @@ describe('what Claude Code sends, on a chat backend', () => {
 
   it('SGLang matched_stop and vLLM stop_reason both become stop_sequence with the string', () => {
     const body = (field: string) =>
-      new TextEncoder().encode(`data: ${JSON.stringify({ id: 'c', choices: [{ index: 0, delta: { content: 'x' }, finish_reason: 'stop', [field]: 'END' }] })}\n\ndata: [DONE]\n\n`);
+      new TextEncoder().encode(
+        `data: ${JSON.stringify({ id: 'c', choices: [{ index: 0, delta: { content: 'x' }, finish_reason: 'stop', [field]: 'END' }] })}\n\ndata: [DONE]\n\n`,
+      );
     for (const field of ['matched_stop', 'stop_reason']) {
       const events = decodeSlices([body(field)]);
       expect(events.find((event) => event.type === 'finish')).toEqual({ type: 'finish', reason: 'stop', raw: 'stop', stopSequence: 'END' });
@@ -87,7 +113,9 @@ describe('what Claude Code sends, on a chat backend', () => {
       expect([message.stop_reason, message.stop_sequence]).toEqual(['stop_sequence', 'END']);
     }
     // SGLang's integer matched_stop is a stop token id: no stop string.
-    const events = decodeSlices([new TextEncoder().encode(`data: ${JSON.stringify({ id: 'c', choices: [{ index: 0, delta: {}, finish_reason: 'stop', matched_stop: 151645 }] })}\n\n`)]);
+    const events = decodeSlices([
+      new TextEncoder().encode(`data: ${JSON.stringify({ id: 'c', choices: [{ index: 0, delta: {}, finish_reason: 'stop', matched_stop: 151645 }] })}\n\n`),
+    ]);
     expect(encodeResponse(events, context()).stop_reason).toBe('end_turn');
   });
 });

@@ -46,7 +46,15 @@ describe('count_tokens (docs/protocols.md "Token counting")', () => {
   it('adds per-message overhead and a fixed cost per image', () => {
     const request = decodeCountTokensRequest({
       model: 'm',
-      messages: [{ role: 'user', content: [{ type: 'text', text: 'abcd' }, { type: 'image', source: { type: 'url', url: 'https://i' } }] }],
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'abcd' },
+            { type: 'image', source: { type: 'url', url: 'https://i' } },
+          ],
+        },
+      ],
     });
     // "user\nabcd\n" is 10 ASCII characters → 3 tokens
     expect(estimateRequestTokens(request)).toBe(3 + MESSAGE_OVERHEAD_TOKENS + IMAGE_TOKENS_ESTIMATE);

@@ -25,7 +25,9 @@ type FixtureName = (typeof NAMES)[number];
 
 /** The fixture as an upstream body: each event followed by a blank line, with `eol` line ends. */
 function upstreamBody(name: FixtureName, eol: '\n' | '\r\n' = '\n'): Uint8Array {
-  const lines = readFileSync(join(FIXTURES, `${name}.sse`), 'utf8').split('\n').filter((line) => line.length > 0);
+  const lines = readFileSync(join(FIXTURES, `${name}.sse`), 'utf8')
+    .split('\n')
+    .filter((line) => line.length > 0);
   return new TextEncoder().encode(lines.map((line) => line + eol + eol).join(''));
 }
 
@@ -41,7 +43,6 @@ function translate(slices: readonly Uint8Array[]): string {
   out += encoder.end();
   return out.replace(/msg_[A-Za-z0-9]{24}/g, 'msg_ID');
 }
-
 
 const clientEvents = (name: FixtureName) => parseSse(translate([upstreamBody(name)]));
 const blockEvents = (name: FixtureName) =>

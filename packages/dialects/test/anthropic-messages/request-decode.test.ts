@@ -67,7 +67,13 @@ describe('decodeRequest: a Claude Code request (docs/protocols.md "Claude Code")
       tools: [{ name: 'Read', description: 'Reads a file', parameters: schema }],
       warnings: ['ignored context_management: the backend keeps the full context'],
       messages: [
-        { role: 'system', content: [{ type: 'text', text: 'You are Claude Code.' }, { type: 'text', text: 'Be brief.' }] },
+        {
+          role: 'system',
+          content: [
+            { type: 'text', text: 'You are Claude Code.' },
+            { type: 'text', text: 'Be brief.' },
+          ],
+        },
         { role: 'user', content: [{ type: 'text', text: 'read /a' }] },
         {
           role: 'assistant',
@@ -136,13 +142,31 @@ describe('decodeRequest: messages', () => {
       ],
     });
     expect(request.messages).toEqual([
-      { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] },
-      { role: 'assistant', content: [{ type: 'text', text: 'c' }, { type: 'text', text: 'd' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'a' },
+          { type: 'text', text: 'b' },
+        ],
+      },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'c' },
+          { type: 'text', text: 'd' },
+        ],
+      },
     ]);
   });
 
   it('keeps an assistant prefill as the last message', () => {
-    const request = decode({ ...base, messages: [{ role: 'user', content: 'json?' }, { role: 'assistant', content: '{' }] });
+    const request = decode({
+      ...base,
+      messages: [
+        { role: 'user', content: 'json?' },
+        { role: 'assistant', content: '{' },
+      ],
+    });
     expect(request.messages.at(-1)).toEqual({ role: 'assistant', content: [{ type: 'text', text: '{' }] });
   });
 
@@ -189,15 +213,33 @@ describe('decodeRequest: messages', () => {
   it('keeps redacted thinking as an opaque reasoning part', () => {
     const request = decode({
       ...base,
-      messages: [{ role: 'user', content: 'q' }, { role: 'assistant', content: [{ type: 'redacted_thinking', data: 'opaque' }, { type: 'text', text: 'a' }] }],
+      messages: [
+        { role: 'user', content: 'q' },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'redacted_thinking', data: 'opaque' },
+            { type: 'text', text: 'a' },
+          ],
+        },
+      ],
     });
     expect(request.messages[1]!.content[0]).toEqual({ type: 'reasoning', text: '', signature: 'opaque', redacted: true });
   });
 
   it('rejects what cannot be mapped with a 400 naming the field', () => {
-    const withContent = (content: unknown) => ({ ...base, messages: [{ role: 'user', content: 'x' }, { role: 'user', content }] });
+    const withContent = (content: unknown) => ({
+      ...base,
+      messages: [
+        { role: 'user', content: 'x' },
+        { role: 'user', content },
+      ],
+    });
     expectBadRequest(withContent([{ type: 'image', source: { type: 'file', file_id: 'file_1' } }]), 'messages.1.content.0.source', 'unsupported_field');
-    expectBadRequest(withContent([{ type: 'image', source: { type: 'base64', media_type: 'image/bmp', data: 'x' } }]), 'messages.1.content.0.source.media_type');
+    expectBadRequest(
+      withContent([{ type: 'image', source: { type: 'base64', media_type: 'image/bmp', data: 'x' } }]),
+      'messages.1.content.0.source.media_type',
+    );
     expectBadRequest(withContent([{ type: 'text' }]), 'messages.1.content.0.text');
     expectBadRequest(withContent([{ type: 'tool_use', id: 'a', name: 'b', input: {} }]), 'messages.1.content.0.type');
     expectBadRequest(withContent([{ type: 'server_tool_use', id: 'a' }]), 'messages.1.content.0.type', 'unsupported_field');
@@ -206,8 +248,14 @@ describe('decodeRequest: messages', () => {
     expectBadRequest(withContent(['text']), 'messages.1.content.0');
     expectBadRequest({ ...base, messages: [{ role: 'tool', content: 'x' }] }, 'messages.0.role');
     expectBadRequest({ ...base, messages: [] }, 'messages');
-    expectBadRequest({ ...base, messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 'a', name: 'b', input: '{}' }] }] }, 'messages.0.content.0.input');
-    expectBadRequest({ ...base, messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'a', is_error: 'yes' }] }] }, 'messages.0.content.0.is_error');
+    expectBadRequest(
+      { ...base, messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 'a', name: 'b', input: '{}' }] }] },
+      'messages.0.content.0.input',
+    );
+    expectBadRequest(
+      { ...base, messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'a', is_error: 'yes' }] }] },
+      'messages.0.content.0.is_error',
+    );
   });
 });
 

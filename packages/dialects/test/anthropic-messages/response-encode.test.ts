@@ -46,14 +46,20 @@ describe('encodeResponse (non-stream Message, docs/protocols.md "Messages respon
   });
 
   it('reports a stop sequence', () => {
-    const message = encode([{ type: 'text-delta', text: 'a' }, { type: 'finish', reason: 'stop', raw: 'stop', stopSequence: '###' }]);
+    const message = encode([
+      { type: 'text-delta', text: 'a' },
+      { type: 'finish', reason: 'stop', raw: 'stop', stopSequence: '###' },
+    ]);
     expect(message).toMatchObject({ stop_reason: 'stop_sequence', stop_sequence: '###' });
   });
 
   it('throws the stream error, a missing terminal, and non-object tool arguments as IopErrors', () => {
-    expect(() => encode([{ type: 'text-delta', text: 'a' }, { type: 'error', code: 'timeout', message: 'stalled' }])).toThrow(
-      expect.objectContaining({ code: 'timeout', status: 504, message: 'stalled' }),
-    );
+    expect(() =>
+      encode([
+        { type: 'text-delta', text: 'a' },
+        { type: 'error', code: 'timeout', message: 'stalled' },
+      ]),
+    ).toThrow(expect.objectContaining({ code: 'timeout', status: 504, message: 'stalled' }));
     expect(() => encode([{ type: 'text-delta', text: 'a' }])).toThrow(expect.objectContaining({ code: 'upstream_error', status: 502 }));
     const badArguments = (argumentsDelta: string) => () =>
       encode([

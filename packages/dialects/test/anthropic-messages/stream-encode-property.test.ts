@@ -35,15 +35,13 @@ const callArbitrary = (toolIndex: number): fc.Arbitrary<Call> =>
       return { id: `call_${toolIndex}`, name: `tool_${toolIndex}`, input, fragments };
     });
 
-const scenario = fc
-  .integer({ min: 1, max: 4 })
-  .chain((count) =>
-    fc.record({
-      calls: fc.tuple(...Array.from({ length: count }, (_, i) => callArbitrary(i))),
-      order: fc.array(fc.nat(count - 1), { minLength: 0, maxLength: 40 }),
-      leadingText: fc.boolean(),
-    }),
-  );
+const scenario = fc.integer({ min: 1, max: 4 }).chain((count) =>
+  fc.record({
+    calls: fc.tuple(...Array.from({ length: count }, (_, i) => callArbitrary(i))),
+    order: fc.array(fc.nat(count - 1), { minLength: 0, maxLength: 40 }),
+    leadingText: fc.boolean(),
+  }),
+);
 
 /** Interleaves the calls' fragments following `order` (each call keeps its own order), then the rest. */
 function interleave(calls: readonly Call[], order: readonly number[]): { events: StreamEvent[]; firstSeen: number[] } {

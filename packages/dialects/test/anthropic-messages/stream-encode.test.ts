@@ -213,15 +213,14 @@ describe('AnthropicStreamEncoder grammar (docs/protocols.md "Messages stream")',
   });
 
   it('starts the message even when the first event is not response-start', () => {
-    expect(names(encodeAll([{ type: 'text-delta', text: 'x' }, { type: 'finish', reason: 'stop', raw: 'stop' }]))).toEqual([
-      'message_start',
-      'ping',
-      'content_block_start',
-      'content_block_delta',
-      'content_block_stop',
-      'message_delta',
-      'message_stop',
-    ]);
+    expect(
+      names(
+        encodeAll([
+          { type: 'text-delta', text: 'x' },
+          { type: 'finish', reason: 'stop', raw: 'stop' },
+        ]),
+      ),
+    ).toEqual(['message_start', 'ping', 'content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop']);
   });
 });
 

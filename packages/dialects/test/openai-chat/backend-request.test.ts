@@ -10,7 +10,13 @@ describe('toBackendChatRequest', () => {
       model: 'client-name',
       stream: true,
       messages: [
-        { role: 'system', content: [{ type: 'text', text: 'Be brief.' }, { type: 'text', text: 'Use tools.' }] },
+        {
+          role: 'system',
+          content: [
+            { type: 'text', text: 'Be brief.' },
+            { type: 'text', text: 'Use tools.' },
+          ],
+        },
         { role: 'developer', content: [{ type: 'text', text: 'Dev rules.' }] },
         {
           role: 'user',
@@ -27,7 +33,13 @@ describe('toBackendChatRequest', () => {
           ],
         },
         { role: 'tool', toolCallId: 'toolu_01A', content: [{ type: 'text', text: '18°C' }] },
-        { role: 'assistant', content: [{ type: 'text', text: 'It is ' }, { type: 'text', text: '18°C.' }] },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'It is ' },
+            { type: 'text', text: '18°C.' },
+          ],
+        },
       ],
       tools: [{ name: 'get_weather', description: 'Weather by city', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: true }],
       toolChoice: { type: 'tool', name: 'get_weather' },
@@ -65,7 +77,12 @@ describe('toBackendChatRequest', () => {
       tools: [
         {
           type: 'function',
-          function: { name: 'get_weather', description: 'Weather by city', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: true },
+          function: {
+            name: 'get_weather',
+            description: 'Weather by city',
+            parameters: { type: 'object', properties: { city: { type: 'string' } } },
+            strict: true,
+          },
         },
       ],
       tool_choice: { type: 'function', function: { name: 'get_weather' } },
@@ -117,7 +134,14 @@ describe('toBackendChatRequest', () => {
             { type: 'tool-call', id: 'b', name: 'read', arguments: '' },
           ],
         },
-        { role: 'tool', toolCallId: 'a', content: [{ type: 'text', text: 'taken' }, { type: 'image', url: 'https://x.test/s.png' }] },
+        {
+          role: 'tool',
+          toolCallId: 'a',
+          content: [
+            { type: 'text', text: 'taken' },
+            { type: 'image', url: 'https://x.test/s.png' },
+          ],
+        },
         { role: 'tool', toolCallId: 'b', content: [], isError: true },
         { role: 'user', content: [{ type: 'text', text: 'next' }] },
       ],

@@ -32,11 +32,15 @@ describe('normalizeUpstreamError', () => {
   it('vLLM {type:"BadRequestError", code:400} → invalid_request, OpenAI type on the way out', () => {
     const error = normalizeUpstreamError(400, { error: { message: 'temperature must be >= 0', type: 'BadRequestError', param: 'temperature', code: 400 } });
     expect(error).toMatchObject({ code: 'invalid_request', status: 400, param: 'temperature', message: 'temperature must be >= 0' });
-    expect(toOpenAIErrorBody(error)).toEqual({ error: { message: 'temperature must be >= 0', type: 'invalid_request_error', param: 'temperature', code: null } });
+    expect(toOpenAIErrorBody(error)).toEqual({
+      error: { message: 'temperature must be >= 0', type: 'invalid_request_error', param: 'temperature', code: null },
+    });
   });
 
   it('recognizes context overflow from vLLM, llama.cpp, SGLang and OpenAI-style bodies', () => {
-    expect(normalizeUpstreamError(400, { error: { message: "Input is longer than the model's context length (8192 tokens)" } }).code).toBe('context_length_exceeded');
+    expect(normalizeUpstreamError(400, { error: { message: "Input is longer than the model's context length (8192 tokens)" } }).code).toBe(
+      'context_length_exceeded',
+    );
     expect(normalizeUpstreamError(400, { error: { message: 'too long', type: 'context_length_exceeded' } }).code).toBe('context_length_exceeded');
     expect(normalizeUpstreamError(400, { error: { message: 'temperature must be ≤ 2' } }).code).toBe('invalid_request');
     expect(
@@ -45,8 +49,10 @@ describe('normalizeUpstreamError', () => {
       }).code,
     ).toBe('context_length_exceeded');
     expect(
-      normalizeUpstreamError(400, '{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}')
-        .code,
+      normalizeUpstreamError(
+        400,
+        '{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}',
+      ).code,
     ).toBe('context_length_exceeded');
   });
 

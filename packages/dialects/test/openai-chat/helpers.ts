@@ -28,12 +28,18 @@ export const FIXTURE_NAMES = [
 export type FixtureName = (typeof FIXTURE_NAMES)[number];
 
 export function fixtureEvents(name: FixtureName): string[] {
-  return readFileSync(join(FIXTURES, `${name}.sse`), 'utf8').split('\n').filter((line) => line.length > 0);
+  return readFileSync(join(FIXTURES, `${name}.sse`), 'utf8')
+    .split('\n')
+    .filter((line) => line.length > 0);
 }
 
 /** The fixture as an SSE body: each event followed by a blank line, with `eol` line ends. */
 export function frameFixture(name: FixtureName, eol: '\n' | '\r\n' | '\r' = '\n'): Uint8Array {
-  return new TextEncoder().encode(fixtureEvents(name).map((event) => event + eol + eol).join(''));
+  return new TextEncoder().encode(
+    fixtureEvents(name)
+      .map((event) => event + eol + eol)
+      .join(''),
+  );
 }
 
 /** Decodes a body delivered as the given slices (end() included). */
@@ -44,4 +50,3 @@ export function decodeSlices(slices: readonly Uint8Array[]): StreamEvent[] {
   decoder.end();
   return events;
 }
-

@@ -37,7 +37,10 @@ describe('decodeChatRequest', () => {
         },
         { role: 'tool', tool_call_id: 'call_1', content: 'seen' },
       ],
-      tools: [{ type: 'function', function: { name: 'look', description: 'Look at x', parameters: { type: 'object' }, strict: true } }, { type: 'function', function: { name: 'noop' } }],
+      tools: [
+        { type: 'function', function: { name: 'look', description: 'Look at x', parameters: { type: 'object' }, strict: true } },
+        { type: 'function', function: { name: 'noop' } },
+      ],
       tool_choice: 'auto',
       parallel_tool_calls: false,
       max_tokens: 100,
@@ -119,7 +122,10 @@ describe('decodeChatRequest', () => {
     });
     expect(request.tools?.map((tool) => tool.name)).toEqual(['b']);
     expect(request.toolChoice).toEqual({ type: 'required' });
-    expect(decodeChatRequest({ ...minimal, tools, tool_choice: { type: 'function', function: { name: 'c' } } }).toolChoice).toEqual({ type: 'tool', name: 'c' });
+    expect(decodeChatRequest({ ...minimal, tools, tool_choice: { type: 'function', function: { name: 'c' } } }).toolChoice).toEqual({
+      type: 'tool',
+      name: 'c',
+    });
     expect(rejection({ ...minimal, tools, tool_choice: { type: 'function', function: { name: 'zz' } } })).toMatchObject({
       code: 'invalid_request',
       param: 'tool_choice.function.name',
@@ -140,15 +146,31 @@ describe('decodeChatRequest', () => {
       'invalid_request',
       'messages[0].content[0].image_url.url',
     ],
-    ['system content with an image', { ...minimal, messages: [{ role: 'system', content: [{ type: 'image_url' }] }] }, 'invalid_request', 'messages[0].content[0].type'],
+    [
+      'system content with an image',
+      { ...minimal, messages: [{ role: 'system', content: [{ type: 'image_url' }] }] },
+      'invalid_request',
+      'messages[0].content[0].type',
+    ],
     ['tool message without tool_call_id', { ...minimal, messages: [{ role: 'tool', content: 'x' }] }, 'invalid_request', 'messages[0].tool_call_id'],
     [
       'tool call arguments not a string',
-      { ...minimal, messages: [{ role: 'user', content: 'a' }, { role: 'assistant', tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: {} } }] }] },
+      {
+        ...minimal,
+        messages: [
+          { role: 'user', content: 'a' },
+          { role: 'assistant', tool_calls: [{ id: 'c', type: 'function', function: { name: 'f', arguments: {} } }] },
+        ],
+      },
       'invalid_request',
       'messages[1].tool_calls[0].function.arguments',
     ],
-    ['audio input', { ...minimal, messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: {} }] }] }, 'unsupported_field', 'messages[0].content[0].type'],
+    [
+      'audio input',
+      { ...minimal, messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: {} }] }] },
+      'unsupported_field',
+      'messages[0].content[0].type',
+    ],
     ['function role', { ...minimal, messages: [{ role: 'function', name: 'f', content: 'x' }] }, 'unsupported_field', 'messages[0].role'],
     ['n > 1', { ...minimal, n: 2 }, 'unsupported_field', 'n'],
     ['n = 0', { ...minimal, n: 0 }, 'invalid_request', 'n'],
@@ -164,7 +186,12 @@ describe('decodeChatRequest', () => {
     ['stop entry not a string', { ...minimal, stop: ['a', 2] }, 'invalid_request', 'stop[1]'],
     ['bad response_format', { ...minimal, response_format: { type: 'xml' } }, 'invalid_request', 'response_format.type'],
     ['bad reasoning_effort', { ...minimal, reasoning_effort: 'extreme' }, 'invalid_request', 'reasoning_effort'],
-    ['file_id', { ...minimal, messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: 'file-1' } }] }] }, 'unsupported_field', 'messages[0].content[0].file.file_id'],
+    [
+      'file_id',
+      { ...minimal, messages: [{ role: 'user', content: [{ type: 'file', file: { file_id: 'file-1' } }] }] },
+      'unsupported_field',
+      'messages[0].content[0].file.file_id',
+    ],
   ])('rejects %s', (_name, body, code, param) => {
     const error = rejection(body);
     expect(error.code).toBe(code);
@@ -181,7 +208,11 @@ describe('peekChatRequest', () => {
       stream: true,
       includeUsage: true,
     });
-    expect(peekChatRequest({ model: 'm', messages: [{}], stream_options: { include_usage: true } })).toEqual({ model: 'm', stream: false, includeUsage: false });
+    expect(peekChatRequest({ model: 'm', messages: [{}], stream_options: { include_usage: true } })).toEqual({
+      model: 'm',
+      stream: false,
+      includeUsage: false,
+    });
   });
 
   it('rejects what passthrough cannot work without', () => {

@@ -47,7 +47,9 @@ describe('tool calls in upstream chat streams', () => {
   it('a repeated id at the same index stays one call', () => {
     const chunk = (fragment: unknown, finish: string | null = null) =>
       `data: ${JSON.stringify({ id: 'c', choices: [{ index: 0, delta: { tool_calls: [fragment] }, finish_reason: finish }] })}\n\n`;
-    const body = chunk({ index: 0, id: 'call_1', function: { name: 'f', arguments: '{"a":' } }) + chunk({ index: 0, id: 'call_1', function: { arguments: '1}' } }, 'tool_calls');
+    const body =
+      chunk({ index: 0, id: 'call_1', function: { name: 'f', arguments: '{"a":' } }) +
+      chunk({ index: 0, id: 'call_1', function: { arguments: '1}' } }, 'tool_calls');
     expect(calls(decodeSlices([new TextEncoder().encode(body)]))).toEqual([{ index: 0, id: 'call_1', name: 'f', arguments: '{"a":1}' }]);
   });
 
@@ -72,7 +74,10 @@ describe('tool calls in upstream chat streams', () => {
             return parts;
           });
           // Each call opens with empty arguments, then its fragments; the order between calls is drawn.
-          const queues = fragments.map((parts, i) => [{ index: i, id: `call_${i}`, type: 'function', function: { name: 'get_weather', arguments: '' } }, ...parts.map((part) => ({ index: i, function: { arguments: part } }))]);
+          const queues = fragments.map((parts, i) => [
+            { index: i, id: `call_${i}`, type: 'function', function: { name: 'get_weather', arguments: '' } },
+            ...parts.map((part) => ({ index: i, function: { arguments: part } })),
+          ]);
           let body = '';
           let draw = 0;
           while (queues.some((queue) => queue.length > 0)) {

@@ -111,9 +111,7 @@ describe('createChatStreamDecoder edge cases', () => {
   const run = (body: string): StreamEvent[] => decodeSlices([new TextEncoder().encode(body)]);
 
   it('an empty body is an error, not a success', () => {
-    expect(run('')).toEqual([
-      { type: 'error', code: 'upstream_error', message: 'upstream chat stream ended without sending any chunk' },
-    ]);
+    expect(run('')).toEqual([{ type: 'error', code: 'upstream_error', message: 'upstream chat stream ended without sending any chunk' }]);
   });
 
   it('[DONE] without finish_reason is an error', () => {
@@ -132,13 +130,12 @@ describe('createChatStreamDecoder edge cases', () => {
   });
 
   it('an SSE `event: error` frame is an error even without an error key', () => {
-    expect(run('event: error\ndata: {"message":"overloaded"}\n\n')).toEqual([
-      { type: 'error', code: 'upstream_error', message: 'overloaded' },
-    ]);
+    expect(run('event: error\ndata: {"message":"overloaded"}\n\n')).toEqual([{ type: 'error', code: 'upstream_error', message: 'overloaded' }]);
   });
 
   it('tool call: id/name repeated on every fragment are sent once; arguments in the first fragment kept', () => {
-    const chunk = (toolCall: object) => `data: ${JSON.stringify({ id: 'c', model: 'm', created: 1, choices: [{ index: 0, delta: { tool_calls: [toolCall] } }] })}\n\n`;
+    const chunk = (toolCall: object) =>
+      `data: ${JSON.stringify({ id: 'c', model: 'm', created: 1, choices: [{ index: 0, delta: { tool_calls: [toolCall] } }] })}\n\n`;
     const events = run(
       chunk({ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a":' } }) +
         chunk({ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: '1}' } }) +

@@ -12,8 +12,10 @@ describe('Responses errors', () => {
   });
 
   it('names the in-stream Response.error code of each iop code', () => {
-    expect(['rate_limited', 'overloaded', 'invalid_request', 'unprocessable_entity', 'conflict', 'no_capacity', 'upstream_internal'].map((code) => responseErrorCode(code as never))).toEqual([
-      'rate_limit_exceeded', 'rate_limit_exceeded', 'invalid_prompt', 'invalid_prompt', 'invalid_prompt', 'server_error', 'server_error',
-    ]);
+    expect(
+      ['rate_limited', 'overloaded', 'invalid_request', 'unprocessable_entity', 'conflict', 'no_capacity', 'upstream_internal'].map((code) =>
+        responseErrorCode(code as never),
+      ),
+    ).toEqual(['rate_limit_exceeded', 'rate_limit_exceeded', 'invalid_prompt', 'invalid_prompt', 'invalid_prompt', 'server_error', 'server_error']);
   });
 });

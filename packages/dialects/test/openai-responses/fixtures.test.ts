@@ -14,7 +14,9 @@ import { checkGrammar, contextFor, parseFrames, viaSdk } from './helpers.js';
 const SRC = join(__dirname, '../../src');
 
 function fixture(path: string): Uint8Array {
-  const lines = readFileSync(join(SRC, path), 'utf8').split('\n').filter((line) => line.length > 0);
+  const lines = readFileSync(join(SRC, path), 'utf8')
+    .split('\n')
+    .filter((line) => line.length > 0);
   return new TextEncoder().encode(lines.map((line) => `${line}\n\n`).join(''));
 }
 
@@ -43,7 +45,13 @@ function relay(slices: readonly Uint8Array[]): string {
 
 /** The client events with the minted ids and timestamps replaced, for comparing two runs. */
 function normalized(sse: string): unknown[] {
-  return parseFrames(sse).map((frame) => JSON.parse(JSON.stringify(frame.data).replace(/"(resp|msg|rs|fc|ctc)_[A-Za-z0-9]{24}"/g, '"$1_X"').replace(/"completed_at":\d+/g, '"completed_at":0')));
+  return parseFrames(sse).map((frame) =>
+    JSON.parse(
+      JSON.stringify(frame.data)
+        .replace(/"(resp|msg|rs|fc|ctc)_[A-Za-z0-9]{24}"/g, '"$1_X"')
+        .replace(/"completed_at":\d+/g, '"completed_at":0'),
+    ),
+  );
 }
 
 const CASES = [
@@ -61,7 +69,11 @@ describe('chat upstream fixtures → Responses clients', () => {
     const sse = relay([fixture(CASES[0]!)]);
     checkGrammar(sse);
     const { final } = await viaSdk(sse);
-    expect(final).toMatchObject({ status: 'completed', output_text: 'Hello, wörld 👋', usage: { input_tokens: 12, input_tokens_details: { cached_tokens: 8 }, output_tokens: 5, total_tokens: 17 } });
+    expect(final).toMatchObject({
+      status: 'completed',
+      output_text: 'Hello, wörld 👋',
+      usage: { input_tokens: 12, input_tokens_details: { cached_tokens: 8 }, output_tokens: 5, total_tokens: 17 },
+    });
   });
 
   it('reasoning cut by length: reasoning item, incomplete message, reasoning tokens', async () => {
@@ -96,7 +108,12 @@ describe('chat upstream fixtures → Responses clients', () => {
     expect(final.output).toMatchObject([
       { type: 'reasoning', content: [{ text: 'Need to bump the constant.' }] },
       { type: 'message', content: [{ text: 'Applying the patch.' }] },
-      { type: 'custom_tool_call', call_id: 'chatcmpl-tool-ap1', name: 'apply_patch', input: '*** Begin Patch\n*** Update File: src/app.ts\n@@\n-const x = 1;\n+const x = 2;\n*** End Patch\n' },
+      {
+        type: 'custom_tool_call',
+        call_id: 'chatcmpl-tool-ap1',
+        name: 'apply_patch',
+        input: '*** Begin Patch\n*** Update File: src/app.ts\n@@\n-const x = 1;\n+const x = 2;\n*** End Patch\n',
+      },
     ]);
     expect(final.usage).toMatchObject({ input_tokens: 1200, input_tokens_details: { cached_tokens: 600 }, output_tokens_details: { reasoning_tokens: 9 } });
   });

@@ -74,7 +74,11 @@ describe('stored conversation state (previous_response_id)', () => {
     );
     const stored = storedResponseOf(first, response)!;
     // With previous_response_id the decoder defers the check to the stored conversation.
-    const follow = decodeResponsesRequest({ model: 'm', previous_response_id: response.id, input: [{ type: 'function_call_output', call_id: 'call_w', output: '18 C' }] });
+    const follow = decodeResponsesRequest({
+      model: 'm',
+      previous_response_id: response.id,
+      input: [{ type: 'function_call_output', call_id: 'call_w', output: '18 C' }],
+    });
     expect(withHistory(follow, stored).messages.map((message) => message.role)).toEqual(['user', 'assistant', 'tool']);
     const wrong = decodeResponsesRequest({ model: 'm', previous_response_id: response.id, input: [orphan] });
     expect(() => withHistory(wrong, stored)).toThrow(expect.objectContaining({ status: 400, param: 'input[0].call_id' }));

@@ -15,15 +15,39 @@ const CODEX_BODY = {
   text: { verbosity: 'low' },
   client_metadata: { originator: 'codex_cli_rs' },
   tools: [
-    { type: 'function', name: 'shell', description: 'Run a command', strict: false, parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } }, required: ['command'] } },
-    { type: 'custom', name: 'apply_patch', description: 'Apply a patch', format: { type: 'grammar', syntax: 'lark', definition: 'start: begin_patch hunk+ end_patch' } },
-    { type: 'namespace', name: 'mcp__github', description: 'GitHub tools', tools: [{ type: 'function', name: 'get_issue', description: 'Read an issue', parameters: { type: 'object' } }] },
+    {
+      type: 'function',
+      name: 'shell',
+      description: 'Run a command',
+      strict: false,
+      parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } }, required: ['command'] },
+    },
+    {
+      type: 'custom',
+      name: 'apply_patch',
+      description: 'Apply a patch',
+      format: { type: 'grammar', syntax: 'lark', definition: 'start: begin_patch hunk+ end_patch' },
+    },
+    {
+      type: 'namespace',
+      name: 'mcp__github',
+      description: 'GitHub tools',
+      tools: [{ type: 'function', name: 'get_issue', description: 'Read an issue', parameters: { type: 'object' } }],
+    },
     { type: 'web_search' },
     { type: 'tool_search' },
   ],
   input: [
     { type: 'message', id: 'msg_dev', role: 'developer', content: [{ type: 'input_text', text: 'You are Codex.' }] },
-    { type: 'message', id: 'msg_u1', role: 'user', content: [{ type: 'input_text', text: 'Fix the bug' }, { type: 'input_image', image_url: 'data:image/png;base64,iVBOR', detail: 'low' }] },
+    {
+      type: 'message',
+      id: 'msg_u1',
+      role: 'user',
+      content: [
+        { type: 'input_text', text: 'Fix the bug' },
+        { type: 'input_image', image_url: 'data:image/png;base64,iVBOR', detail: 'low' },
+      ],
+    },
     { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'Look at the file.' }], encrypted_content: 'opaque' },
     { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'shell', arguments: '{"command":["cat","a.ts"]}', status: 'completed' },
     { type: 'function_call', id: 'fc_2', call_id: 'call_2', name: 'get_issue', namespace: 'mcp__github', arguments: '{}', status: 'completed' },
@@ -56,18 +80,41 @@ describe('decodeResponsesRequest', () => {
     expect(request.parallelToolCalls).toBe(true);
     expect(request.messages).toEqual([
       { role: 'developer', content: [{ type: 'text', text: 'You are Codex.' }] },
-      { role: 'user', content: [{ type: 'text', text: 'Fix the bug' }, { type: 'image', url: 'data:image/png;base64,iVBOR', detail: 'low' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'Fix the bug' },
+          { type: 'image', url: 'data:image/png;base64,iVBOR', detail: 'low' },
+        ],
+      },
       {
         role: 'assistant',
         content: [
           { type: 'reasoning', text: 'Look at the file.', signature: 'opaque' },
           { type: 'tool-call', id: 'call_1', name: 'shell', arguments: '{"command":["cat","a.ts"]}' },
-          { type: 'tool-call', id: 'call_2', name: 'mcp__github__get_issue', arguments: '{}', origin: { kind: 'namespace', namespace: 'mcp__github', name: 'get_issue' } },
+          {
+            type: 'tool-call',
+            id: 'call_2',
+            name: 'mcp__github__get_issue',
+            arguments: '{}',
+            origin: { kind: 'namespace', namespace: 'mcp__github', name: 'get_issue' },
+          },
         ],
       },
       { role: 'tool', toolCallId: 'call_1', content: [{ type: 'text', text: 'const x = 1;' }] },
       { role: 'tool', toolCallId: 'call_2', content: [{ type: 'text', text: 'issue 42' }] },
-      { role: 'assistant', content: [{ type: 'tool-call', id: 'call_3', name: 'apply_patch', arguments: JSON.stringify({ input: '*** Begin Patch\n*** End Patch' }), origin: { kind: 'custom' } }] },
+      {
+        role: 'assistant',
+        content: [
+          {
+            type: 'tool-call',
+            id: 'call_3',
+            name: 'apply_patch',
+            arguments: JSON.stringify({ input: '*** Begin Patch\n*** End Patch' }),
+            origin: { kind: 'custom' },
+          },
+        ],
+      },
       { role: 'tool', toolCallId: 'call_3', content: [{ type: 'text', text: 'Done!' }] },
       { role: 'assistant', content: [{ type: 'text', text: 'Patched.' }] },
       { role: 'user', content: [{ type: 'text', text: 'thanks' }] },
@@ -104,22 +151,48 @@ describe('decodeResponsesRequest', () => {
 
   it('maps text.format, max_output_tokens, sampling and user fields', () => {
     const request = decodeResponsesRequest({
-      model: 'm', input: 'x', max_output_tokens: 100, temperature: 0.5, top_p: 0.8, user: 'u1', safety_identifier: 's1',
+      model: 'm',
+      input: 'x',
+      max_output_tokens: 100,
+      temperature: 0.5,
+      top_p: 0.8,
+      user: 'u1',
+      safety_identifier: 's1',
       text: { format: { type: 'json_schema', name: 'answer', schema: { type: 'object' }, strict: true } },
     });
-    expect(request).toMatchObject({ maxOutputTokens: 100, temperature: 0.5, topP: 0.8, user: 's1', responseFormat: { type: 'json_schema', name: 'answer', schema: { type: 'object' }, strict: true } });
+    expect(request).toMatchObject({
+      maxOutputTokens: 100,
+      temperature: 0.5,
+      topP: 0.8,
+      user: 's1',
+      responseFormat: { type: 'json_schema', name: 'answer', schema: { type: 'object' }, strict: true },
+    });
     expect(decodeResponsesRequest({ model: 'm', input: 'x', text: { format: { type: 'json_object' } } }).responseFormat).toEqual({ type: 'json_object' });
   });
 
   it('decodes tool_choice: named function, custom, allowed_tools filtering', () => {
     const tools = CODEX_BODY.tools;
-    expect(decodeResponsesRequest({ model: 'm', input: 'x', tools, tool_choice: { type: 'function', name: 'shell' } }).toolChoice).toEqual({ type: 'tool', name: 'shell' });
-    expect(decodeResponsesRequest({ model: 'm', input: 'x', tools, tool_choice: { type: 'custom', name: 'apply_patch' } }).toolChoice).toEqual({ type: 'tool', name: 'apply_patch' });
-    const allowed = decodeResponsesRequest({ model: 'm', input: 'x', tools, tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'shell' }] } });
+    expect(decodeResponsesRequest({ model: 'm', input: 'x', tools, tool_choice: { type: 'function', name: 'shell' } }).toolChoice).toEqual({
+      type: 'tool',
+      name: 'shell',
+    });
+    expect(decodeResponsesRequest({ model: 'm', input: 'x', tools, tool_choice: { type: 'custom', name: 'apply_patch' } }).toolChoice).toEqual({
+      type: 'tool',
+      name: 'apply_patch',
+    });
+    const allowed = decodeResponsesRequest({
+      model: 'm',
+      input: 'x',
+      tools,
+      tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'shell' }] },
+    });
     expect(allowed.toolChoice).toEqual({ type: 'required' });
     expect(allowed.tools?.map((tool) => tool.name)).toEqual(['shell']);
     expect(badRequest({ model: 'm', input: 'x', tools, tool_choice: { type: 'function', name: 'nope' } }).param).toBe('tool_choice.name');
-    expect(badRequest({ model: 'm', input: 'x', tools, tool_choice: { type: 'web_search' } })).toMatchObject({ code: 'unsupported_field', param: 'tool_choice' });
+    expect(badRequest({ model: 'm', input: 'x', tools, tool_choice: { type: 'web_search' } })).toMatchObject({
+      code: 'unsupported_field',
+      param: 'tool_choice',
+    });
   });
 
   it('rejects fields whose loss would change the output, naming them', () => {
@@ -131,7 +204,9 @@ describe('decodeResponsesRequest', () => {
     expect(badRequest({ model: 'm' }).param).toBe('input');
     expect(badRequest({ model: 'm', input: [{ role: 'robot', content: 'x' }] }).param).toBe('input[0].role');
     expect(badRequest({ model: 'm', input: [{ type: 'function_call', name: 'f', arguments: '{}' }] }).param).toBe('input[0].call_id');
-    expect(badRequest({ model: 'm', input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file_1' }] }] }).param).toBe('input[0].content[0].file_id');
+    expect(badRequest({ model: 'm', input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file_1' }] }] }).param).toBe(
+      'input[0].content[0].file_id',
+    );
     expect(badRequest({ model: 'm', input: 'x', tools: [{ type: 'function', function: { name: 'f' } }] }).param).toBe('tools[0].name');
     expect(badRequest({ model: 'm', input: 'x', text: { format: { type: 'json_schema', name: 'a' } } }).param).toBe('text.format.schema');
     expect(badRequest({ model: 'm', input: 'x', temperature: 3 }).param).toBe('temperature');
@@ -139,9 +214,21 @@ describe('decodeResponsesRequest', () => {
   });
 
   it('drops sampling-only and unknown fields and unrunnable history items with a warning', () => {
-    const request = decodeResponsesRequest({ model: 'm', input: [{ type: 'web_search_call', id: 'ws_1', status: 'completed' }, { role: 'user', content: 'x' }], seed: 7, frequency_penalty: 1 });
+    const request = decodeResponsesRequest({
+      model: 'm',
+      input: [
+        { type: 'web_search_call', id: 'ws_1', status: 'completed' },
+        { role: 'user', content: 'x' },
+      ],
+      seed: 7,
+      frequency_penalty: 1,
+    });
     expect(request.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'x' }] }]);
-    expect(request.warnings).toEqual([expect.stringContaining('web_search_call'), 'dropped seed: not supported on this server', 'dropped frequency_penalty: not supported on this server']);
+    expect(request.warnings).toEqual([
+      expect.stringContaining('web_search_call'),
+      'dropped seed: not supported on this server',
+      'dropped frequency_penalty: not supported on this server',
+    ]);
   });
 
   it('accepts a follow-up with previous_response_id and no input', () => {

@@ -16,7 +16,13 @@ const TOOLS = {
 
 describe('Responses stream encoder', () => {
   it('renders a text answer in the exact order of a Responses stream, with usage from a trailing usage event', async () => {
-    const { sse, result } = encode([start, { type: 'text-delta', text: 'Hello' }, { type: 'text-delta', text: ', wörld' }, { type: 'finish', reason: 'stop', raw: 'stop' }, usage]);
+    const { sse, result } = encode([
+      start,
+      { type: 'text-delta', text: 'Hello' },
+      { type: 'text-delta', text: ', wörld' },
+      { type: 'finish', reason: 'stop', raw: 'stop' },
+      usage,
+    ]);
     const frames = checkGrammar(sse);
     expect(frames.map((frame) => frame.data.type)).toEqual([
       'response.created',
@@ -38,7 +44,13 @@ describe('Responses stream encoder', () => {
       status: 'completed',
       model: 'qwen3',
       output: [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello, wörld', annotations: [] }] }],
-      usage: { input_tokens: 12, input_tokens_details: { cached_tokens: 8, cache_write_tokens: 0 }, output_tokens: 5, output_tokens_details: { reasoning_tokens: 2 }, total_tokens: 17 },
+      usage: {
+        input_tokens: 12,
+        input_tokens_details: { cached_tokens: 8, cache_write_tokens: 0 },
+        output_tokens: 5,
+        output_tokens_details: { reasoning_tokens: 2 },
+        total_tokens: 17,
+      },
       store: true,
       incomplete_details: null,
       error: null,
@@ -54,7 +66,13 @@ describe('Responses stream encoder', () => {
   });
 
   it('renders reasoning as a reasoning item with reasoning_text parts before the message', async () => {
-    const { sse } = encode([start, { type: 'reasoning-delta', text: 'The user' }, { type: 'reasoning-delta', text: ' greets me.' }, { type: 'text-delta', text: 'Hi!' }, { type: 'finish', reason: 'stop', raw: 'stop' }]);
+    const { sse } = encode([
+      start,
+      { type: 'reasoning-delta', text: 'The user' },
+      { type: 'reasoning-delta', text: ' greets me.' },
+      { type: 'text-delta', text: 'Hi!' },
+      { type: 'finish', reason: 'stop', raw: 'stop' },
+    ]);
     const frames = checkGrammar(sse);
     expect(frames.slice(2, 9).map((frame) => frame.data.type)).toEqual([
       'response.output_item.added',
@@ -133,7 +151,10 @@ describe('Responses stream encoder', () => {
   it('ends with response.incomplete / max_output_tokens on length, the open message marked incomplete', async () => {
     const { sse } = encode([start, { type: 'text-delta', text: 'Once upon' }, { type: 'finish', reason: 'length', raw: 'length' }]);
     const frames = checkGrammar(sse);
-    expect(frames.at(-1)!.data).toMatchObject({ type: 'response.incomplete', response: { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } } });
+    expect(frames.at(-1)!.data).toMatchObject({
+      type: 'response.incomplete',
+      response: { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } },
+    });
     const { final } = await viaSdk(sse);
     expect(final.status).toBe('incomplete');
     expect(final.incomplete_details?.reason).toBe('max_output_tokens');
@@ -148,7 +169,10 @@ describe('Responses stream encoder', () => {
   it('renders an error event as response.failed carrying the output so far', async () => {
     const { sse } = encode([start, { type: 'text-delta', text: 'Partial' }, { type: 'error', code: 'upstream_error', message: 'CUDA out of memory' }]);
     const frames = checkGrammar(sse);
-    expect(frames.at(-1)!.data).toMatchObject({ type: 'response.failed', response: { status: 'failed', error: { code: 'server_error', message: 'CUDA out of memory' } } });
+    expect(frames.at(-1)!.data).toMatchObject({
+      type: 'response.failed',
+      response: { status: 'failed', error: { code: 'server_error', message: 'CUDA out of memory' } },
+    });
     const { final } = await viaSdk(sse);
     expect(final.status).toBe('failed');
     expect(final.error).toEqual({ code: 'server_error', message: 'CUDA out of memory' });
@@ -158,21 +182,48 @@ describe('Responses stream encoder', () => {
   it('fails a stream that ends with no terminal event, and one that had no events at all', async () => {
     const cut = encode([start, { type: 'tool-call-delta', index: 0, id: 'call_x', name: 'get_time', argumentsDelta: '{"tz"' }], contextFor(TOOLS));
     checkGrammar(cut.sse);
-    expect(cut.result).toMatchObject({ status: 'failed', error: { code: 'server_error' }, output: [{ type: 'function_call', status: 'incomplete', arguments: '{"tz"' }] });
+    expect(cut.result).toMatchObject({
+      status: 'failed',
+      error: { code: 'server_error' },
+      output: [{ type: 'function_call', status: 'incomplete', arguments: '{"tz"' }],
+    });
     const empty = encode([]);
     expect(checkGrammar(empty.sse).map((frame) => frame.data.type)).toEqual(['response.created', 'response.in_progress', 'response.failed']);
     expect((await viaSdk(empty.sse)).final.status).toBe('failed');
   });
 
   it('echoes the request fields in the Response', () => {
-    const { result } = encode([start, { type: 'finish', reason: 'stop', raw: 'stop' }], contextFor({
-      instructions: 'Be brief.', temperature: 0.2, top_p: 0.9, metadata: { team: 'a' }, store: false, previous_response_id: 'resp_prev',
-      max_output_tokens: 64, tool_choice: 'required', ...TOOLS, prompt_cache_key: 'k1', reasoning: { effort: 'low', summary: 'auto' },
-    }));
+    const { result } = encode(
+      [start, { type: 'finish', reason: 'stop', raw: 'stop' }],
+      contextFor({
+        instructions: 'Be brief.',
+        temperature: 0.2,
+        top_p: 0.9,
+        metadata: { team: 'a' },
+        store: false,
+        previous_response_id: 'resp_prev',
+        max_output_tokens: 64,
+        tool_choice: 'required',
+        ...TOOLS,
+        prompt_cache_key: 'k1',
+        reasoning: { effort: 'low', summary: 'auto' },
+      }),
+    );
     expect(result).toMatchObject({
-      object: 'response', instructions: 'Be brief.', temperature: 0.2, top_p: 0.9, metadata: { team: 'a' }, store: false,
-      previous_response_id: 'resp_prev', max_output_tokens: 64, tool_choice: 'required', tools: TOOLS.tools, prompt_cache_key: 'k1',
-      reasoning: { effort: 'low', summary: 'auto' }, created_at: 1764500000, parallel_tool_calls: true,
+      object: 'response',
+      instructions: 'Be brief.',
+      temperature: 0.2,
+      top_p: 0.9,
+      metadata: { team: 'a' },
+      store: false,
+      previous_response_id: 'resp_prev',
+      max_output_tokens: 64,
+      tool_choice: 'required',
+      tools: TOOLS.tools,
+      prompt_cache_key: 'k1',
+      reasoning: { effort: 'low', summary: 'auto' },
+      created_at: 1764500000,
+      parallel_tool_calls: true,
     });
   });
 
@@ -189,14 +240,25 @@ describe('Responses stream encoder', () => {
 describe('Responses non-stream encoder', () => {
   it('builds the Response object with output_text and usage', () => {
     const response = encodeResponsesResponse(
-      [start, { type: 'reasoning-delta', text: 'think' }, { type: 'text-delta', text: 'Hi' }, { type: 'tool-call-delta', index: 0, id: 'call_1', name: 'get_time', argumentsDelta: '{}' }, { type: 'finish', reason: 'tool_calls', raw: 'tool_calls' }, usage],
+      [
+        start,
+        { type: 'reasoning-delta', text: 'think' },
+        { type: 'text-delta', text: 'Hi' },
+        { type: 'tool-call-delta', index: 0, id: 'call_1', name: 'get_time', argumentsDelta: '{}' },
+        { type: 'finish', reason: 'tool_calls', raw: 'tool_calls' },
+        usage,
+      ],
       contextFor(TOOLS),
     );
     expect(response).toMatchObject({
       object: 'response',
       status: 'completed',
       output_text: 'Hi',
-      output: [{ type: 'reasoning' }, { type: 'message', status: 'completed' }, { type: 'function_call', call_id: 'call_1', name: 'get_time', status: 'completed' }],
+      output: [
+        { type: 'reasoning' },
+        { type: 'message', status: 'completed' },
+        { type: 'function_call', call_id: 'call_1', name: 'get_time', status: 'completed' },
+      ],
       usage: { total_tokens: 17 },
     });
   });
@@ -205,6 +267,8 @@ describe('Responses non-stream encoder', () => {
     expect(() => encodeResponsesResponse([start, { type: 'error', code: 'rate_limited', message: 'slow down' }], contextFor())).toThrow(
       expect.objectContaining({ code: 'rate_limited', status: 429, message: 'slow down' }),
     );
-    expect(() => encodeResponsesResponse([start, { type: 'text-delta', text: 'x' }], contextFor())).toThrow(expect.objectContaining({ code: 'upstream_error' }));
+    expect(() => encodeResponsesResponse([start, { type: 'text-delta', text: 'x' }], contextFor())).toThrow(
+      expect.objectContaining({ code: 'upstream_error' }),
+    );
   });
 });

@@ -29,9 +29,16 @@ const responsesBody = (extra: Record<string, unknown>) => ({ model: 'm', input: 
 describe('images and files whose base64 is broken (docs/protocols.md "Images and files")', () => {
   it('Chat: a data: URI with a non-base64 or empty payload', () => {
     const image = (url: string) => chatBody({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }] }] });
-    expect(rejection(chat, image('data:image/png;base64,!!!notbase64'))).toMatchObject({ status: 400, param: 'messages[0].content[0].image_url.url', message: 'messages[0].content[0].image_url.url has a payload that is not valid base64' });
+    expect(rejection(chat, image('data:image/png;base64,!!!notbase64'))).toMatchObject({
+      status: 400,
+      param: 'messages[0].content[0].image_url.url',
+      message: 'messages[0].content[0].image_url.url has a payload that is not valid base64',
+    });
     expect(rejection(chat, image('data:image/png;base64,'))).toMatchObject({ status: 400, param: 'messages[0].content[0].image_url.url' });
-    expect(chat(image('data:image/png;base64,iVBORw0KGgo=')).messages[0]).toEqual({ role: 'user', content: [{ type: 'image', url: 'data:image/png;base64,iVBORw0KGgo=' }] });
+    expect(chat(image('data:image/png;base64,iVBORw0KGgo=')).messages[0]).toEqual({
+      role: 'user',
+      content: [{ type: 'image', url: 'data:image/png;base64,iVBORw0KGgo=' }],
+    });
   });
 
   it('Chat: file_data that is not base64', () => {
@@ -40,17 +47,37 @@ describe('images and files whose base64 is broken (docs/protocols.md "Images and
   });
 
   it('Anthropic: image and document source.data that is not base64, an image URL that is not http(s)', () => {
-    const image = anthropicBody({ messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: '!!!' } }] }] });
-    expect(rejection(messages, image)).toMatchObject({ status: 400, param: 'messages.0.content.0.source.data', message: 'messages.0.content.0.source.data: not valid base64 data' });
-    const pdf = anthropicBody({ messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: '' } }] }] });
+    const image = anthropicBody({
+      messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: '!!!' } }] }],
+    });
+    expect(rejection(messages, image)).toMatchObject({
+      status: 400,
+      param: 'messages.0.content.0.source.data',
+      message: 'messages.0.content.0.source.data: not valid base64 data',
+    });
+    const pdf = anthropicBody({
+      messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: '' } }] }],
+    });
     const ftp = anthropicBody({ messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'ftp://host/a.png' } }] }] });
-    expect(rejection(messages, ftp)).toMatchObject({ status: 400, param: 'messages.0.content.0.source.url', message: 'messages.0.content.0.source.url: expected an http(s) URL' });
-    expect(rejection(messages, pdf)).toMatchObject({ status: 400, param: 'messages.0.content.0.source.data', message: 'messages.0.content.0.source.data: empty base64 data' });
+    expect(rejection(messages, ftp)).toMatchObject({
+      status: 400,
+      param: 'messages.0.content.0.source.url',
+      message: 'messages.0.content.0.source.url: expected an http(s) URL',
+    });
+    expect(rejection(messages, pdf)).toMatchObject({
+      status: 400,
+      param: 'messages.0.content.0.source.data',
+      message: 'messages.0.content.0.source.data: empty base64 data',
+    });
   });
 
   it('Responses: input_image that is a malformed data: URI, not a URL, or bad base64; input_file that is not base64', () => {
     const image = (image_url: string) => responsesBody({ input: [{ role: 'user', content: [{ type: 'input_image', image_url }] }] });
-    expect(rejection(responses, image('data:'))).toMatchObject({ status: 400, param: 'input[0].content[0].image_url', message: 'input[0].content[0].image_url must be a base64 data: URI (data:<mime>;base64,…)' });
+    expect(rejection(responses, image('data:'))).toMatchObject({
+      status: 400,
+      param: 'input[0].content[0].image_url',
+      message: 'input[0].content[0].image_url must be a base64 data: URI (data:<mime>;base64,…)',
+    });
     expect(rejection(responses, image('data:image/png;base64,!!!'))).toMatchObject({ status: 400, param: 'input[0].content[0].image_url' });
     expect(rejection(responses, image('file:///etc/passwd'))).toMatchObject({ status: 400, param: 'input[0].content[0].image_url' });
     const file = responsesBody({ input: [{ role: 'user', content: [{ type: 'input_file', file_data: 'not base64!', filename: 'a.pdf' }] }] });
@@ -61,7 +88,11 @@ describe('images and files whose base64 is broken (docs/protocols.md "Images and
 describe('tool results that answer no tool call (docs/protocols.md "Tool results")', () => {
   it('Anthropic: a tool_result with an unknown tool_use_id, in messages and in count_tokens', () => {
     const body = anthropicBody({ messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_unknown', content: 'r' }] }] });
-    const expected = { status: 400, param: 'messages.0.content.0.tool_use_id', message: 'messages.0.content.0.tool_use_id: no earlier tool_use block has the id "toolu_unknown"' };
+    const expected = {
+      status: 400,
+      param: 'messages.0.content.0.tool_use_id',
+      message: 'messages.0.content.0.tool_use_id: no earlier tool_use block has the id "toolu_unknown"',
+    };
     expect(rejection(messages, body)).toMatchObject(expected);
     expect(rejection(countTokens, body)).toMatchObject(expected);
   });
@@ -80,8 +111,17 @@ describe('tool results that answer no tool call (docs/protocols.md "Tool results
   });
 
   it('Chat: a tool message with an unknown tool_call_id', () => {
-    const body = chatBody({ messages: [{ role: 'user', content: 'a' }, { role: 'tool', tool_call_id: 'nope', content: 'r' }] });
-    expect(rejection(chat, body)).toMatchObject({ status: 400, param: 'messages[1].tool_call_id', message: 'messages[1].tool_call_id: no earlier assistant tool call has the id "nope"' });
+    const body = chatBody({
+      messages: [
+        { role: 'user', content: 'a' },
+        { role: 'tool', tool_call_id: 'nope', content: 'r' },
+      ],
+    });
+    expect(rejection(chat, body)).toMatchObject({
+      status: 400,
+      param: 'messages[1].tool_call_id',
+      message: 'messages[1].tool_call_id: no earlier assistant tool call has the id "nope"',
+    });
   });
 });
 
@@ -96,26 +136,47 @@ describe('replayed tool-call arguments that are not a JSON object (docs/protocol
     });
 
   it('Chat: non-JSON and non-object arguments are a 400 naming the field; "" and objects pass', () => {
-    expect(rejection(chat, chatCall('{not json'))).toMatchObject({ status: 400, param: 'messages[1].tool_calls[0].function.arguments', message: 'messages[1].tool_calls[0].function.arguments must be a JSON object encoded as a string; it is not valid JSON' });
-    expect(rejection(chat, chatCall('[1,2]'))).toMatchObject({ status: 400, param: 'messages[1].tool_calls[0].function.arguments', message: 'messages[1].tool_calls[0].function.arguments must be a JSON object encoded as a string, got an array' });
+    expect(rejection(chat, chatCall('{not json'))).toMatchObject({
+      status: 400,
+      param: 'messages[1].tool_calls[0].function.arguments',
+      message: 'messages[1].tool_calls[0].function.arguments must be a JSON object encoded as a string; it is not valid JSON',
+    });
+    expect(rejection(chat, chatCall('[1,2]'))).toMatchObject({
+      status: 400,
+      param: 'messages[1].tool_calls[0].function.arguments',
+      message: 'messages[1].tool_calls[0].function.arguments must be a JSON object encoded as a string, got an array',
+    });
     expect(() => chat(chatCall(''))).not.toThrow();
     expect(() => chat(chatCall('{"a":1}'))).not.toThrow();
   });
 
   it('Responses: a function_call item with non-JSON arguments', () => {
-    const body = responsesBody({ input: [{ type: 'function_call', call_id: 'c1', name: 'f', arguments: '{not json' }, { type: 'function_call_output', call_id: 'c1', output: 'x' }] });
+    const body = responsesBody({
+      input: [
+        { type: 'function_call', call_id: 'c1', name: 'f', arguments: '{not json' },
+        { type: 'function_call_output', call_id: 'c1', output: 'x' },
+      ],
+    });
     expect(rejection(responses, body)).toMatchObject({ status: 400, param: 'input[0].arguments' });
   });
 });
 
 describe('Anthropic numbers and thinking budget (docs/protocols.md "Messages request")', () => {
   it('max_tokens beyond the safe integer range is a 400 naming it, with the value', () => {
-    expect(rejection(messages, anthropicBody({ max_tokens: 1e20 }))).toMatchObject({ status: 400, param: 'max_tokens', message: 'max_tokens: expected an integer, got 100000000000000000000' });
+    expect(rejection(messages, anthropicBody({ max_tokens: 1e20 }))).toMatchObject({
+      status: 400,
+      param: 'max_tokens',
+      message: 'max_tokens: expected an integer, got 100000000000000000000',
+    });
   });
 
   it('thinking.budget_tokens must be below max_tokens', () => {
     const body = anthropicBody({ max_tokens: 2000, thinking: { type: 'enabled', budget_tokens: 2000 } });
-    expect(rejection(messages, body)).toMatchObject({ status: 400, param: 'thinking.budget_tokens', message: 'thinking.budget_tokens: must be less than max_tokens (2000), got 2000' });
+    expect(rejection(messages, body)).toMatchObject({
+      status: 400,
+      param: 'thinking.budget_tokens',
+      message: 'thinking.budget_tokens: must be less than max_tokens (2000), got 2000',
+    });
     expect(() => messages(anthropicBody({ max_tokens: 2001, thinking: { type: 'enabled', budget_tokens: 2000 } }))).not.toThrow();
   });
 });
@@ -144,7 +205,10 @@ describe('an error event that names a field keeps its param to the client', () =
 
   it('non-stream encoders of all three dialects throw an IopError with param and status', () => {
     for (const dialect of [openaiChat.openAIChat, anthropic.anthropicMessages, openaiResponses.openAIResponses]) {
-      const decoded = dialect === openaiChat.openAIChat ? context : { ...context, request: dialect.decodeRequest(dialect === anthropic.anthropicMessages ? anthropicBody({}) : responsesBody({})) };
+      const decoded =
+        dialect === openaiChat.openAIChat
+          ? context
+          : { ...context, request: dialect.decodeRequest(dialect === anthropic.anthropicMessages ? anthropicBody({}) : responsesBody({})) };
       const thrown = rejection(() => dialect.encodeResponse([event], decoded), undefined);
       expect(thrown).toMatchObject({ code: 'model_not_found', status: 404, param: 'model' });
     }
@@ -153,8 +217,20 @@ describe('an error event that names a field keeps its param to the client', () =
 
 describe('Chat: a wrongly typed union field says every form it takes', () => {
   it('stop, tool_choice and user content', () => {
-    expect(rejection(chat, chatBody({ stop: 5 }))).toMatchObject({ status: 400, param: 'stop', message: 'stop must be a string or an array of strings, got number' });
-    expect(rejection(chat, chatBody({ tool_choice: 'bogus' }))).toMatchObject({ status: 400, param: 'tool_choice', message: 'tool_choice must be "auto", "none", "required" or an object, got "bogus"' });
-    expect(rejection(chat, chatBody({ messages: [{ role: 'user' }] }))).toMatchObject({ status: 400, param: 'messages[0].content', message: 'messages[0].content must be a string or an array of content parts, got undefined' });
+    expect(rejection(chat, chatBody({ stop: 5 }))).toMatchObject({
+      status: 400,
+      param: 'stop',
+      message: 'stop must be a string or an array of strings, got number',
+    });
+    expect(rejection(chat, chatBody({ tool_choice: 'bogus' }))).toMatchObject({
+      status: 400,
+      param: 'tool_choice',
+      message: 'tool_choice must be "auto", "none", "required" or an object, got "bogus"',
+    });
+    expect(rejection(chat, chatBody({ messages: [{ role: 'user' }] }))).toMatchObject({
+      status: 400,
+      param: 'messages[0].content',
+      message: 'messages[0].content must be a string or an array of content parts, got undefined',
+    });
   });
 });

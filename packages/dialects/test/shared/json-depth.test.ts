@@ -70,7 +70,10 @@ describe('jsonDepth', () => {
 
 describe('OpenAI Chat', () => {
   it('a too-deep tools[].function.parameters is a 400 naming it', () => {
-    const tools = [{ type: 'function', function: { name: 'ok', parameters: { type: 'object' } } }, { type: 'function', function: { name: 'deep', parameters: HOSTILE } }];
+    const tools = [
+      { type: 'function', function: { name: 'ok', parameters: { type: 'object' } } },
+      { type: 'function', function: { name: 'deep', parameters: HOSTILE } },
+    ];
     expect(rejection(() => chat({ tools }))).toMatchObject({ code: 'invalid_request', status: 400, param: 'tools[1].function.parameters' });
   });
 
@@ -80,7 +83,10 @@ describe('OpenAI Chat', () => {
   });
 
   it('a 60-level schema is accepted and reaches the backend body unchanged', () => {
-    const request = chat({ tools: [{ type: 'function', function: { name: 'deep', parameters: DEEP_BUT_FINE } }], response_format: { type: 'json_schema', json_schema: { name: 'r', schema: DEEP_BUT_FINE } } });
+    const request = chat({
+      tools: [{ type: 'function', function: { name: 'deep', parameters: DEEP_BUT_FINE } }],
+      response_format: { type: 'json_schema', json_schema: { name: 'r', schema: DEEP_BUT_FINE } },
+    });
     expect(request.tools?.[0]?.parameters).toBe(DEEP_BUT_FINE);
     expect(request.responseFormat).toMatchObject({ type: 'json_schema', schema: DEEP_BUT_FINE });
     const body = openaiChat.toBackendChatRequest(request, { model: 'm', stream: false }).body as { tools: Array<{ function: { parameters: unknown } }> };
@@ -94,11 +100,18 @@ describe('Anthropic Messages and count_tokens', () => {
   it('a too-deep tools[].input_schema is a 400 naming it, on /v1/messages and on count_tokens', () => {
     const tools = [{ name: 'ok', input_schema: { type: 'object' } }, deepTool];
     expect(rejection(() => messages({ tools }))).toMatchObject({ code: 'invalid_request', status: 400, param: 'tools.1.input_schema' });
-    expect(rejection(() => anthropic.decodeCountTokensRequest(messagesBody({ tools })))).toMatchObject({ code: 'invalid_request', status: 400, param: 'tools.1.input_schema' });
+    expect(rejection(() => anthropic.decodeCountTokensRequest(messagesBody({ tools })))).toMatchObject({
+      code: 'invalid_request',
+      status: 400,
+      param: 'tools.1.input_schema',
+    });
   });
 
   it('a too-deep output_config.format.schema is a 400 naming it', () => {
-    expect(rejection(() => messages({ output_config: { format: { type: 'json_schema', schema: HOSTILE } } }))).toMatchObject({ status: 400, param: 'output_config.format.schema' });
+    expect(rejection(() => messages({ output_config: { format: { type: 'json_schema', schema: HOSTILE } } }))).toMatchObject({
+      status: 400,
+      param: 'output_config.format.schema',
+    });
   });
 
   it('a too-deep tool_use input in the history is a 400 naming it', () => {
@@ -107,7 +120,10 @@ describe('Anthropic Messages and count_tokens', () => {
       { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'deep', input: HOSTILE }] },
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'done' }] },
     ];
-    expect(rejection(() => messages({ messages: history, tools: [{ name: 'deep', input_schema: { type: 'object' } }] }))).toMatchObject({ status: 400, param: 'messages.1.content.0.input' });
+    expect(rejection(() => messages({ messages: history, tools: [{ name: 'deep', input_schema: { type: 'object' } }] }))).toMatchObject({
+      status: 400,
+      param: 'messages.1.content.0.input',
+    });
   });
 
   it('a 60-level schema is accepted and count_tokens renders it', () => {
@@ -122,20 +138,40 @@ describe('Anthropic Messages and count_tokens', () => {
 
 describe('OpenAI Responses', () => {
   it('a too-deep tools[].parameters is a 400 naming it', () => {
-    expect(rejection(() => responses({ tools: [{ type: 'function', name: 'deep', parameters: HOSTILE }] }))).toMatchObject({ code: 'invalid_request', status: 400, param: 'tools[0].parameters' });
+    expect(rejection(() => responses({ tools: [{ type: 'function', name: 'deep', parameters: HOSTILE }] }))).toMatchObject({
+      code: 'invalid_request',
+      status: 400,
+      param: 'tools[0].parameters',
+    });
   });
 
   it('a too-deep namespace member is a 400 naming it', () => {
-    const tools = [{ type: 'namespace', name: 'ns', description: 'd', tools: [{ type: 'function', name: 'a' }, { type: 'function', name: 'deep', parameters: HOSTILE }] }];
+    const tools = [
+      {
+        type: 'namespace',
+        name: 'ns',
+        description: 'd',
+        tools: [
+          { type: 'function', name: 'a' },
+          { type: 'function', name: 'deep', parameters: HOSTILE },
+        ],
+      },
+    ];
     expect(rejection(() => responses({ tools }))).toMatchObject({ status: 400, param: 'tools[0].tools[1].parameters' });
   });
 
   it('a too-deep text.format.schema is a 400 naming it', () => {
-    expect(rejection(() => responses({ text: { format: { type: 'json_schema', name: 'r', schema: HOSTILE } } }))).toMatchObject({ status: 400, param: 'text.format.schema' });
+    expect(rejection(() => responses({ text: { format: { type: 'json_schema', name: 'r', schema: HOSTILE } } }))).toMatchObject({
+      status: 400,
+      param: 'text.format.schema',
+    });
   });
 
   it('a 60-level schema is accepted', () => {
-    const request = responses({ tools: [{ type: 'function', name: 'deep', parameters: DEEP_BUT_FINE }], text: { format: { type: 'json_schema', name: 'r', schema: DEEP_BUT_FINE } } });
+    const request = responses({
+      tools: [{ type: 'function', name: 'deep', parameters: DEEP_BUT_FINE }],
+      text: { format: { type: 'json_schema', name: 'r', schema: DEEP_BUT_FINE } },
+    });
     expect(request.tools?.[0]?.parameters).toBe(DEEP_BUT_FINE);
     expect(request.responseFormat).toMatchObject({ type: 'json_schema', schema: DEEP_BUT_FINE });
   });

@@ -45,13 +45,15 @@ export function closingTool(text: string): string | undefined {
 }
 
 export function agentOutput(options: AgentOutputOptions): GateFilter[] {
-  if (!AGENT_OUTPUT_MODES.includes(options.mode)) throw new Error(`agent-output: mode must be one of ${AGENT_OUTPUT_MODES.join(', ')}, got ${JSON.stringify(options.mode)}`);
+  if (!AGENT_OUTPUT_MODES.includes(options.mode))
+    throw new Error(`agent-output: mode must be one of ${AGENT_OUTPUT_MODES.join(', ')}, got ${JSON.stringify(options.mode)}`);
   const completionTool = options.completionTool ?? 'attempt_completion';
   const resultParameter = options.resultParameter ?? 'result';
   for (const name of [...(options.xmlTools ?? []), completionTool, resultParameter]) {
     if (!NAME.test(name)) throw new Error(`agent-output: ${JSON.stringify(name)} is not an XML element name`);
   }
-  const declaredOf = (tools: readonly { name: string }[] | undefined): Set<string> => new Set([...(options.xmlTools ?? []), ...(tools ?? []).map((tool) => tool.name)]);
+  const declaredOf = (tools: readonly { name: string }[] | undefined): Set<string> =>
+    new Set([...(options.xmlTools ?? []), ...(tools ?? []).map((tool) => tool.name)]);
   if (options.mode === 'xmlCompletionTool') {
     return [
       {

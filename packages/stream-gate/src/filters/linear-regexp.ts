@@ -49,7 +49,9 @@ export const linearRegExp: RegExpEngine = Object.assign(
       compiled = RE2JS.compile(RE2JS.translateRegExp(pattern), RE2JS.LOOKBEHINDS);
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
-      throw new Error(`pattern ${JSON.stringify(pattern)} needs a backtracking regex engine (backreferences and lookaheads are not supported): ${reason}`, { cause: error });
+      throw new Error(`pattern ${JSON.stringify(pattern)} needs a backtracking regex engine (backreferences and lookaheads are not supported): ${reason}`, {
+        cause: error,
+      });
     }
     return new LinearRegExpLike(compiled, `/${pattern}/${flags}`);
   },

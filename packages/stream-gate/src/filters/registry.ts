@@ -75,9 +75,13 @@ function create(name: string, options: Record<string, unknown>, param: string): 
       const formats = (options as TextToolCallOptions).formats;
       for (const format of formats ?? []) {
         if (!(format in TEXT_TOOL_CALL_FORMATS)) {
-          throw new IopError('invalid_request', `${param}: unknown text tool-call format "${format}" (known: ${Object.keys(TEXT_TOOL_CALL_FORMATS).join(', ')})`, {
-            param,
-          });
+          throw new IopError(
+            'invalid_request',
+            `${param}: unknown text tool-call format "${format}" (known: ${Object.keys(TEXT_TOOL_CALL_FORMATS).join(', ')})`,
+            {
+              param,
+            },
+          );
         }
       }
       return [textToolCalls(options as TextToolCallOptions)];

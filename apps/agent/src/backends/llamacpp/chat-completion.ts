@@ -86,7 +86,11 @@ function streamResponse(generation: ChatGeneration): BackendResponse {
         queue.fail(generation.signal.reason);
         return;
       }
-      queue.push(Buffer.from(sseJson({ error: { message: error instanceof Error ? error.message : 'generation failed', type: 'server_error', param: null, code: null } })));
+      queue.push(
+        Buffer.from(
+          sseJson({ error: { message: error instanceof Error ? error.message : 'generation failed', type: 'server_error', param: null, code: null } }),
+        ),
+      );
       queue.push(Buffer.from(SSE_DONE));
       queue.close();
     });

@@ -36,7 +36,8 @@ export function parseChatRequest(body: Uint8Array): ChatParams {
   if (streamOptions !== undefined && streamOptions !== null && typeof streamOptions !== 'object') {
     throw invalidRequest('stream_options must be an object', 'stream_options');
   }
-  const includeUsage = optionalBoolean((streamOptions as { include_usage?: unknown } | null | undefined)?.include_usage, 'stream_options.include_usage') ?? false;
+  const includeUsage =
+    optionalBoolean((streamOptions as { include_usage?: unknown } | null | undefined)?.include_usage, 'stream_options.include_usage') ?? false;
   const maxTokens =
     optionalNumber(request.max_completion_tokens, 'max_completion_tokens', 1, 1 << 24, true) ??
     optionalNumber(request.max_tokens, 'max_tokens', 1, 1 << 24, true);

@@ -15,7 +15,16 @@ import { IopError, toIopError } from '@iop/core';
 import type { Backend, BackendMetrics, BackendRequest, BackendResponse, ModelInfo } from '../backend.js';
 import { countPromptTokens, generateChatCompletion } from './chat-completion.js';
 import { historyOf, parseChatRequest, parseJsonObject, type ResponseFormat } from './chat-request.js';
-import { loadNodeLlamaCpp, type ChatWrapper, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type NodeLlamaCpp } from './library.js';
+import {
+  loadNodeLlamaCpp,
+  type ChatWrapper,
+  type Llama,
+  type LlamaContext,
+  type LlamaContextSequence,
+  type LlamaGrammar,
+  type LlamaModel,
+  type NodeLlamaCpp,
+} from './library.js';
 import { resolveModelPath } from './model-file.js';
 
 export interface LlamaCppBackendOptions {

@@ -82,7 +82,10 @@ export function downloadOrigin(uri: string): string {
 async function withReachability(download: Promise<string>, uri: string, isDefault: boolean): Promise<string> {
   const origin = downloadOrigin(uri);
   let settled = false;
-  void download.then(() => (settled = true), () => (settled = true));
+  void download.then(
+    () => (settled = true),
+    () => (settled = true),
+  );
   const probe = async (): Promise<never> => {
     try {
       const response = await fetch(origin, { method: 'HEAD', redirect: 'manual', signal: AbortSignal.timeout(DOWNLOAD_PROBE_TIMEOUT_MS) });
@@ -91,9 +94,17 @@ async function withReachability(download: Promise<string>, uri: string, isDefaul
     } catch (error) {
       await sleep(CACHE_GRACE_MS, undefined, { unref: true });
       if (settled) return await new Promise<never>(() => undefined);
-      const reason = error instanceof Error ? (error.name === 'TimeoutError' ? `no answer within ${DOWNLOAD_PROBE_TIMEOUT_MS} ms` : ((error.cause as Error | undefined)?.message ?? error.message)) : String(error);
+      const reason =
+        error instanceof Error
+          ? error.name === 'TimeoutError'
+            ? `no answer within ${DOWNLOAD_PROBE_TIMEOUT_MS} ms`
+            : ((error.cause as Error | undefined)?.message ?? error.message)
+          : String(error);
       const local = isDefault ? `put ${DEFAULT_MODEL_FILE} in one of ${modelSearchPath().join(', ')} (or set IOP_MODELS_PATH), or ` : '';
-      throw new Error(`cannot download the model ${uri}: ${origin} is unreachable (${reason}). Without network, ${local}pass a local GGUF file with --model /path/model.gguf (IOP_MODEL)`, { cause: error });
+      throw new Error(
+        `cannot download the model ${uri}: ${origin} is unreachable (${reason}). Without network, ${local}pass a local GGUF file with --model /path/model.gguf (IOP_MODEL)`,
+        { cause: error },
+      );
     }
   };
   return Promise.race([download, probe()]);

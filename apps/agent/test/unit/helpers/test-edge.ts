@@ -73,14 +73,7 @@ export class TestEdge {
     this.outgoing.push(create(EdgeMessageSchema, { message }));
   }
 
-  assign(value: {
-    runId: string;
-    path?: string;
-    method?: string;
-    body?: string;
-    headers?: Record<string, string>;
-    firstByteTimeoutMs?: number;
-  }): void {
+  assign(value: { runId: string; path?: string; method?: string; body?: string; headers?: Record<string, string>; firstByteTimeoutMs?: number }): void {
     this.send({
       case: 'assign',
       value: {

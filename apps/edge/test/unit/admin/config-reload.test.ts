@@ -27,7 +27,11 @@ describe('applyConfigReload: the pool section', () => {
 
   it('applies pool changes and reports them in `changed` and `pool`', () => {
     const edge = edgeWith(file(before));
-    const result = applyConfigReload(edge, file({ modelGroups: [{ name: 'new', aliases: ['fast'], targets: [{ model: 'm' }] }], directProviders: [direct('d1', ['m'])] }, { port: 1 }), buildGates);
+    const result = applyConfigReload(
+      edge,
+      file({ modelGroups: [{ name: 'new', aliases: ['fast'], targets: [{ model: 'm' }] }], directProviders: [direct('d1', ['m'])] }, { port: 1 }),
+      buildGates,
+    );
     expect(result).toEqual({
       changed: ['pool'],
       restartRequired: ['port'],
@@ -42,7 +46,10 @@ describe('applyConfigReload: the pool section', () => {
   it('refuses an invalid pool section and changes nothing (gates included)', () => {
     const edge = edgeWith(file(before));
     const config = edge.config;
-    const bad = { ...file(before, { apiKeys: ['sk-new-key-0001'], gate: { default: { filters: [] } } }), pool: { modelGroups: [{ name: 'a', targets: [{ model: 'm' }], fallbacks: ['missing'] }] } } as unknown as EdgeConfig;
+    const bad = {
+      ...file(before, { apiKeys: ['sk-new-key-0001'], gate: { default: { filters: [] } } }),
+      pool: { modelGroups: [{ name: 'a', targets: [{ model: 'm' }], fallbacks: ['missing'] }] },
+    } as unknown as EdgeConfig;
     expect(() => applyConfigReload(edge, bad, buildGates)).toThrow(ConfigError);
     expect(() => applyConfigReload(edge, bad, buildGates)).toThrow('modelGroups[0].fallbacks[0] `missing` is not a model group name');
     expect(edge.config).toBe(config);

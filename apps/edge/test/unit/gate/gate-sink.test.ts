@@ -4,13 +4,32 @@ import { createLogger } from '../../../src/logger.js';
 import { EdgeMetrics } from '../../../src/metrics.js';
 
 function report(extra: Partial<AttemptReport>): AttemptReport {
-  return { requestId: 'req_1', model: 'm', attempt: 1, idempotencyKey: 'req_1:1', provider: 'agent-a', outcome: 'answered', durationMs: 12, committed: true, usage: undefined, wasted: false, peakHeldBytes: 0, ...extra };
+  return {
+    requestId: 'req_1',
+    model: 'm',
+    attempt: 1,
+    idempotencyKey: 'req_1:1',
+    provider: 'agent-a',
+    outcome: 'answered',
+    durationMs: 12,
+    committed: true,
+    usage: undefined,
+    wasted: false,
+    peakHeldBytes: 0,
+    ...extra,
+  };
 }
 
 describe('gate sink metrics', () => {
   it('observes each attempt’s peak held bytes in iop_gate_held_bytes by model, and counts outcomes', async () => {
     const metrics = new EdgeMetrics();
-    const sink = createGateSink(new GateMetrics(metrics), metrics, createLogger('silent'), (model) => (model === 'm' ? 'm' : 'unknown'), () => 'buffered+strict');
+    const sink = createGateSink(
+      new GateMetrics(metrics),
+      metrics,
+      createLogger('silent'),
+      (model) => (model === 'm' ? 'm' : 'unknown'),
+      () => 'buffered+strict',
+    );
     sink.attempt(report({ outcome: 'retried', committed: false, wasted: true, peakHeldBytes: 300, usage: { inputTokens: 10, outputTokens: 4 } }));
     sink.attempt(report({ attempt: 2, peakHeldBytes: 5000 }));
     sink.attempt(report({ model: 'other', peakHeldBytes: 100 }));

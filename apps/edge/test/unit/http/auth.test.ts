@@ -6,9 +6,16 @@ import type { EdgeContext } from '../../../src/edge-context.js';
 import type { RequestLocals } from '../../../src/http/request-context.js';
 
 /** Runs the key check (plain `apiKeys` only, no key store) on a request with `headers`; resolves with what it passed to next and the locals it left. */
-async function check(keys: readonly string[] | (() => readonly string[]), headers: Record<string, string>): Promise<{ error: unknown; locals: Partial<RequestLocals> }> {
+async function check(
+  keys: readonly string[] | (() => readonly string[]),
+  headers: Record<string, string>,
+): Promise<{ error: unknown; locals: Partial<RequestLocals> }> {
   const current = typeof keys === 'function' ? keys : () => keys;
-  const edge = { get config() { return { apiKeys: current() }; } } as unknown as EdgeContext;
+  const edge = {
+    get config() {
+      return { apiKeys: current() };
+    },
+  } as unknown as EdgeContext;
   const req = { headers } as unknown as Request;
   const res = { locals: {} } as unknown as Response;
   let error: unknown = 'next not called';
@@ -27,7 +34,7 @@ describe('ownerOfKey', () => {
 });
 
 describe('keyCheck owner (plain apiKeys)', () => {
-  it("sets the owner of the presented key, by Bearer or x-api-key alike, and never the key itself", async () => {
+  it('sets the owner of the presented key, by Bearer or x-api-key alike, and never the key itself', async () => {
     const bearer = await check(['k1', 'k2'], { authorization: 'Bearer k2' });
     expect(bearer.error).toBeUndefined();
     expect(bearer.locals.owner).toBe(ownerOfKey('k2'));

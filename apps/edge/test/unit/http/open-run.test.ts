@@ -46,10 +46,19 @@ beforeEach(() => {
 });
 
 const log = pino({ level: 'silent' });
-const request = { requestId: 'req-1', model: 'm', method: 'POST', path: '/v1/chat/completions', bodyFor: () => Buffer.from('{"model":"m"}'), acceptedTimeoutMs: 2000 };
+const request = {
+  requestId: 'req-1',
+  model: 'm',
+  method: 'POST',
+  path: '/v1/chat/completions',
+  bodyFor: () => Buffer.from('{"model":"m"}'),
+  acceptedTimeoutMs: 2000,
+};
 
 function onePool(outlier: Record<string, unknown> = {}) {
-  return track(makePool({ directProviders: [{ id: 'only', baseUrl, models: ['m'] }], retry: { maxAttempts: 3, baseBackoffMs: 40, maxBackoffMs: 1000 }, outlier }));
+  return track(
+    makePool({ directProviders: [{ id: 'only', baseUrl, models: ['m'] }], retry: { maxAttempts: 3, baseBackoffMs: 40, maxBackoffMs: 1000 }, outlier }),
+  );
 }
 
 describe('openRun with a single provider', () => {

@@ -21,7 +21,13 @@ function payloads(text: string): unknown[] {
   return text
     .split('\n\n')
     .filter((event) => event.trim() !== '')
-    .map((event) => event.split('\n').filter((line) => line.startsWith('data:')).map((line) => line.slice(5).replace(/^ /, '')).join('\n'))
+    .map((event) =>
+      event
+        .split('\n')
+        .filter((line) => line.startsWith('data:'))
+        .map((line) => line.slice(5).replace(/^ /, ''))
+        .join('\n'),
+    )
     .filter((data) => data !== '')
     .map((data) => (data === '[DONE]' ? '[DONE]' : JSON.parse(data)));
 }
@@ -35,7 +41,9 @@ const VLLM = [
   'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":""},"logprobs":null,"finish_reason":"stop","stop_reason":null}]}',
   'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":5,"total_tokens":7,"completion_tokens":2}}',
   'data: [DONE]',
-].map((line) => `${line}\n\n`).join('');
+]
+  .map((line) => `${line}\n\n`)
+  .join('');
 
 describe('SseGuard', () => {
   it('passes a conformant vLLM stream through byte for byte, for any split', () => {
@@ -47,7 +55,8 @@ describe('SseGuard', () => {
   });
 
   it('re-sends an event whose data spans several data: lines as one line (SSE joins them with \\n), for any split', () => {
-    const multi = 'data: {"id":"c","choices":[{"index":0,\ndata: "delta":{"content":"a"},"finish_reason":null}]}\n\ndata: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n';
+    const multi =
+      'data: {"id":"c","choices":[{"index":0,\ndata: "delta":{"content":"a"},"finish_reason":null}]}\n\ndata: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n';
     fc.assert(
       fc.property(cuts, (at) => {
         const result = relayed(multi, at);
@@ -73,7 +82,14 @@ describe('SseGuard', () => {
         const events = payloads(result.out) as Array<Record<string, unknown>>;
         expect(events).toHaveLength(4);
         expect(events[1]).toMatchObject({ choices: [{ finish_reason: 'stop' }], usage: null });
-        expect(events[2]).toEqual({ choices: [], created: 1, id: 'chatcmpl-2', model: 'm', object: 'chat.completion.chunk', usage: { completion_tokens: 2, prompt_tokens: 5, total_tokens: 7 } });
+        expect(events[2]).toEqual({
+          choices: [],
+          created: 1,
+          id: 'chatcmpl-2',
+          model: 'm',
+          object: 'chat.completion.chunk',
+          usage: { completion_tokens: 2, prompt_tokens: 5, total_tokens: 7 },
+        });
         expect(events[3]).toBe('[DONE]');
       }),
     );
@@ -97,7 +113,10 @@ describe('SseGuard', () => {
       'data: {"choices":[{"finish_reason":"stop","index":0,"delta":{"content":"x"}}],"id":"c","object":"chat.completion.chunk"}\n\n' +
       'data: {"choices":[],"id":"c","object":"chat.completion.chunk","usage":{"completion_tokens":1,"prompt_tokens":3,"total_tokens":4}}\n\n' +
       'data: [DONE]\n\n';
-    expect(payloads(relayed(stream).out)).toEqual([{ choices: [{ finish_reason: 'stop', index: 0, delta: { content: 'x' } }], id: 'c', object: 'chat.completion.chunk' }, '[DONE]']);
+    expect(payloads(relayed(stream).out)).toEqual([
+      { choices: [{ finish_reason: 'stop', index: 0, delta: { content: 'x' } }], id: 'c', object: 'chat.completion.chunk' },
+      '[DONE]',
+    ]);
   });
 
   it('no usage from the backend: no usage chunk, still a clean end', () => {
@@ -129,7 +148,11 @@ describe('SseGuard', () => {
   });
 
   it.each([
-    ['vLLM', 'data: {"error": {"object": "error", "message": "The decoder prompt is too long", "type": "BadRequestError", "param": null, "code": 400}}\n\n', 'The decoder prompt is too long'],
+    [
+      'vLLM',
+      'data: {"error": {"object": "error", "message": "The decoder prompt is too long", "type": "BadRequestError", "param": null, "code": 400}}\n\n',
+      'The decoder prompt is too long',
+    ],
     ['llama.cpp server', 'data: {"error":{"code":500,"message":"Failed to parse tool call","type":"server_error"}}\n\n', 'Failed to parse tool call'],
     ['SSE error event', 'event: error\ndata: {"message":"backend overloaded"}\n\n', 'backend overloaded'],
   ])('a %s error chunk mid-stream ends the stream as a failure, for any split; nothing after it is sent', (_source, error, message) => {

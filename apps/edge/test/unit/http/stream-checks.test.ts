@@ -2,10 +2,10 @@ import { splitAt } from '@iop/test-support';
 import fc from 'fast-check';
 import { ModelRewriter } from '../../../src/http/model-rewrite.js';
 
-const chunk = (model: string, text: string) => `data: {"id":"c1","object":"chat.completion.chunk","model":"${model}","choices":[{"index":0,"delta":{"content":"${text}"}}]}\n\n`;
+const chunk = (model: string, text: string) =>
+  `data: {"id":"c1","object":"chat.completion.chunk","model":"${model}","choices":[{"index":0,"delta":{"content":"${text}"}}]}\n\n`;
 const STREAM = chunk('Qwen/Qwen3-8B', 'Hel') + chunk('Qwen/Qwen3-8B', 'lo') + 'data: [DONE]\n\n';
 const EXPECTED = chunk('gpt-4o-mini', 'Hel') + chunk('gpt-4o-mini', 'lo') + 'data: [DONE]\n\n';
-
 
 describe('ModelRewriter', () => {
   it('rewrites every "model" of the served id to the client name', () => {

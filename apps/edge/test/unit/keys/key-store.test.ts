@@ -74,7 +74,12 @@ describe('key policy', () => {
     expect(byKey).toMatchObject({ id: 'ci', keyHash: hashKey('sk-config-0001'), expiresAtMs: Date.UTC(2030, 0, 1) });
     expect(JSON.stringify(byKey)).not.toContain('sk-config-0001');
     expect(byHash!.keyHash).toBe(hashKey('sk-config-0002'));
-    expect(() => recordsOfConfigKeys([{ id: 'a', name: 'A', key: 'sk-config-0001' }, { id: 'b', name: 'B', key: 'sk-config-0001' }])).toThrow('repeats a key');
+    expect(() =>
+      recordsOfConfigKeys([
+        { id: 'a', name: 'A', key: 'sk-config-0001' },
+        { id: 'b', name: 'B', key: 'sk-config-0001' },
+      ]),
+    ).toThrow('repeats a key');
     expect(() => recordsOfConfigKeys([{ id: 'a', name: 'A', key: 'sk-config-0001', expiresAt: 'soon' }])).toThrow('not an RFC 3339 time');
     expect(unusableReason({ ...byKey!, expiresAtMs: 1000 }, 2000)).toBe('this API key expired at 1970-01-01T00:00:01.000Z');
   });

@@ -28,7 +28,8 @@ function flaky(db: SqlDatabase): SqlDatabase & { down: boolean } {
     kind: db.kind,
     down: false,
     query: db.query.bind(db),
-    execute: (sql: string, params?: readonly (string | number | null)[]) => (wrapper.down ? Promise.reject(new Error('database down')) : db.execute(sql, params)),
+    execute: (sql: string, params?: readonly (string | number | null)[]) =>
+      wrapper.down ? Promise.reject(new Error('database down')) : db.execute(sql, params),
     transaction: db.transaction.bind(db),
     close: db.close.bind(db),
   };
@@ -41,7 +42,7 @@ describe('migrations (SQLite)', () => {
     expect(await migrate(db)).toEqual(MIGRATIONS.map((migration) => migration.version));
     expect(await migrate(db)).toEqual([]);
     await db.execute('INSERT INTO iop_schema_migrations (version, name, applied_at_ms) VALUES (99, $1, 0)', ['future']);
-    await expect(migrate(db)).rejects.toThrow('the database schema is at version 99, newer than this edge\'s 3');
+    await expect(migrate(db)).rejects.toThrow("the database schema is at version 99, newer than this edge's 3");
     await db.close();
   });
 });
@@ -62,7 +63,9 @@ describe('UsageLedger', () => {
     expect(ledger.queued).toBeGreaterThanOrEqual(1); // a full batch went at once; the rest waits
     await ledger.close();
     expect(ledger.written).toBe(3);
-    expect(await queryUsage(db, { groupBy: [] })).toEqual([{ requests: 3, input_tokens: 17, output_tokens: 20, cached_tokens: 3, reasoning_tokens: 0, errors: 1 }]);
+    expect(await queryUsage(db, { groupBy: [] })).toEqual([
+      { requests: 3, input_tokens: 17, output_tokens: 20, cached_tokens: 3, reasoning_tokens: 0, errors: 1 },
+    ]);
     expect(await queryUsage(db, { groupBy: ['key', 'day'] })).toEqual([
       { key: 'key_a', day: '2026-01-01', requests: 1, input_tokens: 5, output_tokens: 10, cached_tokens: 1, reasoning_tokens: 0, errors: 0 },
       { key: 'key_a', day: '2026-01-02', requests: 1, input_tokens: 5, output_tokens: 10, cached_tokens: 1, reasoning_tokens: 0, errors: 0 },

@@ -6,7 +6,15 @@ import { writeRateLimitHeaders } from '../../../src/limits/rate-limit-headers.js
 import type { ApiKeyRecord } from '../../../src/keys/api-key.js';
 import { createLogger } from '../../../src/logger.js';
 
-const record = (policy: Partial<ApiKeyRecord>): ApiKeyRecord => ({ id: 'key_1', name: 'test', owner: '', keyHash: 'h', createdAtMs: 0, source: 'config', ...policy });
+const record = (policy: Partial<ApiKeyRecord>): ApiKeyRecord => ({
+  id: 'key_1',
+  name: 'test',
+  owner: '',
+  keyHash: 'h',
+  createdAtMs: 0,
+  source: 'config',
+  ...policy,
+});
 // 10 s into a minute: 50 s until the window resets.
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 10);
 
@@ -71,7 +79,15 @@ describe('KeyLimiter', () => {
 });
 
 describe('FailoverCounterStore', () => {
-  const broken = { add: async () => Promise.reject(new Error('down')), get: async () => Promise.reject(new Error('down')), acquireSlot: async () => Promise.reject(new Error('down')), releaseSlot: async () => Promise.reject(new Error('down')), publish: async () => {}, onMessage: () => {}, close: async () => {} };
+  const broken = {
+    add: async () => Promise.reject(new Error('down')),
+    get: async () => Promise.reject(new Error('down')),
+    acquireSlot: async () => Promise.reject(new Error('down')),
+    releaseSlot: async () => Promise.reject(new Error('down')),
+    publish: async () => {},
+    onMessage: () => {},
+    close: async () => {},
+  };
   const logger = createLogger('silent');
 
   it('fails open onto local counters', async () => {

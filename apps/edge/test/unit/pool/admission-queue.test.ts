@@ -58,10 +58,12 @@ describe('AdmissionQueue', () => {
     const pool = slots(1);
     const first = await admission.acquire('g', { maxQueued: 10, maxWaitMs: 30_000 }, pool.take);
     const order: number[] = [];
-    const waiting = [1, 2, 3].map((n) => admission.acquire('g', { maxQueued: 10, maxWaitMs: 30_000 }, pool.take).then((release) => {
-      order.push(n);
-      return release;
-    }));
+    const waiting = [1, 2, 3].map((n) =>
+      admission.acquire('g', { maxQueued: 10, maxWaitMs: 30_000 }, pool.take).then((release) => {
+        order.push(n);
+        return release;
+      }),
+    );
     expect(admission.size('g')).toBe(3);
     first();
     admission.notify('g');
@@ -112,7 +114,12 @@ describe('AdmissionQueue', () => {
     timers.advance(29_999);
     expect(admission.size('g')).toBe(1);
     timers.advance(1);
-    await expect(waiting).rejects.toMatchObject({ code: 'overloaded', reason: 'timeout', retryAfterSeconds: 1, message: 'no provider of `g` was free within 30000 ms' });
+    await expect(waiting).rejects.toMatchObject({
+      code: 'overloaded',
+      reason: 'timeout',
+      retryAfterSeconds: 1,
+      message: 'no provider of `g` was free within 30000 ms',
+    });
     expect(admission.size('g')).toBe(0);
     expect(admission.stats().rejectedTimeout).toBe(1);
   });

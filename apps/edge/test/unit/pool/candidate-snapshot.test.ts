@@ -6,7 +6,17 @@ const track = trackPools();
 describe('CandidateSnapshot (one per request)', () => {
   it('builds each group candidate set once per acquire, with a fallback group', async () => {
     const registry = new AgentRegistry();
-    const { pool } = track(makePool({ modelGroups: [{ name: 'g', targets: [{ model: 'm' }], fallbacks: ['h'] }, { name: 'h', targets: [{ model: 'n' }] }] }, { registry }));
+    const { pool } = track(
+      makePool(
+        {
+          modelGroups: [
+            { name: 'g', targets: [{ model: 'm' }], fallbacks: ['h'] },
+            { name: 'h', targets: [{ model: 'n' }] },
+          ],
+        },
+        { registry },
+      ),
+    );
     registry.add(agentSession('a1', ['m'], 1));
     registry.add(agentSession('a2', ['n'], 1));
     const group = pool.resolve('g');

@@ -41,7 +41,16 @@ async function collect(run: RunStream): Promise<ProviderTunnelFrame[]> {
   return frames;
 }
 
-const request = (fields: Record<string, unknown> = {}) => ({ requestId: 'req-1', model: 'm', method: 'POST', path: '/v1/chat/completions', body: Buffer.from('{"model":"m"}'), acceptedTimeoutMs: 1000, headers: { authorization: 'Bearer client-key' }, ...fields });
+const request = (fields: Record<string, unknown> = {}) => ({
+  requestId: 'req-1',
+  model: 'm',
+  method: 'POST',
+  path: '/v1/chat/completions',
+  body: Buffer.from('{"model":"m"}'),
+  acceptedTimeoutMs: 1000,
+  headers: { authorization: 'Bearer client-key' },
+  ...fields,
+});
 
 describe('DirectProvider', () => {
   it('streams RESPONSE_START, BODY, USAGE, END; sends its own key to <base>/chat/completions', async () => {
@@ -57,7 +66,12 @@ describe('DirectProvider', () => {
     expect(direct.inFlight).toBe(1);
     const frames = await collect(run);
     expect(seen).toEqual({ url: '/v1/chat/completions', authorization: 'Bearer sk-upstream', body: '{"model":"m"}' });
-    expect(frames.map((frame) => frame.kind)).toEqual([FrameKind.RESPONSE_START, ...frames.slice(1, -2).map(() => FrameKind.BODY), FrameKind.USAGE, FrameKind.END]);
+    expect(frames.map((frame) => frame.kind)).toEqual([
+      FrameKind.RESPONSE_START,
+      ...frames.slice(1, -2).map(() => FrameKind.BODY),
+      FrameKind.USAGE,
+      FrameKind.END,
+    ]);
     expect(frames[0]!.status).toBe(200);
     expect(frames[0]!.headers['content-type']).toBe('text/event-stream');
     expect(frames.at(-2)!.usage).toMatchObject({ promptTokens: 3, completionTokens: 1 });
@@ -146,7 +160,12 @@ describe('DirectProvider', () => {
   });
 
   it('joins a base URL without /v1 to the full path', () => {
-    const config = parsePoolConfig({ directProviders: [{ id: 'x', baseUrl: 'http://h:8000', models: ['m'] }, { id: 'y', baseUrl: 'http://h:8000/openai/v1/', models: ['m'] }] });
+    const config = parsePoolConfig({
+      directProviders: [
+        { id: 'x', baseUrl: 'http://h:8000', models: ['m'] },
+        { id: 'y', baseUrl: 'http://h:8000/openai/v1/', models: ['m'] },
+      ],
+    });
     expect(new DirectProvider(config.directProviders[0]!).upstreamPath('/v1/chat/completions')).toBe('/v1/chat/completions');
     expect(new DirectProvider(config.directProviders[1]!).upstreamPath('/v1/chat/completions')).toBe('/openai/v1/chat/completions');
   });

@@ -48,10 +48,22 @@ export class ManualClock {
 }
 
 /** A pool over `raw` (a pool config section), silent logs, a manual clock and a seeded generator. */
-export function makePool(raw: Record<string, unknown>, options: { clock?: ManualClock; registry?: AgentRegistry; startupGraceMs?: number } = {}): { pool: ProviderPool; metrics: Registry; clock: ManualClock } {
+export function makePool(
+  raw: Record<string, unknown>,
+  options: { clock?: ManualClock; registry?: AgentRegistry; startupGraceMs?: number } = {},
+): { pool: ProviderPool; metrics: Registry; clock: ManualClock } {
   const metrics = new Registry();
   const clock = options.clock ?? new ManualClock();
-  const pool = new ProviderPool({ config: parsePoolConfig(raw), registry: options.registry ?? new AgentRegistry(), runs: new RunRegistry(), metrics, logger: pino({ level: 'silent' }), now: clock.now, random: seededRandom(7), ...(options.startupGraceMs === undefined ? {} : { startupGraceMs: options.startupGraceMs }) });
+  const pool = new ProviderPool({
+    config: parsePoolConfig(raw),
+    registry: options.registry ?? new AgentRegistry(),
+    runs: new RunRegistry(),
+    metrics,
+    logger: pino({ level: 'silent' }),
+    now: clock.now,
+    random: seededRandom(7),
+    ...(options.startupGraceMs === undefined ? {} : { startupGraceMs: options.startupGraceMs }),
+  });
   return { pool, metrics, clock };
 }
 
@@ -71,7 +83,12 @@ export function trackPools(): <T extends { pool: ProviderPool }>(made: T) => T {
 }
 
 /** A direct provider entry of a pool config (nothing listens at its URL). */
-export const directConfig = (id: string, models: string[], fields: Record<string, unknown> = {}) => ({ id, baseUrl: `http://127.0.0.1:9/${id}/v1`, models, ...fields });
+export const directConfig = (id: string, models: string[], fields: Record<string, unknown> = {}) => ({
+  id,
+  baseUrl: `http://127.0.0.1:9/${id}/v1`,
+  models,
+  ...fields,
+});
 
 /** A run that holds a slot of its provider until `end()`; no I/O. */
 export function fakeStart(pick: PoolPick): RunStream & { end(): void } {

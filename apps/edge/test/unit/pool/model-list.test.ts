@@ -32,7 +32,14 @@ describe('listModels (GET /v1/models)', () => {
     const listed = listModels(pool.catalog);
     expect(listed.map((model) => model.id)).toEqual(['chat', 'gpt-4o-mini', 'served-a', 'spill', 'remote', 'served-b', 'direct-m', 'direct-only']);
     expect(listed[0]).toEqual({ id: 'chat', object: 'model', created: 0, owned_by: 'iop', context_length: 8192, providers: 1 });
-    expect(listed.find((model) => model.id === 'served-b')).toEqual({ id: 'served-b', object: 'model', created: 0, owned_by: 'iop', context_length: null, providers: 2 });
+    expect(listed.find((model) => model.id === 'served-b')).toEqual({
+      id: 'served-b',
+      object: 'model',
+      created: 0,
+      owned_by: 'iop',
+      context_length: null,
+      providers: 2,
+    });
     expect(listed.find((model) => model.id === 'remote')).toMatchObject({ providers: 1, context_length: null });
     // `idle` is a configured group nobody serves: agent-2's served model of that name does not make it routable.
     expect(listed.map((model) => model.id)).not.toContain('idle');
@@ -46,7 +53,11 @@ describe('listModels (GET /v1/models)', () => {
     session.draining = true;
     expect(listModels(pool.catalog)).toEqual([]);
     session.draining = false;
-    pool.applyReload(pool.prepareReload(parsePoolConfig({ modelGroups: [{ name: 'h', aliases: ['fast'], targets: [{ model: 'm' }] }], directProviders: [direct('d1', ['other'])] })));
+    pool.applyReload(
+      pool.prepareReload(
+        parsePoolConfig({ modelGroups: [{ name: 'h', aliases: ['fast'], targets: [{ model: 'm' }] }], directProviders: [direct('d1', ['other'])] }),
+      ),
+    );
     expect(listModels(pool.catalog).map((model) => model.id)).toEqual(['h', 'fast', 'm', 'other']);
     expect(listModels(pool.catalog)[0]!.providers).toBe(1);
     pool.applyReload(pool.prepareReload(parsePoolConfig({})));

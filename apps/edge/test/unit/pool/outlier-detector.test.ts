@@ -22,7 +22,12 @@ describe('OutlierDetector', () => {
     expect(detector.state('a')).toBe('ejected');
     expect(events).toEqual([['a', 'ejected', '5 consecutive failures, last: timeout; ejected for 10000 ms (ejection 1)']]);
     expect(detector.snapshot().find((s) => s.providerId === 'a')).toEqual({
-      providerId: 'a', state: 'ejected', consecutiveFailures: 0, ejections: 1, ejectedUntil: clock.ms + 10_000, reason: events[0]![2],
+      providerId: 'a',
+      state: 'ejected',
+      consecutiveFailures: 0,
+      ejections: 1,
+      ejectedUntil: clock.ms + 10_000,
+      reason: events[0]![2],
     });
   });
 
@@ -102,7 +107,12 @@ describe('OutlierDetector', () => {
   it('never ejects more than maxEjectedPercent of the group', () => {
     const { detector, attempt } = setup(['a', 'b', 'c', 'd']);
     for (const id of ['a', 'b', 'c', 'd']) for (let i = 0; i < 5; i++) attempt(id, 'server_error');
-    expect(detector.snapshot().filter((s) => s.state === 'ejected').map((s) => s.providerId)).toEqual(['a', 'b']);
+    expect(
+      detector
+        .snapshot()
+        .filter((s) => s.state === 'ejected')
+        .map((s) => s.providerId),
+    ).toEqual(['a', 'b']);
     expect(detector.allows('c')).toBe(true);
     detector.remove('a');
     attempt('c', 'server_error'); // 3 members: ⌊1.5⌋ = 1 out, b is already out

@@ -84,14 +84,20 @@ describe('P2cPicker', () => {
 
   it('property: the pick is eligible and never strictly worse than every other eligible provider', () => {
     fc.assert(
-      fc.property(fc.array(fc.record({ inFlight: fc.nat(20), queued: fc.nat(5), up: fc.boolean() }), { minLength: 1, maxLength: 12 }), fc.integer(), (specs, seed) => {
-        const providers = specs.map((spec, i) => provider(`p${i}`, { maxConcurrency: 16, inFlight: spec.inFlight, load: { queued: spec.queued }, closed: !spec.up }));
-        const chosen = new P2cPicker({ random: seededRandom(seed) }).pick(providers);
-        const eligible = providers.filter((p) => p.available);
-        if (eligible.length === 0) return chosen === undefined;
-        if (chosen === undefined || !chosen.available) return false;
-        return eligible.length === 1 || eligible.some((p) => p !== chosen && loadScore(p) >= loadScore(chosen));
-      }),
+      fc.property(
+        fc.array(fc.record({ inFlight: fc.nat(20), queued: fc.nat(5), up: fc.boolean() }), { minLength: 1, maxLength: 12 }),
+        fc.integer(),
+        (specs, seed) => {
+          const providers = specs.map((spec, i) =>
+            provider(`p${i}`, { maxConcurrency: 16, inFlight: spec.inFlight, load: { queued: spec.queued }, closed: !spec.up }),
+          );
+          const chosen = new P2cPicker({ random: seededRandom(seed) }).pick(providers);
+          const eligible = providers.filter((p) => p.available);
+          if (eligible.length === 0) return chosen === undefined;
+          if (chosen === undefined || !chosen.available) return false;
+          return eligible.length === 1 || eligible.some((p) => p !== chosen && loadScore(p) >= loadScore(chosen));
+        },
+      ),
     );
   });
 });

@@ -22,13 +22,24 @@ const example = {
 describe('parsePoolConfig', () => {
   it('accepts the example and fills in every default', () => {
     const config = parsePoolConfig(example);
-    expect(config.retry).toEqual({ maxAttempts: 4, budgetRatio: 0.2, minRetriesPerSecond: 5, baseBackoffMs: 50, overloadBackoffBaseMs: 500, maxBackoffMs: 2000 });
+    expect(config.retry).toEqual({
+      maxAttempts: 4,
+      budgetRatio: 0.2,
+      minRetriesPerSecond: 5,
+      baseBackoffMs: 50,
+      overloadBackoffBaseMs: 500,
+      maxBackoffMs: 2000,
+    });
     expect(config.outlier).toEqual({ consecutiveFailures: 5, baseEjectionMs: 10_000, maxEjectionMs: 300_000, maxEjectedPercent: 50 });
     expect(config.affinity).toEqual({ enabled: true, prefixMessages: 2, loadFactor: 1.25 });
     expect(config.queue).toEqual({ maxQueued: 256, maxWaitMs: 30_000 });
     expect(config.modelGroups[0]!.targets[0]).toEqual({ model: 'Qwen/Qwen3-8B', agents: { labels: { gpu: 'l4' } }, weight: 1 });
     expect(config.modelGroups[1]).toEqual({
-      name: 'qwen3-32b', aliases: [], targets: [{ model: 'Qwen/Qwen3-32B', weight: 2 }], fallbacks: [], queue: { maxQueued: 256, maxWaitMs: 30_000 },
+      name: 'qwen3-32b',
+      aliases: [],
+      targets: [{ model: 'Qwen/Qwen3-32B', weight: 2 }],
+      fallbacks: [],
+      queue: { maxQueued: 256, maxWaitMs: 30_000 },
     });
     expect(config.modelGroups[0]!.gate).toEqual({ validate: 'json' });
     expect(config.directProviders[0]!.labels).toEqual({});
@@ -46,7 +57,9 @@ describe('parsePoolConfig', () => {
       'invalid pool config: extra is not a known setting; retry.maxAttempts must be >= 1; retry.budgetRatio must be >= 0; affinity.loadFactor must be >= 1',
     );
     expect(() => parsePoolConfig({ modelGroups: [{ name: 'x', targets: [] }] })).toThrow('modelGroups[0].targets must NOT have fewer than 1 items');
-    expect(() => parsePoolConfig({ directProviders: [{ id: 'a', baseUrl: 'ftp://x', models: ['m'] }] })).toThrow('directProviders[0].baseUrl must match pattern');
+    expect(() => parsePoolConfig({ directProviders: [{ id: 'a', baseUrl: 'ftp://x', models: ['m'] }] })).toThrow(
+      'directProviders[0].baseUrl must match pattern',
+    );
   });
 
   it('refuses duplicate names and aliases, and fallbacks to unknown groups', () => {

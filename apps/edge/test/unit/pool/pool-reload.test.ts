@@ -42,16 +42,30 @@ describe('diffPoolConfig', () => {
       directChanged: ['d1'],
       settings: ['outlier'],
     });
-    expect(compactChanges(diffPoolConfig(after, before))).toEqual({ groupsRemoved: ['d'], groupsChanged: ['a', 'c'], aliasesAdded: ['a1'], aliasesRemoved: ['a2'], directAdded: ['d2'], directRemoved: ['d3'], directChanged: ['d1'], settings: ['outlier'] });
+    expect(compactChanges(diffPoolConfig(after, before))).toEqual({
+      groupsRemoved: ['d'],
+      groupsChanged: ['a', 'c'],
+      aliasesAdded: ['a1'],
+      aliasesRemoved: ['a2'],
+      directAdded: ['d2'],
+      directRemoved: ['d3'],
+      directChanged: ['d1'],
+      settings: ['outlier'],
+    });
     expect(compactChanges(diffPoolConfig(before, before))).toEqual({});
   });
 });
 
 describe('ProviderPool reload', () => {
   it('applies a new alias and group at once; a removed group name is a 404 model_not_found', async () => {
-    const { pool } = track(makePool({ modelGroups: [{ name: 'old', targets: [{ model: 'm' }] }], directProviders: [direct('d1', ['m']), direct('d2', ['n'])] }));
+    const { pool } = track(
+      makePool({ modelGroups: [{ name: 'old', targets: [{ model: 'm' }] }], directProviders: [direct('d1', ['m']), direct('d2', ['n'])] }),
+    );
     expect(pool.resolve('old').name).toBe('old');
-    const changes = reload(pool, { modelGroups: [{ name: 'new', aliases: ['fast'], targets: [{ model: 'n' }] }], directProviders: [direct('d1', ['m']), direct('d2', ['n'])] });
+    const changes = reload(pool, {
+      modelGroups: [{ name: 'new', aliases: ['fast'], targets: [{ model: 'n' }] }],
+      directProviders: [direct('d1', ['m']), direct('d2', ['n'])],
+    });
     expect(changes).toMatchObject({ groupsAdded: ['new'], groupsRemoved: ['old'], aliasesAdded: ['fast'] });
     expect(pool.pick(pool.resolve('fast'))).toMatchObject({ provider: { id: 'd2' }, model: 'n' });
     await expect(pool.acquire(pool.resolve('old'), {}, fakeStart)).rejects.toMatchObject({ code: 'model_not_found', status: 404 });
@@ -60,10 +74,17 @@ describe('ProviderPool reload', () => {
 
   it('refuses an invalid pool (alias clash, fallback to an unknown group) with a ConfigError and keeps the running one', () => {
     const { pool } = track(makePool({ modelGroups: [{ name: 'g', aliases: ['x'], targets: [{ model: 'm' }] }], directProviders: [direct('d1', ['m'])] }));
-    const clash = { modelGroups: [{ name: 'g', targets: [{ model: 'm' }] }, { name: 'h', aliases: ['g'], targets: [{ model: 'm' }] }] };
+    const clash = {
+      modelGroups: [
+        { name: 'g', targets: [{ model: 'm' }] },
+        { name: 'h', aliases: ['g'], targets: [{ model: 'm' }] },
+      ],
+    };
     expect(() => pool.prepareReload(clash as never)).toThrow(ConfigError);
     expect(() => pool.prepareReload(clash as never)).toThrow('modelGroups[1].aliases[0] `g` is already used by modelGroups[0]');
-    expect(() => pool.prepareReload({ modelGroups: [{ name: 'g', targets: [{ model: 'm' }], fallbacks: ['nope'] }] } as never)).toThrow('modelGroups[0].fallbacks[0] `nope` is not a model group name');
+    expect(() => pool.prepareReload({ modelGroups: [{ name: 'g', targets: [{ model: 'm' }], fallbacks: ['nope'] }] } as never)).toThrow(
+      'modelGroups[0].fallbacks[0] `nope` is not a model group name',
+    );
     expect(pool.resolve('x').name).toBe('g');
     expect(pool.direct.map((provider) => provider.id)).toEqual(['d1']);
   });
@@ -96,41 +117,75 @@ describe('ProviderPool reload', () => {
     const ids = new Set<string>();
     for (let i = 0; i < 30; i++) ids.add(pool.pick(pool.resolve('m'))!.provider.id);
     expect([...ids].sort()).toEqual(['added', 'edit', 'keep']);
-    expect(pool.snapshot().groups[0]!.providers.map((provider) => provider.id).sort()).toEqual(['added', 'edit', 'keep']);
+    expect(
+      pool
+        .snapshot()
+        .groups[0]!.providers.map((provider) => provider.id)
+        .sort(),
+    ).toEqual(['added', 'edit', 'keep']);
     running.run.cancel('done');
   });
 
   it('keeps the outlier state of a group that stays and forgets removed providers', () => {
-    const { pool } = track(makePool({ outlier: { consecutiveFailures: 1, maxEjectedPercent: 100 }, modelGroups: [{ name: 'g', targets: [{ model: 'm' }] }], directProviders: [direct('a', ['m']), direct('b', ['m']), direct('c', ['m'])] }));
+    const { pool } = track(
+      makePool({
+        outlier: { consecutiveFailures: 1, maxEjectedPercent: 100 },
+        modelGroups: [{ name: 'g', targets: [{ model: 'm' }] }],
+        directProviders: [direct('a', ['m']), direct('b', ['m']), direct('c', ['m'])],
+      }),
+    );
     const group = pool.resolve('g');
     pool.pick(group);
     pool.report(group, { providerId: 'a', probe: false }, 'server_error');
     pool.report(group, { providerId: 'b', probe: false }, 'server_error');
     const states = () => Object.fromEntries(pool.snapshot().groups[0]!.providers.map((provider) => [provider.id, provider.outlier.state]));
     expect(states()).toEqual({ a: 'ejected', b: 'ejected', c: 'healthy' });
-    reload(pool, { outlier: { consecutiveFailures: 1, maxEjectedPercent: 100 }, modelGroups: [{ name: 'g', aliases: ['g2'], targets: [{ model: 'm' }] }], directProviders: [direct('a', ['m']), direct('c', ['m'])] });
+    reload(pool, {
+      outlier: { consecutiveFailures: 1, maxEjectedPercent: 100 },
+      modelGroups: [{ name: 'g', aliases: ['g2'], targets: [{ model: 'm' }] }],
+      directProviders: [direct('a', ['m']), direct('c', ['m'])],
+    });
     expect(states()).toEqual({ a: 'ejected', c: 'healthy' });
     for (let i = 0; i < 10; i++) expect(pool.pick(pool.resolve('g2'))!.provider.id).toBe('c');
   });
 
   it('routes a queued waiter of a group that stays by the new definition', async () => {
-    const { pool } = track(makePool({ modelGroups: [{ name: 'g', targets: [{ model: 'm' }], queue: { maxQueued: 4, maxWaitMs: 60_000 } }], directProviders: [direct('a', ['m'], { maxConcurrency: 1 })] }));
+    const { pool } = track(
+      makePool({
+        modelGroups: [{ name: 'g', targets: [{ model: 'm' }], queue: { maxQueued: 4, maxWaitMs: 60_000 } }],
+        directProviders: [direct('a', ['m'], { maxConcurrency: 1 })],
+      }),
+    );
     const group = pool.resolve('g');
     const first = await pool.acquire(group, {}, fakeStart);
     const waiting = pool.acquire(group, {}, fakeStart);
     expect(pool.queue.size('g')).toBe(1);
-    reload(pool, { modelGroups: [{ name: 'g', targets: [{ model: 'n' }], queue: { maxQueued: 4, maxWaitMs: 60_000 } }], directProviders: [direct('a', ['m'], { maxConcurrency: 1 }), direct('b', ['n'])] });
+    reload(pool, {
+      modelGroups: [{ name: 'g', targets: [{ model: 'n' }], queue: { maxQueued: 4, maxWaitMs: 60_000 } }],
+      directProviders: [direct('a', ['m'], { maxConcurrency: 1 }), direct('b', ['n'])],
+    });
     await expect(waiting).resolves.toMatchObject({ pick: { provider: { id: 'b' }, model: 'n' }, group: { name: 'g', targets: [{ model: 'n' }] } });
     expect(first.run.isFinished).toBe(false);
   });
 
   it('answers queued waiters of a removed group: resolved again by name (an alias now), else 404', async () => {
-    const { pool } = track(makePool({ modelGroups: [{ name: 'g', targets: [{ model: 'm' }] }, { name: 'k', targets: [{ model: 'm' }] }], directProviders: [direct('a', ['m'], { maxConcurrency: 1 })] }));
+    const { pool } = track(
+      makePool({
+        modelGroups: [
+          { name: 'g', targets: [{ model: 'm' }] },
+          { name: 'k', targets: [{ model: 'm' }] },
+        ],
+        directProviders: [direct('a', ['m'], { maxConcurrency: 1 })],
+      }),
+    );
     await pool.acquire(pool.resolve('g'), {}, fakeStart);
     const toAlias = pool.acquire(pool.resolve('g'), {}, fakeStart);
     const toNothing = pool.acquire(pool.resolve('k'), {}, fakeStart);
     expect(pool.queue.stats().queued).toEqual({ g: 1, k: 1 });
-    reload(pool, { modelGroups: [{ name: 'h', aliases: ['g'], targets: [{ model: 'n' }] }], directProviders: [direct('a', ['m'], { maxConcurrency: 1 }), direct('b', ['n'])] });
+    reload(pool, {
+      modelGroups: [{ name: 'h', aliases: ['g'], targets: [{ model: 'n' }] }],
+      directProviders: [direct('a', ['m'], { maxConcurrency: 1 }), direct('b', ['n'])],
+    });
     await expect(toAlias).resolves.toMatchObject({ pick: { provider: { id: 'b' } }, group: { name: 'h' } });
     await expect(toNothing).rejects.toMatchObject({ code: 'model_not_found', status: 404 });
     expect(pool.queue.stats().queued).toEqual({});
@@ -147,6 +202,9 @@ describe('ProviderPool reload', () => {
     expect(budget.snapshot()).toEqual({ requests: 0, retries: 1, available: 1 });
     const attempts = pool.begin();
     attempts.record('a');
-    expect(pool.retry.decide(attempts, { kind: 'connect_failed', detail: 'refused' })).toMatchObject({ action: 'fail', reason: expect.stringContaining('after 1 attempts') });
+    expect(pool.retry.decide(attempts, { kind: 'connect_failed', detail: 'refused' })).toMatchObject({
+      action: 'fail',
+      reason: expect.stringContaining('after 1 attempts'),
+    });
   });
 });

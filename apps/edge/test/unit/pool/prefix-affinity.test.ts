@@ -119,17 +119,22 @@ describe('PrefixAffinity', () => {
 
   it('property: removing a provider only moves the keys it owned', () => {
     fc.assert(
-      fc.property(fc.uniqueArray(fc.string({ minLength: 1, maxLength: 8 }), { minLength: 2, maxLength: 8 }), fc.array(fc.integer({ min: 0, max: 2 ** 32 - 1 }), { minLength: 1, maxLength: 50 }), fc.nat(), (ids, sample, victim) => {
-        const full = ids.map((id) => provider(id, { maxConcurrency: 1000 }));
-        const removed = full[victim % full.length]!;
-        const rest = full.filter((p) => p !== removed);
-        const affinity = new PrefixAffinity({ virtualNodes: 20 });
-        return sample.every((key) => {
-          const before = affinity.pick(key, full)!;
-          const after = affinity.pick(key, rest)!;
-          return before === removed || after === before;
-        });
-      }),
+      fc.property(
+        fc.uniqueArray(fc.string({ minLength: 1, maxLength: 8 }), { minLength: 2, maxLength: 8 }),
+        fc.array(fc.integer({ min: 0, max: 2 ** 32 - 1 }), { minLength: 1, maxLength: 50 }),
+        fc.nat(),
+        (ids, sample, victim) => {
+          const full = ids.map((id) => provider(id, { maxConcurrency: 1000 }));
+          const removed = full[victim % full.length]!;
+          const rest = full.filter((p) => p !== removed);
+          const affinity = new PrefixAffinity({ virtualNodes: 20 });
+          return sample.every((key) => {
+            const before = affinity.pick(key, full)!;
+            const after = affinity.pick(key, rest)!;
+            return before === removed || after === before;
+          });
+        },
+      ),
     );
   });
 

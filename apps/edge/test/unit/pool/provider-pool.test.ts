@@ -10,7 +10,12 @@ const track = trackPools();
 
 describe('ProviderPool', () => {
   it('resolves aliases to their group, unknown names to the served model of that name', () => {
-    const { pool } = track(makePool({ modelGroups: [{ name: 'qwen', aliases: ['gpt-4o-mini'], targets: [{ model: 'Qwen/Qwen3-8B' }] }], directProviders: [direct('d1', ['Qwen/Qwen3-8B', 'other'])] }));
+    const { pool } = track(
+      makePool({
+        modelGroups: [{ name: 'qwen', aliases: ['gpt-4o-mini'], targets: [{ model: 'Qwen/Qwen3-8B' }] }],
+        directProviders: [direct('d1', ['Qwen/Qwen3-8B', 'other'])],
+      }),
+    );
     expect(pool.resolve('gpt-4o-mini').name).toBe('qwen');
     expect(pool.resolve('other')).toMatchObject({ name: 'other', targets: [{ model: 'other' }] });
     expect(pool.pick(pool.resolve('gpt-4o-mini'))).toMatchObject({ provider: { id: 'd1' }, model: 'Qwen/Qwen3-8B' });
@@ -58,7 +63,9 @@ describe('ProviderPool', () => {
   });
 
   it('is not accepting once its only provider is ejected as an outlier (so no retry is attempted on it)', () => {
-    const { pool, clock } = track(makePool({ outlier: { consecutiveFailures: 2, baseEjectionMs: 1000, maxEjectedPercent: 100 }, directProviders: [direct('a', ['m'])] }));
+    const { pool, clock } = track(
+      makePool({ outlier: { consecutiveFailures: 2, baseEjectionMs: 1000, maxEjectedPercent: 100 }, directProviders: [direct('a', ['m'])] }),
+    );
     const group = pool.resolve('m');
     expect(pool.pick(group)!.provider.id).toBe('a'); // `a` becomes a member of the group's outlier detector
     expect(pool.accepting(group)).toBe(true);
@@ -72,7 +79,12 @@ describe('ProviderPool', () => {
   });
 
   it('routes only to providers carrying the target labels', () => {
-    const { pool } = track(makePool({ modelGroups: [{ name: 'g', targets: [{ model: 'm', agents: { labels: { gpu: 'l4' } } }] }], directProviders: [direct('a', ['m']), direct('b', ['m'], { labels: { gpu: 'l4' } })] }));
+    const { pool } = track(
+      makePool({
+        modelGroups: [{ name: 'g', targets: [{ model: 'm', agents: { labels: { gpu: 'l4' } } }] }],
+        directProviders: [direct('a', ['m']), direct('b', ['m'], { labels: { gpu: 'l4' } })],
+      }),
+    );
     for (let i = 0; i < 20; i++) expect(pool.pick(pool.resolve('g'))!.provider.id).toBe('b');
   });
 
@@ -91,7 +103,15 @@ describe('ProviderPool', () => {
   });
 
   it('sends a request to a fallback group at once when its own providers are all busy', async () => {
-    const { pool } = track(makePool({ modelGroups: [{ name: 'small', targets: [{ model: 's' }], fallbacks: ['big'] }, { name: 'big', targets: [{ model: 'b' }] }], directProviders: [direct('s1', ['s'], { maxConcurrency: 1 }), direct('b1', ['b'])] }));
+    const { pool } = track(
+      makePool({
+        modelGroups: [
+          { name: 'small', targets: [{ model: 's' }], fallbacks: ['big'] },
+          { name: 'big', targets: [{ model: 'b' }] },
+        ],
+        directProviders: [direct('s1', ['s'], { maxConcurrency: 1 }), direct('b1', ['b'])],
+      }),
+    );
     await pool.acquire(pool.resolve('small'), {}, fakeStart);
     const second = await pool.acquire(pool.resolve('small'), {}, fakeStart);
     expect(second.group.name).toBe('big');
@@ -99,7 +119,9 @@ describe('ProviderPool', () => {
   });
 
   it('ejects a provider after consecutive failures, probes it after the ejection time, takes it back on success', async () => {
-    const { pool, clock, metrics } = track(makePool({ outlier: { consecutiveFailures: 2, baseEjectionMs: 1000, maxEjectionMs: 5000 }, directProviders: [direct('a', ['m']), direct('b', ['m'])] }));
+    const { pool, clock, metrics } = track(
+      makePool({ outlier: { consecutiveFailures: 2, baseEjectionMs: 1000, maxEjectionMs: 5000 }, directProviders: [direct('a', ['m']), direct('b', ['m'])] }),
+    );
     const group = pool.resolve('m');
     pool.pick(group); // the group's providers become members of its outlier detector
     for (let i = 0; i < 2; i++) pool.report(group, { providerId: 'b', probe: false }, 'server_error');
@@ -146,17 +168,43 @@ describe('chatAffinityKey', () => {
 
   it('gives a plain text conversation the same key as the hub request, on every turn', () => {
     const system = 'You are a helpful assistant.';
-    const turn1 = { model: 'm', messages: [{ role: 'system', content: system }, { role: 'user', content: 'hi' }] };
+    const turn1 = {
+      model: 'm',
+      messages: [
+        { role: 'system', content: system },
+        { role: 'user', content: 'hi' },
+      ],
+    };
     const turn2 = { model: 'm', messages: [...turn1.messages, { role: 'assistant', content: 'hello' }, { role: 'user', content: 'more' }] };
     const key = chatAffinityKey(turn1, 2);
     expect(chatAffinityKey(turn2, 2)).toBe(key);
     expect(chatAffinityKey(turn2, 8)).toBe(key);
-    expect(affinityKey(hub([{ role: 'system', content: [{ type: 'text', text: system }] }, { role: 'user', content: [{ type: 'text', text: 'hi' }] }] as InferenceRequest['messages']), 2)).toBe(key);
-    expect(chatAffinityKey({ messages: [{ role: 'system', content: system }, { role: 'user', content: 'other' }] }, 2)).not.toBe(key);
+    expect(
+      affinityKey(
+        hub([
+          { role: 'system', content: [{ type: 'text', text: system }] },
+          { role: 'user', content: [{ type: 'text', text: 'hi' }] },
+        ] as InferenceRequest['messages']),
+        2,
+      ),
+    ).toBe(key);
+    expect(
+      chatAffinityKey(
+        {
+          messages: [
+            { role: 'system', content: system },
+            { role: 'user', content: 'other' },
+          ],
+        },
+        2,
+      ),
+    ).not.toBe(key);
   });
 
   it('uses prompt_cache_key when given', () => {
-    expect(chatAffinityKey({ prompt_cache_key: 'conv-1', messages: [] }, 2)).toBe(chatAffinityKey({ prompt_cache_key: 'conv-1', messages: [{ role: 'user', content: 'x' }] }, 2));
+    expect(chatAffinityKey({ prompt_cache_key: 'conv-1', messages: [] }, 2)).toBe(
+      chatAffinityKey({ prompt_cache_key: 'conv-1', messages: [{ role: 'user', content: 'x' }] }, 2),
+    );
   });
 });
 

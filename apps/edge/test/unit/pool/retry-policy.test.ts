@@ -1,7 +1,5 @@
 import { RetryBudget } from '../../../src/pool/retry-budget.js';
-import {
-  RetryPolicy, failureOfRunError, isRetryable, outcomeOf, parseRetryAfterMs, type RetryConfig,
-} from '../../../src/pool/retry-policy.js';
+import { RetryPolicy, failureOfRunError, isRetryable, outcomeOf, parseRetryAfterMs, type RetryConfig } from '../../../src/pool/retry-policy.js';
 import { ManualClock } from './fixtures.js';
 
 const config: RetryConfig = { maxAttempts: 3, budgetRatio: 0.2, minRetriesPerSecond: 5, baseBackoffMs: 50, maxBackoffMs: 2000 };
@@ -64,11 +62,22 @@ describe('RetryPolicy.decide', () => {
     const { policy } = setup(() => 0);
     const attempts = policy.begin();
     attempts.record('a');
-    expect(policy.decide(attempts, { kind: 'status', status: 500 }, { sameProvider: true })).toEqual({ action: 'retry', delayMs: 25, reason: 'status 500 on attempt 1; retried on the same provider' });
+    expect(policy.decide(attempts, { kind: 'status', status: 500 }, { sameProvider: true })).toEqual({
+      action: 'retry',
+      delayMs: 25,
+      reason: 'status 500 on attempt 1; retried on the same provider',
+    });
     attempts.record('a');
-    expect(policy.decide(attempts, { kind: 'reset' }, { sameProvider: true })).toEqual({ action: 'retry', delayMs: 50, reason: 'reset on attempt 2; retried on the same provider' });
+    expect(policy.decide(attempts, { kind: 'reset' }, { sameProvider: true })).toEqual({
+      action: 'retry',
+      delayMs: 50,
+      reason: 'reset on attempt 2; retried on the same provider',
+    });
     attempts.record('a');
-    expect(policy.decide(attempts, { kind: 'status', status: 500 }, { sameProvider: true })).toEqual({ action: 'fail', reason: 'status 500 after 3 attempts (the limit)' });
+    expect(policy.decide(attempts, { kind: 'status', status: 500 }, { sameProvider: true })).toEqual({
+      action: 'fail',
+      reason: 'status 500 after 3 attempts (the limit)',
+    });
     expect(setup(() => 0.999).policy.backoffMs(1, true)).toBe(49);
     expect(setup(() => 0.999).policy.backoffMs(10, true)).toBe(1999);
     expect(setup(() => 0).policy.backoffMs(10, true)).toBe(1000);
@@ -102,7 +111,9 @@ describe('RetryPolicy.decide', () => {
     expect(policy.decide(attempts, { kind: 'status', status: 429, retryAfter: '1' })).toMatchObject({ action: 'retry', delayMs: 1000 });
     attempts.record('b');
     expect(policy.decide(attempts, { kind: 'status', status: 429, retryAfter: '30' })).toEqual({
-      action: 'fail', reason: 'status 429 asks to wait 30000 ms, longer than the 2000 ms backoff limit', retryAfterMs: 30_000,
+      action: 'fail',
+      reason: 'status 429 asks to wait 30000 ms, longer than the 2000 ms backoff limit',
+      retryAfterMs: 30_000,
     });
   });
 
@@ -112,7 +123,11 @@ describe('RetryPolicy.decide', () => {
     const attempts = policy.begin();
     attempts.record('a');
     expect(policy.decide(attempts, overflow)).toEqual({ action: 'fail', reason: 'the prompt exceeds the context length and no fallback group is left' });
-    expect(policy.decide(attempts, overflow, { contextFallback: 'qwen3-8b-128k' })).toEqual({ action: 'fallback', group: 'qwen3-8b-128k', reason: 'context length exceeded' });
+    expect(policy.decide(attempts, overflow, { contextFallback: 'qwen3-8b-128k' })).toEqual({
+      action: 'fallback',
+      group: 'qwen3-8b-128k',
+      reason: 'context length exceeded',
+    });
     expect(attempts.tried.size).toBe(0);
     attempts.record('b');
     expect(policy.decide(attempts, overflow, { contextFallback: 'qwen3-8b-128k' }).action).toBe('fail');
@@ -171,7 +186,10 @@ describe('retry timing that never hammers', () => {
     const attempts = policy.begin();
     attempts.record('a');
     for (const detail of ['first_byte_timeout', 'run_accepted_timeout']) {
-      expect(policy.decide(attempts, { kind: 'timeout', detail }, { sameProvider: true })).toEqual({ action: 'fail', reason: `${detail} is not retried on the same provider` });
+      expect(policy.decide(attempts, { kind: 'timeout', detail }, { sameProvider: true })).toEqual({
+        action: 'fail',
+        reason: `${detail} is not retried on the same provider`,
+      });
     }
     expect(policy.decide(attempts, { kind: 'timeout', detail: 'first_byte_timeout' }, { sameProvider: false }).action).toBe('retry');
     expect(failureOfRunError('run_accepted_timeout')).toEqual({ kind: 'timeout', detail: 'run_accepted_timeout' });

@@ -37,11 +37,25 @@ describe('record codec', () => {
     const long = fc.string({ minLength: MIN_SHARED_LENGTH, maxLength: MIN_SHARED_LENGTH + 8 });
     const strings = fc.oneof(fc.string(), long, fc.constantFrom('\u0000', '\u00000', '\u0000\u00001', `\u0000${'y'.repeat(MIN_SHARED_LENGTH)}`));
     const json = fc.letrec((tie) => ({
-      value: fc.oneof({ depthSize: 'small' }, strings, fc.integer(), fc.boolean(), fc.constant(null), fc.array(tie('value'), { maxLength: 5 }), fc.dictionary(fc.string({ maxLength: 4 }), tie('value'), { maxKeys: 4 })),
+      value: fc.oneof(
+        { depthSize: 'small' },
+        strings,
+        fc.integer(),
+        fc.boolean(),
+        fc.constant(null),
+        fc.array(tie('value'), { maxLength: 5 }),
+        fc.dictionary(fc.string({ maxLength: 4 }), tie('value'), { maxKeys: 4 }),
+      ),
     })).value;
     fc.assert(
       fc.property(json, strings, (value, repeated) => {
-        const record = { id: 'resp', createdAt: 0, response: { value, repeated }, inputItems: [repeated, value], conversation: [repeated] } as unknown as StoredResponse;
+        const record = {
+          id: 'resp',
+          createdAt: 0,
+          response: { value, repeated },
+          inputItems: [repeated, value],
+          conversation: [repeated],
+        } as unknown as StoredResponse;
         expect(decodeRecord(encodeRecord(record))).toEqual(JSON.parse(JSON.stringify(record)));
       }),
     );

@@ -4,7 +4,16 @@ import { join } from 'node:path';
 import { openaiResponses } from '@iop/dialects';
 import Database from 'better-sqlite3';
 import { ownerOfKey } from '../../../src/http/auth.js';
-import { MemoryResponseStore, SqliteResponseStore, defaultDataDir, keepResponse, pageInputItems, type ResponseStore, type RetentionOptions, type StoredResponse } from '../../../src/responses-store/index.js';
+import {
+  MemoryResponseStore,
+  SqliteResponseStore,
+  defaultDataDir,
+  keepResponse,
+  pageInputItems,
+  type ResponseStore,
+  type RetentionOptions,
+  type StoredResponse,
+} from '../../../src/responses-store/index.js';
 
 function record(id: string, itemCount = 3): StoredResponse {
   const request = openaiResponses.decodeResponsesRequest({
@@ -12,7 +21,10 @@ function record(id: string, itemCount = 3): StoredResponse {
     input: Array.from({ length: itemCount }, (_, i) => ({ id: `msg_${id}_${i}`, role: 'user', content: `turn ${i}` })),
   });
   const response = openaiResponses.encodeResponsesResponse(
-    [{ type: 'text-delta', text: `answer ${id}` }, { type: 'finish', reason: 'stop', raw: 'stop' }],
+    [
+      { type: 'text-delta', text: `answer ${id}` },
+      { type: 'finish', reason: 'stop', raw: 'stop' },
+    ],
     { requestId: 'r', model: 'm', request, createdAt: 1764500000 },
   );
   return { ...openaiResponses.storedResponseOf(request, response)!, id };
@@ -89,7 +101,12 @@ describe.each(IMPLEMENTATIONS)('%s response store', (_name, open) => {
     expect(await store.get('resp_k', ALICE)).toBeDefined();
     expect(await store.get('resp_k', BOB)).toBeUndefined();
     const request = openaiResponses.decodeResponsesRequest({ model: 'm', input: 'x', store: false });
-    const response = openaiResponses.encodeResponsesResponse([{ type: 'finish', reason: 'stop', raw: 'stop' }], { requestId: 'r', model: 'm', request, createdAt: 1 });
+    const response = openaiResponses.encodeResponsesResponse([{ type: 'finish', reason: 'stop', raw: 'stop' }], {
+      requestId: 'r',
+      model: 'm',
+      request,
+      createdAt: 1,
+    });
     expect(await keepResponse(store, openaiResponses.storedResponseOf(request, response), ALICE)).toBe(false);
     expect(await store.get(response.id, ALICE)).toBeUndefined();
     await store.close();
@@ -138,7 +155,9 @@ describe('SQLite response store on disk', () => {
     // The schema and a row exactly as the store wrote them before owners existed.
     const legacy = new Database(join(dir, 'responses.sqlite'));
     legacy.pragma('journal_mode = WAL');
-    legacy.exec('CREATE TABLE responses (id TEXT PRIMARY KEY, stored_at_ms INTEGER NOT NULL, record TEXT NOT NULL); CREATE INDEX responses_stored_at ON responses (stored_at_ms);');
+    legacy.exec(
+      'CREATE TABLE responses (id TEXT PRIMARY KEY, stored_at_ms INTEGER NOT NULL, record TEXT NOT NULL); CREATE INDEX responses_stored_at ON responses (stored_at_ms);',
+    );
     legacy.prepare('INSERT INTO responses (id, stored_at_ms, record) VALUES (?, ?, ?)').run('resp_old', Date.now(), JSON.stringify(old));
     legacy.close();
 
@@ -151,7 +170,11 @@ describe('SQLite response store on disk', () => {
     await store.close();
 
     const check = new Database(join(dir, 'responses.sqlite'), { readonly: true });
-    const columns = check.prepare<[], { name: string; type: string; notnull: number; dflt_value: string }>("SELECT name, type, \"notnull\", dflt_value FROM pragma_table_info('responses')").all();
+    const columns = check
+      .prepare<[], { name: string; type: string; notnull: number; dflt_value: string }>(
+        'SELECT name, type, "notnull", dflt_value FROM pragma_table_info(\'responses\')',
+      )
+      .all();
     expect(columns.find((column) => column.name === 'owner')).toEqual({ name: 'owner', type: 'TEXT', notnull: 1, dflt_value: "''" });
     expect(check.prepare('SELECT id, owner FROM responses ORDER BY id').all()).toEqual([
       { id: 'resp_new', owner: ALICE },

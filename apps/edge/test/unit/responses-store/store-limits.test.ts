@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import { openaiResponses } from '@iop/dialects';
 import Database from 'better-sqlite3';
 import { IopError } from '@iop/core';
-import { MemoryResponseStore, SqliteResponseStore, resolveRetention, type ResponseStore, type RetentionOptions, type StoredResponse } from '../../../src/responses-store/index.js';
+import {
+  MemoryResponseStore,
+  SqliteResponseStore,
+  resolveRetention,
+  type ResponseStore,
+  type RetentionOptions,
+  type StoredResponse,
+} from '../../../src/responses-store/index.js';
 
 const KiB = 1024;
 
@@ -17,7 +24,10 @@ function record(id: string, inputBytes: number): StoredResponse {
   if (known !== undefined) return known;
   const request = openaiResponses.decodeResponsesRequest({ model: 'm', input: 'q'.repeat(inputBytes) });
   const response = openaiResponses.encodeResponsesResponse(
-    [{ type: 'text-delta', text: `answer ${id}` }, { type: 'finish', reason: 'stop', raw: 'stop' }],
+    [
+      { type: 'text-delta', text: `answer ${id}` },
+      { type: 'finish', reason: 'stop', raw: 'stop' },
+    ],
     { requestId: 'r', model: 'm', request, createdAt: 1764500000 },
   );
   const stored = { ...openaiResponses.storedResponseOf(request, response)!, id };
@@ -89,6 +99,8 @@ describe('sqlite store sizes', () => {
 
 describe('resolveRetention', () => {
   it('refuses a per-response limit over the total limit', () => {
-    expect(() => resolveRetention({ maxResponseBytes: 2048, maxTotalBytes: 1024 })).toThrow('maxResponseBytes must be an integer from 1 to maxTotalBytes (1024), got 2048');
+    expect(() => resolveRetention({ maxResponseBytes: 2048, maxTotalBytes: 1024 })).toThrow(
+      'maxResponseBytes must be an integer from 1 to maxTotalBytes (1024), got 2048',
+    );
   });
 });

@@ -33,7 +33,11 @@ function setup(pingTimeoutMs = 200) {
   return { sessions, register };
 }
 
-const refusal = (promise: Promise<unknown>) => promise.then(() => undefined, (error: unknown) => ConnectError.from(error).code);
+const refusal = (promise: Promise<unknown>) =>
+  promise.then(
+    () => undefined,
+    (error: unknown) => ConnectError.from(error).code,
+  );
 
 describe('AgentIdentities', () => {
   it('refuses a live id without its token, hands it over with the token', async () => {

@@ -4,7 +4,15 @@ import { AgentSession } from '../../../src/tunnel/agent-session.js';
 import type { RunRequest } from '../../../src/pool/run-stream.js';
 import { FrameKind, RunRegistry } from '../../../src/tunnel/run-registry.js';
 
-const request: RunRequest = { requestId: 'req-1', model: 'm', method: 'POST', path: '/v1/chat/completions', body: Buffer.from('{}'), acceptedTimeoutMs: 1000, firstByteTimeoutMs: 5000 };
+const request: RunRequest = {
+  requestId: 'req-1',
+  model: 'm',
+  method: 'POST',
+  path: '/v1/chat/completions',
+  body: Buffer.from('{}'),
+  acceptedTimeoutMs: 1000,
+  firstByteTimeoutMs: 5000,
+};
 
 function setup() {
   const runs = new RunRegistry();
@@ -48,7 +56,10 @@ describe('RunHandle clocks and cancellation', () => {
     void handle.deliver(frame(handle.runId, FrameKind.RESPONSE_START, { status: 200 }));
     jest.advanceTimersByTime(1001);
     const frames = await drain(handle);
-    expect(frames.map((f) => [f.kind, f.errorCode])).toEqual([[FrameKind.RESPONSE_START, ''], [FrameKind.ERROR, 'first_byte_timeout']]);
+    expect(frames.map((f) => [f.kind, f.errorCode])).toEqual([
+      [FrameKind.RESPONSE_START, ''],
+      [FrameKind.ERROR, 'first_byte_timeout'],
+    ]);
     expect(cancels).toHaveLength(1);
   });
 
