@@ -4,8 +4,8 @@
  * environment (`IOP_*`) < flags, all from the schema in options.ts.
  * SIGTERM/SIGINT: drain, deregister, and exit once idle (or after --shutdown-deadline-ms).
  */
-import { Command, Option } from 'commander';
-import { ConfigError, bindingHelp, layerFromEnv, layerFromFlags, mergeConfigLayers, printReadiness, readConfigFile, startTracing } from '@iop/core';
+import { Command } from 'commander';
+import { ConfigError, addBindingFlags, layerFromEnv, layerFromFlags, mergeConfigLayers, printReadiness, readConfigFile, startTracing } from '@iop/core';
 import { startAgent, type AgentHandle } from './start-agent.js';
 import { AGENT_BINDINGS, resolveAgentOptions, type AgentOptionsInput } from './options.js';
 import { AGENT_VERSION } from './agent.js';
@@ -23,19 +23,8 @@ const program = new Command('iop-agent')
   .option('-c, --config <file>', 'config file, JSON or YAML (env IOP_AGENT_CONFIG)')
   .showHelpAfterError();
 
-/** Each flag (aliases too) and the commander option that reads it: one table, from the schema. */
-const flagOptions: Array<[string, Option]> = [];
-for (const binding of AGENT_BINDINGS) {
-  const option = new Option(`${binding.flag} <value>`, bindingHelp(binding));
-  program.addOption(option);
-  flagOptions.push([binding.flag, option]);
-  for (const alias of binding.aliases) {
-    if (alias.flag === undefined) continue;
-    const hidden = new Option(`${alias.flag} <value>`, `same as ${binding.flag}`).hideHelp();
-    program.addOption(hidden);
-    flagOptions.push([alias.flag, hidden]);
-  }
-}
+/** Each flag (aliases too), from the schema's one table. */
+const givenFlags = addBindingFlags(program, AGENT_BINDINGS);
 
 async function main(): Promise<void> {
   program.parse();
@@ -44,10 +33,7 @@ async function main(): Promise<void> {
   try {
     const file = configPath === undefined ? {} : readConfigFile(configPath);
     const env = layerFromEnv(AGENT_BINDINGS, process.env);
-    const flags = layerFromFlags(
-      AGENT_BINDINGS,
-      new Map(flagOptions.map(([flag, option]) => [flag, program.getOptionValue(option.attributeName()) as string | undefined])),
-    );
+    const flags = layerFromFlags(AGENT_BINDINGS, givenFlags());
     const merged = mergeConfigLayers(file, env.values, flags.values);
     // Only the command line's default port may be taken: then the agent runs without it.
     const metricsPortRequired = merged.metricsPort !== undefined;

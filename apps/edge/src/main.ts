@@ -11,8 +11,8 @@
  * an invalid config is refused with a log line naming the problem and the running one is kept.
  */
 import { watch } from 'node:fs';
-import { Command, Option } from 'commander';
-import { bindingHelp } from '@iop/core';
+import { Command } from 'commander';
+import { addBindingFlags } from '@iop/core';
 import { ConfigError, configFromEnv, configFromFlags, readConfigFile, resolveConfig } from './config.js';
 import { EDGE_BINDINGS } from './config-schema.js';
 import { printReadiness, startTracing } from '@iop/core';
@@ -34,26 +34,14 @@ const program = new Command('iop-edge')
   .option('--watch-config', 'reload the config file when it changes (SIGHUP always reloads)')
   .showHelpAfterError();
 
-/** Each flag (aliases too) and the commander option that reads it: one table, from the schema. */
-const flagOptions: Array<[string, Option]> = [];
-for (const binding of EDGE_BINDINGS) {
-  const short = SHORT[binding.flag];
-  const option = new Option(`${short === undefined ? '' : `${short}, `}${binding.flag} <value>`, bindingHelp(binding));
-  program.addOption(option);
-  flagOptions.push([binding.flag, option]);
-  for (const alias of binding.aliases) {
-    if (alias.flag === undefined) continue;
-    const hidden = new Option(`${alias.flag} <value>`, `same as ${binding.flag}`).hideHelp();
-    program.addOption(hidden);
-    flagOptions.push([alias.flag, hidden]);
-  }
-}
+/** Each flag (aliases too), from the schema's one table. */
+const givenFlags = addBindingFlags(program, EDGE_BINDINGS, SHORT);
 
 async function main(): Promise<void> {
   program.parse();
   const flags = program.opts<Record<string, string | boolean | undefined>>();
   const configPath = (flags.config as string | undefined) ?? (process.env.IOP_CONFIG || undefined);
-  const fromFlags = configFromFlags(new Map(flagOptions.map(([flag, option]) => [flag, program.getOptionValue(option.attributeName()) as string | undefined])));
+  const fromFlags = configFromFlags(givenFlags());
   const load = () => resolveConfig(configPath === undefined ? {} : readConfigFile(configPath), configFromEnv(process.env), fromFlags);
   let config;
   try {
