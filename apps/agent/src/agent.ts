@@ -59,7 +59,14 @@ export class Agent implements LinkHost {
     readonly options: AgentOptions,
     readonly backend: Backend,
   ) {
-    this.logger = options.logger ?? createLogger({ name: 'iop-agent', level: options.logLevel, base: { agentId: options.agentId } });
+    this.logger =
+      options.logger ??
+      createLogger({
+        name: 'iop-agent',
+        level: options.logLevel,
+        base: { agentId: options.agentId },
+        ...(options.logFormat === undefined ? {} : { format: options.logFormat }),
+      });
     this.registered = new Promise((resolve) => (this.markRegistered = resolve));
     this.links = options.edgeUrls.map((url) => new EdgeLink(url, this, this.logger));
     this.stopped = this.whenLinksStop();

@@ -41,6 +41,14 @@ export const AGENT_CONFIG_SCHEMA = Type.Object(
     ),
     backendApiKey: Type.Optional(Type.String({ minLength: 1, description: 'openai: key sent to the server as Authorization: Bearer.' })),
     models: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'openai: served model names (skips /v1/models discovery).' })),
+    modelsPath: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description: 'llamacpp: directories searched first for the default model, colon-separated like PATH (then ./models, ../shared/models).',
+      }),
+    ),
+    modelCache: Type.Optional(Type.String({ minLength: 1, description: 'llamacpp: directory of downloaded models (default ~/.cache/iop/models).' })),
+    downloadProbeTimeoutMs: ms(100, 600_000, 5_000, "llamacpp: longest wait for the download host's answer before a model download is given up, ms."),
     model: Type.Optional(
       Type.String({ minLength: 1, description: 'llamacpp: GGUF file or hf:owner/repo/file.gguf (default: stories260K.gguf from the models search path).' }),
     ),
@@ -61,10 +69,10 @@ export const AGENT_CONFIG_SCHEMA = Type.Object(
     firstByteTimeoutMs: ms(100, 3_600_000, 600_000, 'Default first-byte timeout of a run, ms (a non-stream answer sends its first byte only when complete).'),
     idleTimeoutMs: ms(100, 3_600_000, 60_000, 'Longest gap between backend body bytes, ms.'),
     tlsCa: Type.Optional(Type.String({ minLength: 1, description: "PEM CA for the edge's TLS certificate." })),
-    logLevel: stringEnum(LOG_LEVELS, {
-      default: 'info',
-      description: 'Log level (format: JSON, or pretty on a terminal; IOP_LOG_FORMAT=json|pretty forces one).',
-    }),
+    logLevel: stringEnum(LOG_LEVELS, { default: 'info', description: 'Log level.' }),
+    logFormat: Type.Optional(
+      stringEnum(['json', 'pretty'] as const, { description: 'Log lines as JSON or pino-pretty text (default: pretty on a terminal, JSON otherwise).' }),
+    ),
     shutdownDeadlineMs: ms(0, 3_600_000, 30_000, 'On SIGTERM, longest wait for in-flight runs, ms.'),
     reconnectBaseMs: ms(1, 60_000, 250, 'Reconnect backoff: first ceiling, ms (full jitter).'),
     reconnectCapMs: ms(1, 600_000, 10_000, 'Reconnect backoff: largest ceiling, ms.'),
@@ -140,6 +148,14 @@ export interface AgentOptions {
   /** PEM file of the CA that signs the edge's certificate (TLS). */
   tlsCa: string | undefined;
   logLevel: string;
+  /** JSON lines or pino-pretty text; undefined: pretty on a terminal, JSON otherwise. */
+  logFormat: 'json' | 'pretty' | undefined;
+  /** llamacpp: directories searched first for the default model, colon-separated. */
+  modelsPath: string | undefined;
+  /** llamacpp: where downloaded models are kept. Default ~/.cache/iop/models. */
+  modelCache: string | undefined;
+  /** llamacpp: longest wait for the download host before a model download is given up, ms. Default 5 000. */
+  downloadProbeTimeoutMs: number;
   /** SIGTERM / shutdown(): longest wait for in-flight runs, ms. Default 30 000. */
   shutdownDeadlineMs: number;
   /** Reconnect backoff: first ceiling and cap, ms (full jitter). Defaults 250 and 10 000. */
@@ -226,6 +242,10 @@ export function resolveAgentOptions(input: AgentOptionsInput, sources: ReadonlyA
     idleTimeoutMs: value.idleTimeoutMs,
     tlsCa: value.tlsCa,
     logLevel: value.logLevel,
+    logFormat: value.logFormat,
+    modelsPath: value.modelsPath,
+    modelCache: value.modelCache,
+    downloadProbeTimeoutMs: value.downloadProbeTimeoutMs,
     shutdownDeadlineMs: value.shutdownDeadlineMs,
     reconnectBaseMs: value.reconnectBaseMs,
     reconnectCapMs: value.reconnectCapMs,

@@ -95,5 +95,10 @@ export async function createBackend(options: AgentOptions): Promise<Backend> {
     gpu: options.gpu,
     ...(options.contextSize === undefined ? {} : { contextSize: options.contextSize }),
     sequences: options.maxConcurrency,
+    files: {
+      ...(options.modelsPath === undefined ? {} : { modelsPath: options.modelsPath }),
+      ...(options.modelCache === undefined ? {} : { modelCache: options.modelCache }),
+      downloadProbeTimeoutMs: options.downloadProbeTimeoutMs,
+    },
   });
 }

@@ -16,6 +16,7 @@ import { POOL_SCHEMA } from './pool/pool-config.js';
 import { STORAGE_SCHEMA } from './storage/storage-config.js';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export const LOG_FORMATS = ['json', 'pretty'] as const;
 
 const port = (description: string, fallback: number) => Type.Integer({ minimum: 0, maximum: 65535, default: fallback, description });
 const ms = (minimum: number, maximum: number, fallback: number, description: string) => Type.Integer({ minimum, maximum, default: fallback, description });
@@ -74,6 +75,9 @@ const edgeConfigSchema = Type.Object(
       description: 'Attempts on other agents when a run fails before its first byte (the default of pool.retry.maxAttempts).',
     }),
     logLevel: stringEnum(LOG_LEVELS, { default: 'info', description: 'Log level.' }),
+    logFormat: Type.Optional(
+      stringEnum(LOG_FORMATS, { description: 'Log lines as JSON or pino-pretty text (default: pretty on a terminal, JSON otherwise).' }),
+    ),
     responsesStore: Type.Object(
       {
         kind: stringEnum(['sqlite', 'memory'] as const, { default: 'sqlite', description: 'Stored Responses: embedded SQLite in dataDir, or memory.' }),

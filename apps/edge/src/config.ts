@@ -68,6 +68,8 @@ export interface EdgeConfig {
   /** Attempts on other agents when a run fails before its first byte (tunnel failures, 5xx). */
   maxAttempts: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** JSON lines or pino-pretty text; default pretty on a terminal, JSON otherwise. */
+  logFormat?: 'json' | 'pretty';
   /** Stored Responses (`store: true`): embedded SQLite in `dataDir` (env IOP_DATA_DIR, default ./.iop-data), or memory. */
   responsesStore: {
     kind: 'sqlite' | 'memory';

@@ -3,10 +3,11 @@
  * terminal; ISO 8601 UTC times; `trace_id` inside traced requests). Every request's lines carry
  * its `requestId`.
  */
-import { createLogger as createIopLogger, type Logger } from '@iop/core';
+import { createLogger as createIopLogger, type LogFormat, type Logger } from '@iop/core';
 
 export type { Logger };
 
-export function createLogger(level: string, name = 'iop-edge'): Logger {
-  return createIopLogger({ name, level });
+/** @param format the `logFormat` setting; default pretty on a terminal, JSON otherwise. */
+export function createLogger(level: string, name = 'iop-edge', format?: LogFormat): Logger {
+  return createIopLogger({ name, level, ...(format === undefined ? {} : { format }) });
 }

@@ -52,7 +52,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const tracing = startTracing({ serviceName: 'iop-edge', serviceVersion: EDGE_VERSION });
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, undefined, config.logFormat);
   const edge = await startEdge(config, logger);
   // Ready: both ports listen.
   printReadiness({ port: edge.port, tunnelPort: edge.tunnelPort });

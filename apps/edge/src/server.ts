@@ -79,7 +79,7 @@ function listen(server: http.Server | http2.Http2Server, port: number, host: str
   });
 }
 
-export async function startEdge(config: EdgeConfig, logger: Logger = createLogger(config.logLevel)): Promise<RunningEdge> {
+export async function startEdge(config: EdgeConfig, logger: Logger = createLogger(config.logLevel, undefined, config.logFormat)): Promise<RunningEdge> {
   const registry = new AgentRegistry();
   const metrics = new EdgeMetrics();
   const runs = new RunRegistry();

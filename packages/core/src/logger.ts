@@ -23,22 +23,23 @@ export interface LoggerOptions {
   level: string;
   /** Fields on every line (e.g. `agentId`). */
   base?: Record<string, unknown>;
-  /** Default: `logFormat()`. */
+  /** Default: `logFormat()` (pretty on a terminal, JSON otherwise). */
   format?: LogFormat;
 }
 
-/** `IOP_LOG_FORMAT` when set to json or pretty, else pretty on a terminal and JSON otherwise. */
-export function logFormat(env: NodeJS.ProcessEnv = process.env, isTty = process.stdout.isTTY === true): LogFormat {
-  const forced = env.IOP_LOG_FORMAT?.trim().toLowerCase();
-  if (forced === 'json' || forced === 'pretty') return forced;
-  return isTty ? 'pretty' : 'json';
+/**
+ * The log format: `forced` when given (the `logFormat` setting: `--log-format` / `IOP_LOG_FORMAT`
+ * of the edge and the agent), else pretty on a terminal and JSON otherwise.
+ */
+export function logFormat(forced?: LogFormat, isTty = process.stdout.isTTY === true): LogFormat {
+  return forced ?? (isTty ? 'pretty' : 'json');
 }
 
 /** pino-pretty's pattern for the same UTC ISO 8601 time the JSON lines carry. */
 const PRETTY_TIME = "UTC:yyyy-mm-dd'T'HH:MM:ss.l'Z'";
 
 export function createLogger(options: LoggerOptions): Logger {
-  const format = options.format ?? logFormat();
+  const format = logFormat(options.format);
   const destination =
     format === 'pretty' ? pretty({ sync: true, colorize: true, translateTime: PRETTY_TIME, ignore: 'pid,hostname', destination: 1 }) : stdoutDestination();
   return pino(

@@ -61,6 +61,8 @@ describe('LlamaCppBackend (stories260K.gguf)', () => {
     const sharedModels = resolve(__dirname, '../../../../../shared/models');
     expect(existsSync(join(sharedModels, 'stories260K.gguf'))).toBe(true);
     expect(modelSearchPath()).toContain(sharedModels);
+    // The modelsPath setting (colon-separated) comes first.
+    expect(modelSearchPath('/opt/models::/srv/gguf').slice(0, 2)).toEqual(['/opt/models', '/srv/gguf']);
     expect(backend.modelId).toBe('stories260K');
     expect(backend.contextSize).toBe(2048);
   });

@@ -18,6 +18,20 @@ describe('resolveAgentOptions', () => {
     expect(resolveAgentOptions({ backend: 'openai', backendUrl: 'http://h:8000' }).maxConcurrency).toBe(16);
   });
 
+  test('the embedded backend\'s model search, cache and probe, and the log format, from IOP_* variables', () => {
+    const env = layerFromEnv(AGENT_BINDINGS, {
+      IOP_MODELS_PATH: '/opt/models:/srv/gguf',
+      IOP_MODEL_CACHE: '/var/cache/iop',
+      IOP_DOWNLOAD_PROBE_TIMEOUT_MS: '1500',
+      IOP_LOG_FORMAT: 'json',
+    });
+    expect(env.problems).toEqual([]);
+    const options = resolveAgentOptions(env.values as Record<string, string>);
+    expect(options).toMatchObject({ modelsPath: '/opt/models:/srv/gguf', modelCache: '/var/cache/iop', downloadProbeTimeoutMs: 1500, logFormat: 'json' });
+    expect(resolveAgentOptions({}).downloadProbeTimeoutMs).toBe(5_000);
+    expect(() => resolveAgentOptions({ logFormat: 'xml' })).toThrow(/logFormat must be one of "json", "pretty"/);
+  });
+
   test('parses strings from the CLI and env', () => {
     const options = resolveAgentOptions({
       backend: 'openai',

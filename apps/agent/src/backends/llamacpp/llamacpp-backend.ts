@@ -25,11 +25,13 @@ import {
   type LlamaModel,
   type NodeLlamaCpp,
 } from './library.js';
-import { resolveModelPath } from './model-file.js';
+import { resolveModelPath, type ModelFileOptions } from './model-file.js';
 
 export interface LlamaCppBackendOptions {
   /** GGUF path or `hf:` URI; default stories260K.gguf (see model-file.ts). */
   model?: string;
+  /** Where the default model is searched and downloads are kept (model-file.ts). */
+  files?: ModelFileOptions;
   /** Model id served; default the file name without `.gguf`. */
   modelId?: string;
   /** CPU threads; default cores - 1, at least 1, at most 32. */
@@ -67,7 +69,7 @@ export class LlamaCppBackend implements Backend {
   /** Loads the model and creates its context. Throws when the model cannot be found or loaded. */
   static async create(options: LlamaCppBackendOptions = {}): Promise<LlamaCppBackend> {
     const library = await (options.loadLibrary ?? loadNodeLlamaCpp)();
-    const path = await resolveModelPath(library, options.model);
+    const path = await resolveModelPath(library, options.model, options.files);
     const gpu = options.gpu === undefined || options.gpu === 'auto' ? 'auto' : options.gpu === 'none' ? false : options.gpu;
     const llama = await library.getLlama({ gpu, build: 'never', logLevel: library.LlamaLogLevel.error, progressLogs: false });
     const model = await llama.loadModel({ modelPath: path });

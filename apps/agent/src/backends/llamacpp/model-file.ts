@@ -4,7 +4,8 @@
  * - `--model <path>`: that file.
  * - `--model hf:owner/repo/file.gguf` (or an https URL): downloaded once into the cache directory
  *   by node-llama-cpp's `resolveModelFile`, then reused.
- * - none: `stories260K.gguf` from the models search path — `$IOP_MODELS_PATH` (colon-separated),
+ * - none: `stories260K.gguf` from the models search path — the `modelsPath` setting
+ *   (`--models-path` / `IOP_MODELS_PATH`, colon-separated),
  *   then `./models`, `../shared/models`, `../../shared/models` relative to the working directory
  *   and to the repository root (the nearest parent of this file holding a package.json with
  *   `workspaces`), then `<root>/../shared/models`; failing all, `hf:ggml-org/models/tinyllamas/stories260K.gguf`.
@@ -18,9 +19,19 @@ import type { NodeLlamaCpp } from './library.js';
 export const DEFAULT_MODEL_FILE = 'stories260K.gguf';
 export const DEFAULT_MODEL_URI = 'hf:ggml-org/models/tinyllamas/stories260K.gguf';
 
-/** Directories searched for the default model, in order. */
-export function modelSearchPath(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): string[] {
-  const dirs = (env.IOP_MODELS_PATH ?? '').split(':').filter((dir) => dir !== '');
+/** Where the default model is looked for and downloaded models are kept: the agent's settings of those names. */
+export interface ModelFileOptions {
+  /** Directories searched first for the default model, colon-separated like PATH. */
+  modelsPath?: string;
+  /** Directory of downloaded models. Default `~/.cache/iop/models`. */
+  modelCache?: string;
+  /** Longest wait for the download host's answer before a download is given up, ms. Default 5 000. */
+  downloadProbeTimeoutMs?: number;
+}
+
+/** Directories searched for the default model, in order: `modelsPath` (colon-separated) first. */
+export function modelSearchPath(modelsPath = '', cwd = process.cwd()): string[] {
+  const dirs = modelsPath.split(':').filter((dir) => dir !== '');
   const relative = ['models', join('..', 'shared', 'models'), join('..', '..', 'shared', 'models')];
   for (const dir of relative) dirs.push(resolve(cwd, dir));
   const root = repositoryRoot(__dirname);
@@ -46,24 +57,25 @@ export function repositoryRoot(from: string): string | undefined {
 }
 
 /** The local path of the model to load; downloads a remote model once. */
-export async function resolveModelPath(library: NodeLlamaCpp, model: string | undefined, cacheDir = defaultCacheDir()): Promise<string> {
+export async function resolveModelPath(library: NodeLlamaCpp, model: string | undefined, files: ModelFileOptions = {}): Promise<string> {
   if (model !== undefined && !isRemote(model)) {
     const path = resolve(model);
     if (!existsSync(path)) throw new Error(`--model file not found: ${path}`);
     return path;
   }
   if (model === undefined) {
-    for (const dir of modelSearchPath()) {
+    for (const dir of modelSearchPath(files.modelsPath)) {
       const path = join(dir, DEFAULT_MODEL_FILE);
       if (existsSync(path)) return path;
     }
   }
   const uri = model ?? DEFAULT_MODEL_URI;
-  return withReachability(library.resolveModelFile(uri, { directory: cacheDir, cli: false }), uri, model === undefined);
+  const directory = files.modelCache ?? join(homedir(), '.cache', 'iop', 'models');
+  return withReachability(library.resolveModelFile(uri, { directory, cli: false }), uri, model === undefined, files);
 }
 
-/** How long the download host may take to answer a HEAD request before the download is given up, ms. */
-export const DOWNLOAD_PROBE_TIMEOUT_MS = Number(process.env.IOP_DOWNLOAD_PROBE_TIMEOUT_MS ?? 5_000);
+/** How long the download host may take to answer a HEAD request before the download is given up, ms (default). */
+export const DOWNLOAD_PROBE_TIMEOUT_MS = 5_000;
 /** After a failed probe, how long a download that may still be a cache hit is given, ms. */
 const CACHE_GRACE_MS = 2_000;
 
@@ -75,12 +87,13 @@ export function downloadOrigin(uri: string): string {
 /**
  * node-llama-cpp's download retries for minutes when the network is unreachable, printing
  * nothing. Alongside it, a HEAD request to the download host checks reachability; when it fails
- * (within DOWNLOAD_PROBE_TIMEOUT_MS) and the download is still pending shortly after (a cached
+ * (within `downloadProbeTimeoutMs`) and the download is still pending shortly after (a cached
  * file resolves at once), the download is given up with a message that says what to do.
  * @throws Error naming the host, the reason, the models search path and `--model`.
  */
-async function withReachability(download: Promise<string>, uri: string, isDefault: boolean): Promise<string> {
+async function withReachability(download: Promise<string>, uri: string, isDefault: boolean, files: ModelFileOptions): Promise<string> {
   const origin = downloadOrigin(uri);
+  const timeoutMs = files.downloadProbeTimeoutMs ?? DOWNLOAD_PROBE_TIMEOUT_MS;
   let settled = false;
   void download.then(
     () => (settled = true),
@@ -88,7 +101,7 @@ async function withReachability(download: Promise<string>, uri: string, isDefaul
   );
   const probe = async (): Promise<never> => {
     try {
-      const response = await fetch(origin, { method: 'HEAD', redirect: 'manual', signal: AbortSignal.timeout(DOWNLOAD_PROBE_TIMEOUT_MS) });
+      const response = await fetch(origin, { method: 'HEAD', redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
       await response.body?.cancel();
       return await new Promise<never>(() => undefined); // reachable: the download decides
     } catch (error) {
@@ -97,10 +110,10 @@ async function withReachability(download: Promise<string>, uri: string, isDefaul
       const reason =
         error instanceof Error
           ? error.name === 'TimeoutError'
-            ? `no answer within ${DOWNLOAD_PROBE_TIMEOUT_MS} ms`
+            ? `no answer within ${timeoutMs} ms`
             : ((error.cause as Error | undefined)?.message ?? error.message)
           : String(error);
-      const local = isDefault ? `put ${DEFAULT_MODEL_FILE} in one of ${modelSearchPath().join(', ')} (or set IOP_MODELS_PATH), or ` : '';
+      const local = isDefault ? `put ${DEFAULT_MODEL_FILE} in one of ${modelSearchPath(files.modelsPath).join(', ')} (or set IOP_MODELS_PATH), or ` : '';
       throw new Error(
         `cannot download the model ${uri}: ${origin} is unreachable (${reason}). Without network, ${local}pass a local GGUF file with --model /path/model.gguf (IOP_MODEL)`,
         { cause: error },
@@ -112,8 +125,4 @@ async function withReachability(download: Promise<string>, uri: string, isDefaul
 
 function isRemote(model: string): boolean {
   return model.startsWith('hf:') || model.startsWith('https://') || model.startsWith('http://');
-}
-
-function defaultCacheDir(): string {
-  return process.env.IOP_MODEL_CACHE ?? join(homedir(), '.cache', 'iop', 'models');
 }
