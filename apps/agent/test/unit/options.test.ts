@@ -18,7 +18,7 @@ describe('resolveAgentOptions', () => {
     expect(resolveAgentOptions({ backend: 'openai', backendUrl: 'http://h:8000' }).maxConcurrency).toBe(16);
   });
 
-  test('the embedded backend\'s model search, cache and probe, and the log format, from IOP_* variables', () => {
+  test("the embedded backend's model search, cache and probe, and the log format, from IOP_* variables", () => {
     const env = layerFromEnv(AGENT_BINDINGS, {
       IOP_MODELS_PATH: '/opt/models:/srv/gguf',
       IOP_MODEL_CACHE: '/var/cache/iop',
