@@ -1,5 +1,7 @@
 /**
  * Client input that the edge must bound or sanitize, through the real edge, agent and sim:
+ * - request bodies: a gzip body is inflated, one that is not what its content-encoding says is a
+ *   400, and one over `--max-body-bytes` a 413 whether it declares its length or is chunked;
  * - an unknown request field whose name is not Latin-1 is reported in a valid `x-iop-warnings`
  *   header (percent-encoded UTF-8), not a 500;
  * - the Responses store: an input over the per-response limit is a 413 in OpenAI shape before the
@@ -8,6 +10,7 @@
  *   not stall the event loop (`/healthz` keeps answering).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -59,6 +62,42 @@ describe('x-iop-warnings', () => {
     expect(warnings).toContain('dropped %E5%90%8D%E5%89%8D: not supported on this server');
     expect(warnings).toContain('dropped caf%C3%A9: not supported on this server');
     expect(decodeURIComponent(warnings!)).toContain('dropped 名前');
+  });
+});
+
+describe('request bodies', () => {
+  const chat = (body: Buffer, headers: Record<string, string>) =>
+    fetch(`${edge.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json', ...headers },
+      body,
+    });
+
+  it('inflates a gzip body; a body that is not what its content-encoding says is a 400 in OpenAI shape', async () => {
+    const json = Buffer.from(JSON.stringify({ model: 'sim-model', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] }));
+    const answered = await chat(gzipSync(json), { 'content-encoding': 'gzip' });
+    expect(answered.status).toBe(200);
+    expect(((await answered.json()) as { choices: Array<{ finish_reason: string }> }).choices[0]!.finish_reason).toBe('length');
+    const garbled = await chat(json, { 'content-encoding': 'gzip' });
+    expect(garbled.status).toBe(400);
+    const error = ((await garbled.json()) as { error: { type: string; message: string } }).error;
+    expect(error.type).toBe('invalid_request_error');
+    expect(error.message).toContain('check its content-encoding');
+  });
+
+  it('refuses a body over --max-body-bytes with 413, by its content-length or by the bytes sent', async () => {
+    const small = await startEdge({ args: ['--max-body-bytes', '1024'] });
+    const big = Buffer.from(JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: text(4096) }] }));
+    const declared = await fetch(`${small.baseURL}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${API_KEY}` }, body: big });
+    expect(declared.status).toBe(413);
+    expect(((await declared.json()) as { error: { message: string } }).error.message).toBe('request body too large: the limit is 1024 bytes');
+    const chunked = await fetch(`${small.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${API_KEY}` },
+      body: new Blob([big]).stream(),
+      duplex: 'half',
+    } as RequestInit);
+    expect(chunked.status).toBe(413);
   });
 });
 

@@ -3,11 +3,27 @@
  * client's exact bytes, then parsed once.
  */
 import type { IncomingMessage } from 'node:http';
-import express from 'express';
+import express, { type NextFunction, type Request, type Response } from 'express';
 import { IopError, invalidRequest } from '@iop/core';
 
+/**
+ * The body middleware of every endpoint that takes one: sets `req.body` to the raw bytes. An
+ * identity-encoded body (nearly all) is read by `readBody`; a gzip, deflate or br body is inflated
+ * by body-parser (its failures are mapped by `bodyParserError` / `bodyDecodeError`).
+ */
 export function rawBody(maxBodyBytes: number) {
-  return express.raw({ type: () => true, limit: maxBodyBytes });
+  const inflating = express.raw({ type: () => true, limit: maxBodyBytes });
+  return function rawBodyMiddleware(req: Request, res: Response, next: NextFunction): void {
+    const encoding = req.headers['content-encoding'];
+    if (encoding !== undefined && encoding !== 'identity') {
+      inflating(req, res, next);
+      return;
+    }
+    readBody(req, maxBodyBytes).then((body) => {
+      req.body = body;
+      next();
+    }, next);
+  };
 }
 
 /**
@@ -62,9 +78,8 @@ export function looksLikeJsonObject(body: Uint8Array): boolean {
 }
 
 /**
- * Reads a request body whole, bounded by `limit` bytes, with the same errors as `rawBody` (a
- * body-parser failure mapped by `bodyParserError`): for the inference fast path, which serves
- * identity-encoded bodies without body-parser (http/fast-path.ts).
+ * Reads a request body whole, bounded by `limit` bytes (the messages body-parser's failures get
+ * from `bodyParserError`).
  * @throws IopError 413 `request_too_large` past `limit` (declared `content-length` or bytes read);
  *   400 `invalid_request` when the client aborts the body.
  */
