@@ -306,6 +306,7 @@ async function idleStreams(): Promise<IdleStreamsResult> {
       edgeUrl: stack.edgeUrl,
       edgePid: stack.edge.pid,
       agentPid: stack.agent.pid,
+      agents,
       apiKey: API_KEY,
       model: 'bench-model',
       streams: IDLE_STREAMS,
@@ -349,7 +350,7 @@ async function main(): Promise<void> {
       `\nIdle streams: ${idle.inFlight} of ${idle.streams} streams in flight at once (opened in ${(idle.openMs / 1000).toFixed(1)} s), waiting for a first token;`,
     );
     console.log(
-      `edge RSS ${fixed(idle.edgeRssBeforeMiB, 0)} → ${fixed(idle.edgeRssAfterMiB, 0)} MiB: ${fixed(idle.edgeKiBPerStream, 1)} KiB per stream; agent ${fixed(idle.agentKiBPerStream, 1)} KiB per run.`,
+      `edge RSS ${fixed(idle.edgeRssBeforeMiB, 0)} → ${fixed(idle.edgeRssAfterMiB, 0)} MiB: ${fixed(idle.edgeKiBPerStream, 1)} KiB per stream; an agent: ${fixed(idle.agentKiBPerRun, 1)} KiB per run it holds.`,
     );
   }
   if (process.env.BENCH_JSON !== undefined) console.log(JSON.stringify({ rows, idle }));

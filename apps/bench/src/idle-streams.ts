@@ -13,7 +13,9 @@ import { procStats } from './processes.js';
 export interface IdleStreamsOptions {
   edgeUrl: string;
   edgePid: number;
+  /** One of the agents, and how many share the runs (P2C spreads them evenly): its growth per run of its share. */
   agentPid?: number;
+  agents?: number;
   apiKey: string;
   model: string;
   streams: number;
@@ -28,7 +30,8 @@ export interface IdleStreamsResult {
   edgeRssAfterMiB: number;
   /** Edge RSS growth per open stream, KiB. */
   edgeKiBPerStream: number;
-  agentKiBPerStream?: number;
+  /** The sampled agent's RSS growth per run it holds (its even share of the streams), KiB. */
+  agentKiBPerRun?: number;
   /** Time to open them all, ms. */
   openMs: number;
 }
@@ -79,6 +82,7 @@ export async function measureIdleStreams(options: IdleStreamsOptions): Promise<I
   /** Responses by status (a stream's headers leave once its first byte is in: before that, none) and failures before any, by message. */
   const statuses = new Map<number, number>();
   const failures = new Map<string, number>();
+  const count = <K>(map: Map<K, number>, key: K) => map.set(key, (map.get(key) ?? 0) + 1);
   for (let i = 0; i < options.streams; i++) {
     pending.push(
       request(`${options.edgeUrl}/v1/chat/completions`, {
@@ -89,11 +93,11 @@ export async function measureIdleStreams(options: IdleStreamsOptions): Promise<I
         body,
       }).then(
         (response) => {
-          statuses.set(response.statusCode, (statuses.get(response.statusCode) ?? 0) + 1);
+          count(statuses, response.statusCode);
           return response.body.dump().catch(() => undefined);
         },
         (error: unknown) => {
-          if (!abort.signal.aborted) failures.set(String((error as Error).message), (failures.get(String((error as Error).message)) ?? 0) + 1);
+          if (!abort.signal.aborted) count(failures, String((error as Error).message));
         },
       ),
     );
@@ -115,8 +119,11 @@ export async function measureIdleStreams(options: IdleStreamsOptions): Promise<I
     inFlight,
     edgeRssBeforeMiB: edgeBefore / 2 ** 20,
     edgeRssAfterMiB: edgeAfter / 2 ** 20,
-    edgeKiBPerStream: (edgeAfter - edgeBefore) / 1024 / options.streams,
-    ...(agentBefore === undefined || agentAfter === undefined ? {} : { agentKiBPerStream: (agentAfter - agentBefore) / 1024 / options.streams }),
+    // Per stream actually in flight (all of them, unless the edge refused some).
+    edgeKiBPerStream: (edgeAfter - edgeBefore) / 1024 / Math.max(inFlight, 1),
+    ...(agentBefore === undefined || agentAfter === undefined
+      ? {}
+      : { agentKiBPerRun: (agentAfter - agentBefore) / 1024 / Math.max(inFlight / (options.agents ?? 1), 1) }),
     openMs,
   };
 }
