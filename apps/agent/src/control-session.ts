@@ -5,7 +5,6 @@
  * `UNAUTHENTICATED` for a wrong join token).
  */
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
-import type { Client } from '@connectrpc/connect';
 import {
   AgentMessageSchema,
   HeartbeatSchema,
@@ -15,9 +14,10 @@ import {
   type Registered,
   type RegisterSchema,
   type RunAssignment,
-  type TunnelService,
 } from '@iop/proto';
 import { AsyncQueue } from '@iop/core';
+import { controlCall } from './control-call.js';
+import type { RunConnection } from './run-call.js';
 
 export interface ControlSessionHandlers {
   onRegistered(registered: Registered): void;
@@ -29,7 +29,8 @@ export interface ControlSessionHandlers {
 }
 
 export interface ControlSessionOptions {
-  client: Client<typeof TunnelService>;
+  /** The link's HTTP/2 connection to the edge (its Run calls share it). */
+  connection: RunConnection;
   register: MessageInitShape<typeof RegisterSchema>;
   handlers: ControlSessionHandlers;
   /** Heartbeat period when Registered gives 0, ms. */
@@ -59,7 +60,7 @@ export class ControlSession {
     const registeredTimer = setTimeout(() => this.abort.abort(new Error(`no Registered from the edge within ${registeredTimeoutMs} ms`)), registeredTimeoutMs);
     this.outgoing.push(create(AgentMessageSchema, { message: { case: 'register', value: this.options.register } }));
     try {
-      for await (const message of this.options.client.control(this.outgoing, { signal: this.abort.signal })) {
+      for await (const message of controlCall(this.options.connection, this.outgoing, this.abort.signal)) {
         switch (message.message.case) {
           case 'registered':
             clearTimeout(registeredTimer);

@@ -13,13 +13,12 @@
  * agents of a restarted edge do not all come back at the same instant.
  */
 import { readFileSync } from 'node:fs';
-import { Code, ConnectError, createClient, type Client } from '@connectrpc/connect';
-import { Http2SessionManager, createGrpcTransport } from '@connectrpc/connect-node';
+import { Code, ConnectError } from '@connectrpc/connect';
+import { Http2SessionManager } from '@connectrpc/connect-node';
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import {
   ModelInfoSchema,
   RunRejectedSchema,
-  TunnelService,
   sessionTag,
   type CancelRun,
   type Drain,
@@ -64,8 +63,7 @@ export class EdgeLink {
   /** Resolves when the link stopped (close, or deregistered by its edge). */
   readonly stopped: Promise<void>;
   readonly runs = new Map<string, RunExecution>();
-  private readonly client: Client<typeof TunnelService>;
-  /** The HTTP/2 connection to the edge, shared by Control (Connect) and the runs' raw Run calls. */
+  /** The HTTP/2 connection to the edge (connect-node's session manager: keepalive PINGs, reconnects), shared by the raw Control and Run calls. */
   private readonly connection: Http2SessionManager;
   private readonly stop = new AbortController();
   private readonly backoff: Backoff;
@@ -90,7 +88,6 @@ export class EdgeLink {
     this.logger = options.edgeUrls.length > 1 ? logger.child({ edge: edgeUrl }) : logger;
     this.backoff = new Backoff({ baseMs: options.reconnectBaseMs, capMs: options.reconnectCapMs, lostConnectionJitterMs: options.reconnectJitterMs });
     this.connection = new Http2SessionManager(edgeUrl, {}, options.tlsCa === undefined ? {} : { ca: readFileSync(options.tlsCa) });
-    this.client = createClient(TunnelService, createGrpcTransport({ baseUrl: edgeUrl, sessionManager: this.connection }));
     this.stopped = this.connectLoop().finally(() => this.closeConnectionWhenIdle());
   }
 
@@ -152,7 +149,7 @@ export class EdgeLink {
       return false;
     }
     const session = new ControlSession({
-      client: this.client,
+      connection: this.connection,
       register: {
         agentId: options.agentId,
         joinToken: options.joinToken,

@@ -3,7 +3,7 @@
  * link's connection to the edge. Run is the tunnel's per-request hot path (one call per run, one
  * message per body slice), so it skips Connect's generic call machinery (async-iterable
  * pipelines, linked abort signals, header conversions), which was about a sixth of the agent's
- * CPU per run; Control stays with Connect on the same HTTP/2 connection (one
+ * CPU per run; Control (control-call.ts) shares the same HTTP/2 connection (one
  * `Http2SessionManager` per edge: keepalive PINGs, reconnects, GOAWAY handling).
  *
  * Wire behaviour follows "gRPC over HTTP2" (grpc/grpc PROTOCOL-HTTP2.md): a POST with
@@ -21,19 +21,12 @@ import { once } from 'node:events';
 import type { ClientHttp2Stream, OutgoingHttpHeaders } from 'node:http2';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { RUN_PATH, RUN_SESSION_HEADER, encodeFrameMessage, type ProviderTunnelFrame } from '@iop/proto';
+import { CallStatus } from './grpc-status.js';
 
 /** What a Run call needs of the connection to the edge (`Http2SessionManager` of connect-node). */
 export interface RunConnection {
   request(method: string, path: string, headers: OutgoingHttpHeaders, options: object): Promise<ClientHttp2Stream>;
   notifyResponseByteRead(stream: ClientHttp2Stream): void;
-}
-
-/** HTTP/2 RST_STREAM codes (RFC 9113 §7) as gRPC status codes (PROTOCOL-HTTP2.md "Errors"). */
-function codeOfReset(rstCode: number): Code {
-  if (rstCode === 8 /* CANCEL */) return Code.Canceled;
-  if (rstCode === 7 /* REFUSED_STREAM */) return Code.Unavailable;
-  if (rstCode === 11 /* ENHANCE_YOUR_CALM */) return Code.ResourceExhausted;
-  return Code.Internal;
 }
 
 /**
@@ -57,25 +50,9 @@ export async function sendRun(
     [RUN_SESSION_HEADER]: sessionId,
   };
   const stream = await connection.request('POST', RUN_PATH, headers, {});
-  const session = stream.session; // a destroyed stream forgets it
-  let status: string | undefined;
-  let message = '';
-  let streamError: Error | undefined;
+  const status = new CallStatus(stream);
   let allSent = false;
-  const readStatus = (headers: Record<string, unknown>) => {
-    const value = headers['grpc-status'];
-    if (typeof value === 'string') {
-      status = value;
-      const text = headers['grpc-message'];
-      message = typeof text === 'string' ? decodeURIComponent(text) : '';
-    }
-  };
-  stream.on('response', readStatus);
-  stream.on('trailers', readStatus);
   stream.on('data', () => connection.notifyResponseByteRead(stream));
-  stream.on('error', (error: Error) => {
-    streamError ??= error;
-  });
   let settled = false;
   // The call is over once the edge ended its side (trailers: 'end') or the stream closed (reset,
   // lost connection): the edge may answer before the agent sent everything (it cancelled the run).
@@ -83,15 +60,7 @@ export async function sendRun(
     const settle = () => {
       if (settled) return;
       settled = true;
-      let error: ConnectError | undefined;
-      if (status === '0') error = allSent ? undefined : new ConnectError('the edge ended the run call early', Code.Aborted);
-      else if (status !== undefined) error = new ConnectError(message || `Run failed with grpc-status ${status}`, Number(status) as Code);
-      else if (session === undefined || session.destroyed || session.closed) error = new ConnectError('the connection to the edge was lost', Code.Unavailable);
-      else
-        error = new ConnectError(
-          streamError?.message ?? 'the run stream closed without a gRPC status',
-          stream.rstCode !== undefined && stream.rstCode !== 0 ? codeOfReset(stream.rstCode) : Code.Internal,
-        );
+      const error = status.ok && !allSent ? new ConnectError('the edge ended the run call early', Code.Aborted) : status.error();
       if (!allSent) {
         if (!stream.destroyed) stream.close(8 /* CANCEL */);
         if (error !== undefined) onClosedEarly(error);

@@ -17,7 +17,8 @@ import { agentCounts, tunnelFrameCounters } from './edge-observers.js';
 import { AgentRegistry } from './tunnel/agent-registry.js';
 import { ProviderPool } from './pool/provider-pool.js';
 import { RunRegistry } from './tunnel/run-registry.js';
-import { tunnelRoutes } from './tunnel/tunnel-service.js';
+import { controlHandler, tunnelRoutes } from './tunnel/tunnel-service.js';
+import { handleControlStream, isGrpcControl } from './tunnel/control-stream-handler.js';
 import { handleRunStream, isGrpcRun } from './tunnel/run-stream-handler.js';
 import { ConnectionGuard } from './tunnel/connection-guard.js';
 import { TUNNEL_CONNECTION } from './tunnel/agent-identity.js';
@@ -140,24 +141,25 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
 
   const guard = new ConnectionGuard({ ...config.tunnel.unauthenticated, metrics: metrics.registry, logger });
   const tunnelCounters = tunnelFrameCounters(metrics);
+  const control = controlHandler({
+    registry: context.registry,
+    runs: context.runs,
+    joinTokens: () => context.config.joinTokens,
+    heartbeatIntervalMs: config.heartbeatIntervalMs,
+    registerTimeoutMs: config.tunnel.unauthenticated.registerTimeoutMs,
+    guard,
+    edgeVersion: EDGE_VERSION,
+    logger,
+  });
   const adapter = connectNodeAdapter({
-    routes: tunnelRoutes({
-      registry: context.registry,
-      runs: context.runs,
-      joinTokens: () => context.config.joinTokens,
-      heartbeatIntervalMs: config.heartbeatIntervalMs,
-      registerTimeoutMs: config.tunnel.unauthenticated.registerTimeoutMs,
-      guard,
-      edgeVersion: EDGE_VERSION,
-      logger,
-    }),
+    routes: tunnelRoutes(control),
     contextValues: (req) => createContextValues().set(TUNNEL_CONNECTION, (req as http2.Http2ServerRequest).stream?.session),
     // What the edge reads through Connect: Control messages (Register, Heartbeat: small; read
-    // whole before the join token can be checked, so kept small). Run calls take run-stream-handler.ts.
+    // whole before the join token can be checked, so kept small). gRPC calls take the raw handlers.
     readMaxBytes: CONNECT_READ_MAX_BYTES,
     writeMaxBytes: config.maxBodyBytes + 1024 * 1024,
   });
-  // Run calls over gRPC take the hot-path handler; everything else is Connect's.
+  // Run and Control calls over gRPC take the hot-path handlers; everything else is Connect's.
   const tunnelHandler = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
     const connection = req.stream.session;
     if (!guard.admitStream(connection, req.stream)) return;
@@ -165,7 +167,8 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
       const sessionId = req.headers[RUN_SESSION_HEADER];
       if (typeof sessionId === 'string' && context.registry.bySessionId(sessionId) !== undefined) guard.authenticate(connection);
       handleRunStream(req, res, context.runs, (id) => context.registry.bySessionId(id), tunnelCounters);
-    } else adapter(req, res);
+    } else if (isGrpcControl(req.url, req.headers)) handleControlStream(req, res, control, CONNECT_READ_MAX_BYTES);
+    else adapter(req, res);
   };
   const tls = config.tunnel.tlsCertFile !== undefined && config.tunnel.tlsKeyFile !== undefined;
   const tunnelServer = tls

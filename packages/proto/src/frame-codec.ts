@@ -14,6 +14,23 @@
  */
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import { ProviderTunnelFrameSchema, UsageSchema, type ProviderTunnelFrame, type ProviderTunnelFrame_Kind, type Usage } from './gen/iop/v1/tunnel_pb.js';
+import {
+  FALLBACK,
+  ascii,
+  decodeMapEntry,
+  grpcMessageBuffer,
+  isPlainUint32,
+  mapFieldSizes,
+  readLength,
+  readVarint32,
+  stringFieldSize,
+  uint32FieldSize,
+  varintSize,
+  writeMapField,
+  writeString,
+  writeUint32Field,
+  writeVarint,
+} from './wire.js';
 
 const EMPTY = new Uint8Array(0);
 const FRAME_TYPE = ProviderTunnelFrameSchema.typeName as 'iop.v1.ProviderTunnelFrame';
@@ -57,41 +74,10 @@ function usageMessage(init: NonNullable<FrameInit['usage']>): Usage {
   };
 }
 
-function varintSize(value: number): number {
-  if (value < 0x80) return 1;
-  if (value < 0x4000) return 2;
-  if (value < 0x200000) return 3;
-  if (value < 0x10000000) return 4;
-  return 5;
-}
-
-function writeVarint(out: Buffer, offset: number, value: number): number {
-  while (value > 0x7f) {
-    out[offset++] = (value & 0x7f) | 0x80;
-    value >>>= 7;
-  }
-  out[offset++] = value;
-  return offset;
-}
-
-/** A string field (tag byte, length, UTF-8) at `offset`; returns the next offset. */
-function writeString(out: Buffer, offset: number, tag: number, value: string, bytes: number): number {
-  out[offset++] = tag;
-  offset = writeVarint(out, offset, bytes);
-  return offset + out.write(value, offset, bytes, 'utf8');
-}
-
-const stringFieldSize = (bytes: number) => 1 + varintSize(bytes) + bytes;
-const uint32FieldSize = (value: number) => (value === 0 ? 0 : 1 + varintSize(value));
-
 function usageSize(usage: Usage): number {
   return (
     uint32FieldSize(usage.promptTokens) + uint32FieldSize(usage.completionTokens) + uint32FieldSize(usage.cachedTokens) + uint32FieldSize(usage.reasoningTokens)
   );
-}
-
-function isPlainUint32(value: number): boolean {
-  return value >>> 0 === value;
 }
 
 /** True when the frame holds only what this codec writes (no unknown fields, values in range). */
@@ -118,23 +104,15 @@ function encodable(frame: ProviderTunnelFrame): boolean {
 export function encodeFrameMessage(frame: ProviderTunnelFrame): Buffer {
   if (!encodable(frame)) {
     const payload = toBinary(ProviderTunnelFrameSchema, frame);
-    const out = Buffer.allocUnsafe(5 + payload.length);
-    out[0] = 0;
-    out.writeUInt32BE(payload.length, 1);
+    const out = grpcMessageBuffer(payload.length);
     out.set(payload, 5);
     return out;
   }
   const runIdBytes = frame.runId.length === 0 ? 0 : Buffer.byteLength(frame.runId);
   let size = runIdBytes === 0 ? 0 : stringFieldSize(runIdBytes);
   size += uint32FieldSize(frame.kind) + uint32FieldSize(frame.status);
-  let headerSizes: number[] | undefined;
-  for (const key in frame.headers) {
-    const keyBytes = Buffer.byteLength(key);
-    const valueBytes = Buffer.byteLength(frame.headers[key]!);
-    const entry = stringFieldSize(keyBytes) + stringFieldSize(valueBytes);
-    (headerSizes ??= []).push(keyBytes, valueBytes, entry);
-    size += 1 + varintSize(entry) + entry;
-  }
+  const headers = mapFieldSizes(frame.headers);
+  size += headers.total;
   const bodyBytes = frame.body.length;
   if (bodyBytes > 0) size += 1 + varintSize(bodyBytes) + bodyBytes;
   const codeBytes = frame.errorCode.length === 0 ? 0 : Buffer.byteLength(frame.errorCode);
@@ -144,9 +122,7 @@ export function encodeFrameMessage(frame: ProviderTunnelFrame): Buffer {
   const usageBytes = frame.usage === undefined ? -1 : usageSize(frame.usage);
   if (usageBytes >= 0) size += 1 + varintSize(usageBytes) + usageBytes;
 
-  const out = Buffer.allocUnsafe(5 + size);
-  out[0] = 0;
-  out.writeUInt32BE(size, 1);
+  const out = grpcMessageBuffer(size);
   let offset = 5;
   if (runIdBytes > 0) offset = writeString(out, offset, 0x0a, frame.runId, runIdBytes);
   if (frame.kind !== 0) {
@@ -157,17 +133,7 @@ export function encodeFrameMessage(frame: ProviderTunnelFrame): Buffer {
     out[offset++] = 0x18;
     offset = writeVarint(out, offset, frame.status);
   }
-  if (headerSizes !== undefined) {
-    let index = 0;
-    for (const key in frame.headers) {
-      const keyBytes = headerSizes[index++]!;
-      const valueBytes = headerSizes[index++]!;
-      out[offset++] = 0x22;
-      offset = writeVarint(out, offset, headerSizes[index++]!);
-      offset = writeString(out, offset, 0x0a, key, keyBytes);
-      offset = writeString(out, offset, 0x12, frame.headers[key]!, valueBytes);
-    }
-  }
+  if (headers.sizes !== undefined) offset = writeMapField(out, offset, 0x22, frame.headers, headers.sizes);
   if (bodyBytes > 0) {
     out[offset++] = 0x2a;
     offset = writeVarint(out, offset, bodyBytes);
@@ -186,72 +152,6 @@ export function encodeFrameMessage(frame: ProviderTunnelFrame): Buffer {
     writeUint32Field(out, offset, 0x20, usage.reasoningTokens);
   }
   return out;
-}
-
-function writeUint32Field(out: Buffer, offset: number, tag: number, value: number): number {
-  if (value === 0) return offset;
-  out[offset++] = tag;
-  return writeVarint(out, offset, value);
-}
-
-/** Signals "not the shape this codec reads": the caller falls back to protobuf-es. */
-const FALLBACK = Symbol('fallback');
-
-/** Reads a varint of at most 32 bits at `state.offset`; FALLBACK for a longer or truncated one. */
-function readVarint32(bytes: Uint8Array, state: { offset: number }): number | typeof FALLBACK {
-  let result = 0;
-  let shift = 0;
-  let offset = state.offset;
-  while (offset < bytes.length) {
-    const byte = bytes[offset++]!;
-    if (shift === 28) {
-      if (byte > 0x0f) return FALLBACK; // more than 32 bits, or a negative int32 (10 bytes)
-      result += byte * 2 ** 28;
-      state.offset = offset;
-      return result;
-    }
-    result |= (byte & 0x7f) << shift;
-    if (byte < 0x80) {
-      state.offset = offset;
-      return result >>> 0;
-    }
-    shift += 7;
-  }
-  return FALLBACK;
-}
-
-function readLength(bytes: Uint8Array, state: { offset: number }): number | typeof FALLBACK {
-  const length = readVarint32(bytes, state);
-  if (length === FALLBACK || state.offset + length > bytes.length) return FALLBACK;
-  return length;
-}
-
-/**
- * An ASCII string field's text; FALLBACK for any other byte, so protobuf-es decides (it rejects
- * invalid UTF-8 and drops a leading byte-order mark, as TextDecoder does).
- */
-function ascii(bytes: Buffer, start: number, end: number): string | typeof FALLBACK {
-  for (let index = start; index < end; index++) if (bytes[index]! >= 0x80) return FALLBACK;
-  return start === end ? '' : bytes.toString('latin1', start, end);
-}
-
-function decodeMapEntry(bytes: Buffer, end: number, state: { offset: number }, headers: Record<string, string>): boolean {
-  let key = '';
-  let value = '';
-  while (state.offset < end) {
-    const tag = bytes[state.offset++]!;
-    if (tag !== 0x0a && tag !== 0x12) return false;
-    const length = readLength(bytes, state);
-    if (length === FALLBACK || state.offset + length > end) return false;
-    const text = ascii(bytes, state.offset, state.offset + length);
-    if (text === FALLBACK) return false;
-    state.offset += length;
-    if (tag === 0x0a) key = text;
-    else value = text;
-  }
-  if (key === '__proto__') return false;
-  headers[key] = value;
-  return true;
 }
 
 function decodeUsage(bytes: Uint8Array, end: number, state: { offset: number }): Usage | undefined {

@@ -1,6 +1,7 @@
 /**
- * gRPC message framing for the tunnel's `Run` calls, which the edge serves and the agent sends on
- * raw HTTP/2 streams (the per-run hot path; Control stays with Connect).
+ * gRPC message framing for the tunnel's `Run` and `Control` calls, which the edge serves and the
+ * agent makes on raw HTTP/2 streams (the per-run hot path: a Run call per run, an assignment per run
+ * on Control).
  *
  * `GrpcMessageReader` splits a gRPC request body into its length-prefixed messages (gRPC over
  * HTTP/2, "Length-Prefixed-Message": 1 byte compressed-flag, 4 bytes big-endian length, then the
@@ -12,6 +13,9 @@ import { TunnelService } from './gen/iop/v1/tunnel_pb.js';
 
 /** HTTP/2 `:path` of the Run call: `/iop.v1.TunnelService/Run` (proto/iop/v1/tunnel.proto). */
 export const RUN_PATH = `/${TunnelService.typeName}/${TunnelService.method.run.name}`;
+
+/** HTTP/2 `:path` of the Control call: `/iop.v1.TunnelService/Control`. */
+export const CONTROL_PATH = `/${TunnelService.typeName}/${TunnelService.method.control.name}`;
 
 /**
  * gRPC metadata (an HTTP/2 request header) every Run call carries: the `session_id` the edge sent

@@ -16,6 +16,22 @@ import type { RequestLocals } from './request-context.js';
 
 export const OPEN_IDENTITY: KeyIdentity = { keyId: 'open', owner: OPEN_EDGE_OWNER };
 
+/** Identities of the configured plain keys, by key: built once per key, not hashed again on every request. */
+const plainIdentities = new Map<string, KeyIdentity>();
+const MAX_PLAIN_IDENTITIES = 1024;
+
+/** The identity of a configured plain key (only called once `given` matched one). */
+function plainIdentity(key: string): KeyIdentity {
+  let identity = plainIdentities.get(key);
+  if (identity === undefined) {
+    if (plainIdentities.size >= MAX_PLAIN_IDENTITIES) plainIdentities.clear();
+    const owner = ownerOfKey(key);
+    identity = { keyId: `legacy:${owner.slice(0, 12)}`, owner };
+    plainIdentities.set(key, identity);
+  }
+  return identity;
+}
+
 export function keyCheck(edge: EdgeContext) {
   return async function keyCheckMiddleware(req: Request, res: Response, next: NextFunction): Promise<void> {
     const context = res.locals as RequestLocals;
@@ -24,9 +40,9 @@ export function keyCheck(edge: EdgeContext) {
       const plain = edge.config.apiKeys;
       const given = presentedKey(req);
       if (given !== undefined && plain.length > 0 && secretIn(given, plain)) {
-        const owner = ownerOfKey(given);
-        context.owner = owner;
-        context.identity = { keyId: `legacy:${owner.slice(0, 12)}`, owner };
+        const identity = plainIdentity(given);
+        context.owner = identity.owner;
+        context.identity = identity;
         return next();
       }
       const directory = state?.keys;

@@ -5,16 +5,7 @@
  * through the run registry and returns its `RunHandle` (a `RunStream`).
  */
 import { create } from '@bufbuild/protobuf';
-import {
-  CancelRunSchema,
-  DrainSchema,
-  EdgeMessageSchema,
-  type EdgeMessage,
-  type Heartbeat,
-  type ModelInfo,
-  type Register,
-  type RunAssignment,
-} from '@iop/proto';
+import { CancelRunSchema, DrainSchema, edgeMessage, type EdgeMessage, type Heartbeat, type ModelInfo, type Register, type RunAssignment } from '@iop/proto';
 import { AsyncQueue } from '@iop/core';
 import { weightOfLabels, type PoolProvider } from '../pool/provider.js';
 import type { RunRequest, RunStream } from '../pool/run-stream.js';
@@ -172,7 +163,7 @@ export class AgentSession implements PoolProvider {
   assign(assignment: RunAssignment): void {
     this.inFlight++;
     this.totalRuns++;
-    this.send(create(EdgeMessageSchema, { message: { case: 'assign', value: assignment } }));
+    this.send(edgeMessage({ case: 'assign', value: assignment }));
   }
 
   /** Called once per assigned run when it ends, however it ends. */
@@ -181,7 +172,7 @@ export class AgentSession implements PoolProvider {
   }
 
   cancel(runId: string, reason: string): void {
-    this.send(create(EdgeMessageSchema, { message: { case: 'cancel', value: create(CancelRunSchema, { runId, reason }) } }));
+    this.send(edgeMessage({ case: 'cancel', value: create(CancelRunSchema, { runId, reason }) }));
   }
 
   /** Drain (or undrain) at once on the edge side, and tell the agent (proto `Drain`). */
@@ -189,7 +180,7 @@ export class AgentSession implements PoolProvider {
     this.draining = drain || deregister;
     this.deregistering = deregister;
     this.requestedDrain = { drain: drain || deregister, at: Date.now() };
-    this.send(create(EdgeMessageSchema, { message: { case: 'drain', value: create(DrainSchema, { drain, deregister }) } }));
+    this.send(edgeMessage({ case: 'drain', value: create(DrainSchema, { drain, deregister }) }));
   }
 
   send(message: EdgeMessage): void {

@@ -17,10 +17,9 @@
  * cancelled at the agent (CancelRun on Control) unless the agent itself ended it (END, ERROR,
  * RunRejected) or its Control stream is gone; the Run stream handler closes the run's stream too.
  */
-import { create } from '@bufbuild/protobuf';
 import { newId } from '@iop/core';
 import { FrameKind, errorFrame } from '@iop/backend';
-import { RunAssignmentSchema, type ProviderTunnelFrame } from '@iop/proto';
+import { runAssignment, type ProviderTunnelFrame } from '@iop/proto';
 import { AsyncQueue } from '@iop/core';
 import type { RunRequest, RunStream } from '../pool/run-stream.js';
 import { endRunSpans } from '../telemetry/request-tracing.js';
@@ -154,7 +153,7 @@ export class RunRegistry {
     this.runs.set(runId, handle);
     handle.armTimeouts(request.acceptedTimeoutMs, request.firstByteTimeoutMs ?? 0);
     session.assign(
-      create(RunAssignmentSchema, {
+      runAssignment({
         runId,
         requestId: request.requestId,
         model: request.model,

@@ -1,8 +1,9 @@
 /**
  * The edge's handler for `iop.v1.TunnelService/Run` over the gRPC protocol. Run is the per-request hot path of the tunnel (one call per run, one message per body
  * slice), so it skips the generic Connect call machinery (async-iterable pipelines, linked abort
- * signals, header conversions); Control stays with connect-node, which serves every other request
- * on the same port (a Run in the Connect or gRPC-Web protocol is UNIMPLEMENTED there).
+ * signals, header conversions); Control over gRPC has a handler
+ * of the same kind (control-stream-handler.ts); connect-node serves every other request on the port
+ * (a Run in the Connect or gRPC-Web protocol is UNIMPLEMENTED there).
  *
  * Wire behaviour follows "gRPC over HTTP2" (grpc/grpc PROTOCOL-HTTP2.md): request messages are
  * length-prefixed ProviderTunnelFrames; the answer is HTTP 200 `application/grpc`, one RunSummary
@@ -16,7 +17,7 @@
  * so HTTP/2 flow control holds the agent (and through it the backend).
  */
 import type { TunnelCounters } from '../edge-observers.js';
-import { constants, type Http2ServerRequest, type Http2ServerResponse, type IncomingHttpHeaders } from 'node:http2';
+import type { Http2ServerRequest, Http2ServerResponse, IncomingHttpHeaders } from 'node:http2';
 import { toBinary, create } from '@bufbuild/protobuf';
 import { Code } from '@connectrpc/connect';
 import {
@@ -32,6 +33,7 @@ import {
   type ProviderTunnelFrame,
 } from '@iop/proto';
 import type { AgentSession } from './agent-session.js';
+import { GRPC_RESPONSE_HEADERS, trailersOnly } from './grpc-response.js';
 import type { RunHandle, RunRegistry } from './run-registry.js';
 
 const SUMMARY_MESSAGE = grpcFrame(toBinary(RunSummarySchema, create(RunSummarySchema, {})));
@@ -42,20 +44,9 @@ export function isGrpcRun(path: string | undefined, headers: IncomingHttpHeaders
   return path === RUN_PATH && (contentType === 'application/grpc' || contentType === 'application/grpc+proto');
 }
 
-function trailersOnly(res: Http2ServerResponse, code: Code, message: string): void {
-  const stream = res.stream;
-  if (stream.destroyed || stream.closed || stream.headersSent) return;
-  stream.respond(
-    { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeURIComponent(message) },
-    { endStream: true },
-  );
-  // The agent may still be writing; stop its side too.
-  stream.close(constants.NGHTTP2_NO_ERROR);
-}
-
 function succeed(res: Http2ServerResponse): void {
   if (res.stream.destroyed || res.headersSent) return;
-  res.writeHead(200, { 'content-type': 'application/grpc', 'grpc-accept-encoding': 'identity' });
+  res.writeHead(200, GRPC_RESPONSE_HEADERS);
   res.addTrailers({ 'grpc-status': '0' });
   res.end(SUMMARY_MESSAGE);
 }

@@ -1,7 +1,9 @@
 /**
- * The edge's Control side of `iop.v1.TunnelService`, served with connect-node (gRPC, gRPC-Web and
- * Connect protocols over HTTP/2), so any standard gRPC client can be an agent. Run calls (gRPC) are
- * served by run-stream-handler.ts; a Run in the Connect or gRPC-Web protocol is UNIMPLEMENTED.
+ * The edge's Control side of `iop.v1.TunnelService`: gRPC calls are served by
+ * control-stream-handler.ts on raw HTTP/2 streams, the Connect and gRPC-Web protocols by
+ * connect-node, both through the one `controlHandler` here, so any standard gRPC client can be an
+ * agent. Run calls (gRPC) are served by run-stream-handler.ts; a Run in the Connect or gRPC-Web
+ * protocol is UNIMPLEMENTED.
  *
  * Control: the first message must be Register with a valid join token, otherwise the call fails
  * with UNAUTHENTICATED (bad token) or INVALID_ARGUMENT (no Register). The edge answers Registered
@@ -16,7 +18,8 @@
 import { create } from '@bufbuild/protobuf';
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from '@connectrpc/connect';
 import { newId, secretIn } from '@iop/core';
-import { EdgeMessageSchema, RegisteredSchema, TunnelService, type AgentMessage, type EdgeMessage, sessionTag } from '@iop/proto';
+import type { Http2Session } from 'node:http2';
+import { RegisteredSchema, TunnelService, edgeMessage, type AgentMessage, type EdgeMessage, sessionTag } from '@iop/proto';
 import type { Logger } from 'pino';
 import { AgentSession } from './agent-session.js';
 import { AgentIdentities, TUNNEL_CONNECTION } from './agent-identity.js';
@@ -55,11 +58,25 @@ function tokenAccepted(token: string, accepted: readonly string[]): boolean {
   return accepted.length === 0 || secretIn(token, accepted);
 }
 
-export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRouter) => void {
+/** What a Control call's handler knows of its call: when it ends, and the HTTP/2 connection it arrived on. */
+export interface ControlCall {
+  /** Aborted when the call ends (the agent or the connection went away). */
+  signal: AbortSignal;
+  connection: Http2Session | undefined;
+}
+
+/**
+ * The Control call's logic, whatever serves it (control-stream-handler.ts for gRPC, connect-node
+ * for the Connect and gRPC-Web protocols): the agent's messages in, the edge's out.
+ * @throws ConnectError (from the returned iterable) with the status the call ends with.
+ */
+export type ControlHandler = (requests: AsyncIterable<AgentMessage>, call: ControlCall) => AsyncIterable<EdgeMessage>;
+
+export function controlHandler(options: TunnelServiceOptions): ControlHandler {
   const { registry, runs, logger, guard } = options;
   const identities = new AgentIdentities({ sessions: () => registry.all(), heartbeatIntervalMs: options.heartbeatIntervalMs, logger });
 
-  async function* control(requests: AsyncIterable<AgentMessage>, context: HandlerContext): AsyncIterable<EdgeMessage> {
+  return async function* control(requests: AsyncIterable<AgentMessage>, context: ControlCall): AsyncIterable<EdgeMessage> {
     const iterator = requests[Symbol.asyncIterator]();
     const first = await firstMessage(iterator, options.registerTimeoutMs);
     if (first.done === true || first.value.message.case !== 'register') {
@@ -73,7 +90,7 @@ export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRou
     if (register.agentId === '' || register.models.length === 0) {
       throw new ConnectError('Register needs an agent_id and at least one model', Code.InvalidArgument);
     }
-    const connection = context.values.get(TUNNEL_CONNECTION);
+    const connection = context.connection;
     guard.authenticate(connection);
     const { session, resumeToken } = await identities.claim(register.agentId, register.resumeToken, (earlierSessions) => {
       if (context.signal.aborted) throw new ConnectError('the Control stream ended during registration', Code.Canceled);
@@ -97,16 +114,14 @@ export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRou
       'agent registered',
     );
     session.send(
-      create(EdgeMessageSchema, {
-        message: {
-          case: 'registered',
-          value: create(RegisteredSchema, {
-            sessionId: session.sessionId,
-            heartbeatIntervalMs: options.heartbeatIntervalMs,
-            edgeVersion: options.edgeVersion,
-            resumeToken,
-          }),
-        },
+      edgeMessage({
+        case: 'registered',
+        value: create(RegisteredSchema, {
+          sessionId: session.sessionId,
+          heartbeatIntervalMs: options.heartbeatIntervalMs,
+          edgeVersion: options.edgeVersion,
+          resumeToken,
+        }),
       }),
     );
     let ended = false;
@@ -146,9 +161,15 @@ export function tunnelRoutes(options: TunnelServiceOptions): (router: ConnectRou
       clearInterval(livenessTimer);
       end('control stream ended');
     }
-  }
+  };
+}
 
+/** The Control route for connect-node (Connect and gRPC-Web agents; gRPC ones take control-stream-handler.ts). */
+export function tunnelRoutes(control: ControlHandler): (router: ConnectRouter) => void {
   return (router: ConnectRouter) => {
-    router.service(TunnelService, { control });
+    router.service(TunnelService, {
+      control: (requests: AsyncIterable<AgentMessage>, context: HandlerContext) =>
+        control(requests, { signal: context.signal, connection: context.values.get(TUNNEL_CONNECTION) }),
+    });
   };
 }

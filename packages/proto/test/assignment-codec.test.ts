@@ -1,0 +1,116 @@
+import fc from 'fast-check';
+import { create, equals, fromBinary, toBinary } from '@bufbuild/protobuf';
+import {
+  CancelRunSchema,
+  EdgeMessageSchema,
+  RunAssignmentSchema,
+  decodeEdgeMessage,
+  edgeMessage,
+  encodeEdgeMessage,
+  grpcFrame,
+  runAssignment,
+  type EdgeMessage,
+  type RunAssignmentInit,
+} from '@iop/proto';
+
+const uint32 = fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max: 0xffffffff }));
+const text = fc.oneof(
+  fc.constant(''),
+  fc.string(),
+  fc.string({ unit: 'grapheme' }),
+  fc.string({ unit: 'binary' }),
+  fc.string({ unit: 'binary-ascii', maxLength: 300 }),
+);
+const init: fc.Arbitrary<RunAssignmentInit> = fc.record(
+  {
+    runId: text,
+    requestId: text,
+    model: text,
+    method: fc.oneof(fc.constantFrom('POST', 'GET'), text),
+    path: fc.oneof(fc.constantFrom('/v1/chat/completions', '/tokenize'), text),
+    headers: fc.dictionary(text, text, { maxKeys: 6 }),
+    body: fc.oneof(fc.uint8Array({ maxLength: 40 }), fc.uint8Array({ minLength: 100, maxLength: 20_000 })),
+    idempotencyKey: text,
+    firstByteTimeoutMs: uint32,
+    idleTimeoutMs: uint32,
+  },
+  { requiredKeys: ['runId'] },
+);
+
+const reference = (assignment: RunAssignmentInit) => create(EdgeMessageSchema, { message: { case: 'assign', value: create(RunAssignmentSchema, assignment) } });
+const ours = (assignment: RunAssignmentInit) => edgeMessage({ case: 'assign', value: runAssignment(assignment) });
+
+describe('EdgeMessage assignment codec (against protobuf-es)', () => {
+  it('builds assignments and messages equal to create()', () => {
+    fc.assert(
+      fc.property(init, (assignment) => {
+        expect(ours(assignment)).toEqual(reference(assignment));
+        expect(equals(EdgeMessageSchema, ours(assignment), reference(assignment))).toBe(true);
+      }),
+    );
+  });
+
+  it('encodes any assignment to the bytes of grpcFrame(toBinary())', () => {
+    fc.assert(
+      fc.property(init, (assignment) => {
+        const expected = grpcFrame(toBinary(EdgeMessageSchema, reference(assignment)));
+        expect(encodeEdgeMessage(ours(assignment)).equals(expected)).toBe(true);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('encodes the other Control messages through protobuf-es', () => {
+    const cancel = create(EdgeMessageSchema, { message: { case: 'cancel', value: create(CancelRunSchema, { runId: 'run_1', reason: 'client gone' }) } });
+    expect(encodeEdgeMessage(cancel).equals(grpcFrame(toBinary(EdgeMessageSchema, cancel)))).toBe(true);
+    expect(decodeEdgeMessage(encodeEdgeMessage(cancel).subarray(5))).toEqual(cancel);
+  });
+
+  it('decodes any encoded message to one equal to fromBinary()', () => {
+    fc.assert(
+      fc.property(init, (assignment) => {
+        const payload = encodeEdgeMessage(ours(assignment)).subarray(5);
+        const decoded = decodeEdgeMessage(payload);
+        expect(decoded).toEqual(fromBinary(EdgeMessageSchema, payload));
+        expect(equals(EdgeMessageSchema, decoded, reference(assignment))).toBe(true);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('decodes arbitrary bytes as fromBinary() does: an equal message or an error', () => {
+    const outcome = (decode: () => EdgeMessage) => {
+      try {
+        return { ok: decode() };
+      } catch {
+        return { error: true };
+      }
+    };
+    const known = fc.uint8Array({ maxLength: 60 }).map((bytes) => Buffer.from(bytes));
+    // Mutations of real encodings reach the known-field paths more often than random bytes do.
+    const mutated = fc.tuple(init, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 })).map(([assignment, edits]) => {
+      const bytes = Buffer.from(encodeEdgeMessage(ours(assignment)).subarray(5));
+      for (const [at, value] of edits) if (bytes.length > 0) bytes[at % bytes.length] = value;
+      return bytes;
+    });
+    fc.assert(
+      fc.property(fc.oneof(known, mutated), (bytes) => {
+        expect(outcome(() => decodeEdgeMessage(bytes))).toEqual(outcome(() => fromBinary(EdgeMessageSchema, bytes)));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('returns the body as a view of the input, without copying', () => {
+    const payload = encodeEdgeMessage(ours({ runId: 'run_1', body: Buffer.from('{"model":"m"}') })).subarray(5);
+    const message = decodeEdgeMessage(payload);
+    if (message.message.case !== 'assign') throw new Error('not an assignment');
+    expect(Buffer.from(message.message.value.body).toString()).toBe('{"model":"m"}');
+    expect(message.message.value.body.buffer).toBe(payload.buffer);
+  });
+
+  it('writes an assignment as EdgeMessage field 2 holding run_id, method, body (protobuf binary encoding)', () => {
+    const bytes = encodeEdgeMessage(ours({ runId: 'r', method: 'GET', body: Buffer.from('x'), idleTimeoutMs: 5 }));
+    expect([...bytes]).toEqual([0, 0, 0, 0, 15, 0x12, 13, 0x0a, 1, 0x72, 0x22, 3, 0x47, 0x45, 0x54, 0x3a, 1, 0x78, 0x50, 5]);
+  });
+});
