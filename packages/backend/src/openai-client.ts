@@ -7,11 +7,13 @@
  * `Authorization: Bearer`.
  *
  * undici's header and body timeouts are off: the relay applies its own first-byte and idle clocks,
- * which pause while the consumer holds the run back.
+ * which pause while the consumer holds the run back. Responses are read through undici's
+ * dispatcher directly (response-body.ts), without a Readable stream per response.
  */
 import { Pool } from 'undici';
 import type { IncomingHttpHeaders } from 'node:http';
 import { DROPPED_REQUEST_HEADERS, DROPPED_RESPONSE_HEADERS, type BackendCall, type BackendRequest, type BackendResponse } from './backend-call.js';
+import { ResponseBody } from './response-body.js';
 
 export interface OpenAiClientOptions {
   /**
@@ -72,14 +74,13 @@ export class OpenAiClient implements BackendCall {
     if (hasBody && headers['content-type'] === undefined) headers['content-type'] = 'application/json';
     // The request id travels on to the model server's logs.
     if (headers['x-request-id'] === undefined && request.requestId !== '') headers['x-request-id'] = request.requestId;
-    const response = await this.pool.request({
-      method: method as 'GET',
-      path: this.pathPrefix + request.path,
-      headers,
-      body: hasBody ? request.body : null,
-      signal: request.signal,
-    });
-    return { status: response.statusCode, headers: flattenHeaders(response.headers), body: response.body };
+    const body = new ResponseBody(request.signal);
+    this.pool.dispatch(
+      { origin: this.origin, method: method as 'GET', path: this.pathPrefix + request.path, headers, body: hasBody ? request.body : null },
+      body,
+    );
+    const head = await body.started;
+    return { status: head.status, headers: flattenHeaders(head.headers), body };
   }
 
   /** Closes its connections; requests in flight are aborted. */
