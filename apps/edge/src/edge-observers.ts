@@ -3,8 +3,6 @@
  * registry and the pool's outlier states) and the pre-bound tunnel counters the Run handler bumps
  * (children bound once, so the per-frame cost is one increment).
  */
-import type { Counter } from 'prom-client';
-import { ProviderTunnelFrame_Kind } from '@iop/proto';
 import type { AgentCounts, EdgeMetrics } from './metrics.js';
 import type { PoolSnapshot } from './pool/pool-snapshot.js';
 import type { AgentSession } from './tunnel/agent-session.js';
@@ -33,17 +31,9 @@ export function agentCounts(sessions: readonly AgentSession[], pool: PoolSnapsho
   };
 }
 
-/** Counters for the Run handler (tunnel/run-stream-handler.ts). */
-export interface TunnelCounters {
-  /** Bytes received on Run calls. */
-  readonly bytes: { inc(value: number): void };
-  /** Frames by kind (index: `ProviderTunnelFrame_Kind`). */
-  readonly frames: ReadonlyArray<{ inc(): void }>;
-}
+/** Counters for the Run handler (tunnel/run-stream-handler.ts): plain numbers, read by the metrics at each scrape. */
+export type TunnelCounters = EdgeMetrics['tunnelTally'];
 
 export function tunnelFrameCounters(metrics: EdgeMetrics): TunnelCounters {
-  const kinds = Object.entries(ProviderTunnelFrame_Kind).filter(([, value]) => typeof value === 'number') as Array<[string, number]>;
-  const frames: Array<ReturnType<Counter<'kind'>['labels']>> = [];
-  for (const [name, value] of kinds) frames[value] = metrics.tunnelFrames.labels({ kind: name.toLowerCase() });
-  return { bytes: metrics.tunnelBytes.labels({ direction: 'agent_to_edge' }), frames };
+  return metrics.tunnelTally;
 }

@@ -17,6 +17,11 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Usage } from '@iop/core';
+import { ProviderTunnelFrame_Kind } from '@iop/proto';
+
+/** `kind` label of each frame kind: its enum name in lower case (`response_start`, `body`, …). */
+const FRAME_KIND_LABELS: string[] = [];
+for (const [name, value] of Object.entries(ProviderTunnelFrame_Kind)) if (typeof value === 'number') FRAME_KIND_LABELS[value] = name.toLowerCase();
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
@@ -159,17 +164,34 @@ export class EdgeMetrics {
     labelNames: ['agent'] as const,
     registers: [this.registry],
   });
+  /**
+   * Frames (by `ProviderTunnelFrame_Kind`) and bytes received on Run calls: plain numbers on the
+   * per-frame path, read into the two counters below at each scrape.
+   */
+  readonly tunnelTally = { frames: [] as number[], bytes: 0 };
   readonly tunnelFrames = new Counter({
     name: 'iop_tunnel_frames_total',
     help: 'ProviderTunnelFrames received from agents on Run calls, by kind.',
     labelNames: ['kind'] as const,
     registers: [this.registry],
+    collect: () => {
+      this.tunnelFrames.reset();
+      const frames = this.tunnelTally.frames;
+      for (let kind = 0; kind < frames.length; kind++) {
+        const count = frames[kind];
+        if (count !== undefined && count > 0) this.tunnelFrames.inc({ kind: FRAME_KIND_LABELS[kind] ?? String(kind) }, count);
+      }
+    },
   });
   readonly tunnelBytes = new Counter({
     name: 'iop_tunnel_bytes_total',
     help: 'Bytes received from agents on Run calls (direction="agent_to_edge"), gRPC framing included.',
     labelNames: ['direction'] as const,
     registers: [this.registry],
+    collect: () => {
+      this.tunnelBytes.reset();
+      if (this.tunnelTally.bytes > 0) this.tunnelBytes.inc({ direction: 'agent_to_edge' }, this.tunnelTally.bytes);
+    },
   });
 
   // OpenTelemetry GenAI semantic conventions (Prometheus form).

@@ -108,7 +108,7 @@ export function handleRunStream(
       return;
     }
     const frame = decodeFrame(message.payload);
-    counters?.frames[frame.kind]?.inc();
+    if (counters !== undefined) counters.frames[frame.kind] = (counters.frames[frame.kind] ?? 0) + 1;
     const pending = onFrame(frame);
     if (pending === undefined) return;
     if (wait === undefined) wait = pending;
@@ -118,7 +118,7 @@ export function handleRunStream(
     if (!done) req.resume();
   };
   req.on('data', (chunk: Buffer) => {
-    counters?.bytes.inc(chunk.length);
+    if (counters !== undefined) counters.bytes += chunk.length;
     try {
       reader.push(chunk, onMessage);
     } catch (error) {
