@@ -5,8 +5,7 @@
  * `reload()` applies a new config's reloadable settings (admin/config-reload.ts).
  */
 import http from 'node:http';
-import http2 from 'node:http2';
-import { readFileSync } from 'node:fs';
+import type http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import type { EdgeConfig } from './config.js';
@@ -18,12 +17,10 @@ import { AgentRegistry } from './tunnel/agent-registry.js';
 import { ProviderPool } from './pool/provider-pool.js';
 import { RunRegistry } from './tunnel/run-registry.js';
 import { controlHandler, tunnelRoutes } from './tunnel/tunnel-service.js';
-import { handleControlStream, isGrpcControl } from './tunnel/control-stream-handler.js';
-import { handleRunStream, isGrpcRun } from './tunnel/run-stream-handler.js';
+import { createTunnelServer } from './tunnel/tunnel-server.js';
 import { ConnectionGuard } from './tunnel/connection-guard.js';
 import { TUNNEL_CONNECTION } from './tunnel/agent-identity.js';
 import { createContextValues } from '@connectrpc/connect';
-import { RUN_SESSION_HEADER } from '@iop/proto';
 import { createApp } from './http/app.js';
 import { withInferenceFastPath } from './http/fast-path.js';
 import { buildDialectRoutes } from './routes.js';
@@ -159,24 +156,17 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     readMaxBytes: CONNECT_READ_MAX_BYTES,
     writeMaxBytes: config.maxBodyBytes + 1024 * 1024,
   });
-  // Run and Control calls over gRPC take the hot-path handlers; everything else is Connect's.
-  const tunnelHandler = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
-    const connection = req.stream.session;
-    if (!guard.admitStream(connection, req.stream)) return;
-    if (isGrpcRun(req.url, req.headers)) {
-      const sessionId = req.headers[RUN_SESSION_HEADER];
-      if (typeof sessionId === 'string' && context.registry.bySessionId(sessionId) !== undefined) guard.authenticate(connection);
-      handleRunStream(req, res, context.runs, (id) => context.registry.bySessionId(id), tunnelCounters);
-    } else if (isGrpcControl(req.url, req.headers)) handleControlStream(req, res, control, CONNECT_READ_MAX_BYTES);
-    else adapter(req, res);
-  };
   const tls = config.tunnel.tlsCertFile !== undefined && config.tunnel.tlsKeyFile !== undefined;
-  const tunnelServer = tls
-    ? http2.createSecureServer(
-        { cert: readFileSync(config.tunnel.tlsCertFile!), key: readFileSync(config.tunnel.tlsKeyFile!), ...guard.tlsOptions() },
-        tunnelHandler,
-      )
-    : http2.createServer({}, tunnelHandler);
+  const tunnelServer = createTunnelServer({
+    tls: tls ? { certFile: config.tunnel.tlsCertFile!, keyFile: config.tunnel.tlsKeyFile! } : undefined,
+    guard,
+    registry: context.registry,
+    runs: context.runs,
+    control,
+    controlMaxMessageBytes: CONNECT_READ_MAX_BYTES,
+    fallback: adapter,
+    counters: tunnelCounters,
+  });
   guard.attach(tunnelServer);
 
   const port = await listen(httpServer, config.port, config.host, '--port / IOP_PORT');

@@ -16,7 +16,7 @@
  * messages are read no faster than the call consumes them (HTTP/2 flow control).
  */
 import { once } from 'node:events';
-import type { Http2ServerRequest, Http2ServerResponse, IncomingHttpHeaders } from 'node:http2';
+import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import { fromBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { AsyncQueue } from '@iop/core';
@@ -30,7 +30,7 @@ import {
   type EdgeMessage,
   type GrpcMessage,
 } from '@iop/proto';
-import { GRPC_RESPONSE_HEADERS, endCall } from './grpc-response.js';
+import { endCall, respondWithMessages } from './grpc-response.js';
 import type { ControlHandler } from './tunnel-service.js';
 
 /** Agent messages read ahead of the call's logic before the stream is paused. */
@@ -46,7 +46,7 @@ export function isGrpcControl(path: string | undefined, headers: IncomingHttpHea
  * Serves one Control call until the agent or the edge ends it.
  * @param maxMessageBytes largest AgentMessage accepted, bytes.
  */
-export function handleControlStream(req: Http2ServerRequest, res: Http2ServerResponse, control: ControlHandler, maxMessageBytes: number): void {
+export function handleControlStream(stream: ServerHttp2Stream, control: ControlHandler, maxMessageBytes: number): void {
   const abort = new AbortController();
   const requests = new AsyncQueue<AgentMessage>(READ_AHEAD_MESSAGES);
   const reader = new GrpcMessageReader(maxMessageBytes);
@@ -54,15 +54,15 @@ export function handleControlStream(req: Http2ServerRequest, res: Http2ServerRes
   const finish = (code: Code | 0, message = '') => {
     if (ended) return;
     ended = true;
-    req.removeAllListeners('data');
-    req.resume();
-    endCall(res, code, message);
+    stream.removeListener('data', onData);
+    stream.resume();
+    endCall(stream, code, message);
     abort.abort(new Error('the Control call ended'));
     requests.close();
   };
 
   const resume = () => {
-    if (!ended) req.resume();
+    if (!ended) stream.resume();
   };
   const onMessage = (message: GrpcMessage) => {
     if (ended) return;
@@ -75,18 +75,19 @@ export function handleControlStream(req: Http2ServerRequest, res: Http2ServerRes
     }
     const full = requests.push(decoded);
     if (full !== undefined) {
-      req.pause();
+      stream.pause();
       void full.then(resume);
     }
   };
-  req.on('data', (chunk: Buffer) => {
+  const onData = (chunk: Buffer) => {
     try {
       reader.push(chunk, onMessage);
     } catch (error) {
       finish(error instanceof GrpcMessageError ? Code.ResourceExhausted : Code.Internal, error instanceof Error ? error.message : 'bad message');
     }
-  });
-  req.on('end', () => {
+  };
+  stream.on('data', onData);
+  stream.on('end', () => {
     if (reader.bufferedBytes > 0) requests.fail(new ConnectError(`the stream ended inside a message (${reader.bufferedBytes} bytes of it)`, Code.Internal));
     else requests.close();
   });
@@ -96,31 +97,30 @@ export function handleControlStream(req: Http2ServerRequest, res: Http2ServerRes
     abort.abort(new Error('the Control stream was reset'));
     requests.close();
   };
-  req.on('aborted', onGone);
-  req.on('error', onGone);
-  res.on('close', onGone);
-  void answer(res, control(requests, { signal: abort.signal, connection: req.stream.session }), () => ended, finish);
+  stream.on('aborted', onGone);
+  stream.on('error', onGone);
+  stream.on('close', onGone);
+  void answer(stream, control(requests, { signal: abort.signal, connection: stream.session }), () => ended, finish);
 }
 
 /** Writes the call's answers as they come, then its status. */
 async function answer(
-  res: Http2ServerResponse,
+  stream: ServerHttp2Stream,
   messages: AsyncIterable<EdgeMessage>,
   isEnded: () => boolean,
   finish: (code: Code | 0, message?: string) => void,
 ): Promise<void> {
-  const stream = res.stream;
   const uncork = () => stream.uncork();
   let closed: Promise<unknown> | undefined;
   try {
     for await (const message of messages) {
       if (isEnded() || stream.destroyed) break;
-      if (!res.headersSent) res.writeHead(200, GRPC_RESPONSE_HEADERS);
+      respondWithMessages(stream);
       if (stream.writableCorked === 0) {
         stream.cork();
         process.nextTick(uncork);
       }
-      if (!res.write(encodeEdgeMessage(message))) await Promise.race([once(res, 'drain'), (closed ??= once(res, 'close'))]);
+      if (!stream.write(encodeEdgeMessage(message))) await Promise.race([once(stream, 'drain'), (closed ??= once(stream, 'close'))]);
     }
     finish(0);
   } catch (error) {

@@ -1,18 +1,21 @@
 /**
- * Ending a gRPC call served on a raw HTTP/2 stream (run-stream-handler.ts, control-stream-handler.ts),
- * as "gRPC over HTTP2" (grpc/grpc PROTOCOL-HTTP2.md) has it: a Trailers-Only response when the
- * call fails before any message was answered, else the status in the trailers after the messages.
- * `grpc-message` is percent-encoded.
+ * Answering a gRPC call served on a raw HTTP/2 stream (run-stream-handler.ts,
+ * control-stream-handler.ts), as "gRPC over HTTP2" (grpc/grpc PROTOCOL-HTTP2.md) has it: response
+ * headers, length-prefixed messages, then the status in trailers; or a Trailers-Only response
+ * when the call fails before any message was answered. `grpc-message` is percent-encoded.
  */
-import { constants, type Http2ServerResponse } from 'node:http2';
+import { constants, type ServerHttp2Stream } from 'node:http2';
 import type { Code } from '@connectrpc/connect';
 
-/** Response headers of a gRPC call that answers messages. */
-export const GRPC_RESPONSE_HEADERS = { 'content-type': 'application/grpc', 'grpc-accept-encoding': 'identity' } as const;
+const RESPONSE_HEADERS = { ':status': 200, 'content-type': 'application/grpc', 'grpc-accept-encoding': 'identity' } as const;
+
+/** Sends the response headers of a call that answers messages (its status follows as trailers: `endCall`). */
+export function respondWithMessages(stream: ServerHttp2Stream): void {
+  if (!stream.headersSent && !stream.destroyed) stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
+}
 
 /** Fails the call with a Trailers-Only response (nothing sent yet) and stops the client's side too. */
-export function trailersOnly(res: Http2ServerResponse, code: Code, message: string): void {
-  const stream = res.stream;
+export function trailersOnly(stream: ServerHttp2Stream, code: Code, message: string): void {
   if (stream.destroyed || stream.closed || stream.headersSent) return;
   stream.respond(
     { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeURIComponent(message) },
@@ -23,19 +26,23 @@ export function trailersOnly(res: Http2ServerResponse, code: Code, message: stri
 }
 
 /**
- * Ends the call with `code` (0 = OK): Trailers-Only when no headers were sent, else the status as
- * trailers after what was written. Does nothing on a stream already gone.
+ * Ends the call with `code` (0 = OK), after `last` when given: Trailers-Only for a failure before
+ * any answer, else the status as trailers after what was written. Does nothing on a stream already gone.
  */
-export function endCall(res: Http2ServerResponse, code: Code | 0, message = ''): void {
-  if (res.stream.destroyed || res.stream.closed) return;
-  if (!res.headersSent) {
+export function endCall(stream: ServerHttp2Stream, code: Code | 0, message = '', last?: Uint8Array): void {
+  if (stream.destroyed || stream.closed) return;
+  if (!stream.headersSent) {
     if (code !== 0) {
-      trailersOnly(res, code, message);
+      trailersOnly(stream, code, message);
       return;
     }
-    res.writeHead(200, GRPC_RESPONSE_HEADERS);
+    respondWithMessages(stream);
   }
-  if (res.writableEnded) return;
-  res.addTrailers(code === 0 ? { 'grpc-status': '0' } : { 'grpc-status': String(code), 'grpc-message': encodeURIComponent(message) });
-  res.end();
+  if (stream.writableEnded) return;
+  const trailers = code === 0 ? { 'grpc-status': '0' } : { 'grpc-status': String(code), 'grpc-message': encodeURIComponent(message) };
+  stream.once('wantTrailers', () => {
+    if (!stream.destroyed) stream.sendTrailers(trailers);
+  });
+  if (last === undefined) stream.end();
+  else stream.end(last);
 }

@@ -17,7 +17,7 @@
  * so HTTP/2 flow control holds the agent (and through it the backend).
  */
 import type { TunnelCounters } from '../edge-observers.js';
-import type { Http2ServerRequest, Http2ServerResponse, IncomingHttpHeaders } from 'node:http2';
+import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import { toBinary, create } from '@bufbuild/protobuf';
 import { Code } from '@connectrpc/connect';
 import {
@@ -33,7 +33,7 @@ import {
   type ProviderTunnelFrame,
 } from '@iop/proto';
 import type { AgentSession } from './agent-session.js';
-import { GRPC_RESPONSE_HEADERS, trailersOnly } from './grpc-response.js';
+import { endCall, trailersOnly } from './grpc-response.js';
 import type { RunHandle, RunRegistry } from './run-registry.js';
 
 const SUMMARY_MESSAGE = grpcFrame(toBinary(RunSummarySchema, create(RunSummarySchema, {})));
@@ -44,28 +44,21 @@ export function isGrpcRun(path: string | undefined, headers: IncomingHttpHeaders
   return path === RUN_PATH && (contentType === 'application/grpc' || contentType === 'application/grpc+proto');
 }
 
-function succeed(res: Http2ServerResponse): void {
-  if (res.stream.destroyed || res.headersSent) return;
-  res.writeHead(200, GRPC_RESPONSE_HEADERS);
-  res.addTrailers({ 'grpc-status': '0' });
-  res.end(SUMMARY_MESSAGE);
-}
-
 /**
  * Serves one Run call.
  * @param sessionOf the connected Control session with this id, if any (AgentRegistry.bySessionId).
  */
 export function handleRunStream(
-  req: Http2ServerRequest,
-  res: Http2ServerResponse,
+  stream: ServerHttp2Stream,
+  headers: IncomingHttpHeaders,
   runs: RunRegistry,
   sessionOf: (sessionId: string) => AgentSession | undefined,
   counters?: TunnelCounters,
 ): void {
-  const sessionId = req.headers[RUN_SESSION_HEADER];
+  const sessionId = headers[RUN_SESSION_HEADER];
   const session = typeof sessionId === 'string' ? sessionOf(sessionId) : undefined;
   if (session === undefined) {
-    trailersOnly(res, Code.Unauthenticated, `a Run call needs the ${RUN_SESSION_HEADER} of a connected Control session`);
+    trailersOnly(stream, Code.Unauthenticated, `a Run call needs the ${RUN_SESSION_HEADER} of a connected Control session`);
     return;
   }
   const reader = new GrpcMessageReader(RUN_MAX_MESSAGE_BYTES);
@@ -74,10 +67,10 @@ export function handleRunStream(
   const finish = (code: Code | undefined, message = '') => {
     if (done) return;
     done = true;
-    req.removeAllListeners('data');
-    req.resume();
-    if (code === undefined) succeed(res);
-    else trailersOnly(res, code, message);
+    stream.removeListener('data', onData);
+    stream.resume();
+    if (code === undefined) endCall(stream, 0, '', SUMMARY_MESSAGE);
+    else trailersOnly(stream, code, message);
   };
 
   const onFrame = (frame: ProviderTunnelFrame): Promise<void> | undefined => {
@@ -115,9 +108,9 @@ export function handleRunStream(
     else (waits ??= [wait]).push(pending);
   };
   const resume = () => {
-    if (!done) req.resume();
+    if (!done) stream.resume();
   };
-  req.on('data', (chunk: Buffer) => {
+  const onData = (chunk: Buffer) => {
     if (counters !== undefined) counters.bytes += chunk.length;
     try {
       reader.push(chunk, onMessage);
@@ -126,13 +119,14 @@ export function handleRunStream(
       return;
     }
     if (wait !== undefined && !done) {
-      req.pause();
+      stream.pause();
       void (waits === undefined ? wait : Promise.all(waits)).then(resume);
     }
     wait = undefined;
     waits = undefined;
-  });
-  req.on('end', () => {
+  };
+  stream.on('data', onData);
+  stream.on('end', () => {
     const truncated = reader.bufferedBytes > 0;
     // The agent ended its side: its run is over, nothing to cancel.
     if (handle !== undefined && !handle.isFinished)
@@ -145,7 +139,7 @@ export function handleRunStream(
     done = true;
     if (handle !== undefined && !handle.isFinished) handle.failWith('agent_disconnected', 'the run stream was reset');
   };
-  req.on('aborted', onGone);
-  req.on('error', onGone);
-  res.on('close', onGone);
+  stream.on('aborted', onGone);
+  stream.on('error', onGone);
+  stream.on('close', onGone);
 }

@@ -1,0 +1,78 @@
+/**
+ * The tunnel port's HTTP/2 server. gRPC `Run` and `Control` calls — a stream per run, an
+ * assignment per run — are served on the raw `ServerHttp2Stream` (run-stream-handler.ts,
+ * control-stream-handler.ts); every other stream (Control in the Connect or gRPC-Web protocol,
+ * anything unknown) goes through Node's compatibility API to connect-node's adapter.
+ *
+ * Why not one request handler for all: Node's compatibility layer wraps each stream in an
+ * `Http2ServerRequest` and an `Http2ServerResponse` (two stream objects and their listeners) before
+ * emitting `request`, which cost the edge a few percent per run for calls that only need the
+ * stream. That layer is itself a listener of the server's `stream` event (Node docs, "Compatibility
+ * API": it is installed with the `request` listener); its listeners are moved behind one
+ * dispatcher that takes the hot calls first and hands it every other stream unchanged.
+ *
+ * Every stream, hot or not, passes the connection guard first (caps on unauthenticated peers).
+ */
+import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import { readFileSync } from 'node:fs';
+import { RUN_SESSION_HEADER } from '@iop/proto';
+import type { TunnelCounters } from '../edge-observers.js';
+import type { AgentRegistry } from './agent-registry.js';
+import type { ConnectionGuard } from './connection-guard.js';
+import { handleControlStream, isGrpcControl } from './control-stream-handler.js';
+import type { RunRegistry } from './run-registry.js';
+import { handleRunStream, isGrpcRun } from './run-stream-handler.js';
+import type { ControlHandler } from './tunnel-service.js';
+
+export interface TunnelServerOptions {
+  /** PEM files; plain HTTP/2 (h2c) without them. */
+  tls?: { certFile: string; keyFile: string } | undefined;
+  guard: ConnectionGuard;
+  registry: AgentRegistry;
+  runs: RunRegistry;
+  control: ControlHandler;
+  /** Largest Control message read, bytes. */
+  controlMaxMessageBytes: number;
+  /** Serves every stream that is not a gRPC Run or Control call (connect-node's adapter). */
+  fallback: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void;
+  counters?: TunnelCounters | undefined;
+}
+
+const ignore = () => undefined;
+
+export function createTunnelServer(options: TunnelServerOptions): http2.Http2Server | http2.Http2SecureServer {
+  const { guard, registry, runs } = options;
+  const fallback = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
+    if (guard.admitStream(req.stream.session, req.stream)) options.fallback(req, res);
+  };
+  const server =
+    options.tls === undefined
+      ? http2.createServer({}, fallback)
+      : http2.createSecureServer({ cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile), ...guard.tlsOptions() }, fallback);
+
+  /** Serves `stream` when it is a gRPC Run or Control call; false for any other stream. */
+  const serveHot = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders): boolean => {
+    const path = headers[':path'];
+    const run = isGrpcRun(path, headers);
+    if (!run && !isGrpcControl(path, headers)) return false;
+    // A stream reset by either side emits 'error'; the handlers watch 'close' and 'aborted', and a
+    // refused stream has no handler at all: without a listener the error would end the process.
+    stream.on('error', ignore);
+    const connection = stream.session;
+    if (!guard.admitStream(connection, stream)) return true;
+    if (run) {
+      const sessionId = headers[RUN_SESSION_HEADER];
+      if (typeof sessionId === 'string' && registry.bySessionId(sessionId) !== undefined) guard.authenticate(connection);
+      handleRunStream(stream, headers, runs, (id) => registry.bySessionId(id), options.counters);
+    } else handleControlStream(stream, options.control, options.controlMaxMessageBytes);
+    return true;
+  };
+
+  const compatibility = server.listeners('stream') as Array<(...args: unknown[]) => void>;
+  server.removeAllListeners('stream');
+  server.on('stream', function dispatch(this: unknown, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ...rest: unknown[]) {
+    if (serveHot(stream, headers)) return;
+    for (const listener of compatibility) Reflect.apply(listener, this, [stream, headers, ...rest]);
+  });
+  return server;
+}
