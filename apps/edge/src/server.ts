@@ -22,7 +22,7 @@ import { ConnectionGuard } from './tunnel/connection-guard.js';
 import { TUNNEL_CONNECTION } from './tunnel/agent-identity.js';
 import { createContextValues } from '@connectrpc/connect';
 import { createApp } from './http/app.js';
-import { withInferenceFastPath } from './http/fast-path.js';
+import { expressServerClasses, withInferenceFastPath } from './http/fast-path.js';
 import { buildDialectRoutes } from './routes.js';
 import { EDGE_VERSION } from './version.js';
 import { GateRegistry, policyLabel } from './gate/gate-registry.js';
@@ -120,7 +120,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   const app = createApp(context, allRoutes);
   // requestTimeout bounds how long a client may take to send a whole request (slow bodies), ms.
   const httpServer = http.createServer(
-    { keepAliveTimeout: 65_000, noDelay: true, requestTimeout: 120_000, headersTimeout: 30_000 },
+    { keepAliveTimeout: 65_000, noDelay: true, requestTimeout: 120_000, headersTimeout: 30_000, ...expressServerClasses(app) },
     withInferenceFastPath(app, context, allRoutes),
   );
   httpServer.on('clientError', (error: NodeJS.ErrnoException, socket) => {

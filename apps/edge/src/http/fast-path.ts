@@ -1,14 +1,14 @@
 /**
  * The inference endpoints (`POST /v1/chat/completions`, `/v1/messages`, `/v1/responses`) served
- * without walking express's router: the request gets express's request/response prototypes (as
- * `app.handle` gives them, so the pipeline's `req.get`, `res.status`, `res.json` work unchanged),
+ * without walking express's router: the request and response already carry express's methods
+ * (`expressServerClasses`, so the pipeline's `req.get`, `res.status`, `res.json` work unchanged),
  * then the same middleware in the same order as the routed app — request context, key check,
  * body (`rawBody`), inference handler, error handler. Why: per request, the router's layer walk,
  * `/v1` prefix trimming and body-parser were ~8 % of the edge's CPU, on the path every request takes.
  *
  * Everything else (other paths and methods, a query string) goes to the express app.
  */
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
+import http, { type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
 import type { Express, NextFunction, Request, Response } from 'express';
 import type { EdgeContext } from '../edge-context.js';
 import type { DialectRoutes } from './app.js';
@@ -28,8 +28,6 @@ export function withInferenceFastPath(app: Express, edge: EdgeContext, routes: D
   const handlers = new Map<string, Middleware>();
   for (const [path, route] of Object.entries(routes.inference)) handlers.set(path, inferenceHandler(route, edge));
   const body: Middleware = rawBody(edge.config.maxBodyBytes);
-  const requestPrototype = app.request as object;
-  const responsePrototype = app.response as object;
 
   return function edgeRequest(incoming: IncomingMessage, outgoing: ServerResponse): void {
     const handler = incoming.method === 'POST' ? handlers.get(incoming.url!) : undefined;
@@ -37,9 +35,10 @@ export function withInferenceFastPath(app: Express, edge: EdgeContext, routes: D
       app(incoming, outgoing);
       return;
     }
-    // What express's app.handle and router.handle set before the first middleware.
-    const req = Object.setPrototypeOf(incoming, requestPrototype) as Request;
-    const res = Object.setPrototypeOf(outgoing, responsePrototype) as Response;
+    // What express's app.handle and router.handle set before the first middleware (the
+    // prototypes are express's already: expressServerClasses).
+    const req = incoming as Request;
+    const res = outgoing as Response;
     Object.assign(req, { res, originalUrl: req.url, baseUrl: '', params: {} });
     Object.assign(res, { req, locals: Object.create(null) as Record<string, unknown> });
     const onError = (error: unknown) => fail(error, req, res, onError);
@@ -55,4 +54,28 @@ export function withInferenceFastPath(app: Express, edge: EdgeContext, routes: D
       });
     });
   };
+}
+
+/**
+ * The request and response classes for the edge's HTTP server (`http.createServer`'s
+ * `IncomingMessage` and `ServerResponse` options, Node docs "http.createServer"): Node's, with the
+ * app's express request and response methods and getters on their prototypes. The fast path then
+ * needs no `Object.setPrototypeOf` per request, which left every request's `req` and `res` as
+ * slow dictionary-mode objects (about 5 KB of allocation per request); express's own routing still
+ * sets its prototypes, which carry the same methods.
+ */
+export function expressServerClasses(app: Express): { IncomingMessage: typeof http.IncomingMessage; ServerResponse: typeof http.ServerResponse } {
+  class ExpressRequest extends http.IncomingMessage {}
+  // Typed as Node's class: a subclass cannot restate ServerResponse's generic constructor signature.
+  const ExpressResponse = class extends http.ServerResponse {} as typeof http.ServerResponse;
+  copyChain(ExpressRequest.prototype, app.request, http.IncomingMessage.prototype);
+  copyChain(ExpressResponse.prototype, app.response, http.ServerResponse.prototype);
+  return { IncomingMessage: ExpressRequest, ServerResponse: ExpressResponse };
+}
+
+/** Defines on `target` the own properties of `source` and of its prototypes below `stop` (the nearer one wins). */
+function copyChain(target: object, source: object, stop: object): void {
+  const chain: object[] = [];
+  for (let proto: object | null = source; proto !== null && proto !== stop; proto = Object.getPrototypeOf(proto) as object | null) chain.push(proto);
+  for (const proto of chain.reverse()) Object.defineProperties(target, Object.getOwnPropertyDescriptors(proto));
 }
