@@ -18,7 +18,6 @@ import { AsyncQueue } from '@iop/core';
 import {
   AgentMessageSchema,
   CONTROL_PATH,
-  DEFAULT_MAX_MESSAGE_BYTES,
   GrpcMessageError,
   GrpcMessageReader,
   decodeEdgeMessage,
@@ -29,6 +28,9 @@ import {
 } from '@iop/proto';
 import { CallStatus } from './grpc-status.js';
 import type { RunConnection } from './run-call.js';
+
+/** Largest EdgeMessage read: the largest length a gRPC message prefix can hold (connect-node's default read limit). */
+const CONTROL_MAX_MESSAGE_BYTES = 0xffff_ffff;
 
 const HEADERS = { 'content-type': 'application/grpc+proto', te: 'trailers', 'grpc-accept-encoding': 'identity' };
 
@@ -43,8 +45,9 @@ export async function* controlCall(connection: RunConnection, outgoing: AsyncIte
   const stream = await connection.request('POST', CONTROL_PATH, HEADERS, {});
   const status = new CallStatus(stream);
   const incoming = new AsyncQueue<EdgeMessage>(Number.POSITIVE_INFINITY);
-  // Assignments carry whole request bodies: the edge bounds them (its maxBodyBytes).
-  const reader = new GrpcMessageReader(DEFAULT_MAX_MESSAGE_BYTES);
+  // Assignments carry whole request bodies: the edge bounds them (its maxBodyBytes, up to 1 GiB,
+  // and a stored Responses conversation on top), so the agent takes any length a prefix can give.
+  const reader = new GrpcMessageReader(CONTROL_MAX_MESSAGE_BYTES);
   const fail = (error: unknown) => {
     incoming.fail(error);
     if (!stream.destroyed) stream.close(8 /* CANCEL */);

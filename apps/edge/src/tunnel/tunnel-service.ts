@@ -92,15 +92,29 @@ export function controlHandler(options: TunnelServiceOptions): ControlHandler {
     }
     const connection = context.connection;
     guard.authenticate(connection);
-    const { session, resumeToken } = await identities.claim(register.agentId, register.resumeToken, (earlierSessions) => {
+    const session = await identities.claim(register.agentId, register.resumeToken, (earlierSessions) => {
       if (context.signal.aborted) throw new ConnectError('the Control stream ended during registration', Code.Canceled);
       for (const earlier of earlierSessions) {
         logger.warn({ agentId: register.agentId, session: sessionTag(earlier.sessionId) }, 'a new session of this agent replaces its earlier one');
         earlier.close();
       }
       const accepted = new AgentSession(register, newId('ses_'), runs);
+      const token = identities.issue(accepted, connection);
+      // Registered leads the stream: once in the registry the session may be given queued runs at
+      // once, and the agent opens their Run calls with the session id Registered carries.
+      accepted.send(
+        edgeMessage({
+          case: 'registered',
+          value: create(RegisteredSchema, {
+            sessionId: accepted.sessionId,
+            heartbeatIntervalMs: options.heartbeatIntervalMs,
+            edgeVersion: options.edgeVersion,
+            resumeToken: token,
+          }),
+        }),
+      );
       registry.add(accepted);
-      return { session: accepted, resumeToken: identities.issue(accepted, connection) };
+      return accepted;
     });
     logger.info(
       {
@@ -112,17 +126,6 @@ export function controlHandler(options: TunnelServiceOptions): ControlHandler {
         agentVersion: session.agentVersion,
       },
       'agent registered',
-    );
-    session.send(
-      edgeMessage({
-        case: 'registered',
-        value: create(RegisteredSchema, {
-          sessionId: session.sessionId,
-          heartbeatIntervalMs: options.heartbeatIntervalMs,
-          edgeVersion: options.edgeVersion,
-          resumeToken,
-        }),
-      }),
     );
     let ended = false;
     const end = (reason: string) => {
