@@ -104,6 +104,23 @@ describe('Control over gRPC (raw handler)', () => {
       session.close();
     }
   });
+  it('ends a registered call with INTERNAL when the agent ends it inside a message', async () => {
+    const session = http2.connect(`http://127.0.0.1:${edge.tunnelPort}`);
+    try {
+      const stream = session.request({ ':method': 'POST', ':path': CONTROL_PATH, 'content-type': 'application/grpc', te: 'trailers' });
+      let trailers: http2.IncomingHttpHeaders | undefined;
+      stream.on('trailers', (received) => (trailers = received));
+      stream.write(message({ case: 'register', value: { agentId: 'cut-agent', joinToken: JOIN_TOKEN, models: [{ id: 'cut-model' }], maxConcurrency: 1 } }));
+      await new Promise<void>((resolve) => stream.once('data', () => resolve()));
+      stream.resume();
+      stream.end(message({ case: 'heartbeat', value: { inFlight: 1 } }).subarray(0, 4));
+      await new Promise((resolve) => stream.on('close', resolve));
+      expect(trailers?.['grpc-status']).toBe(String(Code.Internal));
+      expect(decodeURIComponent(String(trailers?.['grpc-message']))).toMatch(/inside a message/);
+    } finally {
+      session.close();
+    }
+  });
 });
 
 describe('Control over the Connect protocol (connect-node route)', () => {

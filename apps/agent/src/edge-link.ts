@@ -176,7 +176,13 @@ export class EdgeLink {
       await session.run(stop);
       if (!stop.aborted) this.logger.warn({ edge: this.edgeUrl }, 'control stream ended by the edge');
     } catch (error) {
-      if (!stop.aborted) this.logConnectionError(error);
+      if (!stop.aborted) {
+        this.logConnectionError(error);
+        // The next attempt dials a new connection: the edge has dropped this session and its runs,
+        // and an HTTP/2 session left over its memory limit by a reset stream (a large assignment
+        // cut short) would refuse every new stream on the old connection (ENHANCE_YOUR_CALM).
+        this.connection.abort();
+      }
     } finally {
       this.session = undefined;
     }

@@ -88,8 +88,11 @@ export function handleControlStream(stream: ServerHttp2Stream, control: ControlH
   };
   stream.on('data', onData);
   stream.on('end', () => {
-    if (reader.bufferedBytes > 0) requests.fail(new ConnectError(`the stream ended inside a message (${reader.bufferedBytes} bytes of it)`, Code.Internal));
-    else requests.close();
+    if (reader.bufferedBytes > 0) {
+      const message = `the stream ended inside a message (${reader.bufferedBytes} bytes of it)`;
+      requests.fail(new ConnectError(message, Code.Internal));
+      finish(Code.Internal, message);
+    } else requests.close();
   });
   const onGone = () => {
     // Nothing can be answered any more: the call's logic ends the session (its abort listener).
