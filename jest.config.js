@@ -9,6 +9,7 @@ const common = {
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.test.json' }] },
   moduleNameMapper: {
     '^@iop/(core|proto|dialects|stream-gate|backend)$': '<rootDir>/packages/$1/src/index.ts',
+    '^@iop/core/errors$': '<rootDir>/packages/core/src/errors.ts',
     '^@iop/test-support$': '<rootDir>/test/support/index.ts',
     '^@iop/agent$': '<rootDir>/apps/agent/src/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',

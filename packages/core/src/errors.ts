@@ -8,6 +8,9 @@
  * sent on the wire.
  *
  * This module imports nothing from the rest of core (`events.ts` depends on it, not the reverse).
+ * It is also the entry `@iop/core/errors`: code that needs only the error class (the edge's
+ * Responses-store worker thread) imports it there instead of loading all of core (config schemas,
+ * logger, tracing) into its isolate.
  */
 
 export const ErrorCodes = [

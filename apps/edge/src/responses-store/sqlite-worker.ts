@@ -6,7 +6,9 @@
  * or `{ id, error }` with the error's code (an IopError's) and message.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { IopError } from '@iop/core';
+// Only the error class: this thread is its own isolate and loads nothing it does not run
+// (the whole of @iop/core would add config schemas, the logger and tracing to its heap).
+import { IopError } from '@iop/core/errors';
 import { SqliteResponseStore, type SqliteStoreOptions } from './sqlite-store.js';
 
 export type StoreMethod = 'putShared' | 'get' | 'delete' | 'inputItems' | 'close';

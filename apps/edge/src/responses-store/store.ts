@@ -10,7 +10,8 @@
  * exactly: records stored by an open edge (`''`, and rows from before owners existed) are readable
  * by nobody once keys are configured, and retention removes them in time.
  */
-import { IopError } from '@iop/core';
+// Not the '@iop/core' barrel: this module is also loaded by the store's worker thread (sqlite-worker.ts).
+import { IopError } from '@iop/core/errors';
 import type { openaiResponses } from '@iop/dialects';
 
 export type StoredResponse = openaiResponses.StoredResponse;
