@@ -17,7 +17,16 @@
  * warning; the request never fails for it).
  */
 import type { RegExpEngine, RegExpLike } from 'ajv/dist/types';
-import { RE2JS } from 're2js';
+import type { RE2JS } from 're2js';
+
+let re2jsClass: typeof RE2JS | undefined;
+
+/** re2js, loaded with the first pattern: it is one 250 KB script, and most processes never compile a client's pattern. */
+function re2js(): typeof RE2JS {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  re2jsClass ??= (require('re2js') as { RE2JS: typeof RE2JS }).RE2JS;
+  return re2jsClass;
+}
 
 /** A compiled pattern as ajv holds it. */
 class LinearRegExpLike implements RegExpLike {
@@ -44,9 +53,10 @@ class LinearRegExpLike implements RegExpLike {
  */
 export const linearRegExp: RegExpEngine = Object.assign(
   (pattern: string, flags: string): RegExpLike => {
+    const RE2 = re2js();
     let compiled: RE2JS;
     try {
-      compiled = RE2JS.compile(RE2JS.translateRegExp(pattern), RE2JS.LOOKBEHINDS);
+      compiled = RE2.compile(RE2.translateRegExp(pattern), RE2.LOOKBEHINDS);
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       throw new Error(`pattern ${JSON.stringify(pattern)} needs a backtracking regex engine (backreferences and lookaheads are not supported): ${reason}`, {

@@ -28,14 +28,24 @@ export type CompiledSchema = { ok: true; validate: ValidateFunction } | { ok: fa
 const DEFAULT_MAX_ENTRIES = 512;
 
 export class SchemaCache {
-  private readonly ajv: Ajv2020;
+  private ajvInstance: Ajv2020 | undefined;
   private readonly byObject = new WeakMap<object, CompiledSchema>();
   private readonly byJson = new Map<string, CompiledSchema>();
 
-  constructor(private readonly maxEntries = DEFAULT_MAX_ENTRIES) {
-    this.ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true, code: { regExp: linearRegExp } });
-    addFormats(this.ajv);
-    this.ajv.addMetaSchema(draft07MetaSchema);
+  constructor(private readonly maxEntries = DEFAULT_MAX_ENTRIES) {}
+
+  /**
+   * ajv, set up with the first schema compiled: the process-wide cache exists in every edge while
+   * most never check a schema, and an instance with the formats and the draft-07 meta-schema holds
+   * about 0.7 MiB.
+   */
+  private ajv(): Ajv2020 {
+    if (this.ajvInstance === undefined) {
+      this.ajvInstance = new Ajv2020({ strict: false, allErrors: true, validateFormats: true, code: { regExp: linearRegExp } });
+      addFormats(this.ajvInstance);
+      this.ajvInstance.addMetaSchema(draft07MetaSchema);
+    }
+    return this.ajvInstance;
   }
 
   /** The compiled validator for `schema` (compiling it on first use). Never throws. */
@@ -57,13 +67,13 @@ export class SchemaCache {
 
   private compile(schema: Record<string, unknown>): CompiledSchema {
     try {
-      const validate = this.ajv.compile(schema);
+      const validate = this.ajv().compile(schema);
       return { ok: true, validate };
     } catch (error) {
       return { ok: false, error: error instanceof Error ? error.message : String(error) };
     } finally {
       try {
-        this.ajv.removeSchema(schema);
+        this.ajv().removeSchema(schema);
       } catch {
         // nothing registered under it
       }
