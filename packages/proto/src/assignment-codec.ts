@@ -30,7 +30,11 @@ import {
   writeString,
   writeUint32Field,
   writeVarint,
+  asBuffer,
+  bytesFieldSize,
+  writeBytesField,
 } from './wire.js';
+import { grpcFrame } from './grpc-message.js';
 
 const EMPTY = new Uint8Array(0);
 const ASSIGNMENT_TYPE = RunAssignmentSchema.typeName as 'iop.v1.RunAssignment';
@@ -92,8 +96,7 @@ function encodeAssign(assignment: RunAssignment): Buffer {
   for (const bytes of stringBytes) if (bytes > 0) size += stringFieldSize(bytes);
   const headers = mapFieldSizes(assignment.headers);
   size += headers.total;
-  const bodyBytes = assignment.body.length;
-  if (bodyBytes > 0) size += 1 + varintSize(bodyBytes) + bodyBytes;
+  size += bytesFieldSize(assignment.body.length);
   const keyBytes = assignment.idempotencyKey.length === 0 ? 0 : Buffer.byteLength(assignment.idempotencyKey);
   if (keyBytes > 0) size += stringFieldSize(keyBytes);
   size += uint32FieldSize(assignment.firstByteTimeoutMs) + uint32FieldSize(assignment.idleTimeoutMs);
@@ -106,12 +109,7 @@ function encodeAssign(assignment: RunAssignment): Buffer {
     if (stringBytes[index]! > 0) offset = writeString(out, offset, tag, assignment[field], stringBytes[index]!);
   }
   if (headers.sizes !== undefined) offset = writeMapField(out, offset, 0x32, assignment.headers, headers.sizes);
-  if (bodyBytes > 0) {
-    out[offset++] = 0x3a;
-    offset = writeVarint(out, offset, bodyBytes);
-    out.set(assignment.body, offset);
-    offset += bodyBytes;
-  }
+  offset = writeBytesField(out, offset, 0x3a, assignment.body);
   if (keyBytes > 0) offset = writeString(out, offset, 0x42, assignment.idempotencyKey, keyBytes);
   offset = writeUint32Field(out, offset, 0x48, assignment.firstByteTimeoutMs);
   writeUint32Field(out, offset, 0x50, assignment.idleTimeoutMs);
@@ -131,10 +129,7 @@ export function encodeEdgeMessage(message: EdgeMessage): Buffer {
     !isPlainUint32(assignment.firstByteTimeoutMs) ||
     !isPlainUint32(assignment.idleTimeoutMs)
   ) {
-    const payload = toBinary(EdgeMessageSchema, message);
-    const out = grpcMessageBuffer(payload.length);
-    out.set(payload, 5);
-    return out;
+    return grpcFrame(toBinary(EdgeMessageSchema, message));
   }
   return encodeAssign(assignment);
 }
@@ -180,7 +175,7 @@ function decodeAssignment(bytes: Buffer, end: number, state: { offset: number })
 }
 
 function decodeFast(bytes: Uint8Array): EdgeMessage | undefined {
-  const buffer = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const buffer = asBuffer(bytes);
   if (buffer.length < 2 || buffer[0] !== 0x12) return undefined;
   const state = { offset: 1 };
   const length = readLength(buffer, state);

@@ -30,7 +30,11 @@ import {
   writeString,
   writeUint32Field,
   writeVarint,
+  asBuffer,
+  bytesFieldSize,
+  writeBytesField,
 } from './wire.js';
+import { grpcFrame } from './grpc-message.js';
 
 const EMPTY = new Uint8Array(0);
 const FRAME_TYPE = ProviderTunnelFrameSchema.typeName as 'iop.v1.ProviderTunnelFrame';
@@ -103,18 +107,14 @@ function encodable(frame: ProviderTunnelFrame): boolean {
  */
 export function encodeFrameMessage(frame: ProviderTunnelFrame): Buffer {
   if (!encodable(frame)) {
-    const payload = toBinary(ProviderTunnelFrameSchema, frame);
-    const out = grpcMessageBuffer(payload.length);
-    out.set(payload, 5);
-    return out;
+    return grpcFrame(toBinary(ProviderTunnelFrameSchema, frame));
   }
   const runIdBytes = frame.runId.length === 0 ? 0 : Buffer.byteLength(frame.runId);
   let size = runIdBytes === 0 ? 0 : stringFieldSize(runIdBytes);
   size += uint32FieldSize(frame.kind) + uint32FieldSize(frame.status);
   const headers = mapFieldSizes(frame.headers);
   size += headers.total;
-  const bodyBytes = frame.body.length;
-  if (bodyBytes > 0) size += 1 + varintSize(bodyBytes) + bodyBytes;
+  size += bytesFieldSize(frame.body.length);
   const codeBytes = frame.errorCode.length === 0 ? 0 : Buffer.byteLength(frame.errorCode);
   if (codeBytes > 0) size += stringFieldSize(codeBytes);
   const messageBytes = frame.errorMessage.length === 0 ? 0 : Buffer.byteLength(frame.errorMessage);
@@ -134,12 +134,7 @@ export function encodeFrameMessage(frame: ProviderTunnelFrame): Buffer {
     offset = writeVarint(out, offset, frame.status);
   }
   if (headers.sizes !== undefined) offset = writeMapField(out, offset, 0x22, frame.headers, headers.sizes);
-  if (bodyBytes > 0) {
-    out[offset++] = 0x2a;
-    offset = writeVarint(out, offset, bodyBytes);
-    out.set(frame.body, offset);
-    offset += bodyBytes;
-  }
+  offset = writeBytesField(out, offset, 0x2a, frame.body);
   if (codeBytes > 0) offset = writeString(out, offset, 0x32, frame.errorCode, codeBytes);
   if (messageBytes > 0) offset = writeString(out, offset, 0x3a, frame.errorMessage, messageBytes);
   if (usageBytes >= 0) {
@@ -173,7 +168,7 @@ function decodeUsage(bytes: Uint8Array, end: number, state: { offset: number }):
 }
 
 function decodeFast(bytes: Uint8Array): ProviderTunnelFrame | undefined {
-  const buffer = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const buffer = asBuffer(bytes);
   const frame = tunnelFrame({ runId: '', kind: 0 });
   const state = { offset: 0 };
   let seen = 0;

@@ -138,3 +138,20 @@ export function grpcMessageBuffer(size: number): Buffer {
   out.writeUInt32BE(size, 1);
   return out;
 }
+
+/** Bytes of a non-empty `bytes` field of `length` bytes (tag, length, data); 0 for an empty one (proto3: omitted). */
+export const bytesFieldSize = (length: number) => (length === 0 ? 0 : 1 + varintSize(length) + length);
+
+/** Writes a non-empty `bytes` field (nothing for an empty one); returns the next offset. */
+export function writeBytesField(out: Buffer, offset: number, tag: number, bytes: Uint8Array): number {
+  if (bytes.length === 0) return offset;
+  out[offset++] = tag;
+  offset = writeVarint(out, offset, bytes.length);
+  out.set(bytes, offset);
+  return offset + bytes.length;
+}
+
+/** `bytes` as a Buffer over the same memory (no copy). */
+export function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
