@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { decodesAnyBytesAs, text, uint32 } from './codec-properties';
+import { decodesAnyBytesAs, stringMap, text, uint32 } from './codec-properties';
 import { create, equals, fromBinary, toBinary } from '@bufbuild/protobuf';
 import {
   CancelRunSchema,
@@ -20,7 +20,7 @@ const init: fc.Arbitrary<RunAssignmentInit> = fc.record(
     model: text,
     method: fc.oneof(fc.constantFrom('POST', 'GET'), text),
     path: fc.oneof(fc.constantFrom('/v1/chat/completions', '/tokenize'), text),
-    headers: fc.dictionary(text, text, { maxKeys: 6 }),
+    headers: stringMap,
     body: fc.oneof(fc.uint8Array({ maxLength: 40 }), fc.uint8Array({ minLength: 100, maxLength: 20_000 })),
     idempotencyKey: text,
     firstByteTimeoutMs: uint32,

@@ -15,6 +15,17 @@ export const text = fc.oneof(
 );
 
 /**
+ * `map<string, string>` values: any keys but `__proto__`, which protobuf-es itself cannot hold (its
+ * decoder and `create` assign map keys, and assigning `__proto__` does not make an entry), so no
+ * message with it round-trips through the reference either.
+ */
+export const stringMap = fc.dictionary(
+  text.filter((key) => key !== '__proto__'),
+  text,
+  { maxKeys: 6 },
+);
+
+/**
  * Checks that `decode` gives, for random bytes and for mutations of real encodings (which reach
  * the known-field paths more often), a message equal to `reference`'s or an error where it throws.
  * @param encoded real encodings (payloads, without the gRPC prefix) to mutate.

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { decodesAnyBytesAs, text, uint32 } from './codec-properties';
+import { decodesAnyBytesAs, stringMap, text, uint32 } from './codec-properties';
 import { create, equals, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { ProviderTunnelFrameSchema, ProviderTunnelFrame_Kind, decodeFrame, encodeFrameMessage, grpcFrame, tunnelFrame, type FrameInit } from '@iop/proto';
 
@@ -9,7 +9,7 @@ const init: fc.Arbitrary<FrameInit> = fc.record(
     runId: text,
     kind: fc.oneof(fc.constantFrom(0, 1, 2, 3, 4, 5, 6), fc.integer({ min: -5, max: 1000 })),
     status: uint32,
-    headers: fc.dictionary(text, text, { maxKeys: 6 }),
+    headers: stringMap,
     body: fc.oneof(fc.uint8Array({ maxLength: 40 }), fc.uint8Array({ minLength: 100, maxLength: 20_000 })),
     errorCode: text,
     errorMessage: text,
