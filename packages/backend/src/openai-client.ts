@@ -7,13 +7,11 @@
  * `Authorization: Bearer`.
  *
  * undici's header and body timeouts are off: the relay applies its own first-byte and idle clocks,
- * which pause while the consumer holds the run back. Responses are read through undici's
- * dispatcher directly (response-body.ts), without a Readable stream per response.
+ * which pause while the consumer holds the run back.
  */
 import type { Pool } from 'undici';
 import type { IncomingHttpHeaders } from 'node:http';
 import { DROPPED_REQUEST_HEADERS, DROPPED_RESPONSE_HEADERS, type BackendCall, type BackendRequest, type BackendResponse } from './backend-call.js';
-import { ResponseBody } from './response-body.js';
 
 export interface OpenAiClientOptions {
   /**
@@ -44,12 +42,11 @@ export class OpenAiClient implements BackendCall {
     const url = new URL(options.baseUrl);
     this.origin = url.origin;
     this.pathPrefix = basePathOf(options.baseUrl);
-    // undici's Pool module alone (the very class the package exports as `Pool`), loaded with the
-    // first client. The package entry also loads fetch, WebSocket, the mocks and caches (about 90
-    // modules more) and through them Node's own bundled undici, ~3.5 MiB of heap the edge never uses;
-    // an edge without direct providers loads none of it.
+    // undici is loaded with the first client (~110 modules, ~3.5 MiB of heap): an edge without
+    // direct providers loads none of it. The package entry, not its Pool module alone: the entry
+    // is what adds `request` and the other call APIs to every dispatcher.
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const UndiciPool = require('undici/lib/dispatcher/pool') as typeof Pool;
+    const UndiciPool = (require('undici') as { Pool: typeof Pool }).Pool;
     this.pool = new UndiciPool(url.origin, {
       connections: options.connections ?? 16,
       keepAliveTimeout: 30_000,
@@ -80,13 +77,14 @@ export class OpenAiClient implements BackendCall {
     if (hasBody && headers['content-type'] === undefined) headers['content-type'] = 'application/json';
     // The request id travels on to the model server's logs.
     if (headers['x-request-id'] === undefined && request.requestId !== '') headers['x-request-id'] = request.requestId;
-    const body = new ResponseBody(request.signal);
-    this.pool.dispatch(
-      { origin: this.origin, method: method as 'GET', path: this.pathPrefix + request.path, headers, body: hasBody ? request.body : null },
-      body,
-    );
-    const head = await body.started;
-    return { status: head.status, headers: flattenHeaders(head.headers), body };
+    const response = await this.pool.request({
+      method: method as 'GET',
+      path: this.pathPrefix + request.path,
+      headers,
+      body: hasBody ? request.body : null,
+      signal: request.signal,
+    });
+    return { status: response.statusCode, headers: flattenHeaders(response.headers), body: response.body };
   }
 
   /** Closes its connections; requests in flight are aborted. */
