@@ -23,7 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
 import Ajv from 'ajv';
-import { launch, procStats, type Proc } from './processes.js';
+import { launch, launchAgent, procStats, type Proc } from './processes.js';
 import { bucketPercentile, histogramDelta, scrapeMetrics, sumOf, type HistogramDelta } from './prometheus.js';
 import type { RequestResult, RequestSpec } from './request.js';
 import { summarize } from './stats.js';
@@ -64,27 +64,14 @@ async function startStack(simArgs: string[]): Promise<Stack> {
   );
   const ready = await edge.ready();
   const [port, tunnelPort] = [ready.port as number, ready.tunnelPort as number];
-  const agent = launch(
-    'agent',
-    'apps/agent/dist/main.js',
-    [
-      '--edge',
-      `http://127.0.0.1:${tunnelPort}`,
-      '--join-token',
-      JOIN_TOKEN,
-      '--agent-id',
-      'bench-agent',
-      '--backend',
-      'openai',
-      '--backend-url',
-      `http://127.0.0.1:${simPort}`,
-      '--models',
-      MODEL,
-      '--max-concurrency',
-      '256',
-    ],
-    { IOP_LOG_LEVEL: 'info' },
-  );
+  const agent = launchAgent('agent', {
+    tunnelPort,
+    joinToken: JOIN_TOKEN,
+    agentId: 'bench-agent',
+    backendUrl: `http://127.0.0.1:${simPort}`,
+    models: MODEL,
+    maxConcurrency: 256,
+  });
   await agent.ready(30_000);
   return { sim, simUrl: `http://127.0.0.1:${simPort}`, edge, edgeUrl: `http://127.0.0.1:${port}`, agent };
 }

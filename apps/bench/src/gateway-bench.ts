@@ -17,7 +17,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { measureIdleStreams, type IdleStreamsResult } from './idle-streams.js';
-import { launch, procStats, type Proc } from './processes.js';
+import { launch, launchAgent, procStats, type Proc } from './processes.js';
 import { summarize } from './stats.js';
 import { runWorkload } from './workload.js';
 import type { RequestResult } from './request.js';
@@ -110,26 +110,16 @@ async function startStack(sim: SimKind, options: { agents?: number; agentMaxConc
   const agents: Proc[] = [];
   for (let i = 0; i < (options.agents ?? 1); i++) {
     agents.push(
-      launch(
+      launchAgent(
         'agent',
-        'apps/agent/dist/main.js',
-        [
-          '--edge',
-          `http://127.0.0.1:${edge.tunnelPort}`,
-          '--join-token',
-          JOIN_TOKEN,
-          '--agent-id',
-          `bench-agent-${i}`,
-          '--backend',
-          'openai',
-          '--backend-url',
-          simUrl,
-          '--models',
-          'bench-model',
-          '--max-concurrency',
-          String(options.agentMaxConcurrency ?? 256),
-        ],
-        { IOP_LOG_LEVEL: 'info' },
+        {
+          tunnelPort: edge.tunnelPort,
+          joinToken: JOIN_TOKEN,
+          agentId: `bench-agent-${i}`,
+          backendUrl: simUrl,
+          models: 'bench-model',
+          maxConcurrency: options.agentMaxConcurrency ?? 256,
+        },
         i === 0 ? prof('agent') : [],
       ),
     );

@@ -17,7 +17,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { billingLinePhase, type BillingPhaseResult } from './billing-line-phase.js';
-import { launch, type Proc } from './processes.js';
+import { launch, launchAgent, type Proc } from './processes.js';
 import { buildReport } from './bench-report.js';
 import { Agent } from 'undici';
 import { sendRequest, type RequestResult } from './request.js';
@@ -73,27 +73,14 @@ async function startPool(options: { simArgs?: string[]; edgeConfig?: Record<stri
     all.push(sim);
     const simPort = (await sim.ready()).port as number;
     simOrigins.push(`http://127.0.0.1:${simPort}`);
-    const agent = launch(
-      `agent-${index}`,
-      'apps/agent/dist/main.js',
-      [
-        '--edge',
-        `http://127.0.0.1:${listening.tunnelPort as number}`,
-        '--join-token',
-        JOIN_TOKEN,
-        '--agent-id',
-        `agent-${index}`,
-        '--backend',
-        'openai',
-        '--backend-url',
-        `http://127.0.0.1:${simPort}`,
-        '--models',
-        'pool-model',
-        '--max-concurrency',
-        '8',
-      ],
-      { IOP_LOG_LEVEL: 'info' },
-    );
+    const agent = launchAgent(`agent-${index}`, {
+      tunnelPort: listening.tunnelPort as number,
+      joinToken: JOIN_TOKEN,
+      agentId: `agent-${index}`,
+      backendUrl: `http://127.0.0.1:${simPort}`,
+      models: 'pool-model',
+      maxConcurrency: 8,
+    });
     all.push(agent);
     await agent.ready(30_000);
     agents.push(agent);

@@ -116,6 +116,46 @@ export function launch(name: string, script: string, args: string[], env: NodeJS
   return new Proc(name, child);
 }
 
+export interface AgentLaunch {
+  /** The edge's tunnel port on 127.0.0.1. */
+  tunnelPort: number;
+  joinToken: string;
+  agentId: string;
+  /** The OpenAI-compatible backend (a sim), e.g. `http://127.0.0.1:8000`. */
+  backendUrl: string;
+  /** Models it serves, comma-separated (`--models`). */
+  models: string;
+  maxConcurrency: number;
+  /** `IOP_LOG_LEVEL`; default info. */
+  logLevel?: string;
+}
+
+/** Starts an agent (`--backend openai`) in front of `backendUrl`, joined to the edge on `tunnelPort`. */
+export function launchAgent(name: string, agent: AgentLaunch, execArgv: string[] = []): Proc {
+  return launch(
+    name,
+    'apps/agent/dist/main.js',
+    [
+      '--edge',
+      `http://127.0.0.1:${agent.tunnelPort}`,
+      '--join-token',
+      agent.joinToken,
+      '--agent-id',
+      agent.agentId,
+      '--backend',
+      'openai',
+      '--backend-url',
+      agent.backendUrl,
+      '--models',
+      agent.models,
+      '--max-concurrency',
+      String(agent.maxConcurrency),
+    ],
+    { IOP_LOG_LEVEL: agent.logLevel ?? 'info' },
+    execArgv,
+  );
+}
+
 export interface ProcStats {
   /** User + system CPU time, ms. */
   cpuMs: number;

@@ -16,7 +16,7 @@ import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { Redis } from 'ioredis';
-import { launch, procStats, type Proc } from './processes.js';
+import { launch, launchAgent, procStats, type Proc } from './processes.js';
 import { runWorkload } from './workload.js';
 import { summarize } from './stats.js';
 
@@ -62,27 +62,15 @@ async function startStack(env: NodeJS.ProcessEnv): Promise<Stack> {
   all.push(edge);
   const listening = await edge.ready(30_000).catch(() => undefined);
   if (listening === undefined) throw new Error('edge did not start');
-  const agent = launch(
-    'agent',
-    'apps/agent/dist/main.js',
-    [
-      '--edge',
-      `http://127.0.0.1:${listening.tunnelPort as number}`,
-      '--join-token',
-      JOIN_TOKEN,
-      '--agent-id',
-      'bench-agent',
-      '--backend',
-      'openai',
-      '--backend-url',
-      `http://127.0.0.1:${simPort}`,
-      '--models',
-      'bench-model',
-      '--max-concurrency',
-      '256',
-    ],
-    { IOP_LOG_LEVEL: 'warn' },
-  );
+  const agent = launchAgent('agent', {
+    tunnelPort: listening.tunnelPort as number,
+    joinToken: JOIN_TOKEN,
+    agentId: 'bench-agent',
+    backendUrl: `http://127.0.0.1:${simPort}`,
+    models: 'bench-model',
+    maxConcurrency: 256,
+    logLevel: 'warn',
+  });
   all.push(agent);
   await agent.ready(30_000);
   return { edge, all, origin: `http://127.0.0.1:${listening.port as number}` };

@@ -4,7 +4,7 @@
  * readiness is read from the sim's readiness line, the edge's `/healthz` and `/admin/agents`.
  */
 import os from 'node:os';
-import { launch, type Proc } from '../processes.js';
+import { launch, launchAgent, type Proc } from '../processes.js';
 import { freePort, waitForHttp } from '../ports.js';
 import { readAgentLoads } from './soak-observer.js';
 import { sleep } from '@iop/core';
@@ -69,29 +69,15 @@ export class SoakCluster {
   }
 
   private launchAgent(index: number): Proc {
-    return launch(
-      this.agentId(index),
-      'apps/agent/dist/main.js',
-      [
-        '--edge',
-        `http://127.0.0.1:${this.tunnelPort}`,
-        '--join-token',
-        JOIN_TOKEN,
-        '--agent-id',
-        this.agentId(index),
-        '--backend',
-        'openai',
-        '--backend-url',
-        this.sims[index]!.url,
-        '--models',
-        SOAK_MODEL,
-        '--max-concurrency',
-        String(this.options.concurrencyPerAgent),
-        '--log-level',
-        'warn',
-      ],
-      { IOP_LOG_LEVEL: 'warn' },
-    );
+    return launchAgent(this.agentId(index), {
+      tunnelPort: this.tunnelPort,
+      joinToken: JOIN_TOKEN,
+      agentId: this.agentId(index),
+      backendUrl: this.sims[index]!.url,
+      models: SOAK_MODEL,
+      maxConcurrency: this.options.concurrencyPerAgent,
+      logLevel: 'warn',
+    });
   }
 
   private async startEdge(): Promise<void> {
