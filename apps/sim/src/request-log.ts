@@ -56,6 +56,26 @@ export interface SimStats {
 
 const COMPLETIONS_PATH = '/v1/chat/completions';
 
+/** A request's record as it arrives (nothing known of its outcome yet); id 0 for one not logged. */
+export function newRecord(id: number, method: string, path: string, headers: IncomingHttpHeaders): RequestRecord {
+  return {
+    id,
+    receivedAt: Date.now(),
+    method,
+    path,
+    model: null,
+    headers,
+    body: null,
+    status: null,
+    fault: null,
+    aborted: false,
+    abortedAt: null,
+    completed: false,
+    completedAt: null,
+    output: null,
+  };
+}
+
 export class RequestLog {
   private readonly ring: (RequestRecord | undefined)[];
   private next = 0;
@@ -80,22 +100,7 @@ export class RequestLog {
 
   /** Records a new request and counts it in flight. */
   open(method: string, path: string, headers: IncomingHttpHeaders): RequestRecord {
-    const record: RequestRecord = {
-      id: ++this.sequence,
-      receivedAt: Date.now(),
-      method,
-      path,
-      model: null,
-      headers,
-      body: null,
-      status: null,
-      fault: null,
-      aborted: false,
-      abortedAt: null,
-      completed: false,
-      completedAt: null,
-      output: null,
-    };
+    const record = newRecord(++this.sequence, method, path, headers);
     this.ring[this.next] = record;
     this.next = (this.next + 1) % this.capacity;
     this.stats.requests++;

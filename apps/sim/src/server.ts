@@ -13,7 +13,7 @@ import { handleControl } from './control-api.js';
 import { sendError, sendJson, type Exchange } from './exchange.js';
 import { FaultQueue } from './fault-queue.js';
 import { DEFAULT_KNOBS, type Knobs } from './knobs.js';
-import { RequestLog, type RequestRecord } from './request-log.js';
+import { RequestLog, newRecord, type RequestRecord } from './request-log.js';
 import { SimInputError } from './sim-error.js';
 import { handleTokenize, modelsBody } from './vllm-routes.js';
 import { resolveProfile, type GpuProfile } from './gpu-profile.js';
@@ -85,22 +85,7 @@ function parseJson(raw: Buffer | undefined): unknown {
 }
 
 function detachedRecord(exchangeReq: IncomingMessage, path: string): RequestRecord {
-  return {
-    id: 0,
-    receivedAt: Date.now(),
-    method: exchangeReq.method ?? 'GET',
-    path,
-    model: null,
-    headers: exchangeReq.headers,
-    body: null,
-    status: null,
-    fault: null,
-    aborted: false,
-    abortedAt: null,
-    completed: false,
-    completedAt: null,
-    output: null,
-  };
+  return newRecord(0, exchangeReq.method ?? 'GET', path, exchangeReq.headers);
 }
 
 async function route(
