@@ -14,6 +14,7 @@ import {
   ProviderTunnelFrameSchema,
   ProviderTunnelFrame_Kind as Kind,
   RunSummarySchema,
+  type RunSummary,
   type AgentMessage,
   type EdgeMessage,
   type ProviderTunnelFrame,
@@ -67,12 +68,19 @@ function sessionMetadata(sessionId: string | undefined): grpc.Metadata {
   return metadata;
 }
 
-/** Opens a Run call, writes `frames`, ends it; resolves with the call's status code. */
+/** Opens a Run call (frames in, the status alone back: proto/iop/v1/tunnel.proto). */
+function openRun(sessionId: string | undefined): grpc.ClientDuplexStream<ProviderTunnelFrame, RunSummary> {
+  return client.makeBidiStreamRequest('/iop.v1.TunnelService/Run', serializeFrame, deserializeSummary, sessionMetadata(sessionId));
+}
+
+/** Opens a Run call, writes `frames`, ends it; resolves with the call's status code (no message may come back). */
 function runCall(sessionId: string | undefined, frames: ProviderTunnelFrame[]): Promise<grpc.status> {
   return new Promise((resolve) => {
-    const run = client.makeClientStreamRequest('/iop.v1.TunnelService/Run', serializeFrame, deserializeSummary, sessionMetadata(sessionId), (error) =>
-      resolve(error === null ? grpc.status.OK : error.code),
-    );
+    const run = openRun(sessionId);
+    let messages = 0;
+    run.on('data', () => messages++);
+    run.on('error', () => undefined);
+    run.on('status', (status: grpc.StatusObject) => resolve(messages === 0 ? status.code : grpc.status.INTERNAL));
     for (const frame of frames) run.write(frame);
     run.end();
   });
@@ -116,13 +124,9 @@ describe('tunnel over plain @grpc/grpc-js', () => {
         if (message.message.case === 'assign') {
           assignments.push(message);
           const assign = message.message.value;
-          const run = client.makeClientStreamRequest(
-            '/iop.v1.TunnelService/Run',
-            serializeFrame,
-            deserializeSummary,
-            sessionMetadata(sessionId),
-            () => undefined,
-          );
+          const run = openRun(sessionId);
+          run.on('data', () => undefined);
+          run.on('error', () => undefined);
           const body = JSON.stringify({
             id: 'chatcmpl-1',
             object: 'chat.completion',

@@ -9,10 +9,13 @@
  * Wire behaviour follows "gRPC over HTTP2" (grpc/grpc PROTOCOL-HTTP2.md): a POST with
  * `content-type: application/grpc+proto`, `te: trailers` and the session's `iop-session-id`
  * (which binds the call to the Control session the run was assigned on), each ProviderTunnelFrame as one
- * length-prefixed message; the edge answers 200 with one RunSummary and `grpc-status: 0`, or a
- * Trailers-Only response carrying the error (NOT_FOUND, CANCELLED, …).
+ * length-prefixed message; the edge answers with a Trailers-Only response: `grpc-status: 0` once it
+ * has the run's END or ERROR frame, or the error (NOT_FOUND, CANCELLED, …).
  *
- * Frames produced within one tick are corked into one socket write.
+ * Writes: the first frame (ACCEPTED) leaves with the stream's HEADERS; later frames produced in one
+ * turn of the event loop (RESPONSE_START with a whole non-stream body, USAGE and END; a streamed
+ * token) are held until that turn's end and leave in one write, one HTTP/2 DATA frame, one wake-up
+ * of the edge. No frame waits longer than the turn it was produced in.
  *
  * Backpressure: the next frame is pulled from `frames` only once the stream accepted the previous
  * write (below its high-water mark), so HTTP/2 flow control from the edge holds the backend read.
@@ -20,7 +23,7 @@
 import { once } from 'node:events';
 import type { ClientHttp2Stream, OutgoingHttpHeaders } from 'node:http2';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { RUN_PATH, RUN_SESSION_HEADER, encodeFrameMessage, type ProviderTunnelFrame } from '@iop/proto';
+import { ProviderTunnelFrame_Kind as FrameKind, RUN_PATH, RUN_SESSION_HEADER, encodeFrameMessage, type ProviderTunnelFrame } from '@iop/proto';
 import { CallStatus } from './grpc-status.js';
 
 /** What a Run call needs of the connection to the edge (`Http2SessionManager` of connect-node). */
@@ -70,21 +73,30 @@ export async function sendRun(
     stream.once('end', settle);
     stream.once('close', settle);
   });
-  const uncork = () => stream.uncork();
+  // Held frames are released in the check phase (setImmediate), after everything this turn's
+  // socket reads produced: a body's end arrives ticks after its last bytes, too late for a
+  // nextTick. HTTP/2 then writes them with the session's next flush.
+  let holding = false;
+  const release = () => {
+    holding = false;
+    if (stream.writableCorked > 0) stream.uncork();
+  };
+  let first = true;
   try {
     for await (const frame of frames) {
       if (settled || stream.destroyed) break;
-      // Frames produced in the same tick (RESPONSE_START with a whole non-stream body, USAGE with
-      // END) leave in one write: fewer HTTP/2 DATA frames, packets and wake-ups of the edge.
-      if (stream.writableCorked === 0) {
+      if (first) first = false;
+      else if (!holding) {
+        holding = true;
         stream.cork();
-        process.nextTick(uncork);
+        setImmediate(release);
       }
-      if (!stream.write(encodeFrameMessage(frame))) {
-        await Promise.race([once(stream, 'drain'), outcome]);
-      }
+      const written = stream.write(encodeFrameMessage(frame));
+      // The edge answers the call once it has the terminal frame: from here an answer is no early end.
+      if (frame.kind === FrameKind.END || frame.kind === FrameKind.ERROR) allSent = true;
+      if (!written) await Promise.race([once(stream, 'drain'), outcome]);
     }
-    allSent = !settled && !stream.destroyed;
+    if (!allSent) allSent = !settled && !stream.destroyed;
     if (!stream.writableEnded) stream.end();
   } catch (error) {
     // The frames source failed (a bug): the edge must not wait for more.

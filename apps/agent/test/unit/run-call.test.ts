@@ -1,7 +1,7 @@
 /**
  * `sendRun` against a plain node:http2 server playing the edge's side of `Run`, so each answer
  * of the gRPC over HTTP/2 protocol (PROTOCOL-HTTP2.md) can be produced exactly: success with
- * trailers, Trailers-Only errors, RST_STREAM, a lost connection.
+ * trailers or Trailers-Only, Trailers-Only errors, RST_STREAM, a lost connection.
  */
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
@@ -61,6 +61,45 @@ async function* framesOf(list: ProviderTunnelFrame[]): AsyncGenerator<ProviderTu
 }
 
 describe('sendRun', () => {
+  test('the edge answering OK as soon as END is in, before the end of stream, is no early end', async () => {
+    const received: ProviderTunnelFrame[] = [];
+    handler = (stream) =>
+      readFrames(stream, received, (item) => {
+        if (item.kind === Kind.END) stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '0' }, { endStream: true });
+      });
+    const early = jest.fn();
+    await sendRun(connection, 'ses_test', framesOf([frame(Kind.ACCEPTED), frame(Kind.RESPONSE_START), frame(Kind.END)]), early);
+    expect(received.map((item) => item.kind)).toEqual([Kind.ACCEPTED, Kind.RESPONSE_START, Kind.END]);
+    expect(early).not.toHaveBeenCalled();
+  });
+
+  test('the first frame leaves with the HEADERS; frames of one turn after it leave in one DATA frame that ends the stream', async () => {
+    const chunks: number[] = [];
+    const received: ProviderTunnelFrame[] = [];
+    handler = (stream) => {
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk.length));
+      readFrames(stream, received);
+      stream.on('end', () => stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '0' }, { endStream: true }));
+    };
+    let backendAnswered: (() => void) | undefined;
+    const answered = new Promise<void>((resolve) => (backendAnswered = resolve));
+    async function* frames(): AsyncGenerator<ProviderTunnelFrame> {
+      yield frame(Kind.ACCEPTED);
+      setTimeout(backendAnswered!, 20);
+      await answered; // the backend's whole non-stream answer arrives at once
+      yield frame(Kind.RESPONSE_START);
+      yield frame(Kind.BODY, '{"id":"chatcmpl-1"}');
+      await Promise.resolve(); // the body's end comes ticks later
+      await new Promise((resolve) => process.nextTick(resolve));
+      yield frame(Kind.USAGE);
+      yield frame(Kind.END);
+    }
+    await sendRun(connection, 'ses_test', frames(), jest.fn());
+    expect(received.map((item) => item.kind)).toEqual([Kind.ACCEPTED, Kind.RESPONSE_START, Kind.BODY, Kind.USAGE, Kind.END]);
+    // One DATA frame each: ACCEPTED alone, then the four others together (Node emits one 'data' per DATA frame).
+    expect(chunks).toHaveLength(2);
+  });
+
   test('sends each frame as one length-prefixed message with gRPC headers; resolves on grpc-status 0', async () => {
     const received: ProviderTunnelFrame[] = [];
     let requestHeaders: http2.IncomingHttpHeaders = {};

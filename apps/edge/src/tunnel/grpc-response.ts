@@ -14,6 +14,17 @@ export function respondWithMessages(stream: ServerHttp2Stream): void {
   if (!stream.headersSent && !stream.destroyed) stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
 }
 
+const OK_TRAILERS_ONLY = { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '0' } as const;
+
+/**
+ * Ends a call that answers no message with OK in a Trailers-Only response: one HEADERS frame with
+ * END_STREAM. The client's side is left to end by itself (it has nothing more to send).
+ */
+export function okTrailersOnly(stream: ServerHttp2Stream): void {
+  if (stream.destroyed || stream.closed || stream.headersSent) return;
+  stream.respond(OK_TRAILERS_ONLY, { endStream: true });
+}
+
 /** Fails the call with a Trailers-Only response (nothing sent yet) and stops the client's side too. */
 export function trailersOnly(stream: ServerHttp2Stream, code: Code, message: string): void {
   if (stream.destroyed || stream.closed || stream.headersSent) return;
@@ -26,10 +37,10 @@ export function trailersOnly(stream: ServerHttp2Stream, code: Code, message: str
 }
 
 /**
- * Ends the call with `code` (0 = OK), after `last` when given: Trailers-Only for a failure before
- * any answer, else the status as trailers after what was written. Does nothing on a stream already gone.
+ * Ends the call with `code` (0 = OK): Trailers-Only for a failure before any answer, else the
+ * status as trailers after what was written. Does nothing on a stream already gone.
  */
-export function endCall(stream: ServerHttp2Stream, code: Code | 0, message = '', last?: Uint8Array): void {
+export function endCall(stream: ServerHttp2Stream, code: Code | 0, message = ''): void {
   if (stream.destroyed || stream.closed) return;
   if (!stream.headersSent) {
     if (code !== 0) {
@@ -43,6 +54,5 @@ export function endCall(stream: ServerHttp2Stream, code: Code | 0, message = '',
   stream.once('wantTrailers', () => {
     if (!stream.destroyed) stream.sendTrailers(trailers);
   });
-  if (last === undefined) stream.end();
-  else stream.end(last);
+  stream.end();
 }

@@ -6,8 +6,9 @@
  * (a Run in the Connect or gRPC-Web protocol is UNIMPLEMENTED there).
  *
  * Wire behaviour follows "gRPC over HTTP2" (grpc/grpc PROTOCOL-HTTP2.md): request messages are
- * length-prefixed ProviderTunnelFrames; the answer is HTTP 200 `application/grpc`, one RunSummary
- * message and the `grpc-status` trailer, or a Trailers-Only response carrying the error:
+ * length-prefixed ProviderTunnelFrames; the answer is a Trailers-Only response (one HEADERS frame,
+ * proto/iop/v1/tunnel.proto): `grpc-status: 0` as soon as the run's END or ERROR frame is in (the
+ * agent's end of stream follows; waiting for it would cost both sides a wake-up), or the error:
  * UNAUTHENTICATED (before any body is read) without the `iop-session-id` of a connected Control
  * session, NOT_FOUND for an unknown or finished run or one assigned to another session,
  * CANCELLED when the edge dropped the run (its agent then aborts the backend request),
@@ -18,7 +19,6 @@
  */
 import type { TunnelCounters } from '../edge-observers.js';
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
-import { toBinary, create } from '@bufbuild/protobuf';
 import { Code } from '@connectrpc/connect';
 import {
   GrpcMessageError,
@@ -27,16 +27,12 @@ import {
   type GrpcMessage,
   RUN_PATH,
   RUN_SESSION_HEADER,
-  RunSummarySchema,
   decodeFrame,
-  grpcFrame,
   type ProviderTunnelFrame,
 } from '@iop/proto';
 import type { AgentSession } from './agent-session.js';
-import { endCall, trailersOnly } from './grpc-response.js';
+import { okTrailersOnly, trailersOnly } from './grpc-response.js';
 import type { RunHandle, RunRegistry } from './run-registry.js';
-
-const SUMMARY_MESSAGE = grpcFrame(toBinary(RunSummarySchema, create(RunSummarySchema, {})));
 
 /** True for a gRPC (not Connect, not gRPC-Web) request that this handler can serve. */
 export function isGrpcRun(path: string | undefined, headers: IncomingHttpHeaders): boolean {
@@ -69,7 +65,7 @@ export function handleRunStream(
     done = true;
     stream.removeListener('data', onData);
     stream.resume();
-    if (code === undefined) endCall(stream, 0, '', SUMMARY_MESSAGE);
+    if (code === undefined) okTrailersOnly(stream);
     else trailersOnly(stream, code, message);
   };
 
@@ -86,7 +82,10 @@ export function handleRunStream(
       finish(Code.Canceled, 'run cancelled by the edge');
       return undefined;
     }
-    return handle.deliver(frame);
+    const pending = handle.deliver(frame);
+    // END or ERROR finished the run: the call is answered now.
+    if (handle.isFinished) finish(undefined);
+    return pending;
   };
 
   // One read may hold several frames; the stream resumes once the consumer took all of them.

@@ -10,7 +10,7 @@ import { connectNodeAdapter } from '@connectrpc/connect-node';
 import {
   EdgeMessageSchema,
   RegisteredSchema,
-  RunSummarySchema,
+  type RunSummary,
   TunnelService,
   type AgentMessage,
   type EdgeMessage,
@@ -93,23 +93,26 @@ export class TestEdge {
   private routes(router: ConnectRouter): void {
     router.service(TunnelService, {
       control: (requests) => this.control(requests),
-      run: async (requests) => {
-        let record: RecordedRun | undefined;
-        for await (const frame of requests) {
-          if (record === undefined) {
-            record = this.runs.get(frame.runId) ?? { frames: [], ended: false };
-            this.runs.set(frame.runId, record);
-          }
-          record.frames.push(frame);
-          if (frame.kind === 2 && this.runGate !== undefined) await this.runGate;
-          if (this.failRunAfterFirstBody.has(frame.runId) && frame.kind === 2) {
-            throw new ConnectError('client went away', Code.Canceled);
-          }
-        }
-        if (record !== undefined) record.ended = true;
-        return create(RunSummarySchema, {});
-      },
+      run: (requests) => this.run(requests),
     });
+  }
+
+  /** The edge answers a Run with its status alone (proto/iop/v1/tunnel.proto). */
+  // eslint-disable-next-line require-yield
+  private async *run(requests: AsyncIterable<ProviderTunnelFrame>): AsyncIterable<RunSummary> {
+    let record: RecordedRun | undefined;
+    for await (const frame of requests) {
+      if (record === undefined) {
+        record = this.runs.get(frame.runId) ?? { frames: [], ended: false };
+        this.runs.set(frame.runId, record);
+      }
+      record.frames.push(frame);
+      if (frame.kind === 2 && this.runGate !== undefined) await this.runGate;
+      if (this.failRunAfterFirstBody.has(frame.runId) && frame.kind === 2) {
+        throw new ConnectError('client went away', Code.Canceled);
+      }
+    }
+    if (record !== undefined) record.ended = true;
   }
 
   private async *control(requests: AsyncIterable<AgentMessage>): AsyncIterable<EdgeMessage> {
