@@ -12,10 +12,12 @@
  * length-prefixed message; the edge answers with a Trailers-Only response: `grpc-status: 0` once it
  * has the run's END or ERROR frame, or the error (NOT_FOUND, CANCELLED, …).
  *
- * Writes: the first frame (ACCEPTED) leaves with the stream's HEADERS; later frames produced in one
- * turn of the event loop (RESPONSE_START with a whole non-stream body, USAGE and END; a streamed
- * token) are held until that turn's end and leave in one write, one HTTP/2 DATA frame, one wake-up
- * of the edge. No frame waits longer than the turn it was produced in.
+ * Writes: the first frame (ACCEPTED) leaves with the stream's HEADERS. Later frames are held and
+ * leave together in one write (one HTTP/2 DATA frame, one wake-up of the edge): those of a
+ * non-stream answer until the end of the event-loop turn they were produced in, so RESPONSE_START,
+ * the body, USAGE and END go as one (a body's end is seen ticks after its last bytes); those of an
+ * event stream (`text/event-stream`) until the end of the tick, so a token never waits for a
+ * loop turn (the stream's USAGE and END then follow in a write of their own).
  *
  * Backpressure: the next frame is pulled from `frames` only once the stream accepted the previous
  * write (below its high-water mark), so HTTP/2 flow control from the edge holds the backend read.
@@ -73,15 +75,13 @@ export async function sendRun(
     stream.once('end', settle);
     stream.once('close', settle);
   });
-  // Held frames are released in the check phase (setImmediate), after everything this turn's
-  // socket reads produced: a body's end arrives ticks after its last bytes, too late for a
-  // nextTick. HTTP/2 then writes them with the session's next flush.
   let holding = false;
   const release = () => {
     holding = false;
     if (stream.writableCorked > 0) stream.uncork();
   };
   let first = true;
+  let eventStream = false;
   try {
     for await (const frame of frames) {
       if (settled || stream.destroyed) break;
@@ -89,8 +89,10 @@ export async function sendRun(
       else if (!holding) {
         holding = true;
         stream.cork();
-        setImmediate(release);
+        if (eventStream && frame.kind === FrameKind.BODY) process.nextTick(release);
+        else setImmediate(release);
       }
+      if (frame.kind === FrameKind.RESPONSE_START) eventStream = frame.headers['content-type']?.startsWith('text/event-stream') === true;
       const written = stream.write(encodeFrameMessage(frame));
       // The edge answers the call once it has the terminal frame: from here an answer is no early end.
       if (frame.kind === FrameKind.END || frame.kind === FrameKind.ERROR) allSent = true;

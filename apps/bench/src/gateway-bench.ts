@@ -12,6 +12,12 @@
  * `BENCH_SIMS=instant`, `BENCH_CONCURRENCY=1,64` and `BENCH_TARGETS=direct,iop` run only those rows.
  * Then `BENCH_IDLE_STREAMS` (default 10 000; 0 skips it) streams are held open at once on a sim
  * that has not answered yet: the edge's memory per idle stream (idle-streams.ts).
+ *
+ * Steady state: a server runs for days, so each stack first serves `BENCH_WARMUP` (default
+ * 10 000) non-stream and as many streamed requests per target at concurrency 64, on the model
+ * `bench-model@instant` (no delays, even on the paced sim). CPU per request falls by about half
+ * over a fresh process's first ~15 000 requests (V8 optimizes the request path's functions in
+ * tiers, the young generation grows); rows measured before that bill the warm-up to the gateway.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -45,6 +51,11 @@ const simNames = process.env.BENCH_SIMS?.split(',');
 type Target = 'direct' | 'iop' | 'edge';
 const TARGETS: Target[] = process.env.BENCH_TARGETS === undefined ? ['direct', 'iop', 'edge'] : (process.env.BENCH_TARGETS.split(',') as Target[]);
 const IDLE_STREAMS = Number(process.env.BENCH_IDLE_STREAMS ?? '10000');
+/** Requests per target and mode before any row (see the header). */
+const WARMUP = Math.round(Number(process.env.BENCH_WARMUP ?? '10000') * scale);
+const MODEL = 'bench-model';
+/** The sim without delays, whatever its flags (the sim's `instant` knob as a model-name suffix). */
+const INSTANT_MODEL = `${MODEL}@instant`;
 
 interface Row {
   sim: string;
@@ -98,7 +109,7 @@ async function startStack(sim: SimKind, options: { agents?: number; agentMaxConc
     '--host',
     '127.0.0.1',
     '--models',
-    'bench-model',
+    MODEL,
     '--output-tokens',
     String(OUTPUT_TOKENS),
     ...sim.args,
@@ -117,7 +128,7 @@ async function startStack(sim: SimKind, options: { agents?: number; agentMaxConc
           joinToken: JOIN_TOKEN,
           agentId: `bench-agent-${i}`,
           backendUrl: simUrl,
-          models: 'bench-model',
+          models: `${MODEL},${INSTANT_MODEL}`,
           maxConcurrency: options.agentMaxConcurrency ?? 256,
         },
         i === 0 ? prof('agent') : [],
@@ -129,7 +140,7 @@ async function startStack(sim: SimKind, options: { agents?: number; agentMaxConc
   let alone: Awaited<ReturnType<typeof startEdge>> | undefined;
   if (options.edgeAlone === true) {
     const config = path.join(mkdtempSync(path.join(os.tmpdir(), 'iop-bench-direct-')), 'edge.json');
-    writeFileSync(config, JSON.stringify({ pool: { directProviders: [{ id: 'sim', baseUrl: simUrl, models: ['bench-model'], maxConcurrency: 256 }] } }));
+    writeFileSync(config, JSON.stringify({ pool: { directProviders: [{ id: 'sim', baseUrl: simUrl, models: [MODEL, INSTANT_MODEL], maxConcurrency: 256 }] } }));
     alone = await startEdge('edge-alone', ['--config', config], prof('edge-alone'));
   }
   for (const proc of [simProc, edge.proc, ...agents, ...(alone === undefined ? [] : [alone.proc])]) proc.detach();
@@ -178,16 +189,38 @@ function rowOf(
   };
 }
 
+function originOf(stack: Stack, target: Target): string {
+  return target === 'direct' ? stack.simUrl : target === 'edge' ? stack.edgeAloneUrl! : stack.edgeUrl;
+}
+
+/** Brings every target of a new stack to steady state (see the header): `WARMUP` instant requests per target and mode at concurrency 64. */
+async function warmToSteadyState(stack: Stack): Promise<void> {
+  if (WARMUP <= 0) return;
+  for (const target of TARGETS) {
+    for (const stream of [false, true]) {
+      await runWorkload({
+        origin: originOf(stack, target),
+        spec: { dialect: 'chat', model: INSTANT_MODEL, stream, apiKey: API_KEY },
+        promptWords: { min: 8, max: 32 },
+        maxTokens: { min: OUTPUT_TOKENS, max: OUTPUT_TOKENS },
+        mode: { kind: 'closed', concurrency: 64 },
+        requests: WARMUP,
+      });
+    }
+  }
+}
+
 async function measure(stack: Stack, sim: SimKind, stream: boolean, concurrency: number, target: Target): Promise<Row> {
   const requests = Math.max(concurrency * 2, Math.round((sim.requests[concurrency] ?? 500) * scale));
-  const origin = target === 'direct' ? stack.simUrl : target === 'edge' ? stack.edgeAloneUrl! : stack.edgeUrl;
+  const origin = originOf(stack, target);
   const edgePid = target === 'edge' ? stack.edgeAlone!.pid : stack.edge.pid;
-  // Warm-up: connections, and the JIT (optimizing compiles run on background threads whose CPU
-  // time would otherwise land on the first row). Paced requests take 150 ms each: fewer of them.
+  // Warm-up of the row's own shape: connections at this concurrency, and optimizing compiles on
+  // V8's background threads (their CPU time would otherwise land on the row). Paced requests take
+  // 150 ms each: fewer of them.
   const warmUp = sim.name === 'instant' ? Math.max(300, concurrency * 4) : Math.max(16, concurrency * 2);
   await runWorkload({
     origin,
-    spec: { dialect: 'chat', model: 'bench-model', stream, apiKey: API_KEY },
+    spec: { dialect: 'chat', model: MODEL, stream, apiKey: API_KEY },
     promptWords: { min: 8, max: 32 },
     maxTokens: { min: OUTPUT_TOKENS, max: OUTPUT_TOKENS },
     mode: { kind: 'closed', concurrency },
@@ -202,7 +235,7 @@ async function measure(stack: Stack, sim: SimKind, stream: boolean, concurrency:
   }, 50);
   const { results, wallMs } = await runWorkload({
     origin,
-    spec: { dialect: 'chat', model: 'bench-model', stream, apiKey: API_KEY },
+    spec: { dialect: 'chat', model: MODEL, stream, apiKey: API_KEY },
     promptWords: { min: 8, max: 32 },
     maxTokens: { min: OUTPUT_TOKENS, max: OUTPUT_TOKENS },
     mode: { kind: 'closed', concurrency },
@@ -298,7 +331,7 @@ async function idleStreams(): Promise<IdleStreamsResult> {
       agentPid: stack.agent.pid,
       agents,
       apiKey: API_KEY,
-      model: 'bench-model',
+      model: MODEL,
       streams: IDLE_STREAMS,
     });
   } finally {
@@ -316,6 +349,8 @@ async function main(): Promise<void> {
     if (simNames !== undefined && !simNames.includes(sim.name)) continue;
     const stack = await startStack(sim, { edgeAlone: TARGETS.includes('edge') });
     try {
+      process.stderr.write(`  ${sim.name}: ${WARMUP} + ${WARMUP} requests per target to steady state\n`);
+      await warmToSteadyState(stack);
       for (const stream of [false, true]) {
         for (const concurrency of CONCURRENCY) {
           for (const target of TARGETS) {

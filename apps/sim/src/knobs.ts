@@ -154,6 +154,13 @@ export const KNOB_SPECS: readonly KnobSpec[] = [
   { name: 'ttft-ms', flag: false, values: '<ms>', describe: 'time to first token', parse: (raw) => ({ ttftMs: nonNegativeNumber('ttft-ms', raw) }) },
   { name: 'itl-ms', flag: false, values: '<ms>', describe: 'inter-token latency', parse: (raw) => ({ itlMs: nonNegativeNumber('itl-ms', raw) }) },
   {
+    name: 'instant',
+    flag: true,
+    values: '[true|false]',
+    describe: 'no delays (ttft-ms=0, itl-ms=0) in one name, e.g. `<model>@instant` on a paced sim',
+    parse: (raw) => (bool('instant', raw) ? { ttftMs: 0, itlMs: 0 } : {}),
+  },
+  {
     name: 'output-tokens',
     flag: false,
     values: '<n>',

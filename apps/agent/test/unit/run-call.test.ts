@@ -100,6 +100,33 @@ describe('sendRun', () => {
     expect(chunks).toHaveLength(2);
   });
 
+  test('a token of an event stream leaves at the end of its tick, never held for the turn', async () => {
+    const chunks: number[] = [];
+    const received: ProviderTunnelFrame[] = [];
+    handler = (stream) => {
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk.length));
+      readFrames(stream, received);
+      stream.on('end', () => stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '0' }, { endStream: true }));
+    };
+    const sse = (): ProviderTunnelFrame =>
+      create(ProviderTunnelFrameSchema, { runId: 'run_1', kind: Kind.RESPONSE_START, status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8' } });
+    async function* frames(): AsyncGenerator<ProviderTunnelFrame> {
+      yield frame(Kind.ACCEPTED);
+      await sleep(10);
+      yield sse();
+      yield frame(Kind.BODY, 'data: {"a":1}\n\n');
+      await sleep(10);
+      yield frame(Kind.BODY, 'data: [DONE]\n\n');
+      await new Promise((resolve) => process.nextTick(resolve)); // the body's end, ticks later
+      yield frame(Kind.USAGE);
+      yield frame(Kind.END);
+    }
+    await sendRun(connection, 'ses_test', frames(), jest.fn());
+    expect(received.map((item) => item.kind)).toEqual([Kind.ACCEPTED, Kind.RESPONSE_START, Kind.BODY, Kind.BODY, Kind.USAGE, Kind.END]);
+    // ACCEPTED; RESPONSE_START with the first token (one turn); the last token alone; USAGE with END.
+    expect(chunks).toHaveLength(4);
+  });
+
   test('sends each frame as one length-prefixed message with gRPC headers; resolves on grpc-status 0', async () => {
     const received: ProviderTunnelFrame[] = [];
     let requestHeaders: http2.IncomingHttpHeaders = {};

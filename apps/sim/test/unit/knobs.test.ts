@@ -14,6 +14,8 @@ describe('model-name suffix', () => {
     });
     expect(parseModelName('m@think-tags,reasoning=4').knobs).toEqual({ reasoningFormat: 'think-tags', reasoning: 4 });
     expect(parseModelName('m@xml-tool-calls=false').knobs).toEqual({ xmlToolCalls: false });
+    expect(parseModelName('m@instant').knobs).toEqual({ ttftMs: 0, itlMs: 0 });
+    expect(parseModelName('m@instant=false').knobs).toEqual({});
   });
 
   it('rejects unknown knobs, missing values and out-of-range values', () => {
