@@ -109,7 +109,12 @@ describe('sendRun', () => {
       stream.on('end', () => stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '0' }, { endStream: true }));
     };
     const sse = (): ProviderTunnelFrame =>
-      create(ProviderTunnelFrameSchema, { runId: 'run_1', kind: Kind.RESPONSE_START, status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8' } });
+      create(ProviderTunnelFrameSchema, {
+        runId: 'run_1',
+        kind: Kind.RESPONSE_START,
+        status: 200,
+        headers: { 'content-type': 'text/event-stream; charset=utf-8' },
+      });
     async function* frames(): AsyncGenerator<ProviderTunnelFrame> {
       yield frame(Kind.ACCEPTED);
       await sleep(10);
