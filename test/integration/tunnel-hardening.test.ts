@@ -148,6 +148,18 @@ class CuttableProxy {
     this.pairs = [];
   }
 
+  /** Every current connection goes silent both ways, as behind a NAT that dropped it: no FIN, no RST, nothing. */
+  blackhole(): void {
+    for (const { agentSide, edgeSide } of this.pairs) {
+      agentSide.unpipe(edgeSide);
+      edgeSide.unpipe(agentSide);
+      agentSide.pause();
+      edgeSide.pause();
+      this.halfOpen.push(agentSide, edgeSide);
+    }
+    this.pairs = [];
+  }
+
   close(): void {
     for (const socket of this.halfOpen) socket.destroy();
     for (const { agentSide, edgeSide } of this.pairs) {
@@ -173,7 +185,13 @@ describe('an agent id belongs to its live session', () => {
     edge = await startEdge({ args: ['--admin-keys', ADMIN_KEY] });
     proxy = new CuttableProxy(edge.tunnelPort);
     const proxyPort = await proxy.listen();
-    real = await startAgent({ tunnelPort: proxyPort, id: 'gpu-1', backendUrl: realSim.url, models: ['sim-model'], args: agentArgs });
+    real = await startAgent({
+      tunnelPort: proxyPort,
+      id: 'gpu-1',
+      backendUrl: realSim.url,
+      models: ['sim-model'],
+      args: [...agentArgs, '--edge-ping-interval-ms', '1000', '--edge-ping-timeout-ms', '1000'],
+    });
   });
 
   afterAll(() => proxy.close());
@@ -224,6 +242,20 @@ describe('an agent id belongs to its live session', () => {
     expect(Date.now() - cutAt).toBeLessThan(8_000);
     await edge.proc.waitFor((line) => line.msg === 'agent resumed on a new connection: its earlier session is closed', 5_000);
     expect(edge.proc.lines.some((line) => line.reason === 'heartbeat timeout')).toBe(false);
+    const openai = new OpenAI({ baseURL: edge.baseURL, apiKey: API_KEY, maxRetries: 0 });
+    const completion = await openai.chat.completions.create({ model: 'sim-model', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] });
+    expect(completion.choices[0]?.finish_reason).toBe('length');
+  }, 30_000);
+
+  it('finds a connection gone silent (no FIN, no RST) with an unanswered PING and redials with its resume token', async () => {
+    const registrations = () => real.lines.filter((line) => line.msg === 'registered').length;
+    const before = registrations();
+    const silentAt = Date.now();
+    proxy.blackhole();
+    // PING after 1 s without a frame, closed 1 s later, then the reconnect backoff (jitter off).
+    await eventually(() => registrations() > before, 10_000);
+    expect(Date.now() - silentAt).toBeLessThan(6_000);
+    await edge.proc.waitFor((line) => line.msg === 'agent resumed on a new connection: its earlier session is closed', 5_000);
     const openai = new OpenAI({ baseURL: edge.baseURL, apiKey: API_KEY, maxRetries: 0 });
     const completion = await openai.chat.completions.create({ model: 'sim-model', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] });
     expect(completion.choices[0]?.finish_reason).toBe('length');

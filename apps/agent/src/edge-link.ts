@@ -14,7 +14,6 @@
  */
 import { readFileSync } from 'node:fs';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { Http2SessionManager } from '@connectrpc/connect-node';
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import {
   ModelInfoSchema,
@@ -28,6 +27,7 @@ import {
 } from '@iop/proto';
 import type { Logger } from 'pino';
 import type { Backend } from './backends/backend.js';
+import { EdgeConnection } from './edge-connection.js';
 import { sleep } from '@iop/core';
 import { Backoff } from './backoff.js';
 import { ControlSession } from './control-session.js';
@@ -63,8 +63,8 @@ export class EdgeLink {
   /** Resolves when the link stopped (close, or deregistered by its edge). */
   readonly stopped: Promise<void>;
   readonly runs = new Map<string, RunExecution>();
-  /** The HTTP/2 connection to the edge (connect-node's session manager: keepalive PINGs, reconnects), shared by the raw Control and Run calls. */
-  private readonly connection: Http2SessionManager;
+  /** The HTTP/2 connection to the edge (keepalive PINGs, reconnects), shared by the raw Control and Run calls. */
+  private readonly connection: EdgeConnection;
   private readonly stop = new AbortController();
   private readonly backoff: Backoff;
   private session: ControlSession | undefined;
@@ -87,7 +87,11 @@ export class EdgeLink {
     const { options } = host;
     this.logger = options.edgeUrls.length > 1 ? logger.child({ edge: edgeUrl }) : logger;
     this.backoff = new Backoff({ baseMs: options.reconnectBaseMs, capMs: options.reconnectCapMs, lostConnectionJitterMs: options.reconnectJitterMs });
-    this.connection = new Http2SessionManager(edgeUrl, {}, options.tlsCa === undefined ? {} : { ca: readFileSync(options.tlsCa) });
+    this.connection = new EdgeConnection(edgeUrl, {
+      pingIntervalMs: options.edgePingIntervalMs,
+      pingTimeoutMs: options.edgePingTimeoutMs,
+      ...(options.tlsCa === undefined ? {} : { ca: readFileSync(options.tlsCa) }),
+    });
     this.stopped = this.connectLoop().finally(() => this.closeConnectionWhenIdle());
   }
 

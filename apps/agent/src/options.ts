@@ -78,6 +78,13 @@ export const AGENT_CONFIG_SCHEMA = Type.Object(
     reconnectCapMs: ms(1, 600_000, 10_000, 'Reconnect backoff: largest ceiling, ms.'),
     reconnectJitterMs: ms(0, 600_000, 1_000, 'Extra random delay before reconnecting to a lost edge, ms.'),
     stableConnectionMs: ms(0, 3_600_000, 10_000, 'A connection registered for this long resets the backoff, ms.'),
+    edgePingIntervalMs: ms(
+      1_000,
+      3_600_000,
+      10_000,
+      'HTTP/2 PING to the edge after this long without a frame from it, ms: a silently dropped connection is found and redialled.',
+    ),
+    edgePingTimeoutMs: ms(100, 600_000, 10_000, 'A PING unanswered for this long closes the connection to the edge (its runs fail, the agent redials), ms.'),
     metricsPort: Type.Optional(
       Type.Unsafe<number | 'off' | 'none'>({
         if: { type: 'string' },
@@ -165,6 +172,10 @@ export interface AgentOptions {
   reconnectJitterMs: number;
   /** A connection registered for this long resets the backoff, ms. Default 10 000. */
   stableConnectionMs: number;
+  /** HTTP/2 PING to the edge after this long without a frame from it, ms. Default 10 000. */
+  edgePingIntervalMs: number;
+  /** An unanswered PING closes the connection after this long, ms. Default 10 000. */
+  edgePingTimeoutMs: number;
   /** Port of the agent's /healthz, /readyz and /metrics (0 = any free port); undefined = none. The CLI's default is 8082. */
   metricsPort: number | undefined;
   /** Listen address of that port. Default 127.0.0.1. */
@@ -251,6 +262,8 @@ export function resolveAgentOptions(input: AgentOptionsInput, sources: ReadonlyA
     reconnectCapMs: value.reconnectCapMs,
     reconnectJitterMs: value.reconnectJitterMs,
     stableConnectionMs: value.stableConnectionMs,
+    edgePingIntervalMs: value.edgePingIntervalMs,
+    edgePingTimeoutMs: value.edgePingTimeoutMs,
     metricsPort,
     metricsHost: value.metricsHost,
     metricsPortRequired: input.metricsPortRequired !== false && input.metricsPortRequired !== 'false',
