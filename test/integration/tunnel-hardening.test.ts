@@ -232,33 +232,36 @@ describe('an agent id belongs to its live session', () => {
     await impostor.kill();
   }, 60_000);
 
-  it('accepts the real agent reconnecting after a network cut at once, with its resume token', async () => {
-    const registrations = () => real.lines.filter((line) => line.msg === 'registered').length;
-    const before = registrations();
-    const cutAt = Date.now();
-    proxy.cut();
-    await eventually(() => registrations() > before, 10_000);
-    // The edge still held the old, half-open session (its heartbeat timeout is 15 s).
-    expect(Date.now() - cutAt).toBeLessThan(8_000);
-    await edge.proc.waitFor((line) => line.msg === 'agent resumed on a new connection: its earlier session is closed', 5_000);
-    expect(edge.proc.lines.some((line) => line.reason === 'heartbeat timeout')).toBe(false);
+  const RESUMED = 'agent resumed on a new connection: its earlier session is closed';
+  const countOf = (proc: Proc, msg: string) => proc.lines.filter((line) => line.msg === msg).length;
+
+  /** Breaks the agent's connection with `breakIt`; resolves once the agent registered again and the edge moved its session over, with the time that took (ms). */
+  async function redialAfter(breakIt: () => void): Promise<number> {
+    const registered = countOf(real, 'registered');
+    const resumed = countOf(edge.proc, RESUMED);
+    const brokenAt = Date.now();
+    breakIt();
+    await eventually(() => countOf(real, 'registered') > registered && countOf(edge.proc, RESUMED) > resumed, 10_000);
+    return Date.now() - brokenAt;
+  }
+
+  async function expectChatAnswered(): Promise<void> {
     const openai = new OpenAI({ baseURL: edge.baseURL, apiKey: API_KEY, maxRetries: 0 });
     const completion = await openai.chat.completions.create({ model: 'sim-model', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] });
     expect(completion.choices[0]?.finish_reason).toBe('length');
+  }
+
+  it('accepts the real agent reconnecting after a network cut at once, with its resume token', async () => {
+    // The edge still held the old, half-open session (its heartbeat timeout is 15 s).
+    expect(await redialAfter(() => proxy.cut())).toBeLessThan(8_000);
+    expect(edge.proc.lines.some((line) => line.reason === 'heartbeat timeout')).toBe(false);
+    await expectChatAnswered();
   }, 30_000);
 
   it('finds a connection gone silent (no FIN, no RST) with an unanswered PING and redials with its resume token', async () => {
-    const registrations = () => real.lines.filter((line) => line.msg === 'registered').length;
-    const before = registrations();
-    const silentAt = Date.now();
-    proxy.blackhole();
     // PING after 1 s without a frame, closed 1 s later, then the reconnect backoff (jitter off).
-    await eventually(() => registrations() > before, 10_000);
-    expect(Date.now() - silentAt).toBeLessThan(6_000);
-    await edge.proc.waitFor((line) => line.msg === 'agent resumed on a new connection: its earlier session is closed', 5_000);
-    const openai = new OpenAI({ baseURL: edge.baseURL, apiKey: API_KEY, maxRetries: 0 });
-    const completion = await openai.chat.completions.create({ model: 'sim-model', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] });
-    expect(completion.choices[0]?.finish_reason).toBe('length');
+    expect(await redialAfter(() => proxy.blackhole())).toBeLessThan(6_000);
+    await expectChatAnswered();
   }, 30_000);
 
   it('gives the id to a restarted agent (no token) once the old session fails a PING, before the heartbeat timeout', async () => {

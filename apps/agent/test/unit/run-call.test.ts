@@ -60,6 +60,18 @@ async function* framesOf(list: ProviderTunnelFrame[]): AsyncGenerator<ProviderTu
   for (const item of list) yield item;
 }
 
+/** An edge that records each DATA frame's size (Node emits one 'data' per DATA frame) and the frames, and answers OK at the end of stream. */
+function countingDataFrames(): { chunks: number[]; received: ProviderTunnelFrame[] } {
+  const chunks: number[] = [];
+  const received: ProviderTunnelFrame[] = [];
+  handler = (stream) => {
+    stream.on('data', (chunk: Buffer) => chunks.push(chunk.length));
+    readFrames(stream, received);
+    stream.on('end', () => stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '0' }, { endStream: true }));
+  };
+  return { chunks, received };
+}
+
 describe('sendRun', () => {
   test('the edge answering OK as soon as END is in, before the end of stream, is no early end', async () => {
     const received: ProviderTunnelFrame[] = [];
@@ -74,13 +86,7 @@ describe('sendRun', () => {
   });
 
   test('the first frame leaves with the HEADERS; frames of one turn after it leave in one DATA frame that ends the stream', async () => {
-    const chunks: number[] = [];
-    const received: ProviderTunnelFrame[] = [];
-    handler = (stream) => {
-      stream.on('data', (chunk: Buffer) => chunks.push(chunk.length));
-      readFrames(stream, received);
-      stream.on('end', () => stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '0' }, { endStream: true }));
-    };
+    const { chunks, received } = countingDataFrames();
     let backendAnswered: (() => void) | undefined;
     const answered = new Promise<void>((resolve) => (backendAnswered = resolve));
     async function* frames(): AsyncGenerator<ProviderTunnelFrame> {
@@ -101,13 +107,7 @@ describe('sendRun', () => {
   });
 
   test('a token of an event stream leaves at the end of its tick, never held for the turn', async () => {
-    const chunks: number[] = [];
-    const received: ProviderTunnelFrame[] = [];
-    handler = (stream) => {
-      stream.on('data', (chunk: Buffer) => chunks.push(chunk.length));
-      readFrames(stream, received);
-      stream.on('end', () => stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '0' }, { endStream: true }));
-    };
+    const { chunks, received } = countingDataFrames();
     const sse = (): ProviderTunnelFrame =>
       create(ProviderTunnelFrameSchema, {
         runId: 'run_1',
