@@ -50,10 +50,12 @@ export class Agent implements LinkHost {
   private lastMetrics: { value: BackendMetrics; atMs: number } | undefined;
   private loadReport: NodeJS.Timeout | undefined;
   /**
-   * Assignments that found every slot taken; two may wait per slot. Only with several edges: one
-   * edge counts its runs exactly, so an assignment beyond the slots is its mistake, rejected at once.
+   * Assignments that found every slot taken. With several edges two may wait per slot (each edge
+   * learns the others' load late). With one edge, as many as runs being stopped: that edge frees a
+   * run's slot when it cancels the run, the agent a moment later, once the backend request and the
+   * Run call have closed; any other assignment beyond the slots is the edge's mistake, rejected at once.
    */
-  readonly slotWaiters = new SlotWaiters(() => (this.links.length > 1 ? 2 * this.options.maxConcurrency : 0));
+  readonly slotWaiters = new SlotWaiters(() => (this.links.length > 1 ? 2 * this.options.maxConcurrency : this.stoppingRuns()));
 
   constructor(
     readonly options: AgentOptions,
@@ -90,6 +92,13 @@ export class Agent implements LinkHost {
   totalInFlight(): number {
     let count = 0;
     for (const link of this.links) count += link.runs.size;
+    return count;
+  }
+
+  /** Runs still holding a slot while they stop (RunExecution.stopping). */
+  private stoppingRuns(): number {
+    let count = 0;
+    for (const link of this.links) for (const run of link.runs.values()) if (run.stopping) count++;
     return count;
   }
 

@@ -233,7 +233,8 @@ export class EdgeLink {
 
   private onAssign(assignment: RunAssignment, held = false): void {
     const reason = this.isDraining ? 'draining' : this.host.totalInFlight() >= this.host.options.maxConcurrency ? 'at_capacity' : undefined;
-    // Every slot taken (another edge got the last one first): wait for the next one a while.
+    // Every slot taken (another edge got the last one first, or this edge reused the slot of a run
+    // it cancelled that is still stopping here): wait for the next one a while.
     if (reason === 'at_capacity' && !held && !this.runs.has(assignment.runId)) {
       const waiting = this.host.slotWaiters.hold({
         runId: assignment.runId,

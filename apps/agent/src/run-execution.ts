@@ -67,6 +67,11 @@ export class RunExecution {
     this.done = this.execute();
   }
 
+  /** True once the run is being stopped (cancelled, or failed): its slot frees as soon as its backend request and Run call have closed. */
+  get stopping(): boolean {
+    return this.controller.signal.aborted;
+  }
+
   /** Aborts the run (CancelRun, shutdown); the backend request stops at once. */
   cancel(reason: string): void {
     if (!this.controller.signal.aborted) this.controller.abort(new RunFailure('cancelled', reason));

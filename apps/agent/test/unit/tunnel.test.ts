@@ -233,6 +233,19 @@ describe('agent tunnel client (openai backend)', () => {
     expect(edge.rejections[0]).toMatchObject({ runId: 'a2', reason: 'at_capacity' });
   });
 
+  test('an assignment reusing the slot of a run the edge just cancelled waits for that run to stop, not rejected', async () => {
+    await start({ maxConcurrency: 1 });
+    edge.assign({ runId: 'c1', path: '/hang' });
+    await waitFor(() => (edge.runs.get('c1')?.frames.length ?? 0) >= 2, 5_000, 'first body');
+    // The edge counts c1's slot free the moment it cancels c1, and assigns it at once.
+    edge.send({ case: 'cancel', value: { runId: 'c1', reason: 'client disconnected' } });
+    edge.assign({ runId: 'c2' });
+    await waitFor(() => edge.runs.get('c2')?.ended === true, 5_000, 'c2 served');
+    expect(edge.rejections).toEqual([]);
+    expect(edge.runs.get('c1')!.frames.at(-1)).toMatchObject({ kind: Kind.ERROR, errorCode: 'cancelled' });
+    expect(edge.runs.get('c2')!.frames.at(-1)!.kind).toBe(Kind.END);
+  });
+
   test('deregister closes Control once in-flight runs finish, and the agent stops', async () => {
     await start();
     edge.assign({ runId: 'd1' });
