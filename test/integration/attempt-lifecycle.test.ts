@@ -131,6 +131,34 @@ describe('every run the edge stops waiting for is aborted at the backend', () =>
     await countsAgree(0);
   });
 
+  it('a client that leaves mid-stream or before its non-stream answer is counted 499 client_gone, never an upstream 502', async () => {
+    /** `iop_requests_total` of agent gpu-1 with this status, summed over the other labels. */
+    const requestsWith = async (status: number): Promise<number> => {
+      const text = await (await fetch(`${edge.url}/metrics`)).text();
+      return text
+        .split('\n')
+        .filter((line) => line.startsWith('iop_requests_total{') && line.includes('agent="gpu-1"') && line.includes(`status="${status}"`))
+        .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+    };
+    const [gone, upstream] = [await requestsWith(499), await requestsWith(502)];
+    const streamAbort = new AbortController();
+    const stream = await client.chat.completions.create({ model: SLOW_STREAM, messages, stream: true }, { signal: streamAbort.signal });
+    try {
+      for await (const _chunk of stream) streamAbort.abort();
+    } catch {
+      // the SDK ends the iteration with an abort error
+    }
+    // A non-stream request whose run is assigned and waiting on its backend (first token after 4 s).
+    const answerAbort = new AbortController();
+    const answer = client.chat.completions.create({ model: LATE_ANSWER, messages }, { signal: answerAbort.signal }).catch((error: unknown) => error);
+    await eventually(async () => (await simRequests(sim)).filter((record) => String(record.path).includes('chat')).length >= 2, 3_000);
+    answerAbort.abort();
+    await answer;
+    await eventually(async () => (await requestsWith(499)) === gone + 2, 5_000);
+    expect(await requestsWith(502)).toBe(upstream);
+    await countsAgree(0);
+  });
+
   it('request deadline passes mid-stream: an in-band error ends the stream, the backend request is aborted', async () => {
     const stream = await client.chat.completions.create({ model: LONG_STREAM, messages, stream: true });
     let text = '';

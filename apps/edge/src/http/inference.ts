@@ -178,12 +178,14 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
             writeStallTimeoutMs: edge.config.writeStallTimeoutMs,
           });
           // A stream that ended in an error is not an answer: its tokens count as a failed attempt's.
+          // A client that left mid-stream stopped it: 499 `client_gone`, not the relay's upstream error.
           if (failure !== undefined) {
             usage.flush(metricLabels(model).model, responseLabels(), 'failed');
-            inBandStatus = failure.status;
-            log.warn({ runId: opened.run.runId, code: failure.code, error: failure.message }, 'relayed stream ended with an in-band error');
+            const gone = abort.clientGone;
+            inBandStatus = gone ? 499 : failure.status;
+            streamError = gone ? 'client_gone' : failure.code;
+            if (!gone) log.warn({ runId: opened.run.runId, code: failure.code, error: failure.message }, 'relayed stream ended with an in-band error');
           }
-          streamError = failure?.code;
         } else {
           responseMode = { mode: 'normalized', policy: edge.gates.policyOf(String(body.model)) };
           let request = route.dialect.decodeRequest(body);
@@ -231,11 +233,11 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           });
         }
       } catch (caught) {
-        failedStatus = caught instanceof IopError ? clientStatus(caught) : 500;
+        failedStatus = abort.clientGone ? 499 : caught instanceof IopError ? clientStatus(caught) : 500;
         throw caught;
       } finally {
         // 499: the client went away before the answer ended (nginx's convention).
-        admission?.complete(summary(failedStatus ?? (abort.error instanceof ClientGone ? 499 : res.statusCode), usage.value));
+        admission?.complete(summary(failedStatus ?? (abort.clientGone ? 499 : res.statusCode), usage.value));
       }
       const tokens = usage.flush(metricLabels(model).model, responseLabels());
       const durationMs = performance.now() - startedAt;
@@ -267,8 +269,10 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       abort.clear();
     } catch (caught) {
       abort.clear();
-      if (caught instanceof ClientGone || (!(caught instanceof IopError) && abort.error instanceof ClientGone)) {
-        // The client left before an answer (e.g. while queued): nothing to send, no edge error. 499: nginx's convention.
+      if (caught instanceof ClientGone || abort.clientGone) {
+        // The client left before an answer (queued, or its run already assigned: whatever failed
+        // after that, the run's cancellation included, follows from it): nothing to send, no edge
+        // error. 499: nginx's convention.
         edge.metrics.recordRequest({
           ...metricLabels(model),
           servedModel,

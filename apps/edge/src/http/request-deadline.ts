@@ -41,6 +41,11 @@ export class RequestDeadline {
     clearTimeout(this.timer);
   }
 
+  /** Whether the client closed its connection (the first stop reason was ClientGone). */
+  get clientGone(): boolean {
+    return this.controller.signal.aborted && this.controller.signal.reason instanceof ClientGone;
+  }
+
   /** The error to give the client, or undefined when it went away or nothing stopped the request. */
   get error(): IopError | undefined {
     const reason: unknown = this.controller.signal.reason;
