@@ -10,7 +10,7 @@
 import http from 'node:http';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { API_KEY, eventually, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import { API_KEY, eventually, metricSum, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
 import { ADMIN_KEY, admin, inFlightCountsAgree } from './lifecycle-helpers';
 import { clearSim, queueFault } from './stream-gate-helpers';
 
@@ -132,14 +132,7 @@ describe('every run the edge stops waiting for is aborted at the backend', () =>
   });
 
   it('a client that leaves mid-stream or before its non-stream answer is counted 499 client_gone, never an upstream 502', async () => {
-    /** `iop_requests_total` of agent gpu-1 with this status, summed over the other labels. */
-    const requestsWith = async (status: number): Promise<number> => {
-      const text = await (await fetch(`${edge.url}/metrics`)).text();
-      return text
-        .split('\n')
-        .filter((line) => line.startsWith('iop_requests_total{') && line.includes('agent="gpu-1"') && line.includes(`status="${status}"`))
-        .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
-    };
+    const requestsWith = (status: number) => metricSum(edge.url, 'iop_requests_total', { agent: 'gpu-1', status: String(status) });
     const [gone, upstream] = [await requestsWith(499), await requestsWith(502)];
     const streamAbort = new AbortController();
     const stream = await client.chat.completions.create({ model: SLOW_STREAM, messages, stream: true }, { signal: streamAbort.signal });

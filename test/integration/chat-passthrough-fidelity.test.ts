@@ -5,7 +5,7 @@
  * counted as a success).
  */
 import OpenAI from 'openai';
-import { API_KEY, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import { API_KEY, metricSum, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
 
 let sim: SimHandle;
 let edge: EdgeHandle;
@@ -31,15 +31,7 @@ async function errorOf(body: Record<string, unknown>): Promise<{ status: number;
   return { status: response.status, error: ((await response.json()) as { error: Record<string, unknown> }).error };
 }
 
-async function requestsCounted(status: string): Promise<number> {
-  const text = await (await fetch(`${edge.url}/metrics`)).text();
-  let total = 0;
-  for (const line of text.split('\n')) {
-    if (line.startsWith('iop_requests_total{') && line.includes('dialect="openai-chat"') && line.includes(`status="${status}"`))
-      total += Number(line.split(' ').pop());
-  }
-  return total;
-}
+const requestsCounted = (status: string) => metricSum(edge.url, 'iop_requests_total', { dialect: 'openai-chat', status });
 
 describe('passthrough chat completions', () => {
   it.each([

@@ -7,7 +7,7 @@
  */
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-import { API_KEY, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import { API_KEY, metricSum, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
 
 let sim: SimHandle;
 let edge: EdgeHandle;
@@ -33,14 +33,7 @@ async function queueFault(fault: string): Promise<void> {
   expect(response.status).toBe(200);
 }
 
-async function answerTokens(): Promise<number> {
-  const text = await (await fetch(`${edge.url}/metrics`)).text();
-  let total = 0;
-  for (const line of text.split('\n')) {
-    if (line.startsWith('iop_tokens_total{') && line.includes('kind="completion"') && line.includes('attempt="answer"')) total += Number(line.split(' ').pop());
-  }
-  return total;
-}
+const answerTokens = () => metricSum(edge.url, 'iop_tokens_total', { kind: 'completion', attempt: 'answer' });
 
 /** The edge still answers after the fault. */
 async function healthy(): Promise<void> {

@@ -114,6 +114,20 @@ export async function eventually(check: () => Promise<boolean> | boolean, timeou
   }
 }
 
+/**
+ * The sum of a Prometheus metric's series at `url`/metrics whose labels include every one of
+ * `labels` (text exposition format: `name{a="b",…} value`).
+ */
+export async function metricSum(url: string, name: string, labels: Record<string, string>): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`);
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (line.startsWith(`${name}{`) && wanted.every((label) => line.includes(label))) total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return total;
+}
+
 /** Polls the edge's `/readyz` until it is 200: an agent (or a direct provider) takes runs there. */
 export async function edgeReady(edge: Pick<EdgeHandle, 'url'>, timeoutMs = 30_000): Promise<void> {
   await eventually(async () => (await fetch(`${edge.url}/readyz`)).ok, timeoutMs);

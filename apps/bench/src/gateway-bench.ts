@@ -193,19 +193,24 @@ function originOf(stack: Stack, target: Target): string {
   return target === 'direct' ? stack.simUrl : target === 'edge' ? stack.edgeAloneUrl! : stack.edgeUrl;
 }
 
+/** `requests` Chat Completions of 8–32 prompt words and `OUTPUT_TOKENS` answer tokens, `concurrency` clients in a closed loop. */
+function closedLoad(origin: string, model: string, stream: boolean, concurrency: number, requests: number): ReturnType<typeof runWorkload> {
+  return runWorkload({
+    origin,
+    spec: { dialect: 'chat', model, stream, apiKey: API_KEY },
+    promptWords: { min: 8, max: 32 },
+    maxTokens: { min: OUTPUT_TOKENS, max: OUTPUT_TOKENS },
+    mode: { kind: 'closed', concurrency },
+    requests,
+  });
+}
+
 /** Brings every target of a new stack to steady state (see the header): `WARMUP` instant requests per target and mode at concurrency 64. */
 async function warmToSteadyState(stack: Stack): Promise<void> {
   if (WARMUP <= 0) return;
   for (const target of TARGETS) {
     for (const stream of [false, true]) {
-      await runWorkload({
-        origin: originOf(stack, target),
-        spec: { dialect: 'chat', model: INSTANT_MODEL, stream, apiKey: API_KEY },
-        promptWords: { min: 8, max: 32 },
-        maxTokens: { min: OUTPUT_TOKENS, max: OUTPUT_TOKENS },
-        mode: { kind: 'closed', concurrency: 64 },
-        requests: WARMUP,
-      });
+      await closedLoad(originOf(stack, target), INSTANT_MODEL, stream, 64, WARMUP);
     }
   }
 }
@@ -218,14 +223,7 @@ async function measure(stack: Stack, sim: SimKind, stream: boolean, concurrency:
   // V8's background threads (their CPU time would otherwise land on the row). Paced requests take
   // 150 ms each: fewer of them.
   const warmUp = sim.name === 'instant' ? Math.max(300, concurrency * 4) : Math.max(16, concurrency * 2);
-  await runWorkload({
-    origin,
-    spec: { dialect: 'chat', model: MODEL, stream, apiKey: API_KEY },
-    promptWords: { min: 8, max: 32 },
-    maxTokens: { min: OUTPUT_TOKENS, max: OUTPUT_TOKENS },
-    mode: { kind: 'closed', concurrency },
-    requests: warmUp,
-  });
+  await closedLoad(origin, MODEL, stream, concurrency, warmUp);
   const before = { edge: procStats(edgePid), agent: procStats(stack.agent.pid) };
   let edgeRss = before.edge.rssBytes;
   let agentRss = before.agent.rssBytes;
@@ -233,14 +231,7 @@ async function measure(stack: Stack, sim: SimKind, stream: boolean, concurrency:
     edgeRss = Math.max(edgeRss, procStats(edgePid).rssBytes);
     agentRss = Math.max(agentRss, procStats(stack.agent.pid).rssBytes);
   }, 50);
-  const { results, wallMs } = await runWorkload({
-    origin,
-    spec: { dialect: 'chat', model: MODEL, stream, apiKey: API_KEY },
-    promptWords: { min: 8, max: 32 },
-    maxTokens: { min: OUTPUT_TOKENS, max: OUTPUT_TOKENS },
-    mode: { kind: 'closed', concurrency },
-    requests,
-  });
+  const { results, wallMs } = await closedLoad(origin, MODEL, stream, concurrency, requests);
   clearInterval(sampler);
   const after = { edge: procStats(edgePid), agent: procStats(stack.agent.pid) };
   const row = rowOf({ sim: sim.name, mode: stream ? 'stream' : 'non-stream', concurrency, target }, results, wallMs);
