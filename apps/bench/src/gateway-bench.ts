@@ -18,12 +18,16 @@
  * `bench-model@instant` (no delays, even on the paced sim). CPU per request falls by about half
  * over a fresh process's first ~15 000 requests (V8 optimizes the request path's functions in
  * tiers, the young generation grows); rows measured before that bill the warm-up to the gateway.
+ *
+ * CPUs: the gateway runs on a core of its own, the load generator and the sim on the others
+ * (cpu-pinning.ts; `BENCH_PIN=0` shares every CPU).
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { cpuPlan, pinProcess, type CpuPlan } from './cpu-pinning.js';
 import { measureIdleStreams, type IdleStreamsResult } from './idle-streams.js';
-import { launch, launchAgent, procStats, type Proc } from './processes.js';
+import { launch, launchAgent, procStats, type LaunchOptions, type Proc } from './processes.js';
 import { summarize } from './stats.js';
 import { runWorkload } from './workload.js';
 import type { RequestResult } from './request.js';
@@ -33,6 +37,9 @@ const JOIN_TOKEN = 'iop-bench-join-token';
 const OUTPUT_TOKENS = 20;
 const scale = Number(process.env.BENCH_SCALE ?? '1');
 const profile = process.env.BENCH_CPU_PROF === '1';
+/** The gateway on a core of its own, load generator and sim on the others (cpu-pinning.ts); a string says why not. */
+const plan = cpuPlan();
+const pins: CpuPlan | undefined = typeof plan === 'string' ? undefined : plan;
 
 interface SimKind {
   name: 'instant' | 'paced';
@@ -90,34 +97,37 @@ interface Stack {
   edgeAloneUrl?: string;
 }
 
-async function startEdge(name: string, args: string[], prof: string[]): Promise<{ proc: Proc; port: number; tunnelPort: number }> {
+async function startEdge(name: string, args: string[], options: LaunchOptions): Promise<{ proc: Proc; port: number; tunnelPort: number }> {
   const proc = launch(
     'edge',
     'apps/edge/dist/main.js',
     ['--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN, ...args],
     { IOP_LOG_LEVEL: 'info', IOP_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), `iop-bench-${name}-`)) },
-    prof,
+    options,
   );
   const ready = await proc.ready();
   return { proc, port: ready.port as number, tunnelPort: ready.tunnelPort as number };
 }
 
-async function startStack(sim: SimKind, options: { agents?: number; agentMaxConcurrency?: number; edgeAlone?: boolean } = {}): Promise<Stack> {
-  const simProc = launch('sim', 'apps/sim/dist/main.js', [
-    '--port',
-    '0',
-    '--host',
-    '127.0.0.1',
-    '--models',
-    MODEL,
-    '--output-tokens',
-    String(OUTPUT_TOKENS),
-    ...sim.args,
-  ]);
+async function startStack(
+  sim: SimKind,
+  options: { agents?: number; agentMaxConcurrency?: number; edgeAlone?: boolean; pins?: CpuPlan | undefined } = {},
+): Promise<Stack> {
+  const simProc = launch(
+    'sim',
+    'apps/sim/dist/main.js',
+    ['--port', '0', '--host', '127.0.0.1', '--models', MODEL, '--output-tokens', String(OUTPUT_TOKENS), ...sim.args],
+    {},
+    { cpus: options.pins?.load },
+  );
   const simPort = (await simProc.ready()).port as number;
   const simUrl = `http://127.0.0.1:${simPort}`;
-  const prof = (name: string) => (profile ? ['--cpu-prof', `--cpu-prof-dir=${process.cwd()}/profiles`, `--cpu-prof-name=${name}-${sim.name}.cpuprofile`] : []);
-  const edge = await startEdge('edge', [], prof('edge'));
+  /** A gateway process: on the gateway's CPU, profiled when `BENCH_CPU_PROF=1`. */
+  const gateway = (name: string): LaunchOptions => ({
+    execArgv: profile ? ['--cpu-prof', `--cpu-prof-dir=${process.cwd()}/profiles`, `--cpu-prof-name=${name}-${sim.name}.cpuprofile`] : [],
+    cpus: options.pins?.gateway,
+  });
+  const edge = await startEdge('edge', [], gateway('edge'));
   const agents: Proc[] = [];
   for (let i = 0; i < (options.agents ?? 1); i++) {
     agents.push(
@@ -131,7 +141,7 @@ async function startStack(sim: SimKind, options: { agents?: number; agentMaxConc
           models: `${MODEL},${INSTANT_MODEL}`,
           maxConcurrency: options.agentMaxConcurrency ?? 256,
         },
-        i === 0 ? prof('agent') : [],
+        i === 0 ? gateway('agent') : { cpus: options.pins?.gateway },
       ),
     );
   }
@@ -141,7 +151,7 @@ async function startStack(sim: SimKind, options: { agents?: number; agentMaxConc
   if (options.edgeAlone === true) {
     const config = path.join(mkdtempSync(path.join(os.tmpdir(), 'iop-bench-direct-')), 'edge.json');
     writeFileSync(config, JSON.stringify({ pool: { directProviders: [{ id: 'sim', baseUrl: simUrl, models: [MODEL, INSTANT_MODEL], maxConcurrency: 256 }] } }));
-    alone = await startEdge('edge-alone', ['--config', config], prof('edge-alone'));
+    alone = await startEdge('edge-alone', ['--config', config], gateway('edge-alone'));
   }
   for (const proc of [simProc, edge.proc, ...agents, ...(alone === undefined ? [] : [alone.proc])]) proc.detach();
   return {
@@ -334,11 +344,16 @@ async function main(): Promise<void> {
   console.log(
     `iop gateway benchmark — ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, scale ${scale}`,
   );
-  console.log(`${OUTPUT_TOKENS} output tokens per request; load generator, sim, edge and agent share this machine.\n`);
+  if (pins !== undefined) pinProcess(process.pid, pins.load);
+  console.log(
+    pins === undefined
+      ? `${OUTPUT_TOKENS} output tokens per request; load generator, sim, edge and agent share every CPU (not pinned: ${plan as string}).\n`
+      : `${OUTPUT_TOKENS} output tokens per request; edge, agent and edge-alone on CPU ${pins.gateway}, load generator and sim on CPU ${pins.load}.\n`,
+  );
   const rows: Row[] = [];
   for (const sim of SIMS) {
     if (simNames !== undefined && !simNames.includes(sim.name)) continue;
-    const stack = await startStack(sim, { edgeAlone: TARGETS.includes('edge') });
+    const stack = await startStack(sim, { edgeAlone: TARGETS.includes('edge'), pins });
     try {
       process.stderr.write(`  ${sim.name}: ${WARMUP} + ${WARMUP} requests per target to steady state\n`);
       await warmToSteadyState(stack);

@@ -9,6 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
+import { onCpus } from './cpu-pinning.js';
 
 export type LogLine = Record<string, unknown>;
 
@@ -107,12 +108,20 @@ export function repoRoot(from = __dirname): string {
   }
 }
 
+export interface LaunchOptions {
+  /** Node options before the script (e.g. `--cpu-prof`). */
+  execArgv?: string[];
+  /** Run only on these CPUs (taskset's `-c` list, see cpu-pinning.ts); default: any. */
+  cpus?: string;
+}
+
 /** Starts `node <root>/<script> ...args`; the child inherits the environment plus `env`. */
-export function launch(name: string, script: string, args: string[], env: NodeJS.ProcessEnv = {}, execArgv: string[] = []): Proc {
+export function launch(name: string, script: string, args: string[], env: NodeJS.ProcessEnv = {}, options: LaunchOptions = {}): Proc {
   const root = repoRoot();
   const entry = path.join(root, script);
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first`);
-  const child = spawn(process.execPath, [...execArgv, entry, ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [command, ...argv] = onCpus(options.cpus, [process.execPath, ...(options.execArgv ?? []), entry, ...args]);
+  const child = spawn(command, argv, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   return new Proc(name, child);
 }
 
@@ -131,7 +140,7 @@ export interface AgentLaunch {
 }
 
 /** Starts an agent (`--backend openai`) in front of `backendUrl`, joined to the edge on `tunnelPort`. */
-export function launchAgent(name: string, agent: AgentLaunch, execArgv: string[] = []): Proc {
+export function launchAgent(name: string, agent: AgentLaunch, options: LaunchOptions = {}): Proc {
   return launch(
     name,
     'apps/agent/dist/main.js',
@@ -152,7 +161,7 @@ export function launchAgent(name: string, agent: AgentLaunch, execArgv: string[]
       String(agent.maxConcurrency),
     ],
     { IOP_LOG_LEVEL: agent.logLevel ?? 'info' },
-    execArgv,
+    options,
   );
 }
 
