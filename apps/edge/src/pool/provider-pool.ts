@@ -212,7 +212,8 @@ export class ProviderPool {
    *   served model name some provider has served since the edge started: its agent is restarting,
    *   and SDKs retry a 503, never a 404; Anthropic clients get 529 `overloaded_error`), or when
    *   this is a retry (`exclude` non-empty); else 404 `model_not_found` (see `noProviderError`).
-   *   503 `no_capacity` when every provider is draining or ejected; `overloaded` (`QueueRefusal`,
+   *   503 `no_capacity` when every provider is draining or ejected, also for a request already
+   *   waiting in the queue once that happens (at the next notify); `overloaded` (`QueueRefusal`,
    *   `Retry-After`) when the queue is full or the wait runs out; the signal's reason when it aborts.
    */
   async acquire(group: ModelGroup, options: AcquireOptions, start: (pick: PoolPick) => RunStream): Promise<AcquiredRun> {
@@ -232,16 +233,23 @@ export class ProviderPool {
       throw this.catalog.noProviderError(group.name);
     }
     const attemptTrace = new AttemptTrace(served.name);
+    // Every provider is gone, draining or ejected: waiting in the queue would only delay the answer.
+    const noneAccepting = () =>
+      new IopError('no_capacity', `no provider of \`${excerpt(group.name)}\` is taking requests (disconnected, draining or unhealthy)`, {
+        retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS,
+      });
     const tryAcquire = (): AcquiredRun | undefined => {
       if (!snapshot.current) snapshot = new CandidateSnapshot(this.catalog);
       // A waiter may outlive a reload: it routes by the group as configured now.
       const head = router.current(served);
-      return this.tryStart(head, snapshot, options, retry, attemptTrace, start) ?? this.tryFallbacks(head, snapshot, options, retry, attemptTrace, start);
+      const acquired =
+        this.tryStart(head, snapshot, options, retry, attemptTrace, start) ?? this.tryFallbacks(head, snapshot, options, retry, attemptTrace, start);
+      // A waiter whose last provider left (or began to drain, or was ejected) gets the answer a new
+      // request gets now, at the next notify, instead of a 429 when its wait runs out.
+      if (acquired === undefined && !router.anyAccepting(head, snapshot)) throw noneAccepting();
+      return acquired;
     };
-    if (!router.anyAccepting(served, snapshot)) {
-      // Every provider is draining, gone or ejected: waiting in the queue would only delay the answer.
-      throw new IopError('no_capacity', `no provider of \`${excerpt(group.name)}\` is taking requests (draining or unhealthy)`, { retryAfterSeconds: 1 });
-    }
+    if (!router.anyAccepting(served, snapshot)) throw noneAccepting();
     try {
       const queuedAt = performance.now();
       const acquired = await this.queue.acquire(served.name, served.queue, tryAcquire, options.signal);

@@ -102,6 +102,35 @@ describe('ProviderPool', () => {
     await expect(waiting).resolves.toMatchObject({ pick: { provider: { id: 'a' } } });
   });
 
+  it('answers a waiting request with 503 no_capacity as soon as its last provider leaves or drains, not at the end of its wait', async () => {
+    const registry = new AgentRegistry();
+    const { pool } = track(makePool({ queue: { maxQueued: 4, maxWaitMs: 30_000 } }, { registry }));
+    const agent = agentSession('agent-1', ['m'], 1);
+    registry.add(agent);
+    const group = pool.resolve('m');
+    await pool.acquire(group, {}, fakeStart); // the agent's only slot
+    const waiters = [pool.acquire(group, {}, fakeStart), pool.acquire(group, {}, fakeStart)].map((waiting) => waiting.catch((error: unknown) => error));
+    expect(pool.queue.size('m')).toBe(2);
+    registry.remove(agent); // the agent restarts: no clock advance, no queue timeout
+    const unavailable = { code: 'no_capacity', status: 503, retryAfterSeconds: 1 };
+    for (const answer of await Promise.all(waiters)) {
+      expect(answer).toBeInstanceOf(IopError);
+      expect(answer).not.toBeInstanceOf(QueueRefusal);
+      expect(answer).toMatchObject(unavailable);
+    }
+    expect(pool.queue.size('m')).toBe(0);
+
+    // Draining: the waiter is answered at the next notify (a run ending, the pool's 200 ms tick).
+    const second = agentSession('agent-2', ['m'], 1);
+    registry.add(second);
+    const busy = await pool.acquire(group, {}, fakeStart);
+    const waiting = pool.acquire(group, {}, fakeStart).catch((error: unknown) => error);
+    second.draining = true;
+    (busy.run as ReturnType<typeof fakeStart>).end();
+    pool.queue.notify('m');
+    await expect(waiting).resolves.toMatchObject(unavailable);
+  });
+
   it('sends a request to a fallback group at once when its own providers are all busy', async () => {
     const { pool } = track(
       makePool({
