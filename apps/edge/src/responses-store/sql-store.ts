@@ -5,10 +5,11 @@
  * SQLite store (store.ts): one row per response (the `StoredResponse` as JSON text, its owner, the
  * time stored), reads and deletes match the owner, expired rows are removed on read and by a
  * periodic prune (every `pruneEveryPuts` puts and every `pruneIntervalMs`), which also keeps at
- * most `maxRows`. A record is stored as record-codec.ts text (each long string once) and refused
- * over `maxResponseBytes` (`recordTooLarge`); `maxTotalBytes` is not enforced here (the database's
- * own capacity planning governs a shared store). The table comes from the versioned migrations
- * (storage/migrations.ts).
+ * most `maxRows` and at most `maxTotalBytes` (the newest rows whose sizes add up to it; each row
+ * carries its record's size). A record is stored as record-codec.ts text (each long string once)
+ * and refused over `maxResponseBytes` (`recordTooLarge`). Between prunes the table may exceed the
+ * limits by what the edges stored since (at most `pruneEveryPuts` records per edge). The table
+ * comes from the versioned migrations (storage/migrations.ts).
  */
 import type { SqlDatabase } from '../storage/sql-database.js';
 import { decodeRecord, encodeRecord } from './record-codec.js';
@@ -60,8 +61,8 @@ export class SqlResponseStore implements ResponseStore {
     const bytes = Buffer.byteLength(text);
     if (bytes > this.retention.maxResponseBytes) throw recordTooLarge(bytes, this.retention.maxResponseBytes);
     await this.db.execute(
-      'INSERT INTO responses (id, owner, stored_at_ms, record) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, stored_at_ms = excluded.stored_at_ms, record = excluded.record',
-      [record.id, owner, this.retention.now(), text],
+      'INSERT INTO responses (id, owner, stored_at_ms, record, bytes) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, stored_at_ms = excluded.stored_at_ms, record = excluded.record, bytes = excluded.bytes',
+      [record.id, owner, this.retention.now(), text, bytes],
     );
     if (++this.putsSincePrune >= this.pruneEveryPuts) void this.prune().catch(() => {});
   }
@@ -88,14 +89,19 @@ export class SqlResponseStore implements ResponseStore {
     return record === undefined ? undefined : pageInputItems(record.inputItems, query);
   }
 
-  /** Deletes expired rows and the oldest beyond `maxRows`; resolves with how many went. */
+  /** Deletes expired rows, the oldest beyond `maxRows` and the oldest beyond `maxTotalBytes`; resolves with how many went. */
   async prune(): Promise<number> {
     this.putsSincePrune = 0;
     const expired = await this.db.execute('DELETE FROM responses WHERE stored_at_ms <= $1', [this.retention.now() - this.retention.maxAgeMs]);
     const overflow = await this.db.execute('DELETE FROM responses WHERE id IN (SELECT id FROM responses ORDER BY stored_at_ms DESC, id DESC OFFSET $1)', [
       this.retention.maxRows,
     ]);
-    return expired + overflow;
+    // Newest first, a running total of sizes: every row from the one that crosses the budget on goes.
+    const oversize = await this.db.execute(
+      'DELETE FROM responses WHERE id IN (SELECT id FROM (SELECT id, SUM(bytes) OVER (ORDER BY stored_at_ms DESC, id DESC) AS newer_bytes FROM responses) sized WHERE newer_bytes > $1)',
+      [this.retention.maxTotalBytes],
+    );
+    return expired + overflow + oversize;
   }
 
   async close(): Promise<void> {

@@ -6,7 +6,7 @@
  * edge must not write into a newer schema).
  *
  * Tables:
- * - `responses`: stored Responses (PostgreSQL; SQLite keeps its own `responses.sqlite`).
+ * - `responses`: stored Responses with their size in bytes (PostgreSQL; SQLite keeps its own `responses.sqlite`).
  * - `api_keys`: keys managed through the admin API, stored as SHA-256 of the key, never the key.
  * - `usage_ledger`: one row per request (see ledger/usage-ledger.ts).
  */
@@ -71,6 +71,16 @@ CREATE INDEX responses_stored_at ON responses (stored_at_ms);`,
   },
   { version: 2, name: 'api_keys', sqlite: API_KEYS('TEXT', 'INTEGER'), postgres: API_KEYS('TEXT', 'BIGINT') },
   { version: 3, name: 'usage_ledger', sqlite: LEDGER('INTEGER', 'INTEGER PRIMARY KEY AUTOINCREMENT'), postgres: LEDGER('BIGINT', 'BIGSERIAL PRIMARY KEY') },
+  {
+    version: 4,
+    name: 'responses_bytes',
+    // Each stored Response's size (its record's UTF-8 bytes), so the prune can keep the table
+    // within `responsesStore.maxTotalBytes`; rows stored before get theirs from the record.
+    sqlite: 'SELECT 1;',
+    postgres: `
+ALTER TABLE responses ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0;
+UPDATE responses SET bytes = octet_length(record);`,
+  },
 ];
 
 /** Any 64-bit number distinct to iop: the PostgreSQL advisory lock that serializes migrations. */

@@ -42,7 +42,7 @@ describe('migrations (SQLite)', () => {
     expect(await migrate(db)).toEqual(MIGRATIONS.map((migration) => migration.version));
     expect(await migrate(db)).toEqual([]);
     await db.execute('INSERT INTO iop_schema_migrations (version, name, applied_at_ms) VALUES (99, $1, 0)', ['future']);
-    await expect(migrate(db)).rejects.toThrow("the database schema is at version 99, newer than this edge's 3");
+    await expect(migrate(db)).rejects.toThrow("the database schema is at version 99, newer than this edge's 4");
     await db.close();
   });
 });
