@@ -2,9 +2,16 @@
  * The edge's `ResponseStore`: the SQLite store run in a worker thread (sqlite-worker.ts), so
  * encoding a record and writing it — tens of MB for a large input — never stalls the event loop
  * (`/healthz`, streams in flight). The calling thread only walks the record once (`shareRecord`:
- * each long string kept once) and structured-clones that into the worker (a copy, no encoding). Calls are answered in order of completion; an error the worker
- * reports comes back as an IopError with its code (e.g. `request_too_large`), anything else as an
- * Error. If the worker dies, pending and later calls fail with IopError `internal`.
+ * each long string kept once) and structured-clones that into the worker (a copy, no encoding).
+ * Calls are answered in order of completion; an error the worker reports comes back as an
+ * IopError with its code (e.g. `request_too_large`), anything else as an Error.
+ *
+ * The worker starts with the first call (~10 MiB of memory and a thread an edge that serves no
+ * stored Responses never pays), and again with the next call after it died: the calls pending on
+ * a worker that stopped fail with IopError `internal`, later ones go to a new worker. A database
+ * that cannot be opened fails the call that started the worker with IopError `internal` naming
+ * why (the edge opened `state.sqlite` in the same directory at start, so the directory itself is
+ * known to be usable).
  */
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -17,46 +24,26 @@ import type { InputItemsPage, InputItemsQuery, ResponseStore, StoredResponse } f
 interface Pending {
   resolve(value: unknown): void;
   reject(error: Error): void;
+  /** The worker the call went to (its death fails only its own calls). */
+  worker: Worker;
 }
 
 export class WorkerResponseStore implements ResponseStore {
   private readonly pending = new Map<number, Pending>();
   private nextId = 0;
-  private failure: Error | undefined;
+  /** The worker serving calls (or starting to); undefined before the first call and after it died. */
+  private worker: Promise<Worker> | undefined;
+  /** The started worker that has not stopped. */
+  private live: Worker | undefined;
+  private closed = false;
+  private startCount = 0;
 
-  private constructor(private readonly worker: Worker) {
-    worker.on('message', (answer: StoreAnswer) => {
-      const pending = this.pending.get(answer.id);
-      if (pending === undefined) return;
-      this.pending.delete(answer.id);
-      if ('error' in answer) {
-        const { code, message } = answer.error;
-        pending.reject(code === undefined ? new Error(message) : new IopError(code as ErrorCode, message));
-      } else pending.resolve(answer.value);
-    });
-    const fail = (error: Error) => {
-      this.failure ??= new IopError('internal', `the Responses store worker stopped: ${error.message}`);
-      for (const pending of this.pending.values()) pending.reject(this.failure);
-      this.pending.clear();
-    };
-    worker.on('error', fail);
-    worker.on('exit', (code) => fail(new Error(`exit code ${code}`)));
-  }
+  /** No thread yet: the worker starts with the first call. */
+  constructor(private readonly options: SqliteStoreOptions) {}
 
-  /**
-   * Starts the worker and opens the database in it.
-   * @throws Error when the database cannot be opened (the message names why), as the constructor of SqliteResponseStore does.
-   */
-  static async open(options: SqliteStoreOptions): Promise<WorkerResponseStore> {
-    const worker = new Worker(path.join(__dirname, 'sqlite-worker.js'), { workerData: options });
-    const ready = await new Promise<StoreReady>((resolve, reject) => {
-      worker.once('message', resolve);
-      worker.once('error', reject);
-    });
-    if (!ready.ready) throw new Error(ready.message);
-    // The store alone does not keep the process alive (the servers do); `close()` ends it.
-    worker.unref();
-    return new WorkerResponseStore(worker);
+  /** Workers started so far (0 until the first call; more than 1 after a worker died). */
+  get workersStarted(): number {
+    return this.startCount;
   }
 
   put(record: StoredResponse, owner: string): Promise<void> {
@@ -77,16 +64,77 @@ export class WorkerResponseStore implements ResponseStore {
   }
 
   async close(): Promise<void> {
-    if (this.failure === undefined) await this.call('close', []).catch(() => undefined);
-    await this.worker.terminate();
+    this.closed = true;
+    const running = await this.worker?.catch(() => undefined);
+    if (running === undefined) return;
+    await this.send(running, 'close', []).catch(() => undefined);
+    await running.terminate();
   }
 
-  private call(method: StoreMethod, args: unknown[]): Promise<unknown> {
-    if (this.failure !== undefined) return Promise.reject(this.failure);
+  private async call(method: StoreMethod, args: unknown[]): Promise<unknown> {
+    if (this.closed) throw new IopError('internal', 'the Responses store is closed');
+    this.worker ??= this.start().catch((error: unknown) => {
+      this.worker = undefined;
+      throw error;
+    });
+    return this.send(await this.worker, method, args);
+  }
+
+  private send(worker: Worker, method: StoreMethod, args: unknown[]): Promise<unknown> {
+    // It stopped between the start and this call: a message to it would never be answered.
+    if (worker !== this.live) return Promise.reject(new IopError('internal', 'the Responses store worker stopped; the next call starts a new one'));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      this.worker.postMessage({ id, method, args });
+      this.pending.set(id, { resolve, reject, worker });
+      worker.postMessage({ id, method, args });
     });
+  }
+
+  /** Starts a worker and opens the database in it. @throws IopError `internal` when the database cannot be opened. */
+  private async start(): Promise<Worker> {
+    this.startCount++;
+    const worker = new Worker(path.join(__dirname, 'sqlite-worker.js'), { workerData: this.options });
+    let failedToStart: ((error: Error) => void) | undefined;
+    const ready = await new Promise<StoreReady>((resolve, reject) => {
+      failedToStart = reject;
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    worker.off('error', failedToStart!);
+    if (!ready.ready) {
+      await worker.terminate();
+      throw new IopError('internal', `the Responses store cannot open its database: ${ready.message}`);
+    }
+    // The store alone does not keep the process alive (the servers do); `close()` ends it.
+    worker.unref();
+    worker.on('message', (answer: StoreAnswer) => this.answer(answer));
+    worker.on('error', (error) => this.lost(worker, error));
+    worker.on('exit', (code) => this.lost(worker, new Error(`exit code ${code}`)));
+    this.live = worker;
+    return worker;
+  }
+
+  private answer(answer: StoreAnswer): void {
+    const pending = this.pending.get(answer.id);
+    if (pending === undefined) return;
+    this.pending.delete(answer.id);
+    if ('error' in answer) {
+      const { code, message } = answer.error;
+      pending.reject(code === undefined ? new Error(message) : new IopError(code as ErrorCode, message));
+    } else pending.resolve(answer.value);
+  }
+
+  /** A worker stopped: its pending calls fail, and the next call starts a new one. */
+  private lost(worker: Worker, error: Error): void {
+    if (this.live === worker) {
+      this.live = undefined;
+      this.worker = undefined;
+    }
+    const failure = new IopError('internal', `the Responses store worker stopped (${error.message}); the next call starts a new one`);
+    for (const [id, pending] of this.pending) {
+      if (pending.worker !== worker) continue;
+      this.pending.delete(id);
+      pending.reject(failure);
+    }
   }
 }

@@ -18,7 +18,7 @@ import { MemoryCounterStore, type CounterStore } from '../limits/counter-store.j
 import { FailoverCounterStore } from '../limits/failover-counter-store.js';
 import { KeyLimiter } from '../limits/key-limiter.js';
 import { RedisCounterStore } from '../limits/redis-counter-store.js';
-import { MemoryResponseStore, WorkerResponseStore, defaultDataDir, type ResponseStore, type SqliteStoreOptions } from '../responses-store/index.js';
+import { MemoryResponseStore, WorkerResponseStore, defaultDataDir, type ResponseStore } from '../responses-store/index.js';
 import { resolve as resolvePath } from 'node:path';
 import { SqlResponseStore } from '../responses-store/sql-store.js';
 import { migrate } from './migrations.js';
@@ -71,19 +71,6 @@ async function openSql(config: EdgeConfig, logger: Logger): Promise<SqlDatabase>
   return db;
 }
 
-/**
- * Opens the embedded SQLite Responses store (in a worker thread, worker-store.ts).
- * @throws ConfigError naming the directory, the user and IOP_DATA_DIR when it cannot be created or
- * opened (e.g. a volume owned by another user).
- */
-async function openSqliteResponses(dataDir: string, limits: Omit<SqliteStoreOptions, 'dataDir'>): Promise<WorkerResponseStore> {
-  try {
-    return await WorkerResponseStore.open({ dataDir, ...limits });
-  } catch (error) {
-    throw dataDirError(dataDir, error);
-  }
-}
-
 /** The error of a data directory the edge cannot use: names it, the user, and the settings to change. */
 function dataDirError(dataDir: string, error: unknown): ConfigError {
   const reason = error instanceof Error ? error.message : String(error);
@@ -101,7 +88,9 @@ export async function openSharedState(config: EdgeConfig, logger: Logger, regist
       ? new SqlResponseStore(sql, retention)
       : kind === 'memory'
         ? new MemoryResponseStore(retention)
-        : await openSqliteResponses(dataDir ?? defaultDataDir(), retention);
+        : // Its worker thread starts with the first stored Response (worker-store.ts); openSql has
+          // opened state.sqlite in the same directory, so the directory is known to be usable.
+          new WorkerResponseStore({ dataDir: dataDir ?? defaultDataDir(), ...retention });
 
   let shared: CounterStore;
   if (config.storage.counters.kind === 'redis') {
