@@ -108,6 +108,15 @@ it('an edge whose data directory is not writable names the directory and IOP_DAT
   expect(result.stderr).toContain('IOP_DATA_DIR');
 });
 
+it('an edge whose tunnel TLS file cannot be read names the file and its setting, exit 1, no stack trace', async () => {
+  const missing = path.join(mkdtempSync(path.join(tmpdir(), 'iop-tls-')), 'edge.crt');
+  const result = await failure([path.join(ROOT, BINS['iop-edge']), '--port', '0', '--tunnel-port', '0', '--tls-cert', missing, '--tls-key', missing]);
+  expect(result.code).toBe(1);
+  expect(result.stderr.trim()).toBe(
+    `cannot read tunnel.tlsCertFile (--tls-cert, IOP_TLS_CERT) ${missing}: ENOENT: no such file or directory, open '${missing}'`,
+  );
+});
+
 it('an agent whose model download gets no answer fails within seconds, saying what to do', async () => {
   // A host that accepts connections and never answers: as a network that swallows packets.
   const sockets: net.Socket[] = [];

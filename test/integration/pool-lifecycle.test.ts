@@ -2,6 +2,7 @@
  * Agents come and go: traffic spreads over the agents serving a model, a killed agent's
  * replacement re-registers and serves, and agents reconnect by themselves after an edge restart.
  */
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { API_KEY, eventually, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
 
@@ -53,6 +54,16 @@ describe('provider pool', () => {
     expect(error).toBeInstanceOf(OpenAI.APIError);
     expect(error).toMatchObject({ status: 503, code: 'no_capacity' });
     expect((error as InstanceType<typeof OpenAI.APIError>).headers?.get('retry-after')).toBe('1');
+    // The same through the stream gate (Anthropic Messages, Responses): one refusal, not retried
+    // by the gate against a pool that has no provider, so no "(after N attempts)".
+    const messages = await new Anthropic({ apiKey: API_KEY, baseURL: edge.url, maxRetries: 0 }).messages
+      .create({ model: 'sim-model', max_tokens: 16, messages: [{ role: 'user', content: 'hello' }] })
+      .catch((caught: unknown) => caught);
+    expect(messages).toBeInstanceOf(Anthropic.APIError);
+    expect(messages).toMatchObject({ status: 529, error: { type: 'error', error: { type: 'overloaded_error' } } });
+    const responses = await client.responses.create({ model: 'sim-model', input: 'hello' }).catch((caught: unknown) => caught);
+    expect(responses).toMatchObject({ status: 503, code: 'no_capacity' });
+    for (const refused of [messages, responses]) expect((refused as Error).message).not.toContain('attempts)');
     await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-x', backendUrl: sim.url, models: ['sim-model'] });
     expect((await ask(client)).choices[0]!.finish_reason).toBe('stop');
   });

@@ -15,6 +15,7 @@
  */
 import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { readFileSync } from 'node:fs';
+import { ConfigError } from '@iop/core';
 import { RUN_SESSION_HEADER } from '@iop/proto';
 import type { TunnelCounters } from '../edge-observers.js';
 import type { AgentRegistry } from './agent-registry.js';
@@ -40,6 +41,18 @@ export interface TunnelServerOptions {
 
 const ignore = () => undefined;
 
+/**
+ * Reads one of the tunnel's PEM files.
+ * @throws ConfigError naming the file, its setting and why it cannot be read (the edge prints it and exits 1).
+ */
+function readPem(file: string, setting: 'tunnel.tlsCertFile (--tls-cert, IOP_TLS_CERT)' | 'tunnel.tlsKeyFile (--tls-key, IOP_TLS_KEY)'): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (error) {
+    throw new ConfigError(`cannot read ${setting} ${file}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
 export function createTunnelServer(options: TunnelServerOptions): http2.Http2Server | http2.Http2SecureServer {
   const { guard, registry, runs } = options;
   const fallback = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
@@ -48,7 +61,14 @@ export function createTunnelServer(options: TunnelServerOptions): http2.Http2Ser
   const server =
     options.tls === undefined
       ? http2.createServer({}, fallback)
-      : http2.createSecureServer({ cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile), ...guard.tlsOptions() }, fallback);
+      : http2.createSecureServer(
+          {
+            cert: readPem(options.tls.certFile, 'tunnel.tlsCertFile (--tls-cert, IOP_TLS_CERT)'),
+            key: readPem(options.tls.keyFile, 'tunnel.tlsKeyFile (--tls-key, IOP_TLS_KEY)'),
+            ...guard.tlsOptions(),
+          },
+          fallback,
+        );
 
   /** Serves `stream` when it is a gRPC Run or Control call; false for any other stream. */
   const serveHot = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders): boolean => {
