@@ -37,10 +37,10 @@ afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-function open(dataDir?: string): Store {
+function open(dataDir?: string, restartDelayMs?: number): Store {
   const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'iop-worker-store-'));
   dirs.push(dir);
-  const store = new WorkerResponseStore({ dataDir: dir, pruneIntervalMs: 0 });
+  const store = new WorkerResponseStore({ dataDir: dir, pruneIntervalMs: 0 }, restartDelayMs);
   stores.push(store);
   return store;
 }
@@ -76,16 +76,22 @@ describe('SQLite Responses store worker', () => {
     expect(liveWorker(store)).not.toBe(worker);
   });
 
-  it('fails a call with IopError internal when its database cannot be opened, and tries again with the next call', async () => {
+  it('fails calls with IopError internal while its database cannot be opened, starting a worker at most once per restartDelayMs', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'iop-worker-store-'));
     const notADirectory = join(dir, 'file');
     writeFileSync(notADirectory, 'x');
     dirs.push(dir);
-    const store = open(notADirectory);
-    for (const attempt of [1, 2]) {
-      await expect(store.get('resp_x', 'alice')).rejects.toMatchObject({ code: 'internal', message: expect.stringContaining('cannot open its database') });
-      expect(store.workersStarted).toBe(attempt);
-    }
+    const store = open(notADirectory, 400);
+    const cannotOpen = { code: 'internal', message: expect.stringContaining('cannot open its database') };
+    await expect(store.get('resp_x', 'alice')).rejects.toMatchObject(cannotOpen);
+    // Within the delay: the same answer at once, no new thread.
+    for (let i = 0; i < 20; i++) await expect(store.get('resp_x', 'alice')).rejects.toMatchObject(cannotOpen);
+    expect(store.workersStarted).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 450));
+    // The directory is usable again: the next call after the delay starts a worker that serves.
+    rmSync(notADirectory);
+    expect(await store.get('resp_x', 'alice')).toBeUndefined();
+    expect(store.workersStarted).toBe(2);
   });
 });
 

@@ -10,8 +10,8 @@
  * stored Responses never pays), and again with the next call after it died: the calls pending on
  * a worker that stopped fail with IopError `internal`, later ones go to a new worker. A database
  * that cannot be opened fails the call that started the worker with IopError `internal` naming
- * why (the edge opened `state.sqlite` in the same directory at start, so the directory itself is
- * known to be usable).
+ * why, and the calls of the next `restartDelayMs` with the same error, without a new thread (the
+ * edge opened `state.sqlite` in the same directory at start, so the directory was usable then).
  */
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -38,8 +38,19 @@ export class WorkerResponseStore implements ResponseStore {
   private closed = false;
   private startCount = 0;
 
-  /** No thread yet: the worker starts with the first call. */
-  constructor(private readonly options: SqliteStoreOptions) {}
+  /** When the last start failed (ms, `performance.now()`) and why; calls until `restartDelayMs` later fail with it at once. */
+  private lastStartFailure: { at: number; error: unknown } | undefined;
+
+  /**
+   * No thread yet: the worker starts with the first call.
+   * @param restartDelayMs after a start that failed (the database cannot be opened), calls fail at
+   *   once with that error for this long before one starts a worker again, ms: a broken data
+   *   directory costs one thread start per interval, not one per request.
+   */
+  constructor(
+    private readonly options: SqliteStoreOptions,
+    private readonly restartDelayMs = 5_000,
+  ) {}
 
   /** Workers started so far (0 until the first call; more than 1 after a worker died). */
   get workersStarted(): number {
@@ -73,10 +84,19 @@ export class WorkerResponseStore implements ResponseStore {
 
   private async call(method: StoreMethod, args: unknown[]): Promise<unknown> {
     if (this.closed) throw new IopError('internal', 'the Responses store is closed');
-    this.worker ??= this.start().catch((error: unknown) => {
-      this.worker = undefined;
-      throw error;
-    });
+    const failed = this.lastStartFailure;
+    if (this.worker === undefined && failed !== undefined && performance.now() - failed.at < this.restartDelayMs) throw failed.error;
+    this.worker ??= this.start().then(
+      (worker) => {
+        this.lastStartFailure = undefined;
+        return worker;
+      },
+      (error: unknown) => {
+        this.worker = undefined;
+        this.lastStartFailure = { at: performance.now(), error };
+        throw error;
+      },
+    );
     return this.send(await this.worker, method, args);
   }
 
