@@ -81,6 +81,13 @@ export interface AcquiredRun {
   ticket: OutlierTicket;
 }
 
+/** Every provider of the group is gone, draining or ejected: waiting in the queue would only delay this answer. */
+function noneAccepting(name: string): IopError {
+  return new IopError('no_capacity', `no provider of \`${excerpt(name)}\` is taking requests (disconnected, draining or unhealthy)`, {
+    retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS,
+  });
+}
+
 export class ProviderPool {
   readonly queue = new AdmissionQueue();
   readonly metrics: PoolMetrics;
@@ -233,11 +240,6 @@ export class ProviderPool {
       throw this.catalog.noProviderError(group.name);
     }
     const attemptTrace = new AttemptTrace(served.name);
-    // Every provider is gone, draining or ejected: waiting in the queue would only delay the answer.
-    const noneAccepting = () =>
-      new IopError('no_capacity', `no provider of \`${excerpt(group.name)}\` is taking requests (disconnected, draining or unhealthy)`, {
-        retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS,
-      });
     const tryAcquire = (): AcquiredRun | undefined => {
       if (!snapshot.current) snapshot = new CandidateSnapshot(this.catalog);
       // A waiter may outlive a reload: it routes by the group as configured now.
@@ -246,10 +248,10 @@ export class ProviderPool {
         this.tryStart(head, snapshot, options, retry, attemptTrace, start) ?? this.tryFallbacks(head, snapshot, options, retry, attemptTrace, start);
       // A waiter whose last provider left (or began to drain, or was ejected) gets the answer a new
       // request gets now, at the next notify, instead of a 429 when its wait runs out.
-      if (acquired === undefined && !router.anyAccepting(head, snapshot)) throw noneAccepting();
+      if (acquired === undefined && !router.anyAccepting(head, snapshot)) throw noneAccepting(group.name);
       return acquired;
     };
-    if (!router.anyAccepting(served, snapshot)) throw noneAccepting();
+    if (!router.anyAccepting(served, snapshot)) throw noneAccepting(group.name);
     try {
       const queuedAt = performance.now();
       const acquired = await this.queue.acquire(served.name, served.queue, tryAcquire, options.signal);

@@ -13,6 +13,7 @@
  * why, and the calls of the next `restartDelayMs` with the same error, without a new thread (the
  * edge opened `state.sqlite` in the same directory at start, so the directory was usable then).
  */
+import { once } from 'node:events';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { IopError, type ErrorCode } from '@iop/core';
@@ -114,13 +115,8 @@ export class WorkerResponseStore implements ResponseStore {
   private async start(): Promise<Worker> {
     this.startCount++;
     const worker = new Worker(path.join(__dirname, 'sqlite-worker.js'), { workerData: this.options });
-    let failedToStart: ((error: Error) => void) | undefined;
-    const ready = await new Promise<StoreReady>((resolve, reject) => {
-      failedToStart = reject;
-      worker.once('message', resolve);
-      worker.once('error', reject);
-    });
-    worker.off('error', failedToStart!);
+    // The first message, or the worker's 'error' as a rejection (both listeners removed after).
+    const [ready] = (await once(worker, 'message')) as [StoreReady];
     if (!ready.ready) {
       await worker.terminate();
       throw new IopError('internal', `the Responses store cannot open its database: ${ready.message}`);
