@@ -19,8 +19,9 @@
  * event stream (`text/event-stream`) until the end of the tick, so a token never waits for a
  * loop turn (the stream's USAGE and END then follow in a write of their own).
  *
- * Backpressure: the next frame is pulled from `frames` only once the stream accepted the previous
- * write (below its high-water mark), so HTTP/2 flow control from the edge holds the backend read.
+ * Backpressure: `push` answers a promise while the stream's buffer is full (above its high-water
+ * mark), and the relay reads no more of the backend until it settles, so HTTP/2 flow control from
+ * the edge holds the backend socket.
  */
 import { once } from 'node:events';
 import type { ClientHttp2Stream, OutgoingHttpHeaders } from 'node:http2';
@@ -35,76 +36,106 @@ export interface RunConnection {
 }
 
 /**
- * Sends one run's frames on a new Run call and waits for the edge's answer.
- * @param sessionId the `session_id` of the Control session that assigned the run (from Registered).
- * @param onClosedEarly called once if the call ends (edge answer, reset, lost connection) before
- *   every frame was sent: the caller stops the backend at once instead of at its next frame.
- * @throws ConnectError with the gRPC status when the edge answers with an error, resets the
- *   stream or the connection is lost.
+ * One Run call, written frame by frame as the run produces them (`push`, the relay's
+ * `FrameSink`), then closed with `end`.
  */
-export async function sendRun(
-  connection: RunConnection,
-  sessionId: string,
-  frames: AsyncIterable<ProviderTunnelFrame>,
-  onClosedEarly: (error: ConnectError) => void,
-): Promise<void> {
-  const headers: OutgoingHttpHeaders = {
-    'content-type': 'application/grpc+proto',
-    te: 'trailers',
-    'grpc-accept-encoding': 'identity',
-    [RUN_SESSION_HEADER]: sessionId,
+export class RunCall {
+  /** Settles with the call's failure (undefined: OK) once the edge ended its side or the stream closed. */
+  private readonly outcome: Promise<ConnectError | undefined>;
+  private readonly status: CallStatus;
+  private settled = false;
+  /** The edge has every frame up to the final one: an answer from here is no early end. */
+  private allSent = false;
+  private holding = false;
+  private first = true;
+  private eventStream = false;
+  private readonly release = () => {
+    this.holding = false;
+    if (this.stream.writableCorked > 0) this.stream.uncork();
   };
-  const stream = await connection.request('POST', RUN_PATH, headers, {});
-  const status = new CallStatus(stream);
-  let allSent = false;
-  stream.on('data', () => connection.notifyResponseByteRead(stream));
-  let settled = false;
-  // The call is over once the edge ended its side (trailers: 'end') or the stream closed (reset,
-  // lost connection): the edge may answer before the agent sent everything (it cancelled the run).
-  const outcome = new Promise<ConnectError | undefined>((resolve) => {
-    const settle = () => {
-      if (settled) return;
-      settled = true;
-      const error = status.ok && !allSent ? new ConnectError('the edge ended the run call early', Code.Aborted) : status.error();
-      if (!allSent) {
-        if (!stream.destroyed) stream.close(8 /* CANCEL */);
-        if (error !== undefined) onClosedEarly(error);
-      }
-      resolve(error);
-    };
-    stream.once('end', settle);
-    stream.once('close', settle);
-  });
-  let holding = false;
-  const release = () => {
-    holding = false;
-    if (stream.writableCorked > 0) stream.uncork();
-  };
-  let first = true;
-  let eventStream = false;
-  try {
-    for await (const frame of frames) {
-      if (settled || stream.destroyed) break;
-      if (first) first = false;
-      else if (!holding) {
-        holding = true;
-        stream.cork();
-        if (eventStream && frame.kind === FrameKind.BODY) process.nextTick(release);
-        else setImmediate(release);
-      }
-      if (frame.kind === FrameKind.RESPONSE_START) eventStream = frame.headers['content-type']?.startsWith('text/event-stream') === true;
-      const written = stream.write(encodeFrameMessage(frame));
-      // The edge answers the call once it has the terminal frame: from here an answer is no early end.
-      if (frame.kind === FrameKind.END || frame.kind === FrameKind.ERROR) allSent = true;
-      if (!written) await Promise.race([once(stream, 'drain'), outcome]);
-    }
-    if (!allSent) allSent = !settled && !stream.destroyed;
-    if (!stream.writableEnded) stream.end();
-  } catch (error) {
-    // The frames source failed (a bug): the edge must not wait for more.
-    if (!stream.destroyed) stream.close(8 /* CANCEL */);
-    throw error;
+
+  private constructor(
+    private readonly stream: ClientHttp2Stream,
+    onClosedEarly: (error: ConnectError) => void,
+  ) {
+    this.status = new CallStatus(stream);
+    // The call is over once the edge ended its side (trailers: 'end') or the stream closed (reset,
+    // lost connection): the edge may answer before the agent sent everything (it cancelled the run).
+    this.outcome = new Promise<ConnectError | undefined>((resolve) => {
+      const settle = () => {
+        if (this.settled) return;
+        this.settled = true;
+        const error = this.status.ok && !this.allSent ? new ConnectError('the edge ended the run call early', Code.Aborted) : this.status.error();
+        if (!this.allSent) {
+          if (!stream.destroyed) stream.close(8 /* CANCEL */);
+          if (error !== undefined) onClosedEarly(error);
+        }
+        resolve(error);
+      };
+      stream.once('end', settle);
+      stream.once('close', settle);
+    });
   }
-  const error = await outcome;
-  if (error !== undefined) throw error;
+
+  /**
+   * Opens a Run call on the link's connection.
+   * @param sessionId the `session_id` of the Control session that assigned the run (from Registered).
+   * @param onClosedEarly called once if the call ends (edge answer, reset, lost connection) before
+   *   every frame was sent: the caller stops the backend at once instead of at its next frame.
+   * @throws what the connection throws when no stream can be opened (connection lost, GOAWAY).
+   */
+  static async open(connection: RunConnection, sessionId: string, onClosedEarly: (error: ConnectError) => void): Promise<RunCall> {
+    const headers: OutgoingHttpHeaders = {
+      'content-type': 'application/grpc+proto',
+      te: 'trailers',
+      'grpc-accept-encoding': 'identity',
+      [RUN_SESSION_HEADER]: sessionId,
+    };
+    const stream = await connection.request('POST', RUN_PATH, headers, {});
+    stream.on('data', () => connection.notifyResponseByteRead(stream));
+    return new RunCall(stream, onClosedEarly);
+  }
+
+  /**
+   * Writes one frame as a length-prefixed message (see the header for when it leaves). Frames
+   * after the call ended are dropped. Returns a promise while the stream's buffer is full: it
+   * settles once the stream drained or the call ended.
+   */
+  push(frame: ProviderTunnelFrame): Promise<void> | undefined {
+    const stream = this.stream;
+    if (this.settled || stream.destroyed || stream.writableEnded) return undefined;
+    if (this.first) this.first = false;
+    else if (!this.holding) {
+      this.holding = true;
+      stream.cork();
+      if (this.eventStream && frame.kind === FrameKind.BODY) process.nextTick(this.release);
+      else setImmediate(this.release);
+    }
+    if (frame.kind === FrameKind.RESPONSE_START) this.eventStream = frame.headers['content-type']?.startsWith('text/event-stream') === true;
+    const written = stream.write(encodeFrameMessage(frame));
+    // The edge answers the call once it has the final frame: from here an answer is no early end.
+    if (frame.kind === FrameKind.END || frame.kind === FrameKind.ERROR) this.allSent = true;
+    if (written) return undefined;
+    return Promise.race([once(stream, 'drain'), this.outcome]).then(noop, noop);
+  }
+
+  /**
+   * Ends the agent's side and waits for the edge's answer.
+   * @throws ConnectError with the gRPC status when the edge answered with an error, reset the
+   *   stream or the connection was lost.
+   */
+  async end(): Promise<void> {
+    const stream = this.stream;
+    if (!this.allSent) this.allSent = !this.settled && !stream.destroyed;
+    if (!stream.writableEnded && !stream.destroyed) stream.end();
+    const error = await this.outcome;
+    if (error !== undefined) throw error;
+  }
+
+  /** Abandons the call (the run's producer failed): the edge must not wait for more. */
+  abort(): void {
+    if (!this.stream.destroyed) this.stream.close(8 /* CANCEL */);
+  }
 }
+
+function noop(): void {}

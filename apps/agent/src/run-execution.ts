@@ -1,12 +1,11 @@
 /**
  * One run: the backend call for a RunAssignment, relayed to the edge on its own client-streaming
- * `Run` call (`sendRun`, run-call.ts) as ProviderTunnelFrames: RESPONSE_START, BODY..., USAGE?,
+ * `Run` call (`RunCall`, run-call.ts) as ProviderTunnelFrames: RESPONSE_START, BODY..., USAGE?,
  * END, or ERROR (proto/iop/v1/tunnel.proto).
  *
- * Backpressure: frames come from a pull-based generator. `sendRun` writes a frame and asks for
- * the next one only once HTTP/2 accepted the previous write, and the generator reads the next
- * backend slice only when asked, so a slow edge (flow control) slows the backend socket, never a
- * buffer.
+ * Backpressure: the relay (`@iop/backend`) writes each backend slice on the Run call as it is
+ * read; while HTTP/2 holds the call's writes (flow control from a slow edge) it pauses the backend
+ * body, so a slow edge slows the backend socket, never a buffer.
  *
  * The first frame is ACCEPTED, sent before the backend is asked: the edge's run-accepted timeout
  * ends there and its first-byte clock starts (a non-stream answer's RESPONSE_START may come
@@ -16,12 +15,12 @@
  * the edge side aborts the run's AbortSignal, which aborts the backend request at once (undici
  * destroys the socket; the embedded backend stops generating).
  */
-import type { ProviderTunnelFrame, RunAssignment } from '@iop/proto';
+import type { RunAssignment } from '@iop/proto';
 import { RunFailure, acceptedFrame, relayBackend } from '@iop/backend';
 import type { Logger } from 'pino';
 import { traceFieldsOf } from '@iop/core';
 import type { Backend } from './backends/backend.js';
-import { sendRun, type RunConnection } from './run-call.js';
+import { RunCall, type RunConnection } from './run-call.js';
 
 export interface RunExecutionOptions {
   /** The HTTP/2 connection to the edge that assigned the run. */
@@ -79,27 +78,29 @@ export class RunExecution {
 
   private async execute(): Promise<void> {
     this.logger.debug({ method: this.assignment.method, path: this.assignment.path, model: this.assignment.model }, 'run started');
+    let call: RunCall | undefined;
     try {
-      await sendRun(this.options.connection, this.options.sessionId, this.frames(), (error) => this.cancel(`Run call ended by the edge: ${error.rawMessage}`));
+      call = await RunCall.open(this.options.connection, this.options.sessionId, (error) => this.cancel(`Run call ended by the edge: ${error.rawMessage}`));
+      call.push(acceptedFrame(this.runId));
+      const gauge = this.options.backendGauge;
+      gauge.open++;
+      try {
+        await this.relay(call);
+      } finally {
+        gauge.open--;
+      }
+      await call.end();
     } catch (error) {
-      if (!this.finished) this.logger.warn({ err: error }, 'run stream failed; backend request aborted');
+      if (!this.finished) {
+        call?.abort();
+        this.logger.warn({ err: error }, 'run stream failed; backend request aborted');
+      }
     } finally {
       if (!this.finished) this.cancel('Run stream ended');
     }
   }
 
-  private async *frames(): AsyncGenerator<ProviderTunnelFrame> {
-    yield acceptedFrame(this.runId);
-    const gauge = this.options.backendGauge;
-    gauge.open++;
-    try {
-      yield* this.relay();
-    } finally {
-      gauge.open--;
-    }
-  }
-
-  private relay(): AsyncGenerator<ProviderTunnelFrame> {
+  private relay(call: RunCall): Promise<void> {
     return relayBackend(
       this.options.backend,
       {
@@ -114,6 +115,7 @@ export class RunExecution {
         idleTimeoutMs: this.assignment.idleTimeoutMs > 0 ? Math.min(this.assignment.idleTimeoutMs, this.options.idleTimeoutMs) : this.options.idleTimeoutMs,
       },
       this.controller,
+      (frame) => call.push(frame),
       {
         onFirstByte: (status) => this.logger.debug({ status, ttfbMs: this.elapsedMs() }, 'run first byte'),
         onBytes: (total) => {

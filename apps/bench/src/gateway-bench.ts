@@ -307,7 +307,8 @@ function printOverhead(rows: Row[]): void {
   console.log('| sim | mode | conc | target | added p50 latency ms | ratio p50 | added p50 TTFT ms | added p99 ITL ms | CPU ms/req (edge + agent) |');
   console.log('|---|---|---|---|---|---|---|---|---|');
   for (const iop of rows.filter((row) => row.target !== 'direct')) {
-    const direct = rows.find((row) => row.target === 'direct' && row.sim === iop.sim && row.mode === iop.mode && row.concurrency === iop.concurrency)!;
+    const direct = rows.find((row) => row.target === 'direct' && row.sim === iop.sim && row.mode === iop.mode && row.concurrency === iop.concurrency);
+    if (direct === undefined) continue; // `BENCH_TARGETS` without direct: nothing to compare with
     const cpu = (iop.edgeCpuMsPerRequest ?? 0) + (iop.agentCpuMsPerRequest ?? 0);
     console.log(
       `| ${iop.sim} | ${iop.mode} | ${iop.concurrency} | ${iop.target} | ${fixed(iop.latencyP50 - direct.latencyP50)} | ${fixed(iop.latencyP50 / direct.latencyP50)} | ${fixed(iop.ttftP50 - direct.ttftP50)} | ${iop.mode === 'stream' ? fixed(iop.itlP99 - direct.itlP99) : '-'} | ${fixed(cpu, 3)} |`,

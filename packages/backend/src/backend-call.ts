@@ -21,7 +21,11 @@ export interface BackendResponse {
   status: number;
   /** Lower-case header names, hop-by-hop headers removed. */
   headers: Record<string, string>;
-  /** Body slices exactly as the backend produced them; pulled, so a slow reader slows the backend. */
+  /**
+   * Body slices exactly as the backend produced them. A Node `Readable` (undici's body) is read
+   * through its 'data' events and paused while the consumer is full, any other iterable pulled:
+   * either way a slow reader slows the backend.
+   */
   body: AsyncIterable<Uint8Array>;
 }
 

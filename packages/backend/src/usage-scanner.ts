@@ -2,11 +2,12 @@
  * Finds the token usage in a backend response body without parsing the whole stream.
  *
  * - SSE bodies (`text/event-stream`): each body slice is searched (natively, `Buffer.indexOf`) for
- *   the bytes `"usage":{` (or `"usage": {`); only the SSE `data:` line holding a match is
+ *   the bytes `"usage":` followed by `{` (or ` {`); only the SSE `data:` line holding a match is
  *   JSON-parsed. `"usage":null` (OpenAI Chat streams with `include_usage`, docs/protocols.md "Chat stream") never
  *   matches, so ordinary chunks cost one search each. A match split across slices is found
- *   through a tail of the last bytes seen. The last usage found wins (vLLM
- *   `continuous_usage_stats` puts usage on every chunk).
+ *   through a tail of the last bytes seen, searched only when the tail holds a `"` (a match's
+ *   first byte). The last usage found wins (vLLM `continuous_usage_stats` puts usage on every
+ *   chunk).
  * - JSON bodies (`application/json`): slices are kept (by reference) and parsed once at the end,
  *   up to `maxJsonBytes`.
  *
@@ -25,8 +26,13 @@ export interface TokenUsage {
 export type UsageBodyKind = 'sse' | 'json' | 'none';
 
 const PATTERNS = [Buffer.from('"usage":{'), Buffer.from('"usage": {')];
+/** What every pattern starts with: the one native search per slice. */
+const KEY = Buffer.from('"usage":');
 const TAIL_BYTES = Math.max(...PATTERNS.map((pattern) => pattern.length)) - 1;
 const LF = 0x0a;
+const QUOTE = 0x22;
+const SPACE = 0x20;
+const OPEN_BRACE = 0x7b;
 /** A data line longer than this is not captured (1 MiB). */
 const MAX_LINE_BYTES = 1 << 20;
 
@@ -93,7 +99,7 @@ export class UsageScanner {
       }
       this.completeLine(slice, end);
       from = end + 1;
-    } else if (this.tailLength > 0) {
+    } else if (this.tailHasQuote()) {
       const split = this.splitMatch(slice);
       if (split >= 0) from = this.onMatch(slice, 0, split);
     }
@@ -189,9 +195,18 @@ export class UsageScanner {
     return -1;
   }
 
+  /** Whether the tail holds a `"`: without one, no pattern can straddle it and the next slice. */
+  private tailHasQuote(): boolean {
+    const tail = this.tail;
+    for (let index = 0; index < this.tailLength; index++) if (tail[index] === QUOTE) return true;
+    return false;
+  }
+
   private updateTail(slice: Buffer): void {
     if (slice.length >= TAIL_BYTES) {
-      slice.copy(this.tail, 0, slice.length - TAIL_BYTES);
+      // A byte loop: for these few bytes cheaper than a native `copy` call.
+      const tail = this.tail;
+      for (let index = 0, from = slice.length - TAIL_BYTES; index < TAIL_BYTES; index++) tail[index] = slice[from + index]!;
       this.tailLength = TAIL_BYTES;
       return;
     }
@@ -208,13 +223,17 @@ export class UsageScanner {
   }
 }
 
+/**
+ * The first whole match of a pattern (`"usage":{` or `"usage": {`) in `slice` from `from`, or -1.
+ * One that this slice ends inside is found with the next slice (`splitMatch`).
+ */
 function indexOfPattern(slice: Buffer, from: number): number {
-  let best = -1;
-  for (const pattern of PATTERNS) {
-    const at = slice.indexOf(pattern, from);
-    if (at >= 0 && (best < 0 || at < best)) best = at;
+  for (let at = slice.indexOf(KEY, from); at >= 0; at = slice.indexOf(KEY, at + 1)) {
+    let next = at + KEY.length;
+    if (slice[next] === SPACE) next++;
+    if (slice[next] === OPEN_BRACE) return at;
   }
-  return best;
+  return -1;
 }
 
 /** Reads `usage` from an OpenAI Chat response or chunk; undefined when absent or not JSON. */

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { ProviderTunnelFrame } from '@iop/proto';
 import { FrameKind, RunFailure, relayBackend, type BackendCall, type BackendRequest, type RelayRequest } from '../src';
 
@@ -12,53 +13,135 @@ const request: RelayRequest = {
   idleTimeoutMs: 1_000,
 };
 const enc = (text: string): Uint8Array => new TextEncoder().encode(text);
+const text = (frame: ProviderTunnelFrame): string => Buffer.from(frame.body).toString('utf8');
 
-/** A backend answering 200 with `slices` as an SSE body (or failing with `error`). */
-function backend(slices: string[], error?: unknown): BackendCall & { seen: BackendRequest[] } {
+/** A backend answering 200 with `body(signal)` as an SSE body (or failing with `error`). */
+function backend(body: (signal: AbortSignal) => AsyncIterable<Uint8Array>, error?: unknown): BackendCall & { seen: BackendRequest[] } {
   const seen: BackendRequest[] = [];
   return {
     seen,
     handle(call) {
       seen.push(call);
       if (error !== undefined) return Promise.reject(error);
-      async function* body() {
-        for (const slice of slices) yield enc(slice);
-      }
-      return Promise.resolve({ status: 200, headers: { 'content-type': 'text/event-stream' }, body: body() });
+      return Promise.resolve({ status: 200, headers: { 'content-type': 'text/event-stream' }, body: body(call.signal) });
     },
   };
 }
 
-async function collect(frames: AsyncIterable<ProviderTunnelFrame>): Promise<ProviderTunnelFrame[]> {
+/** The slices as an async generator (the embedded backend's kind of body). */
+function generated(slices: string[]): () => AsyncIterable<Uint8Array> {
+  return async function* () {
+    for (const slice of slices) yield enc(slice);
+  };
+}
+
+/** The slices as a Node Readable (undici's kind of body), destroyed when the request is aborted. */
+function readable(slices: string[], gapMs = 0): (signal: AbortSignal) => Readable {
+  return (signal) => {
+    const stream = new Readable({ read() {} });
+    let index = 0;
+    const next = () => {
+      if (stream.destroyed) return;
+      if (index === slices.length) stream.push(null);
+      else {
+        stream.push(Buffer.from(slices[index++]!));
+        setTimeout(next, gapMs);
+      }
+    };
+    setTimeout(next, gapMs);
+    signal.addEventListener('abort', () => stream.destroy(Object.assign(new Error('aborted'), { name: 'AbortError' })));
+    return stream;
+  };
+}
+
+/** Relays into a sink that records every frame and is never full. */
+async function collect(call: BackendCall, controller = new AbortController(), options: Partial<RelayRequest> = {}): Promise<ProviderTunnelFrame[]> {
   const out: ProviderTunnelFrame[] = [];
-  for await (const frame of frames) out.push(frame);
+  await relayBackend(call, { ...request, ...options }, controller, (frame) => {
+    out.push(frame);
+    return undefined;
+  });
   return out;
 }
 
+const USAGE = 'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}\n\n';
+
 describe('relayBackend', () => {
-  it('relays RESPONSE_START, each body slice, the usage found in the body, then END', async () => {
-    const usage = 'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2}}\n\n';
-    const frames = await collect(relayBackend(backend(['data: {"choices":[]}\n\n', usage]), request, new AbortController()));
+  it.each([
+    ['an async iterable', generated],
+    ['a Node Readable', readable],
+  ])('relays RESPONSE_START, each body slice of %s, the usage found in the body, then END', async (_kind, body) => {
+    const frames = await collect(backend(body(['data: {"choices":[]}\n\n', USAGE])));
     expect(frames.map((frame) => frame.kind)).toEqual([FrameKind.RESPONSE_START, FrameKind.BODY, FrameKind.BODY, FrameKind.USAGE, FrameKind.END]);
-    expect(frames[0]).toMatchObject({ runId: 'run_1', status: 200 });
+    expect(frames[0]).toMatchObject({ runId: 'run_1', status: 200, headers: { 'content-type': 'text/event-stream' } });
+    expect(text(frames[1]!)).toBe('data: {"choices":[]}\n\n');
+    expect(text(frames[2]!)).toBe(USAGE);
     expect(frames[3]!.usage).toMatchObject({ promptTokens: 3, completionTokens: 2 });
   });
 
   it('ends with an ERROR frame carrying the failure code', async () => {
     const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
-    const frames = await collect(relayBackend(backend([], refused), request, new AbortController()));
+    const frames = await collect(backend(generated([]), refused));
     expect(frames).toHaveLength(1);
     expect(frames[0]).toMatchObject({ kind: FrameKind.ERROR, errorCode: 'connect_failed' });
   });
 
-  it('aborts the backend request when its consumer stops early', async () => {
+  it('an abort mid-body stops the backend request and ends with ERROR carrying the abort reason', async () => {
     const controller = new AbortController();
-    const call = backend(['a', 'b']);
-    const frames = relayBackend(call, request, controller);
-    await frames.next(); // RESPONSE_START
-    await frames.return(undefined);
+    const call = backend(readable(['data: a\n\n', 'data: b\n\n', 'data: c\n\n'], 20));
+    const out: ProviderTunnelFrame[] = [];
+    await relayBackend(call, request, controller, (frame) => {
+      out.push(frame);
+      if (frame.kind === FrameKind.BODY) controller.abort(new RunFailure('cancelled', 'client gone'));
+      return undefined;
+    });
+    expect(out.map((frame) => frame.kind)).toEqual([FrameKind.RESPONSE_START, FrameKind.BODY, FrameKind.ERROR]);
+    expect(out[2]).toMatchObject({ errorCode: 'cancelled', errorMessage: 'client gone' });
     expect(call.seen[0]!.signal.aborted).toBe(true);
-    expect(controller.signal.reason).toBeInstanceOf(RunFailure);
-    expect((controller.signal.reason as RunFailure).code).toBe('cancelled');
+  });
+
+  it('a full sink pauses a Readable body: nothing more is read until it is released', async () => {
+    const slices = Array.from({ length: 40 }, (_, index) => `data: ${index}\n\n`);
+    let bodyStream: Readable | undefined;
+    const call = backend((signal) => (bodyStream = readable(slices)(signal)));
+    const out: ProviderTunnelFrame[] = [];
+    let release: (() => void) | undefined;
+    const relayed = relayBackend(call, request, new AbortController(), (frame) => {
+      out.push(frame);
+      if (frame.kind !== FrameKind.BODY || release !== undefined) return undefined;
+      return new Promise<void>((resolve) => (release = resolve));
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // RESPONSE_START and the one slice that filled the sink; the rest waits in the socket (here: the stream).
+    expect(out.map((frame) => frame.kind)).toEqual([FrameKind.RESPONSE_START, FrameKind.BODY]);
+    expect(bodyStream!.isPaused()).toBe(true);
+    release!();
+    await relayed;
+    expect(out.filter((frame) => frame.kind === FrameKind.BODY).map(text)).toEqual(slices);
+    expect(out.at(-1)!.kind).toBe(FrameKind.END);
+  });
+
+  it('the idle clock stops while the sink holds the body back, and runs while the backend is silent', async () => {
+    // Held for 3× the idle timeout by the consumer: no idle_timeout.
+    let release: (() => void) | undefined;
+    const held: ProviderTunnelFrame[] = [];
+    const heldRun = relayBackend(backend(readable(['data: a\n\n', 'data: b\n\n'])), { ...request, idleTimeoutMs: 30 }, new AbortController(), (frame) => {
+      held.push(frame);
+      if (frame.kind !== FrameKind.BODY || release !== undefined) return undefined;
+      setTimeout(() => release!(), 90);
+      return new Promise<void>((resolve) => (release = resolve));
+    });
+    await heldRun;
+    expect(held.at(-1)!.kind).toBe(FrameKind.END);
+    // A backend silent for longer than the idle timeout after its first slice.
+    const silent = await collect(backend(readable(['data: a\n\n', 'data: b\n\n'], 80)), new AbortController(), { idleTimeoutMs: 30 });
+    expect(silent.map((frame) => frame.kind)).toEqual([FrameKind.RESPONSE_START, FrameKind.BODY, FrameKind.ERROR]);
+    expect(silent[2]!.errorCode).toBe('idle_timeout');
+  });
+
+  it('no first byte within the first-byte timeout is first_byte_timeout', async () => {
+    const frames = await collect(backend(readable(['data: late\n\n'], 100)), new AbortController(), { firstByteTimeoutMs: 20 });
+    expect(frames.map((frame) => frame.kind)).toEqual([FrameKind.RESPONSE_START, FrameKind.ERROR]);
+    expect(frames[1]!.errorCode).toBe('first_byte_timeout');
   });
 });

@@ -7,6 +7,7 @@
  *
  * Both end when the body ends, breaks off or is abandoned (the relay stops reading on cancel).
  */
+import { Readable, finished } from 'node:stream';
 import { SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { extractContext, failSpan, injectHeaders, tracer } from '@iop/core';
 import type { Backend, BackendMetrics, BackendRequest, BackendResponse } from '../backends/backend.js';
@@ -88,8 +89,10 @@ export class ObservedBackend implements Backend {
 
   /**
    * The body, passed through as the same slices; ends the spans and observes the duration once
-   * it ends, breaks or is abandoned. A plain iterator wrapper (one `then` per slice) rather than
-   * an async generator, which would queue every slice once more on the hot path.
+   * it ends, breaks or is abandoned. A Node `Readable` (undici's body) is returned as it is and
+   * watched with `finished`: nothing runs per slice. Any other iterable is wrapped in a plain
+   * iterator (one `then` per slice, not an async generator, which would queue every slice once
+   * more).
    */
   private observeBody(
     body: AsyncIterable<Uint8Array>,
@@ -111,6 +114,17 @@ export class ObservedBackend implements Backend {
       call.end();
       run.end();
     };
+    // A run cancelled (client gone, timeout, shutdown) aborts the body: not the backend's failure.
+    const fail = (error: unknown) => {
+      if (signal.aborted) {
+        run.setAttribute('iop.run.cancelled', true);
+        finish();
+      } else finish(error);
+    };
+    if (body instanceof Readable) {
+      finished(body, (error) => (error === undefined || error === null ? finish() : fail(error)));
+      return body;
+    }
     return {
       [Symbol.asyncIterator]: () => {
         const inner = body[Symbol.asyncIterator]();
@@ -122,11 +136,7 @@ export class ObservedBackend implements Backend {
                 return result;
               },
               (error: unknown) => {
-                // A run cancelled (client gone, timeout, shutdown) aborts the body: not the backend's failure.
-                if (signal.aborted) {
-                  run.setAttribute('iop.run.cancelled', true);
-                  finish();
-                } else finish(error);
+                fail(error);
                 throw error;
               },
             ),

@@ -1,5 +1,5 @@
 /**
- * `sendRun` against a plain node:http2 server playing the edge's side of `Run`, so each answer
+ * `RunCall` against a plain node:http2 server playing the edge's side of `Run`, so each answer
  * of the gRPC over HTTP/2 protocol (PROTOCOL-HTTP2.md) can be produced exactly: success with
  * trailers or Trailers-Only, Trailers-Only errors, RST_STREAM, a lost connection.
  */
@@ -18,7 +18,7 @@ import {
   grpcFrame,
   type ProviderTunnelFrame,
 } from '@iop/proto';
-import { sendRun } from '../../src/run-call';
+import { RunCall, type RunConnection } from '../../src/run-call';
 import { sleep } from '@iop/core';
 
 type Handler = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, frames: ProviderTunnelFrame[]) => void;
@@ -56,6 +56,24 @@ function readFrames(stream: http2.ServerHttp2Stream, frames: ProviderTunnelFrame
 
 const frame = (kind: Kind, body = ''): ProviderTunnelFrame => create(ProviderTunnelFrameSchema, { runId: 'run_1', kind, body: Buffer.from(body) });
 
+/**
+ * Drives a Run call as the relay does: each frame pushed as the source produces it, the next one
+ * produced only once a full stream drained; then the call is ended and its answer awaited.
+ */
+async function sendRun(
+  connection: RunConnection,
+  sessionId: string,
+  frames: AsyncIterable<ProviderTunnelFrame>,
+  onClosedEarly: (error: ConnectError) => void,
+): Promise<void> {
+  const call = await RunCall.open(connection, sessionId, onClosedEarly);
+  for await (const item of frames) {
+    const full = call.push(item);
+    if (full !== undefined) await full;
+  }
+  await call.end();
+}
+
 async function* framesOf(list: ProviderTunnelFrame[]): AsyncGenerator<ProviderTunnelFrame> {
   for (const item of list) yield item;
 }
@@ -72,7 +90,7 @@ function countingDataFrames(): { chunks: number[]; received: ProviderTunnelFrame
   return { chunks, received };
 }
 
-describe('sendRun', () => {
+describe('RunCall', () => {
   test('the edge answering OK as soon as END is in, before the end of stream, is no early end', async () => {
     const received: ProviderTunnelFrame[] = [];
     handler = (stream) =>
@@ -224,7 +242,8 @@ describe('sendRun', () => {
     let pulls = 0;
     const slice = 'x'.repeat(8 * 1024);
     async function* frames(): AsyncGenerator<ProviderTunnelFrame> {
-      for (;;) {
+      // 800 KiB in all: far beyond what the windows and the write buffer take without the edge reading.
+      for (let index = 0; index < 100; index++) {
         pulls++;
         yield frame(Kind.BODY, slice);
       }

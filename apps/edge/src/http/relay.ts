@@ -84,10 +84,13 @@ async function relayStream(handle: RunStream, res: Response, options: RelayOptio
   const guard = new SseGuard({ includeUsage: options.includeUsage === true });
   /** The stream itself failed (malformed or error chunk), as opposed to an ERROR frame of the run. */
   let streamFailed = false;
-  /** Writes to the client; false when it read nothing for `writeStallTimeoutMs`. */
-  const send = async (bytes: Buffer): Promise<boolean> => {
+  /**
+   * Writes to the client: true when the socket took it, else a promise of whether the client read
+   * it within `writeStallTimeoutMs` (no promise per token while the client keeps up).
+   */
+  const send = (bytes: Buffer): boolean | Promise<boolean> => {
     if (bytes.length === 0 || res.destroyed) return true;
-    return res.write(rewriter === undefined ? bytes : rewriter.push(bytes)) || (await drained(res, options.writeStallTimeoutMs));
+    return res.write(rewriter === undefined ? bytes : rewriter.push(bytes)) || drained(res, options.writeStallTimeoutMs);
   };
   /** A client that stopped reading: the run is cancelled (its backend slot released) and the stream ended in band. */
   const stalled = (): IopError => {
@@ -108,7 +111,8 @@ async function relayStream(handle: RunStream, res: Response, options: RelayOptio
         options.onFirstByte?.();
       }
       const checked = guard.push(frame.body);
-      if (!(await send(checked.safe))) return stalled();
+      const sent = send(checked.safe);
+      if (sent !== true && !(await sent)) return stalled();
       if (checked.failure !== undefined) {
         failure = checked.failure;
         streamFailed = true;
@@ -130,7 +134,8 @@ async function relayStream(handle: RunStream, res: Response, options: RelayOptio
   // The end of the backend's stream; an ERROR frame after the finish reason leaves the answer whole.
   if (!streamFailed && (failure === undefined || guard.sawFinish)) {
     const ended = guard.end();
-    if (!(await send(ended.safe))) return stalled();
+    const sent = send(ended.safe);
+    if (sent !== true && !(await sent)) return stalled();
     if (ended.failure !== undefined) failure = ended.failure;
     else if (ended.complete) failure = undefined;
     else failure ??= runFailure({ errorCode: 'backend_reset', errorMessage: 'the upstream stream ended before [DONE]' } as ProviderTunnelFrame);

@@ -11,7 +11,7 @@
  *
  * The HTTP call is `@iop/backend`'s `OpenAiClient` and the frames come from its `relayBackend`
  * (both shared with the agent), so a direct provider and a tunnelled agent relay a backend the same way:
- * backpressure (the next body slice is read only when the frame queue took the previous one),
+ * backpressure (the backend body pauses while the run's frame queue is full),
  * timeouts (no first body byte within `firstByteTimeoutMs` — the run request's value when > 0 —,
  * no next slice within `idleTimeoutMs`, no connection within `connectTimeoutMs`), usage, and the
  * failure codes.
@@ -153,27 +153,24 @@ export class DirectProvider implements PoolProvider {
     const headers: Record<string, string> = { ...(request.headers ?? {}) };
     if (request.idempotencyKey !== undefined && request.idempotencyKey !== '') headers['idempotency-key'] = request.idempotencyKey;
     injectActive(headers); // the attempt's traceparent (telemetry/request-tracing.ts), for servers that trace
-    const frames = relayBackend(
-      this.backend,
-      {
-        runId: run.runId,
-        requestId: request.requestId,
-        method: request.method,
-        path: request.path,
-        headers,
-        body: request.body,
-        firstByteTimeoutMs:
-          request.firstByteTimeoutMs !== undefined && request.firstByteTimeoutMs > 0 ? request.firstByteTimeoutMs : this.config.firstByteTimeoutMs,
-        idleTimeoutMs: this.config.idleTimeoutMs,
-      },
-      run.controller,
-    );
     try {
-      for await (const frame of frames) {
-        const pending = run.push(frame);
-        if (pending !== undefined) await pending;
-        if (run.isFinished) break; // cancelled: leaving the loop closes the relay, which aborts the backend
-      }
+      await relayBackend(
+        this.backend,
+        {
+          runId: run.runId,
+          requestId: request.requestId,
+          method: request.method,
+          path: request.path,
+          headers,
+          body: request.body,
+          firstByteTimeoutMs:
+            request.firstByteTimeoutMs !== undefined && request.firstByteTimeoutMs > 0 ? request.firstByteTimeoutMs : this.config.firstByteTimeoutMs,
+          idleTimeoutMs: this.config.idleTimeoutMs,
+        },
+        run.controller,
+        // A cancelled run drops what the relay still pushes (cancel aborted the backend request).
+        (frame) => run.push(frame),
+      );
     } finally {
       run.finish();
     }
