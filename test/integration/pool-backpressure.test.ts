@@ -1,7 +1,8 @@
 /**
  * Backpressure, measured:
  * - A bounded queue per model group: over it, OpenAI clients get 429 and Anthropic clients 529
- *   `overloaded_error`, both with `Retry-After`; a queued request is served when a slot frees.
+ *   `overloaded_error`, both with `Retry-After`; a queued request is served when a slot frees; a
+ *   request whose agent died is retried ahead of the queue, even a full one.
  * - A slow client cannot grow the edge's memory: a client that stops reading a long, fast stream
  *   pauses the sim's writes (HTTP/2 flow control client socket → edge → agent → backend); the
  *   edge's RSS stays bounded; when the client reads again the stream finishes intact.
@@ -13,7 +14,7 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { procStats } from '../../apps/bench/src/processes';
-import { API_KEY, eventually, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import { API_KEY, eventually, metricSum, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
 
 afterAll(stopAll);
 
@@ -61,6 +62,44 @@ describe('admission queue', () => {
     expect((await running).choices[0]!.finish_reason).toBe('stop');
     expect((await queued).choices[0]!.finish_reason).toBe('stop');
   });
+});
+
+describe('a request whose agent dies', () => {
+  it('is retried ahead of the requests waiting in a full queue, not refused or sent to the back', async () => {
+    // GPU timescale: 1.5 s to the first token; one slot per agent; one waiter fills the queue.
+    const sim = await startSim(['--models', 'sim-model', '--output-tokens', '4', '--ttft-ms', '1500']);
+    const edge = await startEdge({ args: ['--config', writeConfig({ pool: { queue: { maxQueued: 1, maxWaitMs: 20_000 } } })] });
+    const openai = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
+    const answered: string[] = [];
+    const ask = (name: string) =>
+      openai.chat.completions
+        .create({ model: 'sim-model', messages: [{ role: 'user', content: name }] })
+        .withResponse()
+        .then(({ response }) => {
+          answered.push(name);
+          return response.headers.get('x-iop-agent-id');
+        });
+    const inFlight = async () => ((await (await fetch(`${sim.url}/_sim/stats`)).json()) as { inFlight: number }).inFlight;
+    const doomed = await startAgent({
+      tunnelPort: edge.tunnelPort,
+      id: 'agent-dies',
+      backendUrl: sim.url,
+      models: ['sim-model'],
+      args: ['--max-concurrency', '1'],
+    });
+    const first = ask('first'); // the only agent: it runs on agent-dies
+    await eventually(async () => (await inFlight()) === 1, 5_000);
+    await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-busy', backendUrl: sim.url, models: ['sim-model'], args: ['--max-concurrency', '1'] });
+    const second = ask('second'); // agent-dies is full: agent-busy
+    await eventually(async () => (await inFlight()) === 2, 5_000);
+    const waiting = ask('waiting'); // both full: it waits, and the queue (1) is full
+    await eventually(async () => (await metricSum(edge.url, 'iop_pool_queued', {})) === 1, 5_000);
+    await doomed.kill('SIGKILL');
+    // `first` is retried on agent-busy once `second` is done, before `waiting` (a 429 at once
+    // if the full queue refused it; after `waiting` if it went to the back).
+    expect(await Promise.all([first, second, waiting])).toEqual(['agent-busy', 'agent-busy', 'agent-busy']);
+    expect(answered).toEqual(['second', 'first', 'waiting']);
+  }, 30_000);
 });
 
 describe('a slow client', () => {

@@ -8,7 +8,11 @@
  * and take a slot", returning `undefined` when none is free) right away when nobody is waiting,
  * else queues the request. Each `notify(group)` (call it whenever a slot frees: a run ends, an
  * agent joins or leaves drain) serves waiters from the head while their `tryAcquire` succeeds;
- * strict FIFO, so a waiter is never overtaken by a later arrival.
+ * FIFO, so a waiter is never overtaken by a later arrival — except by a retry (`retry: true`: a
+ * request admitted before, whose attempt failed on its provider), which tries at once and
+ * otherwise waits ahead of every first attempt (behind earlier retries), and is not refused for a
+ * full queue: a request that already waited its turn does not go to the back of the line because
+ * its provider died.
  *
  * Rejections (`QueueRefusal`: `IopError` `overloaded` with `retryAfterSeconds`, which each dialect
  * renders itself: OpenAI 429 `rate_limit_error`, Anthropic 529 `overloaded_error`):
@@ -62,6 +66,8 @@ export interface QueueStats {
 }
 
 interface Waiter {
+  /** Queued ahead of first attempts (see the header). */
+  retry: boolean;
   tryAcquire: () => unknown;
   resolve: (value: unknown) => void;
   reject: (reason: unknown) => void;
@@ -90,13 +96,15 @@ export class AdmissionQueue {
 
   /**
    * Resolves with `tryAcquire()`'s first defined result.
+   * @param retry the request's earlier attempt failed on its provider: it goes ahead of first
+   *   attempts and is never refused for a full queue (see the header).
    * @throws QueueRefusal (`overloaded`) when the queue is full or `maxWaitMs` passes; the
    *   signal's reason when it aborts; whatever `tryAcquire` throws.
    */
-  acquire<T>(group: string, queue: QueueConfig, tryAcquire: () => T | undefined, signal?: AbortSignal): Promise<T> {
+  acquire<T>(group: string, queue: QueueConfig, tryAcquire: () => T | undefined, signal?: AbortSignal, retry = false): Promise<T> {
     if (signal?.aborted === true) return Promise.reject(signal.reason);
     const waiting = this.groups.get(group);
-    if (waiting === undefined) {
+    if (waiting === undefined || retry) {
       try {
         const acquired = tryAcquire();
         if (acquired !== undefined) return Promise.resolve(acquired);
@@ -104,12 +112,12 @@ export class AdmissionQueue {
         return Promise.reject(error);
       }
     }
-    if ((waiting?.size ?? 0) >= queue.maxQueued) {
+    if (!retry && (waiting?.size ?? 0) >= queue.maxQueued) {
       this.rejectedFull++;
       return Promise.reject(this.refusal('full', `the queue of \`${group}\` is full (${queue.maxQueued} waiting)`));
     }
     return new Promise<T>((resolve, reject) => {
-      const waiter: Waiter = { tryAcquire, resolve: resolve as (value: unknown) => void, reject, timer: undefined, signal, onAbort: undefined };
+      const waiter: Waiter = { retry, tryAcquire, resolve: resolve as (value: unknown) => void, reject, timer: undefined, signal, onAbort: undefined };
       waiter.timer = this.timers.setTimeout(() => {
         this.rejectedTimeout++;
         this.remove(group, waiter);
@@ -122,12 +130,12 @@ export class AdmissionQueue {
         };
         signal.addEventListener('abort', waiter.onAbort, { once: true });
       }
-      let set = this.groups.get(group);
-      if (set === undefined) {
-        set = new Set();
-        this.groups.set(group, set);
-      }
-      set.add(waiter);
+      const set = this.groups.get(group);
+      if (set === undefined) this.groups.set(group, new Set([waiter]));
+      else if (!retry) set.add(waiter);
+      // Behind the retries already waiting, ahead of every first attempt. O(waiters), paid only
+      // on the failure path; insertion order is what keeps every other operation O(1).
+      else this.groups.set(group, withRetry(set, waiter));
       // A waiter ahead may have become servable without a notify.
       if (waiting !== undefined) this.notify(group);
     });
@@ -189,4 +197,13 @@ export class AdmissionQueue {
   private refusal(reason: QueueRefusalReason, message: string): QueueRefusal {
     return new QueueRefusal(reason, message, this.retryAfterSeconds);
   }
+}
+
+/** `waiters` with `retry` inserted after the retries already there. */
+function withRetry(waiters: Set<Waiter>, retry: Waiter): Set<Waiter> {
+  const ordered = new Set<Waiter>();
+  for (const waiter of waiters) if (waiter.retry) ordered.add(waiter);
+  ordered.add(retry);
+  for (const waiter of waiters) if (!waiter.retry) ordered.add(waiter);
+  return ordered;
 }

@@ -211,7 +211,8 @@ export class ProviderPool {
   }
 
   /**
-   * Picks a provider and starts the run (`start`) at once, or waits in the group's queue. The
+   * Picks a provider and starts the run (`start`) at once, or waits in the group's queue (a retry,
+   * `exclude` non-empty, waits ahead of first attempts and is not refused for a full queue). The
    * group's candidates are read once (`CandidateSnapshot`) and read again only when providers or
    * the config changed while the request waited.
    * @throws IopError when no provider serves the group or its fallbacks now: 503 `no_capacity`
@@ -254,7 +255,7 @@ export class ProviderPool {
     if (!router.anyAccepting(served, snapshot)) throw noneAccepting(group.name);
     try {
       const queuedAt = performance.now();
-      const acquired = await this.queue.acquire(served.name, served.queue, tryAcquire, options.signal);
+      const acquired = await this.queue.acquire(served.name, served.queue, tryAcquire, options.signal, retry);
       this.metrics.queueWait.observe({ group: served.name }, (performance.now() - queuedAt) / 1000);
       if (options.affinityKey !== undefined && this.catalog.config.affinity.enabled && !retry) {
         const hit = router.observeAffinity(acquired.group, options.affinityKey, acquired.pick.provider.id);

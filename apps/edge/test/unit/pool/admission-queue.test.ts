@@ -90,6 +90,53 @@ describe('AdmissionQueue', () => {
     void late.catch(() => undefined);
   });
 
+  it('a retry (its attempt failed on its provider) waits ahead of first attempts, behind earlier retries', async () => {
+    const admission = new AdmissionQueue({ timers: new ManualTimers() });
+    const pool = slots(1);
+    const busy = { maxQueued: 10, maxWaitMs: 30_000 };
+    const release = await admission.acquire('g', busy, pool.take);
+    const order: string[] = [];
+    const releases: Array<() => void> = [];
+    const served = (name: string) => (done: () => void) => {
+      order.push(name);
+      releases.push(done);
+    };
+    const waiting = [
+      admission.acquire('g', busy, pool.take).then(served('first-1')),
+      admission.acquire('g', busy, pool.take).then(served('first-2')),
+      admission.acquire('g', busy, pool.take, undefined, true).then(served('retry-1')),
+      admission.acquire('g', busy, pool.take, undefined, true).then(served('retry-2')),
+      admission.acquire('g', busy, pool.take).then(served('first-3')),
+    ];
+    expect(admission.size('g')).toBe(5);
+    release();
+    // One slot: each waiter served frees it for the next.
+    for (let index = 0; index < waiting.length; index++) {
+      admission.notify('g');
+      await new Promise((resolve) => setImmediate(resolve));
+      releases[index]!();
+    }
+    await Promise.all(waiting);
+    expect(order).toEqual(['retry-1', 'retry-2', 'first-1', 'first-2', 'first-3']);
+  });
+
+  it('a retry takes a free slot at once, ahead of the waiters, and is not refused by a full queue', async () => {
+    const admission = new AdmissionQueue({ timers: new ManualTimers() });
+    const pool = slots(1);
+    const release = await admission.acquire('g', queue, pool.take);
+    const first = admission.acquire('g', queue, pool.take);
+    void admission.acquire('g', queue, pool.take).catch(() => undefined);
+    // The queue is full (2 waiting): a first attempt is refused, a retry waits.
+    await expect(admission.acquire('g', queue, pool.take)).rejects.toMatchObject({ code: 'overloaded', reason: 'full' });
+    const retry = admission.acquire('g', queue, pool.take, undefined, true);
+    expect(admission.size('g')).toBe(3);
+    release(); // a slot frees, no notify yet: the retry is at the head
+    admission.notify('g');
+    await retry;
+    expect(admission.size('g')).toBe(2);
+    void first.catch(() => undefined);
+  });
+
   it('refuses with overloaded (429; Anthropic 529) and Retry-After when the queue is full', async () => {
     const admission = new AdmissionQueue({ timers: new ManualTimers(), retryAfterSeconds: 2 });
     const pool = slots(0);

@@ -102,6 +102,35 @@ describe('ProviderPool', () => {
     await expect(waiting).resolves.toMatchObject({ pick: { provider: { id: 'a' } } });
   });
 
+  it('a retry (exclude non-empty: its provider failed) is served before first attempts already waiting, even with the queue full', async () => {
+    const { pool } = track(
+      makePool({
+        queue: { maxQueued: 1, maxWaitMs: 10_000 },
+        directProviders: [direct('a', ['m'], { maxConcurrency: 1 }), direct('b', ['m'], { maxConcurrency: 1 })],
+      }),
+    );
+    const group = pool.resolve('m');
+    const onA = await pool.acquire(group, { exclude: new Set(['b']) }, fakeStart);
+    const onB = await pool.acquire(group, { exclude: new Set(['a']) }, fakeStart);
+    const order: string[] = [];
+    const firstAttempt = pool.acquire(group, {}, fakeStart).then(() => order.push('first attempt'));
+    // b's run failed: its request is retried while the first attempt waits in a full queue.
+    (onB.run as ReturnType<typeof fakeStart>).end();
+    const retry = pool.acquire(group, { exclude: new Set(['b']) }, fakeStart).then((acquired) => {
+      order.push('retry');
+      return acquired;
+    });
+    // b's slot was free: the retry took it at once (exclude is ignored when only b can serve).
+    await expect(retry).resolves.toMatchObject({ pick: { provider: { id: 'b' } } });
+    const retryOnA = pool.acquire(group, { exclude: new Set(['b']) }, fakeStart).then(() => order.push('second retry'));
+    expect(pool.queue.size('m')).toBe(2);
+    (onA.run as ReturnType<typeof fakeStart>).end();
+    pool.queue.notify('m');
+    await retryOnA;
+    expect(order).toEqual(['retry', 'second retry']);
+    void firstAttempt;
+  });
+
   it('answers a waiting request with 503 no_capacity as soon as its last provider leaves or drains, not at the end of its wait', async () => {
     const registry = new AgentRegistry();
     const { pool } = track(makePool({ queue: { maxQueued: 4, maxWaitMs: 30_000 } }, { registry }));
