@@ -122,13 +122,19 @@ describe('ProviderPool', () => {
     });
     // b's slot was free: the retry took it at once (exclude is ignored when only b can serve).
     await expect(retry).resolves.toMatchObject({ pick: { provider: { id: 'b' } } });
-    const retryOnA = pool.acquire(group, { exclude: new Set(['b']) }, fakeStart).then(() => order.push('second retry'));
+    const retryOnA = pool.acquire(group, { exclude: new Set(['b']) }, fakeStart).then((acquired) => {
+      order.push('second retry');
+      return acquired;
+    });
     expect(pool.queue.size('m')).toBe(2);
     (onA.run as ReturnType<typeof fakeStart>).end();
     pool.queue.notify('m');
-    await retryOnA;
-    expect(order).toEqual(['retry', 'second retry']);
-    void firstAttempt;
+    const second = await retryOnA;
+    // The first attempt is served by the next slot that frees.
+    (second.run as ReturnType<typeof fakeStart>).end();
+    pool.queue.notify('m');
+    await firstAttempt;
+    expect(order).toEqual(['retry', 'second retry', 'first attempt']);
   });
 
   it('answers a waiting request with 503 no_capacity as soon as its last provider leaves or drains, not at the end of its wait', async () => {
