@@ -10,8 +10,8 @@
  * (for a Node `Readable` body such as undici's, in its 'data' event: no promise, queue or
  * iterator step per token between the backend socket and the tunnel). A sink that returns a
  * promise is full: the body is paused until the promise settles, so a slow consumer slows the
- * backend socket, never a buffer. The idle clock runs only while the relay waits on the backend,
- * not while the sink holds it back.
+ * backend socket, never a buffer. The idle clock runs only while the relay waits on the backend, not while the
+ * sink holds it back.
  *
  * Stopping: aborting `controller` stops the backend request at once (undici destroys the socket;
  * the embedded backend stops generating), and the relay ends with an ERROR frame carrying the
@@ -139,18 +139,28 @@ export async function relayBackend(
 /**
  * Reads a body to its end, handing each slice to `onSlice` as it arrives; a returned promise
  * pauses the body until it settles. Rejects with the body's error (an aborted request's body
- * errors too). A Node `Readable` (undici's body) is read through its 'data' events; any other
- * async iterable (the embedded backend's) with `for await`.
+ * errors too). A Node `Readable` (undici's body) is read through its 'data' events, and what
+ * piled up in it while it was paused (up to its high-water mark) leaves as one slice on release,
+ * not chunk by chunk: relaying such a backlog as a frame per socket chunk, with 64 streams held
+ * back by slow clients, multiplied the agent's writes and left it at 3–4× its memory. Any other
+ * async iterable (the embedded backend's) is read with `for await`.
  */
 function readBody(body: AsyncIterable<Uint8Array>, onSlice: (slice: Uint8Array) => Promise<void> | undefined): Promise<void> {
   if (!(body instanceof Readable)) return iterateBody(body, onSlice);
   return new Promise<void>((resolve, reject) => {
-    const resume = () => body.resume();
+    let held = false;
+    const release = () => {
+      held = false;
+      // `read()` on a paused stream hands its whole buffer to the 'data' listener at once.
+      if (body.readableLength > 0) body.read();
+      if (!held) body.resume();
+    };
     body.on('data', (slice: Uint8Array) => {
       const full = onSlice(slice);
       if (full === undefined) return;
+      held = true;
       body.pause();
-      void full.then(resume);
+      void full.then(release);
     });
     finished(body, (error) => (error === undefined || error === null ? resolve() : reject(error)));
   });

@@ -68,7 +68,7 @@ export interface ProviderPoolOptions {
 }
 
 export interface AcquireOptions extends RouteOptions {
-  /** Provider ids to avoid (already tried); ignored when only they could serve. */
+  /** Provider ids to avoid (already tried); ignored when no other provider has a free slot now (a retry then goes back to one it tried). */
   exclude?: ReadonlySet<string> | undefined;
   signal?: AbortSignal;
 }
