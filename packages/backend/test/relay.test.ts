@@ -111,13 +111,17 @@ describe('relayBackend', () => {
       if (frame.kind !== FrameKind.BODY || release !== undefined) return undefined;
       return new Promise<void>((resolve) => (release = resolve));
     });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    // RESPONSE_START and the one slice that filled the sink; the rest waits in the socket (here: the stream).
-    expect(out.map((frame) => frame.kind)).toEqual([FrameKind.RESPONSE_START, FrameKind.BODY]);
+    while (out.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
     const all = slices.join('');
     const firstRead = text(out[1]!);
     expect(all.startsWith(firstRead)).toBe(true);
+    // The source pushes the other slices one timer tick apart: wait until it has pushed them all
+    // (a relay that read on would keep the body's buffer below that, and this waits in vain).
+    for (const deadline = Date.now() + 5_000; bodyStream!.readableLength < all.length - firstRead.length && Date.now() < deadline;)
+      await new Promise((resolve) => setTimeout(resolve, 5));
     expect(bodyStream!.readableLength).toBe(all.length - firstRead.length); // the rest waits in the body
+    // RESPONSE_START and the one slice that filled the sink, nothing more.
+    expect(out.map((frame) => frame.kind)).toEqual([FrameKind.RESPONSE_START, FrameKind.BODY]);
     release!();
     await relayed;
     const bodies = out.filter((frame) => frame.kind === FrameKind.BODY).map(text);
