@@ -152,11 +152,11 @@ export class EdgeDispatcher implements Dispatcher {
         );
       } catch (error) {
         if (error instanceof IopError) {
-          // The pool refused it before any provider was asked (queue full or timed out, no provider
-          // taking requests now): a gate retry would get the same answer at once, so later attempts
-          // are refused, not counted. (A provider's own 503 is also `no_capacity`, but it comes
-          // with this attempt's failure recorded, and is retried.)
-          if (error.code === 'overloaded' || (error.code === 'no_capacity' && this.lastFailure === undefined)) this.refusal = error;
+          // The pool refused it (queue full or timed out; `no_capacity` before any provider started a
+          // run of this attempt: none taking requests now): a gate retry would get the same answer
+          // at once, so later attempts are refused, not counted. A provider's own 503 is also
+          // `no_capacity`, but a run was started for it, and it is retried.
+          if (error.code === 'overloaded' || (error.code === 'no_capacity' && run === undefined)) this.refusal = error;
           yield errorEvent(error);
           return;
         }

@@ -114,7 +114,8 @@ export class AdmissionQueue {
     }
     if (!retry && (waiting?.size ?? 0) >= queue.maxQueued) {
       this.rejectedFull++;
-      return Promise.reject(this.refusal('full', `the queue of \`${group}\` is full (${queue.maxQueued} waiting)`));
+      // The waiters now: retries may have taken it past `maxQueued`.
+      return Promise.reject(this.refusal('full', `the queue of \`${group}\` is full (${waiting?.size ?? 0} waiting)`));
     }
     return new Promise<T>((resolve, reject) => {
       const waiter: Waiter = { retry, tryAcquire, resolve: resolve as (value: unknown) => void, reject, timer: undefined, signal, onAbort: undefined };

@@ -130,6 +130,8 @@ describe('AdmissionQueue', () => {
     await expect(admission.acquire('g', queue, pool.take)).rejects.toMatchObject({ code: 'overloaded', reason: 'full' });
     const retry = admission.acquire('g', queue, pool.take, undefined, true);
     expect(admission.size('g')).toBe(3);
+    // The refusal counts the waiters there are, past maxQueued.
+    await expect(admission.acquire('g', queue, pool.take)).rejects.toMatchObject({ message: 'the queue of `g` is full (3 waiting)' });
     release(); // a slot frees, no notify yet: the retry is at the head
     admission.notify('g');
     await retry;

@@ -120,7 +120,7 @@ describe('ProviderPool', () => {
       order.push('retry');
       return acquired;
     });
-    // b's slot was free: the retry took it at once (exclude is ignored when only b can serve).
+    // b's slot was free and a's was not: the retry took b's at once (exclude is set aside when no other provider has a free slot).
     await expect(retry).resolves.toMatchObject({ pick: { provider: { id: 'b' } } });
     const retryOnA = pool.acquire(group, { exclude: new Set(['b']) }, fakeStart).then((acquired) => {
       order.push('second retry');
