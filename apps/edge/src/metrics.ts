@@ -236,12 +236,26 @@ export class EdgeMetrics {
 
   /** Records one finished (or failed) client request in every request series, iop's and GenAI's. */
   recordRequest(o: RequestObservation): void {
-    const base = { dialect: o.dialect, model: o.model };
+    // Each label set is an object literal of one shape (no spreads): prom-client walks every label
+    // object with for-in to validate it, and spread-built objects made this ~18 µs per request.
+    const { dialect, model } = o;
     const served = o.servedModel ?? 'none';
-    this.requests.inc({ ...base, served_model: served, agent: o.agent ?? 'none', status: String(o.status), mode: o.response.mode, policy: o.response.policy });
+    const base = { dialect, model };
+    this.requests.inc({
+      dialect,
+      model,
+      served_model: served,
+      agent: o.agent ?? 'none',
+      status: String(o.status),
+      mode: o.response.mode,
+      policy: o.response.policy,
+    });
     this.duration.observe(base, o.durationSeconds);
-    const genAi = { gen_ai_operation_name: 'chat', gen_ai_request_model: o.model, gen_ai_response_model: served };
-    this.genAiDuration.observe({ ...genAi, error_type: o.errorType ?? '' }, o.durationSeconds);
+    const genAi = { gen_ai_operation_name: 'chat', gen_ai_request_model: model, gen_ai_response_model: served };
+    this.genAiDuration.observe(
+      { gen_ai_operation_name: 'chat', gen_ai_request_model: model, gen_ai_response_model: served, error_type: o.errorType ?? '' },
+      o.durationSeconds,
+    );
     if (o.errorType !== undefined) return;
     if (o.ttftSeconds !== undefined) {
       this.genAiTtft.observe(genAi, o.ttftSeconds);
@@ -252,7 +266,12 @@ export class EdgeMetrics {
         this.genAiTpot.observe(genAi, perToken);
       }
     }
-    if (o.usage?.inputTokens !== undefined) this.genAiTokens.observe({ ...genAi, gen_ai_token_type: 'input' }, o.usage.inputTokens);
-    if (o.usage?.outputTokens !== undefined) this.genAiTokens.observe({ ...genAi, gen_ai_token_type: 'output' }, o.usage.outputTokens);
+    const usage = o.usage;
+    if (usage?.inputTokens !== undefined) {
+      this.genAiTokens.observe({ gen_ai_operation_name: 'chat', gen_ai_request_model: model, gen_ai_response_model: served, gen_ai_token_type: 'input' }, usage.inputTokens);
+    }
+    if (usage?.outputTokens !== undefined) {
+      this.genAiTokens.observe({ gen_ai_operation_name: 'chat', gen_ai_request_model: model, gen_ai_response_model: served, gen_ai_token_type: 'output' }, usage.outputTokens);
+    }
   }
 }

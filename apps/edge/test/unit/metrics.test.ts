@@ -32,8 +32,12 @@ it('derives the time per output token from duration, TTFT and completion tokens'
     'gen_ai_client_token_usage_sum{gen_ai_operation_name="chat",gen_ai_request_model="house",gen_ai_response_model="Qwen/Qwen3-8B",gen_ai_token_type="input"} 30',
   );
   expect(text).toContain(
+    'gen_ai_client_token_usage_sum{gen_ai_operation_name="chat",gen_ai_request_model="house",gen_ai_response_model="Qwen/Qwen3-8B",gen_ai_token_type="output"} 11',
+  );
+  expect(text).toContain(
     'gen_ai_server_request_duration_seconds_count{gen_ai_operation_name="chat",gen_ai_request_model="house",gen_ai_response_model="Qwen/Qwen3-8B",error_type=""} 1',
   );
+  expect(text).toContain('iop_request_duration_seconds_sum{dialect="openai-chat",model="house"} 1.1');
 });
 
 it('records a failed request with error_type and no latency or token series', async () => {
