@@ -79,6 +79,9 @@ export function responsesInferenceRoute(store: ResponseStore, edge: EdgeContext)
       try {
         await keepResponse(store, storedResponseOf(request, result as ResponseObject), ownerOf(context));
       } catch (error) {
+        // A non-stream answer is sent after this: it says it was not stored (a stream's final
+        // event has left by now and keeps `store: true`; the log line says what happened).
+        (result as ResponseObject).store = false;
         if (error instanceof IopError && error.code === 'request_too_large')
           context.log.warn({ error: error.message }, 'response not stored: over the size limit');
         else context.log.error({ err: error }, 'storing a response failed');
