@@ -268,10 +268,16 @@ export class EdgeMetrics {
     }
     const usage = o.usage;
     if (usage?.inputTokens !== undefined) {
-      this.genAiTokens.observe({ gen_ai_operation_name: 'chat', gen_ai_request_model: model, gen_ai_response_model: served, gen_ai_token_type: 'input' }, usage.inputTokens);
+      this.genAiTokens.observe(
+        { gen_ai_operation_name: 'chat', gen_ai_request_model: model, gen_ai_response_model: served, gen_ai_token_type: 'input' },
+        usage.inputTokens,
+      );
     }
     if (usage?.outputTokens !== undefined) {
-      this.genAiTokens.observe({ gen_ai_operation_name: 'chat', gen_ai_request_model: model, gen_ai_response_model: served, gen_ai_token_type: 'output' }, usage.outputTokens);
+      this.genAiTokens.observe(
+        { gen_ai_operation_name: 'chat', gen_ai_request_model: model, gen_ai_response_model: served, gen_ai_token_type: 'output' },
+        usage.outputTokens,
+      );
     }
   }
 }

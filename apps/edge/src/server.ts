@@ -177,6 +177,8 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   const close = (deadlineMs = context.config.shutdownDeadlineMs) => {
     closing ??= (async () => {
       logger.info({ deadlineMs, inFlightRuns: context.runs.size }, 'edge shutting down');
+      // Queued and later requests get a 503 now (clients retry elsewhere); running ones finish.
+      pool.stopAdmitting();
       let httpDone = false;
       const httpClosed = new Promise<void>((resolve) => httpServer.close(() => resolve())).then(() => (httpDone = true));
       // Keep-alive connections become idle as their last response ends: close them as they do.

@@ -19,7 +19,8 @@
  * - the group already has `maxQueued` waiters (0 = no queueing);
  * - the request waited `maxWaitMs` without a slot.
  * When `signal` aborts (the client went away), the waiter is removed and the promise rejects
- * with the signal's reason. Memory: at most `maxQueued` waiters per group, O(1) insert, removal
+ * with the signal's reason. Once `close(reason)` was called (the edge shuts down) every waiter and
+ * every later request is refused with `reason`. Memory: at most `maxQueued` waiters per group, O(1) insert, removal
  * and head lookup (an insertion-ordered Set).
  */
 import { IopError } from '@iop/core';
@@ -88,6 +89,8 @@ export class AdmissionQueue {
   private readonly retryAfterSeconds: number;
   private rejectedFull = 0;
   private rejectedTimeout = 0;
+  /** Set by `close`: what every request is refused with from then on. */
+  private closedWith: unknown;
 
   constructor(options: AdmissionQueueOptions = {}) {
     this.timers = options.timers ?? globalTimers;
@@ -99,10 +102,11 @@ export class AdmissionQueue {
    * @param retry the request's earlier attempt failed on its provider: it goes ahead of first
    *   attempts and is never refused for a full queue (see the header).
    * @throws QueueRefusal (`overloaded`) when the queue is full or `maxWaitMs` passes; the
-   *   signal's reason when it aborts; whatever `tryAcquire` throws.
+   *   signal's reason when it aborts; whatever `tryAcquire` throws; the `close` reason once closed.
    */
   acquire<T>(group: string, queue: QueueConfig, tryAcquire: () => T | undefined, signal?: AbortSignal, retry = false): Promise<T> {
     if (signal?.aborted === true) return Promise.reject(signal.reason);
+    if (this.closedWith !== undefined) return Promise.reject(this.closedWith);
     const waiting = this.groups.get(group);
     if (waiting === undefined || retry) {
       try {
@@ -174,6 +178,16 @@ export class AdmissionQueue {
       waiter.reject(reason);
     }
     return count;
+  }
+
+  /**
+   * Refuses every waiter of every group with `reason` now, and every later request (the edge is
+   * shutting down: nothing queued would be started before its deadline cuts it). Idempotent.
+   */
+  close(reason: unknown): void {
+    if (this.closedWith !== undefined) return;
+    this.closedWith = reason;
+    for (const group of [...this.groups.keys()]) this.rejectAll(group, reason);
   }
 
   /** Waiters in `group` now. */

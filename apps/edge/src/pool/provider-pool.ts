@@ -328,6 +328,16 @@ export class ProviderPool {
     return { groups, retryBudget: this.retry.budget.snapshot(), queue: { rejectedFull, rejectedTimeout } };
   }
 
+  /**
+   * Starts no run from now on: every queued request and every later `acquire` (new requests on
+   * kept-alive connections, retries) is refused with 503 `no_capacity` and `Retry-After: 1`
+   * (Anthropic 529), so clients retry on another edge at once instead of waiting for runs the
+   * shutdown deadline would cut. Runs already started go on.
+   */
+  stopAdmitting(): void {
+    this.queue.close(new IopError('no_capacity', 'the edge is shutting down; retry on another edge', { retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS }));
+  }
+
   async close(): Promise<void> {
     clearInterval(this.timer);
     await Promise.all([...this.catalog.direct.map((provider) => provider.close()), this.reloader.close()]);

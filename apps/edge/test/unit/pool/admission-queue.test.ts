@@ -199,4 +199,23 @@ describe('AdmissionQueue', () => {
     await admission.acquire('idle', queue, idle.take);
     expect(admission.stats().queued).toEqual({ busy: 1 });
   });
+
+  it('close refuses every waiter of every group at once, and every later request, free slot or not', async () => {
+    const timers = new ManualTimers();
+    const admission = new AdmissionQueue({ timers });
+    const busy = slots(0);
+    const first = admission.acquire('a', queue, busy.take);
+    const second = admission.acquire('b', queue, busy.take);
+    const retry = admission.acquire('a', queue, busy.take, undefined, true);
+    const reason = new IopError('no_capacity', 'the edge is shutting down', { retryAfterSeconds: 1 });
+    admission.close(reason);
+    await expect(first).rejects.toBe(reason);
+    await expect(second).rejects.toBe(reason);
+    await expect(retry).rejects.toBe(reason);
+    expect(admission.stats().queued).toEqual({});
+    expect(timers.count).toBe(0);
+    const free = slots(1);
+    await expect(admission.acquire('c', queue, free.take)).rejects.toBe(reason);
+    expect(free.free()).toBe(1);
+  });
 });
