@@ -19,6 +19,12 @@ export interface CounterStore {
   /** Takes a slot `leaseId` of `key` when fewer than `max` are held; a lease not released lapses after `leaseMs`. */
   acquireSlot(key: string, leaseId: string, max: number, leaseMs: number): Promise<SlotResult>;
   releaseSlot(key: string, leaseId: string): Promise<void>;
+  /**
+   * Extends each lease of `leases` (key → lease ids) that is still held to `leaseMs` from now; a
+   * lease that lapsed or was released stays gone. The edge holding them calls it periodically, so
+   * only a dead edge's leases lapse.
+   */
+  renewSlots(leases: ReadonlyMap<string, readonly string[]>, leaseMs: number): Promise<void>;
   /** Sends `message` to every edge's `onMessage` (this one included). */
   publish(message: string): Promise<void>;
   onMessage(listener: (message: string) => void): void;
@@ -80,6 +86,18 @@ export class MemoryCounterStore implements CounterStore {
     const leases = this.slots.get(key);
     leases?.delete(leaseId);
     if (leases?.size === 0) this.slots.delete(key);
+  }
+
+  async renewSlots(leases: ReadonlyMap<string, readonly string[]>, leaseMs: number): Promise<void> {
+    const now = this.now();
+    for (const [key, ids] of leases) {
+      const held = this.slots.get(key);
+      if (held === undefined) continue;
+      for (const id of ids) {
+        const expiresAtMs = held.get(id);
+        if (expiresAtMs !== undefined && expiresAtMs > now) held.set(id, now + leaseMs);
+      }
+    }
   }
 
   async publish(message: string): Promise<void> {

@@ -78,6 +78,22 @@ export class FailoverCounterStore implements CounterStore {
     await this.shared.releaseSlot(key, leaseId).catch(() => {});
   }
 
+  async renewSlots(leases: ReadonlyMap<string, readonly string[]>, leaseMs: number): Promise<void> {
+    const local = new Map<string, string[]>();
+    const shared = new Map<string, string[]>();
+    for (const [key, ids] of leases) {
+      for (const id of ids) {
+        const target = this.localLeases.has(id) ? local : shared;
+        const list = target.get(key);
+        if (list === undefined) target.set(key, [id]);
+        else list.push(id);
+      }
+    }
+    if (local.size > 0) await this.local.renewSlots(local, leaseMs);
+    // A renewal that fails is tried again at the next period; the lease lapses only if none succeeds.
+    if (shared.size > 0) await this.shared.renewSlots(shared, leaseMs).catch(() => {});
+  }
+
   async publish(message: string): Promise<void> {
     await this.shared.publish(message).catch(() => {});
   }

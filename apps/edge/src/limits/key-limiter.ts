@@ -3,8 +3,10 @@
  * - requests per minute: the request is counted at admission (a refused one is taken back);
  * - tokens per minute and the token budget: admission refuses once the window's (the period's)
  *   sum has reached the limit; `finish` adds the request's real input + output tokens;
- * - concurrent streams: a slot (a lease that lapses after `streamLeaseMs` if an edge dies) is
- *   held from admission to `finish`.
+ * - concurrent streams: a slot is held from admission to `finish`, as a lease of `streamLeaseMs`
+ *   (default 15 s) that this edge renews every third of it while the request runs; the leases of
+ *   an edge that died (crash, OOM kill, lost host) lapse within `streamLeaseMs`, so its streams
+ *   stop counting against the key on every other edge.
  * Windows are fixed one-minute windows (UTC minute boundaries), so a key may get up to twice its
  * per-minute limit across one boundary, and tokens are counted after the fact, so concurrent
  * requests admitted together may overshoot by their own size: the stated tolerance. With Redis
@@ -20,6 +22,7 @@ import type { RateLimitState } from './rate-limit-headers.js';
 
 const MINUTE_MS = 60_000;
 const TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000;
+const DEFAULT_STREAM_LEASE_MS = 15_000;
 
 export interface Admission {
   /** The limit state to send as headers. */
@@ -39,7 +42,7 @@ export class LimitRefusal extends IopError {
 }
 
 export interface KeyLimiterOptions {
-  /** How long a stream slot is held when its edge never releases it, ms. Default 15 min. */
+  /** How long a stream slot outlives the last renewal by its edge (renewed every third of it), ms. Default 15 000. */
   streamLeaseMs?: number;
   now?: () => number;
   /** Tokens already used by a key since `sinceMs` (the ledger): seeds an in-memory budget after a restart. */
@@ -52,13 +55,43 @@ export class KeyLimiter {
   private readonly streamLeaseMs: number;
   private readonly now: () => number;
   private readonly seeded = new Set<string>();
+  /** Stream slots this edge holds now: slot key → lease ids (renewed by `renewal`). */
+  private readonly held = new Map<string, Set<string>>();
+  private readonly renewal: NodeJS.Timeout;
 
   constructor(
     private readonly counters: CounterStore,
     private readonly options: KeyLimiterOptions = {},
   ) {
-    this.streamLeaseMs = options.streamLeaseMs ?? 15 * MINUTE_MS;
+    this.streamLeaseMs = options.streamLeaseMs ?? DEFAULT_STREAM_LEASE_MS;
     this.now = options.now ?? Date.now;
+    this.renewal = setInterval(() => void this.renew(), this.streamLeaseMs / 3);
+    this.renewal.unref();
+  }
+
+  /** Stops renewing the stream leases (shutdown): the ones still held lapse within `streamLeaseMs`. */
+  close(): void {
+    clearInterval(this.renewal);
+  }
+
+  /** Extends every stream lease held now (each renewal in one round trip; a failed one is retried at the next period). */
+  async renew(): Promise<void> {
+    if (this.held.size === 0) return;
+    const leases = new Map<string, string[]>();
+    for (const [key, ids] of this.held) leases.set(key, [...ids]);
+    await this.counters.renewSlots(leases, this.streamLeaseMs).catch(() => {});
+  }
+
+  private hold(key: string, leaseId: string): void {
+    const ids = this.held.get(key);
+    if (ids === undefined) this.held.set(key, new Set([leaseId]));
+    else ids.add(leaseId);
+  }
+
+  private release(key: string, leaseId: string): Promise<void> {
+    const ids = this.held.get(key);
+    if (ids !== undefined && ids.delete(leaseId) && ids.size === 0) this.held.delete(key);
+    return this.counters.releaseSlot(key, leaseId);
   }
 
   /** @throws LimitRefusal when a limit or the budget is reached; IopError 503 when the counters fail closed. */
@@ -76,7 +109,7 @@ export class KeyLimiter {
     let slot: { key: string; leaseId: string } | undefined;
     const undo = async () => {
       if (countedRequest) await this.counters.add(requestKey, -1, 2 * MINUTE_MS).catch(() => 0);
-      if (slot !== undefined) await this.counters.releaseSlot(slot.key, slot.leaseId);
+      if (slot !== undefined) await this.release(slot.key, slot.leaseId);
     };
     try {
       if (budget !== undefined) {
@@ -113,6 +146,7 @@ export class KeyLimiter {
         if (!result.acquired)
           throw new LimitRefusal(`concurrency limit reached: key "${record.name}" allows ${limits.maxConcurrentStreams} concurrent streams`, 1, state);
         slot = { key, leaseId };
+        this.hold(key, leaseId);
       }
     } catch (error) {
       await undo();
@@ -125,7 +159,7 @@ export class KeyLimiter {
         if (finished) return;
         finished = true;
         const work: Array<Promise<unknown>> = [];
-        if (slot !== undefined) work.push(this.counters.releaseSlot(slot.key, slot.leaseId));
+        if (slot !== undefined) work.push(this.release(slot.key, slot.leaseId));
         if (tokens > 0 && limits?.tokensPerMinute !== undefined) work.push(this.counters.add(tokenKey, tokens, 2 * MINUTE_MS));
         if (tokens > 0 && budget !== undefined)
           work.push(this.counters.add(this.budgetKey(record.id, budget.period, now), tokens, this.budgetTtl(budget.period, now)));

@@ -27,6 +27,16 @@ redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
 redis.call('PEXPIREAT', KEYS[1], ARGV[2])
 return {1, count + 1}`;
 
+// KEYS[1] slot set; ARGV: now ms, lease expiry ms, lease ids... Extends the leases still held.
+const RENEW = `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+local renewed = 0
+for i = 3, #ARGV do
+  renewed = renewed + redis.call('ZADD', KEYS[1], 'XX', 'CH', ARGV[2], ARGV[i])
+end
+if renewed > 0 then redis.call('PEXPIREAT', KEYS[1], ARGV[2]) end
+return renewed`;
+
 export class RedisCounterStore implements CounterStore {
   private readonly redis: Redis;
   private subscriber: Redis | undefined;
@@ -51,6 +61,7 @@ export class RedisCounterStore implements CounterStore {
     this.redis = new client.Redis(options.url, common);
     this.redis.on('error', () => {}); // reported per command, through the failure policy
     this.redis.defineCommand('iopAcquireSlot', { numberOfKeys: 1, lua: ACQUIRE });
+    this.redis.defineCommand('iopRenewSlots', { numberOfKeys: 1, lua: RENEW });
   }
 
   /** Resolves once connected (start-up check). @throws when Redis cannot be reached within `timeoutMs`. */
@@ -92,6 +103,13 @@ export class RedisCounterStore implements CounterStore {
 
   async releaseSlot(key: string, leaseId: string): Promise<void> {
     await this.redis.zrem(this.prefix + key, leaseId);
+  }
+
+  async renewSlots(leases: ReadonlyMap<string, readonly string[]>, leaseMs: number): Promise<void> {
+    const now = Date.now();
+    const pipeline = this.redis.pipeline() as unknown as { iopRenewSlots(...args: Array<string | number>): void; exec(): Promise<unknown> };
+    for (const [key, ids] of leases) pipeline.iopRenewSlots(this.prefix + key, now, now + leaseMs, ...ids);
+    await pipeline.exec();
   }
 
   async publish(message: string): Promise<void> {

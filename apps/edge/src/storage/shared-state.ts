@@ -166,6 +166,7 @@ export async function openSharedState(config: EdgeConfig, logger: Logger, regist
       await shared.publish(INVALIDATE + keyHash);
     },
     close: async (deadlineMs) => {
+      limiter.close();
       await ledger.close(deadlineMs);
       await responses.close();
       await shared.close();

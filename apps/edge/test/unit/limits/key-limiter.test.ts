@@ -64,6 +64,29 @@ describe('KeyLimiter', () => {
     await next.finish(0);
   });
 
+  it('renews the stream leases it holds; the leases of an edge that stopped renewing (died) lapse', async () => {
+    const counters = new MemoryCounterStore(now);
+    const alive = new KeyLimiter(counters, { now, streamLeaseMs: 15_000 });
+    const dead = new KeyLimiter(counters, { now, streamLeaseMs: 15_000 });
+    const other = new KeyLimiter(counters, { now, streamLeaseMs: 15_000 });
+    const key = record({ limits: { maxConcurrentStreams: 2 } });
+    const running = await alive.admit(key);
+    await dead.admit(key); // never finished: its edge is killed
+    dead.close();
+    for (let step = 0; step < 4; step++) {
+      clock += 5_000;
+      await alive.renew();
+    }
+    // 20 s on: the dead edge's lease lapsed at 15 s, the live one is still held.
+    const third = await other.admit(key);
+    await expect(other.admit(key)).rejects.toThrow('allows 2 concurrent streams');
+    await running.finish(0);
+    await third.finish(0);
+    await expect(other.admit(key)).resolves.toBeDefined();
+    alive.close();
+    other.close();
+  });
+
   it('names the budget when it is exhausted, and seeds it once from the ledger', async () => {
     const usedSince = jest.fn(async () => 900);
     const limiter = new KeyLimiter(new MemoryCounterStore(now), { now, usedSince });
@@ -84,6 +107,7 @@ describe('FailoverCounterStore', () => {
     get: async () => Promise.reject(new Error('down')),
     acquireSlot: async () => Promise.reject(new Error('down')),
     releaseSlot: async () => Promise.reject(new Error('down')),
+    renewSlots: async () => Promise.reject(new Error('down')),
     publish: async () => {},
     onMessage: () => {},
     close: async () => {},
