@@ -102,3 +102,23 @@ it('an admin key on SQLite, and a ledger kept across a graceful restart', async 
     }),
   ).resolves.toMatchObject({ object: 'chat.completion' });
 }, 60_000);
+
+it('a stream that ends with an in-band error is an error in the ledger, not a 200', async () => {
+  const created = await admin(edge.url, 'POST', '/admin/keys', { name: 'streams' });
+  const client = new OpenAI({ apiKey: created.body.key as string, baseURL: edge.baseURL, maxRetries: 0 });
+  const fault = await fetch(`${sim.url}/_sim/faults`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ fault: 'error-chunk', 'fault-after': 3, count: 1 }),
+  });
+  expect(fault.status).toBe(200);
+  const stream = await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], stream: true });
+  const failure = await (async () => {
+    for await (const chunk of stream) void chunk;
+  })().catch((error: unknown) => error);
+  expect(failure).toBeInstanceOf(Error); // the SDK raises the in-band error event
+  const complete = await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], stream: true });
+  for await (const chunk of complete) void chunk;
+  const usage = await admin(edge.url, 'GET', `/admin/usage?key=${created.body.id as string}&flush=true`);
+  expect(usage.body.data).toMatchObject([{ requests: 2, errors: 1 }]);
+}, 60_000);

@@ -237,7 +237,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         throw caught;
       } finally {
         // 499: the client went away before the answer ended (nginx's convention).
-        admission?.complete(summary(failedStatus ?? (abort.clientGone ? 499 : res.statusCode), usage.value));
+        // A stream that ended with an in-band error is billed with that error's status (the tokens it carried count).
+        admission?.complete(summary(failedStatus ?? (abort.clientGone ? 499 : (inBandStatus ?? res.statusCode)), usage.value));
       }
       const tokens = usage.flush(metricLabels(model).model, responseLabels());
       const durationMs = performance.now() - startedAt;

@@ -9,12 +9,15 @@ import type { EdgeMetrics, ResponseLabels } from '../metrics.js';
 
 export class UsageRecorder {
   private usage: HubUsage | undefined;
+  /** The counters have the usage (`flush`): the ledger still reads it through `value`. */
+  private flushed = false;
 
   constructor(private readonly metrics: EdgeMetrics) {}
 
   /** From a USAGE frame. */
   record(usage: FrameUsage | undefined): void {
     if (usage === undefined) return;
+    this.flushed = false;
     this.usage = {
       inputTokens: usage.promptTokens,
       outputTokens: usage.completionTokens,
@@ -25,20 +28,23 @@ export class UsageRecorder {
 
   /** From a normalized `usage` event. */
   recordHub(usage: HubUsage): void {
+    this.flushed = false;
     this.usage = usage;
   }
 
+  /** The last usage recorded, flushed or not (what the request is billed in the ledger and limits). */
   get value(): HubUsage | undefined {
     return this.usage;
   }
 
   /**
    * Adds the usage to the counters, labelled with how the answer was produced; `attempt` is
-   * "answer" or "failed" (a retried attempt's tokens).
+   * "answer" or "failed" (a retried attempt's tokens). Once per usage recorded: undefined when
+   * there is none, or it was flushed already.
    */
   flush(model: string, response: ResponseLabels, attempt: 'answer' | 'failed' = 'answer'): HubUsage | undefined {
     const usage = this.usage;
-    if (usage === undefined) return undefined;
+    if (usage === undefined || this.flushed) return undefined;
     const add = (kind: string, value: number | undefined) => {
       if (value !== undefined && value > 0) this.metrics.tokens.inc({ model, kind, attempt, mode: response.mode, policy: response.policy }, value);
     };
@@ -46,7 +52,7 @@ export class UsageRecorder {
     add('completion', usage.outputTokens);
     add('cached', usage.cachedInputTokens);
     add('reasoning', usage.reasoningTokens);
-    this.usage = undefined;
+    this.flushed = true;
     return usage;
   }
 }
