@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { parse } from 'yaml';
 
 const ROOT = path.resolve(__dirname, '../../../../..');
 const SCRIPT = path.join(ROOT, 'scripts/validate-compose.mjs');
@@ -57,7 +58,35 @@ describe('docker-compose.yml', () => {
     expect(text.match(/127\.0\.0\.1:8080\/healthz/g)).toHaveLength(1);
     expect(text.match(/127\.0\.0\.1:8082\/readyz/g)).toHaveLength(2);
   });
+
+  it('gives the edge and every agent longer to stop than their shutdown deadlines (Docker SIGKILLs after 10 s by default)', () => {
+    // The edge: its deadline, then up to ~7 s of closing (in-band errors, tunnel, the ledger's last write).
+    const needs: Record<string, number> = { edge: EDGE_DEADLINE_S + 10, agent: AGENT_DEADLINE_S + 5, 'agent-cpu': AGENT_DEADLINE_S + 5 };
+    const checked: string[] = [];
+    for (const file of [composeFile, path.join(ROOT, 'deploy/compose.multi-edge.yml')]) {
+      const services = (parse(readFileSync(file, 'utf8'), { merge: true }) as { services: Record<string, { command?: string[]; stop_grace_period?: string }> }).services;
+      for (const [name, service] of Object.entries(services)) {
+        const command = service.command?.join(' ') ?? '';
+        const role = command.includes('apps/edge/') ? 'edge' : command.includes('apps/agent/') ? (name === 'agent-cpu' ? 'agent-cpu' : 'agent') : undefined;
+        if (role === undefined) continue;
+        checked.push(name);
+        expect([file, name, seconds(service.stop_grace_period)]).toEqual([file, name, expect.any(Number)]);
+        expect(seconds(service.stop_grace_period)).toBeGreaterThanOrEqual(needs[role]!);
+      }
+    }
+    expect(checked).toEqual(['edge', 'agent', 'agent-cpu', 'edge-1', 'edge-2', 'agent']);
+  });
 });
+
+const EDGE_DEADLINE_S = 10; // shutdownDeadlineMs's default (apps/edge/src/config-schema.ts)
+const AGENT_DEADLINE_S = 30; // the agent's (apps/agent/src/options.ts)
+
+/** A Compose duration such as `30s` or `1m30s`, in seconds; NaN when absent. */
+function seconds(duration: string | undefined): number {
+  const match = /^(?:(\d+)m)?(?:(\d+)s)?$/.exec(duration ?? '');
+  if (match === null || duration === '') return Number.NaN;
+  return Number(match[1] ?? 0) * 60 + Number(match[2] ?? 0);
+}
 
 describe('scripts/validate-compose.mjs', () => {
   it('fails a profile whose enabled service depends on a service of another profile, and only that profile', () => {
