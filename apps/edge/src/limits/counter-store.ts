@@ -20,9 +20,9 @@ export interface CounterStore {
   acquireSlot(key: string, leaseId: string, max: number, leaseMs: number): Promise<SlotResult>;
   releaseSlot(key: string, leaseId: string): Promise<void>;
   /**
-   * Extends each lease of `leases` (key → lease ids) that is still held to `leaseMs` from now; a
-   * lease that lapsed or was released stays gone. The edge holding them calls it periodically, so
-   * only a dead edge's leases lapse.
+   * Sets each lease of `leases` (key → lease ids, the ones this edge's requests still hold) to
+   * expire `leaseMs` from now. The edge holding them calls it periodically, so only a dead edge's
+   * leases lapse; the shared store re-adds a lease it lost (outage, restart).
    */
   renewSlots(leases: ReadonlyMap<string, readonly string[]>, leaseMs: number): Promise<void>;
   /** Sends `message` to every edge's `onMessage` (this one included). */

@@ -63,7 +63,12 @@ export class FailoverCounterStore implements CounterStore {
   acquireSlot(key: string, leaseId: string, max: number, leaseMs: number): Promise<SlotResult> {
     return this.guarded(
       'acquireSlot',
-      () => this.shared.acquireSlot(key, leaseId, max, leaseMs),
+      // A command that timed out may still run later in Redis: its lease is released after it.
+      () =>
+        this.shared.acquireSlot(key, leaseId, max, leaseMs).catch((error: unknown) => {
+          void this.shared.releaseSlot(key, leaseId).catch(() => {});
+          throw error;
+        }),
       async () => {
         const result = await this.local.acquireSlot(key, leaseId, max, leaseMs);
         if (result.acquired) this.localLeases.add(leaseId);

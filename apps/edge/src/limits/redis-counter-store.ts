@@ -27,15 +27,16 @@ redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
 redis.call('PEXPIREAT', KEYS[1], ARGV[2])
 return {1, count + 1}`;
 
-// KEYS[1] slot set; ARGV: now ms, lease expiry ms, lease ids... Extends the leases still held.
+// KEYS[1] slot set; ARGV: now ms, lease expiry ms, lease ids... Sets every lease the edge still
+// holds, re-adding one that lapsed during an outage or that Redis lost (a restart), so the limit
+// counts the streams still running once Redis is back.
 const RENEW = `
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-local renewed = 0
 for i = 3, #ARGV do
-  renewed = renewed + redis.call('ZADD', KEYS[1], 'XX', 'CH', ARGV[2], ARGV[i])
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[i])
 end
-if renewed > 0 then redis.call('PEXPIREAT', KEYS[1], ARGV[2]) end
-return renewed`;
+redis.call('PEXPIREAT', KEYS[1], ARGV[2])
+return #ARGV - 2`;
 
 export class RedisCounterStore implements CounterStore {
   private readonly redis: Redis;

@@ -3,6 +3,7 @@
  * its edge keeps renewing outlives `streamLeaseMs`; the leases of an edge that died (stopped
  * renewing without releasing) lapse within `streamLeaseMs`, on every other edge.
  */
+import { Redis } from 'ioredis';
 import { sleep } from '@iop/core';
 import { RedisCounterStore } from '../../../src/limits/redis-counter-store.js';
 import { KeyLimiter } from '../../../src/limits/key-limiter.js';
@@ -62,6 +63,17 @@ describeWithSharedState(
       const next = await other.admit(key);
       await next.finish(0);
       await admitted!.finish(0);
+    });
+
+    it('re-adds the slots of running streams after Redis lost them (a restart)', async () => {
+      const [alive, other] = [await edge(), await edge()];
+      const running = [await alive.admit(key), await alive.admit(key)];
+      const redis = new Redis(REDIS_URL);
+      await redis.del(`${isolated.prefix}streams:${key.id}`);
+      redis.disconnect();
+      await sleep(LEASE_MS); // past a renewal
+      await expect(other.admit(key)).rejects.toThrow('allows 2 concurrent streams');
+      await Promise.all(running.map((admission) => admission.finish(0)));
     });
   },
   { redis: true },
