@@ -76,6 +76,7 @@ it('an admin key on SQLite, and a ledger kept across a graceful restart', async 
       cached_tokens: 0,
       reasoning_tokens: 0,
       errors: 0,
+      estimated_requests: 0,
     },
   ]);
   const byKey = await admin(edge.url, 'GET', '/admin/usage?group_by=key');

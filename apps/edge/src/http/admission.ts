@@ -16,6 +16,8 @@ import { OPEN_IDENTITY } from './key-check.js';
 export interface RunSummary {
   status: number;
   usage: Usage | undefined;
+  /** The usage is the edge's estimate (a stream that ended without the backend's usage). */
+  tokensEstimated?: boolean;
   servedModel?: string;
   agentId?: string;
   attempts: number;
@@ -95,6 +97,7 @@ function ledgerRow(edge: EdgeContext, res: Response, dialect: DialectName, model
     cachedTokens: usage?.cachedInputTokens ?? 0,
     reasoningTokens: usage?.reasoningTokens ?? 0,
     attempts: summary.attempts,
+    ...(summary.tokensEstimated === true ? { tokensEstimated: true } : {}),
     ...(summary.ttftMs === undefined ? {} : { ttftMs: Math.round(summary.ttftMs * 10) / 10 }),
     durationMs: Math.round(summary.durationMs * 10) / 10,
     status: summary.status,

@@ -8,7 +8,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { IopError, type Dialect, type EncodeContext, type InferenceRequest } from '@iop/core';
 import { GATE_HEADER, parseGateHeader } from '@iop/stream-gate';
 import type { EdgeContext } from '../edge-context.js';
-import { validateChatPassthrough } from '../dialects.js';
+import { estimateRequestTokens, validateChatPassthrough } from '../dialects.js';
 import { EdgeDispatcher } from '../gate/edge-dispatcher.js';
 import { policyLabel } from '../gate/gate-registry.js';
 import { NO_RESPONSE_MODE, PASSTHROUGH_LABELS, type ResponseLabels } from '../metrics.js';
@@ -106,13 +106,29 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       return responseMode.mode === 'passthrough' ? PASSTHROUGH_LABELS : { mode: 'normalized', policy: policyLabel(responseMode.policy) };
     };
     res.once('close', () => inFlight?.dec());
+    const usage = new UsageRecorder(edge.metrics);
+    /** The prompt's token estimate, for a stream billed without the backend's usage (set with the path). */
+    let promptTokens = () => Math.ceil((Buffer.isBuffer(req.body) ? req.body.length : 0) / 4);
+    /** Bills an estimate when the backend did work but sent no usage (usage-recorder.ts). */
+    const settleUsage = () => usage.settle(attempts > 0 && abort.clientGone, promptTokens);
+    /** A stream that ended with an in-band error after its first byte: billed and counted with that error's status. */
+    const endedInBand = (failure: IopError | undefined, runId: string | undefined) => {
+      if (failure === undefined) return;
+      settleUsage();
+      // Not an answer: its tokens count as a failed attempt's.
+      usage.flush(metricLabels(model).model, responseLabels(), 'failed');
+      // A client that left mid-stream stopped it: 499 `client_gone`, not the upstream error.
+      const gone = abort.clientGone;
+      inBandStatus = gone ? 499 : clientStatus(failure);
+      streamError = gone ? 'client_gone' : failure.code;
+      if (!gone) log.warn({ runId, code: failure.code, error: failure.message }, 'stream ended with an in-band error');
+    };
     try {
       const body = parseJsonObject(req.body);
       inFlight = edge.metrics.inFlight.labels(metricLabels(String(body.model)));
       inFlight.inc();
       const gateHeader = req.get(GATE_HEADER);
       const overrides = gateHeader === undefined ? undefined : parseGateHeader(gateHeader);
-      const usage = new UsageRecorder(edge.metrics);
       let ttftSeconds: number | undefined;
       const onFirstByte = () => {
         ttftSeconds = (performance.now() - startedAt) / 1000;
@@ -122,6 +138,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       const summary = (status: number, tokens: ReturnType<UsageRecorder['flush']>) => ({
         status,
         usage: tokens,
+        tokensEstimated: usage.estimated,
         servedModel,
         agentId: current?.providerId,
         attempts,
@@ -140,6 +157,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           // The same 400s as the translated path, before any backend call.
           const peek = validateChatPassthrough(body);
           model = peek.model;
+          promptTokens = () => passthroughPromptTokens(route.dialect, body, req.body);
           const rewrite = peek.maxTokensRewrite === undefined ? undefined : { max_tokens: peek.maxTokensRewrite, max_completion_tokens: undefined };
           nameRequestSpan(model);
           admission = await admitRequest(edge, res, route.dialect.name, model);
@@ -177,18 +195,11 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
             signal: abort.signal,
             writeStallTimeoutMs: edge.config.writeStallTimeoutMs,
           });
-          // A stream that ended in an error is not an answer: its tokens count as a failed attempt's.
-          // A client that left mid-stream stopped it: 499 `client_gone`, not the relay's upstream error.
-          if (failure !== undefined) {
-            usage.flush(metricLabels(model).model, responseLabels(), 'failed');
-            const gone = abort.clientGone;
-            inBandStatus = gone ? 499 : failure.status;
-            streamError = gone ? 'client_gone' : failure.code;
-            if (!gone) log.warn({ runId: opened.run.runId, code: failure.code, error: failure.message }, 'relayed stream ended with an in-band error');
-          }
+          endedInBand(failure, opened.run.runId);
         } else {
           responseMode = { mode: 'normalized', policy: edge.gates.policyOf(String(body.model)) };
           let request = route.dialect.decodeRequest(body);
+          promptTokens = () => estimateRequestTokens(request);
           admission = await admitRequest(edge, res, route.dialect.name, request.model);
           if (route.prepare !== undefined) request = await route.prepare(request, body, context);
           model = request.model;
@@ -209,7 +220,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           };
           responseMode = { mode: 'normalized', policy: edge.gates.policyOf(model) };
           const encodeContext: EncodeContext = { requestId, model, request, createdAt: Math.floor(Date.now() / 1000) };
-          await writeNormalized(res, {
+          const failure = await writeNormalized(res, {
             dialect: route.dialect,
             context: encodeContext,
             stream: request.stream,
@@ -231,11 +242,13 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
             onFirstByte,
             ...(route.onResult === undefined ? {} : { onResult: (result: unknown) => route.onResult!(result, request, body, context) }),
           });
+          endedInBand(failure, current?.runId);
         }
       } catch (caught) {
         failedStatus = abort.clientGone ? 499 : caught instanceof IopError ? clientStatus(caught) : 500;
         throw caught;
       } finally {
+        settleUsage();
         // 499: the client went away before the answer ended (nginx's convention).
         // A stream that ended with an in-band error is billed with that error's status (the tokens it carried count).
         admission?.complete(summary(failedStatus ?? (abort.clientGone ? 499 : (inBandStatus ?? res.statusCode)), usage.value));
@@ -262,6 +275,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           status: res.statusCode,
           durationMs: Math.round(durationMs * 10) / 10,
           usage: tokens,
+          usageEstimated: usage.estimated || undefined,
           ...responseMode,
           aborted: abort.signal.aborted || undefined,
         },
@@ -285,7 +299,11 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           errorType: 'client_gone',
           response: responseLabels(),
         });
-        log.info({ model, durationMs: Math.round((performance.now() - startedAt) * 10) / 10 }, 'client disconnected before the answer');
+        const tokens = usage.flush(metricLabels(model).model, responseLabels(), 'failed');
+        log.info(
+          { model, durationMs: Math.round((performance.now() - startedAt) * 10) / 10, usage: tokens, usageEstimated: usage.estimated || undefined },
+          'client disconnected before the answer',
+        );
         return;
       }
       if (caught instanceof IopError)
@@ -302,5 +320,14 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         });
       next(caught);
     }
+  }
+}
+
+/** The prompt estimate of a passthrough Chat body (decoded only for this, off the hot path); by its bytes when it does not decode. */
+function passthroughPromptTokens(dialect: Dialect, body: Record<string, unknown>, raw: unknown): number {
+  try {
+    return estimateRequestTokens(dialect.decodeRequest(body));
+  } catch {
+    return Math.ceil((Buffer.isBuffer(raw) ? raw.length : 0) / 4);
   }
 }

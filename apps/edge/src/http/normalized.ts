@@ -36,7 +36,13 @@ export interface NormalizedOptions {
   onResult?: (result: unknown) => void | Promise<void>;
 }
 
-export async function writeNormalized(res: Response, options: NormalizedOptions): Promise<void> {
+/**
+ * Writes the answer. Returns the failure that ended a stream after its first byte (sent as the
+ * dialect's in-band error event: an error event the gate released, the request stopped, or a
+ * client that stopped reading), undefined for a complete answer.
+ * @throws IopError for a failure before anything was written (the client gets it as an HTTP error).
+ */
+export async function writeNormalized(res: Response, options: NormalizedOptions): Promise<IopError | undefined> {
   const { dialect, context, usage } = options;
   const run = options.gate.run(context.request, options.dispatcher, {
     requestId: context.requestId,
@@ -47,6 +53,7 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
   const iterator = run[Symbol.asyncIterator]();
   const note = (event: StreamEvent) => {
     if (event.type === 'usage') usage.recordHub(event.usage);
+    else if (event.type === 'text-delta' || event.type === 'reasoning-delta' || event.type === 'tool-call-delta') usage.countGenerated();
   };
 
   if (!options.stream) {
@@ -59,12 +66,12 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
     if (options.signal.aborted) {
       const error = stopError(options.signal, undefined);
       if (error !== undefined) throw error;
-      return;
+      return undefined;
     }
     const body = dialect.encodeResponse(events, context);
     await options.onResult?.(body);
     res.status(200).json(body);
-    return;
+    return undefined;
   }
 
   const first = await iterator.next();
@@ -72,7 +79,7 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
     // Nothing was released: the client went away, or the deadline passed (a real HTTP error then).
     const error = stopError(options.signal, undefined);
     if (error !== undefined) throw error;
-    return;
+    return undefined;
   }
   if (first.value.type === 'error') throw iopErrorOf(first.value);
   const encoder = dialect.createStreamEncoder(context);
@@ -89,10 +96,12 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
     }
     if (!res.write(text)) backpressure = true;
   };
+  let failure: IopError | undefined;
   note(first.value);
   write(encoder.push(first.value));
   for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) {
     note(next.value);
+    if (next.value.type === 'error') failure = iopErrorOf(next.value);
     write(encoder.push(next.value));
     if (backpressure) {
       backpressure = false;
@@ -101,14 +110,18 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
         options.stop?.(error);
         void iterator.return?.(undefined);
         endStalled(res, encoder.push(errorEventOf(error)) + encoder.end(), options.writeStallTimeoutMs ?? 0);
-        return;
+        return error;
       }
     }
   }
   const stopped = stopError(options.signal, undefined);
-  if (stopped !== undefined) write(encoder.push(errorEventOf(stopped)));
+  if (stopped !== undefined) {
+    failure = stopped;
+    write(encoder.push(errorEventOf(stopped)));
+  }
   write(encoder.end());
   const result = encoder.result();
   if (result !== undefined) await options.onResult?.(result);
   res.end();
+  return failure;
 }

@@ -73,6 +73,15 @@ export async function relay(handle: RunStream, start: ProviderTunnelFrame, res: 
 }
 
 async function relayStream(handle: RunStream, res: Response, options: RelayOptions): Promise<IopError | undefined> {
+  const guard = new SseGuard({ includeUsage: options.includeUsage === true });
+  try {
+    return await relayGuarded(handle, res, options, guard);
+  } finally {
+    options.usage.countGenerated(guard.generatedChunks);
+  }
+}
+
+async function relayGuarded(handle: RunStream, res: Response, options: RelayOptions, guard: SseGuard): Promise<IopError | undefined> {
   res.setHeader('cache-control', 'no-cache');
   // openRun hands over the first frame with the run: when it is body bytes, the headers leave with
   // them in one write (a separate header write per stream was ~10 % of the edge's CPU at 64
@@ -81,7 +90,6 @@ async function relayStream(handle: RunStream, res: Response, options: RelayOptio
   let failure: IopError | undefined;
   let first = true;
   const { rewriter } = options;
-  const guard = new SseGuard({ includeUsage: options.includeUsage === true });
   /** The stream itself failed (malformed or error chunk), as opposed to an ERROR frame of the run. */
   let streamFailed = false;
   /**

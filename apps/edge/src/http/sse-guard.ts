@@ -13,6 +13,8 @@
  *   `finish_reason` marks the answer finished: a stream cut after it is complete, and gets its
  *   usage chunk and `[DONE]` from `end()`.
  * - Nothing after `[DONE]` is sent.
+ * - Chunks with a non-empty `choices` array are counted (`generatedChunks`): the output-token
+ *   estimate of a stream that ends without its usage chunk.
  *
  * Built on bytes rather than on eventsource-parser (which iop's normalized path uses): this path
  * must send the backend's bytes unchanged and uncopied, and a string parser would decode and
@@ -118,6 +120,8 @@ export class SseGuard {
   sawDone = false;
   /** A chunk with a non-null `finish_reason` has passed. */
   sawFinish = false;
+  /** Chunks with a non-empty `choices` array passed (generated output: one token each by default in vLLM, SGLang, llama.cpp server). */
+  generatedChunks = 0;
   // The event being scanned: its data lines as [from, to) ranges of the current buffer (the first
   // in scalars: nearly every event has one data line; more are kept in `moreData`).
   private dataLines = 0;
@@ -248,6 +252,7 @@ export class SseGuard {
     const keys = this.keys;
     keys.scan(data, from, to);
     if (keys.finish !== -1 && data[keys.finish] === QUOTE) this.sawFinish = true;
+    if (keys.choices !== -1 && data[keys.choices] === OPEN_BRACKET && data[keys.choices + 1] !== CLOSE_BRACKET) this.generatedChunks++;
     const hasUsage = keys.usage !== -1 && data[keys.usage] !== LOWER_N;
     const hasError = this.errorEvent || (keys.error !== -1 && data[keys.error] !== LOWER_N);
     if (!hasUsage && !hasError) return 'original';
@@ -278,6 +283,9 @@ export class SseGuard {
     } catch {
       return 'fail';
     }
+    // A one-line chunk was counted by its scan (`dispatch`).
+    if (reframe && Array.isArray((chunk as { choices?: unknown } | null)?.choices) && (chunk as { choices: unknown[] }).choices.length > 0)
+      this.generatedChunks++;
     const verdict = this.rules.apply(chunk, { errorEvent: this.errorEvent, reframe });
     if (verdict.kind === 'error') return verdict.error;
     if (verdict.finished) this.sawFinish = true;

@@ -24,6 +24,8 @@ export interface LedgerRow {
   cachedTokens: number;
   reasoningTokens: number;
   attempts: number;
+  /** The tokens are the edge's estimate: the stream ended without the backend's usage (http/usage-recorder.ts). */
+  tokensEstimated?: boolean;
   ttftMs?: number;
   durationMs: number;
   status: number;
@@ -61,6 +63,7 @@ const COLUMNS = [
   'ttft_ms',
   'duration_ms',
   'status',
+  'tokens_estimated',
 ];
 
 function values(row: LedgerRow): SqlValue[] {
@@ -80,6 +83,7 @@ function values(row: LedgerRow): SqlValue[] {
     row.ttftMs ?? null,
     row.durationMs,
     row.status,
+    row.tokensEstimated === true ? 1 : 0,
   ];
 }
 

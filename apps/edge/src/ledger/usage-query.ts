@@ -33,13 +33,15 @@ export interface UsageTotals {
   cached_tokens: number;
   reasoning_tokens: number;
   errors: number;
+  /** Requests whose tokens are the edge's estimate (streams that ended without the backend's usage). */
+  estimated_requests: number;
 }
 
 export type UsageGroupRow = Partial<Record<UsageGroup, string | number | null>> & UsageTotals;
 
 const SUMS = `COUNT(*) AS requests, COALESCE(SUM(input_tokens), 0) AS input_tokens, COALESCE(SUM(output_tokens), 0) AS output_tokens,
   COALESCE(SUM(cached_tokens), 0) AS cached_tokens, COALESCE(SUM(reasoning_tokens), 0) AS reasoning_tokens,
-  COALESCE(SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END), 0) AS errors`;
+  COALESCE(SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END), 0) AS errors, COALESCE(SUM(tokens_estimated), 0) AS estimated_requests`;
 
 /** Runs the query; numbers come back as numbers, `day` as `YYYY-MM-DD`. */
 export async function queryUsage(db: SqlDatabase, query: UsageQuery): Promise<UsageGroupRow[]> {
@@ -66,7 +68,7 @@ export async function queryUsage(db: SqlDatabase, query: UsageQuery): Promise<Us
             ? Number(value)
             : value;
     }
-    for (const total of ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'reasoning_tokens', 'errors'] as const)
+    for (const total of ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'reasoning_tokens', 'errors', 'estimated_requests'] as const)
       out[total] = Number(row[total] ?? 0);
     return out as unknown as UsageGroupRow;
   });

@@ -8,7 +8,8 @@
  * Tables:
  * - `responses`: stored Responses with their size in bytes (PostgreSQL; SQLite keeps its own `responses.sqlite`).
  * - `api_keys`: keys managed through the admin API, stored as SHA-256 of the key, never the key.
- * - `usage_ledger`: one row per request (see ledger/usage-ledger.ts).
+ * - `usage_ledger`: one row per request (see ledger/usage-ledger.ts); `tokens_estimated` (version 5)
+ *   marks rows whose tokens the edge estimated.
  */
 import type { SqlDatabase } from './sql-database.js';
 
@@ -80,6 +81,13 @@ CREATE INDEX responses_stored_at ON responses (stored_at_ms);`,
     postgres: `
 ALTER TABLE responses ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0;
 UPDATE responses SET bytes = octet_length(record);`,
+  },
+  {
+    version: 5,
+    name: 'usage_ledger_tokens_estimated',
+    // 1 when the row's tokens are the edge's estimate (a stream that ended without the backend's usage).
+    sqlite: 'ALTER TABLE usage_ledger ADD COLUMN tokens_estimated INTEGER NOT NULL DEFAULT 0;',
+    postgres: 'ALTER TABLE usage_ledger ADD COLUMN tokens_estimated SMALLINT NOT NULL DEFAULT 0;',
   },
 ];
 

@@ -54,6 +54,20 @@ describe('SseGuard', () => {
     );
   });
 
+  it('counts the chunks of generated output (non-empty choices), for any split: the estimate of a stream without usage', () => {
+    fc.assert(
+      fc.property(cuts, (at) => {
+        const guard = new SseGuard({ includeUsage: true });
+        for (const part of splitAt(Buffer.from(VLLM), at)) guard.push(part);
+        guard.end();
+        expect(guard.generatedChunks).toBe(3); // role, "Hi", finish; not the usage chunk
+      }),
+    );
+    const multi = new SseGuard({ includeUsage: false });
+    multi.push(Buffer.from('data: {"id":"c","choices":[{"index":0,\ndata: "delta":{"content":"a"}}]}\n\ndata: {"id":"c","choices":[]}\n\n'));
+    expect(multi.generatedChunks).toBe(1);
+  });
+
   it('re-sends an event whose data spans several data: lines as one line (SSE joins them with \\n), for any split', () => {
     const multi =
       'data: {"id":"c","choices":[{"index":0,\ndata: "delta":{"content":"a"},"finish_reason":null}]}\n\ndata: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n';

@@ -1,6 +1,7 @@
 /**
  * UsageRecorder: the counters get a request's usage once (a failed stream's tokens as
- * `attempt="failed"`), and the ledger still reads it after that flush.
+ * `attempt="failed"`), and the ledger still reads it after that flush; a stream without the
+ * backend's usage is billed an estimate.
  */
 import { create } from '@bufbuild/protobuf';
 import { UsageSchema } from '@iop/proto';
@@ -19,4 +20,38 @@ it('counts a failed stream once and keeps its usage for the ledger', async () =>
   const text = await metrics.registry.metrics();
   expect(text).toContain('iop_tokens_total{model="m",kind="completion",attempt="failed",mode="passthrough",policy="none"} 5');
   expect(text).not.toContain('attempt="answer"');
+});
+
+describe('settle: the estimate of a stream that ended without usage', () => {
+  it('bills the prompt estimate plus one token per generated chunk, once, and counts it', async () => {
+    const metrics = new EdgeMetrics();
+    const usage = new UsageRecorder(metrics);
+    usage.countGenerated(7);
+    usage.countGenerated();
+    const prompt = jest.fn(() => 30);
+    expect(usage.settle(false, prompt)).toBe(true);
+    expect(usage.settle(false, prompt)).toBe(true);
+    expect(prompt).toHaveBeenCalledTimes(1);
+    expect(usage.value).toEqual({ inputTokens: 30, outputTokens: 8 });
+    expect(usage.estimated).toBe(true);
+    expect(usage.flush('m', labels)).toEqual({ inputTokens: 30, outputTokens: 8 });
+    expect(await metrics.registry.metrics()).toContain('iop_tokens_total{model="m",kind="prompt",attempt="answer",mode="passthrough",policy="none"} 30');
+  });
+
+  it("keeps the backend's usage when there is some", () => {
+    const usage = new UsageRecorder(new EdgeMetrics());
+    usage.countGenerated(3);
+    usage.record(create(UsageSchema, { promptTokens: 12, completionTokens: 5 }));
+    expect(usage.settle(true, () => 99)).toBe(false);
+    expect(usage.value).toMatchObject({ inputTokens: 12, outputTokens: 5 });
+  });
+
+  it('bills the prompt of a run the client left before its first token (prefill), and nothing when no run started', () => {
+    const started = new UsageRecorder(new EdgeMetrics());
+    expect(started.settle(true, () => 40)).toBe(true);
+    expect(started.value).toEqual({ inputTokens: 40, outputTokens: 0 });
+    const never = new UsageRecorder(new EdgeMetrics());
+    expect(never.settle(false, () => 40)).toBe(false);
+    expect(never.value).toBeUndefined();
+  });
 });

@@ -42,7 +42,7 @@ describe('migrations (SQLite)', () => {
     expect(await migrate(db)).toEqual(MIGRATIONS.map((migration) => migration.version));
     expect(await migrate(db)).toEqual([]);
     await db.execute('INSERT INTO iop_schema_migrations (version, name, applied_at_ms) VALUES (99, $1, 0)', ['future']);
-    await expect(migrate(db)).rejects.toThrow("the database schema is at version 99, newer than this edge's 4");
+    await expect(migrate(db)).rejects.toThrow("the database schema is at version 99, newer than this edge's 5");
     await db.close();
   });
 });
@@ -59,17 +59,47 @@ describe('UsageLedger', () => {
     const ledger = new UsageLedger(db, { batchSize: 2, flushIntervalMs: 60_000, maxQueued: 10 });
     ledger.record(row());
     ledger.record(row({ requestId: 'req_2', keyId: 'key_b', dialect: 'anthropic-messages', inputTokens: 7, status: 429, outputTokens: 0 }));
-    ledger.record(row({ requestId: 'req_3', tsMs: Date.UTC(2026, 0, 2, 1) }));
+    ledger.record(row({ requestId: 'req_3', tsMs: Date.UTC(2026, 0, 2, 1), tokensEstimated: true }));
     expect(ledger.queued).toBeGreaterThanOrEqual(1); // a full batch went at once; the rest waits
     await ledger.close();
     expect(ledger.written).toBe(3);
     expect(await queryUsage(db, { groupBy: [] })).toEqual([
-      { requests: 3, input_tokens: 17, output_tokens: 20, cached_tokens: 3, reasoning_tokens: 0, errors: 1 },
+      { requests: 3, input_tokens: 17, output_tokens: 20, cached_tokens: 3, reasoning_tokens: 0, errors: 1, estimated_requests: 1 },
     ]);
     expect(await queryUsage(db, { groupBy: ['key', 'day'] })).toEqual([
-      { key: 'key_a', day: '2026-01-01', requests: 1, input_tokens: 5, output_tokens: 10, cached_tokens: 1, reasoning_tokens: 0, errors: 0 },
-      { key: 'key_a', day: '2026-01-02', requests: 1, input_tokens: 5, output_tokens: 10, cached_tokens: 1, reasoning_tokens: 0, errors: 0 },
-      { key: 'key_b', day: '2026-01-01', requests: 1, input_tokens: 7, output_tokens: 0, cached_tokens: 1, reasoning_tokens: 0, errors: 1 },
+      {
+        key: 'key_a',
+        day: '2026-01-01',
+        requests: 1,
+        input_tokens: 5,
+        output_tokens: 10,
+        cached_tokens: 1,
+        reasoning_tokens: 0,
+        errors: 0,
+        estimated_requests: 0,
+      },
+      {
+        key: 'key_a',
+        day: '2026-01-02',
+        requests: 1,
+        input_tokens: 5,
+        output_tokens: 10,
+        cached_tokens: 1,
+        reasoning_tokens: 0,
+        errors: 0,
+        estimated_requests: 1,
+      },
+      {
+        key: 'key_b',
+        day: '2026-01-01',
+        requests: 1,
+        input_tokens: 7,
+        output_tokens: 0,
+        cached_tokens: 1,
+        reasoning_tokens: 0,
+        errors: 1,
+        estimated_requests: 0,
+      },
     ]);
     expect(await queryUsage(db, { groupBy: ['model'], fromMs: Date.UTC(2026, 0, 2) })).toMatchObject([{ model: 'm', requests: 1 }]);
     expect(await tokensUsedSince(db, 'key_a', Date.UTC(2026, 0, 1, 12))).toBe(15);

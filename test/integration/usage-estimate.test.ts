@@ -1,0 +1,129 @@
+/**
+ * Streams that end without the backend's usage are still billed, at GPU-like pacing (300 ms to
+ * the first token, 40 ms per token, 200-token answers: 8 s each). A client that cancels a stream
+ * never gets the final usage chunk, nor does one whose stream fails mid-way; the edge bills an
+ * estimate (the prompt estimate plus one token per generated chunk), marked in the ledger
+ * (`estimated_requests`), and counts it against the key's limits and budget, so cancelling just
+ * before the end is no way around them. A normalized stream (Anthropic) that ends with an in-band
+ * error is an error in the ledger, not a 200.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import { ADMIN_KEY, admin } from './shared-state-helpers';
+
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'iop-usage-estimate-'));
+const configFile = path.join(dataDir, 'edge.json');
+writeFileSync(configFile, JSON.stringify({ apiKeys: [], keys: [] }));
+
+let sim: SimHandle;
+let edge: EdgeHandle;
+
+beforeAll(async () => {
+  sim = await startSim(['--models', 'sim-model', '--output-tokens', '200', '--ttft-ms', '300', '--itl-ms', '40']);
+  edge = await startEdge({ args: ['--config', configFile, '--api-keys', ''], env: { IOP_DATA_DIR: dataDir, IOP_ADMIN_KEYS: ADMIN_KEY } });
+  await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-estimate', backendUrl: sim.url });
+}, 60_000);
+
+afterAll(stopAll);
+
+async function newKey(name: string, settings: Record<string, unknown> = {}): Promise<{ id: string; key: string }> {
+  const created = await admin(edge.url, 'POST', '/admin/keys', { name, ...settings });
+  expect(created.status).toBe(201);
+  return { id: created.body.id as string, key: created.body.key as string };
+}
+
+async function usageOf(keyId: string): Promise<Record<string, number>> {
+  const usage = await admin(edge.url, 'GET', `/admin/usage?key=${keyId}&group_by=status&flush=true`);
+  const rows = usage.body.data as Array<Record<string, number>>;
+  expect(rows).toHaveLength(1);
+  return rows[0]!;
+}
+
+/** The key's one ledger row, once the edge has written it (a cancelled request ends a moment after the client leaves). */
+async function ledgerRow(keyId: string): Promise<Record<string, number>> {
+  for (let tries = 0; ; tries++) {
+    const row = await admin(edge.url, 'GET', `/admin/usage?key=${keyId}&flush=true`);
+    const rows = row.body.data as Array<Record<string, number>>;
+    if ((rows[0]?.requests ?? 0) > 0 || tries > 50) return usageOf(keyId);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+it('a Chat stream the client cancels mid-way is billed an estimate (499 in the ledger)', async () => {
+  const { id, key } = await newKey('chat-cancel');
+  const client = new OpenAI({ apiKey: key, baseURL: edge.baseURL, maxRetries: 0 });
+  const stream = await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'tell me a long story' }], stream: true });
+  let chunks = 0;
+  for await (const chunk of stream) {
+    if (chunk.choices.length > 0) chunks++;
+    if (chunks === 12) break; // the SDK aborts the request
+  }
+  const row = await ledgerRow(id);
+  expect(row).toMatchObject({ status: 499, requests: 1, estimated_requests: 1 });
+  // At least what the client read; far below the 200 tokens a whole answer has.
+  expect(row.output_tokens).toBeGreaterThanOrEqual(12);
+  expect(row.output_tokens).toBeLessThan(40);
+  expect(row.input_tokens).toBeGreaterThan(0);
+}, 30_000);
+
+it('an Anthropic stream the client cancels mid-way is billed an estimate', async () => {
+  const { id, key } = await newKey('anthropic-cancel');
+  const client = new Anthropic({ apiKey: key, baseURL: edge.url, maxRetries: 0 });
+  const stream = await client.messages.create({
+    model: 'sim-model',
+    max_tokens: 400,
+    stream: true,
+    messages: [{ role: 'user', content: 'tell me a long story' }],
+  });
+  let deltas = 0;
+  for await (const event of stream) {
+    if (event.type === 'content_block_delta') deltas++;
+    if (deltas === 12) break;
+  }
+  const row = await ledgerRow(id);
+  expect(row).toMatchObject({ status: 499, requests: 1, estimated_requests: 1 });
+  expect(row.output_tokens).toBeGreaterThanOrEqual(12);
+  expect(row.output_tokens).toBeLessThan(40);
+  expect(row.input_tokens).toBeGreaterThan(0);
+}, 30_000);
+
+it("cancelled streams count against the key's budget: cancelling before the end does not get around it", async () => {
+  const { id, key } = await newKey('budget', { budget: { maxTokens: 40, period: 'total' } });
+  const client = new OpenAI({ apiKey: key, baseURL: edge.baseURL, maxRetries: 0 });
+  const stream = await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], stream: true });
+  let chunks = 0;
+  for await (const chunk of stream) {
+    if (chunk.choices.length > 0) chunks++;
+    if (chunks === 40) break;
+  }
+  await ledgerRow(id);
+  const refused = await client.chat.completions
+    .create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], stream: true })
+    .catch((error: unknown) => error);
+  expect(refused).toBeInstanceOf(OpenAI.RateLimitError);
+  expect((refused as InstanceType<typeof OpenAI.RateLimitError>).message).toMatch(/budget/);
+}, 30_000);
+
+it('an Anthropic stream that ends with an in-band error is an error in the ledger, billed what it generated', async () => {
+  const { id, key } = await newKey('anthropic-error');
+  const fault = await fetch(`${sim.url}/_sim/faults`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ fault: 'error-chunk', 'fault-after': 5, count: 1 }),
+  });
+  expect(fault.status).toBe(200);
+  const client = new Anthropic({ apiKey: key, baseURL: edge.url, maxRetries: 0 });
+  const stream = await client.messages.create({ model: 'sim-model', max_tokens: 400, stream: true, messages: [{ role: 'user', content: 'hi' }] });
+  const failure = await (async () => {
+    for await (const event of stream) void event;
+  })().catch((error: unknown) => error);
+  expect(failure).toBeInstanceOf(Error); // the SDK raises the in-band `error` event
+  const row = await ledgerRow(id);
+  expect(row.status).toBeGreaterThanOrEqual(500);
+  expect(row).toMatchObject({ requests: 1, errors: 1, estimated_requests: 1 });
+  expect(row.output_tokens).toBeGreaterThanOrEqual(5);
+}, 30_000);
