@@ -162,7 +162,8 @@ async function stallAndResume(response: http.IncomingMessage): Promise<Frame[]> 
   // backend request was aborted soon after (1 s is the aim; the margin is for a loaded machine).
   await edge.proc.waitFor((line) => line.msg === 'request completed' && line.aborted === true, 5_000);
   const ended = edge.proc.lines.filter((line) => line.msg === 'request completed').at(-1)!;
-  expect(ended).toMatchObject({ status: 200, aborted: true });
+  // Its log line carries the in-band error's status (the write stall's `timeout`), as the ledger does.
+  expect(ended).toMatchObject({ status: 504, aborted: true });
   expect((chats[0]!.abortedAt as number) - Date.parse(ended.time as string)).toBeLessThan(2_000);
   return frames;
 }

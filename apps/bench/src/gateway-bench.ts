@@ -231,8 +231,9 @@ async function measure(stack: Stack, sim: SimKind, stream: boolean, concurrency:
   const edgePid = target === 'edge' ? stack.edgeAlone!.pid : stack.edge.pid;
   // Warm-up of the row's own shape: connections at this concurrency, and optimizing compiles on
   // V8's background threads (their CPU time would otherwise land on the row). Paced requests take
-  // 150 ms each: fewer of them.
-  const warmUp = sim.name === 'instant' ? Math.max(300, concurrency * 4) : Math.max(16, concurrency * 2);
+  // 150 ms each: ~2 s of them, long enough for a young generation that shrank during the lighter
+  // rows before to grow back (README "Performance": the transition itself is measured apart).
+  const warmUp = sim.name === 'instant' ? Math.max(300, concurrency * 4) : Math.max(16, concurrency * 13);
   await closedLoad(origin, MODEL, stream, concurrency, warmUp);
   const before = { edge: procStats(edgePid), agent: procStats(stack.agent.pid) };
   let edgeRss = before.edge.rssBytes;

@@ -12,6 +12,7 @@ export const {
   toOpenAIErrorBody,
 } = openaiChat;
 export type ToolIdMap = openaiChat.ToolIdMap;
+export type ChatPassthroughRequest = openaiChat.ChatPassthroughRequest;
 
 import { anthropic } from '@iop/dialects';
 

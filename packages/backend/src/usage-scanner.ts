@@ -245,7 +245,11 @@ export function usageOfJson(text: string): TokenUsage | undefined {
     return undefined;
   }
   if (typeof value !== 'object' || value === null) return undefined;
-  const usage = (value as { usage?: unknown }).usage;
+  return usageOf((value as { usage?: unknown }).usage);
+}
+
+/** Reads an OpenAI `usage` object (already parsed); undefined when it is not an object. */
+export function usageOf(usage: unknown): TokenUsage | undefined {
   if (typeof usage !== 'object' || usage === null) return undefined;
   const record = usage as Record<string, unknown>;
   return {

@@ -32,6 +32,8 @@ export interface EdgeDispatcherOptions {
   onRun?: (run: RunStream, pick: PoolPick) => void;
   /** Called, before the run starts, with what building the backend request changed (for `x-iop-warnings`). */
   onWarnings?: (warnings: readonly string[]) => void;
+  /** Called per chunk of output the backend generated (text, reasoning, tool-call delta), held back by the gate or not: the estimate of usage that never came. */
+  onGenerated?: () => void;
 }
 
 const errorEvent = errorEventOf;
@@ -166,7 +168,13 @@ export class EdgeDispatcher implements Dispatcher {
       this.lastFailure = undefined;
       if (signal.aborted) return;
       const pending: StreamEvent[] = [];
-      const decoder = createChatStreamDecoder(restoreToolIds(toolIds!, (event) => pending.push(event)));
+      const onGenerated = this.options.onGenerated;
+      const decoder = createChatStreamDecoder(
+        restoreToolIds(toolIds!, (event) => {
+          if (onGenerated !== undefined && (event.type === 'text-delta' || event.type === 'reasoning-delta' || event.type === 'tool-call-delta')) onGenerated();
+          pending.push(event);
+        }),
+      );
       const consume = (frame: (typeof opened)['start']) => {
         if (frame.kind === FrameKind.BODY) decoder.push(frame.body);
         else if (frame.kind === FrameKind.ERROR) {

@@ -44,6 +44,8 @@ export function hasFinishReason(chunk: JsonObject): boolean {
 export class ChunkRules {
   /** The usage chunk to send before `[DONE]` (include_usage only): parsed, or a conformant chunk's own bytes. */
   private heldUsage: JsonObject | Buffer | undefined;
+  /** The last usage object parsed here (multi-line events, usage on a chunk with choices): billing's fallback when the agent's usage scan missed it. */
+  parsedUsage: JsonObject | undefined;
 
   constructor(private readonly includeUsage: boolean) {}
 
@@ -59,6 +61,7 @@ export class ChunkRules {
     const finished = hasFinishReason(chunk);
     const usage = chunk.usage;
     if (!isObject(usage)) return { kind: 'emit', bytes: options.reframe ? dataEvent(chunk) : 'original', finished };
+    this.parsedUsage = usage;
     const choices = chunk.choices;
     const hasChoices = Array.isArray(choices) && choices.length > 0;
     if (this.includeUsage) this.heldUsage = { ...chunk, choices: [], usage };

@@ -23,6 +23,7 @@ import { openRun } from './open-run.js';
 import { ClientGone, RequestDeadline } from './request-deadline.js';
 import { relay } from './relay.js';
 import { writeNormalized } from './normalized.js';
+import { passthroughBody } from './passthrough-body.js';
 import { UsageRecorder } from './usage-recorder.js';
 import { otelContext } from '@iop/core';
 import { endRequestSpan, nameRequestSpan, startRequestSpan } from '../telemetry/request-tracing.js';
@@ -67,9 +68,15 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
     };
     let current: RunStream | undefined;
     let model = 'unknown';
+    /** The request was stopped while a backend worked on it (billed at least its prompt when no usage comes). */
+    let stoppedMidRun = false;
+    const noteStop = () => {
+      if (current !== undefined && current.accepted && !current.isFinished) stoppedMidRun = true;
+    };
     res.on('close', () => {
       abort.clear();
       if (res.writableFinished) return;
+      noteStop();
       abort.stop(new ClientGone());
       if (current !== undefined && !current.isFinished) {
         current.cancel('client disconnected');
@@ -79,6 +86,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
     abort.signal.addEventListener(
       'abort',
       () => {
+        noteStop();
         if (current !== undefined && !current.isFinished) current.cancel(abort.error?.message ?? 'client disconnected');
       },
       { once: true },
@@ -110,7 +118,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
     /** The prompt's token estimate, for a stream billed without the backend's usage (set with the path). */
     let promptTokens = () => Math.ceil((Buffer.isBuffer(req.body) ? req.body.length : 0) / 4);
     /** Bills an estimate when the backend did work but sent no usage (usage-recorder.ts). */
-    const settleUsage = () => usage.settle(attempts > 0 && abort.clientGone, promptTokens);
+    const settleUsage = () => usage.settle(stoppedMidRun, promptTokens);
     /** A stream that ended with an in-band error after its first byte: billed and counted with that error's status. */
     const endedInBand = (failure: IopError | undefined, runId: string | undefined) => {
       if (failure === undefined) return;
@@ -158,7 +166,6 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           const peek = validateChatPassthrough(body);
           model = peek.model;
           promptTokens = () => passthroughPromptTokens(route.dialect, body, req.body);
-          const rewrite = peek.maxTokensRewrite === undefined ? undefined : { max_tokens: peek.maxTokensRewrite, max_completion_tokens: undefined };
           nameRequestSpan(model);
           admission = await admitRequest(edge, res, route.dialect.name, model);
           const opened = await openRun(
@@ -168,9 +175,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
               model,
               method: 'POST',
               path: '/v1/chat/completions',
-              // The backend gets its served id; the client's exact bytes when the names agree.
-              bodyFor: (served) =>
-                served === model && rewrite === undefined ? (req.body as Buffer) : Buffer.from(JSON.stringify({ ...body, ...rewrite, model: served })),
+              bodyFor: (served) => passthroughBody(req.body as Buffer, body, peek, served),
               ...timeouts,
               affinityKey: affinity.enabled ? chatAffinityKey(body, affinity.prefixMessages) : undefined,
               signal: abort.signal,
@@ -232,6 +237,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
               log,
               onRun,
               onWarnings,
+              onGenerated: () => usage.countGenerated(),
               affinityKey: affinity.enabled ? affinityKey(request, affinity.prefixMessages) : undefined,
               deadline: abort,
             }),
@@ -272,7 +278,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           model,
           servedModel,
           agentId: current?.providerId,
-          status: res.statusCode,
+          status: inBandStatus ?? res.statusCode,
           durationMs: Math.round(durationMs * 10) / 10,
           usage: tokens,
           usageEstimated: usage.estimated || undefined,

@@ -53,7 +53,6 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
   const iterator = run[Symbol.asyncIterator]();
   const note = (event: StreamEvent) => {
     if (event.type === 'usage') usage.recordHub(event.usage);
-    else if (event.type === 'text-delta' || event.type === 'reasoning-delta' || event.type === 'tool-call-delta') usage.countGenerated();
   };
 
   if (!options.stream) {

@@ -15,6 +15,7 @@
 import type { Response } from 'express';
 import { IopError, sseJson } from '@iop/core';
 import type { ProviderTunnelFrame } from '@iop/proto';
+import { usageOf } from '@iop/backend';
 import { FrameKind } from '../tunnel/run-registry.js';
 import type { RunStream } from '../pool/run-stream.js';
 import type { ModelRewriter } from './model-rewrite.js';
@@ -78,6 +79,17 @@ async function relayStream(handle: RunStream, res: Response, options: RelayOptio
     return await relayGuarded(handle, res, options, guard);
   } finally {
     options.usage.countGenerated(guard.generatedChunks);
+    // Usage the agent's scan could not see (an event whose data spans several lines) is still the backend's own count.
+    if (options.usage.value === undefined) {
+      const tokens = usageOf(guard.parsedUsage);
+      if (tokens !== undefined)
+        options.usage.recordHub({
+          inputTokens: tokens.promptTokens,
+          outputTokens: tokens.completionTokens,
+          cachedInputTokens: tokens.cachedTokens,
+          reasoningTokens: tokens.reasoningTokens,
+        });
+    }
   }
 }
 

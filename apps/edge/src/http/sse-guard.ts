@@ -13,8 +13,9 @@
  *   `finish_reason` marks the answer finished: a stream cut after it is complete, and gets its
  *   usage chunk and `[DONE]` from `end()`.
  * - Nothing after `[DONE]` is sent.
- * - Chunks with a non-empty `choices` array are counted (`generatedChunks`): the output-token
- *   estimate of a stream that ends without its usage chunk.
+ * - Chunks of generated output (a non-empty `content`, `reasoning_content` or `reasoning`, or
+ *   `tool_calls`) are counted (`generatedChunks`): the output-token estimate of a stream that
+ *   ends without its usage chunk.
  *
  * Built on bytes rather than on eventsource-parser (which iop's normalized path uses): this path
  * must send the backend's bytes unchanged and uncopied, and a string parser would decode and
@@ -50,6 +51,13 @@ const USAGE_KEY = Buffer.from('"usage"');
 const ERROR_KEY = Buffer.from('"error"');
 const CHOICES_KEY = Buffer.from('"choices"');
 const FINISH_KEY = Buffer.from('"finish_reason"');
+const CONTENT_KEY = Buffer.from('"content"');
+const REASONING_KEY = Buffer.from('"reasoning"');
+const REASONING_CONTENT_KEY = Buffer.from('"reasoning_content"');
+const TOOL_CALLS_KEY = Buffer.from('"tool_calls"');
+const LOWER_R = 0x72;
+const LOWER_T = 0x74;
+const GENERATED_STRING_KEYS = [CONTENT_KEY, REASONING_CONTENT_KEY, REASONING_KEY];
 const EMPTY = Buffer.alloc(0);
 
 export interface GuardResult {
@@ -86,9 +94,35 @@ function valueStart(data: Buffer, i: number, to: number): number {
   return i < to ? i : -1;
 }
 
+/** Whether the key at `i` is one of generated output with a value that holds some: a non-empty string, or (`tool_calls`) an array. */
+function generatedValue(data: Buffer, i: number, to: number): boolean {
+  for (const key of GENERATED_STRING_KEYS) {
+    if (!matchesAt(data, i, to, key)) continue;
+    const value = valueStart(data, i + key.length, to);
+    return value !== -1 && data[value] === QUOTE && value + 1 < to && data[value + 1] !== QUOTE;
+  }
+  if (!matchesAt(data, i, to, TOOL_CALLS_KEY)) return false;
+  const value = valueStart(data, i + TOOL_CALLS_KEY.length, to);
+  return value !== -1 && data[value] === OPEN_BRACKET && value + 1 < to && data[value + 1] !== CLOSE_BRACKET;
+}
+
+/** Whether a parsed chunk carries generated output (as `generatedValue`, for multi-line events). */
+function chunkGenerated(chunk: unknown): boolean {
+  const choices = (chunk as { choices?: unknown } | null)?.choices;
+  if (!Array.isArray(choices)) return false;
+  for (const choice of choices) {
+    const delta = (choice as { delta?: Record<string, unknown> } | null)?.delta;
+    if (typeof delta !== 'object' || delta === null) continue;
+    for (const key of ['content', 'reasoning_content', 'reasoning']) if (typeof delta[key] === 'string' && delta[key] !== '') return true;
+    if (Array.isArray(delta.tool_calls) && delta.tool_calls.length > 0) return true;
+  }
+  return false;
+}
+
 /**
  * One pass over a chunk's bytes for the first byte of the values of `"finish_reason"`, `"usage"`
- * and `"error"` (-1 when absent). A JSON string cannot hold an unescaped `"`, so a match followed
+ * and `"error"` (-1 when absent), and whether it carries generated output: a non-empty
+ * `content`, `reasoning_content` or `reasoning` string, or a `tool_calls` array. A JSON string cannot hold an unescaped `"`, so a match followed
  * by a colon is a key. A plain loop: for lines of a few hundred bytes it is several times faster
  * than `Buffer.indexOf` with a Buffer needle, whose native call costs more than the scan.
  */
@@ -97,9 +131,11 @@ class ChunkKeys {
   usage = -1;
   error = -1;
   choices = -1;
+  generated = false;
 
   scan(data: Buffer, from: number, to: number): void {
     this.finish = this.usage = this.error = this.choices = -1;
+    this.generated = false;
     for (let i = from; i < to; i++) {
       if (data[i] !== QUOTE) continue;
       const first = i + 1 < to ? data[i + 1] : 0;
@@ -107,6 +143,7 @@ class ChunkKeys {
       else if (first === LOWER_U && this.usage === -1 && matchesAt(data, i, to, USAGE_KEY)) this.usage = valueStart(data, i + USAGE_KEY.length, to);
       else if (first === LOWER_E && this.error === -1 && matchesAt(data, i, to, ERROR_KEY)) this.error = valueStart(data, i + ERROR_KEY.length, to);
       else if (first === LOWER_C && this.choices === -1 && matchesAt(data, i, to, CHOICES_KEY)) this.choices = valueStart(data, i + CHOICES_KEY.length, to);
+      else if (!this.generated && (first === LOWER_C || first === LOWER_R || first === LOWER_T)) this.generated = generatedValue(data, i, to);
       // Skip the rest of this string (keys and values alike) up to its closing quote.
       for (i++; i < to && data[i] !== QUOTE; i++) if (data[i] === BACKSLASH) i++;
     }
@@ -120,7 +157,7 @@ export class SseGuard {
   sawDone = false;
   /** A chunk with a non-null `finish_reason` has passed. */
   sawFinish = false;
-  /** Chunks with a non-empty `choices` array passed (generated output: one token each by default in vLLM, SGLang, llama.cpp server). */
+  /** Chunks of generated output passed (non-empty content, reasoning or tool calls: one token each by default in vLLM, SGLang, llama.cpp server). */
   generatedChunks = 0;
   // The event being scanned: its data lines as [from, to) ranges of the current buffer (the first
   // in scalars: nearly every event has one data line; more are kept in `moreData`).
@@ -133,6 +170,11 @@ export class SseGuard {
 
   constructor(options: { includeUsage: boolean }) {
     this.rules = new ChunkRules(options.includeUsage);
+  }
+
+  /** The last usage object the rules parsed (see `ChunkRules.parsedUsage`). */
+  get parsedUsage(): Record<string, unknown> | undefined {
+    return this.rules.parsedUsage;
   }
 
   push(chunk: Uint8Array): GuardResult {
@@ -252,7 +294,7 @@ export class SseGuard {
     const keys = this.keys;
     keys.scan(data, from, to);
     if (keys.finish !== -1 && data[keys.finish] === QUOTE) this.sawFinish = true;
-    if (keys.choices !== -1 && data[keys.choices] === OPEN_BRACKET && data[keys.choices + 1] !== CLOSE_BRACKET) this.generatedChunks++;
+    if (keys.generated) this.generatedChunks++;
     const hasUsage = keys.usage !== -1 && data[keys.usage] !== LOWER_N;
     const hasError = this.errorEvent || (keys.error !== -1 && data[keys.error] !== LOWER_N);
     if (!hasUsage && !hasError) return 'original';
@@ -284,8 +326,7 @@ export class SseGuard {
       return 'fail';
     }
     // A one-line chunk was counted by its scan (`dispatch`).
-    if (reframe && Array.isArray((chunk as { choices?: unknown } | null)?.choices) && (chunk as { choices: unknown[] }).choices.length > 0)
-      this.generatedChunks++;
+    if (reframe && chunkGenerated(chunk)) this.generatedChunks++;
     const verdict = this.rules.apply(chunk, { errorEvent: this.errorEvent, reframe });
     if (verdict.kind === 'error') return verdict.error;
     if (verdict.finished) this.sawFinish = true;

@@ -49,7 +49,8 @@ export class UsageRecorder {
 
   /**
    * At the request's end: with no usage from the backend, bills an estimate when the backend did
-   * work — it generated output, or (`started`) a run was started on it before the client left.
+   * work — it generated output, or (`started`) the request was stopped (client gone, deadline)
+   * while a backend was working on it (the run accepted, not yet ended: its prompt's prefill).
    * `promptTokens` is called only then. Returns whether the usage is an estimate.
    */
   settle(started: boolean, promptTokens: () => number): boolean {

@@ -28,6 +28,8 @@ class DirectRun implements RunStream {
   readonly runId = newId('run_');
   readonly frames = new AsyncQueue<ProviderTunnelFrame>(32);
   readonly controller = new AbortController();
+  /** The backend request is sent as the run starts. */
+  readonly accepted = true;
   private finished = false;
 
   constructor(

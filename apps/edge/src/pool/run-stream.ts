@@ -31,6 +31,8 @@ export interface RunStream {
   /** Frames in order; ends after END or ERROR. Bounded: a slow consumer slows the producer. */
   readonly frames: AsyncQueue<ProviderTunnelFrame>;
   readonly isFinished: boolean;
+  /** The backend request was sent: the agent accepted the run (a direct provider sends it at once). */
+  readonly accepted: boolean;
   /** Stops the run (the backend request is aborted). Idempotent. */
   cancel(reason: string): void;
 }

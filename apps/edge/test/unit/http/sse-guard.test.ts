@@ -60,7 +60,7 @@ describe('SseGuard', () => {
         const guard = new SseGuard({ includeUsage: true });
         for (const part of splitAt(Buffer.from(VLLM), at)) guard.push(part);
         guard.end();
-        expect(guard.generatedChunks).toBe(3); // role, "Hi", finish; not the usage chunk
+        expect(guard.generatedChunks).toBe(1); // "Hi": not the role chunk, the empty finish chunk or the usage chunk
       }),
     );
     const multi = new SseGuard({ includeUsage: false });

@@ -97,6 +97,7 @@ export function fakeStart(pick: PoolPick): RunStream & { end(): void } {
   return {
     runId: `run-${pick.provider.id}`,
     providerId: pick.provider.id,
+    accepted: true,
     frames: new AsyncQueue(4),
     get isFinished() {
       return finished;
