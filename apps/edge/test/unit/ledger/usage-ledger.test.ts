@@ -66,40 +66,13 @@ describe('UsageLedger', () => {
     expect(await queryUsage(db, { groupBy: [] })).toEqual([
       { requests: 3, input_tokens: 17, output_tokens: 20, cached_tokens: 3, reasoning_tokens: 0, errors: 1, estimated_requests: 1 },
     ]);
+    // One request per key and day: key_a's 5 + 10 tokens on two days (the second estimated), key_b's refused one.
+    const single = { requests: 1, cached_tokens: 1, reasoning_tokens: 0 };
+    const keyA = { ...single, key: 'key_a', input_tokens: 5, output_tokens: 10, errors: 0 };
     expect(await queryUsage(db, { groupBy: ['key', 'day'] })).toEqual([
-      {
-        key: 'key_a',
-        day: '2026-01-01',
-        requests: 1,
-        input_tokens: 5,
-        output_tokens: 10,
-        cached_tokens: 1,
-        reasoning_tokens: 0,
-        errors: 0,
-        estimated_requests: 0,
-      },
-      {
-        key: 'key_a',
-        day: '2026-01-02',
-        requests: 1,
-        input_tokens: 5,
-        output_tokens: 10,
-        cached_tokens: 1,
-        reasoning_tokens: 0,
-        errors: 0,
-        estimated_requests: 1,
-      },
-      {
-        key: 'key_b',
-        day: '2026-01-01',
-        requests: 1,
-        input_tokens: 7,
-        output_tokens: 0,
-        cached_tokens: 1,
-        reasoning_tokens: 0,
-        errors: 1,
-        estimated_requests: 0,
-      },
+      { ...keyA, day: '2026-01-01', estimated_requests: 0 },
+      { ...keyA, day: '2026-01-02', estimated_requests: 1 },
+      { ...single, key: 'key_b', day: '2026-01-01', input_tokens: 7, output_tokens: 0, errors: 1, estimated_requests: 0 },
     ]);
     expect(await queryUsage(db, { groupBy: ['model'], fromMs: Date.UTC(2026, 0, 2) })).toMatchObject([{ model: 'm', requests: 1 }]);
     expect(await tokensUsedSince(db, 'key_a', Date.UTC(2026, 0, 1, 12))).toBe(15);
