@@ -192,3 +192,18 @@ it('a request the backend refused, cancelled while it waits to retry, is billed 
   const row = await ledgerRow(id);
   expect(row).toMatchObject({ status: 499, requests: 1, input_tokens: 0, output_tokens: 0, estimated_requests: 0 });
 }, 30_000);
+
+it('an attempt the gate discards and retries is billed with the one it answers with (both reached the backend)', async () => {
+  const { id, key } = await newKey('gate-retry');
+  // The first attempt ends with an error chunk after 20 tokens; the gate retries before anything was released.
+  await simFault({ fault: 'error-chunk', 'fault-after': 20, count: 1 });
+  const client = new Anthropic({ apiKey: key, baseURL: edge.url, maxRetries: 0 });
+  const message = await client.messages.create({ model: 'sim-model', max_tokens: 30, messages: [{ role: 'user', content: 'hi' }] });
+  expect(message.usage.output_tokens).toBe(30);
+  const row = await ledgerRow(id);
+  expect(row).toMatchObject({ status: 200, requests: 1, estimated_requests: 1 });
+  // 30 of the answer + the discarded attempt's 20 chunks; its prompt twice.
+  expect(row.output_tokens).toBeGreaterThanOrEqual(50);
+  expect(row.output_tokens).toBeLessThanOrEqual(52);
+  expect(row.input_tokens).toBeGreaterThan(message.usage.input_tokens);
+}, 30_000);

@@ -19,6 +19,7 @@ import { scheduleRetry } from '../http/attempt-scheduler.js';
 import type { RequestDeadline } from '../http/request-deadline.js';
 import { FrameKind } from '../tunnel/run-registry.js';
 import type { Logger } from '../logger.js';
+import type { AttemptUsage } from '../http/usage-recorder.js';
 
 export interface EdgeDispatcherOptions {
   edge: EdgeContext;
@@ -32,8 +33,12 @@ export interface EdgeDispatcherOptions {
   onRun?: (run: RunStream, pick: PoolPick) => void;
   /** Called, before the run starts, with what building the backend request changed (for `x-iop-warnings`). */
   onWarnings?: (warnings: readonly string[]) => void;
-  /** Called per chunk of output the backend generated (text, reasoning, tool-call delta), held back by the gate or not: the estimate of usage that never came. */
-  onGenerated?: () => void;
+  /**
+   * Called as each run of an attempt starts; the attempt's usage and generated chunks (text,
+   * reasoning, tool-call deltas) are recorded on what it returns, whether the gate releases the
+   * attempt or discards it: every attempt's backend work is billed (http/usage-recorder.ts).
+   */
+  onAttempt?: () => AttemptUsage;
 }
 
 const errorEvent = errorEventOf;
@@ -120,6 +125,7 @@ export class EdgeDispatcher implements Dispatcher {
       return Buffer.from(JSON.stringify(backend.body));
     };
     let run: RunStream | undefined;
+    let attemptUsage: AttemptUsage | undefined;
     const cancel = () => run?.cancel('attempt abandoned');
     signal.addEventListener('abort', cancel, { once: true });
     try {
@@ -148,6 +154,7 @@ export class EdgeDispatcher implements Dispatcher {
           log,
           (started, pick) => {
             run = started;
+            attemptUsage = this.options.onAttempt?.();
             state.provider = pick.provider.id;
             this.options.onRun?.(started, pick);
           },
@@ -168,10 +175,13 @@ export class EdgeDispatcher implements Dispatcher {
       this.lastFailure = undefined;
       if (signal.aborted) return;
       const pending: StreamEvent[] = [];
-      const onGenerated = this.options.onGenerated;
+      const billed = attemptUsage;
       const decoder = createChatStreamDecoder(
         restoreToolIds(toolIds!, (event) => {
-          if (onGenerated !== undefined && (event.type === 'text-delta' || event.type === 'reasoning-delta' || event.type === 'tool-call-delta')) onGenerated();
+          if (billed !== undefined) {
+            if (event.type === 'usage') billed.usage = event.usage;
+            else if (event.type === 'text-delta' || event.type === 'reasoning-delta' || event.type === 'tool-call-delta') billed.generated++;
+          }
           pending.push(event);
         }),
       );

@@ -237,7 +237,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
               log,
               onRun,
               onWarnings,
-              onGenerated: () => usage.countGenerated(),
+              onAttempt: () => usage.beginAttempt(),
               affinityKey: affinity.enabled ? affinityKey(request, affinity.prefixMessages) : undefined,
               deadline: abort,
             }),

@@ -52,7 +52,7 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
   });
   const iterator = run[Symbol.asyncIterator]();
   const note = (event: StreamEvent) => {
-    if (event.type === 'usage') usage.recordHub(event.usage);
+    if (event.type === 'usage') usage.recordAnswer(event.usage);
   };
 
   if (!options.stream) {

@@ -55,3 +55,17 @@ describe('settle: the estimate of a stream that ended without usage', () => {
     expect(never.value).toBeUndefined();
   });
 });
+
+it('sums every attempt for the ledger (a discarded one at its estimate) and counts only the answer in the metrics', async () => {
+  const metrics = new EdgeMetrics();
+  const usage = new UsageRecorder(metrics);
+  const discarded = usage.beginAttempt();
+  discarded.generated = 20;
+  const answered = usage.beginAttempt();
+  answered.usage = { inputTokens: 12, outputTokens: 30, cachedInputTokens: 4 };
+  usage.recordAnswer({ inputTokens: 12, outputTokens: 30, cachedInputTokens: 4 });
+  expect(usage.settle(false, () => 15)).toBe(true);
+  expect(usage.value).toEqual({ inputTokens: 27, outputTokens: 50, cachedInputTokens: 4 });
+  expect(usage.flush('m', labels)).toEqual({ inputTokens: 27, outputTokens: 50, cachedInputTokens: 4 });
+  expect(await metrics.registry.metrics()).toContain('iop_tokens_total{model="m",kind="completion",attempt="answer",mode="passthrough",policy="none"} 30');
+});
