@@ -11,7 +11,8 @@ afterEach(stopAll);
 
 describe('edge shutdown', () => {
   it('SIGTERM during a stream: the stream completes, a new connection is refused, the edge exits', async () => {
-    const sim = await startSim(['--models', 'sim-model', '--output-tokens', '20', '--itl-ms', '75']);
+    // 20 tokens at 200 ms: the shutdown window lasts ~4 s, time for a late agent to try to join.
+    const sim = await startSim(['--models', 'sim-model', '--output-tokens', '20', '--itl-ms', '200']);
     const edge = await startEdge({ args: ['--shutdown-deadline-ms', '10000'] });
     await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-s', backendUrl: sim.url, models: ['sim-model'] });
     const stream = await openStream(edge.baseURL);
@@ -19,6 +20,9 @@ describe('edge shutdown', () => {
     edge.proc.child.kill('SIGTERM');
     await edge.proc.waitFor((line) => line.msg === 'edge shutting down');
     await expect(ask(edge.baseURL)).rejects.toThrow();
+    // An agent that tries to join now is refused (UNAVAILABLE: it retries elsewhere or later).
+    await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-late', backendUrl: sim.url, models: ['sim-model'], waitRegistered: false });
+    await edge.proc.waitFor((line) => line.msg === 'agent refused: the edge is shutting down' && line.agentId === 'agent-late', 5_000);
     expect(readChatStream(await stream.body)).toEqual({ deltas: 20, done: true, error: undefined });
     expect(await edge.proc.exited).toBe(0);
   });

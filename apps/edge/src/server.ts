@@ -144,6 +144,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     joinTokens: () => context.config.joinTokens,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     registerTimeoutMs: config.tunnel.unauthenticated.registerTimeoutMs,
+    admitting: () => pool.admitting,
     guard,
     edgeVersion: EDGE_VERSION,
     logger,

@@ -89,6 +89,7 @@ function noneAccepting(name: string): IopError {
 }
 
 export class ProviderPool {
+  private stopped = false;
   readonly queue = new AdmissionQueue();
   readonly metrics: PoolMetrics;
   /** Names, providers and what they serve (`model-catalog.ts`). */
@@ -335,7 +336,13 @@ export class ProviderPool {
    * shutdown deadline would cut. Runs already started go on.
    */
   stopAdmitting(): void {
+    this.stopped = true;
     this.queue.close(new IopError('no_capacity', 'the edge is shutting down; retry on another edge', { retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS }));
+  }
+
+  /** False once `stopAdmitting` ran (the edge is shutting down): no new agent joins it either (tunnel/tunnel-service.ts). */
+  get admitting(): boolean {
+    return !this.stopped;
   }
 
   async close(): Promise<void> {

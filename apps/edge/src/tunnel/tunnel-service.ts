@@ -8,7 +8,7 @@
  * Control: the first message must be Register with a valid join token, otherwise the call fails
  * with UNAUTHENTICATED (bad token) or INVALID_ARGUMENT (no Register). The edge answers Registered
  * and keeps the stream open for assignments, cancels and drain; when it ends, the agent leaves the
- * pool and its runs fail. A Control stream that sends no Register within `registerTimeoutMs`
+ * pool and its runs fail. An edge that is shutting down refuses Register with UNAVAILABLE. A Control stream that sends no Register within `registerTimeoutMs`
  * fails with DEADLINE_EXCEEDED. An agent id belongs to its live session (agent-identity.ts): a
  * second Register of a live id is refused with ALREADY_EXISTS unless it presents the session's
  * resume token, or the old session does not answer a PING; then the new session replaces the
@@ -35,6 +35,8 @@ export interface TunnelServiceOptions {
   heartbeatIntervalMs: number;
   /** A Control stream must send Register within this time, ms. */
   registerTimeoutMs: number;
+  /** Whether the edge takes new agents: false while it shuts down (Register is refused with UNAVAILABLE; the agent tries again, and its other edges serve meanwhile). */
+  admitting?: () => boolean;
   /** Bounds unauthenticated connections; told when a connection proves itself. */
   guard: ConnectionGuard;
   edgeVersion: string;
@@ -89,6 +91,10 @@ export function controlHandler(options: TunnelServiceOptions): ControlHandler {
     }
     if (register.agentId === '' || register.models.length === 0) {
       throw new ConnectError('Register needs an agent_id and at least one model', Code.InvalidArgument);
+    }
+    if (options.admitting?.() === false) {
+      logger.info({ agentId: register.agentId }, 'agent refused: the edge is shutting down');
+      throw new ConnectError('the edge is shutting down', Code.Unavailable);
     }
     const connection = context.connection;
     guard.authenticate(connection);
