@@ -77,18 +77,24 @@ it('a Chat stream the client cancels mid-way is billed an estimate (499 in the l
 it('an Anthropic stream the client cancels mid-way is billed an estimate', async () => {
   const { id, key } = await newKey('anthropic-cancel');
   const client = new Anthropic({ apiKey: key, baseURL: edge.url, maxRetries: 0 });
-  const stream = await client.messages.create({
-    model: 'sim-model',
-    max_tokens: 400,
-    stream: true,
-    messages: [{ role: 'user', content: 'tell me a long story' }],
-  });
+  const { data: stream, response } = await client.messages
+    .create({
+      model: 'sim-model',
+      max_tokens: 400,
+      stream: true,
+      messages: [{ role: 'user', content: 'tell me a long story' }],
+    })
+    .withResponse();
+  const requestId = response.headers.get('x-request-id');
   let deltas = 0;
   for await (const event of stream) {
     if (event.type === 'content_block_delta') deltas++;
     if (deltas === 12) break;
   }
   await expectCancelledEstimate(id, 12);
+  // The completion log line says what the ledger says: the client left (499), not a 200.
+  const completed = await edge.proc.waitFor((line) => line.msg === 'request completed' && line.requestId === requestId, 5_000);
+  expect(completed).toMatchObject({ status: 499 });
 }, 30_000);
 
 it("cancelled streams count against the key's budget: cancelling before the end does not get around it", async () => {

@@ -116,10 +116,16 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
     res.once('close', () => inFlight?.dec());
     const usage = new UsageRecorder(edge.metrics);
     /** The prompt's token estimate, for a stream billed without the backend's usage (set with the path). */
-    let promptTokens = () => Math.ceil((Buffer.isBuffer(req.body) ? req.body.length : 0) / 4);
+    let promptTokens = () => bodyTokenEstimate(req.body);
     /** Bills an estimate when the backend did work but sent no usage (usage-recorder.ts). */
     const settleUsage = () => usage.settle(stoppedMidRun, promptTokens);
     /** A stream that ended with an in-band error after its first byte: billed and counted with that error's status. */
+    /**
+     * The status a request that got an answer is counted with, in the ledger, the metrics and the
+     * log alike: 499 when the client left before its end (nginx's convention), else the in-band
+     * error's status for a stream that ended with one, else the HTTP status.
+     */
+    const finalStatus = () => (abort.clientGone ? 499 : (inBandStatus ?? res.statusCode));
     const endedInBand = (failure: IopError | undefined, runId: string | undefined) => {
       if (failure === undefined) return;
       settleUsage();
@@ -255,18 +261,17 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         throw caught;
       } finally {
         settleUsage();
-        // 499: the client went away before the answer ended (nginx's convention).
-        // A stream that ended with an in-band error is billed with that error's status (the tokens it carried count).
-        admission?.complete(summary(failedStatus ?? (abort.clientGone ? 499 : (inBandStatus ?? res.statusCode)), usage.value));
+        admission?.complete(summary(failedStatus ?? finalStatus(), usage.value));
       }
       const tokens = usage.flush(metricLabels(model).model, responseLabels());
       const durationMs = performance.now() - startedAt;
-      const failed = res.statusCode >= 400 ? String(res.statusCode) : streamError;
+      const status = finalStatus();
+      const failed = res.statusCode >= 400 ? String(res.statusCode) : (streamError ?? (status === 499 ? 'client_gone' : undefined));
       edge.metrics.recordRequest({
         ...metricLabels(model),
         servedModel,
         agent: current?.providerId,
-        status: inBandStatus ?? res.statusCode,
+        status,
         durationSeconds: durationMs / 1000,
         ttftSeconds,
         usage: tokens,
@@ -278,7 +283,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           model,
           servedModel,
           agentId: current?.providerId,
-          status: inBandStatus ?? res.statusCode,
+          status,
           durationMs: Math.round(durationMs * 10) / 10,
           usage: tokens,
           usageEstimated: usage.estimated || undefined,
@@ -334,6 +339,11 @@ function passthroughPromptTokens(dialect: Dialect, body: Record<string, unknown>
   try {
     return estimateRequestTokens(dialect.decodeRequest(body));
   } catch {
-    return Math.ceil((Buffer.isBuffer(raw) ? raw.length : 0) / 4);
+    return bodyTokenEstimate(raw);
   }
+}
+
+/** A prompt estimate from the body's size alone (~4 bytes of JSON per token), for a body that did not decode. */
+function bodyTokenEstimate(raw: unknown): number {
+  return Math.ceil((Buffer.isBuffer(raw) ? raw.length : 0) / 4);
 }

@@ -80,16 +80,7 @@ async function relayStream(handle: RunStream, res: Response, options: RelayOptio
   } finally {
     options.usage.countGenerated(guard.generatedChunks);
     // Usage the agent's scan could not see (an event whose data spans several lines) is still the backend's own count.
-    if (options.usage.value === undefined) {
-      const tokens = usageOf(guard.parsedUsage);
-      if (tokens !== undefined)
-        options.usage.recordHub({
-          inputTokens: tokens.promptTokens,
-          outputTokens: tokens.completionTokens,
-          cachedInputTokens: tokens.cachedTokens,
-          reasoningTokens: tokens.reasoningTokens,
-        });
-    }
+    if (options.usage.value === undefined) options.usage.record(usageOf(guard.parsedUsage));
   }
 }
 

@@ -122,8 +122,8 @@ function chunkGenerated(chunk: unknown): boolean {
 /**
  * One pass over a chunk's bytes for the first byte of the values of `"finish_reason"`, `"usage"`
  * and `"error"` (-1 when absent), and whether it carries generated output: a non-empty
- * `content`, `reasoning_content` or `reasoning` string, or a `tool_calls` array. A JSON string cannot hold an unescaped `"`, so a match followed
- * by a colon is a key. A plain loop: for lines of a few hundred bytes it is several times faster
+ * `content`, `reasoning_content` or `reasoning` string, or a `tool_calls` array. A JSON string
+ * cannot hold an unescaped `"`, so a match followed by a colon is a key. A plain loop: for lines of a few hundred bytes it is several times faster
  * than `Buffer.indexOf` with a Buffer needle, whose native call costs more than the scan.
  */
 class ChunkKeys {

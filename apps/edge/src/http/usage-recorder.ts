@@ -12,7 +12,7 @@
  * just before its end, or have the gate retry, and stay within any token limit or budget.
  */
 import type { Usage as HubUsage } from '@iop/core';
-import type { Usage as FrameUsage } from '@iop/proto';
+import type { TokenUsage } from '@iop/backend';
 import type { EdgeMetrics, ResponseLabels } from '../metrics.js';
 
 /** One attempt's usage: the backend's, once it came, and the chunks of output it generated. */
@@ -46,8 +46,8 @@ export class UsageRecorder {
     return this.attempts.at(-1) ?? this.beginAttempt();
   }
 
-  /** From a USAGE frame. */
-  record(usage: FrameUsage | undefined): void {
+  /** The backend's token counts: a USAGE frame, or a usage object the relay read itself (`usageOf`). */
+  record(usage: TokenUsage | undefined): void {
     if (usage === undefined) return;
     this.recordHub({
       inputTokens: usage.promptTokens,
@@ -57,7 +57,7 @@ export class UsageRecorder {
     });
   }
 
-  /** From a normalized `usage` event, or the relay's own reading. */
+  /** From a normalized `usage` event (or `record`). */
   recordHub(usage: HubUsage): void {
     this.flushed = false;
     this.current().usage = usage;

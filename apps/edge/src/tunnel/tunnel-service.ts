@@ -8,8 +8,8 @@
  * Control: the first message must be Register with a valid join token, otherwise the call fails
  * with UNAUTHENTICATED (bad token) or INVALID_ARGUMENT (no Register). The edge answers Registered
  * and keeps the stream open for assignments, cancels and drain; when it ends, the agent leaves the
- * pool and its runs fail. An edge that is shutting down refuses Register with UNAVAILABLE. A Control stream that sends no Register within `registerTimeoutMs`
- * fails with DEADLINE_EXCEEDED. An agent id belongs to its live session (agent-identity.ts): a
+ * pool and its runs fail. An edge that is shutting down refuses Register with UNAVAILABLE. A
+ * Control stream that sends no Register within `registerTimeoutMs` fails with DEADLINE_EXCEEDED. An agent id belongs to its live session (agent-identity.ts): a
  * second Register of a live id is refused with ALREADY_EXISTS unless it presents the session's
  * resume token, or the old session does not answer a PING; then the new session replaces the
  * old one, whose runs fail. Unauthenticated connections are bounded by connection-guard.ts.
