@@ -64,12 +64,15 @@ it('a YAML config file with several problems: exit 2, one message naming each by
   expect(edge.stderr).toContain('tunnel.port must be <= 65535 (from IOP_TUNNEL_PORT)');
   expect(edge.stderr).toContain('gate.models.qwen3.filters[1] must be one of');
   expect(edge.stderr).toContain("pool.modelGroups[0] must have required property 'targets'");
+  const heap = await failure([path.join(ROOT, BINS['iop-edge']), '--port', '0', '--tunnel-port', '0', '--heap-growth-percent', '500']);
+  expect(heap.code).toBe(2);
+  expect(heap.stderr.trim()).toBe('invalid edge config: heapGrowthPercent must be <= 400 (from --heap-growth-percent)');
   const agentFile = path.join(dir, 'agent.yml');
   writeFileSync(agentFile, 'edgeUrls: [grpc://edge:8081]\nmaxConcurrency: 0\nlabels: { gpu: l4 }\n');
-  const agent = await failure([path.join(ROOT, BINS['iop-agent']), '--config', agentFile, '--gpu', 'tpu']);
+  const agent = await failure([path.join(ROOT, BINS['iop-agent']), '--config', agentFile, '--gpu', 'tpu'], { IOP_HEAP_GROWTH_PERCENT: '-1' });
   expect(agent.code).toBe(2);
   expect(agent.stderr.trim()).toBe(
-    'iop-agent: invalid agent options: edgeUrls[0] must match pattern "^https?://"; gpu must be one of "auto", "none", "cuda", "vulkan", "metal" (from --gpu); maxConcurrency must be >= 1',
+    'iop-agent: invalid agent options: edgeUrls[0] must match pattern "^https?://"; gpu must be one of "auto", "none", "cuda", "vulkan", "metal" (from --gpu); maxConcurrency must be >= 1; heapGrowthPercent must be >= 0 (from IOP_HEAP_GROWTH_PERCENT)',
   );
 });
 

@@ -5,7 +5,17 @@
  * SIGTERM/SIGINT: drain, deregister, and exit once idle (or after --shutdown-deadline-ms).
  */
 import { Command } from 'commander';
-import { ConfigError, addBindingFlags, layerFromEnv, layerFromFlags, mergeConfigLayers, printReadiness, readConfigFile, startTracing } from '@iop/core';
+import {
+  ConfigError,
+  addBindingFlags,
+  applyHeapGrowth,
+  layerFromEnv,
+  layerFromFlags,
+  mergeConfigLayers,
+  printReadiness,
+  readConfigFile,
+  startTracing,
+} from '@iop/core';
 import { startAgent, type AgentHandle } from './start-agent.js';
 import { AGENT_BINDINGS, resolveAgentOptions, type AgentOptionsInput } from './options.js';
 import { AGENT_VERSION } from './agent.js';
@@ -30,6 +40,7 @@ async function main(): Promise<void> {
   program.parse();
   const configPath = (program.opts<{ config?: string }>().config ?? process.env.IOP_AGENT_CONFIG) || undefined;
   let input: AgentOptionsInput;
+  let heapGrowthPercent: number | undefined;
   try {
     const file = configPath === undefined ? {} : readConfigFile(configPath);
     const env = layerFromEnv(AGENT_BINDINGS, process.env);
@@ -41,7 +52,7 @@ async function main(): Promise<void> {
     const readProblems = [...env.problems, ...flags.problems];
     let rest: string[] = [];
     try {
-      resolveAgentOptions(input, [env.sources, flags.sources]);
+      heapGrowthPercent = resolveAgentOptions(input, [env.sources, flags.sources]).heapGrowthPercent;
     } catch (error) {
       if (readProblems.length === 0) throw error;
       rest = [error instanceof Error ? error.message.replace(/^invalid agent options: /, '') : String(error)];
@@ -51,6 +62,7 @@ async function main(): Promise<void> {
     process.stderr.write(`iop-agent: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exit(2);
   }
+  if (heapGrowthPercent !== undefined) applyHeapGrowth(heapGrowthPercent);
   const tracing = startTracing({ serviceName: 'iop-agent', serviceVersion: AGENT_VERSION });
   let handle: AgentHandle | undefined;
   let signals = 0;

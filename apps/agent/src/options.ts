@@ -8,7 +8,17 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { Type } from '@sinclair/typebox';
-import { ConfigError, compileSchema, configBindings, parseBindingValue, publishedJsonSchema, stringEnum, withSources, type BindingAlias } from '@iop/core';
+import {
+  ConfigError,
+  compileSchema,
+  configBindings,
+  HEAP_GROWTH_PERCENT_SCHEMA,
+  parseBindingValue,
+  publishedJsonSchema,
+  stringEnum,
+  withSources,
+  type BindingAlias,
+} from '@iop/core';
 import type { Backend, BackendKind } from './backends/backend.js';
 
 export type GpuOption = 'auto' | 'none' | 'cuda' | 'vulkan' | 'metal';
@@ -74,6 +84,7 @@ export const AGENT_CONFIG_SCHEMA = Type.Object(
       stringEnum(['json', 'pretty'] as const, { description: 'Log lines as JSON or pino-pretty text (default: pretty on a terminal, JSON otherwise).' }),
     ),
     shutdownDeadlineMs: ms(0, 3_600_000, 30_000, 'On SIGTERM, longest wait for in-flight runs, ms.'),
+    heapGrowthPercent: HEAP_GROWTH_PERCENT_SCHEMA,
     reconnectBaseMs: ms(1, 60_000, 250, 'Reconnect backoff: first ceiling, ms (full jitter).'),
     reconnectCapMs: ms(1, 600_000, 10_000, 'Reconnect backoff: largest ceiling, ms.'),
     reconnectJitterMs: ms(0, 600_000, 1_000, 'Extra random delay before reconnecting to a lost edge, ms.'),
@@ -165,6 +176,8 @@ export interface AgentOptions {
   downloadProbeTimeoutMs: number;
   /** SIGTERM / shutdown(): longest wait for in-flight runs, ms. Default 30 000. */
   shutdownDeadlineMs: number;
+  /** Old generation's limit after a full collection, percent over the live heap; 0 = V8's adaptive factor. Applied by the `iop-agent` command at start (`applyHeapGrowth`, @iop/core). Default 30. */
+  heapGrowthPercent: number;
   /** Reconnect backoff: first ceiling and cap, ms (full jitter). Defaults 250 and 10 000. */
   reconnectBaseMs: number;
   reconnectCapMs: number;
@@ -258,6 +271,7 @@ export function resolveAgentOptions(input: AgentOptionsInput, sources: ReadonlyA
     modelCache: value.modelCache,
     downloadProbeTimeoutMs: value.downloadProbeTimeoutMs,
     shutdownDeadlineMs: value.shutdownDeadlineMs,
+    heapGrowthPercent: value.heapGrowthPercent,
     reconnectBaseMs: value.reconnectBaseMs,
     reconnectCapMs: value.reconnectCapMs,
     reconnectJitterMs: value.reconnectJitterMs,

@@ -20,7 +20,8 @@
  * tiers, the young generation grows); rows measured before that bill the warm-up to the gateway.
  *
  * CPUs: the gateway runs on a core of its own, the load generator and the sim on the others
- * (cpu-pinning.ts; `BENCH_PIN=0` shares every CPU).
+ * (cpu-pinning.ts; `BENCH_PIN=0` shares every CPU). `BENCH_GATEWAY_NODE_ARGS` adds flags to the
+ * `node` command of the edges and agents (V8 heap flags such as `--max-semi-space-size=8`).
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -124,7 +125,10 @@ async function startStack(
   const simUrl = `http://127.0.0.1:${simPort}`;
   /** A gateway process: on the gateway's CPU, profiled when `BENCH_CPU_PROF=1`. */
   const gateway = (name: string): LaunchOptions => ({
-    execArgv: profile ? ['--cpu-prof', `--cpu-prof-dir=${process.cwd()}/profiles`, `--cpu-prof-name=${name}-${sim.name}.cpuprofile`] : [],
+    execArgv: [
+      ...(process.env.BENCH_GATEWAY_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+      ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${process.cwd()}/profiles`, `--cpu-prof-name=${name}-${sim.name}.cpuprofile`] : []),
+    ],
     cpus: options.pins?.gateway,
   });
   const edge = await startEdge('edge', [], gateway('edge'));

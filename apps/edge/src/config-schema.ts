@@ -7,7 +7,7 @@
  * against it at compile time.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { configBindings, publishedJsonSchema, stringEnum, type Assert, type BindingAlias, type SameShape } from '@iop/core';
+import { configBindings, HEAP_GROWTH_PERCENT_SCHEMA, publishedJsonSchema, stringEnum, type Assert, type BindingAlias, type SameShape } from '@iop/core';
 import { MODEL_GATE_CONFIG_SCHEMA } from '@iop/stream-gate';
 import type { EdgeConfig } from './config.js';
 import { DEFAULT_GATE } from './gate/gate-registry.js';
@@ -95,6 +95,7 @@ const edgeConfigSchema = Type.Object(
     ),
     adminKeys: secrets(16, 'Admin API keys for /admin, distinct from client keys.'),
     shutdownDeadlineMs: ms(0, 3_600_000, 10_000, 'On SIGTERM, longest wait for in-flight streams, ms.'),
+    heapGrowthPercent: HEAP_GROWTH_PERCENT_SCHEMA,
     startupGraceMs: ms(0, 3_600_000, 15_000, 'After start, a model no agent serves yet is a 503 with Retry-After (agents reconnecting), not a 404, ms.'),
     pool: POOL_SCHEMA,
     billingHeader: stringEnum(['end', 'drop', 'keep'] as const, {

@@ -96,6 +96,8 @@ export interface EdgeConfig {
   adminKeys: string[];
   /** Graceful shutdown (SIGTERM): longest wait for in-flight streams before they are ended with an error, ms. */
   shutdownDeadlineMs: number;
+  /** Old generation's limit after a full collection, percent over the live heap; 0 = V8's adaptive factor. Applied at start (`applyHeapGrowth`, @iop/core). Default 30. */
+  heapGrowthPercent: number;
   /** After start, how long a model nothing serves yet is a 503 (agents reconnecting), not a 404, ms. */
   startupGraceMs: number;
   /**

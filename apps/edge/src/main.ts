@@ -15,7 +15,7 @@ import { Command } from 'commander';
 import { addBindingFlags } from '@iop/core';
 import { ConfigError, configFromEnv, configFromFlags, readConfigFile, resolveConfig } from './config.js';
 import { EDGE_BINDINGS } from './config-schema.js';
-import { printReadiness, startTracing } from '@iop/core';
+import { applyHeapGrowth, printReadiness, startTracing } from '@iop/core';
 import { createLogger } from './logger.js';
 import { startEdge } from './server.js';
 import { EDGE_VERSION } from './version.js';
@@ -51,6 +51,7 @@ async function main(): Promise<void> {
     console.error(error instanceof Error ? error.message : String(error));
     process.exit(2);
   }
+  applyHeapGrowth(config.heapGrowthPercent);
   const tracing = startTracing({ serviceName: 'iop-edge', serviceVersion: EDGE_VERSION });
   const logger = createLogger(config.logLevel, undefined, config.logFormat);
   const edge = await startEdge(config, logger);

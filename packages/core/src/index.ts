@@ -12,3 +12,4 @@ export * from './random.js';
 export * from './backoff.js';
 export * from './secret.js';
 export * from './config/index.js';
+export * from './heap-growth.js';

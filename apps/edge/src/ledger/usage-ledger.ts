@@ -90,6 +90,8 @@ function values(row: LedgerRow): SqlValue[] {
 export class UsageLedger {
   private queue: LedgerRow[] = [];
   private readonly batchSize: number;
+  /** The INSERT of each piece size (pieceSize). */
+  private readonly insertSql = new Map<number, string>();
   private readonly maxQueued: number;
   private readonly timer: NodeJS.Timeout;
   private writing: Promise<void> | undefined;
@@ -156,7 +158,7 @@ export class UsageLedger {
 
   private async drain(): Promise<void> {
     while (this.queue.length > 0) {
-      const batch = this.queue.slice(0, this.batchSize);
+      const batch = this.queue.slice(0, this.pieceSize(this.queue.length));
       try {
         await this.insert(batch);
       } catch (error) {
@@ -168,14 +170,25 @@ export class UsageLedger {
     }
   }
 
+  /**
+   * Rows in the next INSERT: `batchSize`, or below it the largest power of two. Every INSERT then
+   * has one of ~9 shapes, so SQLite keeps ~9 prepared statements, not one per queue length (up to
+   * `batchSize` statements of up to 3 200 parameters each, held in native memory).
+   */
+  private pieceSize(queued: number): number {
+    return queued >= this.batchSize ? this.batchSize : 2 ** Math.floor(Math.log2(queued));
+  }
+
   private async insert(batch: readonly LedgerRow[]): Promise<void> {
     const params: SqlValue[] = [];
-    const tuples = batch.map((row) => {
-      const start = params.length;
-      params.push(...values(row));
-      return `(${COLUMNS.map((_, index) => `$${start + index + 1}`).join(', ')})`;
-    });
-    await this.db.execute(`INSERT INTO usage_ledger (${COLUMNS.join(', ')}) VALUES ${tuples.join(', ')}`, params);
+    for (const row of batch) params.push(...values(row));
+    let sql = this.insertSql.get(batch.length);
+    if (sql === undefined) {
+      const tuples = batch.map((_, row) => `(${COLUMNS.map((_column, index) => `$${row * COLUMNS.length + index + 1}`).join(', ')})`);
+      sql = `INSERT INTO usage_ledger (${COLUMNS.join(', ')}) VALUES ${tuples.join(', ')}`;
+      this.insertSql.set(batch.length, sql);
+    }
+    await this.db.execute(sql, params);
   }
 
   /** Stops taking rows and writes what is queued, retrying until `deadlineMs` has passed. */

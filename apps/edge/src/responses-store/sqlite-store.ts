@@ -24,6 +24,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { SQLITE_CACHE_SIZE } from '../storage/sql-database.js';
 import { decodeRecord, encodeRecord, encodeShared, type SharedRecord } from './record-codec.js';
 import {
   pageInputItems,
@@ -107,6 +108,7 @@ export class SqliteResponseStore implements ResponseStore {
     this.db = new Database(file);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
+    this.db.pragma(`cache_size = ${SQLITE_CACHE_SIZE}`);
     this.db.transaction(() => migrate(this.db)).immediate();
     this.statements = {
       put: this.db.prepare('INSERT OR REPLACE INTO responses (id, stored_at_ms, record, owner, bytes) VALUES (?, ?, ?, ?, ?)'),

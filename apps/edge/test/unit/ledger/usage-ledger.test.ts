@@ -55,6 +55,31 @@ describe('UsageLedger', () => {
   });
   afterEach(() => db.close());
 
+  it('writes any queue length with INSERTs of a few shapes (batchSize, or powers of two below it)', async () => {
+    const shapes = new Map<string, number[]>();
+    const counting = flaky(db);
+    const execute = counting.execute;
+    counting.execute = (sql, params) => {
+      const rows = (params?.length ?? 0) / 16;
+      shapes.set(sql, [...(shapes.get(sql) ?? []), rows]);
+      return execute(sql, params);
+    };
+    const ledger = new UsageLedger(counting, { batchSize: 200, flushIntervalMs: 60_000, maxQueued: 1_000 });
+    let recorded = 0;
+    for (const queued of [1, 3, 150, 199, 200, 201, 457, 77]) {
+      for (let i = 0; i < queued; i++) ledger.record(row({ requestId: `req_${recorded++}` }));
+      await ledger.flush();
+    }
+    const [count] = await db.query<{ n: number; d: number }>('SELECT COUNT(*) AS n, COUNT(DISTINCT request_id) AS d FROM usage_ledger');
+    expect(count).toEqual({ n: recorded, d: recorded });
+    expect(ledger.written).toBe(recorded);
+    // 150 = 128 + 16 + 4 + 2, 457 = 200 + 200 + 32 + 16 + 8 + 1 ...: every INSERT has 1, 2, 4, ..., 128 or 200 rows.
+    const sizes = [...shapes.values()].map((list) => list[0] ?? 0).sort((a, b) => a - b);
+    expect(sizes).toEqual([1, 2, 4, 8, 16, 32, 64, 128, 200]);
+    for (const list of shapes.values()) expect(new Set(list).size).toBe(1);
+    await ledger.close();
+  });
+
   it('writes queued rows in batches and sums them by group and time range', async () => {
     const ledger = new UsageLedger(db, { batchSize: 2, flushIntervalMs: 60_000, maxQueued: 10 });
     ledger.record(row());
