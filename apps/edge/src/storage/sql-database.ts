@@ -32,9 +32,10 @@ const PLACEHOLDER = /\$(\d+)/g;
 
 /**
  * Page cache of each connection, in SQLite's unit (negative: KiB): 2 MiB, SQLite's own default.
- * better-sqlite3 is built with 16 MB, which the edge's resident memory followed as the usage
- * ledger grew (one row per request; ~28 MiB more after 200 000 requests). The ledger's writes
- * touch the last pages of its table and indexes, and the kernel's page cache keeps the file.
+ * better-sqlite3 is built with 16 MB per connection, which the edge's resident memory would fill
+ * as the usage ledger grows (one row per request). The ledger's writes touch the last pages of
+ * its table and indexes, and the kernel's page cache keeps the file. (Most of the creep measured
+ * before this was the ledger's prepared statements: usage-ledger.ts `pieceSize`.)
  */
 export const SQLITE_CACHE_SIZE = -2000;
 
