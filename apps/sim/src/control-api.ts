@@ -4,7 +4,8 @@
  * - `POST /_sim/faults` `{fault, count?, ...knobs}` → `{queued: QueuedFault}`; `GET` lists; `DELETE` clears.
  * - `GET /_sim/stats` → `{requests, inFlight, completed, aborted, faulted, streamBytes, pausedWrites,
  *   completionsInFlight, completionsAborted, queuedFaults, gpu}`; `gpu` is null without a profile, else
- *   `{profile, running, waiting, kvCacheUsage, prefixCacheQueries, prefixCacheHits}`.
+ *   `{profile, running, waiting, kvCacheUsage, prefixCacheQueries, prefixCacheHits, numGpuBlocks,
+ *   cachedBlocks, evictedBlocks}`.
  */
 import type { SimContext } from './chat-handler.js';
 import { sendError, sendJson, type Exchange } from './exchange.js';
@@ -41,6 +42,9 @@ function gpuStats(context: SimContext): Record<string, unknown> | null {
     kvCacheUsage: gpu.kvCacheUsage(),
     prefixCacheQueries: gpu.prefixCache.queriesTokens,
     prefixCacheHits: gpu.prefixCache.hitsTokens,
+    numGpuBlocks: gpu.profile.numGpuBlocks,
+    cachedBlocks: gpu.prefixCache.size,
+    evictedBlocks: gpu.prefixCache.evictedBlocks,
   };
 }
 
