@@ -77,7 +77,7 @@ function encodeEvent(event: Event, format: KvEventsFormat): unknown {
 /** Publishes the cache's changes; `observer` is what the cache calls. */
 export class KvEventPublisher {
   readonly observer: KvCacheObserver;
-  private readonly pub = new Publisher({ sendHighWaterMark: 100_000 });
+  private readonly pub = new Publisher({ sendHighWaterMark: 100_000, linger: 0 });
   private readonly router: Router | undefined;
   private readonly buffer: Array<[number, Buffer]> = [];
   private pending: Event[] = [];
@@ -85,6 +85,8 @@ export class KvEventPublisher {
   private nextSeq = 0;
   private sending: Promise<void> = Promise.resolve();
   private closed = false;
+  /** Batches still to leave out of the PUB socket (kept for replay): a lossy network, for tests. */
+  private dropping = 0;
   private readonly topic: Buffer;
   private readonly format: KvEventsFormat;
   private readonly bufferSteps: number;
@@ -93,7 +95,7 @@ export class KvEventPublisher {
     this.topic = Buffer.from(options.topic ?? '', 'utf8');
     this.format = options.format ?? 'array';
     this.bufferSteps = options.bufferSteps ?? 10_000;
-    this.router = options.replayEndpoint === undefined ? undefined : new Router();
+    this.router = options.replayEndpoint === undefined ? undefined : new Router({ linger: 0 });
     this.observer = {
       stored: (hashes, parent, tokenIds, blockSize) => this.add({ kind: 'stored', hashes, parent, tokenIds, blockSize }),
       removed: (hashes) => this.add({ kind: 'removed', hashes }),
@@ -128,6 +130,11 @@ export class KvEventPublisher {
     return this.nextSeq;
   }
 
+  /** Leaves the next `count` batches out of the PUB stream (they stay in the replay buffer), as a subscriber that fell behind its high-water mark loses them. */
+  dropNext(count: number): void {
+    this.dropping += count;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.flush();
@@ -158,6 +165,10 @@ export class KvEventPublisher {
     const seq = this.nextSeq++;
     this.buffer.push([seq, payload]);
     if (this.buffer.length > this.bufferSteps) this.buffer.shift();
+    if (this.dropping > 0) {
+      this.dropping--;
+      return;
+    }
     // One send at a time, in sequence order (zeromq.js rejects a send while another is pending).
     this.sending = this.sending.then(() => this.pub.send([this.topic, seqBytes(seq), payload])).catch(() => undefined);
   }

@@ -167,7 +167,7 @@ export async function startSim(options: SimOptions = {}): Promise<SimServer> {
   const kvEvents = options.kvEvents === undefined ? undefined : await KvEventPublisher.start(options.kvEvents);
   const gpu = profile === undefined ? undefined : new GpuScheduler(profile, timeScale, (end) => metrics?.observe(end), kvEvents?.observer);
   if (gpu !== undefined) metrics = new VllmMetrics(gpu, log.stats, models[0]!);
-  const context: SimContext = { models: new Set(models), defaults, log, faults: new FaultQueue(), timeScale, gpu };
+  const context: SimContext = { models: new Set(models), defaults, log, faults: new FaultQueue(), timeScale, gpu, kvEvents };
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const modelsJson = modelsBody(models, defaults.maxModelLen);
 
