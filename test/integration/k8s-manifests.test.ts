@@ -259,7 +259,13 @@ describe('the rendered edge and agent, run for real', () => {
     // The container's command and environment; only the ports (0: any free one), the data
     // directory and the agent's dial and backend addresses are this machine's.
     const dataDir = mkdtempSync(path.join(tmpdir(), 'iop-k8s-data-'));
-    const edgeEnv = { ...resolvedEnv(objects, edgeContainer), IOP_PORT: '0', IOP_TUNNEL_PORT: '0', IOP_DATA_DIR: dataDir, IOP_STARTUP_GRACE_MS: '0' };
+    const edgeEnv: Record<string, string> = {
+      ...resolvedEnv(objects, edgeContainer),
+      IOP_PORT: '0',
+      IOP_TUNNEL_PORT: '0',
+      IOP_DATA_DIR: dataDir,
+      IOP_STARTUP_GRACE_MS: '0',
+    };
     const edge = launch('k8s edge', edgeContainer.command![1]!, edgeContainer.command!.slice(2), edgeEnv);
     procs.push(edge);
     const edgeReady = await edge.ready();
