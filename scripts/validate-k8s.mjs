@@ -2,7 +2,7 @@
 /**
  * Renders every Kustomize overlay of deploy/k8s/overlays with `kubectl kustomize` and validates
  * each object offline against the Kubernetes API schemas (kubernetes-models: the OpenAPI schemas
- * of Kubernetes 1.3x compiled to ajv validators) and the prometheus-operator CRD schemas
+ * of Kubernetes 1.33 compiled to ajv validators) and the prometheus-operator CRD schemas
  * (@kubernetes-models/prometheus-operator). No cluster and no network are needed.
  *
  * The overlays read secrets from files the operator writes (`iop-secrets.env` from

@@ -9,7 +9,7 @@
  * served, and SIGTERM drains a stream before the agent exits, within the pod's grace period and
  * with vLLM's preStop hook (run for real) returning only once the agent's port closed.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -341,4 +341,27 @@ it('the image the manifests run builds the commands they name (Dockerfile)', () 
   expect(dockerfile).toMatch(/^CMD \["node", "apps\/edge\/dist\/main.js"/m);
   expect(dockerfile).toMatch(/^USER node$/m);
   expect(existsSync(path.join(ROOT, 'apps/agent/dist/main.js'))).toBe(true);
+});
+
+describe('scripts/validate-k8s.mjs', () => {
+  const problems = (object: unknown): string[] => {
+    const code = `import { schemaProblems } from ${JSON.stringify(path.join(ROOT, 'scripts/validate-k8s.mjs'))}; console.log(JSON.stringify(schemaProblems(${JSON.stringify(object)})));`;
+    const result = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8' });
+    expect(result.stderr).toBe('');
+    return JSON.parse(result.stdout) as string[];
+  };
+
+  it('passes a rendered object and reports a wrong type, a bad CRD value and a kind without a schema', () => {
+    const deployment = find(rendered['single-edge']!, 'Deployment', 'iop-edge');
+    expect(problems(deployment)).toEqual([]);
+    const broken = JSON.parse(JSON.stringify(deployment)) as K8sObject;
+    podSpec(broken).containers[0]!.ports![0]!.containerPort = '8080' as unknown as number;
+    expect(problems(broken)).toEqual([expect.stringMatching(/^Deployment\/iop-edge: .*containerPort must be integer/)]);
+    const monitor = JSON.parse(JSON.stringify(find(rendered['single-edge']!, 'ServiceMonitor', 'iop-edge'))) as {
+      spec: { endpoints: Array<{ interval: string }> };
+    };
+    monitor.spec.endpoints[0]!.interval = '15 seconds';
+    expect(problems(monitor)).toEqual([expect.stringMatching(/^ServiceMonitor\/iop-edge: .*interval must match pattern/)]);
+    expect(problems({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' } })).toEqual(['Widget/w: no schema for example.com/v1 Widget']);
+  });
 });
