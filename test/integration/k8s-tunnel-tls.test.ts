@@ -69,7 +69,7 @@ function envOf(workload: string, name: string): Record<string, string> {
 
 it('the edge serves the tunnel with the mounted certificate and the agent joins over https, checking it against ca.crt', async () => {
   const sim = await startSim(['--models', 'sim-model', '--output-tokens', '5']);
-  const edgeEnv = {
+  const edgeEnv: Record<string, string> = {
     ...envOf('iop-edge', 'edge'),
     IOP_PORT: '0',
     IOP_TUNNEL_PORT: '0',
@@ -84,7 +84,7 @@ it('the edge serves the tunnel with the mounted certificate and the agent joins 
   const edgeUrl = `http://127.0.0.1:${edgeReady.port as number}`;
   const tunnel = `https://127.0.0.1:${edgeReady.tunnelPort as number}`;
 
-  const agentEnv = { ...envOf('iop-agent-gpu', 'agent'), IOP_EDGE_URL: tunnel, IOP_BACKEND_URL: sim.url, IOP_METRICS_PORT: '0' };
+  const agentEnv: Record<string, string> = { ...envOf('iop-agent-gpu', 'agent'), IOP_EDGE_URL: tunnel, IOP_BACKEND_URL: sim.url, IOP_METRICS_PORT: '0' };
   expect(agentEnv.IOP_TLS_CA).toBe(path.join(tlsDir, 'ca.crt'));
   const { IOP_TLS_CA: _ca, ...withoutCa } = agentEnv;
   const untrusting = launch('k8s agent without the CA', 'apps/agent/dist/main.js', [], { ...withoutCa, IOP_AGENT_ID: 'agent-without-ca' });
