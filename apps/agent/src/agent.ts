@@ -16,6 +16,7 @@ import type { Logger } from 'pino';
 import { createLogger, sleep } from '@iop/core';
 import type { Backend, BackendMetrics } from './backends/backend.js';
 import { EdgeLink, type LinkHost } from './edge-link.js';
+import { KvResidency } from './kv-cache/kv-residency.js';
 import type { AgentOptions } from './options.js';
 import type { RunExecution } from './run-execution.js';
 import { SlotWaiters } from './slot-waiters.js';
@@ -56,6 +57,8 @@ export class Agent implements LinkHost {
    * Run call have closed; any other assignment beyond the slots is the edge's mistake, rejected at once.
    */
   readonly slotWaiters = new SlotWaiters(() => (this.links.length > 1 ? 2 * this.options.maxConcurrency : this.stoppingRuns()));
+  /** The backend's KV events and the prefixes they hold (`kvEvents.endpoint` set), else undefined. */
+  readonly kvResidency: KvResidency | undefined;
 
   constructor(
     readonly options: AgentOptions,
@@ -70,6 +73,19 @@ export class Agent implements LinkHost {
         ...(options.logFormat === undefined ? {} : { format: options.logFormat }),
       });
     this.registered = new Promise((resolve) => (this.markRegistered = resolve));
+    const { endpoint } = options.kvEvents;
+    this.kvResidency =
+      endpoint === undefined
+        ? undefined
+        : new KvResidency({
+            events: { ...options.kvEvents, endpoint },
+            backend,
+            logger: this.logger,
+            broadcast: (report) => {
+              for (const link of this.links) link.sendResidency(report);
+            },
+          });
+    this.kvResidency?.start();
     this.links = options.edgeUrls.map((url) => new EdgeLink(url, this, this.logger));
     this.stopped = this.whenLinksStop();
   }
@@ -203,6 +219,7 @@ export class Agent implements LinkHost {
     try {
       await Promise.all(this.links.map((link) => link.stopped));
     } finally {
+      this.kvResidency?.close();
       await this.backend.close().catch((error: unknown) => this.logger.warn({ err: error }, 'backend close failed'));
       this.logger.info('stopped');
     }

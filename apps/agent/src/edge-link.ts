@@ -23,6 +23,7 @@ import {
   type Drain,
   type HeartbeatSchema,
   type Registered,
+  type ResidencyReport,
   type RunAssignment,
 } from '@iop/proto';
 import type { Logger } from 'pino';
@@ -31,6 +32,7 @@ import { EdgeConnection } from './edge-connection.js';
 import { sleep } from '@iop/core';
 import { Backoff } from './backoff.js';
 import { ControlSession } from './control-session.js';
+import { KV_EVENTS_CAPABILITY, type KvResidency } from './kv-cache/kv-residency.js';
 import type { AgentOptions } from './options.js';
 import { RunExecution, type BackendGauge } from './run-execution.js';
 import type { SlotWaiters } from './slot-waiters.js';
@@ -56,6 +58,8 @@ export interface LinkHost {
   onRegistered(): void;
   /** Assignments waiting for a slot (slot-waiters.ts), shared by every link. */
   readonly slotWaiters: SlotWaiters;
+  /** The prefixes the backend's KV cache holds, when the agent follows its KV events. */
+  readonly kvResidency: KvResidency | undefined;
 }
 
 export class EdgeLink {
@@ -162,7 +166,7 @@ export class EdgeLink {
         labels: options.labels,
         agentVersion: this.host.agentVersion,
         backend: backend.kind,
-        capabilities: backend.capabilities,
+        capabilities: this.host.kvResidency === undefined ? backend.capabilities : [...backend.capabilities, KV_EVENTS_CAPABILITY],
         resumeToken: this.resumeToken,
       },
       handlers: {
@@ -229,6 +233,9 @@ export class EdgeLink {
     );
     this.host.onRegistered();
     if (this.isDraining) this.session?.sendHeartbeat();
+    // A new session starts with no residency at the edge: it gets the whole state.
+    const snapshot = this.host.kvResidency?.snapshotReport();
+    if (snapshot !== undefined && snapshot.prefixes.length > 0) this.session?.send({ case: 'residency', value: snapshot });
   }
 
   private onAssign(assignment: RunAssignment, held = false): void {
@@ -267,6 +274,7 @@ export class EdgeLink {
     this.runs.set(run.runId, run);
     this.host.onLoadChanged();
     void run.done.then(() => {
+      this.host.kvResidency?.afterRun(assignment);
       this.runs.delete(run.runId);
       this.host.onLoadChanged();
       if (this.runs.size === 0 && this.deregisterWhenIdle) this.deregister();
@@ -305,6 +313,11 @@ export class EdgeLink {
     this.logger.info({ edge: this.edgeUrl }, 'deregistered');
     this.session?.end();
     this.stop.abort(new Error('deregistered'));
+  }
+
+  /** Sends a residency report to this link's edge, when registered (a new session gets the whole state at registration). */
+  sendResidency(report: ResidencyReport): void {
+    if (this.isRegistered) this.session?.send({ case: 'residency', value: report });
   }
 
   /** Sends a heartbeat now (the agent's load changed), when connected. */

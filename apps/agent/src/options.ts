@@ -15,6 +15,7 @@ import {
   HEAP_GROWTH_PERCENT_SCHEMA,
   parseBindingValue,
   publishedJsonSchema,
+  setPath,
   stringEnum,
   withSources,
   type BindingAlias,
@@ -105,6 +106,37 @@ export const AGENT_CONFIG_SCHEMA = Type.Object(
       }),
     ),
     metricsHost: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Listen address of metricsPort.' }),
+    kvEvents: Type.Object(
+      {
+        endpoint: Type.Optional(
+          Type.String({
+            pattern: '^(tcp|ipc|inproc)://',
+            description:
+              "ZMQ endpoint of the backend's KV-event publisher (vLLM --kv-events-config endpoint, e.g. tcp://127.0.0.1:5557); set = cache-aware routing.",
+          }),
+        ),
+        replayEndpoint: Type.Optional(
+          Type.String({
+            pattern: '^(tcp|ipc|inproc)://',
+            description: "ZMQ endpoint of the publisher's replay socket (vLLM replay_endpoint): gaps are filled from it.",
+          }),
+        ),
+        topic: Type.String({ default: '', description: 'KV-event topic to subscribe to (empty = every topic).' }),
+        maxBlocks: Type.Integer({
+          minimum: 1,
+          maximum: 100_000_000,
+          default: 1_000_000,
+          description: "Most KV-cache blocks the agent's index holds (about 200 bytes each); the oldest go first.",
+        }),
+        maxPrefixes: Type.Integer({
+          minimum: 1,
+          maximum: 1_000_000,
+          default: 10_000,
+          description: "Most of the edge's prefix keys the agent maps to blocks (the least recently used go first).",
+        }),
+      },
+      { default: {} },
+    ),
   },
   { additionalProperties: false },
 );
@@ -195,15 +227,34 @@ export interface AgentOptions {
   metricsHost: string;
   /** False when the port is only a default: then a port in use is logged and the agent runs without it. Default true. */
   metricsPortRequired: boolean;
+  /** The backend's KV-event stream (cache-aware routing); `endpoint` undefined = none. */
+  kvEvents: KvEventsOptions;
   /** Programmatic use: a logger to use instead of a new pino logger on stdout. */
   logger?: Logger;
   /** Programmatic use: a ready backend (the agent closes it on close). */
   backendInstance?: Backend;
 }
 
+export interface KvEventsOptions {
+  /** ZMQ endpoint of the backend's KV-event publisher; undefined = the agent does not follow events. */
+  endpoint: string | undefined;
+  /** ZMQ endpoint of the publisher's replay socket. */
+  replayEndpoint: string | undefined;
+  /** Topic filter; empty = every topic. */
+  topic: string;
+  /** Most blocks in the agent's index. Default 1 000 000. */
+  maxBlocks: number;
+  /** Most prefix keys mapped to blocks. Default 10 000. */
+  maxPrefixes: number;
+}
+
 /** Options as given: numbers may be strings (CLI, env); everything optional. */
 export type AgentOptionsInput = {
-  [K in keyof AgentOptions]?: AgentOptions[K] extends number | undefined ? number | string : AgentOptions[K] | string;
+  [K in keyof AgentOptions]?: AgentOptions[K] extends number | undefined
+    ? number | string
+    : AgentOptions[K] extends KvEventsOptions
+      ? Partial<Record<keyof KvEventsOptions, string | number>>
+      : AgentOptions[K] | string;
 };
 
 /**
@@ -218,7 +269,7 @@ export function resolveAgentOptions(input: AgentOptionsInput, sources: ReadonlyA
   const given = { ...input } as Record<string, unknown>;
   if (given.edgeUrls === undefined && given.edgeUrl !== undefined) given.edgeUrls = given.edgeUrl;
   for (const binding of AGENT_BINDINGS) {
-    let value = given[binding.field];
+    let value = binding.path.length > 1 ? valueAt(given, binding.path) : given[binding.field];
     if (value === undefined || value === '' || (Array.isArray(value) && value.length === 0)) continue;
     if (binding.field === 'labels' && typeof value === 'object')
       value = Object.fromEntries(Object.entries(value as object).map(([key, label]) => [key, String(label)]));
@@ -230,7 +281,7 @@ export function resolveAgentOptions(input: AgentOptionsInput, sources: ReadonlyA
       }
       value = parsed.value;
     }
-    raw[binding.field] = value;
+    setPath(raw, binding.path, value);
   }
   if (Array.isArray(raw.edgeUrls)) raw.edgeUrls = [...new Set(raw.edgeUrls as string[])];
   const { value, problems: schemaProblems } = checkSchema(raw);
@@ -280,10 +331,21 @@ export function resolveAgentOptions(input: AgentOptionsInput, sources: ReadonlyA
     edgePingTimeoutMs: value.edgePingTimeoutMs,
     metricsPort,
     metricsHost: value.metricsHost,
+    kvEvents: { ...value.kvEvents, endpoint: value.kvEvents.endpoint, replayEndpoint: value.kvEvents.replayEndpoint },
     metricsPortRequired: input.metricsPortRequired !== false && input.metricsPortRequired !== 'false',
     logger: typeof input.logger === 'object' ? input.logger : undefined,
     backendInstance,
   };
+}
+
+/** The value at a nested path of a config object (undefined where a level is missing). */
+function valueAt(source: Record<string, unknown>, path: readonly string[]): unknown {
+  let node: unknown = source;
+  for (const segment of path) {
+    if (typeof node !== 'object' || node === null) return undefined;
+    node = (node as Record<string, unknown>)[segment];
+  }
+  return node;
 }
 
 function isHttpUrl(value: string): boolean {

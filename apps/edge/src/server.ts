@@ -140,6 +140,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   const tunnelCounters = tunnelFrameCounters(metrics);
   const control = controlHandler({
     registry: context.registry,
+    residency: context.pool.residency,
     runs: context.runs,
     joinTokens: () => context.config.joinTokens,
     heartbeatIntervalMs: config.heartbeatIntervalMs,

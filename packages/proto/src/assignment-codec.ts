@@ -10,10 +10,10 @@
  * `encodeEdgeMessage(message)` is byte-identical to `grpcFrame(toBinary(EdgeMessageSchema, message))`
  * and `decodeEdgeMessage(bytes)` equals `fromBinary(EdgeMessageSchema, bytes)`
  * (test/assignment-codec.test.ts checks both for arbitrary messages). Anything else (another case,
- * unknown fields, a field repeated, non-ASCII text on decode) goes through protobuf-es.
+ * unknown fields, a field repeated, non-ASCII text on decode, prefix keys) goes through protobuf-es.
  */
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
-import { EdgeMessageSchema, RunAssignmentSchema, type EdgeMessage, type RunAssignment } from './gen/iop/v1/tunnel_pb.js';
+import { EdgeMessageSchema, PrefixKeySchema, RunAssignmentSchema, type EdgeMessage, type PrefixKey, type RunAssignment } from './gen/iop/v1/tunnel_pb.js';
 import {
   FALLBACK,
   ascii,
@@ -52,6 +52,15 @@ export interface RunAssignmentInit {
   idempotencyKey?: string;
   firstByteTimeoutMs?: number;
   idleTimeoutMs?: number;
+  /** Prefix keys for a kv-events agent (53-bit keys, shortest prefix first). */
+  prefixKeys?: Array<{ key: bigint; messages: number }>;
+}
+
+const PREFIX_KEY_TYPE = PrefixKeySchema.typeName as 'iop.v1.PrefixKey';
+
+/** A PrefixKey equal to `create(PrefixKeySchema, { key, messages })`. */
+export function prefixKey(key: bigint, messages: number): PrefixKey {
+  return { $typeName: PREFIX_KEY_TYPE, key, messages };
 }
 
 /** Builds a RunAssignment equal to `create(RunAssignmentSchema, init)`, without reflection. */
@@ -68,6 +77,7 @@ export function runAssignment(init: RunAssignmentInit): RunAssignment {
     idempotencyKey: init.idempotencyKey ?? '',
     firstByteTimeoutMs: init.firstByteTimeoutMs ?? 0,
     idleTimeoutMs: init.idleTimeoutMs ?? 0,
+    prefixKeys: init.prefixKeys === undefined || init.prefixKeys.length === 0 ? [] : init.prefixKeys.map((entry) => prefixKey(entry.key, entry.messages)),
   };
 }
 
@@ -127,7 +137,9 @@ export function encodeEdgeMessage(message: EdgeMessage): Buffer {
     hasUnknown(message) ||
     hasUnknown(assignment) ||
     !isPlainUint32(assignment.firstByteTimeoutMs) ||
-    !isPlainUint32(assignment.idleTimeoutMs)
+    !isPlainUint32(assignment.idleTimeoutMs) ||
+    // Prefix keys (field 16, kv-events agents only) go through protobuf-es.
+    assignment.prefixKeys.length > 0
   ) {
     return grpcFrame(toBinary(EdgeMessageSchema, message));
   }

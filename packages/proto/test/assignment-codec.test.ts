@@ -25,6 +25,8 @@ const init: fc.Arbitrary<RunAssignmentInit> = fc.record(
     idempotencyKey: text,
     firstByteTimeoutMs: uint32,
     idleTimeoutMs: uint32,
+    // kv-events agents only; such an assignment goes through protobuf-es
+    prefixKeys: fc.array(fc.record({ key: fc.bigInt({ min: 0n, max: 2n ** 53n - 1n }), messages: uint32 }), { maxLength: 3 }),
   },
   { requiredKeys: ['runId'] },
 );

@@ -32,5 +32,11 @@ export interface Backend extends BackendCall {
   /** Optional capabilities for registration, e.g. `tokenize`. Valid after `models()`. */
   readonly capabilities: string[];
   metrics?(): Promise<BackendMetrics>;
+  /**
+   * Token ids of a chat prompt as the server builds it (vLLM / SGLang `POST /tokenize` with
+   * `messages`: the chat template applied), off any run's path.
+   * @throws Error when the server does not answer 200 with `tokens`.
+   */
+  tokenizeChat?(model: string, messages: readonly unknown[], signal?: AbortSignal): Promise<number[]>;
   close(): Promise<void>;
 }

@@ -110,6 +110,25 @@ export class OpenAiBackend implements Backend {
     }
   }
 
+  /** `POST /tokenize {model, messages}` on the probe connections (vLLM, SGLang): the prompt's `tokens`. */
+  async tokenizeChat(model: string, messages: readonly unknown[], signal?: AbortSignal): Promise<number[]> {
+    const timeout = AbortSignal.timeout(this.probeTimeoutMs);
+    const response = await this.probePool.request({
+      method: 'POST',
+      path: `${this.pathPrefix}/tokenize`,
+      headers: { ...this.authHeaders(), 'content-type': 'application/json' },
+      body: JSON.stringify({ model, messages }),
+      signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+    });
+    if (response.statusCode !== 200) {
+      await response.body.dump();
+      throw new Error(`POST /tokenize answered ${response.statusCode}`);
+    }
+    const tokens = ((await response.body.json()) as { tokens?: unknown } | null)?.tokens;
+    if (!Array.isArray(tokens) || !tokens.every((id) => Number.isInteger(id))) throw new Error('POST /tokenize answered without integer `tokens`');
+    return tokens as number[];
+  }
+
   async close(): Promise<void> {
     await Promise.all([this.client.close(), this.probePool.destroy()]);
   }

@@ -32,7 +32,11 @@ export class ObservedBackend implements Backend {
     private readonly observed: AgentMetrics,
   ) {
     if (inner.metrics !== undefined) this.metrics = () => inner.metrics!();
+    if (inner.tokenizeChat !== undefined) this.tokenizeChat = (model, messages, signal) => inner.tokenizeChat!(model, messages, signal);
   }
+
+  /** The inner backend's `/tokenize`, when it has one. */
+  readonly tokenizeChat?: Backend['tokenizeChat'];
 
   get kind() {
     return this.inner.kind;

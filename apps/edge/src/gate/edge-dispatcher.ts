@@ -19,6 +19,7 @@ import { scheduleRetry } from '../http/attempt-scheduler.js';
 import type { RequestDeadline } from '../http/request-deadline.js';
 import { FrameKind } from '../tunnel/run-registry.js';
 import type { Logger } from '../logger.js';
+import type { PrefixKeys } from '../pool/prefix-keys.js';
 import type { AttemptUsage } from '../http/usage-recorder.js';
 
 export interface EdgeDispatcherOptions {
@@ -27,6 +28,8 @@ export interface EdgeDispatcherOptions {
   log: Logger;
   /** Prefix-affinity key of the request, when affinity applies. */
   affinityKey?: number | undefined;
+  /** The request's prefix keys (cache-aware routing). */
+  prefixKeys?: PrefixKeys | undefined;
   /** The request's deadline across every gate attempt. */
   deadline?: RequestDeadline | undefined;
   /** Called with every run started (so a client disconnect can cancel it) and each serving provider. */
@@ -145,6 +148,7 @@ export class EdgeDispatcher implements Dispatcher {
             idleTimeoutMs: edge.config.idleTimeoutMs,
             deadline: this.options.deadline,
             affinityKey: attempt.attempt === 1 ? this.options.affinityKey : undefined,
+            prefixKeys: this.options.prefixKeys,
             attempts,
             onlyFallback: true,
             avoid,

@@ -15,6 +15,7 @@ import { NO_RESPONSE_MODE, PASSTHROUGH_LABELS, type ResponseLabels } from '../me
 import type { RunStream } from '../pool/run-stream.js';
 import type { PoolPick } from '../pool/provider-pool.js';
 import { affinityKey, chatAffinityKey } from '../pool/prefix-affinity.js';
+import { chatPrefixKeys, prefixKeys } from '../pool/prefix-keys.js';
 import { headerValue } from './header-value.js';
 import { ModelRewriter } from './model-rewrite.js';
 import { parseJsonObject } from './json-body.js';
@@ -184,6 +185,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
               bodyFor: (served) => passthroughBody(req.body as Buffer, body, peek, served),
               ...timeouts,
               affinityKey: affinity.enabled ? chatAffinityKey(body, affinity.prefixMessages) : undefined,
+              prefixKeys: edge.pool.cacheAware ? chatPrefixKeys(body) : undefined,
               signal: abort.signal,
               wholeBody: !peek.stream,
             },
@@ -245,6 +247,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
               onWarnings,
               onAttempt: () => usage.beginAttempt(),
               affinityKey: affinity.enabled ? affinityKey(request, affinity.prefixMessages) : undefined,
+              prefixKeys: edge.pool.cacheAware ? prefixKeys(request) : undefined,
               deadline: abort,
             }),
             signal: abort.signal,

@@ -32,6 +32,7 @@ import { failureOfRunError, isContextOverflow, outcomeOf, type AttemptFailure, t
 import { scheduleRetry } from './attempt-scheduler.js';
 import { stopError, type RequestDeadline } from './request-deadline.js';
 import type { RunRequest } from '../pool/run-stream.js';
+import type { PrefixKeys } from '../pool/prefix-keys.js';
 import { FrameKind } from '../tunnel/run-registry.js';
 import { readUpstreamError } from './upstream-error.js';
 
@@ -42,6 +43,8 @@ export interface OpenRunRequest extends Omit<RunRequest, 'model' | 'body'> {
   bodyFor(servedModel: string): Uint8Array;
   /** Prefix-affinity key, when affinity applies. */
   affinityKey?: number | undefined;
+  /** The request's prefix keys (cache-aware routing). */
+  prefixKeys?: PrefixKeys | undefined;
   /** The request's attempt record (shared by the gate's attempts); a new one when absent. */
   attempts?: RequestAttempts;
   /** Attempts allowed in this call (default: the pool's `retry.maxAttempts`). */
@@ -183,7 +186,20 @@ function stop(run: RunStream, reason: string): void {
  *   tunnel / timeout error) when no retry is left.
  */
 export async function openRun(pool: ProviderPool, request: OpenRunRequest, log: Logger, onRun: (run: RunStream, pick: PoolPick) => void): Promise<OpenedRun> {
-  const { bodyFor, affinityKey, attempts: given, maxAttempts, avoid, signal, onFailure, wholeBody = false, onlyFallback = false, deadline, ...base } = request;
+  const {
+    bodyFor,
+    affinityKey,
+    prefixKeys,
+    attempts: given,
+    maxAttempts,
+    avoid,
+    signal,
+    onFailure,
+    wholeBody = false,
+    onlyFallback = false,
+    deadline,
+    ...base
+  } = request;
   const attempts = given ?? pool.begin();
   let group = pool.resolve(request.model);
   let current: RunStream | undefined;
@@ -198,9 +214,10 @@ export async function openRun(pool: ProviderPool, request: OpenRunRequest, log: 
       const remainingMs = deadline?.remainingMs();
       const firstByteTimeoutMs =
         remainingMs === undefined ? base.firstByteTimeoutMs : wholeBody ? remainingMs : Math.min(base.firstByteTimeoutMs ?? remainingMs, remainingMs);
-      const acquired = await pool.acquire(group, { exclude, affinityKey, ...(signal === undefined ? {} : { signal }) }, (pick) =>
+      const acquired = await pool.acquire(group, { exclude, affinityKey, prefixKeys, ...(signal === undefined ? {} : { signal }) }, (pick) =>
         pick.provider.start({
           ...base,
+          prefixKeys,
           firstByteTimeoutMs,
           model: pick.model,
           body: bodyFor(pick.model),

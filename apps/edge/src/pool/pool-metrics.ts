@@ -13,6 +13,11 @@
  *   while ejected or probing).
  * - `iop_pool_queue_rejections_total{group,reason="full|timeout"}` and `iop_pool_queued{group}`.
  * - `iop_pool_queue_wait_seconds{group}`: time from admission to a provider slot (0 when one was free).
+ * - `iop_residency_picks_total{group,result="resident|fallback"}`: picks of requests with prefix
+ *   keys while some agent reports residency: sent where their prefix is cached, or by the usual policy.
+ * - `iop_residency_reports_refused_total{reason}`: agents' residency reports refused
+ *   (`too_many_prefixes`, `bad_key`, `absurd_tokens`).
+ * - `iop_residency_prefixes`: (agent session, prefix key) entries in the edge's residency index.
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
@@ -25,9 +30,32 @@ export class PoolMetrics {
   readonly queueRejections: Counter<'group' | 'reason'>;
   readonly queued: Gauge<'group'>;
   readonly queueWait: Histogram<'group'>;
+  readonly residencyPicks: Counter<'group' | 'result'>;
+  readonly residencyRefused: Counter<'reason'>;
 
-  constructor(registry: Registry, queued: () => Record<string, number>) {
+  /** @param residentPrefixes entries in the residency index, read at each scrape. */
+  constructor(registry: Registry, queued: () => Record<string, number>, residentPrefixes: () => number = () => 0) {
     const registers = [registry];
+    this.residencyPicks = new Counter({
+      name: 'iop_residency_picks_total',
+      help: 'Picks of requests with prefix keys while agents report residency: where the prefix is cached (resident) or by the usual policy (fallback).',
+      labelNames: ['group', 'result'] as const,
+      registers,
+    });
+    this.residencyRefused = new Counter({
+      name: 'iop_residency_reports_refused_total',
+      help: "Agents' residency reports refused, by reason.",
+      labelNames: ['reason'] as const,
+      registers,
+    });
+    new Gauge({
+      name: 'iop_residency_prefixes',
+      help: "(agent session, prefix key) entries in the edge's residency index.",
+      registers,
+      collect() {
+        this.set(residentPrefixes());
+      },
+    });
     this.affinityHits = new Counter({
       name: 'iop_prefix_affinity_hits_total',
       help: 'Requests with a known prefix: landed on the provider that served it before (warm) or elsewhere (cold).',

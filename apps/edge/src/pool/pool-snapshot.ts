@@ -21,6 +21,8 @@ export interface PoolProviderSnapshot {
   available: boolean;
   queued: number;
   kvCacheUsage: number | undefined;
+  /** Prefix keys its agent reports resident in its KV cache (cache-aware routing); 0 for others. */
+  residentPrefixes: number;
   /** `healthy` | `ejected` | `probing`, with the outlier detector's counters. */
   outlier: Omit<OutlierSnapshot, 'providerId'>;
 }
@@ -60,8 +62,14 @@ const HEALTHY: Omit<OutlierSnapshot, 'providerId'> = { state: 'healthy', consecu
  * outlier state, its queue and affinity figures.
  * @param candidates the providers serving a group's targets (`ProviderPool.candidates`).
  * @param waiting requests waiting in the group's admission queue.
+ * @param residentPrefixes a provider's resident prefix keys (the residency index).
  */
-export function groupSnapshot(state: PoolGroupState, candidates: (group: ModelGroup) => Map<PoolProvider, ModelTarget>, waiting: number): PoolGroupSnapshot {
+export function groupSnapshot(
+  state: PoolGroupState,
+  candidates: (group: ModelGroup) => Map<PoolProvider, ModelTarget>,
+  waiting: number,
+  residentPrefixes: (provider: PoolProvider) => number = () => 0,
+): PoolGroupSnapshot {
   const { group } = state;
   const outliers = new Map(state.outliers.snapshot().map((entry) => [entry.providerId, entry]));
   const models = new Map<PoolProvider, string[]>();
@@ -85,6 +93,7 @@ export function groupSnapshot(state: PoolGroupState, candidates: (group: ModelGr
       available: provider.available,
       queued: provider.load.queued,
       kvCacheUsage: provider.load.kvCacheUsage,
+      residentPrefixes: residentPrefixes(provider),
       outlier,
     });
   }

@@ -39,6 +39,8 @@ import { groupSnapshot, type PoolSnapshot } from './pool-snapshot.js';
 import type { Clock, PoolProvider, Random } from './provider.js';
 import { RetryPolicy, type RequestAttempts } from './retry-policy.js';
 import { Router, type PoolPick, type RouteOptions } from './router.js';
+import { ResidencyIndex } from './residency-index.js';
+import { KV_EVENTS_CAPABILITY } from './prefix-keys.js';
 import type { RunStream } from './run-stream.js';
 import { AttemptTrace } from '../telemetry/request-tracing.js';
 
@@ -96,9 +98,13 @@ export class ProviderPool {
   readonly catalog: ModelCatalog;
   /** Group state and the pick (`router.ts`). */
   readonly router: Router;
+  /** What the agents' KV caches hold (fed by the tunnel, read by the router). */
+  readonly residency: ResidencyIndex;
   private readonly reloader: PoolReloader;
   private retryPolicy: RetryPolicy;
   private readonly timer: NodeJS.Timeout;
+  /** Connected agents that report residency (`kv-events` capability). */
+  private kvEventsAgents = 0;
   /** Serves every group's queue (a slot may have freed); one function for every caller. */
   private readonly notifyAll = (): void => {
     for (const group of Object.keys(this.queue.stats().queued)) this.queue.notify(group);
@@ -108,7 +114,12 @@ export class ProviderPool {
     const now = options.now ?? Date.now;
     const random = options.random ?? Math.random;
     this.retryPolicy = new RetryPolicy(options.config.retry, { now, random });
-    this.metrics = new PoolMetrics(options.metrics, () => this.queue.stats().queued);
+    this.metrics = new PoolMetrics(
+      options.metrics,
+      () => this.queue.stats().queued,
+      () => [...this.residency.holderSizes().values()].reduce((sum, size) => sum + size, 0),
+    );
+    this.residency = new ResidencyIndex({ onRefused: (reason) => this.metrics.residencyRefused.inc({ reason }) });
     const makeDirect = (config: PoolConfig['directProviders'][number]) => new DirectProvider(config, this.notifyAll);
     this.catalog = new ModelCatalog({
       config: options.config,
@@ -117,16 +128,25 @@ export class ProviderPool {
       now,
       startupGraceMs: options.startupGraceMs,
     });
-    this.router = new Router({ catalog: this.catalog, metrics: this.metrics, logger: options.logger, now, random });
+    this.router = new Router({ catalog: this.catalog, metrics: this.metrics, logger: options.logger, now, random, residency: this.residency });
     this.reloader = new PoolReloader({ catalog: this.catalog, router: this.router, queue: this.queue, makeDirect, now, random });
     options.registry.addListener((session, change) => {
       this.catalog.agentChanged(session, change);
-      if (change === 'removed') this.router.forgetProvider(session.agentId);
+      if (session.capabilities.has(KV_EVENTS_CAPABILITY)) this.kvEventsAgents += change === 'added' ? 1 : -1;
+      if (change === 'removed') {
+        this.router.forgetProvider(session.agentId);
+        this.residency.forget(session.sessionId);
+      }
       this.notifyAll();
     });
     options.runs.addFinishListener(this.notifyAll);
     this.timer = setInterval(this.notifyAll, NOTIFY_INTERVAL_MS);
     this.timer.unref();
+  }
+
+  /** Whether some connected agent reports residency: requests then get prefix keys (prefix-keys.ts). */
+  get cacheAware(): boolean {
+    return this.kvEventsAgents > 0;
   }
 
   /** The pool config in service (replaced whole by a reload). */
@@ -324,7 +344,14 @@ export class ProviderPool {
   }
 
   snapshot(): PoolSnapshot {
-    const groups = this.router.groupStates().map((state) => groupSnapshot(state, (group) => this.catalog.candidates(group), this.queue.size(state.group.name)));
+    const groups = this.router.groupStates().map((state) =>
+      groupSnapshot(
+        state,
+        (group) => this.catalog.candidates(group),
+        this.queue.size(state.group.name),
+        (provider) => (provider.sessionId === undefined ? 0 : this.residency.sizeOf(provider.sessionId)),
+      ),
+    );
     const { rejectedFull, rejectedTimeout } = this.queue.stats();
     return { groups, retryBudget: this.retry.budget.snapshot(), queue: { rejectedFull, rejectedTimeout } };
   }
@@ -362,7 +389,9 @@ export class ProviderPool {
     trace: AttemptTrace,
     start: (pick: PoolPick) => RunStream,
   ): AcquiredRun | undefined {
-    const pick = this.router.pick(group, snapshot, options) ?? (retry ? this.router.pick(group, snapshot, { affinityKey: options.affinityKey }) : undefined);
+    const pick =
+      this.router.pick(group, snapshot, options) ??
+      (retry ? this.router.pick(group, snapshot, { affinityKey: options.affinityKey, prefixKeys: options.prefixKeys }) : undefined);
     if (pick === undefined) return undefined;
     const ticket = this.router.started(group, pick.provider.id);
     return { run: trace.started(pick.provider, pick.model, () => start(pick)), pick, group, ticket };

@@ -21,6 +21,8 @@ export interface PoolProvider {
   readonly kind: 'agent' | 'direct';
   /** Stable id: the agent id, or the direct provider's configured id. */
   readonly id: string;
+  /** An agent's tunnel session id (its residency is indexed per session); undefined for a direct provider. */
+  readonly sessionId?: string;
   /** Requests it may run at once (≥ 1). */
   readonly maxConcurrency: number;
   /** Requests the edge has assigned to it and not yet seen finish. */
@@ -45,7 +47,9 @@ export interface PoolProvider {
 }
 
 /** The part of a provider the pickers read (P2C, prefix affinity); tests pass plain objects. */
-export type RoutedProvider = Pick<PoolProvider, 'id' | 'maxConcurrency' | 'inFlight' | 'weight' | 'labels' | 'load' | 'available'>;
+export type RoutedProvider = Pick<PoolProvider, 'id' | 'maxConcurrency' | 'inFlight' | 'weight' | 'labels' | 'load' | 'available'> & {
+  readonly sessionId?: string | undefined;
+};
 
 /** Milliseconds since an arbitrary epoch (default `Date.now`). */
 export type Clock = () => number;

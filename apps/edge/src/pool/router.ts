@@ -3,6 +3,9 @@
  * It owns each group's runtime state (`PoolGroupState`: the outlier detector and the prefix-
  * affinity ring) and picks:
  *
+ * - cache-aware (resident-pick.ts) when the request has prefix keys and some candidate's agent
+ *   reports holding one of them in its KV cache (residency-index.ts): the candidate within the
+ *   bounded load that holds the longest prefix; else
  * - prefix affinity (consistent hashing with bounded load) when the request has an affinity key
  *   and affinity is enabled, else power of two choices on live load (`P2cPicker`); targets are
  *   drawn by weight first when a group has several;
@@ -22,6 +25,9 @@ import type { ModelGroup, ModelTarget, PoolConfig } from './pool-config.js';
 import type { PoolMetrics } from './pool-metrics.js';
 import type { PoolGroupState } from './pool-snapshot.js';
 import { PrefixAffinity } from './prefix-affinity.js';
+import type { PrefixKeys } from './prefix-keys.js';
+import { pickResident } from './resident-pick.js';
+import type { ResidencyIndex } from './residency-index.js';
 import type { Clock, PoolProvider, Random } from './provider.js';
 
 /** A provider chosen for a request and the served model id it will run. */
@@ -36,9 +42,13 @@ export interface RouteOptions {
   exclude?: ReadonlySet<string> | undefined;
   /** Prefix-affinity key (see `affinityKey`); routes by consistent hashing when set. */
   affinityKey?: number | undefined;
+  /** The request's prefix keys (prefix-keys.ts): routes to where the longest is cached, when an agent reports it. */
+  prefixKeys?: PrefixKeys | undefined;
 }
 
 export interface RouterOptions {
+  /** What agents report their KV caches hold. */
+  residency: ResidencyIndex;
   catalog: ModelCatalog;
   metrics: PoolMetrics;
   logger: Logger;
@@ -108,7 +118,19 @@ export class Router {
     for (const provider of candidates.providers) state.outliers.add(provider.id);
     const pickOptions: PickOptions = { exclude: options.exclude, allow: (provider) => state.outliers.allows(provider.id) };
     let chosen: PoolProvider | undefined;
-    if (options.affinityKey !== undefined && this.options.catalog.config.affinity.enabled) {
+    if (options.prefixKeys !== undefined && !this.options.residency.empty) {
+      chosen = pickResident(
+        options.prefixKeys,
+        candidates.providers,
+        this.options.residency,
+        this.options.catalog.config.affinity.loadFactor,
+        pickOptions,
+      )?.provider;
+      this.options.metrics.residencyPicks.inc({ group: group.name, result: chosen === undefined ? 'fallback' : 'resident' });
+    }
+    if (chosen !== undefined) {
+      // the cached prefix decided
+    } else if (options.affinityKey !== undefined && this.options.catalog.config.affinity.enabled) {
       chosen = state.affinity.pick(options.affinityKey, candidates.providers, pickOptions);
     } else {
       const providers = group.targets.length > 1 ? this.drawTarget(candidates, pickOptions) : candidates.providers;

@@ -6,6 +6,7 @@
  */
 import type { AsyncQueue } from '@iop/core';
 import type { ProviderTunnelFrame } from '@iop/proto';
+import type { PrefixKeys } from './prefix-keys.js';
 
 export interface RunRequest {
   requestId: string;
@@ -22,6 +23,8 @@ export interface RunRequest {
   firstByteTimeoutMs?: number;
   /** Passed to the agent: longest silence of the backend between body slices, ms (0 = agent default). */
   idleTimeoutMs?: number;
+  /** The request's prefix keys; an agent with the `kv-events` capability gets the ones it maps (`keysToMap`). */
+  prefixKeys?: PrefixKeys | undefined;
 }
 
 export interface RunStream {

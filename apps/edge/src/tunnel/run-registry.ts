@@ -22,6 +22,7 @@ import { FrameKind, errorFrame } from '@iop/backend';
 import { runAssignment, type ProviderTunnelFrame } from '@iop/proto';
 import { AsyncQueue } from '@iop/core';
 import type { RunRequest, RunStream } from '../pool/run-stream.js';
+import { KV_EVENTS_CAPABILITY, keysToMap } from '../pool/prefix-keys.js';
 import { endRunSpans } from '../telemetry/request-tracing.js';
 import type { AgentSession } from './agent-session.js';
 
@@ -164,6 +165,9 @@ export class RunRegistry {
         idempotencyKey: request.idempotencyKey ?? '',
         firstByteTimeoutMs: request.firstByteTimeoutMs ?? 0,
         idleTimeoutMs: request.idleTimeoutMs ?? 0,
+        ...(request.prefixKeys !== undefined && session.capabilities.has(KV_EVENTS_CAPABILITY)
+          ? { prefixKeys: keysToMap(request.prefixKeys).map((entry) => ({ key: BigInt(entry.key), messages: entry.messages })) }
+          : {}),
       }),
     );
     return handle;

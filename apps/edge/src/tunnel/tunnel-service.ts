@@ -13,23 +13,28 @@
  * second Register of a live id is refused with ALREADY_EXISTS unless it presents the session's
  * resume token, or the old session does not answer a PING; then the new session replaces the
  * old one, whose runs fail. Unauthenticated connections are bounded by connection-guard.ts.
- * Session ids are credentials: logs show a prefix only.
+ * Session ids are credentials: logs show a prefix only. A `ResidencyReport` (agents with the
+ * `kv-events` capability) goes to the pool's residency index under this stream's own session id,
+ * so an agent writes only its own residency; a refused one is logged with its reason.
  */
 import { create } from '@bufbuild/protobuf';
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from '@connectrpc/connect';
 import { newId, secretIn } from '@iop/core';
 import type { Http2Session } from 'node:http2';
-import { RegisteredSchema, TunnelService, edgeMessage, type AgentMessage, type EdgeMessage, sessionTag } from '@iop/proto';
+import { RegisteredSchema, TunnelService, edgeMessage, type AgentMessage, type EdgeMessage, type ResidencyReport, sessionTag } from '@iop/proto';
 import type { Logger } from 'pino';
 import { AgentSession } from './agent-session.js';
 import { AgentIdentities, TUNNEL_CONNECTION } from './agent-identity.js';
 import type { ConnectionGuard } from './connection-guard.js';
 import type { RunRegistry } from './run-registry.js';
 import type { AgentRegistry } from './agent-registry.js';
+import type { ResidencySink } from '../pool/residency-index.js';
 
 export interface TunnelServiceOptions {
   registry: AgentRegistry;
   runs: RunRegistry;
+  /** Where each session's residency reports go (the pool's index); absent = reports are ignored. */
+  residency?: ResidencySink;
   /** Accepted join tokens; empty = any agent may join (logged as a warning at start). A getter is read at each Register (config reload). */
   joinTokens: readonly string[] | (() => readonly string[]);
   heartbeatIntervalMs: number;
@@ -144,6 +149,16 @@ export function controlHandler(options: TunnelServiceOptions): ControlHandler {
       logger.info({ agentId: session.agentId, session: sessionTag(session.sessionId), reason }, 'agent left');
     };
     context.signal.addEventListener('abort', () => end('connection closed'), { once: true });
+    // A report is this session's own: the index is written under the session id of this stream.
+    const onResidency = (report: ResidencyReport) => {
+      const refusal = options.residency?.apply(session.sessionId, report);
+      if (refusal !== undefined) {
+        logger.warn(
+          { agentId: session.agentId, session: sessionTag(session.sessionId), reason: refusal.reason, detail: refusal.detail },
+          'residency report refused',
+        );
+      }
+    };
     const livenessTimer = setInterval(() => {
       if (Date.now() - session.lastMessageAt > options.heartbeatIntervalMs * 3) end('heartbeat timeout');
     }, options.heartbeatIntervalMs);
@@ -157,7 +172,7 @@ export function controlHandler(options: TunnelServiceOptions): ControlHandler {
           else if (message.case === 'runRejected') {
             runs.reject(message.value.runId, message.value.reason);
             session.onRunRejected(message.value.reason);
-          }
+          } else if (message.case === 'residency' && !ended) onResidency(message.value);
         }
         end('agent closed the stream');
       } catch (error) {

@@ -22,7 +22,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file iop/v1/tunnel.proto.
  */
 export const file_iop_v1_tunnel: GenFile = /*@__PURE__*/
-  fileDesc("ChNpb3AvdjEvdHVubmVsLnByb3RvEgZpb3AudjEiLwoJTW9kZWxJbmZvEgoKAmlkGAEgASgJEhYKDmNvbnRleHRfbGVuZ3RoGAIgASgNIp0CCghSZWdpc3RlchIQCghhZ2VudF9pZBgBIAEoCRISCgpqb2luX3Rva2VuGAIgASgJEiEKBm1vZGVscxgDIAMoCzIRLmlvcC52MS5Nb2RlbEluZm8SFwoPbWF4X2NvbmN1cnJlbmN5GAQgASgNEiwKBmxhYmVscxgFIAMoCzIcLmlvcC52MS5SZWdpc3Rlci5MYWJlbHNFbnRyeRIVCg1hZ2VudF92ZXJzaW9uGAYgASgJEg8KB2JhY2tlbmQYByABKAkSFAoMY2FwYWJpbGl0aWVzGAggAygJEhQKDHJlc3VtZV90b2tlbhgJIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIuwBCglIZWFydGJlYXQSEQoJaW5fZmxpZ2h0GAEgASgNEg4KBnF1ZXVlZBgCIAEoDRIbCg5rdl9jYWNoZV91c2FnZRgDIAEoAUgAiAEBEhwKD2JhY2tlbmRfd2FpdGluZxgEIAEoDUgBiAEBEhAKCGRyYWluaW5nGAUgASgIEhIKCnNlbnRfYXRfbXMYBiABKAMSGQoRc2Vzc2lvbl9pbl9mbGlnaHQYByABKA0SGQoRYmFja2VuZF9pbl9mbGlnaHQYCCABKA1CEQoPX2t2X2NhY2hlX3VzYWdlQhIKEF9iYWNrZW5kX3dhaXRpbmciLQoLUnVuUmVqZWN0ZWQSDgoGcnVuX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSKUAQoMQWdlbnRNZXNzYWdlEiQKCHJlZ2lzdGVyGAEgASgLMhAuaW9wLnYxLlJlZ2lzdGVySAASJgoJaGVhcnRiZWF0GAIgASgLMhEuaW9wLnYxLkhlYXJ0YmVhdEgAEisKDHJ1bl9yZWplY3RlZBgDIAEoCzITLmlvcC52MS5SdW5SZWplY3RlZEgAQgkKB21lc3NhZ2UiawoKUmVnaXN0ZXJlZBISCgpzZXNzaW9uX2lkGAEgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgCIAEoDRIUCgxlZGdlX3ZlcnNpb24YAyABKAkSFAoMcmVzdW1lX3Rva2VuGAQgASgJIqQCCg1SdW5Bc3NpZ25tZW50Eg4KBnJ1bl9pZBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJEg0KBW1vZGVsGAMgASgJEg4KBm1ldGhvZBgEIAEoCRIMCgRwYXRoGAUgASgJEjMKB2hlYWRlcnMYBiADKAsyIi5pb3AudjEuUnVuQXNzaWdubWVudC5IZWFkZXJzRW50cnkSDAoEYm9keRgHIAEoDBIXCg9pZGVtcG90ZW5jeV9rZXkYCCABKAkSHQoVZmlyc3RfYnl0ZV90aW1lb3V0X21zGAkgASgNEhcKD2lkbGVfdGltZW91dF9tcxgKIAEoDRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIrCglDYW5jZWxSdW4SDgoGcnVuX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIqCgVEcmFpbhINCgVkcmFpbhgBIAEoCBISCgpkZXJlZ2lzdGVyGAIgASgIIrABCgtFZGdlTWVzc2FnZRIoCgpyZWdpc3RlcmVkGAEgASgLMhIuaW9wLnYxLlJlZ2lzdGVyZWRIABInCgZhc3NpZ24YAiABKAsyFS5pb3AudjEuUnVuQXNzaWdubWVudEgAEiMKBmNhbmNlbBgDIAEoCzIRLmlvcC52MS5DYW5jZWxSdW5IABIeCgVkcmFpbhgEIAEoCzINLmlvcC52MS5EcmFpbkgAQgkKB21lc3NhZ2UiagoFVXNhZ2USFQoNcHJvbXB0X3Rva2VucxgBIAEoDRIZChFjb21wbGV0aW9uX3Rva2VucxgCIAEoDRIVCg1jYWNoZWRfdG9rZW5zGAMgASgNEhgKEHJlYXNvbmluZ190b2tlbnMYBCABKA0ikAMKE1Byb3ZpZGVyVHVubmVsRnJhbWUSDgoGcnVuX2lkGAEgASgJEi4KBGtpbmQYAiABKA4yIC5pb3AudjEuUHJvdmlkZXJUdW5uZWxGcmFtZS5LaW5kEg4KBnN0YXR1cxgDIAEoDRI5CgdoZWFkZXJzGAQgAygLMiguaW9wLnYxLlByb3ZpZGVyVHVubmVsRnJhbWUuSGVhZGVyc0VudHJ5EgwKBGJvZHkYBSABKAwSEgoKZXJyb3JfY29kZRgGIAEoCRIVCg1lcnJvcl9tZXNzYWdlGAcgASgJEhwKBXVzYWdlGAggASgLMg0uaW9wLnYxLlVzYWdlGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBImcKBEtpbmQSFAoQS0lORF9VTlNQRUNJRklFRBAAEhIKDlJFU1BPTlNFX1NUQVJUEAESCAoEQk9EWRACEgcKA0VORBADEgkKBUVSUk9SEAQSCQoFVVNBR0UQBRIMCghBQ0NFUFRFRBAGIgwKClJ1blN1bW1hcnkyhQEKDVR1bm5lbFNlcnZpY2USOAoHQ29udHJvbBIULmlvcC52MS5BZ2VudE1lc3NhZ2UaEy5pb3AudjEuRWRnZU1lc3NhZ2UoATABEjoKA1J1bhIbLmlvcC52MS5Qcm92aWRlclR1bm5lbEZyYW1lGhIuaW9wLnYxLlJ1blN1bW1hcnkoATABYgZwcm90bzM");
+  fileDesc("ChNpb3AvdjEvdHVubmVsLnByb3RvEgZpb3AudjEiLwoJTW9kZWxJbmZvEgoKAmlkGAEgASgJEhYKDmNvbnRleHRfbGVuZ3RoGAIgASgNIp0CCghSZWdpc3RlchIQCghhZ2VudF9pZBgBIAEoCRISCgpqb2luX3Rva2VuGAIgASgJEiEKBm1vZGVscxgDIAMoCzIRLmlvcC52MS5Nb2RlbEluZm8SFwoPbWF4X2NvbmN1cnJlbmN5GAQgASgNEiwKBmxhYmVscxgFIAMoCzIcLmlvcC52MS5SZWdpc3Rlci5MYWJlbHNFbnRyeRIVCg1hZ2VudF92ZXJzaW9uGAYgASgJEg8KB2JhY2tlbmQYByABKAkSFAoMY2FwYWJpbGl0aWVzGAggAygJEhQKDHJlc3VtZV90b2tlbhgJIAEoCRotCgtMYWJlbHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIuwBCglIZWFydGJlYXQSEQoJaW5fZmxpZ2h0GAEgASgNEg4KBnF1ZXVlZBgCIAEoDRIbCg5rdl9jYWNoZV91c2FnZRgDIAEoAUgAiAEBEhwKD2JhY2tlbmRfd2FpdGluZxgEIAEoDUgBiAEBEhAKCGRyYWluaW5nGAUgASgIEhIKCnNlbnRfYXRfbXMYBiABKAMSGQoRc2Vzc2lvbl9pbl9mbGlnaHQYByABKA0SGQoRYmFja2VuZF9pbl9mbGlnaHQYCCABKA1CEQoPX2t2X2NhY2hlX3VzYWdlQhIKEF9iYWNrZW5kX3dhaXRpbmciLQoLUnVuUmVqZWN0ZWQSDgoGcnVuX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSLCAQoMQWdlbnRNZXNzYWdlEiQKCHJlZ2lzdGVyGAEgASgLMhAuaW9wLnYxLlJlZ2lzdGVySAASJgoJaGVhcnRiZWF0GAIgASgLMhEuaW9wLnYxLkhlYXJ0YmVhdEgAEisKDHJ1bl9yZWplY3RlZBgDIAEoCzITLmlvcC52MS5SdW5SZWplY3RlZEgAEiwKCXJlc2lkZW5jeRgQIAEoCzIXLmlvcC52MS5SZXNpZGVuY3lSZXBvcnRIAEIJCgdtZXNzYWdlIksKD1Jlc2lkZW5jeVJlcG9ydBINCgVyZXNldBgBIAEoCBIpCghwcmVmaXhlcxgCIAMoCzIXLmlvcC52MS5QcmVmaXhSZXNpZGVuY3kiNQoPUHJlZml4UmVzaWRlbmN5EgsKA2tleRgBIAEoBBIVCg1jYWNoZWRfdG9rZW5zGAIgASgNImsKClJlZ2lzdGVyZWQSEgoKc2Vzc2lvbl9pZBgBIAEoCRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYAiABKA0SFAoMZWRnZV92ZXJzaW9uGAMgASgJEhQKDHJlc3VtZV90b2tlbhgEIAEoCSLMAgoNUnVuQXNzaWdubWVudBIOCgZydW5faWQYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRINCgVtb2RlbBgDIAEoCRIOCgZtZXRob2QYBCABKAkSDAoEcGF0aBgFIAEoCRIzCgdoZWFkZXJzGAYgAygLMiIuaW9wLnYxLlJ1bkFzc2lnbm1lbnQuSGVhZGVyc0VudHJ5EgwKBGJvZHkYByABKAwSFwoPaWRlbXBvdGVuY3lfa2V5GAggASgJEh0KFWZpcnN0X2J5dGVfdGltZW91dF9tcxgJIAEoDRIXCg9pZGxlX3RpbWVvdXRfbXMYCiABKA0SJgoLcHJlZml4X2tleXMYECADKAsyES5pb3AudjEuUHJlZml4S2V5Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIioKCVByZWZpeEtleRILCgNrZXkYASABKAQSEAoIbWVzc2FnZXMYAiABKA0iKwoJQ2FuY2VsUnVuEg4KBnJ1bl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiKgoFRHJhaW4SDQoFZHJhaW4YASABKAgSEgoKZGVyZWdpc3RlchgCIAEoCCKwAQoLRWRnZU1lc3NhZ2USKAoKcmVnaXN0ZXJlZBgBIAEoCzISLmlvcC52MS5SZWdpc3RlcmVkSAASJwoGYXNzaWduGAIgASgLMhUuaW9wLnYxLlJ1bkFzc2lnbm1lbnRIABIjCgZjYW5jZWwYAyABKAsyES5pb3AudjEuQ2FuY2VsUnVuSAASHgoFZHJhaW4YBCABKAsyDS5pb3AudjEuRHJhaW5IAEIJCgdtZXNzYWdlImoKBVVzYWdlEhUKDXByb21wdF90b2tlbnMYASABKA0SGQoRY29tcGxldGlvbl90b2tlbnMYAiABKA0SFQoNY2FjaGVkX3Rva2VucxgDIAEoDRIYChByZWFzb25pbmdfdG9rZW5zGAQgASgNIpADChNQcm92aWRlclR1bm5lbEZyYW1lEg4KBnJ1bl9pZBgBIAEoCRIuCgRraW5kGAIgASgOMiAuaW9wLnYxLlByb3ZpZGVyVHVubmVsRnJhbWUuS2luZBIOCgZzdGF0dXMYAyABKA0SOQoHaGVhZGVycxgEIAMoCzIoLmlvcC52MS5Qcm92aWRlclR1bm5lbEZyYW1lLkhlYWRlcnNFbnRyeRIMCgRib2R5GAUgASgMEhIKCmVycm9yX2NvZGUYBiABKAkSFQoNZXJyb3JfbWVzc2FnZRgHIAEoCRIcCgV1c2FnZRgIIAEoCzINLmlvcC52MS5Vc2FnZRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJnCgRLaW5kEhQKEEtJTkRfVU5TUEVDSUZJRUQQABISCg5SRVNQT05TRV9TVEFSVBABEggKBEJPRFkQAhIHCgNFTkQQAxIJCgVFUlJPUhAEEgkKBVVTQUdFEAUSDAoIQUNDRVBURUQQBiIMCgpSdW5TdW1tYXJ5MoUBCg1UdW5uZWxTZXJ2aWNlEjgKB0NvbnRyb2wSFC5pb3AudjEuQWdlbnRNZXNzYWdlGhMuaW9wLnYxLkVkZ2VNZXNzYWdlKAEwARI6CgNSdW4SGy5pb3AudjEuUHJvdmlkZXJUdW5uZWxGcmFtZRoSLmlvcC52MS5SdW5TdW1tYXJ5KAEwAWIGcHJvdG8z");
 
 /**
  * A model that an agent serves.
@@ -237,6 +237,14 @@ export type AgentMessage = Message<"iop.v1.AgentMessage"> & {
      */
     value: RunRejected;
     case: "runRejected";
+  } | {
+    /**
+     * Which of the edge's prefix keys the backend's KV cache holds (agents with "kv-events").
+     *
+     * @generated from field: iop.v1.ResidencyReport residency = 16;
+     */
+    value: ResidencyReport;
+    case: "residency";
   } | { case: undefined; value?: undefined };
 };
 
@@ -246,6 +254,61 @@ export type AgentMessage = Message<"iop.v1.AgentMessage"> & {
  */
 export const AgentMessageSchema: GenMessage<AgentMessage> = /*@__PURE__*/
   messageDesc(file_iop_v1_tunnel, 4);
+
+/**
+ * A change in which prefixes (RunAssignment.prefix_keys) the agent's backend holds in its KV
+ * cache, as the agent reads it from the backend's KV events. It describes the sending agent's own
+ * session only: it names no agent.
+ *
+ * @generated from message iop.v1.ResidencyReport
+ */
+export type ResidencyReport = Message<"iop.v1.ResidencyReport"> & {
+  /**
+   * Forget every key reported before (the cache was cleared, or the agent lost track of it), then
+   * apply `prefixes`.
+   *
+   * @generated from field: bool reset = 1;
+   */
+  reset: boolean;
+
+  /**
+   * @generated from field: repeated iop.v1.PrefixResidency prefixes = 2;
+   */
+  prefixes: PrefixResidency[];
+};
+
+/**
+ * Describes the message iop.v1.ResidencyReport.
+ * Use `create(ResidencyReportSchema)` to create a new message.
+ */
+export const ResidencyReportSchema: GenMessage<ResidencyReport> = /*@__PURE__*/
+  messageDesc(file_iop_v1_tunnel, 5);
+
+/**
+ * @generated from message iop.v1.PrefixResidency
+ */
+export type PrefixResidency = Message<"iop.v1.PrefixResidency"> & {
+  /**
+   * A prefix key the edge sent (53-bit).
+   *
+   * @generated from field: uint64 key = 1;
+   */
+  key: bigint;
+
+  /**
+   * Leading prompt tokens of that prefix the cache holds now, whole blocks; 0 = none (forget it).
+   *
+   * @generated from field: uint32 cached_tokens = 2;
+   */
+  cachedTokens: number;
+};
+
+/**
+ * Describes the message iop.v1.PrefixResidency.
+ * Use `create(PrefixResidencySchema)` to create a new message.
+ */
+export const PrefixResidencySchema: GenMessage<PrefixResidency> = /*@__PURE__*/
+  messageDesc(file_iop_v1_tunnel, 6);
 
 /**
  * The edge accepted the registration.
@@ -286,7 +349,7 @@ export type Registered = Message<"iop.v1.Registered"> & {
  * Use `create(RegisteredSchema)` to create a new message.
  */
 export const RegisteredSchema: GenMessage<Registered> = /*@__PURE__*/
-  messageDesc(file_iop_v1_tunnel, 5);
+  messageDesc(file_iop_v1_tunnel, 7);
 
 /**
  * Work for the agent: one HTTP request to its backend.
@@ -358,6 +421,14 @@ export type RunAssignment = Message<"iop.v1.RunAssignment"> & {
    * @generated from field: uint32 idle_timeout_ms = 10;
    */
   idleTimeoutMs: number;
+
+  /**
+   * Prefix keys of the request the agent should map to its backend's KV cache (only for agents
+   * registered with the "kv-events" capability), shortest prefix first.
+   *
+   * @generated from field: repeated iop.v1.PrefixKey prefix_keys = 16;
+   */
+  prefixKeys: PrefixKey[];
 };
 
 /**
@@ -365,7 +436,34 @@ export type RunAssignment = Message<"iop.v1.RunAssignment"> & {
  * Use `create(RunAssignmentSchema)` to create a new message.
  */
 export const RunAssignmentSchema: GenMessage<RunAssignment> = /*@__PURE__*/
-  messageDesc(file_iop_v1_tunnel, 6);
+  messageDesc(file_iop_v1_tunnel, 8);
+
+/**
+ * A name the edge gives a prompt prefix: a chained 53-bit hash of the backend body's leading
+ * `messages`.
+ *
+ * @generated from message iop.v1.PrefixKey
+ */
+export type PrefixKey = Message<"iop.v1.PrefixKey"> & {
+  /**
+   * @generated from field: uint64 key = 1;
+   */
+  key: bigint;
+
+  /**
+   * How many leading entries of the body's `messages` the key covers; 0 = all of them.
+   *
+   * @generated from field: uint32 messages = 2;
+   */
+  messages: number;
+};
+
+/**
+ * Describes the message iop.v1.PrefixKey.
+ * Use `create(PrefixKeySchema)` to create a new message.
+ */
+export const PrefixKeySchema: GenMessage<PrefixKey> = /*@__PURE__*/
+  messageDesc(file_iop_v1_tunnel, 9);
 
 /**
  * Stop a run: the agent aborts the backend request (the GPU stops generating).
@@ -389,7 +487,7 @@ export type CancelRun = Message<"iop.v1.CancelRun"> & {
  * Use `create(CancelRunSchema)` to create a new message.
  */
 export const CancelRunSchema: GenMessage<CancelRun> = /*@__PURE__*/
-  messageDesc(file_iop_v1_tunnel, 7);
+  messageDesc(file_iop_v1_tunnel, 10);
 
 /**
  * Drain: take no new runs, finish in-flight ones. drain=false undrains.
@@ -415,7 +513,7 @@ export type Drain = Message<"iop.v1.Drain"> & {
  * Use `create(DrainSchema)` to create a new message.
  */
 export const DrainSchema: GenMessage<Drain> = /*@__PURE__*/
-  messageDesc(file_iop_v1_tunnel, 8);
+  messageDesc(file_iop_v1_tunnel, 11);
 
 /**
  * @generated from message iop.v1.EdgeMessage
@@ -456,7 +554,7 @@ export type EdgeMessage = Message<"iop.v1.EdgeMessage"> & {
  * Use `create(EdgeMessageSchema)` to create a new message.
  */
 export const EdgeMessageSchema: GenMessage<EdgeMessage> = /*@__PURE__*/
-  messageDesc(file_iop_v1_tunnel, 9);
+  messageDesc(file_iop_v1_tunnel, 12);
 
 /**
  * Token usage of a run, as the backend reported it.
@@ -490,7 +588,7 @@ export type Usage = Message<"iop.v1.Usage"> & {
  * Use `create(UsageSchema)` to create a new message.
  */
 export const UsageSchema: GenMessage<Usage> = /*@__PURE__*/
-  messageDesc(file_iop_v1_tunnel, 10);
+  messageDesc(file_iop_v1_tunnel, 13);
 
 /**
  * One frame of a run's response, agent -> edge.
@@ -553,7 +651,7 @@ export type ProviderTunnelFrame = Message<"iop.v1.ProviderTunnelFrame"> & {
  * Use `create(ProviderTunnelFrameSchema)` to create a new message.
  */
 export const ProviderTunnelFrameSchema: GenMessage<ProviderTunnelFrame> = /*@__PURE__*/
-  messageDesc(file_iop_v1_tunnel, 11);
+  messageDesc(file_iop_v1_tunnel, 14);
 
 /**
  * @generated from enum iop.v1.ProviderTunnelFrame.Kind
@@ -614,7 +712,7 @@ export enum ProviderTunnelFrame_Kind {
  * Describes the enum iop.v1.ProviderTunnelFrame.Kind.
  */
 export const ProviderTunnelFrame_KindSchema: GenEnum<ProviderTunnelFrame_Kind> = /*@__PURE__*/
-  enumDesc(file_iop_v1_tunnel, 11, 0);
+  enumDesc(file_iop_v1_tunnel, 14, 0);
 
 /**
  * Reserved for per-run results the edge may send on a Run call; none are sent today.
@@ -629,7 +727,7 @@ export type RunSummary = Message<"iop.v1.RunSummary"> & {
  * Use `create(RunSummarySchema)` to create a new message.
  */
 export const RunSummarySchema: GenMessage<RunSummary> = /*@__PURE__*/
-  messageDesc(file_iop_v1_tunnel, 12);
+  messageDesc(file_iop_v1_tunnel, 15);
 
 /**
  * @generated from service iop.v1.TunnelService
