@@ -31,13 +31,15 @@ export interface SimHandle {
   proc: Proc;
   port: number;
   url: string;
+  /** The readiness line (`kvEventsEndpoint`, `kvEventsReplayEndpoint` when it publishes KV events). */
+  ready: Record<string, unknown>;
 }
 
 export async function startSim(args: string[] = []): Promise<SimHandle> {
   const proc = launch('sim', 'apps/sim/dist/main.js', ['--port', '0', '--host', '127.0.0.1', ...args]);
   const line = await proc.ready();
   const port = line.port as number;
-  return { proc, port, url: `http://127.0.0.1:${port}` };
+  return { proc, port, url: `http://127.0.0.1:${port}`, ready: line };
 }
 
 export interface EdgeHandle {

@@ -35,6 +35,12 @@ export async function startAgent(input: AgentOptionsInput): Promise<AgentHandle>
     maxConcurrency: options.maxConcurrency,
     draining: () => holder.agent?.isDraining ?? false,
     edges: () => holder.agent?.links.map((link) => ({ edge: link.edgeUrl, registered: link.isRegistered })) ?? [],
+    kvEvents: () => {
+      const residency = holder.agent?.kvResidency;
+      if (residency === undefined) return undefined;
+      const { received, applied, replayed, dropped, resyncs } = residency.eventCounts;
+      return { received, applied, replayed, dropped, resyncs, blocks: residency.blocks.size, prefixes: residency.prefixes.size };
+    },
   };
   const metrics = new AgentMetrics(state);
   const agent = new Agent(options, new ObservedBackend(inner, metrics));

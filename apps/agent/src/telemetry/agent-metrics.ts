@@ -11,6 +11,9 @@
  *   and to the end of the body.
  * - `iop_agent_runs_in_flight`, `iop_agent_max_concurrency`, `iop_agent_draining` (1 / 0) and
  *   `iop_agent_edge_registered{edge}` (1 while registered with that edge), read at scrape time.
+ * - with `kvEvents.endpoint` set: `iop_agent_kv_event_batches_total{result="received|applied|replayed|dropped"}`,
+ *   `iop_agent_kv_event_resyncs_total`, and `iop_agent_kv_resident{kind="blocks|prefixes"}` (the
+ *   blocks the agent's index holds, the edge's prefix keys it maps), read at scrape time.
  * - process metrics with the prefix `iop_agent_` (prom-client defaults).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -22,6 +25,18 @@ export interface AgentState {
   draining(): boolean;
   /** Per edge URL: registered now. */
   edges(): Array<{ edge: string; registered: boolean }>;
+  /** The KV-event stream's figures, when the agent follows one. */
+  kvEvents?(): KvEventFigures | undefined;
+}
+
+export interface KvEventFigures {
+  received: number;
+  applied: number;
+  replayed: number;
+  dropped: number;
+  resyncs: number;
+  blocks: number;
+  prefixes: number;
 }
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -92,6 +107,41 @@ export class AgentMetrics {
       registers,
       collect() {
         for (const { edge, registered } of state.edges()) this.set({ edge }, registered ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: 'iop_agent_kv_event_batches_total',
+      help: 'KV-event batches from the backend: received on the stream, applied, replayed to fill a gap, dropped (malformed or oversized).',
+      labelNames: ['result'] as const,
+      registers,
+      collect() {
+        const figures = state.kvEvents?.();
+        if (figures === undefined) return;
+        this.reset();
+        for (const result of ['received', 'applied', 'replayed', 'dropped'] as const) this.inc({ result }, figures[result]);
+      },
+    });
+    new Counter({
+      name: 'iop_agent_kv_event_resyncs_total',
+      help: 'KV-event resyncs (a gap the replay could not fill, a reconnect, an engine restart): every resident prefix forgotten.',
+      registers,
+      collect() {
+        const figures = state.kvEvents?.();
+        if (figures === undefined) return;
+        this.reset();
+        this.inc(figures.resyncs);
+      },
+    });
+    new Gauge({
+      name: 'iop_agent_kv_resident',
+      help: "Blocks in the agent's KV-cache index and prefix keys it maps to them.",
+      labelNames: ['kind'] as const,
+      registers,
+      collect() {
+        const figures = state.kvEvents?.();
+        if (figures === undefined) return;
+        this.set({ kind: 'blocks' }, figures.blocks);
+        this.set({ kind: 'prefixes' }, figures.prefixes);
       },
     });
     collectDefaultMetrics({ register: this.registry, prefix: 'iop_agent_', eventLoopMonitoringPrecision: 100 });

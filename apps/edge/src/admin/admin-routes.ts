@@ -50,7 +50,8 @@ function poolHealthByAgent(snapshot: PoolSnapshot): Map<string, Array<{ group: s
 export function mountAdmin(app: Express, edge: EdgeContext): void {
   const views = (sessions: readonly AgentSession[]) => {
     const pool = poolHealthByAgent(edge.poolSnapshot());
-    return sessions.map((session) => agentView(session, edge.config.heartbeatIntervalMs, pool));
+    const now = Date.now();
+    return sessions.map((session) => agentView(session, edge.config.heartbeatIntervalMs, pool, now, edge.pool.residency.sizeOf(session.sessionId)));
   };
   app.use(
     '/admin',

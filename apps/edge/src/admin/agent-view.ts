@@ -7,6 +7,8 @@ import { sessionTag } from '@iop/proto';
 
 export interface AgentView {
   id: string;
+  /** Prefix keys the agent reports resident in its backend's KV cache (cache-aware routing; 0 without KV events). */
+  residentPrefixes: number;
   /** The session's id as logs show it (a prefix: the whole id is the agent's Run credential). */
   session: string;
   models: Array<{ id: string; contextLength: number | null }>;
@@ -41,7 +43,13 @@ export interface AgentView {
   runsServed: number;
 }
 
-export function agentView(session: AgentSession, heartbeatIntervalMs: number, pool: ReadonlyMap<string, unknown> | undefined, now = Date.now()): AgentView {
+export function agentView(
+  session: AgentSession,
+  heartbeatIntervalMs: number,
+  pool: ReadonlyMap<string, unknown> | undefined,
+  now = Date.now(),
+  residentPrefixes = 0,
+): AgentView {
   return {
     id: session.agentId,
     session: sessionTag(session.sessionId),
@@ -68,5 +76,6 @@ export function agentView(session: AgentSession, heartbeatIntervalMs: number, po
     drain: { draining: session.draining, deregistering: session.deregistering },
     connectedSince: session.connectedAt,
     runsServed: session.totalRuns,
+    residentPrefixes,
   };
 }
