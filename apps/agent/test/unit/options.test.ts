@@ -69,7 +69,16 @@ describe('resolveAgentOptions', () => {
     expect(byField.get('edgeUrls')).toMatchObject({ flag: '--edge-urls', env: 'IOP_EDGE_URLS', aliases: [{ flag: '--edge', env: 'IOP_EDGE_URL' }] });
     expect(byField.get('heartbeatMs')?.aliases).toEqual([{ flag: '--heartbeat-interval-ms', env: 'IOP_HEARTBEAT_INTERVAL_MS' }]);
     // Every setting of the schema has a flag and a variable.
-    expect([...byField.keys()].sort()).toEqual(Object.keys(AGENT_CONFIG_SCHEMA.properties).sort());
+    expect([...new Set([...byField.keys()].map((field) => field.split('.')[0]))].sort()).toEqual(Object.keys(AGENT_CONFIG_SCHEMA.properties).sort());
+    expect(byField.get('kvEvents.replayEndpoint')).toMatchObject({ flag: '--kv-events-replay-endpoint', env: 'IOP_KV_EVENTS_REPLAY_ENDPOINT' });
+  });
+
+  test('kvEvents: nested settings, strings read as the flags are, unset by default', () => {
+    expect(resolveAgentOptions({}).kvEvents).toEqual({ endpoint: undefined, replayEndpoint: undefined, topic: '', maxBlocks: 1_000_000, maxPrefixes: 10_000 });
+    const options = resolveAgentOptions({ kvEvents: { endpoint: 'tcp://127.0.0.1:5557', replayEndpoint: 'tcp://127.0.0.1:5558', maxBlocks: '5000' } });
+    expect(options.kvEvents).toMatchObject({ endpoint: 'tcp://127.0.0.1:5557', replayEndpoint: 'tcp://127.0.0.1:5558', maxBlocks: 5000 });
+    expect(() => resolveAgentOptions({ kvEvents: { endpoint: 'http://127.0.0.1:5557' } })).toThrow(/kvEvents\.endpoint/);
+    expect(() => resolveAgentOptions({ kvEvents: { maxPrefixes: '0' } })).toThrow(/kvEvents\.maxPrefixes/);
   });
 
   test('env < flags, the rule name over its alias', () => {
