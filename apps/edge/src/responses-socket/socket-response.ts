@@ -13,9 +13,9 @@
  *   (docs/protocols.md "Responses over WebSocket", errors): `status` is the HTTP status the same
  *   request gets over HTTP, which Codex CLI classifies like one (429 rate limits with the headers,
  *   5xx retried, other 4xx fatal).
- * - 'close' is emitted once: at `end()`, with `writableFinished` true (the last messages are in
- *   `ws`'s queue, which sends them in order: the client may send its next `response.create` as
- *   soon as it reads the terminal event), or with `writableFinished` false when the socket closed
+ * - 'close' is emitted once: at `end()` (or, with the buffer over the mark, at the next 'drain'),
+ *   with `writableFinished` true (the last messages are in `ws`'s queue, which sends them in
+ *   order), or with `writableFinished` false when the socket closed
  *   first (`socketClosed()`): the pipeline then stops the request as for a client that hung up
  *   (run cancelled, 499 in the ledger).
  */
@@ -126,9 +126,13 @@ export class SocketResponse extends EventEmitter {
     });
   }
 
-  /** Ended: finished. */
+  /** Ended, and the socket's buffer under the mark: finished (a client that reads nothing never finishes one; http/drained.ts's `endStalled` then destroys it). */
   private settle(): void {
     if (!this.writableEnded || this.writableFinished || this.destroyed) return;
+    if (this.socket.bufferedAmount >= this.highWaterMark) {
+      this.once('drain', () => this.settle());
+      return;
+    }
     this.writableFinished = true;
     this.emit('finish');
     this.emitClose();
