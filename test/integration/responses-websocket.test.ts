@@ -33,8 +33,8 @@ beforeAll(async () => {
 
 afterAll(stopAll);
 
-async function newKey(name: string): Promise<{ id: string; key: string }> {
-  const created = await admin(edge.url, 'POST', '/admin/keys', { name });
+async function newKey(name: string, settings: Record<string, unknown> = {}): Promise<{ id: string; key: string }> {
+  const created = await admin(edge.url, 'POST', '/admin/keys', { name, ...settings });
   expect(created.status).toBe(201);
   return { id: created.body.id as string, key: created.body.key as string };
 }
@@ -174,6 +174,16 @@ describe('Responses over WebSocket', () => {
     expect(next.status).toBe('completed');
     const [sent] = await simRequestsFor('after-warm-up-9932');
     expect(JSON.stringify(sent!.messages)).toContain('warm-up-context-9932');
+    await client.close();
+  });
+
+  it('a key that may not use the model gets 403 in band, for a warm-up as for a response', async () => {
+    const { key } = await newKey('ws-other-model', { models: ['other-model'] });
+    const client = await SocketClient.open(edge, key);
+    for (const generate of [false, true]) {
+      const [refused] = await client.create({ model: 'sim-model', input: 'not mine', generate });
+      expect(refused).toMatchObject({ type: 'error', status: 403, error: { type: 'permission_error' } });
+    }
     await client.close();
   });
 

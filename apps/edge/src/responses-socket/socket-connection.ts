@@ -28,6 +28,7 @@ import { IopError, type StreamEvent } from '@iop/core';
 import type { EdgeContext } from '../edge-context.js';
 import { createResponsesLinesEncoder, responsesDialect, type ResponseObject, type StoredResponse } from '../dialects.js';
 import { errorHandler } from '../http/error-handler.js';
+import { modelAllowed } from '../keys/api-key.js';
 import { inferenceHandler, type InferenceRoute } from '../http/inference.js';
 import { keyCheck } from '../http/key-check.js';
 import { requestContext, locals } from '../http/request-context.js';
@@ -143,6 +144,7 @@ export class SocketConnection {
     void this.context(req, expressRes, () => {
       void this.check(req, expressRes, (error?: unknown) => {
         if (error !== undefined) return onError(error);
+        if (res.destroyed) return; // the socket closed during the key check: nothing to run
         if (generate) {
           void this.handler(req, expressRes, (later?: unknown) => {
             if (later !== undefined) onError(later);
@@ -154,10 +156,13 @@ export class SocketConnection {
     });
   }
 
-  /** `generate: false`: the request is checked and decoded, no model runs; the response completes empty. */
+  /** `generate: false`: the request is decoded and the key's model permission checked (403); no model runs, nothing is billed; the response completes empty. */
   private async warmUp(body: Record<string, unknown>, res: Response): Promise<void> {
     const context = locals(res);
     let request = responsesDialect.decodeRequest(body);
+    const record = context.identity?.record;
+    if (record !== undefined && !modelAllowed(record, [request.model, this.edge.knownModel(request.model)]))
+      throw new IopError('permission', `this API key may not use the model ${JSON.stringify(request.model)}`);
     request = (await this.route.prepare?.(request, body, context)) ?? request;
     const encoder = createResponsesLinesEncoder({ requestId: context.requestId, model: request.model, request, createdAt: Math.floor(Date.now() / 1000) });
     const events: StreamEvent[] = [

@@ -8,8 +8,8 @@
  * - another path: 404; the mode turned off (`websocket.enabled: false`): 426, on which Codex CLI
  *   uses HTTP for the session; the edge shutting down: 503;
  * - the key (`Authorization: Bearer`, the same check as every `/v1` request): 401;
- * - `websocket.maxConnectionsPerKey` open for the key: 429 `rate_limited`; `websocket.maxConnections`
- *   open on the edge: 503 `no_capacity`.
+ * - `websocket.maxConnectionsPerKey` open for the key: 429 `rate_limited` (not on an open edge,
+ *   whose clients have no key); `websocket.maxConnections` open on the edge: 503 `no_capacity`.
  *
  * Clients' `OpenAI-Beta: responses_websockets=…` header (Codex CLI) is accepted, not required.
  * Messages over `websocket.maxMessageBytes` close the connection with 1009 (`ws` `maxPayload`).
@@ -23,7 +23,7 @@ import { WebSocketServer } from 'ws';
 import { IopError, newId } from '@iop/core';
 import type { EdgeContext } from '../edge-context.js';
 import { responsesDialect } from '../dialects.js';
-import { keyCheck } from '../http/key-check.js';
+import { keyCheck, OPEN_IDENTITY } from '../http/key-check.js';
 import type { RequestLocals } from '../http/request-context.js';
 import type { ResponseStore } from '../responses-store/index.js';
 import { SocketConnection } from './socket-connection.js';
@@ -80,8 +80,9 @@ export class ResponsesSocketServer {
     const context = await this.keyOf(req);
     if (context instanceof IopError) return this.refuse(socket, context);
     if (this.closing) return this.refuse(socket, new IopError('no_capacity', 'the edge is shutting down', { retryAfterSeconds: 1 }));
-    const keyId = context.identity?.keyId ?? 'open';
-    if ((this.perKey.get(keyId) ?? 0) >= config.maxConnectionsPerKey)
+    // An open edge (no keys) has no per-key cap: every client would share one.
+    const keyId = context.identity?.keyId ?? OPEN_IDENTITY.keyId;
+    if (keyId !== OPEN_IDENTITY.keyId && (this.perKey.get(keyId) ?? 0) >= config.maxConnectionsPerKey)
       return this.refuse(
         socket,
         new IopError('rate_limited', `this key has ${config.maxConnectionsPerKey} WebSocket connections open, the most it may`, { retryAfterSeconds: 1 }),
