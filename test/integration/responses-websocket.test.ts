@@ -14,6 +14,8 @@ import { finalResponse, outputText, SocketClient, type ServerEvent } from './res
 
 // Ten tokens 200 ms apart: two seconds of streaming.
 const SLOW = 'sim-model@itl-ms=200';
+/** Answers every turn with one call of a declared tool. */
+const TOOLS = 'sim-model@tool-calls=1';
 
 let sim: SimHandle;
 let edge: EdgeHandle;
@@ -24,7 +26,7 @@ beforeAll(async () => {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'iop-ws-'));
   sim = await startSim(['--models', 'sim-model', '--output-tokens', '10']);
   edge = await startEdge({ env: { IOP_DATA_DIR: dataDir, IOP_ADMIN_KEYS: ADMIN_KEY } });
-  await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-ws', backendUrl: sim.url, models: ['sim-model', SLOW] });
+  await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-ws', backendUrl: sim.url, models: ['sim-model', SLOW, TOOLS] });
   capped = await startEdge({
     args: ['--websocket-idle-timeout-ms', '1500', '--websocket-max-connections-per-key', '2'],
     env: { IOP_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'iop-ws-capped-')) },
@@ -174,6 +176,53 @@ describe('Responses over WebSocket', () => {
     expect(next.status).toBe('completed');
     const [sent] = await simRequestsFor('after-warm-up-9932');
     expect(JSON.stringify(sent!.messages)).toContain('warm-up-context-9932');
+    await client.close();
+  });
+
+  it('a Codex-shaped session: warm-up, a turn that calls a tool, its output sent alone after previous_response_id (store:false)', async () => {
+    const client = await SocketClient.open(edge, API_KEY, { originator: 'codex_exec', 'session-id': 'sess-1', 'x-client-request-id': 'sess-1' });
+    const shell = {
+      type: 'function',
+      name: 'shell',
+      description: 'Runs a command',
+      strict: false,
+      parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } }, required: ['command'] },
+    };
+    // The fields Codex CLI sends with every response.create (codex-rs/codex-api/src/common.rs).
+    const common = {
+      model: TOOLS,
+      instructions: 'You are a coding agent.',
+      tools: [shell],
+      tool_choice: 'auto',
+      parallel_tool_calls: true,
+      reasoning: null,
+      store: false,
+      stream: true,
+      include: ['reasoning.encrypted_content'],
+      prompt_cache_key: 'sess-1',
+      client_metadata: { 'x-codex-installation-id': 'install-1' },
+    };
+    const developer = { type: 'message', id: 'msg_dev', role: 'developer', content: [{ type: 'input_text', text: 'codex-base-prompt-6604' }] };
+    const warm = finalResponse(await client.create({ ...common, input: [developer], generate: false }));
+    client.send({ type: 'response.processed', response_id: warm.id });
+    const user = { type: 'message', id: 'msg_user', role: 'user', content: [{ type: 'input_text', text: 'codex-user-turn-6604' }] };
+    const first = finalResponse(await client.create({ ...common, previous_response_id: warm.id, input: [user] }));
+    const call = first.output.find((item) => item.type === 'function_call') as { call_id: string; name: string } | undefined;
+    expect(call?.name).toBe('shell');
+    client.send({ type: 'response.processed', response_id: first.id });
+    const output = { type: 'function_call_output', call_id: call!.call_id, output: 'codex-tool-output-6604' };
+    const second = finalResponse(await client.create({ ...common, previous_response_id: first.id, input: [output] }));
+    expect(second.status).toBe('completed');
+    // The backend got the whole conversation: base prompt, the user's turn, the call and its output.
+    const records = (await simRequests(sim)).map((record) => record.body as { messages: Array<Record<string, unknown>> });
+    const last = records.find((body) => JSON.stringify(body?.messages ?? []).includes('codex-tool-output-6604'))!;
+    const roles = last.messages.map((message) => message.role);
+    expect(roles).toEqual(['system', 'user', 'assistant', 'tool']);
+    expect(JSON.stringify(last.messages[0])).toContain('You are a coding agent.');
+    expect(JSON.stringify(last.messages[0])).toContain('codex-base-prompt-6604');
+    expect(JSON.stringify(last.messages[1])).toContain('codex-user-turn-6604');
+    expect((last.messages[2]!.tool_calls as Array<{ id: string }>)[0]!.id).toBe(call!.call_id);
+    expect(last.messages[3]).toMatchObject({ role: 'tool', tool_call_id: call!.call_id });
     await client.close();
   });
 
