@@ -1,8 +1,10 @@
 /**
  * Responses over WebSocket at the edges of its life: graceful shutdown (the current response
  * finishes, then 1001), the shutdown deadline (the response fails in band, then 1001), the
- * message size limit (1009), the edge-wide connection cap (503) and the mode turned off (426).
+ * message size limit (1009), the edge-wide connection cap (503), the mode turned off (426), and
+ * pings (a peer that does not answer is terminated, one that does stays).
  */
+import WebSocket from 'ws';
 import { API_KEY, startAgent, startEdge, startSim, stopAll } from './harness';
 import { finalResponse, SocketClient } from './responses-websocket-client';
 
@@ -69,4 +71,20 @@ it('the edge-wide cap refuses with 503 whatever the key; websocket.enabled=false
   const turnedOff = await SocketClient.refused(off);
   expect(turnedOff.status).toBe(426);
   expect(turnedOff.body).toMatchObject({ error: { message: expect.stringContaining('POST /v1/responses') } });
+});
+
+it('pings: a peer that answers stays open, one that does not is terminated after the next ping', async () => {
+  const edge = await startEdge({ args: ['--websocket-ping-interval-ms', '300'], env: { IOP_RESPONSES_STORE_KIND: 'memory' } });
+  const answering = await SocketClient.open(edge);
+  let pings = 0;
+  answering.ws.on('ping', () => pings++);
+  const silent = new WebSocket(`${edge.url.replace(/^http/, 'ws')}/v1/responses`, { headers: { authorization: `Bearer ${API_KEY}` }, autoPong: false });
+  const opened = Date.now();
+  const closed = new Promise<number>((resolve) => silent.once('close', (code) => resolve(code)));
+  // Terminated without a close frame: 1006 at the client, after the first ping went unanswered.
+  expect(await closed).toBe(1006);
+  expect(Date.now() - opened).toBeGreaterThanOrEqual(500);
+  expect(answering.ws.readyState).toBe(WebSocket.OPEN);
+  expect(pings).toBeGreaterThanOrEqual(2);
+  await answering.close();
 });

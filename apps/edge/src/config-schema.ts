@@ -97,6 +97,12 @@ const edgeConfigSchema = Type.Object(
       {
         enabled: Type.Boolean({ default: true, description: 'Serve OpenAI Responses over a WebSocket on /v1/responses (false: the upgrade gets 426).' }),
         idleTimeoutMs: ms(1_000, 86_400_000, 600_000, 'A WebSocket with no response running that receives nothing for this long is closed, ms.'),
+        pingIntervalMs: ms(
+          0,
+          3_600_000,
+          30_000,
+          'A WebSocket is pinged this often (proxies keep it open); one that has not answered by the next ping is terminated, ms (0 = no pings).',
+        ),
         maxConnectionsPerKey: Type.Integer({
           minimum: 1,
           maximum: 100_000,

@@ -90,6 +90,8 @@ export interface EdgeConfig {
     enabled: boolean;
     /** A connection with no response running that receives nothing for this long is closed (1000), ms. */
     idleTimeoutMs: number;
+    /** A ping this often keeps proxies from cutting a quiet connection; one not answered by the next is a dead peer, terminated (0 = none), ms. */
+    pingIntervalMs: number;
     /** Open connections per client key; one more is refused with 429. */
     maxConnectionsPerKey: number;
     /** Open connections on this edge; one more is refused with 503. */

@@ -18,7 +18,8 @@
  *   conversation (its input kept as the connection's most recent response).
  * - Close: the client's close mid-response stops it as a client that hung up (backend run
  *   cancelled, usage recorded, ledger row 499). With no response running, `idleTimeoutMs` of
- *   silence closes the connection (1000). `drain()` (edge shutdown) closes it with 1001 after the
+ *   silence closes the connection (1000). A ping every `pingIntervalMs` keeps proxies from cutting
+ *   a quiet connection; a peer that leaves one unanswered until the next is terminated. `drain()` (edge shutdown) closes it with 1001 after the
  *   current response.
  */
 import type { IncomingMessage } from 'node:http';
@@ -69,6 +70,7 @@ export class SocketConnection {
   /** The `response.create` that came after the current response's terminal event. */
   private next: { body: Record<string, unknown>; generate: boolean } | undefined;
   private idle: NodeJS.Timeout | undefined;
+  private pinger: NodeJS.Timeout | undefined;
   private draining = false;
 
   constructor(options: SocketConnectionOptions) {
@@ -92,10 +94,29 @@ export class SocketConnection {
     socket.on('error', (error) => edge.logger.debug({ err: error }, 'websocket error'));
     socket.once('close', () => {
       clearTimeout(this.idle);
+      clearInterval(this.pinger);
       this.current?.socketClosed();
       options.onClosed();
     });
     this.armIdle();
+    this.startPings(edge.config.websocket.pingIntervalMs);
+  }
+
+  /** Pings every `intervalMs`; a peer that did not answer the last ping (RFC 6455 §5.5.2, §5.5.3) is gone: terminated. */
+  private startPings(intervalMs: number): void {
+    if (intervalMs === 0) return;
+    let answered = true;
+    this.socket.on('pong', () => (answered = true));
+    this.pinger = setInterval(() => {
+      if (!answered) {
+        this.edge.logger.info({ pingIntervalMs: intervalMs }, 'websocket peer did not answer a ping: terminated');
+        this.socket.terminate();
+        return;
+      }
+      answered = false;
+      this.socket.ping();
+    }, intervalMs);
+    this.pinger.unref();
   }
 
   /** Closes the connection after the current response (edge shutdown): 1001 "going away". */
