@@ -36,7 +36,13 @@ function verdictOf(choice: ToolChoice | undefined, events: readonly StreamEvent[
   return 'pass';
 }
 
-const CHOICES: ToolChoice[] = [{ type: 'auto' }, { type: 'none' }, { type: 'required' }, { type: 'tool', name: 'get_weather' }, { type: 'tool', name: 'get_time' }];
+const CHOICES: ToolChoice[] = [
+  { type: 'auto' },
+  { type: 'none' },
+  { type: 'required' },
+  { type: 'tool', name: 'get_weather' },
+  { type: 'tool', name: 'get_time' },
+];
 const ANSWERS: Record<string, StreamEvent[]> = { prose, weather: call('get_weather'), time: call('get_time') };
 
 describe('tool-choice filter', () => {
@@ -118,9 +124,15 @@ describe('tool-choice filter', () => {
 
 describe('finish reason from what was delivered', () => {
   it('a tool_calls label on a text answer becomes stop; a stop label after calls becomes tool_calls', async () => {
-    const labelled = await runGate({ filters: [], scripts: [{ events: [...prose.slice(0, -1), { type: 'finish', reason: 'tool_calls', raw: 'tool_calls' }] }] });
+    const labelled = await runGate({
+      filters: [],
+      scripts: [{ events: [...prose.slice(0, -1), { type: 'finish', reason: 'tool_calls', raw: 'tool_calls' }] }],
+    });
     expect(labelled.released.at(-1)).toEqual({ type: 'finish', reason: 'stop', raw: 'tool_calls' });
-    const unlabelled = await runGate({ filters: [], scripts: [{ events: [...call('get_time').slice(0, -1), { type: 'finish', reason: 'stop', raw: 'stop' }] }] });
+    const unlabelled = await runGate({
+      filters: [],
+      scripts: [{ events: [...call('get_time').slice(0, -1), { type: 'finish', reason: 'stop', raw: 'stop' }] }],
+    });
     expect(unlabelled.released.at(-1)).toEqual({ type: 'finish', reason: 'tool_calls', raw: 'stop' });
   });
 });

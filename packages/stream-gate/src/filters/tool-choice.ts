@@ -72,7 +72,9 @@ class ForcedToolValidator implements EventValidator {
       case 'finish':
         if (this.called || event.reason === 'length') return 'pass';
         return this.choice.type === 'tool'
-          ? reject(`tool_choice names ${this.choice.name} but no tool was called`, 'retry-with-patch', { patch: `You must call the tool "${this.choice.name}" now.` })
+          ? reject(`tool_choice names ${this.choice.name} but no tool was called`, 'retry-with-patch', {
+              patch: `You must call the tool "${this.choice.name}" now.`,
+            })
           : reject('tool_choice is required but no tool was called', 'retry-with-patch', { patch: 'You must call one of the available tools now.' });
       default:
         return this.called ? 'pass' : 'hold';
