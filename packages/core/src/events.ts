@@ -64,6 +64,12 @@ export interface ResponseStartEvent {
   model: string;
   /** Unix seconds. */
   created: number;
+  /**
+   * The prompt's usage as the backend counted it when the answer started (vLLM and SGLang put
+   * usage on every chunk with `stream_options.continuous_usage_stats`, the first included), when
+   * it did: what Anthropic's `message_start` reports.
+   */
+  promptUsage?: Usage;
 }
 
 export interface TextDeltaEvent {
