@@ -86,7 +86,10 @@ async function anthropicMessage(
   return stream ? anthropic.messages.stream(full).finalMessage() : anthropic.messages.create(full);
 }
 
-async function response(stream: boolean, params: Omit<OpenAI.Responses.ResponseCreateParamsNonStreaming, 'input'>): Promise<OpenAI.Responses.Response> {
+async function response(
+  stream: boolean,
+  params: Omit<OpenAI.Responses.ResponseCreateParamsNonStreaming, 'input' | 'stream'>,
+): Promise<OpenAI.Responses.Response> {
   const full = { ...params, input: 'Weather in Paris?', store: false };
   return stream ? openai.responses.stream(full).finalResponse() : openai.responses.create(full);
 }
