@@ -162,10 +162,11 @@ class ChunkKeys {
       else if (first === LOWER_U && this.usage === -1 && matchesAt(data, i, to, USAGE_KEY)) this.usage = valueStart(data, i + USAGE_KEY.length, to);
       else if (first === LOWER_E && this.error === -1 && matchesAt(data, i, to, ERROR_KEY)) this.error = valueStart(data, i + ERROR_KEY.length, to);
       else if (first === LOWER_C && this.choices === -1 && matchesAt(data, i, to, CHOICES_KEY)) this.choices = valueStart(data, i + CHOICES_KEY.length, to);
-      else if (!this.generated && (first === LOWER_C || first === LOWER_R || first === LOWER_T)) {
-        this.generated = generatedValue(data, i, to);
-        if (this.generated && first === LOWER_T) this.toolCalls = matchesAt(data, i, to, TOOL_CALLS_KEY);
-      }
+      else if (first === LOWER_T && !this.toolCalls && matchesAt(data, i, to, TOOL_CALLS_KEY)) {
+        // Looked for even after other output in the chunk: the finish reason depends on it.
+        this.toolCalls = generatedValue(data, i, to);
+        if (this.toolCalls) this.generated = true;
+      } else if (!this.generated && (first === LOWER_C || first === LOWER_R)) this.generated = generatedValue(data, i, to);
       // Skip the rest of this string (keys and values alike) up to its closing quote.
       for (i++; i < to && data[i] !== QUOTE; i++) if (data[i] === BACKSLASH) i++;
     }

@@ -206,6 +206,12 @@ describe('SseGuard', () => {
       { text: chunk(call, null) + chunk('{}', 'stop') + 'data: [DONE]\n\n', finish: 'tool_calls' },
       { text: chunk(call, null) + chunk('{}', 'tool_calls') + 'data: [DONE]\n\n', finish: 'tool_calls', unchanged: true },
       { text: chunk('{"content":"Hi"}', null) + chunk('{}', 'stop') + 'data: [DONE]\n\n', finish: 'stop', unchanged: true },
+      // a call in a chunk that also carries content
+      {
+        text: chunk(call.replace('{"tool_calls"', '{"content":"Sure.","tool_calls"'), null) + chunk('{}', 'tool_calls') + 'data: [DONE]\n\n',
+        finish: 'tool_calls',
+        unchanged: true,
+      },
       // the label on the chunk that carries the call itself (llama.cpp server)
       { text: chunk(call, 'tool_calls') + 'data: [DONE]\n\n', finish: 'tool_calls', unchanged: true },
     ];
