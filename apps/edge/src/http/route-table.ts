@@ -3,7 +3,8 @@
  * for the per-request lookups the edge makes:
  * - `match(method, url)`: the endpoint a request is for, with its path parameters and query. An
  *   exact path is one `Map` lookup; a parameterised one (`/v1beta/models/{model}:generateContent`)
- *   is tried only when the path starts with its literal head, one anchored regex each.
+ *   is tried only when the path starts with its literal head, one anchored regex each, most
+ *   specific (most literal characters) first.
  * - `allowed(path)`: the methods some endpoint serves on `path` (a 405's `Allow`).
  * - `dialectFor(path)`: whose envelope a failure on `path` is rendered in: the dialect of an
  *   endpoint the path matches (any method), else the one with the longest matching path prefix.
@@ -39,13 +40,15 @@ export interface KeySources {
 interface Pattern<T> {
   /** The literal before the first parameter: a cheap pre-check. */
   head: string;
+  /** Characters of the path that are not parameters (its specificity). */
+  literal: number;
   regex: RegExp;
   names: string[];
   entries: Array<RouteEntry<T>>;
 }
 
 /** `{name}` → a greedy capture: `.+` up to the last occurrence of the literal that follows. */
-function compile(path: string): { head: string; regex: RegExp; names: string[] } {
+function compile(path: string): { head: string; literal: number; regex: RegExp; names: string[] } {
   const names: string[] = [];
   let source = '^';
   let last = 0;
@@ -56,7 +59,8 @@ function compile(path: string): { head: string; regex: RegExp; names: string[] }
     last = match.index + match[0].length;
   }
   source += `${escapeRegex(path.slice(last))}$`;
-  return { head: path.slice(0, path.indexOf('{')), regex: new RegExp(source), names };
+  const literal = path.replace(/\{[A-Za-z_][A-Za-z0-9_]*\}/g, '').length;
+  return { head: path.slice(0, path.indexOf('{')), literal, regex: new RegExp(source), names };
 }
 
 function escapeRegex(text: string): string {
@@ -70,6 +74,8 @@ export class RouteTable<T> {
   private readonly exact = new Map<string, Array<RouteEntry<T>>>();
   private readonly exactPaths = new Map<string, Set<string>>();
   private readonly patterns = new Map<string, Pattern<T>>();
+  /** The patterns, most specific first. */
+  private readonly ordered: Array<Pattern<T>>;
   private readonly prefixes: Array<{ prefix: string; dialect: Dialect }> = [];
   private readonly keyHeaders: string[];
   /** Each dialect's key sources, built once. */
@@ -93,6 +99,7 @@ export class RouteTable<T> {
       if (pattern === undefined) this.patterns.set(key, (pattern = { ...compile(path), entries: [] }));
       pattern.entries.push(entry);
     }
+    this.ordered = [...this.patterns.values()].sort((a, b) => b.literal - a.literal);
     for (const dialect of dialects) {
       for (const header of dialect.keyHeaders) headers.add(header);
       for (const prefix of dialect.pathPrefixes) this.prefixes.push({ prefix, dialect });
@@ -117,10 +124,11 @@ export class RouteTable<T> {
     const verb = method === 'HEAD' ? 'GET' : method;
     const exact = this.exact.get(`${verb} ${path}`);
     if (exact !== undefined) return { entry: pick(exact, headers, query), params: {}, query };
-    for (const pattern of this.patterns.values()) {
-      if (pattern.entries[0]!.endpoint.method !== verb || !path.startsWith(pattern.head)) continue;
-      const found = pattern.regex.exec(path);
-      if (found === null) continue;
+    const shape = this.shapeOf(path);
+    if (shape === undefined) return undefined;
+    for (const pattern of shape.patterns) {
+      if (pattern.entries[0]!.endpoint.method !== verb) continue;
+      const found = pattern.regex.exec(path)!;
       const params: Record<string, string> = {};
       pattern.names.forEach((name, i) => (params[name] = decodeURIComponent(found[i + 1]!)));
       return { entry: pick(pattern.entries, headers, query), params, query };
@@ -131,16 +139,32 @@ export class RouteTable<T> {
   /** Methods some endpoint serves on `path` (no query). */
   allowed(path: string): string[] {
     const methods = new Set(this.exactPaths.get(path));
-    for (const pattern of this.patterns.values())
-      if (path.startsWith(pattern.head) && pattern.regex.test(path)) methods.add(pattern.entries[0]!.endpoint.method);
+    for (const pattern of this.shapeOf(path)?.patterns ?? []) methods.add(pattern.entries[0]!.endpoint.method);
     return [...methods];
+  }
+
+  /**
+   * The parameterised patterns (any method) of the most specific shape `path` has: the patterns
+   * with the most literal characters among those that match. `/v1beta/models/{model}:generateContent`
+   * is more specific than `/v1beta/models/{model}`, so a `GET` of a `:generateContent` path is a
+   * 405, not a lookup of a model named `m:generateContent`.
+   */
+  private shapeOf(path: string): { patterns: Array<Pattern<T>> } | undefined {
+    let best: Array<Pattern<T>> | undefined;
+    for (const pattern of this.ordered) {
+      if (best !== undefined && pattern.literal < best[0]!.literal) break;
+      if (!path.startsWith(pattern.head) || !pattern.regex.test(path)) continue;
+      (best ??= []).push(pattern);
+    }
+    return best === undefined ? undefined : { patterns: best };
   }
 
   /** The dialect whose envelope a failure on `path` is rendered in (see the module docstring). */
   dialectFor(path: string): Dialect | undefined {
     const methods = this.exactPaths.get(path);
     if (methods !== undefined) return this.exact.get(`${[...methods][0]} ${path}`)![0]!.dialect;
-    for (const pattern of this.patterns.values()) if (path.startsWith(pattern.head) && pattern.regex.test(path)) return pattern.entries[0]!.dialect;
+    const shape = this.shapeOf(path);
+    if (shape !== undefined) return shape.patterns[0]!.entries[0]!.dialect;
     return this.prefixes.find((candidate) => path.startsWith(candidate.prefix))?.dialect;
   }
 
