@@ -4,13 +4,13 @@
  * generateContentStream (text, a function-call round trip), countTokens, models.list/get, the key
  * in `x-goog-api-key` and in `?key=`, and Google's error envelope with Google's statuses.
  */
-import { ApiError, FunctionCallingConfigMode, GoogleGenAI, type Content } from '@google/genai';
+import { ApiError, FunctionCallingConfigMode, GoogleGenAI, type Content, type GenerateContentResponse } from '@google/genai';
 import { API_KEY, startAgent, startEdge, startSim, stopAll, type EdgeHandle } from './harness';
 
 let edge: EdgeHandle;
 let ai: GoogleGenAI;
 
-const MODELS = ['sim-model', 'sim-model@reasoning=6', 'sim-model@tool-calls=2', 'sim-model@fault=cut', 'sim-model@fault=429'];
+const MODELS = ['sim-model', 'sim-model@reasoning=6', 'sim-model@tool-calls=2', 'sim-model@fault=cut', 'sim-model@fault=429', 'sim-model@invalid-tool-args=1'];
 
 beforeAll(async () => {
   const sim = await startSim(['--models', 'sim-model', '--output-tokens', '10', '--max-model-len', '32768']);
@@ -173,6 +173,50 @@ describe('generateContentStream', () => {
       }
     })();
     expect(finishes).toEqual([]);
+    expect(failure).toBeInstanceOf(ApiError);
+    expect((failure as ApiError).status).toBeGreaterThanOrEqual(500);
+  });
+});
+
+describe('the stream gate', () => {
+  it('structured output: responseJsonSchema gives JSON that fits the schema', async () => {
+    const response = await ai.models.generateContent({
+      model: 'sim-model',
+      contents: 'A person',
+      config: {
+        maxOutputTokens: 200,
+        responseMimeType: 'application/json',
+        responseJsonSchema: {
+          type: 'object',
+          properties: { name: { type: 'string' }, age: { type: 'integer' } },
+          required: ['name', 'age'],
+          additionalProperties: false,
+        },
+      },
+    });
+    const person = JSON.parse(response.text!) as { name: unknown; age: unknown };
+    expect(typeof person.name).toBe('string');
+    expect(Number.isInteger(person.age)).toBe(true);
+  });
+
+  it('tool calls are validated: a model whose every call is invalid never reaches the client as a call', async () => {
+    const stream = await ai.models
+      .generateContentStream({
+        model: 'sim-model@invalid-tool-args=1',
+        contents: 'Weather in Paris?',
+        config: { tools: [{ functionDeclarations: [weather] }], toolConfig: { functionCallingConfig: { mode: FunctionCallingConfigMode.ANY } } },
+      })
+      .catch((error: unknown) => error);
+    const calls: unknown[] = [];
+    let failure: unknown = stream instanceof Error ? stream : undefined;
+    if (failure === undefined) {
+      try {
+        for await (const chunk of stream as AsyncGenerator<GenerateContentResponse>) calls.push(...(chunk.functionCalls ?? []));
+      } catch (error) {
+        failure = error;
+      }
+    }
+    expect(calls).toEqual([]);
     expect(failure).toBeInstanceOf(ApiError);
     expect((failure as ApiError).status).toBeGreaterThanOrEqual(500);
   });

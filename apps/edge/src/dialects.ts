@@ -24,7 +24,3 @@ import { openaiResponses } from '@iop/dialects';
 export const responsesDialect = openaiResponses.openAIResponses;
 export const { storedResponseOf, withHistory } = openaiResponses;
 export type ResponseObject = openaiResponses.ResponseObject;
-
-import { gemini } from '@iop/dialects';
-
-export const geminiDialect = gemini.geminiDialect;

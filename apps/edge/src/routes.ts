@@ -9,7 +9,8 @@
 import type { Express, NextFunction, Request, Response } from 'express';
 import type { Dialect, DialectEndpoint } from '@iop/core';
 import type { EdgeContext } from './edge-context.js';
-import { anthropicDialect, chatDialect, geminiDialect, responsesDialect } from './dialects.js';
+import { gemini } from '@iop/dialects';
+import { anthropicDialect, chatDialect, responsesDialect } from './dialects.js';
 import { countTokensHandler } from './http/count-tokens.js';
 import { inferenceHandler, type InferenceRoute } from './http/inference.js';
 import { modelGetHandler, modelListHandler } from './http/model-routes.js';
@@ -30,7 +31,7 @@ export const DIALECTS: readonly DialectRegistration[] = [
   { dialect: chatDialect },
   { dialect: anthropicDialect },
   { dialect: responsesDialect, hooks: (edge, store) => responsesInferenceRoute(store, edge), mount: mountResponsesRetrieval },
-  { dialect: geminiDialect },
+  { dialect: gemini.geminiDialect },
 ];
 
 export type EndpointHandler = (req: Request, res: Response, next: NextFunction) => unknown;

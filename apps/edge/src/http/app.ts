@@ -46,7 +46,7 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
     res
       .type('text/plain')
       .send(
-        `iop is running (edge ${EDGE_VERSION}).\nAPI: POST /v1/chat/completions, /v1/responses, /v1/messages; GET /v1/models. Probes: /healthz, /readyz. Metrics: /metrics.\n`,
+        `iop is running (edge ${EDGE_VERSION}).\nAPI: POST /v1/chat/completions, /v1/responses, /v1/messages, /v1beta/models/{model}:generateContent; GET /v1/models. Probes: /healthz, /readyz. Metrics: /metrics.\n`,
       );
   });
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
