@@ -67,12 +67,14 @@ function escapeRegex(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-const NO_QUERY = '';
+/** The query of a URL without one, shared by every such match: read it, never change it. */
+const NO_QUERY = new URLSearchParams();
 
 export class RouteTable<T> {
-  /** `METHOD path` → entries of an exact path. */
-  private readonly exact = new Map<string, Array<RouteEntry<T>>>();
-  private readonly exactPaths = new Map<string, Set<string>>();
+  /** Method → exact path → its entries (no key built per lookup). */
+  private readonly exact = new Map<string, Map<string, Array<RouteEntry<T>>>>();
+  /** Exact path → the methods served on it, and the dialect that answers failures there (the first registered). */
+  private readonly exactPaths = new Map<string, { methods: Set<string>; dialect: Dialect }>();
   private readonly patterns = new Map<string, Pattern<T>>();
   /** The patterns, most specific first. */
   private readonly ordered: Array<Pattern<T>>;
@@ -88,10 +90,12 @@ export class RouteTable<T> {
       dialects.add(entry.dialect);
       const { method, path } = entry.endpoint;
       if (!path.includes('{')) {
-        push(this.exact, `${method} ${path}`, entry);
-        let methods = this.exactPaths.get(path);
-        if (methods === undefined) this.exactPaths.set(path, (methods = new Set()));
-        methods.add(method);
+        let byPath = this.exact.get(method);
+        if (byPath === undefined) this.exact.set(method, (byPath = new Map()));
+        push(byPath, path, entry);
+        let known = this.exactPaths.get(path);
+        if (known === undefined) this.exactPaths.set(path, (known = { methods: new Set(), dialect: entry.dialect }));
+        known.methods.add(method);
         continue;
       }
       const key = `${method} ${path}`;
@@ -120,9 +124,9 @@ export class RouteTable<T> {
   match(method: string, url: string, headers: Readonly<Record<string, string | string[] | undefined>> = {}): RouteMatch<T> | undefined {
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
-    const query = new URLSearchParams(q < 0 ? NO_QUERY : url.slice(q + 1));
+    const query = q < 0 ? NO_QUERY : new URLSearchParams(url.slice(q + 1));
     const verb = method === 'HEAD' ? 'GET' : method;
-    const exact = this.exact.get(`${verb} ${path}`);
+    const exact = this.exact.get(verb)?.get(path);
     if (exact !== undefined) return { entry: pick(exact, headers, query), params: {}, query };
     const shape = this.shapeOf(path);
     if (shape === undefined) return undefined;
@@ -138,7 +142,7 @@ export class RouteTable<T> {
 
   /** Methods some endpoint serves on `path` (no query). */
   allowed(path: string): string[] {
-    const methods = new Set(this.exactPaths.get(path));
+    const methods = new Set(this.exactPaths.get(path)?.methods);
     for (const pattern of this.shapeOf(path)?.patterns ?? []) methods.add(pattern.entries[0]!.endpoint.method);
     return [...methods];
   }
@@ -161,8 +165,8 @@ export class RouteTable<T> {
 
   /** The dialect whose envelope a failure on `path` is rendered in (see the module docstring). */
   dialectFor(path: string): Dialect | undefined {
-    const methods = this.exactPaths.get(path);
-    if (methods !== undefined) return this.exact.get(`${[...methods][0]} ${path}`)![0]!.dialect;
+    const known = this.exactPaths.get(path);
+    if (known !== undefined) return known.dialect;
     const shape = this.shapeOf(path);
     if (shape !== undefined) return shape.patterns[0]!.entries[0]!.dialect;
     return this.prefixes.find((candidate) => path.startsWith(candidate.prefix))?.dialect;
