@@ -1,5 +1,5 @@
 /**
- * The one inference pipeline, shared by every endpoint (chat completions, messages, responses):
+ * The one inference pipeline, shared by every inference endpoint (chat completions, messages, responses, Gemini):
  * parse → (passthrough | gate) → run through the tunnel → relay bytes (path A) or encode released
  * events (path B). Endpoints differ only by the Dialect they pass in, whether passthrough is
  * possible, and optional hooks for stateful dialects.
