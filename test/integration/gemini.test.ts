@@ -266,6 +266,13 @@ describe('errors in Google’s envelope', () => {
     expect(empty.status).toBe(400);
     expect(envelope(empty.text)).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT' });
     expect(envelope(empty.text).message).toContain('contents');
+    const malformed = await fetch(`${edge.url}/v1beta/models/sim-model:streamGenerateContent?alt=sse`, {
+      method: 'POST',
+      headers: { 'x-goog-api-key': API_KEY, 'content-type': 'application/json' },
+      body: '{"contents": [',
+    });
+    expect(malformed.status).toBe(400);
+    expect(envelope(await malformed.text())).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT' });
     const failure = await ai.models.generateContent({ model: 'sim-model', contents: 'hi', config: { temperature: 5 } }).catch((error: unknown) => error);
     expect((failure as ApiError).status).toBe(400);
     expect((failure as ApiError).message).toContain('generationConfig.temperature');
