@@ -5,15 +5,16 @@
  * in `x-goog-api-key` and in `?key=`, and Google's error envelope with Google's statuses.
  */
 import { ApiError, FunctionCallingConfigMode, GoogleGenAI, type Content, type GenerateContentResponse } from '@google/genai';
-import { API_KEY, startAgent, startEdge, startSim, stopAll, type EdgeHandle } from './harness';
+import { API_KEY, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
 
+let sim: SimHandle;
 let edge: EdgeHandle;
 let ai: GoogleGenAI;
 
 const MODELS = ['sim-model', 'sim-model@reasoning=6', 'sim-model@tool-calls=2', 'sim-model@fault=cut', 'sim-model@fault=429', 'sim-model@invalid-tool-args=1'];
 
 beforeAll(async () => {
-  const sim = await startSim(['--models', 'sim-model', '--output-tokens', '10', '--max-model-len', '32768']);
+  sim = await startSim(['--models', 'sim-model', '--output-tokens', '10', '--max-model-len', '32768']);
   edge = await startEdge();
   await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-gemini', backendUrl: sim.url, models: MODELS });
   ai = client(API_KEY);
@@ -84,6 +85,20 @@ describe('generateContent', () => {
   it('leaves thoughts out without includeThoughts', async () => {
     const response = await ai.models.generateContent({ model: 'sim-model@reasoning=6', contents: 'Think first', config: { maxOutputTokens: 64 } });
     expect(response.candidates![0]!.content!.parts!.every((part) => part.thought === undefined)).toBe(true);
+  });
+
+  it('sends an inlineData image to the backend as a data: URI image part', async () => {
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+    const response = await ai.models.generateContent({
+      model: 'sim-model',
+      contents: [{ role: 'user', parts: [{ text: 'What is this?' }, { inlineData: { mimeType: 'image/png', data: png } }] }],
+    });
+    expect(response.candidates![0]!.finishReason).toBe('STOP');
+    const sent = (await simRequests(sim)).at(-1)!.body as { messages: Array<{ role: string; content: unknown }> };
+    expect(sent.messages.at(-1)!.content).toEqual([
+      { type: 'text', text: 'What is this?' },
+      { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } },
+    ]);
   });
 
   it('takes the key from ?key= as Google’s curl samples send it', async () => {
