@@ -15,6 +15,7 @@ import { API_KEY, JOIN_TOKEN, eventually, metricSum, startAgent, startEdge, star
 
 const ADMIN_KEY = 'iop-admin-key-kv-routing-01';
 const MODEL = 'sim-model';
+const SMALL_MODEL = 'small-model';
 
 afterAll(stopAll);
 
@@ -22,10 +23,11 @@ let edges: EdgeHandle[];
 const sims = new Map<string, SimHandle>();
 const agents = new Map<string, Proc>();
 
-async function startKvSim(): Promise<SimHandle> {
+async function startKvSim(model = MODEL, extra: string[] = []): Promise<SimHandle> {
   return startSim([
+    ...extra,
     '--models',
-    MODEL,
+    model,
     '--profile',
     'gpu-h100-8b',
     '--time-scale',
@@ -39,12 +41,12 @@ async function startKvSim(): Promise<SimHandle> {
   ]);
 }
 
-async function startKvAgent(id: string, sim: SimHandle): Promise<Proc> {
+async function startKvAgent(id: string, sim: SimHandle, model = MODEL): Promise<Proc> {
   const proc = await startAgent({
     tunnelPort: edges[0]!.tunnelPort,
     id,
     backendUrl: sim.url,
-    models: [MODEL],
+    models: [model],
     args: [
       '--edge',
       edges.map((edge) => `http://127.0.0.1:${edge.tunnelPort}`).join(','),
@@ -60,11 +62,11 @@ async function startKvAgent(id: string, sim: SimHandle): Promise<Proc> {
   return proc;
 }
 
-/** Resident prefix keys per registered agent id, as `GET /admin/agents` of `edge` shows them. */
-async function residentPrefixes(edge: EdgeHandle): Promise<Record<string, number>> {
+/** Resident prefix keys (or their cached tokens) per registered agent id, as `GET /admin/agents` of `edge` shows them. */
+async function residentPrefixes(edge: EdgeHandle, figure: 'residentPrefixes' | 'residentTokens' = 'residentPrefixes'): Promise<Record<string, number>> {
   const response = await fetch(`${edge.url}/admin/agents`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
-  const agents = ((await response.json()) as { data: Array<{ id: string; residentPrefixes: number }> }).data;
-  return Object.fromEntries(agents.map((agent) => [agent.id, agent.residentPrefixes]));
+  const agents = ((await response.json()) as { data: Array<{ id: string; residentPrefixes: number; residentTokens: number }> }).data;
+  return Object.fromEntries(agents.map((agent) => [agent.id, agent[figure]]));
 }
 
 /** Agent ids registered with `edge` (`GET /admin/agents`). */
@@ -119,7 +121,11 @@ beforeAll(async () => {
     sims.set(id, sim);
     await startKvAgent(id, sim);
   }
-  for (const edge of edges) await eventually(async () => (await registered(edge)).length === 2, 20_000);
+  // A third agent on a small cache (48 blocks of 16 tokens) serving its own model: evictions.
+  const small = await startKvSim(SMALL_MODEL, ['--num-gpu-blocks', '48']);
+  sims.set('kv-small', small);
+  await startKvAgent('kv-small', small, SMALL_MODEL);
+  for (const edge of edges) await eventually(async () => (await registered(edge)).length === 3, 20_000);
 }, 60_000);
 
 it('keeps every later turn of a session on the agent whose cache holds its prefix, and both edges see it', async () => {
@@ -150,6 +156,24 @@ it('forgets an agent’s residency when its cache is cleared (AllBlocksCleared)'
   // The other agent's residency is untouched.
   const other = id === 'kv-a' ? 'kv-b' : 'kv-a';
   expect((await residentPrefixes(edges[0]!))[other]).toBe(before[other]);
+}, 30_000);
+
+it('lowers a prefix’s residency when the engine evicts its blocks (BlockRemoved)', async () => {
+  const openai = new OpenAI({ apiKey: API_KEY, baseURL: edges[0]!.baseURL, maxRetries: 0 });
+  const messages: Message[] = [
+    { role: 'system', content: systemPrompt('small') }, // ~500 tokens: ~31 of the 48 blocks
+    { role: 'user', content: question('evicted', 0) },
+  ];
+  await openai.chat.completions.create({ model: SMALL_MODEL, max_tokens: 8, messages });
+  await eventually(async () => ((await residentPrefixes(edges[0]!, 'residentTokens'))['kv-small'] ?? 0) >= 480, 10_000);
+  const before = (await residentPrefixes(edges[0]!, 'residentTokens'))['kv-small']!;
+  // Another prompt of ~40 blocks, straight to the sim: the free blocks of the first go, last block first.
+  await fetch(`${sims.get('kv-small')!.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: SMALL_MODEL, max_tokens: 4, messages: [{ role: 'user', content: 'other '.repeat(600) }] }),
+  });
+  for (const edge of edges) await eventually(async () => (await residentPrefixes(edge, 'residentTokens'))['kv-small']! < before / 2, 10_000);
 }, 30_000);
 
 it('repairs a dropped event batch from the replay socket, without a resync', async () => {

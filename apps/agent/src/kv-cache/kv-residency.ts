@@ -85,6 +85,12 @@ export class KvResidency {
   }
 
   start(): void {
+    if (this.options.backend.tokenizeChat === undefined) {
+      this.options.logger.warn(
+        { backend: this.options.backend.kind },
+        'kv events: this backend has no /tokenize for chat messages; no prefix will be reported',
+      );
+    }
     this.subscriber.start();
     this.options.logger.info({ endpoint: this.options.events.endpoint, replayEndpoint: this.options.events.replayEndpoint }, 'kv events: subscribed');
   }

@@ -51,7 +51,12 @@ export function mountAdmin(app: Express, edge: EdgeContext): void {
   const views = (sessions: readonly AgentSession[]) => {
     const pool = poolHealthByAgent(edge.poolSnapshot());
     const now = Date.now();
-    return sessions.map((session) => agentView(session, edge.config.heartbeatIntervalMs, pool, now, edge.pool.residency.sizeOf(session.sessionId)));
+    return sessions.map((session) =>
+      agentView(session, edge.config.heartbeatIntervalMs, pool, now, {
+        prefixes: edge.pool.residency.sizeOf(session.sessionId),
+        tokens: edge.pool.residency.tokensOf(session.sessionId),
+      }),
+    );
   };
   app.use(
     '/admin',

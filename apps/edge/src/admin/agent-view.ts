@@ -9,6 +9,8 @@ export interface AgentView {
   id: string;
   /** Prefix keys the agent reports resident in its backend's KV cache (cache-aware routing; 0 without KV events). */
   residentPrefixes: number;
+  /** Their cached tokens summed (a key's count includes the prefixes it shares with others). */
+  residentTokens: number;
   /** The session's id as logs show it (a prefix: the whole id is the agent's Run credential). */
   session: string;
   models: Array<{ id: string; contextLength: number | null }>;
@@ -48,7 +50,7 @@ export function agentView(
   heartbeatIntervalMs: number,
   pool: ReadonlyMap<string, unknown> | undefined,
   now = Date.now(),
-  residentPrefixes = 0,
+  residency: { prefixes: number; tokens: number } = { prefixes: 0, tokens: 0 },
 ): AgentView {
   return {
     id: session.agentId,
@@ -76,6 +78,7 @@ export function agentView(
     drain: { draining: session.draining, deregistering: session.deregistering },
     connectedSince: session.connectedAt,
     runsServed: session.totalRuns,
-    residentPrefixes,
+    residentPrefixes: residency.prefixes,
+    residentTokens: residency.tokens,
   };
 }

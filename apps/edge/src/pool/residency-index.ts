@@ -84,6 +84,13 @@ export class ResidencyIndex implements ResidencySink {
     return this.byHolder.get(holder)?.size ?? 0;
   }
 
+  /** Cached tokens summed over `holder`'s keys (for the admin view: one pass over its keys). */
+  tokensOf(holder: string): number {
+    let total = 0;
+    for (const tokens of this.byHolder.get(holder)?.values() ?? []) total += tokens;
+    return total;
+  }
+
   /** Every session with resident keys and how many. */
   holderSizes(): Map<string, number> {
     return new Map([...this.byHolder].map(([holder, keys]) => [holder, keys.size]));
