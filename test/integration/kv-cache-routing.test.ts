@@ -250,3 +250,15 @@ it('clears an agent’s residency when it restarts', async () => {
   await sleep(REPORT_WAIT_MS);
   for (const edge of edges) expect((await residentPrefixes(edge))[agent]).toBe(0);
 }, 60_000);
+
+it('gives an edge that restarts the whole residency again when the agents reconnect', async () => {
+  const expected = await residentPrefixes(edges[0]!);
+  expect(Object.values(expected).some((count) => count > 0)).toBe(true);
+  const old = edges[1]!;
+  await old.proc.kill();
+  edges[1] = await startEdge({ port: old.port, tunnelPort: old.tunnelPort, args: ['--admin-keys', ADMIN_KEY], env: { IOP_POOL_AFFINITY_ENABLED: 'false' } });
+  await eventually(async () => (await registered(edges[1]!)).length === 3, 20_000);
+  const sorted = (figures: Record<string, number>) => JSON.stringify(Object.entries(figures).sort());
+  await eventually(async () => sorted(await residentPrefixes(edges[1]!)) === sorted(expected), 10_000);
+  expect(await residentPrefixes(edges[1]!)).toEqual(expected);
+}, 60_000);

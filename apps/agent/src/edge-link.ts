@@ -234,8 +234,7 @@ export class EdgeLink {
     this.host.onRegistered();
     if (this.isDraining) this.session?.sendHeartbeat();
     // A new session starts with no residency at the edge: it gets the whole state.
-    const snapshot = this.host.kvResidency?.snapshotReport();
-    if (snapshot !== undefined && snapshot.prefixes.length > 0) this.session?.send({ case: 'residency', value: snapshot });
+    for (const report of this.host.kvResidency?.snapshotReports() ?? []) this.session?.send({ case: 'residency', value: report });
   }
 
   private onAssign(assignment: RunAssignment, held = false): void {

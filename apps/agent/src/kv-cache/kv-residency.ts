@@ -117,9 +117,10 @@ export class KvResidency {
     void this.drain();
   }
 
-  /** The whole state for an edge that has just registered this agent. */
-  snapshotReport(): ResidencyReport {
-    return toReport(this.prefixes.snapshot(MAX_PREFIXES_PER_REPORT));
+  /** The whole state for an edge that has just registered this agent (the first report resets); empty when nothing is resident. */
+  snapshotReports(): ResidencyReport[] {
+    if (this.prefixes.size === 0) return [];
+    return this.prefixes.snapshot(MAX_PREFIXES_PER_REPORT).map(toReport);
   }
 
   private apply(batch: KvEventBatch): void {

@@ -132,10 +132,12 @@ export class PrefixResidency {
     return { reset, prefixes };
   }
 
-  /** The whole state as a `reset` report (for an edge that has just registered this agent), at most `limit` keys, the most recent ones. */
-  snapshot(limit: number): ResidencyDelta {
-    const all = [...this.entries].slice(-limit);
-    return { reset: true, prefixes: all.map(([key, entry]) => ({ key, cachedTokens: entry.chain.length * entry.blockSize })) };
+  /** The whole state as reports of at most `limit` keys each, the first one `reset` (for an edge that has just registered this agent). */
+  snapshot(limit: number): ResidencyDelta[] {
+    const all = [...this.entries].map(([key, entry]) => ({ key, cachedTokens: entry.chain.length * entry.blockSize }));
+    const reports: ResidencyDelta[] = [{ reset: true, prefixes: all.slice(0, limit) }];
+    for (let from = limit; from < all.length; from += limit) reports.push({ reset: false, prefixes: all.slice(from, from + limit) });
+    return reports;
   }
 
   private cut(key: number, position: number): void {

@@ -66,7 +66,7 @@ describe('PrefixResidency', () => {
     cache.clear();
     expect(prefixes.takeReport(10)).toEqual({ reset: true, prefixes: [] });
     expect(prefixes.size).toBe(0);
-    expect(prefixes.snapshot(10)).toEqual({ reset: true, prefixes: [] });
+    expect(prefixes.snapshot(10)).toEqual([{ reset: true, prefixes: [] }]);
   });
 
   it('holds at most maxPrefixes keys and reports the ones it drops as gone', () => {
@@ -81,6 +81,11 @@ describe('PrefixResidency', () => {
       { key: 1, cachedTokens: 4 },
       { key: 2, cachedTokens: 0 },
       { key: 3, cachedTokens: 4 },
+    ]);
+    // the whole state in reports of at most `limit` keys, the first one resetting
+    expect(prefixes.snapshot(1)).toEqual([
+      { reset: true, prefixes: [{ key: 1, cachedTokens: 4 }] },
+      { reset: false, prefixes: [{ key: 3, cachedTokens: 4 }] },
     ]);
     // a removed block shared by two keys cuts both
     prefixes.removed(['a', 'c']);
