@@ -25,6 +25,15 @@ export interface BackendMetrics {
 
 export type BackendKind = 'openai' | 'llamacpp';
 
+/** What else shapes a chat prompt's tokens (vLLM `TokenizeChatRequest`). */
+export interface ChatTokenizeOptions {
+  /** The request's `tools` (a chat template renders them into the prompt). */
+  tools?: unknown;
+  /** Append the assistant turn's opening (true for a whole prompt as it was served, false for a leading part of it). Default true. */
+  addGenerationPrompt?: boolean;
+  signal?: AbortSignal;
+}
+
 export interface Backend extends BackendCall {
   readonly kind: BackendKind;
   /** The served models; may call the backend (discovery). Throws when the backend is unreachable. */
@@ -37,6 +46,6 @@ export interface Backend extends BackendCall {
    * `messages`: the chat template applied), off any run's path.
    * @throws Error when the server does not answer 200 with `tokens`.
    */
-  tokenizeChat?(model: string, messages: readonly unknown[], signal?: AbortSignal): Promise<number[]>;
+  tokenizeChat?(model: string, messages: readonly unknown[], options?: ChatTokenizeOptions): Promise<number[]>;
   close(): Promise<void>;
 }

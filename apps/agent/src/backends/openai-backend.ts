@@ -11,7 +11,7 @@
  */
 import { Pool } from 'undici';
 import { OpenAiClient } from '@iop/backend';
-import type { Backend, BackendMetrics, BackendRequest, BackendResponse, ModelInfo } from './backend.js';
+import type { Backend, BackendMetrics, BackendRequest, BackendResponse, ChatTokenizeOptions, ModelInfo } from './backend.js';
 import { parseVllmMetrics } from './prometheus-metrics.js';
 
 export interface OpenAiBackendOptions {
@@ -110,14 +110,15 @@ export class OpenAiBackend implements Backend {
     }
   }
 
-  /** `POST /tokenize {model, messages}` on the probe connections (vLLM, SGLang): the prompt's `tokens`. */
-  async tokenizeChat(model: string, messages: readonly unknown[], signal?: AbortSignal): Promise<number[]> {
+  /** `POST /tokenize {model, messages, tools?, add_generation_prompt}` on the probe connections (vLLM, SGLang): the prompt's `tokens`. */
+  async tokenizeChat(model: string, messages: readonly unknown[], options: ChatTokenizeOptions = {}): Promise<number[]> {
+    const { signal, tools, addGenerationPrompt = true } = options;
     const timeout = AbortSignal.timeout(this.probeTimeoutMs);
     const response = await this.probePool.request({
       method: 'POST',
       path: `${this.pathPrefix}/tokenize`,
       headers: { ...this.authHeaders(), 'content-type': 'application/json' },
-      body: JSON.stringify({ model, messages }),
+      body: JSON.stringify({ model, messages, ...(tools === undefined ? {} : { tools }), add_generation_prompt: addGenerationPrompt }),
       signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
     });
     if (response.statusCode !== 200) {

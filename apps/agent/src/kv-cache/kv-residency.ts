@@ -6,8 +6,8 @@
  *
  * - After a run (`afterRun`), for each of the assignment's `prefix_keys` not mapped yet (or cut by
  *   evictions since), the backend's `/tokenize` gives the token ids of the body's leading
- *   `messages` (all of them for `messages = 0`), and `ResidentBlocks.cachedPrefix` their resident
- *   blocks. This runs off the run's path, one call at a time, at most `MAX_PENDING_RUNS` runs
+ *   `messages` (all of them for `messages = 0`) with its `tools`, and `ResidentBlocks.cachedPrefix`
+ *   their resident blocks. This runs off the run's path, one call at a time, at most `MAX_PENDING_RUNS` runs
  *   waiting (more are skipped and counted: a key left unmapped only means a cold routing guess).
  * - `BlockRemoved` cuts the keys whose chain held a removed block; `AllBlocksCleared` and a resync
  *   forget all keys, reported as `reset`.
@@ -151,17 +151,27 @@ export class KvResidency {
     const tokenize = this.options.backend.tokenizeChat;
     if (tokenize === undefined) return;
     let messages: unknown[];
+    let tools: unknown;
     try {
-      const parsed = JSON.parse(Buffer.from(run.body.buffer, run.body.byteOffset, run.body.byteLength).toString('utf8')) as { messages?: unknown };
+      const parsed = JSON.parse(Buffer.from(run.body.buffer, run.body.byteOffset, run.body.byteLength).toString('utf8')) as {
+        messages?: unknown;
+        tools?: unknown;
+      };
       if (!Array.isArray(parsed.messages)) return;
       messages = parsed.messages;
+      tools = Array.isArray(parsed.tools) && parsed.tools.length > 0 ? parsed.tools : undefined;
     } catch {
       return;
     }
     for (const { key, messages: count } of run.keys) {
-      const leading = count === 0 || count >= messages.length ? messages : messages.slice(0, count);
+      const whole = count === 0 || count >= messages.length;
       try {
-        const tokens = await tokenize.call(this.options.backend, run.model, leading, this.abort.signal);
+        // The prompt as the chat template built it: the tools, and the assistant turn's opening only after the whole conversation.
+        const tokens = await tokenize.call(this.options.backend, run.model, whole ? messages : messages.slice(0, count), {
+          tools,
+          addGenerationPrompt: whole,
+          signal: this.abort.signal,
+        });
         this.prefixes.mapped(key, this.blocks.cachedPrefix(tokens), this.blocks.blockSize ?? 0);
         this.counts.mapped++;
       } catch (error) {

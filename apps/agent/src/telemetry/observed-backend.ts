@@ -32,7 +32,7 @@ export class ObservedBackend implements Backend {
     private readonly observed: AgentMetrics,
   ) {
     if (inner.metrics !== undefined) this.metrics = () => inner.metrics!();
-    if (inner.tokenizeChat !== undefined) this.tokenizeChat = (model, messages, signal) => inner.tokenizeChat!(model, messages, signal);
+    if (inner.tokenizeChat !== undefined) this.tokenizeChat = (model, messages, options) => inner.tokenizeChat!(model, messages, options);
   }
 
   /** The inner backend's `/tokenize`, when it has one. */
