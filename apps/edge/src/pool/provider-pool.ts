@@ -9,10 +9,11 @@
  * - `acquire(group, …)`: picks a provider and starts the run in one synchronous step (so two
  *   requests never take the same last slot), or waits in the group's bounded admission queue.
  *   When no provider of the group can take the request now but one of its `fallbacks` can, the
- *   fallback serves it at once. Picking: prefix affinity (consistent hashing with bounded load)
- *   when the request has an affinity key, else power of two choices on live load; always among
- *   providers that serve one of the group's targets, carry its labels and that the group's
- *   outlier detector allows. Targets are drawn by weight first when a group has several.
+ *   fallback serves it at once. Picking: the agent holding the request's longest cached prefix
+ *   (`residency`, fed by the tunnel) within the bounded load, else prefix affinity (consistent
+ *   hashing with bounded load) when the request has an affinity key, else power of two choices
+ *   on live load; always among providers that serve one of the group's targets, carry its labels
+ *   and that the group's outlier detector allows. Targets are drawn by weight first when a group has several.
  * - `report(ticket, outcome)`: an attempt's verdict, for outlier ejection (logged, counted).
  * - `accepting(group)`: whether any provider could take a retry at all (not all ejected / draining).
  * - `snapshot()`: the state for the admin API and tests (`PoolSnapshot`).
@@ -117,7 +118,7 @@ export class ProviderPool {
     this.metrics = new PoolMetrics(
       options.metrics,
       () => this.queue.stats().queued,
-      () => [...this.residency.holderSizes().values()].reduce((sum, size) => sum + size, 0),
+      () => this.residency.entries,
     );
     this.residency = new ResidencyIndex({ onRefused: (reason) => this.metrics.residencyRefused.inc({ reason }) });
     const makeDirect = (config: PoolConfig['directProviders'][number]) => new DirectProvider(config, this.notifyAll);
@@ -344,14 +345,10 @@ export class ProviderPool {
   }
 
   snapshot(): PoolSnapshot {
-    const groups = this.router.groupStates().map((state) =>
-      groupSnapshot(
-        state,
-        (group) => this.catalog.candidates(group),
-        this.queue.size(state.group.name),
-        (provider) => (provider.sessionId === undefined ? 0 : this.residency.sizeOf(provider.sessionId)),
-      ),
-    );
+    const resident = (provider: PoolProvider) => (provider.sessionId === undefined ? 0 : this.residency.sizeOf(provider.sessionId));
+    const groups = this.router
+      .groupStates()
+      .map((state) => groupSnapshot(state, (group) => this.catalog.candidates(group), this.queue.size(state.group.name), resident));
     const { rejectedFull, rejectedTimeout } = this.queue.stats();
     return { groups, retryBudget: this.retry.budget.snapshot(), queue: { rejectedFull, rejectedTimeout } };
   }

@@ -79,6 +79,13 @@ export class ResidencyIndex implements ResidencySink {
     return this.byKey.size === 0;
   }
 
+  /** (session, key) entries in all. */
+  get entries(): number {
+    let total = 0;
+    for (const keys of this.byHolder.values()) total += keys.size;
+    return total;
+  }
+
   /** Keys held by `holder`. */
   sizeOf(holder: string): number {
     return this.byHolder.get(holder)?.size ?? 0;
@@ -89,11 +96,6 @@ export class ResidencyIndex implements ResidencySink {
     let total = 0;
     for (const tokens of this.byHolder.get(holder)?.values() ?? []) total += tokens;
     return total;
-  }
-
-  /** Every session with resident keys and how many. */
-  holderSizes(): Map<string, number> {
-    return new Map([...this.byHolder].map(([holder, keys]) => [holder, keys.size]));
   }
 
   /** The sessions holding `key` and their cached tokens (undefined when none). Shared: do not mutate. */
