@@ -93,6 +93,8 @@ describe('pickResident', () => {
     b.inFlight = 1;
     expect(pickResident(turn2, [a, { ...b, available: false }, idle], index, 3)?.provider).toBe(a);
     expect(pickResident(turn2, [a, b, idle], index, 3, { exclude: new Set(['b']) })?.provider).toBe(a);
+    // ejected by the outlier detector (`allow`), whatever it reported
+    expect(pickResident(turn2, [a, b, idle], index, 3, { allow: (provider) => provider.id !== 'b' })?.provider).toBe(a);
     // with c = 1.25 and L = 5 the bound is ⌈1.25 × 6 × 8 / 24⌉ = 3: a (4 in flight) is over it
     expect(pickResident(turn2, [a, { ...b, available: false }, idle], index, 1.25)).toBeUndefined();
   });
