@@ -10,6 +10,7 @@ import { countTokensHandler } from './http/count-tokens.js';
 import { rawBody } from './http/json-body.js';
 import { mountResponsesRetrieval, responsesInferenceRoute } from './http/responses-routes.js';
 import type { ResponseStore } from './responses-store/index.js';
+import { mountAliases, passthroughApiRoutes } from './passthrough-apis/routes.js';
 
 export function buildDialectRoutes(edge: EdgeContext, store: ResponseStore): DialectRoutes {
   const dialectForPath = (path: string): Dialect => (path.startsWith('/v1/messages') ? anthropicDialect : chatDialect);
@@ -19,12 +20,14 @@ export function buildDialectRoutes(edge: EdgeContext, store: ResponseStore): Dia
       '/v1/chat/completions': { dialect: chatDialect, passthrough: true },
       '/v1/messages': { dialect: anthropicDialect, passthrough: false },
       '/v1/responses': responsesInferenceRoute(store, edge),
+      ...passthroughApiRoutes,
     },
     extra: [
       (app) => {
         app.post('/v1/messages/count_tokens', rawBody(edge.config.maxBodyBytes), countTokensHandler(edge));
         mountResponsesRetrieval(app, store);
       },
+      (app) => mountAliases(app, edge),
     ],
   };
 }

@@ -35,7 +35,7 @@ export interface SimContext {
 const FAULT_SALT = 0x5eed;
 
 /** Resolves the knobs: CLI defaults < model suffix < `x-sim-*` headers < queued fault. */
-function resolveKnobs(context: SimContext, exchange: Exchange, suffixKnobs: Partial<Knobs> | undefined): Knobs {
+export function resolveKnobs(context: SimContext, exchange: Exchange, suffixKnobs: Partial<Knobs> | undefined): Knobs {
   const headerKnobs = knobsFromHeaders(exchange.req.headers);
   const queued = context.faults.take();
   if (suffixKnobs === undefined && headerKnobs === undefined && queued === undefined) return context.defaults as Knobs;
@@ -43,7 +43,7 @@ function resolveKnobs(context: SimContext, exchange: Exchange, suffixKnobs: Part
 }
 
 /** The fault for this request after the seeded `fault-rate` draw. */
-function drawFault(knobs: Knobs, requestNumber: number): FaultName {
+export function drawFault(knobs: Knobs, requestNumber: number): FaultName {
   if (knobs.fault === 'none' || knobs.faultRate >= 1) return knobs.fault;
   return seededRandom(mixSeed(knobs.seed ^ FAULT_SALT, requestNumber))() < knobs.faultRate ? knobs.fault : 'none';
 }
@@ -53,7 +53,7 @@ function jsonContent(format: NonNullable<ChatRequest['responseFormat']>, random:
   return JSON.stringify(format.type === 'json_schema' ? sampleValue(format.schema, random) : { answer: 'lorem ipsum' });
 }
 
-function sendStatusFault(exchange: Exchange, status: 403 | 429 | 500 | 503, retryAfter: number): void {
+export function sendStatusFault(exchange: Exchange, status: 403 | 429 | 500 | 503, retryAfter: number): void {
   const messages = {
     403: 'simulated fault: forbidden',
     429: 'simulated fault: too many requests',

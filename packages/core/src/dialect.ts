@@ -6,7 +6,11 @@ import type { IopError } from './errors.js';
 import type { StreamEvent } from './events.js';
 import type { InferenceRequest } from './request.js';
 
-export type DialectName = 'openai-chat' | 'openai-responses' | 'anthropic-messages';
+/**
+ * The client APIs, as metrics, logs and the usage ledger name them: the three chat-style dialects,
+ * and the JSON APIs relayed as they are (embeddings, legacy completions, rerank, score).
+ */
+export type DialectName = 'openai-chat' | 'openai-responses' | 'anthropic-messages' | 'openai-embeddings' | 'openai-completions' | 'rerank' | 'score';
 
 /** What an encoder knows about the response it renders. */
 export interface EncodeContext {

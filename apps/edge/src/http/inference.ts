@@ -8,13 +8,16 @@ import type { NextFunction, Request, Response } from 'express';
 import { IopError, type Dialect, type EncodeContext, type InferenceRequest } from '@iop/core';
 import { GATE_HEADER, parseGateHeader } from '@iop/stream-gate';
 import type { EdgeContext } from '../edge-context.js';
-import { estimateRequestTokens, validateChatPassthrough } from '../dialects.js';
+import { estimateRequestTokens } from '../dialects.js';
 import { EdgeDispatcher } from '../gate/edge-dispatcher.js';
 import { policyLabel } from '../gate/gate-registry.js';
 import { NO_RESPONSE_MODE, PASSTHROUGH_LABELS, type ResponseLabels } from '../metrics.js';
 import type { RunStream } from '../pool/run-stream.js';
 import type { PoolPick } from '../pool/provider-pool.js';
-import { affinityKey, chatAffinityKey } from '../pool/prefix-affinity.js';
+import { affinityKey } from '../pool/prefix-affinity.js';
+import { chatPassthrough } from '../passthrough-apis/chat.js';
+import type { PassthroughApi } from '../passthrough-apis/passthrough-api.js';
+import { providersWithoutApi } from '../passthrough-apis/served-apis.js';
 import { headerValue } from './header-value.js';
 import { ModelRewriter } from './model-rewrite.js';
 import { parseJsonObject } from './json-body.js';
@@ -23,7 +26,6 @@ import { openRun } from './open-run.js';
 import { ClientGone, RequestDeadline } from './request-deadline.js';
 import { relay } from './relay.js';
 import { writeNormalized } from './normalized.js';
-import { passthroughBody } from './passthrough-body.js';
 import { UsageRecorder } from './usage-recorder.js';
 import { otelContext } from '@iop/core';
 import { endRequestSpan, nameRequestSpan, startRequestSpan } from '../telemetry/request-tracing.js';
@@ -33,6 +35,8 @@ export interface InferenceRoute {
   dialect: Dialect;
   /** The client's dialect is the backend's (OpenAI Chat): relay bytes unless a gate filter needs the content. */
   passthrough: boolean;
+  /** A JSON API always relayed as it is, never through the gate (embeddings, completions, rerank, score: passthrough-apis/). */
+  relayed?: PassthroughApi;
   /** Stateful dialects (Responses): adjust the decoded request before dispatch (e.g. prepend stored history); `context` carries the request's owner. */
   prepare?: (request: InferenceRequest, body: Record<string, unknown>, context: RequestLocals) => Promise<InferenceRequest> | InferenceRequest;
   /** Receives the final response object of a normalized answer (e.g. to store it for `context.owner`). */
@@ -161,31 +165,34 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       });
       let failedStatus: number | undefined;
       try {
-        if (
-          route.passthrough &&
-          overrides === undefined &&
-          !edge.gates.needsContent(String(body.model), body) &&
-          !edge.pool.restrictsToolIds(String(body.model))
-        ) {
+        const relayedApi =
+          route.relayed ??
+          (route.passthrough && overrides === undefined && !edge.gates.needsContent(String(body.model), body) && !edge.pool.restrictsToolIds(String(body.model))
+            ? chatPassthrough
+            : undefined);
+        if (relayedApi !== undefined) {
           responseMode = { mode: 'passthrough' };
           // The same 400s as the translated path, before any backend call.
-          const peek = validateChatPassthrough(body);
+          const peek = relayedApi.read(body, req.body as Buffer);
           model = peek.model;
-          promptTokens = () => passthroughPromptTokens(route.dialect, body, req.body);
+          promptTokens = peek.promptTokens;
           nameRequestSpan(model);
           admission = await admitRequest(edge, res, route.dialect.name, model);
+          // Only providers that serve this API (a 400 when none of the model's does).
+          const avoid = providersWithoutApi(edge.pool, model, relayedApi.api);
           const opened = await openRun(
             edge.pool,
             {
               requestId,
               model,
               method: 'POST',
-              path: '/v1/chat/completions',
-              bodyFor: (served) => passthroughBody(req.body as Buffer, body, peek, served),
+              path: relayedApi.backendPath,
+              bodyFor: peek.bodyFor,
               ...timeouts,
-              affinityKey: affinity.enabled ? chatAffinityKey(body, affinity.prefixMessages) : undefined,
+              affinityKey: affinity.enabled ? peek.affinityKey?.(affinity.prefixMessages) : undefined,
               signal: abort.signal,
               wholeBody: !peek.stream,
+              ...(avoid.size === 0 ? {} : { avoid }),
             },
             log,
             onRun,
@@ -203,6 +210,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
             first: opened.first,
             rewriter,
             answer: opened.answer,
+            finishAnswer: peek.finishAnswer,
             signal: abort.signal,
             writeStallTimeoutMs: edge.config.writeStallTimeoutMs,
           });
@@ -331,15 +339,6 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         });
       next(caught);
     }
-  }
-}
-
-/** The prompt estimate of a passthrough Chat body (decoded only for this, off the hot path); by its bytes when it does not decode. */
-function passthroughPromptTokens(dialect: Dialect, body: Record<string, unknown>, raw: unknown): number {
-  try {
-    return estimateRequestTokens(dialect.decodeRequest(body));
-  } catch {
-    return bodyTokenEstimate(raw);
   }
 }
 

@@ -40,6 +40,8 @@ export interface RelayOptions {
   rewriter?: ModelRewriter | undefined;
   /** The non-stream answer `openRun` read whole and checked (`wholeBody`); required when not streaming. */
   answer?: WholeAnswer | undefined;
+  /** Rewrites the whole non-stream answer for the client (embeddings as base64, rerank order); @throws IopError. */
+  finishAnswer?: ((body: Buffer) => Buffer) | undefined;
   /** Aborted when the request is stopped (deadline, client gone); its IopError reason is the in-band error. */
   signal?: AbortSignal | undefined;
   /** A client that takes nothing for this long ends the stream: run cancelled, in-band error, ms. */
@@ -68,8 +70,9 @@ export async function relay(handle: RunStream, start: ProviderTunnelFrame, res: 
   const { answer } = options;
   if (answer === undefined) throw new IopError('internal', 'a non-stream relay needs the answer openRun read');
   options.usage.record(answer.usage);
-  if (options.rewriter === undefined) res.end(answer.body);
-  else res.end(Buffer.concat([options.rewriter.push(answer.body), options.rewriter.end()]));
+  const body = options.finishAnswer === undefined || start.status >= 300 ? answer.body : options.finishAnswer(answer.body);
+  if (options.rewriter === undefined) res.end(body);
+  else res.end(Buffer.concat([options.rewriter.push(body), options.rewriter.end()]));
   return undefined;
 }
 

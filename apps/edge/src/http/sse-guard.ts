@@ -14,7 +14,7 @@
  *   usage chunk and `[DONE]` from `end()`.
  * - Nothing after `[DONE]` is sent.
  * - Chunks of generated output (a non-empty `content`, `reasoning_content` or `reasoning`, or
- *   `tool_calls`) are counted (`generatedChunks`): the output-token estimate of a stream that
+ *   `tool_calls`; a legacy completion's `text`) are counted (`generatedChunks`): the output-token estimate of a stream that
  *   ends without its usage chunk.
  *
  * Built on bytes rather than on eventsource-parser (which iop's normalized path uses): this path
@@ -55,9 +55,11 @@ const CONTENT_KEY = Buffer.from('"content"');
 const REASONING_KEY = Buffer.from('"reasoning"');
 const REASONING_CONTENT_KEY = Buffer.from('"reasoning_content"');
 const TOOL_CALLS_KEY = Buffer.from('"tool_calls"');
+/** Legacy completions put the generated text in `choices[].text`. */
+const TEXT_KEY = Buffer.from('"text"');
 const LOWER_R = 0x72;
 const LOWER_T = 0x74;
-const GENERATED_STRING_KEYS = [CONTENT_KEY, REASONING_CONTENT_KEY, REASONING_KEY];
+const GENERATED_STRING_KEYS = [CONTENT_KEY, REASONING_CONTENT_KEY, REASONING_KEY, TEXT_KEY];
 const EMPTY = Buffer.alloc(0);
 
 export interface GuardResult {
@@ -111,6 +113,7 @@ function chunkGenerated(chunk: unknown): boolean {
   const choices = (chunk as { choices?: unknown } | null)?.choices;
   if (!Array.isArray(choices)) return false;
   for (const choice of choices) {
+    if (typeof (choice as { text?: unknown } | null)?.text === 'string' && (choice as { text: string }).text !== '') return true;
     const delta = (choice as { delta?: Record<string, unknown> } | null)?.delta;
     if (typeof delta !== 'object' || delta === null) continue;
     for (const key of ['content', 'reasoning_content', 'reasoning']) if (typeof delta[key] === 'string' && delta[key] !== '') return true;

@@ -40,6 +40,11 @@ export interface PoolProvider {
   serves(model: string): boolean;
   /** Context length of `model` in tokens, when known. */
   contextLength(model: string): number | undefined;
+  /**
+   * The APIs it serves `model` with (proto `ModelInfo.apis`: `chat`, `completions`, `embeddings`,
+   * `rerank`); undefined when it does not tell (every API is tried). Direct providers do not.
+   */
+  apisOf?(model: string): readonly string[] | undefined;
   /** Starts a run now (counts in `inFlight` at once). `request.model` is the served model id. */
   start(request: RunRequest): RunStream;
 }

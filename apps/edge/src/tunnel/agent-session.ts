@@ -128,6 +128,11 @@ export class AgentSession implements PoolProvider {
     return this.models.find((info) => info.id === model)?.contextLength || undefined;
   }
 
+  apisOf(model: string): readonly string[] | undefined {
+    const apis = this.models.find((info) => info.id === model)?.apis;
+    return apis === undefined || apis.length === 0 ? undefined : apis;
+  }
+
   onHeartbeat(heartbeat: Heartbeat): void {
     this.lastHeartbeatAt = Date.now();
     // A heartbeat sent before the agent saw our Drain must not undo it; the agent answers a Drain
