@@ -16,7 +16,8 @@
  * `/v1/completions` for an embedding model), 405, or 501 (llama.cpp server without
  * `--embeddings` / `--rerank`). Chat is taken to come with completions (vLLM, SGLang, llama.cpp
  * server and Ollama serve both or neither) and probed only when completions is absent. A probe
- * that fails (timeout, connection) leaves the model's APIs unknown: every API is tried.
+ * that fails (timeout, connection), or probes that find no route at all, leave the model's APIs
+ * unknown: every API is tried.
  */
 import { Pool } from 'undici';
 import { OpenAiClient } from '@iop/backend';
@@ -105,8 +106,10 @@ export class OpenAiBackend implements Backend {
       ['embeddings', embeddings],
       ['rerank', rerank],
     ];
-    if (found.some(([, served]) => served === undefined)) return {};
-    return { apis: found.filter(([, served]) => served === true).map(([api]) => api) };
+    const apis = found.filter(([, served]) => served === true).map(([api]) => api);
+    // A failed probe, or no route at all (not an OpenAI-compatible server as far as the probes tell): unknown.
+    if (found.some(([, served]) => served === undefined) || apis.length === 0) return {};
+    return { apis };
   }
 
   /** Whether the server has the route `path` for `model` (a validation error) or not (404, 405, 501); undefined when the probe failed. */

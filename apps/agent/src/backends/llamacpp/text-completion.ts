@@ -11,13 +11,15 @@
  *   the caller refuses it for a model without them (`supportsInfill`).
  * - `echo`: the prompt's text comes first in each choice's text.
  * - finish_reason `length` when `max_tokens` stopped it, else `stop` (end of generation or a
- *   `stop` sequence, which is left out of the text).
+ *   `stop` sequence, which is left out of the text: `stop-scanner.ts`; generation is stopped
+ *   there).
  * Usage: the prompts' tokens (each once, whatever `n`) and every token generated.
  */
 import { newId, sseJson, SSE_DONE, AsyncQueue } from '@iop/core';
 import type { BackendResponse } from '../backend.js';
 import type { CompletionParams } from './completion-request.js';
 import type { LlamaContextSequence, LlamaModel, NodeLlamaCpp, Token } from './library.js';
+import { StopScanner } from './stop-scanner.js';
 
 export interface TextGeneration {
   library: NodeLlamaCpp;
@@ -110,7 +112,7 @@ function streamResponse(generation: TextGeneration): BackendResponse {
 
 /** Generates every choice in turn; `onText(index, text, finish?)` hears each piece and each choice's end. */
 async function generate(generation: TextGeneration, onText: (index: number, text: string, finishReason?: string) => void): Promise<Outcome> {
-  const { library, model, sequence, params, signal } = generation;
+  const { model, params } = generation;
   const choices: Choice[] = [];
   let completionTokens = 0;
   try {
@@ -122,32 +124,17 @@ async function generate(generation: TextGeneration, onText: (index: number, text
         if (params.echo && promptText !== '') onText(index, promptText);
         let finishReason: Choice['finishReason'] = 'length';
         if (params.maxTokens > 0) {
-          const completion = new library.LlamaCompletion({ contextSequence: sequence, autoDisposeSequence: false });
-          const options = {
-            signal,
-            maxTokens: params.maxTokens,
-            ...(params.temperature === undefined ? {} : { temperature: params.temperature }),
-            ...(params.topP === undefined ? {} : { topP: params.topP }),
-            ...(params.seed === undefined ? {} : { seed: params.seed + j }),
-            ...(params.stop.length === 0 ? {} : { customStopTriggers: params.stop }),
-            onToken: (tokens: Token[]) => {
-              completionTokens += tokens.length;
+          const generated = await generateOne(
+            generation,
+            prompt,
+            j,
+            (chunk) => onText(index, chunk),
+            (tokens) => {
+              completionTokens += tokens;
             },
-            onTextChunk: (chunk: string) => {
-              if (chunk !== '') onText(index, chunk);
-            },
-          };
-          try {
-            const result =
-              params.suffix === undefined
-                ? await completion.generateCompletionWithMeta(prompt, options)
-                : await completion.generateInfillCompletionWithMeta(prompt, params.suffix, options);
-            if (signal.aborted) throw signal.reason;
-            text += result.response;
-            finishReason = result.metadata.stopReason === 'maxTokens' ? 'length' : 'stop';
-          } finally {
-            completion.dispose();
-          }
+          );
+          text += generated.text;
+          finishReason = generated.finishReason;
         }
         onText(index, '', finishReason);
         choices.push({ index, text, finishReason });
@@ -157,6 +144,54 @@ async function generate(generation: TextGeneration, onText: (index: number, text
     generation.onDone();
   }
   return { choices, promptTokens: generation.promptTokens.reduce((sum, count) => sum + count, 0), completionTokens };
+}
+
+/**
+ * One choice: its text (stop sequences matched on the text, `StopScanner`; generation stopped at
+ * the first) and finish reason. `onTokens` hears each batch of generated tokens.
+ */
+async function generateOne(
+  generation: TextGeneration,
+  prompt: string | Token[],
+  choice: number,
+  onChunk: (text: string) => void,
+  onTokens: (count: number) => void,
+): Promise<{ text: string; finishReason: Choice['finishReason'] }> {
+  const { library, sequence, params, signal } = generation;
+  const scanner = new StopScanner(params.stop);
+  const stop = new AbortController();
+  const stopOrAbort = AbortSignal.any([signal, stop.signal]);
+  let text = '';
+  const release = (chunk: string) => {
+    if (chunk === '') return;
+    text += chunk;
+    onChunk(chunk);
+  };
+  const completion = new library.LlamaCompletion({ contextSequence: sequence, autoDisposeSequence: false });
+  const options = {
+    signal: stopOrAbort,
+    stopOnAbortSignal: true,
+    maxTokens: params.maxTokens,
+    ...(params.temperature === undefined ? {} : { temperature: params.temperature }),
+    ...(params.topP === undefined ? {} : { topP: params.topP }),
+    ...(params.seed === undefined ? {} : { seed: params.seed + choice }),
+    onToken: (tokens: Token[]) => onTokens(tokens.length),
+    onTextChunk: (chunk: string) => {
+      release(scanner.push(chunk));
+      if (scanner.stopped !== undefined) stop.abort();
+    },
+  };
+  try {
+    const result =
+      params.suffix === undefined
+        ? await completion.generateCompletionWithMeta(prompt, options)
+        : await completion.generateInfillCompletionWithMeta(prompt, params.suffix, options);
+    if (signal.aborted) throw signal.reason;
+    release(scanner.end());
+    return { text, finishReason: scanner.stopped === undefined && result.metadata.stopReason === 'maxTokens' ? 'length' : 'stop' };
+  } finally {
+    completion.dispose();
+  }
 }
 
 function usageOf(outcome: Outcome): object {
