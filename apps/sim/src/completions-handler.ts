@@ -15,6 +15,7 @@ import { streamTextCompletion, type TextChoice } from './completion-stream.js';
 import type { Exchange } from './exchange.js';
 import { buildOutputPlan } from './output-plan.js';
 import { mixSeed, seededRandom } from './prng.js';
+import type { Knobs } from './knobs.js';
 import { SimInputError } from './sim-error.js';
 import { countTokens, splitTokens } from './tokenizer.js';
 
@@ -76,6 +77,50 @@ function logprobsOf(tokens: readonly string[], top: number, seed: number, nullFi
   return result;
 }
 
+interface ChoicePlan {
+  prompts: Array<{ text: string; tokens: number }>;
+  n: number;
+  echo: boolean;
+  maxTokens: number;
+  logprobs: number | undefined;
+  stop: string[];
+  suffixTokens: number;
+  seed: number;
+  knobs: Knobs;
+}
+
+/** Every choice of the request: prompt × n, each planned with its own seeded draw. */
+function planChoices(plan: ChoicePlan): TextChoice[] {
+  const { knobs, n, echo, maxTokens, logprobs, seed } = plan;
+  const choices: TextChoice[] = [];
+  plan.prompts.forEach((prompt, promptIndex) => {
+    for (let j = 0; j < n; j++) {
+      const index = promptIndex * n + j;
+      const output = buildOutputPlan({
+        knobs: { ...knobs, reasoning: 0, xmlToolCalls: false },
+        random: seededRandom(mixSeed(seed, index)),
+        maxTokens: Math.min(maxTokens, Math.max(0, knobs.maxModelLen - prompt.tokens - plan.suffixTokens)),
+        echoText: knobs.content === 'echo' ? prompt.text : '',
+        tools: [],
+        toolCallCount: 0,
+        forcedToolName: undefined,
+        stop: plan.stop,
+      });
+      const pieces = output.pieces.map((piece) => ('text' in piece ? piece.text : ''));
+      const echoed = echo ? splitTokens(prompt.text) : [];
+      choices.push({
+        index,
+        echo: echo ? prompt.text : '',
+        pieces,
+        finishReason: maxTokens === 0 ? 'length' : output.finishReason === 'tool_calls' ? 'stop' : output.finishReason,
+        stopReason: output.stopReason,
+        logprobs: logprobs === undefined ? null : logprobsOf([...echoed, ...pieces], Math.max(1, logprobs), mixSeed(seed, index + 0x10000), echo),
+      });
+    }
+  });
+  return choices;
+}
+
 export function handleCompletions(context: SimContext, exchange: Exchange, raw: unknown): void {
   const body = objectBody(raw);
   const served = servedModel(context, exchange, body);
@@ -94,35 +139,8 @@ export function handleCompletions(context: SimContext, exchange: Exchange, raw: 
   if (request === undefined) return;
   const { knobs } = request;
   const seed = typeof body.seed === 'number' ? body.seed : mixSeed(knobs.seed, exchange.record.id);
-  const choices: TextChoice[] = [];
-  let completionTokens = 0;
-  prompts.forEach((prompt, promptIndex) => {
-    for (let j = 0; j < n; j++) {
-      const index = promptIndex * n + j;
-      const plan = buildOutputPlan({
-        knobs: { ...knobs, reasoning: 0, xmlToolCalls: false },
-        random: seededRandom(mixSeed(seed, index)),
-        maxTokens: Math.min(maxTokens, Math.max(0, knobs.maxModelLen - prompt.tokens - suffixTokens)),
-        echoText: knobs.content === 'echo' ? prompt.text : '',
-        tools: [],
-        toolCallCount: 0,
-        forcedToolName: undefined,
-        stop,
-      });
-      const pieces = plan.pieces.map((piece) => ('text' in piece ? piece.text : ''));
-      completionTokens += pieces.length;
-      const echoed = echo ? splitTokens(prompt.text) : [];
-      const finishReason = maxTokens === 0 ? 'length' : plan.finishReason === 'tool_calls' ? 'stop' : plan.finishReason;
-      choices.push({
-        index,
-        echo: echo ? prompt.text : '',
-        pieces,
-        finishReason,
-        stopReason: plan.stopReason,
-        logprobs: logprobs === undefined ? null : logprobsOf([...echoed, ...pieces], Math.max(1, logprobs), mixSeed(seed, index + 0x10000), echo),
-      });
-    }
-  });
+  const choices = planChoices({ prompts, n, echo, maxTokens, logprobs, stop, suffixTokens, seed, knobs });
+  const completionTokens = choices.reduce((sum, choice) => sum + choice.pieces.length, 0);
   const promptTokens = prompts.reduce((sum, prompt) => sum + prompt.tokens + suffixTokens, 0);
   exchange.record.output = { finishReason: choices[0]!.finishReason, promptTokens, completionTokens, toolCalls: [] };
   const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };

@@ -1,6 +1,8 @@
 /**
  * The edge's HTTP API (express). Routes:
  * - `POST /v1/chat/completions` — OpenAI Chat Completions (passthrough to the backend)
+ * - `POST /v1/embeddings`, `/v1/completions`, `/v1/rerank`, `/v1/score` (and vLLM's `/rerank`,
+ *   `/v2/rerank`, `/score`) — JSON APIs relayed as they are (passthrough-apis/)
  * - `GET /v1/models` — the model names a client may send now: configured groups and aliases with a
  *   provider able to serve them, and the served models of connected agents and direct providers
  *   (pool/model-list.ts)
@@ -58,7 +60,7 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
     res
       .type('text/plain')
       .send(
-        `iop is running (edge ${EDGE_VERSION}).\nAPI: POST /v1/chat/completions, /v1/responses, /v1/messages; GET /v1/models. Probes: /healthz, /readyz. Metrics: /metrics.\n`,
+        `iop is running (edge ${EDGE_VERSION}).\nAPI: POST /v1/chat/completions, /v1/responses, /v1/messages, /v1/completions, /v1/embeddings, /v1/rerank, /v1/score; GET /v1/models. Probes: /healthz, /readyz. Metrics: /metrics.\n`,
       );
   });
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
