@@ -22,7 +22,7 @@ let client: OpenAI;
 
 beforeAll(async () => {
   sim = await startSim(['--models', 'sim-model,sim-embed', '--output-tokens', '12']);
-  edge = await startEdge({ args: ['--config', configFile], env: { IOP_DATA_DIR: dataDir, IOP_ADMIN_KEYS: ADMIN_KEY } });
+  edge = await startEdge({ args: ['--config', configFile, '--request-deadline-ms', '4000'], env: { IOP_DATA_DIR: dataDir, IOP_ADMIN_KEYS: ADMIN_KEY } });
   await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-aux', backendUrl: sim.url, models: ['sim-model', 'sim-model@itl-ms=100'] });
   // An agent that declares its server an embeddings-only one (as a vLLM pooling model is).
   await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-embed', backendUrl: sim.url, models: ['sim-embed'], args: ['--apis', 'embeddings'] });
@@ -178,7 +178,7 @@ describe('POST /v1/completions', () => {
     expect(sawUsage).toBe(false);
   });
 
-  it('fill-in-the-middle: suffix reaches the backend (vLLM-style servers take it natively)', async () => {
+  it('fill-in-the-middle: suffix reaches the backend (llama.cpp server and Ollama take it natively)', async () => {
     const completion = await client.completions.create({ model: 'sim-model', prompt: 'def add(a, b):\n    ', suffix: '\n    return c', max_tokens: 6 });
     expect(completion.choices[0]!.text.length).toBeGreaterThan(0);
     const body = (await simRequests(sim)).filter((record) => record.path === '/v1/completions').at(-1)!.body as Record<string, unknown>;
@@ -228,6 +228,18 @@ describe('POST /v1/completions', () => {
       return last.aborted === true;
     }, 5_000);
   });
+});
+
+describe('the request deadline', () => {
+  it('a backend that never answers is a 504 at the deadline, and the backend request is cancelled', async () => {
+    await fetch(`${sim.url}/_sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ fault: 'stall' }) });
+    const started = Date.now();
+    const refused = await client.embeddings.create({ model: 'sim-model', input: 'never answered' }).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(OpenAI.APIError);
+    expect((refused as InstanceType<typeof OpenAI.APIError>).status).toBe(504);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(3_500);
+    await eventually(async () => (await simRequests(sim)).filter((record) => record.path === '/v1/embeddings').at(-1)!.aborted === true, 5_000);
+  }, 30_000);
 });
 
 describe('POST /v1/rerank and /v1/score', () => {
@@ -330,5 +342,29 @@ describe('keys, limits, ledger and metrics', () => {
     expect(rows.find((row) => row.dialect === 'openai-embeddings')).toMatchObject({ input_tokens: 10, output_tokens: 0 });
     expect(rows.find((row) => row.dialect === 'openai-completions')).toMatchObject({ requests: 1, input_tokens: 2, output_tokens: 12 });
     expect(rows.find((row) => row.dialect === 'rerank')!.input_tokens).toBe((reranked.body.usage as { prompt_tokens: number }).prompt_tokens);
+  }, 60_000);
+
+  it('an embeddings request spends the key’s token budget and one of its concurrent slots', async () => {
+    const created = await admin(edge.url, 'POST', '/admin/keys', {
+      name: 'budgeted',
+      budget: { maxTokens: 5, period: 'month' },
+      limits: { maxConcurrentStreams: 1 },
+    });
+    expect(created.status).toBe(201);
+    const key = created.body.key as string;
+    const budgeted = new OpenAI({ apiKey: key, baseURL: edge.baseURL, maxRetries: 0 });
+    // One slot: a slow stream holds it, a second request is refused meanwhile.
+    const slow = await budgeted.completions.create({ model: 'sim-model@itl-ms=100', prompt: 'x', max_tokens: 3, stream: true });
+    const busy = await budgeted.embeddings.create({ model: 'sim-model', input: 'x' }).catch((error: unknown) => error);
+    expect(busy).toBeInstanceOf(OpenAI.RateLimitError);
+    expect((busy as Error).message).toContain('concurrency limit');
+    for await (const chunk of slow) void chunk;
+    // 1 + 3 tokens of 5 used; 10 more go over: the next request is refused.
+    const spent = await budgeted.embeddings.create({ model: 'sim-model', input: 'one two three four five six seven eight nine ten', encoding_format: 'float' });
+    expect(spent.usage.prompt_tokens).toBe(10);
+    await eventually(
+      async () => (await budgeted.embeddings.create({ model: 'sim-model', input: 'x' }).catch((error: unknown) => error)) instanceof OpenAI.RateLimitError,
+      5_000,
+    );
   }, 60_000);
 });
