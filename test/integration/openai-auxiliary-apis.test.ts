@@ -213,6 +213,23 @@ describe('POST /v1/completions', () => {
     expect((await simRequests(sim)).filter((record) => record.path === '/v1/completions').length).toBe(before + 2);
   });
 
+  it('a stream cut after the first of two choices finished ends with an in-band error, not a success', async () => {
+    // n=2 × 12 tokens; the sim ends the stream after 12 tokens (choice 0 done) without [DONE].
+    await fetch(`${sim.url}/_sim/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ fault: 'no-done', 'fault-after': 12 }),
+    });
+    const stream = await client.completions.create({ model: 'sim-model', prompt: 'two choices', n: 2, stream: true });
+    const finished: number[] = [];
+    const failure = await (async () => {
+      for await (const chunk of stream) for (const choice of chunk.choices) if (choice.finish_reason) finished.push(choice.index);
+    })().catch((error: unknown) => error);
+    expect(finished).toEqual([0]);
+    expect(failure).toBeInstanceOf(OpenAI.APIError);
+    expect((failure as Error).message).toContain('ended before [DONE]');
+  });
+
   it('a client that leaves mid-stream cancels the backend request', async () => {
     const controller = new AbortController();
     const stream = await client.completions.create(

@@ -205,6 +205,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           const failure = await relay(opened.run, opened.start, res, {
             stream: peek.stream,
             includeUsage: peek.includeUsage,
+            choices: peek.choices,
             usage,
             onFirstByte,
             first: opened.first,

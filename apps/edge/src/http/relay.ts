@@ -31,6 +31,8 @@ export interface RelayOptions {
   stream: boolean;
   /** The client asked for `stream_options.include_usage`: exactly one `choices: []` usage chunk. */
   includeUsage?: boolean;
+  /** Choices a complete stream finishes (default 1; legacy completions: prompts × `n`). */
+  choices?: number | undefined;
   usage: UsageRecorder;
   /** Called once when the first body byte goes to the client (TTFT). */
   onFirstByte?: () => void;
@@ -77,7 +79,7 @@ export async function relay(handle: RunStream, start: ProviderTunnelFrame, res: 
 }
 
 async function relayStream(handle: RunStream, res: Response, options: RelayOptions): Promise<IopError | undefined> {
-  const guard = new SseGuard({ includeUsage: options.includeUsage === true });
+  const guard = new SseGuard({ includeUsage: options.includeUsage === true, choices: options.choices });
   try {
     return await relayGuarded(handle, res, options, guard);
   } finally {

@@ -10,8 +10,9 @@
  * - Each one-line event is scanned once, byte by byte, for the keys `"usage"`, `"error"` and
  *   `"finish_reason"` (string contents are skipped); only a chunk whose `usage` or `error` value is not `null`
  *   is JSON-parsed and handed to `ChunkRules` (usage and error rules). A non-null
- *   `finish_reason` marks the answer finished: a stream cut after it is complete, and gets its
- *   usage chunk and `[DONE]` from `end()`.
+ *   `finish_reason` marks a choice finished; once every choice is (`choices`: 1, or a legacy
+ *   completion's prompts × `n`), a stream cut after it is complete, and gets its usage chunk and
+ *   `[DONE]` from `end()`.
  * - Nothing after `[DONE]` is sent.
  * - Chunks of generated output (a non-empty `content`, `reasoning_content` or `reasoning`, or
  *   `tool_calls`; a legacy completion's `text`) are counted (`generatedChunks`): the output-token estimate of a stream that
@@ -158,8 +159,10 @@ export class SseGuard {
   private readonly rules: ChunkRules;
   /** `data: [DONE]` has passed: nothing more is sent. */
   sawDone = false;
-  /** A chunk with a non-null `finish_reason` has passed. */
-  sawFinish = false;
+  /** Chunks with a non-null `finish_reason` that have passed (one per choice: vLLM, SGLang, llama.cpp send a choice per chunk). */
+  private finishes = 0;
+  /** Finish reasons a complete answer has: its choices (legacy completions: prompts × `n`). */
+  private readonly choices: number;
   /** Chunks of generated output passed (non-empty content, reasoning or tool calls: one token each by default in vLLM, SGLang, llama.cpp server). */
   generatedChunks = 0;
   // The event being scanned: its data lines as [from, to) ranges of the current buffer (the first
@@ -171,8 +174,14 @@ export class SseGuard {
   private errorEvent = false;
   private readonly keys = new ChunkKeys();
 
-  constructor(options: { includeUsage: boolean }) {
+  constructor(options: { includeUsage: boolean; choices?: number | undefined }) {
     this.rules = new ChunkRules(options.includeUsage);
+    this.choices = Math.max(1, options.choices ?? 1);
+  }
+
+  /** Every choice's finish reason has passed: the answer is whole (a cut after it is complete). */
+  get sawFinish(): boolean {
+    return this.finishes >= this.choices;
   }
 
   /** The last usage object the rules parsed (see `ChunkRules.parsedUsage`). */
@@ -296,7 +305,7 @@ export class SseGuard {
     if (data[from] !== OPEN || data[to - 1] !== CLOSE) return 'fail';
     const keys = this.keys;
     keys.scan(data, from, to);
-    if (keys.finish !== -1 && data[keys.finish] === QUOTE) this.sawFinish = true;
+    if (keys.finish !== -1 && data[keys.finish] === QUOTE) this.finishes++;
     if (keys.generated) this.generatedChunks++;
     const hasUsage = keys.usage !== -1 && data[keys.usage] !== LOWER_N;
     const hasError = this.errorEvent || (keys.error !== -1 && data[keys.error] !== LOWER_N);
@@ -332,7 +341,7 @@ export class SseGuard {
     if (reframe && chunkGenerated(chunk)) this.generatedChunks++;
     const verdict = this.rules.apply(chunk, { errorEvent: this.errorEvent, reframe });
     if (verdict.kind === 'error') return verdict.error;
-    if (verdict.finished) this.sawFinish = true;
+    if (verdict.finished) this.finishes++;
     return verdict.bytes === 'original' || verdict.bytes === 'none' ? verdict.bytes : [verdict.bytes];
   }
 

@@ -41,7 +41,10 @@ export const embeddingsPassthrough = api('embeddings', '/v1/embeddings', (body) 
   return relayed(body, request, (answer) => openaiAuxiliary.encodeEmbeddingsAnswer(answer, request.encodingFormat));
 });
 
-export const completionsPassthrough = api('completions', '/v1/completions', (body) => relayed(body, openaiAuxiliary.readCompletionsRequest(body)));
+export const completionsPassthrough = api('completions', '/v1/completions', (body) => {
+  const request = openaiAuxiliary.readCompletionsRequest(body);
+  return { ...relayed(body, request), choices: request.prompts * request.n };
+});
 
 export const rerankPassthrough = api('rerank', '/v1/rerank', (body) => {
   const request = openaiAuxiliary.readRerankRequest(body);

@@ -20,6 +20,8 @@ export interface PassthroughRequest {
   stream: boolean;
   /** The client asked for `stream_options.include_usage` (exactly one usage chunk). */
   includeUsage: boolean;
+  /** Choices a complete stream finishes, when more than one (legacy completions: prompts × `n`). */
+  choices?: number;
   /** The backend body for a served model id (called once per attempt). */
   bodyFor(servedModel: string): Uint8Array;
   /** The prompt's token estimate, for a request billed without the backend's usage. */

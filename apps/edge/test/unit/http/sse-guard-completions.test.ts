@@ -20,8 +20,8 @@ const CHOICES = [
 const USAGE = chunk([], { usage: { prompt_tokens: 2, completion_tokens: 4, total_tokens: 6 } });
 const STREAM = `${CHOICES}${USAGE}data: [DONE]\n\n`;
 
-function relayed(text: string, cuts: number[], includeUsage: boolean): { out: string; generated: number; complete: boolean } {
-  const guard = new SseGuard({ includeUsage });
+function relayed(text: string, cuts: number[], includeUsage: boolean, choices = 2): { out: string; generated: number; complete: boolean } {
+  const guard = new SseGuard({ includeUsage, choices });
   const out: Buffer[] = [];
   for (const part of splitAt(Buffer.from(text), cuts)) {
     const result = guard.push(part);
@@ -52,7 +52,16 @@ describe('SseGuard on text_completion streams', () => {
     );
   });
 
-  it('a stream cut after its finish reasons is complete: [DONE] is added', () => {
+  it('a stream cut after every choice finished is complete ([DONE] is added); one cut before the last choice finished is not, for any split', () => {
     expect(relayed(CHOICES, [], false)).toEqual({ out: `${CHOICES}data: [DONE]\n\n`, generated: 4, complete: true });
+    // Choice 0 finished, choice 1 still going: not a whole answer.
+    const cut = CHOICES.slice(0, CHOICES.lastIndexOf('data:'));
+    fc.assert(
+      fc.property(fc.array(fc.nat({ max: cut.length }), { maxLength: 8 }), (at) => {
+        expect(relayed(cut, at, false)).toEqual({ out: cut, generated: 3, complete: false });
+      }),
+    );
+    // With one choice expected (chat), the first finish reason completes it.
+    expect(relayed(cut, [], false, 1).complete).toBe(true);
   });
 });
