@@ -99,16 +99,14 @@ describe('embedded legacy completions', () => {
     expect(response.headers['content-type']).toBe('text/event-stream');
     const events = text.split('\n\n').filter((event) => event !== '');
     expect(events.at(-1)).toBe('data: [DONE]');
-    const chunks = events
-      .slice(0, -1)
-      .map(
-        (event) =>
-          JSON.parse(event.slice('data: '.length)) as {
-            object: string;
-            choices: Array<{ index: number; text: string; finish_reason: string | null }>;
-            usage?: unknown;
-          },
-      );
+    const chunks = events.slice(0, -1).map(
+      (event) =>
+        JSON.parse(event.slice('data: '.length)) as {
+          object: string;
+          choices: Array<{ index: number; text: string; finish_reason: string | null }>;
+          usage?: unknown;
+        },
+    );
     expect(chunks.every((chunk) => chunk.object === 'text_completion')).toBe(true);
     const joined = ['', ''];
     const finishes: Array<[number, string]> = [];
