@@ -334,6 +334,16 @@ describe('which model serves which API', () => {
     const chat = await client.chat.completions.create({ model: 'sim-embed', messages: [{ role: 'user', content: 'no' }] }).catch((error: unknown) => error);
     expect(chat).toBeInstanceOf(OpenAI.BadRequestError);
     expect((await post('/v1/rerank', { model: 'sim-embed', query: 'q', documents: ['d'] })).status).toBe(400);
+    // Translated dialects reach the backend as chat: refused the same way, in their own envelope.
+    const messages = await fetch(`${edge.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': API_KEY, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'sim-embed', max_tokens: 8, messages: [{ role: 'user', content: 'no' }] }),
+    });
+    expect(messages.status).toBe(400);
+    expect(await messages.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+    const responses = await client.responses.create({ model: 'sim-embed', input: 'no' }).catch((error: unknown) => error);
+    expect(responses).toBeInstanceOf(OpenAI.BadRequestError);
     expect((await simRequests(sim)).length).toBe(before);
   });
 });

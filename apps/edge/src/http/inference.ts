@@ -221,6 +221,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           let request = route.dialect.decodeRequest(body);
           promptTokens = () => estimateRequestTokens(request);
           admission = await admitRequest(edge, res, route.dialect.name, request.model);
+          // Translated requests reach the backend as Chat Completions: only providers that serve chat.
+          const withoutChat = providersWithoutApi(edge.pool, request.model, 'chat');
           if (route.prepare !== undefined) request = await route.prepare(request, body, context);
           model = request.model;
           nameRequestSpan(model);
@@ -255,6 +257,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
               onAttempt: () => usage.beginAttempt(),
               affinityKey: affinity.enabled ? affinityKey(request, affinity.prefixMessages) : undefined,
               deadline: abort,
+              withoutApi: withoutChat,
             }),
             signal: abort.signal,
             stop: (error) => abort.stop(error),
