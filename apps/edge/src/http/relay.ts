@@ -21,6 +21,7 @@ import type { RunStream } from '../pool/run-stream.js';
 import type { ModelRewriter } from './model-rewrite.js';
 import { headerValue } from './header-value.js';
 import { SseGuard } from './sse-guard.js';
+import { deliveredAnswer } from './chunk-rules.js';
 import { runFailure, type WholeAnswer } from './open-run.js';
 import { toOpenAIErrorBody } from '../dialects.js';
 import type { UsageRecorder } from './usage-recorder.js';
@@ -72,7 +73,8 @@ export async function relay(handle: RunStream, start: ProviderTunnelFrame, res: 
   const { answer } = options;
   if (answer === undefined) throw new IopError('internal', 'a non-stream relay needs the answer openRun read');
   options.usage.record(answer.usage);
-  const body = options.finishAnswer === undefined || start.status >= 300 ? answer.body : options.finishAnswer(answer.body);
+  // A JSON API's own rewrite (embeddings encoding, rerank order), else Chat's finish-reason rule.
+  const body = options.finishAnswer === undefined ? deliveredAnswer(answer.body) : start.status >= 300 ? answer.body : options.finishAnswer(answer.body);
   if (options.rewriter === undefined) res.end(body);
   else res.end(Buffer.concat([options.rewriter.push(body), options.rewriter.end()]));
   return undefined;
