@@ -170,7 +170,7 @@ class ChunkKeys {
         // Looked for even after other output in the chunk: the finish reason depends on it.
         this.toolCalls = generatedValue(data, i, to);
         if (this.toolCalls) this.generated = true;
-      } else if (!this.generated && (first === LOWER_C || first === LOWER_R)) this.generated = generatedValue(data, i, to);
+      } else if (!this.generated && (first === LOWER_C || first === LOWER_R || first === LOWER_T)) this.generated = generatedValue(data, i, to);
       // Skip the rest of this string (keys and values alike) up to its closing quote.
       for (i++; i < to && data[i] !== QUOTE; i++) if (data[i] === BACKSLASH) i++;
     }
