@@ -12,6 +12,7 @@ import { MODEL_GATE_CONFIG_SCHEMA } from '@iop/stream-gate';
 import type { EdgeConfig } from './config.js';
 import { DEFAULT_GATE } from './gate/gate-registry.js';
 import { CONFIG_KEYS_SCHEMA, type ConfigKey } from './keys/config-keys.js';
+import { PRICING_SCHEMA } from './ledger/pricing.js';
 import { POOL_SCHEMA } from './pool/pool-config.js';
 import { STORAGE_SCHEMA } from './storage/storage-config.js';
 
@@ -98,6 +99,7 @@ const edgeConfigSchema = Type.Object(
     heapGrowthPercent: HEAP_GROWTH_PERCENT_SCHEMA,
     startupGraceMs: ms(0, 3_600_000, 15_000, 'After start, a model no agent serves yet is a 503 with Retry-After (agents reconnecting), not a 404, ms.'),
     pool: POOL_SCHEMA,
+    pricing: PRICING_SCHEMA,
     billingHeader: stringEnum(['end', 'drop', 'keep'] as const, {
       default: 'end',
       description: "Claude Code's per-conversation billing line: moved to the end of the system prompt, dropped, or kept first.",

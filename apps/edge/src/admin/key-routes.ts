@@ -1,12 +1,15 @@
 /**
  * Key management on the admin API (behind admin keys), for keys kept in `storage.sql`:
  * - `POST /admin/keys` `{name, owner?, models?, limits?, budget?, expiresAt?}` → 201 with the key
- *   record and `key`, the secret, shown this once (only its SHA-256 is stored);
+ *   record and `key`, the secret, shown this once (only its SHA-256 is stored); `budget` is
+ *   `{period: day|month|total, maxTokens?, maxCostUsd?}` (at least one of the two: a token budget,
+ *   a money budget in US dollars at the price table, or both);
  * - `GET /admin/keys` → `{object:'list', data}`: managed and config keys, never a secret or hash;
  * - `GET /admin/keys/{id}`; `PATCH /admin/keys/{id}` (the same fields; `null` clears one);
  * - `POST /admin/keys/{id}/revoke` → the key stops working on every edge within
  *   `storage.keyCacheTtlMs` (at once on edges sharing Redis);
  * - `POST /admin/keys/{id}/rotate` → a new secret, shown once; the old one stops like a revocation.
+ *   The key keeps its id, policy and budget (what it has spent counts on: budgets follow the id).
  * Config keys (`keys` in the config file) are listed but changed only in the file (409 here).
  */
 import express, { type Express, type Request, type Response } from 'express';
