@@ -100,6 +100,30 @@ const edgeConfigSchema = Type.Object(
     startupGraceMs: ms(0, 3_600_000, 15_000, 'After start, a model no agent serves yet is a 503 with Retry-After (agents reconnecting), not a 404, ms.'),
     pool: POOL_SCHEMA,
     pricing: PRICING_SCHEMA,
+    metrics: Type.Object(
+      {
+        keyLabels: Type.Object(
+          {
+            enabled: Type.Boolean({
+              default: false,
+              description: 'Export iop_key_requests_total and iop_key_tokens_total, labelled by client key id (key="other" past the bound).',
+            }),
+            keys: Type.Array(Type.String({ minLength: 1 }), {
+              default: [],
+              description: 'Key ids labelled by name, every other key "other"; empty = the first maxKeys key ids seen since start.',
+            }),
+            maxKeys: Type.Integer({
+              minimum: 1,
+              maximum: 1000,
+              default: 20,
+              description: 'Without keys: how many key ids get their own label (the key label takes at most maxKeys + 1 values).',
+            }),
+          },
+          { additionalProperties: false, default: {} },
+        ),
+      },
+      { additionalProperties: false, default: {}, description: 'Prometheus metrics (/metrics). Needs a restart.' },
+    ),
     billingHeader: stringEnum(['end', 'drop', 'keep'] as const, {
       default: 'end',
       description: "Claude Code's per-conversation billing line: moved to the end of the system prompt, dropped, or kept first.",

@@ -106,6 +106,21 @@ function generatedValue(data: Buffer, i: number, to: number): boolean {
   return value !== -1 && data[value] === OPEN_BRACKET && value + 1 < to && data[value + 1] !== CLOSE_BRACKET;
 }
 
+/** Finish reasons kept per stream (a choice each; `n` is rarely above a few). */
+const MAX_FINISH_REASONS = 16;
+
+/** The string `finish_reason` values of a parsed chunk's choices. */
+export function finishReasonsOf(chunk: unknown): string[] {
+  const choices = (chunk as { choices?: unknown } | null)?.choices;
+  if (!Array.isArray(choices)) return [];
+  const reasons: string[] = [];
+  for (const choice of choices) {
+    const reason = (choice as { finish_reason?: unknown } | null)?.finish_reason;
+    if (typeof reason === 'string') reasons.push(reason);
+  }
+  return reasons;
+}
+
 /** Whether a parsed chunk carries generated output (as `generatedValue`, for multi-line events). */
 function chunkGenerated(chunk: unknown): boolean {
   const choices = (chunk as { choices?: unknown } | null)?.choices;
@@ -157,6 +172,8 @@ export class SseGuard {
   sawDone = false;
   /** A chunk with a non-null `finish_reason` has passed. */
   sawFinish = false;
+  /** The `finish_reason` values that passed, one per finished choice, in order (at most `MAX_FINISH_REASONS`; the request span's `gen_ai.response.finish_reasons`). */
+  readonly finishReasons: string[] = [];
   /** Chunks of generated output passed (non-empty content, reasoning or tool calls: one token each by default in vLLM, SGLang, llama.cpp server). */
   generatedChunks = 0;
   // The event being scanned: its data lines as [from, to) ranges of the current buffer (the first
@@ -293,7 +310,13 @@ export class SseGuard {
     if (data[from] !== OPEN || data[to - 1] !== CLOSE) return 'fail';
     const keys = this.keys;
     keys.scan(data, from, to);
-    if (keys.finish !== -1 && data[keys.finish] === QUOTE) this.sawFinish = true;
+    if (keys.finish !== -1 && data[keys.finish] === QUOTE) {
+      this.sawFinish = true;
+      // Once per finished choice: its value up to the closing quote (finish reasons hold no escapes).
+      const end = data.indexOf(QUOTE, keys.finish + 1);
+      if (end > keys.finish && end <= to && this.finishReasons.length < MAX_FINISH_REASONS)
+        this.finishReasons.push(data.toString('latin1', keys.finish + 1, end));
+    }
     if (keys.generated) this.generatedChunks++;
     const hasUsage = keys.usage !== -1 && data[keys.usage] !== LOWER_N;
     const hasError = this.errorEvent || (keys.error !== -1 && data[keys.error] !== LOWER_N);
@@ -329,7 +352,10 @@ export class SseGuard {
     if (reframe && chunkGenerated(chunk)) this.generatedChunks++;
     const verdict = this.rules.apply(chunk, { errorEvent: this.errorEvent, reframe });
     if (verdict.kind === 'error') return verdict.error;
-    if (verdict.finished) this.sawFinish = true;
+    if (verdict.finished) {
+      this.sawFinish = true;
+      for (const reason of finishReasonsOf(chunk)) if (this.finishReasons.length < MAX_FINISH_REASONS) this.finishReasons.push(reason);
+    }
     return verdict.bytes === 'original' || verdict.bytes === 'none' ? verdict.bytes : [verdict.bytes];
   }
 
