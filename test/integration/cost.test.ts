@@ -5,8 +5,8 @@
  * - on the embedded default (SQLite, in-memory counters): the ledger's `cost_usd` per model equals
  *   the price table applied to the usage each client saw (a group's price, an alias's own price,
  *   a served model's price; cached tokens at the cached rate), and a money budget refuses the
- *   request after the one that spent it, in the client's dialect; a rotation keeps it, a PATCH
- *   raises it;
+ *   request after the one that spent it, in the client's dialect; a rotation keeps it (or changes
+ *   it, given a body), a PATCH raises it;
  * - two edges sharing PostgreSQL and Redis: a money budget spent on one edge refuses on the
  *   other, and the shared ledger's total cost equals what the clients saw.
  */
@@ -171,7 +171,7 @@ describe('cost on the embedded default (SQLite)', () => {
     );
   }, 60_000);
 
-  it('a money budget refuses the request after the one that spent it; a rotation keeps it, a PATCH raises it', async () => {
+  it('a money budget refuses the request after the one that spent it; a rotation keeps it (or changes it), a PATCH raises it', async () => {
     // The cost of one request, seen by a client (the sim's answers to one prompt are always the same size).
     const { key: probe } = await createKey(edge, { name: 'probe' });
     const one = costOf(PRICES['sim-model']!, await request(edge, probe, 'sim-model', 0, 0));
@@ -194,6 +194,14 @@ describe('cost on the embedded default (SQLite)', () => {
     const raised = await admin(edge.url, 'PATCH', `/admin/keys/${id}`, { budget: { maxCostUsd: budget * 10, period: 'day' } });
     expect(raised.status).toBe(200);
     await expect(request(edge, rotated.body.key as string, 'sim-model', 2, 0)).resolves.toMatchObject({ output: 10 });
+    await sleep(300);
+    // A rotation may change the policy with the secret: here a smaller budget, already spent.
+    const tightened = await admin(edge.url, 'POST', `/admin/keys/${id}/rotate`, { budget: { maxCostUsd: budget, period: 'day' } });
+    expect(tightened.status).toBe(200);
+    expect(tightened.body.budget).toEqual({ maxCostUsd: budget, period: 'day' });
+    await expectBudgetRefusal(edge, tightened.body.key as string, 'money', 3 * one);
+    const badRotation = await admin(edge.url, 'POST', `/admin/keys/${id}/rotate`, { budget: { maxCostUsd: -1, period: 'day' } });
+    expect(badRotation.status).toBe(400);
     const invalid = await admin(edge.url, 'POST', '/admin/keys', { name: 'no amount', budget: { period: 'day' } });
     expect(invalid.status).toBe(400);
   }, 60_000);
