@@ -18,6 +18,11 @@ export interface EncodeContext {
   request: InferenceRequest;
   /** Unix seconds. */
   createdAt: number;
+  /**
+   * The edge's estimate of the prompt's tokens, for a count the wire needs before the backend's
+   * usage (Anthropic `message_start`) when the backend gave none at the start (`promptUsage`).
+   */
+  estimateInputTokens?: () => number;
 }
 
 /**

@@ -244,7 +244,14 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
             setWarnings();
           };
           responseMode = { mode: 'normalized', policy: edge.gates.policyOf(model) };
-          const encodeContext: EncodeContext = { requestId, model, request, createdAt: Math.floor(Date.now() / 1000) };
+          const decoded = request;
+          const encodeContext: EncodeContext = {
+            requestId,
+            model,
+            request,
+            createdAt: Math.floor(Date.now() / 1000),
+            estimateInputTokens: () => estimateRequestTokens(decoded),
+          };
           const failure = await writeNormalized(res, {
             dialect: route.dialect,
             context: encodeContext,

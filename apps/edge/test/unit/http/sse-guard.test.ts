@@ -80,12 +80,22 @@ describe('SseGuard', () => {
         const guard = new SseGuard({ includeUsage: false });
         for (const part of splitAt(Buffer.from(stream), at)) expect(guard.push(part).failure).toBeUndefined();
         guard.end();
-        expect(guard.finishReasons).toEqual(['length', 'tool_calls']);
+        // The second says tool_calls with no tool call relayed: recorded as the client gets it, stop.
+        expect(guard.finishReasons).toEqual(['length', 'stop']);
       }),
     );
     const vllm = new SseGuard({ includeUsage: true });
     vllm.push(Buffer.from(VLLM));
     expect(vllm.finishReasons).toEqual(['stop']);
+    // A tool call relayed, then a one-line finish that says stop: recorded once, as delivered (tool_calls).
+    const tools = new SseGuard({ includeUsage: false });
+    tools.push(
+      Buffer.from(
+        'data: {"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":null}]}\n\n' +
+          'data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
+      ),
+    );
+    expect(tools.finishReasons).toEqual(['tool_calls']);
   });
 
   it('re-sends an event whose data spans several data: lines as one line (SSE joins them with \\n), for any split', () => {
@@ -215,6 +225,40 @@ describe('SseGuard', () => {
       }),
     );
     expect(relayed('data: {"a":\ndata: broken\n\n').failure).toMatch(/malformed/);
+  });
+
+  it('a tool_calls finish label on a stream that relayed no tool call becomes stop, and stop after a call becomes tool_calls, for any split', () => {
+    const chunk = (delta: string, finish: string | null) =>
+      `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : `"${finish}"`}}]}\n\n`;
+    const call = '{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_time","arguments":"{}"}}]}';
+    const cases = [
+      { text: chunk('{"content":"Hi"}', null) + chunk('{}', 'tool_calls') + 'data: [DONE]\n\n', finish: 'stop' },
+      { text: chunk(call, null) + chunk('{}', 'stop') + 'data: [DONE]\n\n', finish: 'tool_calls' },
+      { text: chunk(call, null) + chunk('{}', 'tool_calls') + 'data: [DONE]\n\n', finish: 'tool_calls', unchanged: true },
+      { text: chunk('{"content":"Hi"}', null) + chunk('{}', 'stop') + 'data: [DONE]\n\n', finish: 'stop', unchanged: true },
+      // a call in a chunk that also carries content
+      {
+        text: chunk(call.replace('{"tool_calls"', '{"content":"Sure.","tool_calls"'), null) + chunk('{}', 'tool_calls') + 'data: [DONE]\n\n',
+        finish: 'tool_calls',
+        unchanged: true,
+      },
+      // the label on the chunk that carries the call itself (llama.cpp server)
+      { text: chunk(call, 'tool_calls') + 'data: [DONE]\n\n', finish: 'tool_calls', unchanged: true },
+    ];
+    fc.assert(
+      fc.property(cuts, (at) => {
+        for (const { text, finish, unchanged } of cases) {
+          const result = relayed(text, at);
+          expect(result.failure).toBeUndefined();
+          const finishes = payloads(result.out)
+            .filter((payload): payload is { choices: { finish_reason: string | null }[] } => payload !== '[DONE]')
+            .map((payload) => payload.choices[0]!.finish_reason)
+            .filter((reason) => reason !== null);
+          expect(finishes).toEqual([finish]);
+          if (unchanged === true) expect(result.out).toBe(text);
+        }
+      }),
+    );
   });
 
   it('accepts CRLF line ends, comments and other fields; sends nothing after [DONE]', () => {
