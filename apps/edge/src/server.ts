@@ -118,7 +118,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   context.state = state;
   const store = state.responses;
   const routes = buildDialectRoutes(context, store);
-  const allRoutes = { ...routes, extra: [...(routes.extra ?? []), mountAdmin] };
+  const allRoutes = { ...routes, extra: [...routes.extra, mountAdmin] };
   const app = createApp(context, allRoutes);
   // requestTimeout bounds how long a client may take to send a whole request (slow bodies), ms.
   const httpServer = http.createServer(
