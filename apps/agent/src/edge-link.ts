@@ -161,7 +161,7 @@ export class EdgeLink {
       register: {
         agentId: options.agentId,
         joinToken: options.joinToken,
-        models: models.map((model) => create(ModelInfoSchema, { id: model.id, contextLength: model.contextLength })),
+        models: models.map((model) => create(ModelInfoSchema, { id: model.id, contextLength: model.contextLength, apis: [...(model.apis ?? [])] })),
         maxConcurrency: options.maxConcurrency,
         labels: options.labels,
         agentVersion: this.host.agentVersion,

@@ -17,6 +17,7 @@ import { modelGetHandler, modelListHandler } from './http/model-routes.js';
 import { mountResponsesRetrieval, responsesInferenceRoute } from './http/responses-routes.js';
 import { RouteTable, type RouteEntry } from './http/route-table.js';
 import type { ResponseStore } from './responses-store/index.js';
+import { PASSTHROUGH_API_ENDPOINTS } from './passthrough-apis/routes.js';
 
 export interface DialectRegistration {
   dialect: Dialect;
@@ -72,6 +73,11 @@ export function buildDialectRoutes(edge: EdgeContext, store: ResponseStore, regi
       entries.push({ dialect, endpoint, handler: handlerFor(edge, dialect, endpoint, inferenceHooks) });
       roots.add(`/${endpoint.path.split('/')[1]!}`);
     }
+  }
+  // The JSON APIs relayed as they are (embeddings, completions, rerank, score): passthrough-apis/.
+  for (const { endpoint, route } of PASSTHROUGH_API_ENDPOINTS) {
+    entries.push({ dialect: route.dialect, endpoint, handler: inferenceHandler(route, edge) });
+    roots.add(`/${endpoint.path.split('/')[1]!}`);
   }
   const table = new RouteTable(entries);
   const fallback = registrations[0]!.dialect;

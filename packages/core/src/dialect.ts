@@ -71,6 +71,11 @@ export interface ModelListing {
   contextLength: number | null;
   /** Providers able to serve it now. */
   providers: number;
+  /**
+   * The APIs its providers serve it with (proto `ModelInfo.apis`: `chat`, `completions`,
+   * `embeddings`, `rerank`), sorted; null when no provider tells.
+   */
+  apis?: string[] | null;
 }
 
 /** A dialect's token counting endpoint (Anthropic `count_tokens`, Gemini `countTokens`). */

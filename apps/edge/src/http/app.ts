@@ -3,6 +3,8 @@
  * - every registered dialect's endpoints (routes.ts: OpenAI Chat and Responses, Anthropic
  *   Messages, Gemini; inference, token counting, model lists), through the dialect registry's
  *   `RouteTable`, behind the key check on each API root (`/v1`, `/v1beta`, …)
+ * - `POST /v1/embeddings`, `/v1/completions`, `/v1/rerank`, `/v1/score` (and vLLM's `/rerank`,
+ *   `/v2/rerank`, `/score`) — JSON APIs relayed as they are (passthrough-apis/, mounted by routes.ts)
  * - `GET /healthz` (process up), `GET /readyz` (at least one agent connected), `GET /metrics`
  * - `HEAD /` — connection warm-up some clients send (Claude Code); `GET /` a short "iop is running" text
  * A known path with another method is a 405 with `Allow`; an unknown path a 404, each in the
@@ -46,7 +48,7 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
     res
       .type('text/plain')
       .send(
-        `iop is running (edge ${EDGE_VERSION}).\nAPI: POST /v1/chat/completions, /v1/responses, /v1/messages, /v1beta/models/{model}:generateContent; GET /v1/models. Probes: /healthz, /readyz. Metrics: /metrics.\n`,
+        `iop is running (edge ${EDGE_VERSION}).\nAPI: POST /v1/chat/completions, /v1/responses, /v1/messages, /v1beta/models/{model}:generateContent, /v1/completions, /v1/embeddings, /v1/rerank, /v1/score; GET /v1/models. Probes: /healthz, /readyz. Metrics: /metrics.\n`,
       );
   });
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));

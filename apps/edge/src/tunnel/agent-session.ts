@@ -7,7 +7,7 @@
 import { create } from '@bufbuild/protobuf';
 import { CancelRunSchema, DrainSchema, edgeMessage, type EdgeMessage, type Heartbeat, type ModelInfo, type Register, type RunAssignment } from '@iop/proto';
 import { AsyncQueue } from '@iop/core';
-import { weightOfLabels, type PoolProvider } from '../pool/provider.js';
+import { providerNameOf, weightOfLabels, type PoolProvider } from '../pool/provider.js';
 import type { RunRequest, RunStream } from '../pool/run-stream.js';
 import { traceTunnelRun } from '../telemetry/request-tracing.js';
 
@@ -45,6 +45,7 @@ export class AgentSession implements PoolProvider {
   readonly weight: number;
   readonly agentVersion: string;
   readonly backend: string;
+  readonly providerName: string;
   readonly capabilities: ReadonlySet<string>;
   readonly connectedAt = Date.now();
   /** Messages to the agent, consumed by the Control stream's response. */
@@ -94,6 +95,7 @@ export class AgentSession implements PoolProvider {
     this.weight = weightOfLabels(this.labels);
     this.agentVersion = register.agentVersion;
     this.backend = register.backend;
+    this.providerName = providerNameOf(this.labels, register.backend);
     this.capabilities = new Set(register.capabilities);
   }
 
@@ -126,6 +128,11 @@ export class AgentSession implements PoolProvider {
 
   contextLength(model: string): number | undefined {
     return this.models.find((info) => info.id === model)?.contextLength || undefined;
+  }
+
+  apisOf(model: string): readonly string[] | undefined {
+    const apis = this.models.find((info) => info.id === model)?.apis;
+    return apis === undefined || apis.length === 0 ? undefined : apis;
   }
 
   onHeartbeat(heartbeat: Heartbeat): void {
