@@ -8,7 +8,9 @@
  * `bench-results/sessions-<time>`). Policies (`BENCH_POLICIES`, comma-separated):
  * - `round-robin`: `pool.balancer: "round-robin"`, affinity off;
  * - `p2c`: power of two choices on live load, affinity off;
- * - `affinity`: prefix affinity with bounded load (the default).
+ * - `affinity`: prefix affinity with bounded load (the default);
+ * - `kv-events`: cache-aware routing (decision 007): the sims publish KV events, the agents
+ *   follow them and report residency, the edge routes by it (prefix affinity as the fallback).
  * The measured prefix-cache hit rate is the sims' own counters (`vllm:prefix_cache_*` in tokens,
  * read from `GET /_sim/stats` before and after). Progress (elapsed and remaining) goes to stderr
  * every few seconds, also when it is not a terminal.
@@ -42,7 +44,12 @@ const POLICIES: Record<string, Record<string, unknown>> = {
   'round-robin': { pool: { balancer: 'round-robin', affinity: { enabled: false } } },
   p2c: { pool: { affinity: { enabled: false } } },
   affinity: { pool: {} },
+  'kv-events': { pool: {} },
 };
+
+/** Policies whose sims publish KV events and whose agents follow them. */
+const KV_EVENT_POLICIES = new Set(['kv-events']);
+const KV_SIM_ARGS = ['--kv-events-endpoint', 'tcp://127.0.0.1:*', '--kv-events-replay-endpoint', 'tcp://127.0.0.1:*'];
 
 interface Pool {
   origin: string;
@@ -50,7 +57,7 @@ interface Pool {
   all: Proc[];
 }
 
-async function startPool(config: Record<string, unknown>, agents: number, simArgs: string[], maxConcurrency: number): Promise<Pool> {
+async function startPool(config: Record<string, unknown>, agents: number, simArgs: string[], maxConcurrency: number, kvEvents: boolean): Promise<Pool> {
   const dir = path.join(os.tmpdir(), `iop-sessions-bench-${process.pid}-${Date.now()}`);
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, 'edge.json');
@@ -69,9 +76,10 @@ async function startPool(config: Record<string, unknown>, agents: number, simArg
   const listening = await edge.ready();
   const simOrigins: string[] = [];
   for (let index = 1; index <= agents; index++) {
-    const sim = launch(`sim-${index}`, 'apps/sim/dist/main.js', ['--port', '0', '--models', MODEL, ...simArgs]);
+    const sim = launch(`sim-${index}`, 'apps/sim/dist/main.js', ['--port', '0', '--models', MODEL, ...simArgs, ...(kvEvents ? KV_SIM_ARGS : [])]);
     all.push(sim);
-    const port = (await sim.ready()).port as number;
+    const ready = await sim.ready();
+    const port = ready.port as number;
     simOrigins.push(`http://127.0.0.1:${port}`);
     const agent = launchAgent(`agent-${index}`, {
       tunnelPort: listening.tunnelPort as number,
@@ -81,6 +89,9 @@ async function startPool(config: Record<string, unknown>, agents: number, simArg
       models: MODEL,
       maxConcurrency,
       logLevel: 'warn',
+      ...(kvEvents
+        ? { args: ['--kv-events-endpoint', String(ready.kvEventsEndpoint), '--kv-events-replay-endpoint', String(ready.kvEventsReplayEndpoint)] }
+        : {}),
     });
     all.push(agent);
     await agent.ready(60_000);
@@ -146,7 +157,13 @@ export async function main(): Promise<void> {
   process.stderr.write(`${label}; ${agents} agents on ${profile} sims at time-scale ${timeScale}; policies ${policies.join(', ')}\n`);
   const runs: PolicyRun[] = [];
   for (const policy of policies) {
-    const pool = await startPool(POLICIES[policy]!, agents, ['--profile', profile, '--time-scale', String(timeScale)], maxConcurrency);
+    const pool = await startPool(
+      POLICIES[policy]!,
+      agents,
+      ['--profile', profile, '--time-scale', String(timeScale)],
+      maxConcurrency,
+      KV_EVENT_POLICIES.has(policy),
+    );
     try {
       const before = await cacheCounters(pool.simOrigins);
       const meter = progress(policy, total);

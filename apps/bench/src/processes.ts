@@ -137,6 +137,8 @@ export interface AgentLaunch {
   maxConcurrency: number;
   /** `IOP_LOG_LEVEL`; default info. */
   logLevel?: string;
+  /** More flags (e.g. `--kv-events-endpoint`). */
+  args?: string[];
 }
 
 /** Starts an agent (`--backend openai`) in front of `backendUrl`, joined to the edge on `tunnelPort`. */
@@ -159,6 +161,7 @@ export function launchAgent(name: string, agent: AgentLaunch, options: LaunchOpt
       agent.models,
       '--max-concurrency',
       String(agent.maxConcurrency),
+      ...(agent.args ?? []),
     ],
     { IOP_LOG_LEVEL: agent.logLevel ?? 'info' },
     options,
