@@ -94,6 +94,7 @@ const edgeConfigSchema = Type.Object(
       { additionalProperties: false, default: {} },
     ),
     adminKeys: secrets(16, 'Admin API keys for /admin, distinct from client keys.'),
+    consoleSessionTtlMs: ms(60_000, 7 * 86_400_000, 8 * 3_600_000, 'A web console login lasts this long, ms.'),
     shutdownDeadlineMs: ms(0, 3_600_000, 10_000, 'On SIGTERM, longest wait for in-flight streams, ms.'),
     heapGrowthPercent: HEAP_GROWTH_PERCENT_SCHEMA,
     startupGraceMs: ms(0, 3_600_000, 15_000, 'After start, a model no agent serves yet is a 503 with Retry-After (agents reconnecting), not a 404, ms.'),

@@ -94,6 +94,8 @@ export interface EdgeConfig {
    * accepted on `/v1`, and a key may not be both. Empty = the admin API refuses every call.
    */
   adminKeys: string[];
+  /** A web console login (`/console`) lasts this long from the login, ms. Default 8 h. */
+  consoleSessionTtlMs: number;
   /** Graceful shutdown (SIGTERM): longest wait for in-flight streams before they are ended with an error, ms. */
   shutdownDeadlineMs: number;
   /** Old generation's limit after a full collection, percent over the live heap; 0 = V8's adaptive factor. Applied at start (`applyHeapGrowth`, @iop/core). Default 30. */

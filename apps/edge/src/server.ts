@@ -5,6 +5,7 @@
  * `reload()` applies a new config's reloadable settings (admin/config-reload.ts).
  */
 import http from 'node:http';
+import type { Express } from 'express';
 import type http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
@@ -32,6 +33,9 @@ import { ConfigError } from './config.js';
 import { IopError, sleep } from '@iop/core';
 import { applyConfigReload, mountAdmin, type ReloadResult } from './admin/index.js';
 import { recordsOfConfigKeys } from './keys/config-keys.js';
+import { ConsoleSessions } from './console/console-sessions.js';
+import { mountConsole } from './console/console-routes.js';
+import { InFlightRequests } from './http/in-flight-requests.js';
 
 export interface RunningEdge {
   /** The HTTP API port actually bound. */
@@ -108,6 +112,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     pool,
     poolSnapshot: () => pool.snapshot(),
     knownModel,
+    requests: new InFlightRequests(),
   };
   if (config.apiKeys.length === 0) logger.warn('no API keys configured: the HTTP API accepts every request');
   if (config.joinTokens.length === 0) logger.warn('no join tokens configured: any agent may join the pool');
@@ -116,7 +121,16 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   context.state = state;
   const store = state.responses;
   const routes = buildDialectRoutes(context, store);
-  const allRoutes = { ...routes, extra: [...(routes.extra ?? []), mountAdmin] };
+  // One session store for the console's login and the admin API's cookie check.
+  const consoleSessions = new ConsoleSessions(() => context.config.consoleSessionTtlMs);
+  const allRoutes = {
+    ...routes,
+    extra: [
+      ...(routes.extra ?? []),
+      (app: Express, edge: EdgeContext) => mountConsole(app, edge, consoleSessions),
+      (app: Express, edge: EdgeContext) => mountAdmin(app, edge, consoleSessions),
+    ],
+  };
   const app = createApp(context, allRoutes);
   // requestTimeout bounds how long a client may take to send a whole request (slow bodies), ms.
   const httpServer = http.createServer(

@@ -57,6 +57,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
   async function serve(req: Request, res: Response, next: NextFunction): Promise<void> {
     const context = locals(res);
     const { requestId, log, startedAt } = context;
+    const tracked = edge.requests.open(requestId, route.dialect.name, context.identity?.keyId);
+    res.once('close', () => edge.requests.close(tracked));
     const affinity = edge.pool.config.affinity; // read per request: a reload may change it
     // One signal stops the request: client gone, the deadline, or a client that stopped reading.
     const abort = new RequestDeadline(edge.config.requestDeadlineMs);
@@ -98,6 +100,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       current = run;
       attempts++;
       servedModel = pick.model;
+      Object.assign(tracked, { attempts, servedModel: pick.model, agent: run.providerId });
       if (!res.headersSent) {
         res.setHeader('x-iop-agent-id', headerValue(run.providerId));
         res.setHeader('x-iop-model', headerValue(pick.model));
@@ -139,6 +142,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
     };
     try {
       const body = parseJsonObject(req.body);
+      tracked.model = typeof body.model === 'string' ? body.model : null;
       inFlight = edge.metrics.inFlight.labels(metricLabels(String(body.model)));
       inFlight.inc();
       const gateHeader = req.get(GATE_HEADER);
