@@ -20,6 +20,12 @@ const SERVER_FLAGS: Record<string, OptionConfig> = {
   profile: { type: 'string' },
   'time-scale': { type: 'string' },
   'max-num-seqs': { type: 'string' },
+  'num-gpu-blocks': { type: 'string' },
+  'kv-events-endpoint': { type: 'string' },
+  'kv-events-replay-endpoint': { type: 'string' },
+  'kv-events-topic': { type: 'string' },
+  'kv-events-format': { type: 'string' },
+  'kv-events-buffer-steps': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
   version: { type: 'boolean', short: 'V' },
 };
@@ -64,11 +70,39 @@ export function parseCli(argv: readonly string[]): CliResult {
     if (!Number.isFinite(scale) || scale <= 0) throw new RangeError(`--time-scale: expected a number > 0, got '${flags['time-scale']}'`);
     result.timeScale = scale;
   }
-  if (typeof flags['max-num-seqs'] === 'string') {
-    if (result.profile === undefined) throw new RangeError('--max-num-seqs needs --profile');
-    result.profileOverrides = { maxNumSeqs: integerFlag('max-num-seqs', flags['max-num-seqs'], 1) };
+  const overrides: NonNullable<SimOptions['profileOverrides']> = {};
+  if (typeof flags['max-num-seqs'] === 'string') overrides.maxNumSeqs = integerFlag('max-num-seqs', flags['max-num-seqs'], 1);
+  if (typeof flags['num-gpu-blocks'] === 'string') overrides.numGpuBlocks = integerFlag('num-gpu-blocks', flags['num-gpu-blocks'], 1);
+  if (Object.keys(overrides).length > 0) {
+    if (result.profile === undefined)
+      throw new RangeError(`--${Object.keys(overrides)[0] === 'maxNumSeqs' ? 'max-num-seqs' : 'num-gpu-blocks'} needs --profile`);
+    result.profileOverrides = overrides;
+  }
+  const kvEvents = kvEventsOptions(flags);
+  if (kvEvents !== undefined) {
+    if (result.profile === undefined) throw new RangeError('--kv-events-endpoint needs --profile');
+    result.kvEvents = kvEvents;
   }
   return { help: false, options: result };
+}
+
+function kvEventsOptions(flags: Record<string, string | boolean | undefined>): SimOptions['kvEvents'] {
+  const endpoint = flags['kv-events-endpoint'];
+  const others = ['kv-events-replay-endpoint', 'kv-events-topic', 'kv-events-format', 'kv-events-buffer-steps'].filter((name) => flags[name] !== undefined);
+  if (typeof endpoint !== 'string') {
+    if (others.length > 0) throw new RangeError(`--${others[0]} needs --kv-events-endpoint`);
+    return undefined;
+  }
+  const format = flags['kv-events-format'];
+  if (format !== undefined && format !== 'array' && format !== 'map')
+    throw new RangeError(`--kv-events-format: expected array or map, got '${String(format)}'`);
+  return {
+    endpoint,
+    ...(typeof flags['kv-events-replay-endpoint'] === 'string' ? { replayEndpoint: flags['kv-events-replay-endpoint'] } : {}),
+    ...(typeof flags['kv-events-topic'] === 'string' ? { topic: flags['kv-events-topic'] } : {}),
+    ...(format === undefined ? {} : { format }),
+    ...(typeof flags['kv-events-buffer-steps'] === 'string' ? { bufferSteps: integerFlag('kv-events-buffer-steps', flags['kv-events-buffer-steps'], 1) } : {}),
+  };
 }
 
 /** `iop-sim --help` text. */
@@ -88,6 +122,13 @@ export function helpText(): string {
     `  --profile <name>                               GPU timing profile: ${Object.keys(GPU_PROFILES).join('|')} (default none)`,
     '  --time-scale <x>                               multiply every simulated delay (0.01 = 100x faster; default 1)',
     "  --max-num-seqs <n>                             the profile's batch size (vLLM --max-num-seqs)",
+    "  --num-gpu-blocks <n>                           the profile's KV-cache blocks (vLLM --num-gpu-blocks-override)",
+    '  --kv-events-endpoint <zmq>                     publish KV-cache events (vLLM format) on this ZMQ PUB endpoint,',
+    '                                                 e.g. tcp://127.0.0.1:5557 (port * = any free port; needs --profile)',
+    '  --kv-events-replay-endpoint <zmq>              ZMQ ROUTER endpoint answering replay requests (e.g. tcp://127.0.0.1:5558)',
+    '  --kv-events-topic <text>                       topic frame of each message (default empty, as vLLM)',
+    '  --kv-events-format <array|map>                 msgpack encoding: array-like structs (default) or tagged maps (newer vLLM)',
+    '  --kv-events-buffer-steps <n>                   batches kept for replay (default 10000)',
     '  -h, --help                                     this text',
     '  -V, --version                                  the version',
     '',

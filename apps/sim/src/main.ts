@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `iop-sim` entry point: parses the command line, starts the sim, prints one JSON line
- * `{"event":"ready","port":<n>,"host":"..."}` (its readiness line) to stdout, and closes on SIGTERM/SIGINT.
+ * `{"event":"ready","port":<n>,"host":"...","kvEventsEndpoint"?,"kvEventsReplayEndpoint"?}` (its readiness line) to stdout, and closes on SIGTERM/SIGINT.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -29,7 +29,8 @@ async function main(): Promise<void> {
     return;
   }
   const sim = await startSim(parsed.options);
-  process.stdout.write(`${JSON.stringify({ event: 'ready', port: sim.port, host: sim.host })}\n`);
+  const kvEvents = sim.kvEvents === undefined ? {} : { kvEventsEndpoint: sim.kvEvents.endpoint, kvEventsReplayEndpoint: sim.kvEvents.replayEndpoint };
+  process.stdout.write(`${JSON.stringify({ event: 'ready', port: sim.port, host: sim.host, ...kvEvents })}\n`);
   const shutdown = (): void => {
     sim.close().then(
       () => process.exit(0),
