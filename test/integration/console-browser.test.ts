@@ -3,7 +3,7 @@
  * `.ci/run`) driven by playwright-core, against a real edge, agent and sim. Logs in with the admin
  * key (a wrong one is refused), sees the agent, drains and undrains it, sees a request in flight,
  * creates a key (its secret shown once), makes requests with it through the `openai` SDK, sees
- * their usage (and cost when the edge reports it), revokes the key, and logs out. Screenshots go
+ * their usage (and cost when the edge reports it), rotates and revokes the key, and logs out. Screenshots go
  * to test-artifacts/console/ (printed). Without Chromium the suite is skipped with a printed reason.
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -123,6 +123,11 @@ describeWithChromium('web console in Chromium', () => {
     await row.waitFor({ timeout: 15_000 });
     await expect(row.textContent()).resolves.toMatch(/openai-chat.*agent-console.*running/);
     console.log(`screenshot: ${await shot('requests')}`);
+    // The same list for scripts, with the admin key.
+    const listed = await admin(edge.url, 'GET', '/admin/requests');
+    expect(listed.body.data).toMatchObject([
+      { dialect: 'openai-chat', model: SLOW_MODEL, servedModel: SLOW_MODEL, agent: 'agent-console', phase: 'running', attempts: 1 },
+    ]);
     await page.getByRole('link', { name: 'Pool' }).click();
     await page.getByRole('heading', { name: /sim-model@itl-ms=400/ }).waitFor();
     const provider = page.getByRole('region', { name: 'Providers of sim-model@itl-ms=400' }).getByRole('row', { name: /agent-console/ });
@@ -191,8 +196,31 @@ describeWithChromium('web console in Chromium', () => {
     console.log(`screenshot: ${await shot('usage-by-agent')}`);
   }, 60_000);
 
-  it('revokes the key: the client is refused from then on', async () => {
+  it('rotates the key: the new secret is shown once and works, the old one is refused', async () => {
     await page.getByRole('link', { name: 'Keys' }).click();
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.locator(`tr[data-key-id="${keyId}"]`).getByRole('button', { name: 'Rotate key console-e2e' }).click();
+    const shown = page.getByTestId('key-secret');
+    await shown.waitFor();
+    const rotated = await shown.inputValue();
+    expect(rotated).not.toBe(secret);
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+    await expect(
+      new OpenAI({ apiKey: secret, baseURL: edge.baseURL, maxRetries: 0 }).chat.completions.create({
+        model: 'sim-model',
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    ).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+    await expect(
+      new OpenAI({ apiKey: rotated, baseURL: edge.baseURL, maxRetries: 0 }).chat.completions.create({
+        model: 'sim-model',
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    ).resolves.toMatchObject({ object: 'chat.completion' });
+    secret = rotated;
+  }, 30_000);
+
+  it('revokes the key: the client is refused from then on', async () => {
     page.once('dialog', (dialog) => void dialog.accept());
     const row = page.locator(`tr[data-key-id="${keyId}"]`);
     await row.getByRole('button', { name: 'Revoke key console-e2e' }).click();
