@@ -89,6 +89,7 @@ function Shell({ onOut }: { onOut: () => void }) {
   useEffect(() => {
     const onHash = () => {
       setSection(sectionOfHash());
+      setAnnouncement(''); // a message belongs to the page it was said on
       main.current?.focus();
     };
     window.addEventListener('hashchange', onHash);

@@ -45,9 +45,20 @@ export function checkSameOrigin(req: Request, session: ConsoleSession): void {
   if (token === undefined || !sameToken(token, session.csrfToken))
     throw new IopError('permission', `missing or wrong ${CSRF_HEADER} header: the console sends the token its session was given`);
   const source = req.get('origin') ?? req.get('referer');
-  const host = req.get('host');
-  if (source === undefined || host === undefined || hostOf(source) !== host)
+  if (source === undefined || !namesThisEdge(req, source))
     throw new IopError('permission', 'cross-origin request refused: the Origin header does not name this edge');
+}
+
+/**
+ * True when `origin` (an `Origin` or `Referer` value) names the host the browser addressed: the
+ * `Host` header, or the `X-Forwarded-Host` of a proxy that rewrites `Host`. (A cross-site page
+ * cannot add `X-Forwarded-Host` to a request without a CORS preflight, which the edge never grants.)
+ */
+export function namesThisEdge(req: Request, origin: string): boolean {
+  const host = hostOf(origin);
+  if (host === undefined) return false;
+  const forwarded = (req.get('x-forwarded-host') ?? '').split(',').map((value) => value.trim());
+  return host === req.get('host') || forwarded.includes(host);
 }
 
 /** True when the browser reached the edge over TLS (directly, or through a proxy that says so): the cookie is then `Secure`. */

@@ -17,7 +17,7 @@ import path from 'node:path';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { IopError, secretIn } from '@iop/core';
 import type { EdgeContext } from '../edge-context.js';
-import { checkSameOrigin, clearSessionCookie, sessionOf, setSessionCookie } from './console-auth.js';
+import { checkSameOrigin, clearSessionCookie, namesThisEdge, sessionOf, setSessionCookie } from './console-auth.js';
 import type { ConsoleSession, ConsoleSessions } from './console-sessions.js';
 
 /** CSP Level 3 (https://www.w3.org/TR/CSP3/): only this origin's files; no inline code, no plugins, no framing. */
@@ -60,13 +60,7 @@ function securityHeaders(_req: Request, res: Response, next: NextFunction): void
 function checkLoginOrigin(req: Request): void {
   const origin = req.get('origin');
   if (origin === undefined) return; // not a browser's fetch: a script holding the key anyway
-  let host: string | undefined;
-  try {
-    host = new URL(origin).host;
-  } catch {
-    host = undefined;
-  }
-  if (host !== req.get('host')) throw new IopError('permission', 'cross-origin login refused: the Origin header does not name this edge');
+  if (!namesThisEdge(req, origin)) throw new IopError('permission', 'cross-origin login refused: the Origin header does not name this edge');
 }
 
 export function mountConsole(app: Express, edge: EdgeContext, sessions: ConsoleSessions, distDir = consoleDistDir()): void {

@@ -87,6 +87,9 @@ describe('console login', () => {
 
   it('marks the cookie Secure when the browser came over TLS (a proxy in front says so)', async () => {
     expect((await login(ADMIN_KEY, { 'x-forwarded-proto': 'https' })).setCookie).toContain('; Secure');
+    const proxied = await login(ADMIN_KEY, { origin: 'https://console.example', 'x-forwarded-host': 'console.example' });
+    expect([proxied.status, proxied.setCookie.includes('; Secure')]).toEqual([200, true]);
+    expect((await login(ADMIN_KEY)).setCookie).not.toContain('Secure');
   });
 
   it('refuses a wrong key (401), a missing one (400) and a login from another origin (403)', async () => {
@@ -106,6 +109,11 @@ describe('a console session on the admin API', () => {
     expect(await thing('POST', { cookie, origin: 'https://evil.example', 'x-csrf-token': csrf })).toBe(403);
     expect(await thing('POST', { cookie, origin: base, 'x-csrf-token': csrf })).toBe(200);
     expect(await thing('POST', { cookie, referer: `${base}/console/`, 'x-csrf-token': csrf })).toBe(200);
+    // Behind a proxy that rewrites Host: the browser's host is in X-Forwarded-Host.
+    const proxied = { cookie, origin: 'https://console.example', 'x-csrf-token': csrf };
+    expect(await thing('POST', proxied)).toBe(403);
+    expect(await thing('POST', { ...proxied, 'x-forwarded-host': 'console.example' })).toBe(200);
+    expect(await thing('POST', { cookie, origin: 'not a url', 'x-csrf-token': csrf })).toBe(403);
     // Another session's token is not this one's.
     const other = await login(ADMIN_KEY);
     expect(await thing('POST', { cookie, origin: base, 'x-csrf-token': other.csrf })).toBe(403);
