@@ -8,7 +8,7 @@ import { UsageChart } from '../chart.js';
 import { formatCount, formatUsd } from '../format.js';
 import { usePoll } from '../poll.js';
 import type { ApiKey, List, UsageRow } from '../types.js';
-import { ErrorNote } from '../ui.js';
+import { ErrorNote, Facts } from '../ui.js';
 import { groupName, hasCost, usageSeries, type Dimension, type Metric } from '../usage-series.js';
 
 const DAY_MS = 86_400_000;
@@ -39,6 +39,19 @@ async function loadUsage(dimension: Dimension, fromMs: number): Promise<Loaded> 
     dimension === 'key' ? get<List<ApiKey>>('/admin/keys').catch(() => undefined) : undefined,
   ]);
   return { daily: daily.data, totals: totals.data, names: new Map((keys?.data ?? []).map((key) => [key.id, key.name])) };
+}
+
+/** The range's sums over every group. */
+function RangeTotals({ rows, withCost }: { rows: UsageRow[]; withCost: boolean }) {
+  const sum = (pick: (row: UsageRow) => number) => rows.reduce((total, row) => total + pick(row), 0);
+  const items: Array<[string, string]> = [
+    ['Requests', formatCount(sum((row) => row.requests))],
+    ['Input tokens', formatCount(sum((row) => row.input_tokens))],
+    ['Output tokens', formatCount(sum((row) => row.output_tokens))],
+    ['Errors', formatCount(sum((row) => row.errors))],
+  ];
+  if (withCost) items.push(['Cost', formatUsd(sum((row) => row.cost_usd ?? 0))]);
+  return <Facts items={items} />;
 }
 
 export function UsageView() {
@@ -90,6 +103,7 @@ export function UsageView() {
         </p>
       </form>
       <ErrorNote error={error} />
+      {totals.length === 0 ? null : <RangeTotals rows={totals} withCost={withCost} />}
       {series === undefined ? null : series.series.length === 0 ? (
         <p>No usage recorded in this range.</p>
       ) : (
