@@ -1,34 +1,58 @@
 /**
- * Command line of `iop-sim` (node's `util.parseArgs`): server flags plus one `--<knob>` flag per
- * knob (knobs.ts), which sets that knob's default for every request.
+ * Command line of `iop-sim` (commander, set up as every iop command is: `iopCommand`): server
+ * flags plus one `--<knob>` flag per knob (knobs.ts), which sets that knob's default for every
+ * request; a knob that is a flag also takes `--no-<knob>`.
  */
-import { parseArgs } from 'node:util';
+import { CommanderError, type Command } from 'commander';
+import { iopCommand } from '@iop/core';
 import { KNOB_SPECS, parseKnob, type Knobs } from './knobs.js';
 import type { SimOptions } from './server.js';
 import { GPU_PROFILES } from './gpu-profile.js';
 
 export type CliResult = { help: true } | { version: true } | { help: false; options: SimOptions };
 
-type OptionConfig = { type: 'string' | 'boolean'; short?: string };
+/** The sim's version, given by main.ts (the library has no package.json at hand). */
+let version = '0.0.0';
 
-const SERVER_FLAGS: Record<string, OptionConfig> = {
-  port: { type: 'string' },
-  host: { type: 'string' },
-  models: { type: 'string' },
-  'request-log-size': { type: 'string' },
-  'max-body-bytes': { type: 'string' },
-  profile: { type: 'string' },
-  'time-scale': { type: 'string' },
-  'max-num-seqs': { type: 'string' },
-  'num-gpu-blocks': { type: 'string' },
-  'kv-events-endpoint': { type: 'string' },
-  'kv-events-replay-endpoint': { type: 'string' },
-  'kv-events-topic': { type: 'string' },
-  'kv-events-format': { type: 'string' },
-  'kv-events-buffer-steps': { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-  version: { type: 'boolean', short: 'V' },
-};
+/** Sets the version `--version` prints. */
+export function setCliVersion(value: string): void {
+  version = value;
+}
+
+function program(): Command {
+  const command = iopCommand('iop-sim', version, 'iop-sim: an OpenAI-compatible inference-server simulator (vLLM-shaped) with fault injection.')
+    .option('--port <n>', 'TCP port (0 = any free port)', '0')
+    .option('--host <addr>', 'listen address', '127.0.0.1')
+    .option('--models <a,b>', 'served model names', 'sim-model')
+    .option('--request-log-size <n>', 'records kept for GET /_sim/requests (default 10000)')
+    .option('--max-body-bytes <n>', 'largest request body (default 33554432)')
+    .option('--profile <name>', `GPU timing profile: ${Object.keys(GPU_PROFILES).join(', ')} (default none)`)
+    .option('--time-scale <x>', 'multiply every simulated delay (0.01 = 100x faster; default 1)')
+    .option('--max-num-seqs <n>', "the profile's batch size (vLLM --max-num-seqs)")
+    .option('--num-gpu-blocks <n>', "the profile's KV-cache blocks (vLLM --num-gpu-blocks-override)")
+    .option(
+      '--kv-events-endpoint <zmq>',
+      'publish KV-cache events (vLLM format) on this ZMQ PUB endpoint, e.g. tcp://127.0.0.1:5557 (port * = any free port; needs --profile)',
+    )
+    .option('--kv-events-replay-endpoint <zmq>', 'ZMQ ROUTER endpoint answering replay requests, e.g. tcp://127.0.0.1:5558')
+    .option('--kv-events-topic <text>', 'topic frame of each message (default empty, as vLLM)')
+    .option('--kv-events-format <array|map>', 'msgpack encoding: array-like structs (default) or tagged maps (newer vLLM)')
+    .option('--kv-events-buffer-steps <n>', 'batches kept for replay (default 10000)');
+  for (const spec of KNOB_SPECS) {
+    if (spec.flag) {
+      command.option(`--${spec.name}`, `knob: ${spec.describe}`);
+      command.option(`--no-${spec.name}`, `knob off: ${spec.name}`);
+    } else command.option(`--${spec.name} <value>`, `knob: ${spec.describe} (${spec.values.replace(/\|/g, ' | ')})`);
+  }
+  return command;
+}
+
+const HELP_AFTER = [
+  '',
+  'Knobs set the default of every request; per request: header x-sim-<name>, or the model',
+  'suffix <model>@<name>=<value>,<flag>. When listening, the sim prints one readiness line:',
+  '{"event":"ready","port":<n>,"host":"<addr>"}.',
+].join('\n');
 
 function integerFlag(name: string, raw: string, min: number): number {
   const value = Number(raw);
@@ -36,19 +60,35 @@ function integerFlag(name: string, raw: string, min: number): number {
   return value;
 }
 
+/** Flags by their kebab-case names, as given on the command line. */
+function flagValues(argv: readonly string[]): Record<string, string | boolean | undefined> | 'help' | 'version' {
+  const command = program()
+    .exitOverride()
+    .configureOutput({ writeOut: () => undefined, writeErr: () => undefined, outputError: () => undefined });
+  try {
+    command.parse([...argv], { from: 'user' });
+  } catch (error) {
+    if (error instanceof CommanderError && error.code === 'commander.helpDisplayed') return 'help';
+    if (error instanceof CommanderError && error.code === 'commander.version') return 'version';
+    throw new RangeError(error instanceof CommanderError ? error.message.replace(/^error: /, '') : String(error), { cause: error });
+  }
+  const flags: Record<string, string | boolean | undefined> = {};
+  for (const option of command.options) {
+    const name = option.long!.replace(/^--(no-)?/, '');
+    const source = command.getOptionValueSource(option.attributeName());
+    if (source === 'cli') flags[name] = command.getOptionValue(option.attributeName()) as string | boolean;
+  }
+  return flags;
+}
+
 /**
  * Parses argv (without node and script).
- * @throws RangeError / TypeError (from parseArgs) on unknown flags or bad values, with the flag named.
+ * @throws RangeError on unknown flags or bad values, with the flag named (commander's message for the ones it finds).
  */
 export function parseCli(argv: readonly string[]): CliResult {
-  const options: Record<string, OptionConfig> = { ...SERVER_FLAGS };
-  for (const spec of KNOB_SPECS) options[spec.name] = { type: spec.flag ? 'boolean' : 'string' };
-  const { values } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false, allowNegative: true } as Parameters<typeof parseArgs>[0] & {
-    allowNegative: boolean;
-  });
-  const flags = values as Record<string, string | boolean | undefined>;
-  if (flags.help === true) return { help: true };
-  if (flags.version === true) return { version: true };
+  const flags = flagValues(argv);
+  if (flags === 'help') return { help: true };
+  if (flags === 'version') return { version: true };
   const knobs: Partial<Knobs> = {};
   for (const spec of KNOB_SPECS) {
     const value = flags[spec.name];
@@ -107,34 +147,5 @@ function kvEventsOptions(flags: Record<string, string | boolean | undefined>): S
 
 /** `iop-sim --help` text. */
 export function helpText(): string {
-  const knobLines = KNOB_SPECS.map((spec) => `  --${`${spec.name} ${spec.flag ? '' : spec.values}`.padEnd(44)} ${spec.describe}`);
-  return [
-    'iop-sim: an OpenAI-compatible inference-server simulator (vLLM-shaped) with fault injection.',
-    '',
-    'Usage: iop-sim [--port 0] [--host 127.0.0.1] [--models sim-model,other] [knob flags]',
-    '',
-    'Server:',
-    '  --port <n>                                     TCP port (0 = any free port; default 0)',
-    '  --host <addr>                                  listen address (default 127.0.0.1)',
-    '  --models <a,b>                                 served model names (default sim-model)',
-    '  --request-log-size <n>                         records kept for GET /_sim/requests (default 10000)',
-    '  --max-body-bytes <n>                           largest request body (default 33554432)',
-    `  --profile <name>                               GPU timing profile: ${Object.keys(GPU_PROFILES).join('|')} (default none)`,
-    '  --time-scale <x>                               multiply every simulated delay (0.01 = 100x faster; default 1)',
-    "  --max-num-seqs <n>                             the profile's batch size (vLLM --max-num-seqs)",
-    "  --num-gpu-blocks <n>                           the profile's KV-cache blocks (vLLM --num-gpu-blocks-override)",
-    '  --kv-events-endpoint <zmq>                     publish KV-cache events (vLLM format) on this ZMQ PUB endpoint,',
-    '                                                 e.g. tcp://127.0.0.1:5557 (port * = any free port; needs --profile)',
-    '  --kv-events-replay-endpoint <zmq>              ZMQ ROUTER endpoint answering replay requests (e.g. tcp://127.0.0.1:5558)',
-    '  --kv-events-topic <text>                       topic frame of each message (default empty, as vLLM)',
-    '  --kv-events-format <array|map>                 msgpack encoding: array-like structs (default) or tagged maps (newer vLLM)',
-    '  --kv-events-buffer-steps <n>                   batches kept for replay (default 10000)',
-    '  -h, --help                                     this text',
-    '  -V, --version                                  the version',
-    '',
-    'Knobs (defaults for every request; per request: header x-sim-<name>, or model suffix <model>@<name>=<value>,<flag>):',
-    ...knobLines,
-    '',
-    'When listening, prints one readiness line: {"event":"ready","port":<n>,"host":"<addr>"}.',
-  ].join('\n');
+  return program().helpInformation() + HELP_AFTER;
 }

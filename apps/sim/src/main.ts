@@ -5,18 +5,20 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { helpText, parseCli } from './cli.js';
+import { helpText, parseCli, setCliVersion } from './cli.js';
 import { startSim } from './server.js';
 
 /** The sim's version, from its package.json. */
 const SIM_VERSION = (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
 
 async function main(): Promise<void> {
+  setCliVersion(SIM_VERSION);
   let parsed;
   try {
     parsed = parseCli(process.argv.slice(2));
   } catch (error) {
-    process.stderr.write(`iop-sim: ${(error as Error).message}\n\n${helpText()}\n`);
+    // As every iop command reports bad usage (commander's format), exit 2.
+    process.stderr.write(`error: ${(error as Error).message}\n(add --help for additional information)\n`);
     process.exitCode = 2;
     return;
   }
