@@ -93,6 +93,36 @@ const edgeConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    websocket: Type.Object(
+      {
+        enabled: Type.Boolean({ default: true, description: 'Serve OpenAI Responses over a WebSocket on /v1/responses (false: the upgrade gets 426).' }),
+        idleTimeoutMs: ms(1_000, 86_400_000, 600_000, 'A WebSocket with no response running that receives nothing for this long is closed, ms.'),
+        pingIntervalMs: ms(
+          0,
+          3_600_000,
+          30_000,
+          'A WebSocket is pinged this often (proxies keep it open); one that has not answered by the next ping is terminated, ms (0 = no pings).',
+        ),
+        maxConnectionsPerKey: Type.Integer({
+          minimum: 1,
+          maximum: 100_000,
+          default: 16,
+          description: 'Open WebSockets per client key; more are refused with 429.',
+        }),
+        maxConnections: Type.Integer({
+          minimum: 1,
+          maximum: 1_000_000,
+          default: 4_096,
+          description: 'Open WebSockets on this edge; more are refused with 503.',
+        }),
+        maxMessageBytes: Type.Integer({
+          minimum: 1024,
+          default: 32 * 1024 * 1024,
+          description: 'Largest WebSocket message a client may send (a response.create), bytes; a larger one closes the connection (1009).',
+        }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     adminKeys: secrets(16, 'Admin API keys for /admin, distinct from client keys.'),
     consoleSessionTtlMs: ms(60_000, 7 * 86_400_000, 8 * 3_600_000, 'A web console login lasts this long, ms.'),
     shutdownDeadlineMs: ms(0, 3_600_000, 10_000, 'On SIGTERM, longest wait for in-flight streams, ms.'),

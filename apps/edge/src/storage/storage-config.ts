@@ -45,7 +45,12 @@ const storageSchema = Type.Object(
           description: 'Rate-limit windows, budgets, stream slots and revocations: `memory` (this edge only) or `redis`.',
         }),
         url: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis URL (kind `redis`).' })),
-        keyPrefix: Type.Optional(Type.String({ maxLength: 100, description: "Prefix of every Redis key this edge writes (default `iop:`); edges that share counters use the same one." })),
+        keyPrefix: Type.Optional(
+          Type.String({
+            maxLength: 100,
+            description: 'Prefix of every Redis key this edge writes (default `iop:`); edges that share counters use the same one.',
+          }),
+        ),
       },
       { additionalProperties: false, default: {}, if: { properties: { kind: { const: 'redis' } }, required: ['kind'] }, then: { required: ['url'] } },
     ),
@@ -57,7 +62,12 @@ const storageSchema = Type.Object(
     ledger: Type.Object(
       {
         batchSize: Type.Integer({ minimum: 1, maximum: 1000, default: 200, description: 'Ledger rows written in one INSERT at most.' }),
-        flushIntervalMs: Type.Integer({ minimum: 10, maximum: 600_000, default: 1_000, description: 'Queued ledger rows are written at least this often, ms.' }),
+        flushIntervalMs: Type.Integer({
+          minimum: 10,
+          maximum: 600_000,
+          default: 1_000,
+          description: 'Queued ledger rows are written at least this often, ms.',
+        }),
         maxQueued: Type.Integer({
           minimum: 1000,
           maximum: 10_000_000,
