@@ -53,7 +53,10 @@ const edgeConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
-    apiKeys: secrets(8, 'Client API keys (Authorization: Bearer or x-api-key). Empty = no auth (a warning is logged).'),
+    apiKeys: secrets(
+      8,
+      'Client API keys (Authorization: Bearer, x-api-key, or x-goog-api-key and ?key= on Gemini paths). Empty = no auth (a warning is logged).',
+    ),
     keys: Type.Unsafe<ConfigKey[]>({
       ...CONFIG_KEYS_SCHEMA,
       default: [],

@@ -35,7 +35,7 @@ export interface EdgeConfig {
       maxUnauthenticatedStreams: number;
     };
   };
-  /** Client API keys (`Authorization: Bearer` or `x-api-key`). Empty = no auth (a warning is logged). */
+  /** Client API keys (`Authorization: Bearer`, `x-api-key`, or `x-goog-api-key` and `?key=` on Gemini paths). Empty = no auth (a warning is logged). */
   apiKeys: string[];
   /**
    * Client API keys with policy (name, owner, allowed models, limits, budget, expiry): see

@@ -128,7 +128,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   const allRoutes = {
     ...routes,
     extra: [
-      ...(routes.extra ?? []),
+      ...routes.extra,
       (app: Express, edge: EdgeContext) => mountConsole(app, edge, consoleSessions),
       (app: Express, edge: EdgeContext) => mountAdmin(app, edge, consoleSessions),
     ],

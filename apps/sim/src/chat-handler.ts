@@ -106,7 +106,7 @@ export function handleChatCompletion(context: SimContext, exchange: Exchange, bo
     return;
   }
 
-  const toolCalls = resolveToolCalls(request, knobs.toolCalls);
+  const toolCalls = resolveToolCalls(request, knobs.toolCalls, knobs.ignoreToolChoice);
   const random = seededRandom(request.seed ?? mixSeed(knobs.seed, exchange.record.id));
   const plan = buildOutputPlan({
     knobs,
