@@ -10,8 +10,13 @@ import { countTokensHandler } from './http/count-tokens.js';
 import { rawBody } from './http/json-body.js';
 import { mountResponsesRetrieval, responsesInferenceRoute } from './http/responses-routes.js';
 import type { ResponseStore } from './responses-store/index.js';
+import { GuardedResponseStore } from './responses-store/guarded-store.js';
 
-export function buildDialectRoutes(edge: EdgeContext, store: ResponseStore): DialectRoutes {
+export function buildDialectRoutes(edge: EdgeContext, responses: ResponseStore): DialectRoutes {
+  // Store outages become 503s with Retry-After, and refuse the next store before it runs.
+  const store = new GuardedResponseStore(responses, (error) =>
+    edge.logger.warn({ error: error instanceof Error ? error.message : String(error) }, 'Responses store call failed'),
+  );
   const dialectForPath = (path: string): Dialect => (path.startsWith('/v1/messages') ? anthropicDialect : chatDialect);
   return {
     dialectForPath,

@@ -21,7 +21,7 @@ import { parseJsonObject } from './json-body.js';
 import { locals, type RequestLocals } from './request-context.js';
 import { openRun } from './open-run.js';
 import { ClientGone, RequestDeadline } from './request-deadline.js';
-import { relay } from './relay.js';
+import { firstChunkFailure, relay } from './relay.js';
 import { writeNormalized } from './normalized.js';
 import { passthroughBody } from './passthrough-body.js';
 import { UsageRecorder } from './usage-recorder.js';
@@ -186,6 +186,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
               affinityKey: affinity.enabled ? chatAffinityKey(body, affinity.prefixMessages) : undefined,
               signal: abort.signal,
               wholeBody: !peek.stream,
+              ...(peek.stream ? { checkFirst: firstChunkFailure } : {}),
             },
             log,
             onRun,

@@ -73,6 +73,16 @@ export async function relay(handle: RunStream, start: ProviderTunnelFrame, res: 
   return undefined;
 }
 
+/**
+ * What ends a relayed stream in its first body frame, if anything: a malformed chunk or the
+ * backend's error chunk (`SseGuard`'s rules), for `openRun`'s `checkFirst`. A throwaway guard
+ * scans the frame once (a few hundred bytes, once per request); an event the frame cuts short
+ * passes here and is judged by the relay's own guard.
+ */
+export function firstChunkFailure(body: Uint8Array): IopError | undefined {
+  return new SseGuard({ includeUsage: false }).push(body).failure;
+}
+
 async function relayStream(handle: RunStream, res: Response, options: RelayOptions): Promise<IopError | undefined> {
   const guard = new SseGuard({ includeUsage: options.includeUsage === true });
   try {

@@ -12,13 +12,20 @@
  * continues, is over `responsesStore.maxResponseBytes` is refused before it runs: 413
  * `request_too_large`, `param: "input"`, naming the limit and `store: false`. The store checks the
  * whole record (input, history and output) again when it writes; a record over the limit then is
- * not kept, and the failure is logged (the client already has its answer).
+ * not kept and the answer says `store: false`.
+ *
+ * Availability (docs/architecture.md "Stored Responses"): a response is reported stored only once
+ * its row exists. A request that asks to store while the store is failing gets a 503 with
+ * `Retry-After` before it runs (`GuardedResponseStore.ready`); when the write at the end fails, a
+ * non-stream answer is that 503 and a stream ends with `response.failed` (`store: false`) instead
+ * of its terminal event, which is written only after the write.
  */
 import type { Express, NextFunction, Request, Response } from 'express';
 import { IopError, type InferenceRequest } from '@iop/core';
 import type { EdgeContext } from '../edge-context.js';
 import { responsesDialect, storedResponseOf, withHistory, type ResponseObject } from '../dialects.js';
 import { keepResponse, type InputItemsQuery, type ResponseStore } from '../responses-store/index.js';
+import type { GuardedResponseStore } from '../responses-store/guarded-store.js';
 import type { InferenceRoute } from './inference.js';
 import { locals, type RequestLocals } from './request-context.js';
 
@@ -57,7 +64,7 @@ function refuseUnstorable(bytes: number, maxResponseBytes: number): void {
 }
 
 /** The inference route: prepends stored history for `previous_response_id`, stores the result. */
-export function responsesInferenceRoute(store: ResponseStore, edge: EdgeContext): InferenceRoute {
+export function responsesInferenceRoute(store: GuardedResponseStore, edge: EdgeContext): InferenceRoute {
   return {
     dialect: responsesDialect,
     passthrough: false,
@@ -65,7 +72,11 @@ export function responsesInferenceRoute(store: ResponseStore, edge: EdgeContext)
       const stored = body.store !== false;
       const maxResponseBytes = edge.config.responsesStore.maxResponseBytes;
       const inputBytes = stored ? estimateJsonBytes(body.input) : 0;
-      if (stored) refuseUnstorable(inputBytes, maxResponseBytes);
+      if (stored) {
+        refuseUnstorable(inputBytes, maxResponseBytes);
+        // A store known to be failing refuses before any work (503, Retry-After).
+        await store.ready();
+      }
       const previousId = body.previous_response_id;
       if (previousId === undefined || previousId === null) return request;
       if (typeof previousId !== 'string' || previousId.length === 0)
@@ -76,15 +87,21 @@ export function responsesInferenceRoute(store: ResponseStore, edge: EdgeContext)
       return withHistory(request, previous);
     },
     async onResult(result: unknown, request: InferenceRequest, _body: Record<string, unknown>, context: RequestLocals) {
+      const response = result as ResponseObject;
       try {
-        await keepResponse(store, storedResponseOf(request, result as ResponseObject), ownerOf(context));
+        await keepResponse(store, storedResponseOf(request, response), ownerOf(context));
       } catch (error) {
-        // A non-stream answer is sent after this: it says it was not stored (a stream's final
-        // event has left by now and keeps `store: true`; the log line says what happened).
-        (result as ResponseObject).store = false;
-        if (error instanceof IopError && error.code === 'request_too_large')
+        // Not kept: the answer says so before it leaves (a stream's terminal event is written
+        // after this, a non-stream body too), so `store: true` always means the row exists.
+        response.store = false;
+        if (error instanceof IopError && error.code === 'request_too_large') {
+          // Over the size limit: the answer stands, unstored (`store: false`).
           context.log.warn({ error: error.message }, 'response not stored: over the size limit');
-        else context.log.error({ err: error }, 'storing a response failed');
+          return;
+        }
+        context.log.error({ err: error, responseId: response.id }, 'storing a response failed');
+        // The store is down: a non-stream answer becomes this 503, a stream ends with it in band.
+        throw error;
       }
     },
   };
