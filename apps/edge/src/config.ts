@@ -48,6 +48,24 @@ export interface EdgeConfig {
   joinTokens: string[];
   /** Largest request body accepted, bytes (default 32 MiB, Anthropic's limit). */
   maxBodyBytes: number;
+  /**
+   * The edge-wide budget of request body bytes held at once (http/body-budget.ts): a request
+   * whose body would exceed it gets 503 (Anthropic 529) with `Retry-After`, decided from its
+   * `Content-Length` before the body is read. 0 = no budget. Default 128 MiB: an edge holds about
+   * 2.5 bytes of memory per byte of request body in flight (the bytes, the parsed JSON, the
+   * backend's copy; measured with 30 MB bodies: README "Memory"), so 128 MiB of bodies keep an
+   * edge of ~130 MiB at rest under 512 MiB resident, the smallest memory limit it is deployed
+   * with, while four bodies at the 32 MiB limit still fit. Must be 0 or at least `maxBodyBytes`.
+   */
+  maxRequestBytesInFlight: number;
+  /**
+   * The whole request body must arrive within this long of the edge starting to read it (after
+   * the headers and the key check), ms: then 408 in the client's dialect and the connection is
+   * closed. Default 30 s: a body at the 32 MiB limit needs ~9 Mbit/s to make it, a typical
+   * request (well under 1 MB) a few hundred kbit/s, while a stalled client holds a connection
+   * and its partial body for 30 s instead of Node's 120 s `requestTimeout`.
+   */
+  bodyTimeoutMs: number;
   /** How often agents send heartbeats, ms; an agent silent for 3 intervals is dropped. */
   heartbeatIntervalMs: number;
   /** Run accepted: longest wait for an agent to acknowledge an assigned run (its ACCEPTED frame), ms. Not retried on the same agent. */
@@ -140,6 +158,11 @@ function crossCheck(config: EdgeConfig, schemaProblems: readonly string[]): stri
   if (clean('responsesStore') && config.responsesStore.maxResponseBytes > config.responsesStore.maxTotalBytes) {
     problems.push(
       `responsesStore.maxResponseBytes (${config.responsesStore.maxResponseBytes}) must not exceed responsesStore.maxTotalBytes (${config.responsesStore.maxTotalBytes})`,
+    );
+  }
+  if (clean('maxRequestBytesInFlight') && clean('maxBodyBytes') && config.maxRequestBytesInFlight > 0 && config.maxRequestBytesInFlight < config.maxBodyBytes) {
+    problems.push(
+      `maxRequestBytesInFlight (${config.maxRequestBytesInFlight}) must be 0 (no budget) or at least maxBodyBytes (${config.maxBodyBytes}): a body at the limit could never be read`,
     );
   }
   if (clean('adminKeys') && clean('apiKeys') && config.adminKeys.some((key) => config.apiKeys.includes(key)))

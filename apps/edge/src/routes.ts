@@ -7,7 +7,7 @@ import type { EdgeContext } from './edge-context.js';
 import type { DialectRoutes } from './http/app.js';
 import { anthropicDialect, chatDialect } from './dialects.js';
 import { countTokensHandler } from './http/count-tokens.js';
-import { rawBody } from './http/json-body.js';
+import { bodyLimitsOf, rawBody } from './http/json-body.js';
 import { mountResponsesRetrieval, responsesInferenceRoute } from './http/responses-routes.js';
 import type { ResponseStore } from './responses-store/index.js';
 import { GuardedResponseStore } from './responses-store/guarded-store.js';
@@ -27,7 +27,7 @@ export function buildDialectRoutes(edge: EdgeContext, responses: ResponseStore):
     },
     extra: [
       (app) => {
-        app.post('/v1/messages/count_tokens', rawBody(edge.config.maxBodyBytes), countTokensHandler(edge));
+        app.post('/v1/messages/count_tokens', rawBody(bodyLimitsOf(edge)), countTokensHandler(edge));
         mountResponsesRetrieval(app, store);
       },
     ],

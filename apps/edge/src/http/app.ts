@@ -16,7 +16,7 @@ import type { EdgeContext } from '../edge-context.js';
 import { keyCheck } from './key-check.js';
 import { errorHandler } from './error-handler.js';
 import { inferenceHandler, type InferenceRoute } from './inference.js';
-import { rawBody } from './json-body.js';
+import { bodyLimitsOf, rawBody } from './json-body.js';
 import { anthropicModelList, listModels } from '../pool/model-list.js';
 import { EDGE_VERSION } from '../version.js';
 import { requestContext } from './request-context.js';
@@ -88,7 +88,7 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
     if (req.get('anthropic-version') !== undefined) res.json(anthropicModelList(models));
     else res.json({ object: 'list', data: models });
   });
-  const body = rawBody(edge.config.maxBodyBytes);
+  const body = rawBody(bodyLimitsOf(edge));
   for (const [path, route] of Object.entries(routes.inference)) app.post(path, body, inferenceHandler(route, edge));
   for (const mount of routes.extra ?? []) mount(app, edge);
 

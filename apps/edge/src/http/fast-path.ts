@@ -14,7 +14,7 @@ import type { EdgeContext } from '../edge-context.js';
 import type { DialectRoutes } from './app.js';
 import { errorHandler } from './error-handler.js';
 import { inferenceHandler } from './inference.js';
-import { rawBody } from './json-body.js';
+import { bodyLimitsOf, rawBody } from './json-body.js';
 import { keyCheck } from './key-check.js';
 import { requestContext } from './request-context.js';
 
@@ -27,7 +27,7 @@ export function withInferenceFastPath(app: Express, edge: EdgeContext, routes: D
   const fail = errorHandler(routes.dialectForPath);
   const handlers = new Map<string, Middleware>();
   for (const [path, route] of Object.entries(routes.inference)) handlers.set(path, inferenceHandler(route, edge));
-  const body: Middleware = rawBody(edge.config.maxBodyBytes);
+  const body: Middleware = rawBody(bodyLimitsOf(edge));
 
   return function edgeRequest(incoming: IncomingMessage, outgoing: ServerResponse): void {
     const handler = incoming.method === 'POST' ? handlers.get(incoming.url!) : undefined;
