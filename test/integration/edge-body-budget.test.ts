@@ -73,7 +73,6 @@ describe('the budget of request bytes in flight', () => {
     // The budget is free again: a large request is served.
     const after = await openai.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content }] });
     expect(after.choices[0]!.finish_reason).toBeDefined();
-    // eslint-disable-next-line no-console
     console.log(`peak edge RSS ${Math.round(peak / 1024 / 1024)} MiB; served ${served.length}, refused ${refused.length}`);
   }, 180_000);
 

@@ -31,13 +31,13 @@ export class BodyBudget {
   ) {
     if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) throw new RangeError(`maxBytes must be an integer >= 0, got ${maxBytes}`);
     if (registry === undefined) return;
-    const budget = this;
+    const held = () => this.heldBytes;
     new Gauge({
       name: 'iop_request_body_bytes_held',
       help: 'Bytes of request bodies the edge holds now (read or being read, until their responses close); bounded by maxRequestBytesInFlight.',
       registers: [registry],
       collect() {
-        this.set(budget.heldBytes);
+        this.set(held());
       },
     });
     this.refusals = new Counter({
