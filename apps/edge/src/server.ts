@@ -172,6 +172,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     runs: context.runs,
     control,
     controlMaxMessageBytes: CONNECT_READ_MAX_BYTES,
+    maxBodyBytes: config.maxBodyBytes,
     fallback: adapter,
     counters: tunnelCounters,
   });
