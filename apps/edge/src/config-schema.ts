@@ -65,9 +65,9 @@ const edgeConfigSchema = Type.Object(
     maxRequestBytesInFlight: Type.Integer({
       minimum: 0,
       maximum: 64 * 1024 * 1024 * 1024,
-      default: 128 * 1024 * 1024,
+      default: 64 * 1024 * 1024,
       description:
-        'Request body bytes the edge holds at once; beyond it requests get 503 (Anthropic 529) with Retry-After. 0 = no budget; else at least maxBodyBytes. Default 128 MiB (an edge under 512 MiB resident).',
+        'Request body bytes the edge holds at once; beyond it requests get 503 (Anthropic 529) with Retry-After. 0 = no budget; else at least maxBodyBytes. Default 64 MiB (an edge under 512 MiB resident).',
     }),
     bodyTimeoutMs: ms(0, 3_600_000, 30_000, 'The whole request body must arrive within this long, ms: then 408 (0 = only Node’s requestTimeout).'),
     heartbeatIntervalMs: ms(100, 600_000, 5_000, 'Agents heartbeat this often; one silent for 3 intervals is dropped, ms.'),

@@ -51,11 +51,13 @@ export interface EdgeConfig {
   /**
    * The edge-wide budget of request body bytes held at once (http/body-budget.ts): a request
    * whose body would exceed it gets 503 (Anthropic 529) with `Retry-After`, decided from its
-   * `Content-Length` before the body is read. 0 = no budget. Default 128 MiB: an edge holds about
-   * 2.5 bytes of memory per byte of request body in flight (the bytes, the parsed JSON, the
-   * backend's copy; measured with 30 MB bodies: README "Memory"), so 128 MiB of bodies keep an
-   * edge of ~130 MiB at rest under 512 MiB resident, the smallest memory limit it is deployed
-   * with, while four bodies at the 32 MiB limit still fit. Must be 0 or at least `maxBodyBytes`.
+   * `Content-Length` before the body is read. 0 = no budget. Default 64 MiB, two bodies at the
+   * 32 MiB limit: a body costs the edge several times its size while it is held (the bytes, their
+   * text for JSON.parse, the parsed object, the backend's copy, garbage not yet collected), and
+   * the refused ones are read and dropped meanwhile. Measured with 20 concurrent 30 MB requests
+   * (test/integration/edge-body-budget.test.ts): peak resident 307 MiB at 64 MiB, 552 MiB at
+   * 128 MiB, so the default keeps an edge under 512 MiB, the smallest memory limit it is deployed
+   * with. Must be 0 or at least `maxBodyBytes`.
    */
   maxRequestBytesInFlight: number;
   /**
