@@ -1,19 +1,41 @@
 #!/usr/bin/env bash
-# Validates docker-compose.yml offline (no Docker engine needed) for both profiles: the default
-# one (`.env` selects gpu) and cpu. Debian's packages carry only docker-compose v1, which ignores
-# profiles, so the check is scripts/validate-compose.mjs: Compose interpolation, the Compose
-# Specification JSON Schema and profile resolution (every dependency of an enabled service enabled).
-# It also checks that the file refuses to start without its secrets.
-# The two-edge deployment (deploy/compose.multi-edge.yml) is checked the same way.
+# Validates the compose files offline (no Docker engine needed) for each of their profiles:
+# docker-compose.yml with the default one (`.env` selects gpu), cpu and monitoring, and
+# deploy/compose.multi-edge.yml with none and monitoring. Debian's packages carry only
+# docker-compose v1, which ignores profiles, so the check is scripts/validate-compose.mjs: Compose
+# interpolation, the Compose Specification JSON Schema and profile resolution (every dependency of
+# an enabled service enabled). Each file must also refuse to start without each of its secrets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-secrets=(IOP_API_KEYS=sk-validate-0001 IOP_JOIN_TOKEN=join-validate-0001)
-env "${secrets[@]}" node scripts/validate-compose.mjs
-env "${secrets[@]}" COMPOSE_PROFILES=cpu node scripts/validate-compose.mjs
-if env -u IOP_API_KEYS -u IOP_JOIN_TOKEN node scripts/validate-compose.mjs 2>/dev/null; then
-  echo "docker-compose.yml: starts without IOP_API_KEYS and IOP_JOIN_TOKEN; it must refuse" >&2
-  exit 1
-fi
-echo "docker-compose.yml: valid (profiles gpu and cpu); refuses to start without secrets"
-env "${secrets[@]}" node scripts/validate-compose.mjs --file deploy/compose.multi-edge.yml
-echo "deploy/compose.multi-edge.yml: valid"
+
+# check FILE "SECRET=value ..." PROFILES...: valid with every secret; refused without any one of
+# them, naming it.
+check() {
+  local file="$1" secrets=() name
+  read -r -a secrets <<<"$2"
+  shift 2
+  for profiles in "$@"; do
+    env "${secrets[@]}" COMPOSE_PROFILES="$profiles" node scripts/validate-compose.mjs --file "$file"
+  done
+  for secret in "${secrets[@]}"; do
+    name="${secret%%=*}"
+    local without=()
+    for other in "${secrets[@]}"; do [[ "$other" == "$secret" ]] || without+=("$other"); done
+    local errors
+    if errors="$(env -u "$name" "${without[@]}" node scripts/validate-compose.mjs --file "$file" 2>&1)"; then
+      echo "$file: starts without $name; it must refuse" >&2
+      exit 1
+    fi
+    if ! grep -q "required variable $name is missing" <<<"$errors"; then
+      echo "$file: refused without $name, but not for it:" >&2
+      echo "$errors" >&2
+      exit 1
+    fi
+  done
+  echo "$file: refuses to start without each of ${secrets[*]%%=*}"
+}
+
+check docker-compose.yml "IOP_API_KEYS=sk-validate-0001 IOP_JOIN_TOKEN=join-validate-0001" gpu cpu gpu,monitoring cpu,monitoring
+check deploy/compose.multi-edge.yml \
+  "IOP_API_KEYS=sk-validate-0001 IOP_ADMIN_KEYS=admin-validate-00000001 IOP_JOIN_TOKEN=join-validate-0001 POSTGRES_PASSWORD=pg-validate-0001" \
+  "" monitoring

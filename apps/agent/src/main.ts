@@ -4,11 +4,11 @@
  * environment (`IOP_*`) < flags, all from the schema in options.ts.
  * SIGTERM/SIGINT: drain, deregister, and exit once idle (or after --shutdown-deadline-ms).
  */
-import { Command } from 'commander';
 import {
   ConfigError,
   addBindingFlags,
   applyHeapGrowth,
+  iopCommand,
   layerFromEnv,
   layerFromFlags,
   mergeConfigLayers,
@@ -23,15 +23,11 @@ import { AGENT_VERSION } from './agent.js';
 /** The command line's metrics port when none is given (programmatic agents have none). */
 const DEFAULT_METRICS_PORT = 8082;
 
-const program = new Command('iop-agent')
-  // Bad usage exits 2 (commander uses 1) on every iop command; --help and --version exit 0.
-  .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
-  .version(AGENT_VERSION)
-  .description(
-    'iop node agent: dials the edge over a gRPC tunnel and serves runs from an OpenAI-compatible server or an embedded llama.cpp model.\nEvery setting aB of the config file is also --a-b and IOP_A_B (schema/iop-agent.schema.json).',
-  )
-  .option('-c, --config <file>', 'config file, JSON or YAML (env IOP_AGENT_CONFIG)')
-  .showHelpAfterError();
+const program = iopCommand(
+  'iop-agent',
+  AGENT_VERSION,
+  'iop node agent: dials the edge over a gRPC tunnel and serves runs from an OpenAI-compatible server or an embedded llama.cpp model.\nEvery setting aB of the config file is also --a-b and IOP_A_B (docs/configuration.md).',
+).option('-c, --config <file>', 'config file, JSON or YAML (env IOP_AGENT_CONFIG)');
 
 /** Each flag (aliases too), from the schema's one table. */
 const givenFlags = addBindingFlags(program, AGENT_BINDINGS);

@@ -10,7 +10,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Command, Option } from 'commander';
+import { Option } from 'commander';
+import { iopCommand } from '@iop/core';
 import { buildReport, formatReport } from './bench-report.js';
 import { parseDuration, parsePositiveInteger, parsePositiveNumber, parseRange } from './cli-options.js';
 import type { BenchDialect } from './dialects.js';
@@ -32,12 +33,12 @@ interface CliOptions {
   json?: boolean;
 }
 
-const program = new Command('iop-bench')
-  // Bad options exit 2 (commander uses 1), so scripts can tell them from "no request succeeded";
-  // --help and --version still exit 0.
-  .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
-  .version((JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version)
-  .description('Load generator for an iop edge: TTFT, ITL, latency percentiles, throughput, errors and per-agent distribution.')
+// Bad options exit 2, so scripts can tell them from "no request succeeded" (exit 1).
+const program = iopCommand(
+  'iop-bench',
+  (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version,
+  'Load generator for an iop edge: TTFT, ITL, latency percentiles, throughput, errors and per-agent distribution.',
+)
   .requiredOption('--url <url>', 'edge base URL, e.g. http://127.0.0.1:8080')
   .addOption(new Option('--api-key <key>', 'client API key (Authorization: Bearer and x-api-key)').env('IOP_API_KEY'))
   .requiredOption('--model <model>', 'model name to request')
@@ -58,8 +59,7 @@ const program = new Command('iop-bench')
       .argParser(parseRange)
       .default({ min: 64, max: 256 }, '64:256'),
   )
-  .option('--json', 'print the result as JSON on stdout (no table)')
-  .showHelpAfterError();
+  .option('--json', 'print the result as JSON on stdout (no table)');
 
 function originOf(url: string): string {
   const parsed = URL.canParse(url) ? new URL(url) : undefined;

@@ -53,7 +53,10 @@ const edgeConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
-    apiKeys: secrets(8, 'Client API keys (Authorization: Bearer or x-api-key). Empty = no auth (a warning is logged).'),
+    apiKeys: secrets(
+      8,
+      'Client API keys (Authorization: Bearer, x-api-key, or x-goog-api-key and ?key= on Gemini paths). Empty = no auth (a warning is logged).',
+    ),
     keys: Type.Unsafe<ConfigKey[]>({
       ...CONFIG_KEYS_SCHEMA,
       default: [],
@@ -98,6 +101,36 @@ const edgeConfigSchema = Type.Object(
           description: 'Largest stored Response (input + output), bytes; a larger input is refused with 413.',
         }),
         maxTotalBytes: Type.Integer({ minimum: 1024, default: 2 * 1024 * 1024 * 1024, description: 'Stored Responses in all, bytes; the oldest go first.' }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    websocket: Type.Object(
+      {
+        enabled: Type.Boolean({ default: true, description: 'Serve OpenAI Responses over a WebSocket on /v1/responses (false: the upgrade gets 426).' }),
+        idleTimeoutMs: ms(1_000, 86_400_000, 600_000, 'A WebSocket with no response running that receives nothing for this long is closed, ms.'),
+        pingIntervalMs: ms(
+          0,
+          3_600_000,
+          30_000,
+          'A WebSocket is pinged this often (proxies keep it open); one that has not answered by the next ping is terminated, ms (0 = no pings).',
+        ),
+        maxConnectionsPerKey: Type.Integer({
+          minimum: 1,
+          maximum: 100_000,
+          default: 16,
+          description: 'Open WebSockets per client key; more are refused with 429.',
+        }),
+        maxConnections: Type.Integer({
+          minimum: 1,
+          maximum: 1_000_000,
+          default: 4_096,
+          description: 'Open WebSockets on this edge; more are refused with 503.',
+        }),
+        maxMessageBytes: Type.Integer({
+          minimum: 1024,
+          default: 32 * 1024 * 1024,
+          description: 'Largest WebSocket message a client may send (a response.create), bytes; a larger one closes the connection (1009).',
+        }),
       },
       { additionalProperties: false, default: {} },
     ),

@@ -35,7 +35,7 @@ export interface EdgeConfig {
       maxUnauthenticatedStreams: number;
     };
   };
-  /** Client API keys (`Authorization: Bearer` or `x-api-key`). Empty = no auth (a warning is logged). */
+  /** Client API keys (`Authorization: Bearer`, `x-api-key`, or `x-goog-api-key` and `?key=` on Gemini paths). Empty = no auth (a warning is logged). */
   apiKeys: string[];
   /**
    * Client API keys with policy (name, owner, allowed models, limits, budget, expiry): see
@@ -100,6 +100,24 @@ export interface EdgeConfig {
     maxResponseBytes: number;
     /** All stored records together, bytes; the oldest are removed beyond it. Default 2 GiB. */
     maxTotalBytes: number;
+  };
+  /**
+   * OpenAI Responses over a WebSocket on `/v1/responses` (responses-socket/): connections, limits
+   * and timeouts. A refused upgrade is an HTTP error before switching protocols.
+   */
+  websocket: {
+    /** Serve the upgrade; false answers it with 426, which Codex CLI takes as "use HTTP". */
+    enabled: boolean;
+    /** A connection with no response running that receives nothing for this long is closed (1000), ms. */
+    idleTimeoutMs: number;
+    /** A ping this often keeps proxies from cutting a quiet connection; one not answered by the next is a dead peer, terminated (0 = none), ms. */
+    pingIntervalMs: number;
+    /** Open connections per client key; one more is refused with 429. */
+    maxConnectionsPerKey: number;
+    /** Open connections on this edge; one more is refused with 503. */
+    maxConnections: number;
+    /** Largest client message, bytes; a larger one closes the connection with 1009. */
+    maxMessageBytes: number;
   };
   /** Stream gate per model: `default` plus `models.<name>` overrides (see packages/stream-gate/README.md). */
   gate: GateSection;

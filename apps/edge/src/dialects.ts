@@ -22,5 +22,6 @@ export const { decodeCountTokensRequest, estimateRequestTokens, countTokensRespo
 import { openaiResponses } from '@iop/dialects';
 
 export const responsesDialect = openaiResponses.openAIResponses;
-export const { storedResponseOf, withHistory } = openaiResponses;
+export const { storedResponseOf, responseRecordOf, withHistory, createResponsesLinesEncoder } = openaiResponses;
+export type StoredResponse = openaiResponses.StoredResponse;
 export type ResponseObject = openaiResponses.ResponseObject;

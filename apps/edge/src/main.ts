@@ -11,8 +11,7 @@
  * an invalid config is refused with a log line naming the problem and the running one is kept.
  */
 import { watch } from 'node:fs';
-import { Command } from 'commander';
-import { addBindingFlags } from '@iop/core';
+import { addBindingFlags, iopCommand } from '@iop/core';
 import { ConfigError, configFromEnv, configFromFlags, readConfigFile, resolveConfig } from './config.js';
 import { EDGE_BINDINGS } from './config-schema.js';
 import { applyHeapGrowth, printReadiness, startTracing } from '@iop/core';
@@ -23,16 +22,13 @@ import { EDGE_VERSION } from './version.js';
 /** Short forms of a few flags. */
 const SHORT: Record<string, string> = { '--port': '-p' };
 
-const program = new Command('iop-edge')
-  // Bad usage exits 2 (commander uses 1) on every iop command; --help and --version exit 0.
-  .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
-  .description(
-    'iop edge: OpenAI Chat/Responses and Anthropic Messages APIs in front of a pool of node agents.\nEvery setting a.b.c of the config file is also --a-b-c and IOP_A_B_C (schema/iop-edge.schema.json).',
-  )
-  .version(EDGE_VERSION)
+const program = iopCommand(
+  'iop-edge',
+  EDGE_VERSION,
+  'iop edge: OpenAI Chat/Responses and Anthropic Messages APIs in front of a pool of node agents.\nEvery setting a.b.c of the config file is also --a-b-c and IOP_A_B_C (docs/configuration.md).',
+)
   .option('-c, --config <file>', 'config file, JSON or YAML (env IOP_CONFIG)')
-  .option('--watch-config', 'reload the config file when it changes (SIGHUP always reloads)')
-  .showHelpAfterError();
+  .option('--watch-config', 'reload the config file when it changes (SIGHUP always reloads)');
 
 /** Each flag (aliases too), from the schema's one table. */
 const givenFlags = addBindingFlags(program, EDGE_BINDINGS, SHORT);

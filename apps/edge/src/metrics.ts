@@ -87,6 +87,17 @@ export class EdgeMetrics {
     labelNames: ['dialect', 'model'] as const,
     registers: [this.registry],
   });
+  readonly websocketConnections = new Gauge({
+    name: 'iop_websocket_connections',
+    help: 'Open Responses WebSocket connections (responses run on them are counted as requests of dialect openai-responses).',
+    registers: [this.registry],
+  });
+  readonly websocketRefusals = new Counter({
+    name: 'iop_websocket_refusals_total',
+    help: 'Responses WebSocket upgrades refused, by HTTP status (401 key, 426 turned off, 429 per-key cap, 503 edge cap or shutdown).',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
   readonly tokens = new Counter({
     name: 'iop_tokens_total',
     help: 'Tokens by model and kind: prompt, completion, cached (a part of prompt) and reasoning (a part of completion) — total = prompt + completion. Tokens of discarded attempts have attempt="failed". mode and policy as on iop_requests_total.',

@@ -1,5 +1,6 @@
 /**
- * Starts the edge: the HTTP API (express on node:http) and the tunnel (connect-node on HTTP/2 —
+ * Starts the edge: the HTTP API (express on node:http, with Responses over WebSocket on its
+ * 'upgrade' event) and the tunnel (connect-node on HTTP/2 —
  * h2c, or TLS when a certificate is configured). `close()` stops accepting, lets in-flight streams
  * finish up to a deadline, then ends what is left with an in-band error in the client's dialect.
  * `reload()` applies a new config's reloadable settings (admin/config-reload.ts).
@@ -33,6 +34,7 @@ import { IopError, sleep } from '@iop/core';
 import { applyConfigReload, mountAdmin, type ReloadResult } from './admin/index.js';
 import { recordsOfConfigKeys } from './keys/config-keys.js';
 import { BodyBudget } from './http/body-budget.js';
+import { ResponsesSocketServer } from './responses-socket/socket-server.js';
 
 export interface RunningEdge {
   /** The HTTP API port actually bound. */
@@ -118,7 +120,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   context.state = state;
   const store = state.responses;
   const routes = buildDialectRoutes(context, store);
-  const allRoutes = { ...routes, extra: [...(routes.extra ?? []), mountAdmin] };
+  const allRoutes = { ...routes, extra: [...routes.extra, mountAdmin] };
   const app = createApp(context, allRoutes);
   // requestTimeout bounds how long a client may take to send a whole request (slow bodies), ms.
   const httpServer = http.createServer(
@@ -132,6 +134,9 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     },
     withInferenceFastPath(app, context, allRoutes),
   );
+  // Responses over WebSocket on the same port and path (responses-socket/).
+  const sockets = new ResponsesSocketServer(context, store);
+  httpServer.on('upgrade', (req, socket, head) => sockets.handleUpgrade(req, socket, head));
   httpServer.on('clientError', (error: NodeJS.ErrnoException, socket) => {
     // Requests Node rejects before express sees them (bad header bytes, headers too large) still
     // get a JSON error body instead of an empty one.
@@ -188,6 +193,8 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
       logger.info({ deadlineMs, inFlightRuns: context.runs.size }, 'edge shutting down');
       // Queued and later requests get a 503 now (clients retry elsewhere); running ones finish.
       pool.stopAdmitting();
+      // WebSockets close (1001) after their current response; the HTTP server's close waits for them.
+      sockets.drain();
       let httpDone = false;
       const httpClosed = new Promise<void>((resolve) => httpServer.close(() => resolve())).then(() => (httpDone = true));
       // Keep-alive connections become idle as their last response ends: close them as they do.
@@ -203,6 +210,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
       }
       clearInterval(idleSweep);
       httpServer.closeAllConnections();
+      sockets.terminate();
       for (const session of context.registry.all()) session.close();
       await Promise.race([new Promise<void>((resolve) => tunnelServer.close(() => resolve())), sleep(1_000, undefined, { unref: true })]);
       await state.close(5_000);

@@ -2,6 +2,7 @@
  * `POST /v1/chat/completions`: resolves the knobs of the request, applies a fault if one is due,
  * plans the output and writes it as a stream or as one `chat.completion` body.
  */
+import type { KvEventPublisher } from './kv-events.js';
 import { randomUUID } from 'node:crypto';
 import { readChatRequest, lastUserText, resolveToolCalls, type ChatRequest } from './chat-request.js';
 import { renderChatCompletion } from './chat-response.js';
@@ -29,6 +30,8 @@ export interface SimContext {
   timeScale: number;
   /** The GPU model when a profile is selected: requests then queue, prefill and decode on it. */
   gpu: GpuScheduler | undefined;
+  /** The KV event publisher when KV events are on. */
+  kvEvents?: KvEventPublisher | undefined;
 }
 
 /** Salt that separates the fault-rate draw from the output draws of the same request. */
@@ -103,7 +106,7 @@ export function handleChatCompletion(context: SimContext, exchange: Exchange, bo
     return;
   }
 
-  const toolCalls = resolveToolCalls(request, knobs.toolCalls);
+  const toolCalls = resolveToolCalls(request, knobs.toolCalls, knobs.ignoreToolChoice);
   const random = seededRandom(request.seed ?? mixSeed(knobs.seed, exchange.record.id));
   const plan = buildOutputPlan({
     knobs,

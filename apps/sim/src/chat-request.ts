@@ -111,7 +111,15 @@ export function lastUserText(messages: readonly unknown[]): string {
  * `parallel_tool_calls:false` caps it at 1.
  * @throws SimInputError when `tool_choice` names a tool the request does not declare.
  */
-export function resolveToolCalls(request: ChatRequest, knobCount: number | undefined): { count: number; forcedName: string | undefined } {
+export function resolveToolCalls(
+  request: ChatRequest,
+  knobCount: number | undefined,
+  ignoreToolChoice = false,
+): { count: number; forcedName: string | undefined } {
+  if (ignoreToolChoice) {
+    const count = request.tools.length === 0 ? 0 : (knobCount ?? 0);
+    return { count: request.parallelToolCalls ? count : Math.min(count, 1), forcedName: undefined };
+  }
   const choice = request.toolChoice as { type?: unknown; function?: { name?: unknown }; allowed_tools?: { mode?: unknown } } | string | null | undefined;
   if (request.tools.length === 0 || choice === 'none') return { count: 0, forcedName: undefined };
   let forcedName: string | undefined;

@@ -4,7 +4,10 @@
  * - `POST /_sim/faults` `{fault, count?, ...knobs}` → `{queued: QueuedFault}`; `GET` lists; `DELETE` clears.
  * - `GET /_sim/stats` → `{requests, inFlight, completed, aborted, faulted, streamBytes, pausedWrites,
  *   completionsInFlight, completionsAborted, queuedFaults, gpu}`; `gpu` is null without a profile, else
- *   `{profile, running, waiting, kvCacheUsage, prefixCacheQueries, prefixCacheHits}`.
+ *   `{profile, running, waiting, kvCacheUsage, prefixCacheQueries, prefixCacheHits, numGpuBlocks,
+ *   cachedBlocks, evictedBlocks, kvEventBatches}`.
+ * - `POST /_sim/kv-events/drop` `{count}`: the next `count` KV event batches leave out of the PUB
+ *   stream (kept for replay), as a subscriber past its high-water mark loses them.
  */
 import type { SimContext } from './chat-handler.js';
 import { sendError, sendJson, type Exchange } from './exchange.js';
@@ -41,6 +44,10 @@ function gpuStats(context: SimContext): Record<string, unknown> | null {
     kvCacheUsage: gpu.kvCacheUsage(),
     prefixCacheQueries: gpu.prefixCache.queriesTokens,
     prefixCacheHits: gpu.prefixCache.hitsTokens,
+    numGpuBlocks: gpu.profile.numGpuBlocks,
+    cachedBlocks: gpu.prefixCache.size,
+    evictedBlocks: gpu.prefixCache.evictedBlocks,
+    kvEventBatches: context.kvEvents?.published ?? null,
   };
 }
 
@@ -72,6 +79,16 @@ export function handleControl(context: SimContext, exchange: Exchange, path: str
         JSON.stringify({ ...context.log.stats, queuedFaults: context.faults.list().reduce((sum, entry) => sum + entry.remaining, 0), gpu: gpuStats(context) }),
       );
       return;
+    case 'POST /_sim/kv-events/drop': {
+      const count = (body as { count?: unknown } | undefined)?.count;
+      if (context.kvEvents === undefined) sendError(exchange, 404, 'KV events are off (--kv-events-endpoint)');
+      else if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 1) sendError(exchange, 400, "'count' must be an integer >= 1", 'count');
+      else {
+        context.kvEvents.dropNext(count);
+        sendJson(exchange, 200, JSON.stringify({ dropping: count }));
+      }
+      return;
+    }
     default:
       sendError(exchange, 404, `no control route ${method} ${path}`);
   }

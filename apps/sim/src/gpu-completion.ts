@@ -10,14 +10,15 @@ import { ChatStream, type StreamSetup } from './chat-stream.js';
 import type { Exchange } from './exchange.js';
 import { Sequence, type FinishedReason, type GpuScheduler } from './gpu-scheduler.js';
 import type { OutputPlan } from './output-plan.js';
-import { blockHashes } from './prefix-cache.js';
+import { blockHashes } from './kv-cache.js';
 import { promptTokenIds } from './tokenizer.js';
 
 /** Longest real wait between progress updates of a non-stream generation (ms), so KV usage and batch changes are followed. */
 const SILENT_TICK_MS = 100;
 
 function newSequence(scheduler: GpuScheduler, messages: readonly unknown[], promptTokens: number, onAdmit: (delayMs: number) => void): Sequence {
-  return new Sequence(promptTokens, blockHashes(promptTokenIds(messages), scheduler.profile.blockSize), onAdmit);
+  const tokenIds = promptTokenIds(messages);
+  return new Sequence(promptTokens, blockHashes(tokenIds, scheduler.profile.blockSize), tokenIds, onAdmit);
 }
 
 function endReason(exchange: Exchange, plan: OutputPlan): FinishedReason {

@@ -49,7 +49,29 @@ export const GPU_H100_8B: Readonly<GpuProfile> = Object.freeze({
   maxModelLen: 32_768,
 });
 
-export const GPU_PROFILES: Readonly<Record<string, Readonly<GpuProfile>>> = Object.freeze({ [GPU_H100_8B.name]: GPU_H100_8B });
+/**
+ * Qwen2.5-7B-Instruct (BF16) on one NVIDIA A10G 24 GB under vLLM with default settings: a small
+ * cache, where a pool's working set of long prompts is several times what its GPUs hold and
+ * evictions decide hit rates. Weights 7.6 B × 2 bytes ≈ 15.2 GB. KV: 28 layers × 4 KV heads × 128
+ * dims × K and V × 2 bytes = 56 KiB per token; 0.9 × 24 GB − 15.2 GB − ~1.5 GB activations ≈ 4.9 GB
+ * → ~85 k tokens = 5 300 blocks of 16. Decode at batch 1: 15.2 GB per step at 600 GB/s is 25 ms,
+ * ~75 % of that bandwidth in practice → ~34 ms. Prefill: 2 × 7.6 B = 15.2 GFLOP per token; the
+ * A10G's ~70 dense BF16 TFLOPS at ~60 % → ~2 800 tokens/s.
+ */
+export const GPU_A10G_7B: Readonly<GpuProfile> = Object.freeze({
+  name: 'gpu-a10g-7b',
+  maxNumSeqs: 256,
+  blockSize: 16,
+  numGpuBlocks: 5_300,
+  prefillTokensPerS: 2_800,
+  prefillOverheadMs: 25,
+  itlBaseMs: 34,
+  itlPerSeqMs: 0.35,
+  outputTokens: 1_000,
+  maxModelLen: 32_768,
+});
+
+export const GPU_PROFILES: Readonly<Record<string, Readonly<GpuProfile>>> = Object.freeze({ [GPU_H100_8B.name]: GPU_H100_8B, [GPU_A10G_7B.name]: GPU_A10G_7B });
 
 /** Decode step time (simulated ms) with `running` sequences in the batch (at least 1). */
 export function decodeStepMs(profile: Readonly<GpuProfile>, running: number): number {
@@ -71,5 +93,7 @@ export function resolveProfile(name: string, overrides: Partial<GpuProfile> = {}
   const profile = { ...base, ...overrides };
   if (!Number.isSafeInteger(profile.maxNumSeqs) || profile.maxNumSeqs < 1)
     throw new RangeError(`max-num-seqs must be an integer >= 1, got ${profile.maxNumSeqs}`);
+  if (!Number.isSafeInteger(profile.numGpuBlocks) || profile.numGpuBlocks < 1)
+    throw new RangeError(`num-gpu-blocks must be an integer >= 1, got ${profile.numGpuBlocks}`);
   return Object.freeze(profile);
 }

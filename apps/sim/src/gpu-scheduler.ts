@@ -3,7 +3,8 @@
  * - requests wait in FIFO order until a batch slot and KV blocks for their prompt are free;
  * - admitted requests prefill one after another at the prefill rate (so TTFT grows with the prompt
  *   and with the prefill work ahead of it), plus a fixed step cost once per busy period; prompt
- *   blocks found in the prefix cache are not recomputed;
+ *   blocks found in the paged KV cache (kv-cache.ts: blocks held by running sequences, LRU
+ *   eviction of the unreferenced ones) are not recomputed;
  * - every running sequence then gets one token per decode step, whose length grows with the
  *   running batch (`decodeStepMs`), re-read at every token, so ITL follows the batch as it changes;
  * - a sequence released (finished, or its client gone) frees its slot and blocks at once, and the
@@ -15,7 +16,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { decodeStepMs, prefillMs, type GpuProfile } from './gpu-profile.js';
-import { PrefixCache } from './prefix-cache.js';
+import { PagedKvCache, type KvAllocation, type KvCacheObserver } from './kv-cache.js';
 
 export type SequenceState = 'waiting' | 'running' | 'released';
 
@@ -33,10 +34,14 @@ export class Sequence {
   firstTokenAt = 0;
   /** Prompt tokens served from the prefix cache. */
   cachedTokens = 0;
+  /** Its KV-cache blocks while it runs. */
+  allocation: KvAllocation | undefined;
 
   constructor(
     readonly promptTokens: number,
     readonly blockHashes: readonly number[],
+    /** The token ids `blockHashes` were made of (for the `BlockStored` events). */
+    readonly tokenIds: readonly number[],
     /** Called once on admission with the real ms until the first token. */
     readonly onAdmit: (firstTokenDelayMs: number) => void,
   ) {}
@@ -53,17 +58,16 @@ export class GpuScheduler {
   readonly running = new Set<Sequence>();
   private readonly waiting: Sequence[] = [];
   private prefillBusyUntil = 0;
-  readonly prefixCache: PrefixCache;
-  /** Blocks held by the prompts of running sequences (generated tokens are added on read). */
-  private promptBlocks = 0;
+  readonly prefixCache: PagedKvCache;
 
   constructor(
     readonly profile: Readonly<GpuProfile>,
     readonly timeScale: number,
     private readonly onEnd: (end: SequenceEnd) => void = () => undefined,
+    kvObserver?: KvCacheObserver,
   ) {
     if (!(timeScale > 0) || !Number.isFinite(timeScale)) throw new RangeError(`time-scale must be a number > 0, got ${timeScale}`);
-    this.prefixCache = new PrefixCache(profile.numGpuBlocks, profile.blockSize);
+    this.prefixCache = new PagedKvCache(profile.numGpuBlocks, profile.blockSize, kvObserver);
   }
 
   get waitingCount(): number {
@@ -85,7 +89,7 @@ export class GpuScheduler {
       if (at >= 0) this.waiting.splice(at, 1);
     } else {
       this.running.delete(sequence);
-      this.promptBlocks -= this.blocksOf(sequence.promptTokens);
+      if (sequence.allocation !== undefined) this.prefixCache.release(sequence.allocation);
     }
     sequence.state = 'released';
     this.onEnd({ sequence, reason, releasedAt: performance.now() });
@@ -99,11 +103,15 @@ export class GpuScheduler {
 
   /** KV-cache blocks in use by running sequences (prompt and generated tokens), capped at the total. */
   usedBlocks(): number {
-    let generated = 0;
-    for (const sequence of this.running) generated += sequence.generatedTokens;
-    // Each sequence's generated tokens start filling its last prompt block; counting them as whole
-    // extra blocks per sequence would overstate short generations, so spread them over the batch.
-    return Math.min(this.profile.numGpuBlocks, this.promptBlocks + Math.ceil(generated / this.profile.blockSize));
+    this.growRunning();
+    return this.prefixCache.usedBlocks;
+  }
+
+  /** Gives every running sequence the blocks its generated tokens now fill (evicting cached blocks as vLLM would). */
+  private growRunning(): void {
+    for (const sequence of this.running) {
+      if (sequence.allocation !== undefined) this.prefixCache.grow(sequence.allocation, sequence.promptTokens, sequence.generatedTokens);
+    }
   }
 
   /** KV-cache usage in [0, 1] (vLLM `kv_cache_usage_perc`, a fraction despite its name). */
@@ -111,26 +119,25 @@ export class GpuScheduler {
     return this.usedBlocks() / this.profile.numGpuBlocks;
   }
 
-  private blocksOf(tokens: number): number {
-    return Math.ceil(Math.max(1, tokens) / this.profile.blockSize);
-  }
-
   private admit(): void {
+    this.growRunning();
     while (this.waiting.length > 0 && this.running.size < this.profile.maxNumSeqs) {
       const next = this.waiting[0]!;
-      const blocks = this.blocksOf(next.promptTokens);
+      const blocks = this.prefixCache.blocksNeeded(next.blockHashes, next.promptTokens);
       // A prompt that could never fit is admitted alone rather than queued for ever.
-      if (this.running.size > 0 && this.usedBlocks() + blocks > this.profile.numGpuBlocks) return;
+      if (this.running.size > 0 && this.prefixCache.usedBlocks + blocks > this.profile.numGpuBlocks) return;
       this.waiting.shift();
-      this.start(next, blocks);
+      this.start(next);
     }
   }
 
-  private start(sequence: Sequence, blocks: number): void {
+  private start(sequence: Sequence): void {
     const now = performance.now();
     sequence.state = 'running';
     sequence.admittedAt = now;
-    sequence.cachedTokens = Math.min(this.prefixCache.lookupAndStore(sequence.blockHashes, sequence.promptTokens), Math.max(0, sequence.promptTokens - 1));
+    sequence.allocation = this.prefixCache.allocate(sequence.blockHashes, sequence.tokenIds, sequence.promptTokens);
+    // vLLM recomputes at least the prompt's last token, to produce the first output token.
+    sequence.cachedTokens = Math.min(sequence.allocation.cachedTokens, Math.max(0, sequence.promptTokens - 1));
     // Prefills queue behind each other at the prefill rate; the fixed step cost is paid once per
     // busy period, since prompts that arrive together are prefilled in the same engine steps.
     const uncached = sequence.promptTokens - sequence.cachedTokens;
@@ -139,7 +146,6 @@ export class GpuScheduler {
     this.prefillBusyUntil = (busy ? this.prefillBusyUntil : now) + costMs * this.timeScale;
     sequence.firstTokenAt = this.prefillBusyUntil;
     this.running.add(sequence);
-    this.promptBlocks += blocks;
     sequence.onAdmit(this.prefillBusyUntil - now);
   }
 }

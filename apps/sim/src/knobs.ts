@@ -42,6 +42,10 @@ export const FAULT_NAMES = [
 ] as const;
 export type FaultName = (typeof FAULT_NAMES)[number];
 
+/** Finish labels the `finish-label` knob can force. */
+export const FINISH_LABELS = ['stop', 'length', 'tool_calls'] as const;
+export type FinishLabel = (typeof FINISH_LABELS)[number];
+
 export interface Knobs {
   /** Time to first token (ms): from the request to the first chunk (stream) or part of the wait (non-stream). */
   ttftMs: number;
@@ -52,6 +56,10 @@ export interface Knobs {
   content: ContentMode;
   /** Parallel tool calls to emit when the request declares tools; `undefined` = decide from `tool_choice`. */
   toolCalls: number | undefined;
+  /** Plan tool calls as if `tool_choice` were `auto` (Ollama and several vLLM tool parsers ignore it): `tool-calls` alone decides. */
+  ignoreToolChoice: boolean;
+  /** The finish label sent instead of the planned one (e.g. `tool_calls` on a text answer, as some tool parsers do); `undefined` = as planned. */
+  finishLabel: FinishLabel | undefined;
   /** Share (0..1) of tool calls that get invalid arguments. */
   invalidToolArgs: number;
   /** Seed of the PRNG (lorem words, argument values, invalid-argument and fault-rate draws). */
@@ -88,6 +96,8 @@ export const DEFAULT_KNOBS: Readonly<Knobs> = Object.freeze({
   outputTokens: 16,
   content: 'lorem',
   toolCalls: undefined,
+  ignoreToolChoice: false,
+  finishLabel: undefined,
   invalidToolArgs: 0,
   seed: 0,
   reasoning: 0,
@@ -180,6 +190,20 @@ export const KNOB_SPECS: readonly KnobSpec[] = [
     values: '<n>|auto',
     describe: 'parallel tool calls when the request has tools (auto: 1 if tool_choice is required or named)',
     parse: (raw) => ({ toolCalls: raw === 'auto' ? undefined : nonNegativeInteger('tool-calls', raw) }),
+  },
+  {
+    name: 'ignore-tool-choice',
+    flag: true,
+    values: '[true|false]',
+    describe: 'plan tool calls as if tool_choice were auto (tool-calls alone decides), as backends that ignore it do',
+    parse: (raw) => ({ ignoreToolChoice: bool('ignore-tool-choice', raw) }),
+  },
+  {
+    name: 'finish-label',
+    flag: false,
+    values: `${FINISH_LABELS.join('|')}|planned`,
+    describe: 'finish_reason sent instead of the planned one (e.g. tool_calls on a text answer)',
+    parse: (raw) => ({ finishLabel: raw === 'planned' ? undefined : oneOf('finish-label', FINISH_LABELS, raw) }),
   },
   {
     name: 'invalid-tool-args',

@@ -197,5 +197,6 @@ export function buildOutputPlan(input: PlanInput): OutputPlan {
   let finishReason: FinishReason = 'stop';
   if (stopReason === null && budget.cut) finishReason = 'length';
   else if (stopReason === null && toolCalls.length > 0 && !input.knobs.xmlToolCalls) finishReason = 'tool_calls';
+  if (input.knobs.finishLabel !== undefined) finishReason = input.knobs.finishLabel;
   return { pieces: budget.pieces, finishReason, stopReason, toolCalls };
 }

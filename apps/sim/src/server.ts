@@ -2,7 +2,7 @@
  * The sim's HTTP server on `node:http`: routing, body reading, abort tracking, start and close.
  *
  * Routes (vLLM's OpenAI-compatible server): `POST /v1/chat/completions`, `GET /v1/models`,
- * `POST /tokenize`, `GET /health`, `GET /metrics` (vllm-metrics.ts with a GPU profile; without one a
+ * `POST /tokenize`, `POST /reset_prefix_cache` (with a profile), `GET /health`, `GET /metrics` (vllm-metrics.ts with a GPU profile; without one a
  * minimal exposition of the running count, as agents probe a real server's); and the control API
  * under `/_sim/` (control-api.ts).
  */
@@ -19,6 +19,7 @@ import { handleTokenize, modelsBody } from './vllm-routes.js';
 import { resolveProfile, type GpuProfile } from './gpu-profile.js';
 import { GpuScheduler } from './gpu-scheduler.js';
 import { VllmMetrics } from './vllm-metrics.js';
+import { KvEventPublisher, type KvEventsOptions } from './kv-events.js';
 
 export interface SimOptions {
   /** TCP port; 0 (default) picks a free one. */
@@ -39,6 +40,8 @@ export interface SimOptions {
   profileOverrides?: Partial<GpuProfile>;
   /** Multiplies every simulated delay (profile and `ttft-ms`/`itl-ms` knobs), default 1; 0.01 = 100× faster. */
   timeScale?: number;
+  /** Publish the KV cache's events over ZMQ in vLLM's format (needs a profile); kv-events.ts. */
+  kvEvents?: KvEventsOptions;
 }
 
 export interface SimServer {
@@ -50,6 +53,8 @@ export interface SimServer {
   faults: FaultQueue;
   /** The GPU model when a profile is selected. */
   gpu: GpuScheduler | undefined;
+  /** The bound KV event endpoints when `kvEvents` was given. */
+  kvEvents: KvEventPublisher['endpoints'] | undefined;
   /** Stops listening and destroys open connections (stalled streams included). */
   close(): Promise<void>;
 }
@@ -113,6 +118,12 @@ async function route(
     case 'POST /tokenize':
       handleTokenize(context, exchange, body);
       return;
+    case 'POST /reset_prefix_cache':
+      // vLLM's (dev-mode) route: refused while requests hold blocks, as vLLM's reset is.
+      if (context.gpu === undefined) sendError(exchange, 404, 'the prefix cache needs a GPU profile (--profile)');
+      else if (context.gpu.prefixCache.clear()) sendJson(exchange, 200, '{}');
+      else sendError(exchange, 400, 'Failed to reset prefix cache: requests are running');
+      return;
     case 'GET /health':
       sendJson(exchange, 200, '{}');
       return;
@@ -152,9 +163,11 @@ export async function startSim(options: SimOptions = {}): Promise<SimServer> {
   const defaults: Knobs = Object.freeze({ ...DEFAULT_KNOBS, ...profileKnobs, ...options.knobs });
   const log = new RequestLog(options.requestLogSize);
   let metrics: VllmMetrics | undefined;
-  const gpu = profile === undefined ? undefined : new GpuScheduler(profile, timeScale, (end) => metrics?.observe(end));
+  if (options.kvEvents !== undefined && profile === undefined) throw new RangeError('KV events need a GPU profile (--profile)');
+  const kvEvents = options.kvEvents === undefined ? undefined : await KvEventPublisher.start(options.kvEvents);
+  const gpu = profile === undefined ? undefined : new GpuScheduler(profile, timeScale, (end) => metrics?.observe(end), kvEvents?.observer);
   if (gpu !== undefined) metrics = new VllmMetrics(gpu, log.stats, models[0]!);
-  const context: SimContext = { models: new Set(models), defaults, log, faults: new FaultQueue(), timeScale, gpu };
+  const context: SimContext = { models: new Set(models), defaults, log, faults: new FaultQueue(), timeScale, gpu, kvEvents };
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const modelsJson = modelsBody(models, defaults.maxModelLen);
 
@@ -187,6 +200,9 @@ export async function startSim(options: SimOptions = {}): Promise<SimServer> {
       server.off('error', reject);
       resolve();
     });
+  }).catch(async (error: unknown) => {
+    await kvEvents?.close();
+    throw error;
   });
   const port = (server.address() as AddressInfo).port;
   return {
@@ -196,10 +212,13 @@ export async function startSim(options: SimOptions = {}): Promise<SimServer> {
     log: context.log,
     faults: context.faults,
     gpu,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
+    kvEvents: kvEvents?.endpoints,
+    close: async () => {
+      await new Promise<void>((resolve, reject) => {
         server.close((error) => (error ? reject(error) : resolve()));
         server.closeAllConnections();
-      }),
+      });
+      await kvEvents?.close();
+    },
   };
 }

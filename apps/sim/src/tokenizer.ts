@@ -52,16 +52,15 @@ export function countMessageTokens(messages: readonly unknown[]): number {
 }
 
 /**
- * Token ids of a chat prompt, for the prefix-cache model: each message's role (as one token)
- * followed by the ids of its text's tokens.
+ * Token ids of a chat prompt, for the KV-cache model and `POST /tokenize` with `messages` (the
+ * same ids, as vLLM's `/tokenize` applies the chat template the prompt is built with): the ids of
+ * every message's text tokens, in order. Their count is the request's `prompt_tokens`.
  */
 export function promptTokenIds(messages: readonly unknown[]): number[] {
   const ids: number[] = [];
   for (const message of messages) {
     if (message === null || typeof message !== 'object') continue;
-    const { role, content } = message as { role?: unknown; content?: unknown };
-    ids.push(tokenId(`<|${typeof role === 'string' ? role : ''}|>`));
-    for (const token of splitTokens(contentText(content))) ids.push(tokenId(token));
+    for (const token of splitTokens(contentText((message as { content?: unknown }).content))) ids.push(tokenId(token));
   }
   return ids;
 }

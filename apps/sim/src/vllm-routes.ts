@@ -33,6 +33,7 @@ export function handleTokenize(context: SimContext, exchange: Exchange, body: un
       return;
     }
   }
+  // Messages are tokenized as the KV-cache model tokenizes a chat prompt (tokenizer.ts promptTokenIds).
   let strings: string[];
   if (typeof fields.prompt === 'string') strings = splitTokens(fields.prompt);
   else if (Array.isArray(fields.messages)) {

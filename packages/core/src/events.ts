@@ -30,6 +30,19 @@ export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' |
  * `inputTokens` is the whole prompt, cached tokens included (OpenAI's `prompt_tokens`);
  * Anthropic's `input_tokens` = inputTokens − cachedInputTokens − cacheWriteTokens (docs/protocols.md "Usage").
  */
+/**
+ * The finish reason a client is told, from what it was delivered: `tool_calls` only when at least
+ * one tool call was delivered, and a natural end (`stop`) after tool calls is `tool_calls`. Backends
+ * disagree with themselves here (a `tool_calls` label on a text answer, a `stop` label after calls);
+ * an agent that reads `tool_use` / `tool_calls` with no call ends its turn and runs nothing. The one
+ * rule, applied by the stream gate to every normalized answer and by the Chat passthrough relay.
+ */
+export function deliveredFinishReason(reason: FinishReason, toolCallDelivered: boolean): FinishReason {
+  if (reason === 'tool_calls' && !toolCallDelivered) return 'stop';
+  if (reason === 'stop' && toolCallDelivered) return 'tool_calls';
+  return reason;
+}
+
 export interface Usage {
   /** Prompt tokens, cached ones included. */
   inputTokens?: number;
@@ -51,6 +64,12 @@ export interface ResponseStartEvent {
   model: string;
   /** Unix seconds. */
   created: number;
+  /**
+   * The prompt's usage as the backend counted it when the answer started (vLLM and SGLang put
+   * usage on every chunk with `stream_options.continuous_usage_stats`, the first included), when
+   * it did: what Anthropic's `message_start` reports.
+   */
+  promptUsage?: Usage;
 }
 
 export interface TextDeltaEvent {

@@ -111,6 +111,11 @@ export type ResponseFormat =
 /** Reasoning switch: `enabled: false` turns a thinking model's reasoning off. */
 export interface ReasoningConfig {
   enabled: boolean;
+  /**
+   * Anthropic `thinking.display`: `omitted` sends thinking blocks without their text (an empty
+   * `thinking` and the signature); `summarized` (Anthropic's default) or absent sends the text.
+   */
+  display?: 'summarized' | 'omitted';
   /** OpenAI effort bucket (`minimal`…`max`). */
   effort?: string;
   /** Anthropic `budget_tokens`. */
@@ -140,6 +145,12 @@ export interface InferenceRequest {
   stream: boolean;
   /** Whether a streaming client asked for usage (Chat `stream_options.include_usage`). */
   includeUsage?: boolean;
+  /**
+   * The client's dialect reports the prompt's token count when the stream starts (Anthropic
+   * `message_start.usage.input_tokens`): the backend is asked for usage on every chunk
+   * (`stream_options.continuous_usage_stats`, vLLM and SGLang), so the first chunk carries it.
+   */
+  promptUsageAtStart?: boolean;
   /**
    * Backend-specific keys forwarded verbatim into the chat body (e.g. vLLM `top_k`, `min_p`,
    * `chat_template_kwargs`). Set only by the dialect that knows the key is safe.

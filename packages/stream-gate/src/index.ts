@@ -18,3 +18,4 @@ export * from './filters/text-tool-calls.js';
 export * from './filters/text-tool-call-formats.js';
 export * from './filters/degeneration.js';
 export * from './filters/empty-output.js';
+export * from './filters/tool-choice.js';

@@ -9,6 +9,7 @@
  * `error`, nothing was committed: the edge may render it as an HTTP error (the status of its code).
  * When the client's signal aborts, the stream just ends (no terminal event).
  */
+import { deliveredFinishReason } from '@iop/core';
 import type { InferenceRequest, StreamEvent, Usage } from '@iop/core';
 import type { DispatchedAttempt, Dispatcher, RequestPatch } from './attempt-request.js';
 import { buildAttemptRequest, correctivePatch, idempotencyKey } from './attempt-request.js';
@@ -24,6 +25,7 @@ import type { AttemptFailure } from './recovery.js';
 import type { AttemptOutcomeKind, GateSink } from './sink.js';
 import { noopSink } from './sink.js';
 import { addUsage } from './usage.js';
+import { TOOL_CHOICE_FILTER_NAME, forcesToolCall, toolChoiceValidator } from './filters/tool-choice.js';
 
 export interface StreamGateOptions {
   /** Filters for the model group; transformers run in this order, validators after them. */
@@ -70,8 +72,10 @@ export interface StreamGate {
 export function createStreamGate(options: StreamGateOptions): StreamGate {
   const budgets = validateBudgets({ ...DEFAULT_BUDGETS, ...options.budgets });
   const policy = options.policy ?? 'evidence-tail';
+  // `tool_choice` is enforced whatever the model's filters (filters/tool-choice.ts).
+  const enforcesChoice = options.filters.some((filter) => filter.name === TOOL_CHOICE_FILTER_NAME);
   const settings: GateSettings = {
-    filters: options.filters,
+    filters: enforcesChoice ? options.filters : [...options.filters, toolChoiceValidator()],
     sink: options.sink ?? noopSink,
     clock: options.clock ?? systemClock,
   };
@@ -81,7 +85,10 @@ export function createStreamGate(options: StreamGateOptions): StreamGate {
       // A non-stream client sees nothing before the whole answer, so the answer is released only
       // whole (`buffered`): a failure before `finish` is then before commit and retried, never
       // turned into an error for output the client has not seen.
-      return new GateRunImpl(settings, request.stream ? applied.policy : 'buffered', applied.budgets, request, dispatcher, runOptions);
+      // A forced tool call is held until it shows, even under `passthrough`: text released first
+      // could no longer be retried when no call follows.
+      const streamPolicy = applied.policy === 'passthrough' && forcesToolCall(request.toolChoice) ? 'evidence-tail' : applied.policy;
+      return new GateRunImpl(settings, request.stream ? streamPolicy : 'buffered', applied.budgets, request, dispatcher, runOptions);
     },
   };
 }
@@ -179,8 +186,7 @@ class GateRunImpl implements GateRun {
                 end = step.value;
                 break;
               }
-              this.track(step.value);
-              yield step.value;
+              yield this.deliver(step.value);
             }
           }
         } finally {
@@ -270,10 +276,16 @@ class GateRunImpl implements GateRun {
     };
   }
 
-  private track(event: StreamEvent): void {
+  /** Records a released event; a finish gets the reason of what was delivered (`deliveredFinishReason`). */
+  private deliver(event: StreamEvent): StreamEvent {
     this.committed = true;
     if (event.type === 'text-delta') this.releasedText.push(event.text);
     else if (event.type === 'tool-call-delta') this.releasedToolCall = true;
+    else if (event.type === 'finish') {
+      const reason = deliveredFinishReason(event.reason, this.releasedToolCall);
+      if (reason !== event.reason) return { ...event, reason };
+    }
+    return event;
   }
 
   private reportVerdicts(

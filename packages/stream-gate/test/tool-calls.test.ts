@@ -63,7 +63,7 @@ describe('tool-call validation', () => {
       policy: 'buffered',
     });
     expect(required.released).toEqual([
-      { type: 'error', code: 'upstream_error', message: 'model output rejected by tool-calls: tool_choice is required but no tool was called' },
+      { type: 'error', code: 'upstream_error', message: 'model output rejected by tool-choice: tool_choice is required but no tool was called' },
     ]);
     const named = await runGate({
       filters,

@@ -53,9 +53,14 @@ export class GateRegistry {
   /**
    * Whether a Chat Completions body needs the normalized path: the model's gate rewrites content
    * (reasoning extraction, text tool calls), or validates something this request has (tools,
-   * a JSON response format). Loop and empty-output guards alone do not force it.
+   * a JSON response format). Loop and empty-output guards alone do not force it. A `tool_choice`
+   * other than `auto` always does, whatever the model's filters: the gate enforces it (its
+   * `tool-choice` filter holds a forced call's answer until the call shows, so a text answer is
+   * retried before any byte reaches the client).
    */
   needsContent(model: string, body: Record<string, unknown>): boolean {
+    const choice = body.tool_choice;
+    if (choice !== undefined && choice !== null && choice !== 'auto') return true;
     const { config } = this.gates.get(model) ?? this.fallback;
     if (config.policy === 'passthrough' && config.filters.length === 0) return false;
     for (const spec of config.filters) {

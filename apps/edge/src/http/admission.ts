@@ -1,15 +1,14 @@
 /**
  * A request's admission and accounting around its run: before the run, the key's allowed models
  * (403 `permission`), limits and budget (429, limits/key-limiter.ts) are checked and the dialect's
- * rate-limit headers set; after it, `complete` counts the real tokens against the limits and
+ * rate-limit headers set (`Dialect.rateLimitHeaders`); after it, `complete` counts the real tokens against the limits and
  * queues the request's usage-ledger row. Both are no-ops without shared state (bare contexts).
  */
 import type { Response } from 'express';
-import { IopError, type DialectName, type Usage } from '@iop/core';
+import { IopError, type Dialect, type Usage } from '@iop/core';
 import type { EdgeContext } from '../edge-context.js';
 import { modelAllowed } from '../keys/api-key.js';
 import { LimitRefusal, type Admission } from '../limits/key-limiter.js';
-import { writeRateLimitHeaders } from '../limits/rate-limit-headers.js';
 import { locals } from './request-context.js';
 import { OPEN_IDENTITY } from './key-check.js';
 
@@ -36,7 +35,7 @@ const NOTHING: RequestAdmission = { complete: () => {} };
  * @throws IopError `permission` (403) for a model the key may not use, `LimitRefusal` (429) when a
  * limit or the budget is reached, `no_capacity` (503) when the shared counters fail closed.
  */
-export async function admitRequest(edge: EdgeContext, res: Response, dialect: DialectName, model: string): Promise<RequestAdmission> {
+export async function admitRequest(edge: EdgeContext, res: Response, dialect: Dialect, model: string): Promise<RequestAdmission> {
   const state = edge.state;
   if (state === undefined) return NOTHING;
   const context = locals(res);
@@ -53,9 +52,9 @@ export async function admitRequest(edge: EdgeContext, res: Response, dialect: Di
     } else {
       try {
         admission = await state.limiter.admit(record);
-        writeRateLimitHeaders(admission.state, dialect, Date.now(), setHeader);
+        dialect.rateLimitHeaders(admission.state, Date.now(), setHeader);
       } catch (error) {
-        if (error instanceof LimitRefusal) writeRateLimitHeaders(error.state, dialect, Date.now(), setHeader);
+        if (error instanceof LimitRefusal) dialect.rateLimitHeaders(error.state, Date.now(), setHeader);
         ledgerRow(edge, res, dialect, model, identity.keyId, {
           status: error instanceof IopError ? error.status : 500,
           usage: undefined,
@@ -82,7 +81,7 @@ export async function admitRequest(edge: EdgeContext, res: Response, dialect: Di
   };
 }
 
-function ledgerRow(edge: EdgeContext, res: Response, dialect: DialectName, model: string, keyId: string, summary: RunSummary): void {
+function ledgerRow(edge: EdgeContext, res: Response, dialect: Dialect, model: string, keyId: string, summary: RunSummary): void {
   const usage = summary.usage;
   edge.state?.ledger.record({
     tsMs: Date.now(),
@@ -91,7 +90,7 @@ function ledgerRow(edge: EdgeContext, res: Response, dialect: DialectName, model
     requestedModel: model,
     ...(summary.servedModel === undefined ? {} : { servedModel: summary.servedModel }),
     ...(summary.agentId === undefined ? {} : { agentId: summary.agentId }),
-    dialect,
+    dialect: dialect.name,
     inputTokens: usage?.inputTokens ?? 0,
     outputTokens: usage?.outputTokens ?? 0,
     cachedTokens: usage?.cachedInputTokens ?? 0,

@@ -1,35 +1,23 @@
 /**
  * The edge's HTTP API (express). Routes:
- * - `POST /v1/chat/completions` — OpenAI Chat Completions (passthrough to the backend)
- * - `GET /v1/models` — the model names a client may send now: configured groups and aliases with a
- *   provider able to serve them, and the served models of connected agents and direct providers
- *   (pool/model-list.ts)
+ * - every registered dialect's endpoints (routes.ts: OpenAI Chat and Responses, Anthropic
+ *   Messages, Gemini; inference, token counting, model lists), through the dialect registry's
+ *   `RouteTable`, behind the key check on each API root (`/v1`, `/v1beta`, …)
  * - `GET /healthz` (process up), `GET /readyz` (at least one agent connected), `GET /metrics`
  * - `HEAD /` — connection warm-up some clients send (Claude Code); `GET /` a short "iop is running" text
- * - `GET /v1/models` with `anthropic-version`: the same list in Anthropic's shape
- * A known path with another method is a 405 with `Allow`; an unknown path a 404.
- * Dialect endpoints are mounted from `routes` so the pipeline stays one.
+ * A known path with another method is a 405 with `Allow`; an unknown path a 404, each in the
+ * envelope of the dialect the path belongs to.
  */
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
-import type { Dialect } from '@iop/core';
 import type { EdgeContext } from '../edge-context.js';
+import type { DialectRoutes, EndpointHandler } from '../routes.js';
 import { keyCheck } from './key-check.js';
 import { errorHandler } from './error-handler.js';
-import { inferenceHandler, type InferenceRoute } from './inference.js';
 import { bodyLimitsOf, rawBody } from './json-body.js';
-import { anthropicModelList, listModels } from '../pool/model-list.js';
 import { EDGE_VERSION } from '../version.js';
-import { requestContext } from './request-context.js';
+import { locals, requestContext } from './request-context.js';
 import { IopError } from '@iop/core';
-
-export interface DialectRoutes {
-  /** Picks the dialect whose error shape a path's clients expect. */
-  dialectForPath: (path: string) => Dialect;
-  /** POST endpoints served by the inference pipeline, by path. */
-  inference: Record<string, InferenceRoute>;
-  /** Extra routers (e.g. Responses retrieval, count_tokens), mounted after auth. */
-  extra?: Array<(app: Express, edge: EdgeContext) => void>;
-}
+import type { RouteMatch } from './route-table.js';
 
 /** The shape of express 5's router layers that `allowedMethods` reads. */
 interface RouteLayer {
@@ -58,7 +46,7 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
     res
       .type('text/plain')
       .send(
-        `iop is running (edge ${EDGE_VERSION}).\nAPI: POST /v1/chat/completions, /v1/responses, /v1/messages; GET /v1/models. Probes: /healthz, /readyz. Metrics: /metrics.\n`,
+        `iop is running (edge ${EDGE_VERSION}).\nAPI: POST /v1/chat/completions, /v1/responses, /v1/messages, /v1beta/models/{model}:generateContent; GET /v1/models. Probes: /healthz, /readyz. Metrics: /metrics.\n`,
       );
   });
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
@@ -81,23 +69,51 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
     }
   });
 
-  app.use('/v1', keyCheck(edge));
-  app.get('/v1/models', (req, res) => {
-    const models = listModels(edge.pool.catalog);
-    // Anthropic's SDKs send `anthropic-version`: they get Anthropic's list shape (Models API).
-    if (req.get('anthropic-version') !== undefined) res.json(anthropicModelList(models));
-    else res.json({ object: 'list', data: models });
-  });
+  const check = keyCheck(edge, (path) => routes.table.keySources(path));
+  for (const root of routes.apiRoots) app.use(root, check);
   const body = rawBody(bodyLimitsOf(edge));
-  for (const [path, route] of Object.entries(routes.inference)) app.post(path, body, inferenceHandler(route, edge));
-  for (const mount of routes.extra ?? []) mount(app, edge);
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    let match: RouteMatch<EndpointHandler> | undefined;
+    try {
+      match = routes.table.match(req.method, req.url, req.headers);
+    } catch (error) {
+      return next(error); // broken percent-encoding in a path parameter: a 400
+    }
+    if (match === undefined) return next();
+    serveEndpoint(match, req, res, next, body);
+  });
+  for (const mount of routes.extra) mount(app, edge);
 
   app.use((req: Request, res: Response, next: NextFunction) => {
-    const allowed = allowedMethods(app, req.path);
+    const allowed = [...new Set([...allowedMethods(app, req.path), ...routes.table.allowed(req.path)])];
     if (allowed.length === 0) return next(new IopError('not_found', `no route for ${req.method} ${req.path}`));
     res.setHeader('allow', allowed.join(', '));
     next(new IopError('method_not_allowed', `${req.method} is not allowed on ${req.path}; use ${allowed.join(' or ')}`));
   });
   app.use(errorHandler(routes.dialectForPath));
   return app;
+}
+
+/**
+ * Serves a matched dialect endpoint: the request's target (endpoint, path parameters, query) in
+ * its locals, then the body (`POST`) and the endpoint's handler. The fast path calls it too.
+ */
+export function serveEndpoint(
+  match: RouteMatch<EndpointHandler>,
+  req: Request,
+  res: Response,
+  next: NextFunction,
+  body: (req: Request, res: Response, next: NextFunction) => unknown,
+): void {
+  const { entry, params, query } = match;
+  const q = req.url.indexOf('?');
+  locals(res).target = { endpoint: entry.endpoint, path: q < 0 ? req.url : req.url.slice(0, q), params, query };
+  if (entry.endpoint.method !== 'POST') {
+    void entry.handler(req, res, next);
+    return;
+  }
+  body(req, res, (failure?: unknown) => {
+    if (failure !== undefined) return next(failure);
+    void entry.handler(req, res, next);
+  });
 }

@@ -12,8 +12,11 @@
  *   OpenAI sends it) and kept; a usage chunk without a `choices` key gets `choices: []`. The last
  *   usage seen wins and goes out once, right before `[DONE]`.
  * - Usage the client did not ask for is removed (a usage-only chunk is dropped).
+ * - The finish reason follows what was delivered (`deliveredFinishReason`): `tool_calls` on an
+ *   answer that relayed no tool call is `stop`, `stop` after tool calls is `tool_calls`
+ *   (`withDeliveredFinish`; the scanner sends only such chunks here).
  */
-import { IopError, iopErrorOf, sseFrame, sseJson } from '@iop/core';
+import { IopError, deliveredFinishReason, iopErrorOf, sseFrame, sseJson } from '@iop/core';
 import { errorEventFromUpstream } from '../dialects.js';
 
 export type ChunkVerdict =
@@ -39,6 +42,48 @@ export function hasFinishReason(chunk: JsonObject): boolean {
     if (isObject(choice) && typeof choice.finish_reason === 'string' && choice.finish_reason.length > 0) return true;
   }
   return false;
+}
+
+/**
+ * Rewrites, in place, the `finish_reason` of each choice of `chunk` that disagrees with whether a
+ * tool call was delivered (`stop` ⇄ `tool_calls`; other labels are left alone).
+ * @returns whether anything changed.
+ */
+export function withDeliveredFinish(chunk: JsonObject, toolCallDelivered: (choice: JsonObject) => boolean): boolean {
+  const choices = chunk.choices;
+  if (!Array.isArray(choices)) return false;
+  let changed = false;
+  for (const choice of choices) {
+    if (!isObject(choice) || (choice.finish_reason !== 'stop' && choice.finish_reason !== 'tool_calls')) continue;
+    const delivered = deliveredFinishReason(choice.finish_reason, toolCallDelivered(choice));
+    if (delivered === choice.finish_reason) continue;
+    choice.finish_reason = delivered;
+    changed = true;
+  }
+  return changed;
+}
+
+const TOOL_CALLS_TEXT = Buffer.from('"tool_calls"');
+
+/**
+ * A non-stream Chat answer with each choice's `finish_reason` following its `message.tool_calls`
+ * (`withDeliveredFinish`). Parsed only when its bytes mention `"tool_calls"` (a label or a key):
+ * a plain text answer is returned as it came.
+ */
+export function deliveredAnswer(body: Buffer): Buffer {
+  if (body.indexOf(TOOL_CALLS_TEXT) === -1) return body;
+  let answer: unknown;
+  try {
+    answer = JSON.parse(body.toString('utf8'));
+  } catch {
+    return body;
+  }
+  if (!isObject(answer)) return body;
+  const changed = withDeliveredFinish(answer, (choice) => {
+    const calls = isObject(choice.message) ? choice.message.tool_calls : undefined;
+    return Array.isArray(calls) && calls.length > 0;
+  });
+  return changed ? Buffer.from(JSON.stringify(answer)) : body;
 }
 
 export class ChunkRules {

@@ -1,13 +1,15 @@
 /**
- * `POST /v1/messages/count_tokens` (Anthropic, docs/protocols.md "Token counting"): `{input_tokens}` for a Messages
- * request without sending it. Exact when a provider of the model can tokenize (vLLM's
+ * A dialect's `count-tokens` endpoint (Anthropic `POST /v1/messages/count_tokens`, docs/protocols.md
+ * "Token counting": `{input_tokens}`; Gemini `:countTokens`: `{totalTokens}`): the prompt tokens of a
+ * request without running it, decoded and encoded by the dialect's `countTokens`. Exact when a provider of the model can tokenize (vLLM's
  * `/tokenize` with the chat template applied, the embedded llama.cpp tokenizer): the request is
  * rendered as the chat body the backend would get and tokenized there. Otherwise a documented
  * estimate. The `x-iop-token-count` header says which (`exact` | `estimate`).
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { EdgeContext } from '../edge-context.js';
-import { countTokensResponse, decodeCountTokensRequest, estimateRequestTokens, toBackendChatRequest, TOKEN_COUNT_HEADER } from '../dialects.js';
+import { IopError, type Dialect } from '@iop/core';
+import { estimateRequestTokens, toBackendChatRequest, TOKEN_COUNT_HEADER } from '../dialects.js';
 import { parseJsonObject } from './json-body.js';
 import { locals } from './request-context.js';
 import { openRun } from './open-run.js';
@@ -43,11 +45,13 @@ async function tokenizeOnProvider(
   return Array.isArray(body.tokens) ? body.tokens.length : undefined;
 }
 
-export function countTokensHandler(edge: EdgeContext) {
+export function countTokensHandler(edge: EdgeContext, dialect: Dialect) {
+  const codec = dialect.countTokens;
   return async function countTokens(req: Request, res: Response, next: NextFunction): Promise<void> {
-    const { requestId, log } = locals(res);
+    const { requestId, log, target } = locals(res);
     try {
-      const request = decodeCountTokensRequest(parseJsonObject(req.body));
+      if (codec === undefined || target === undefined) throw new IopError('internal', `${dialect.name} declares a count-tokens endpoint without a codec`);
+      const request = codec.decode(parseJsonObject(req.body), target);
       const group = edge.pool.resolve(request.model);
       if (edge.pool.candidates(group).size === 0) throw edge.pool.noProviderError(request.model);
       let count: number | undefined;
@@ -66,7 +70,7 @@ export function countTokensHandler(edge: EdgeContext) {
         }
       }
       res.setHeader(TOKEN_COUNT_HEADER, count === undefined ? 'estimate' : 'exact');
-      res.json(countTokensResponse(count ?? estimateRequestTokens(request)));
+      res.json(codec.encode(count ?? estimateRequestTokens(request)));
     } catch (error) {
       next(error);
     }

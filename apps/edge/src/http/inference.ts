@@ -1,5 +1,5 @@
 /**
- * The one inference pipeline, shared by every endpoint (chat completions, messages, responses):
+ * The one inference pipeline, shared by every inference endpoint (chat completions, messages, responses, Gemini):
  * parse → (passthrough | gate) → run through the tunnel → relay bytes (path A) or encode released
  * events (path B). Endpoints differ only by the Dialect they pass in, whether passthrough is
  * possible, and optional hooks for stateful dialects.
@@ -139,7 +139,9 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
     };
     try {
       const body = parseJsonObject(req.body);
-      inFlight = edge.metrics.inFlight.labels(metricLabels(String(body.model)));
+      // The model the client named: in the body, or in the path (Gemini `models/{model}:…`).
+      const askedModel = String(body.model ?? context.target?.params.model);
+      inFlight = edge.metrics.inFlight.labels(metricLabels(askedModel));
       inFlight.inc();
       const gateHeader = req.get(GATE_HEADER);
       const overrides = gateHeader === undefined ? undefined : parseGateHeader(gateHeader);
@@ -161,19 +163,14 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       });
       let failedStatus: number | undefined;
       try {
-        if (
-          route.passthrough &&
-          overrides === undefined &&
-          !edge.gates.needsContent(String(body.model), body) &&
-          !edge.pool.restrictsToolIds(String(body.model))
-        ) {
+        if (route.passthrough && overrides === undefined && !edge.gates.needsContent(askedModel, body) && !edge.pool.restrictsToolIds(askedModel)) {
           responseMode = { mode: 'passthrough' };
           // The same 400s as the translated path, before any backend call.
           const peek = validateChatPassthrough(body);
           model = peek.model;
           promptTokens = () => passthroughPromptTokens(route.dialect, body, req.body);
           nameRequestSpan(model);
-          admission = await admitRequest(edge, res, route.dialect.name, model);
+          admission = await admitRequest(edge, res, route.dialect, model);
           const opened = await openRun(
             edge.pool,
             {
@@ -209,10 +206,10 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           });
           endedInBand(failure, opened.run.runId);
         } else {
-          responseMode = { mode: 'normalized', policy: edge.gates.policyOf(String(body.model)) };
-          let request = route.dialect.decodeRequest(body);
+          responseMode = { mode: 'normalized', policy: edge.gates.policyOf(askedModel) };
+          let request = route.dialect.decodeRequest(body, context.target);
           promptTokens = () => estimateRequestTokens(request);
-          admission = await admitRequest(edge, res, route.dialect.name, request.model);
+          admission = await admitRequest(edge, res, route.dialect, request.model);
           if (route.prepare !== undefined) request = await route.prepare(request, body, context);
           model = request.model;
           nameRequestSpan(model);
@@ -231,7 +228,14 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
             setWarnings();
           };
           responseMode = { mode: 'normalized', policy: edge.gates.policyOf(model) };
-          const encodeContext: EncodeContext = { requestId, model, request, createdAt: Math.floor(Date.now() / 1000) };
+          const decoded = request;
+          const encodeContext: EncodeContext = {
+            requestId,
+            model,
+            request,
+            createdAt: Math.floor(Date.now() / 1000),
+            estimateInputTokens: () => estimateRequestTokens(decoded),
+          };
           const failure = await writeNormalized(res, {
             dialect: route.dialect,
             context: encodeContext,

@@ -11,8 +11,15 @@ import { IopError, secretIn } from '@iop/core';
 import type { EdgeContext } from '../edge-context.js';
 import { hashKey, responsesOwnerOf, unusableReason } from '../keys/api-key.js';
 import type { KeyIdentity } from '../keys/key-directory.js';
-import { OPEN_EDGE_OWNER, ownerOfKey, presentedKey } from './auth.js';
+import { DEFAULT_KEY_SOURCES, keyHint, OPEN_EDGE_OWNER, ownerOfKey, presentedKey } from './auth.js';
+import type { KeySources } from './route-table.js';
 import type { RequestLocals } from './request-context.js';
+
+/** The path of a URL as sent (the key check runs under a mount point, where `req.path` is trimmed). */
+function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+}
 
 export const OPEN_IDENTITY: KeyIdentity = { keyId: 'open', owner: OPEN_EDGE_OWNER };
 
@@ -32,13 +39,15 @@ function plainIdentity(key: string): KeyIdentity {
   return identity;
 }
 
-export function keyCheck(edge: EdgeContext) {
+/** `sourcesFor(path)`: where a request on `path` may carry its key (the dialect registry's; `x-api-key` and Bearer without one). */
+export function keyCheck(edge: EdgeContext, sourcesFor?: (path: string) => KeySources) {
   return async function keyCheckMiddleware(req: Request, res: Response, next: NextFunction): Promise<void> {
     const context = res.locals as RequestLocals;
     const state = edge.state;
     try {
       const plain = edge.config.apiKeys;
-      const given = presentedKey(req);
+      const sources = sourcesFor === undefined ? DEFAULT_KEY_SOURCES : sourcesFor(pathOf(req.originalUrl ?? req.url));
+      const given = presentedKey(req, sources);
       if (given !== undefined && plain.length > 0 && secretIn(given, plain)) {
         const identity = plainIdentity(given);
         context.owner = identity.owner;
@@ -52,7 +61,7 @@ export function keyCheck(edge: EdgeContext) {
         context.identity = OPEN_IDENTITY;
         return next();
       }
-      if (given === undefined) return next(new IopError('authentication', 'missing API key: send `Authorization: Bearer <key>` or `x-api-key: <key>`'));
+      if (given === undefined) return next(new IopError('authentication', `missing API key: send ${keyHint(sources)}`));
       const record = await directory?.lookup(given);
       if (record === undefined || record.keyHash !== hashKey(given)) return next(new IopError('authentication', 'invalid API key'));
       const unusable = unusableReason(record, Date.now());

@@ -83,7 +83,7 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
   if (first.value.type === 'error') throw iopErrorOf(first.value);
   const encoder = dialect.createStreamEncoder(context);
   res.status(200);
-  res.setHeader('content-type', 'text/event-stream; charset=utf-8');
+  res.setHeader('content-type', encoder.contentType ?? 'text/event-stream; charset=utf-8');
   res.setHeader('cache-control', 'no-cache');
   let started = false;
   let backpressure = false;

@@ -21,6 +21,7 @@ import type { RunStream } from '../pool/run-stream.js';
 import type { ModelRewriter } from './model-rewrite.js';
 import { headerValue } from './header-value.js';
 import { SseGuard } from './sse-guard.js';
+import { deliveredAnswer } from './chunk-rules.js';
 import { runFailure, type WholeAnswer } from './open-run.js';
 import { toOpenAIErrorBody } from '../dialects.js';
 import type { UsageRecorder } from './usage-recorder.js';
@@ -68,8 +69,9 @@ export async function relay(handle: RunStream, start: ProviderTunnelFrame, res: 
   const { answer } = options;
   if (answer === undefined) throw new IopError('internal', 'a non-stream relay needs the answer openRun read');
   options.usage.record(answer.usage);
-  if (options.rewriter === undefined) res.end(answer.body);
-  else res.end(Buffer.concat([options.rewriter.push(answer.body), options.rewriter.end()]));
+  const body = deliveredAnswer(answer.body);
+  if (options.rewriter === undefined) res.end(body);
+  else res.end(Buffer.concat([options.rewriter.push(body), options.rewriter.end()]));
   return undefined;
 }
 

@@ -4,7 +4,7 @@
  * stamps it on every line. The same id travels to the agent in the RunAssignment.
  */
 import type { NextFunction, Request, Response } from 'express';
-import { newId } from '@iop/core';
+import { newId, type RequestTarget } from '@iop/core';
 import type { Logger } from '../logger.js';
 import type { KeyIdentity } from '../keys/key-directory.js';
 
@@ -22,6 +22,8 @@ export interface RequestLocals {
   owner?: string;
   /** The client key and its policy (limits, ledger): set by `keyCheck` (http/key-check.ts). */
   identity?: KeyIdentity;
+  /** The dialect endpoint the request matched, with its path parameters and query (http/route-table.ts). */
+  target?: RequestTarget;
 }
 
 export function locals(res: Response): RequestLocals {

@@ -19,11 +19,15 @@
  * `Retry-After` before it runs (`GuardedResponseStore.ready`); when the write at the end fails, a
  * non-stream answer is that 503 and a stream ends with `response.failed` (`store: false`) instead
  * of its terminal event, which is written only after the write.
+ *
+ * Over a WebSocket (responses-socket/) the same route runs with the socket's dialect (events as
+ * messages) and the connection's memory of its most recent response (`RecentResponse`).
  */
 import type { Express, NextFunction, Request, Response } from 'express';
 import { IopError, type InferenceRequest } from '@iop/core';
 import type { EdgeContext } from '../edge-context.js';
-import { responsesDialect, storedResponseOf, withHistory, type ResponseObject } from '../dialects.js';
+import type { Dialect } from '@iop/core';
+import { responseRecordOf, responsesDialect, storedResponseOf, withHistory, type ResponseObject, type StoredResponse } from '../dialects.js';
 import { keepResponse, type InputItemsQuery, type ResponseStore } from '../responses-store/index.js';
 import type { GuardedResponseStore } from '../responses-store/guarded-store.js';
 import type { InferenceRoute } from './inference.js';
@@ -63,10 +67,27 @@ function refuseUnstorable(bytes: number, maxResponseBytes: number): void {
   );
 }
 
+/**
+ * A connection's memory of its most recent response (Responses over WebSocket): found by
+ * `previous_response_id` before the store, and with `store: false` too.
+ */
+export interface RecentResponse {
+  get(id: string): StoredResponse | undefined;
+  /** Called with every response that ended; a failed one forgets the last. */
+  set(record: StoredResponse | undefined): void;
+}
+
+export interface ResponsesRouteOptions {
+  /** The dialect whose encoder writes the stream (default the SSE one). */
+  dialect?: Dialect;
+  recent?: RecentResponse;
+}
+
 /** The inference route: prepends stored history for `previous_response_id`, stores the result. */
-export function responsesInferenceRoute(store: GuardedResponseStore, edge: EdgeContext): InferenceRoute {
+export function responsesInferenceRoute(store: GuardedResponseStore, edge: EdgeContext, options: ResponsesRouteOptions = {}): InferenceRoute {
+  const { recent } = options;
   return {
-    dialect: responsesDialect,
+    dialect: options.dialect ?? responsesDialect,
     passthrough: false,
     async prepare(request: InferenceRequest, body: Record<string, unknown>, context: RequestLocals) {
       const stored = body.store !== false;
@@ -81,13 +102,14 @@ export function responsesInferenceRoute(store: GuardedResponseStore, edge: EdgeC
       if (previousId === undefined || previousId === null) return request;
       if (typeof previousId !== 'string' || previousId.length === 0)
         throw new IopError('invalid_request', 'previous_response_id must be a non-empty string', { param: 'previous_response_id' });
-      const previous = await store.get(previousId, ownerOf(context));
+      const previous = recent?.get(previousId) ?? (await store.get(previousId, ownerOf(context)));
       if (previous === undefined) throw notFound(previousId, 'previous_response_id');
       if (stored) refuseUnstorable(inputBytes + estimateJsonBytes(previous.conversation), maxResponseBytes);
       return withHistory(request, previous);
     },
     async onResult(result: unknown, request: InferenceRequest, _body: Record<string, unknown>, context: RequestLocals) {
       const response = result as ResponseObject;
+      recent?.set(response.status === 'failed' ? undefined : responseRecordOf(request, response));
       try {
         await keepResponse(store, storedResponseOf(request, response), ownerOf(context));
       } catch (error) {

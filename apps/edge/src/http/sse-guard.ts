@@ -12,6 +12,11 @@
  *   is JSON-parsed and handed to `ChunkRules` (usage and error rules). A non-null
  *   `finish_reason` marks the answer finished: a stream cut after it is complete, and gets its
  *   usage chunk and `[DONE]` from `end()`.
+ * - The finish reason follows what was relayed: the scan notes a non-empty `tool_calls` array, and a
+ *   `finish_reason` of `"tool_calls"` with none relayed before (or `"stop"` after one) sends that
+ *   one chunk through `ChunkRules` to be rewritten (`withDeliveredFinish`); every other chunk
+ *   costs only the byte comparison of its label. Tool calls are tracked per stream, not per
+ *   choice (`n` > 1 streams share one flag).
  * - Nothing after `[DONE]` is sent.
  * - Chunks of generated output (a non-empty `content`, `reasoning_content` or `reasoning`, or
  *   `tool_calls`) are counted (`generatedChunks`): the output-token estimate of a stream that
@@ -25,7 +30,7 @@
  * frame (backends write an event per write, so this costs no latency in practice).
  */
 import { IopError, SSE_DONE } from '@iop/core';
-import { ChunkRules } from './chunk-rules.js';
+import { ChunkRules, withDeliveredFinish } from './chunk-rules.js';
 
 const NEWLINE = 0x0a;
 const CR = 0x0d;
@@ -59,6 +64,8 @@ const LOWER_R = 0x72;
 const LOWER_T = 0x74;
 const GENERATED_STRING_KEYS = [CONTENT_KEY, REASONING_CONTENT_KEY, REASONING_KEY];
 const EMPTY = Buffer.alloc(0);
+const TOOL_CALLS_LABEL = Buffer.from('"tool_calls"');
+const STOP_LABEL = Buffer.from('"stop"');
 
 export interface GuardResult {
   /** Bytes to send now: complete events, up to (not including) a failing one. */
@@ -119,6 +126,16 @@ function chunkGenerated(chunk: unknown): boolean {
   return false;
 }
 
+/** Whether a parsed chunk carries a non-empty `tool_calls` array in a choice's delta. */
+function chunkToolCalls(chunk: unknown): boolean {
+  const choices = (chunk as { choices?: unknown } | null)?.choices;
+  if (!Array.isArray(choices)) return false;
+  return choices.some((choice) => {
+    const calls = (choice as { delta?: { tool_calls?: unknown } } | null)?.delta?.tool_calls;
+    return Array.isArray(calls) && calls.length > 0;
+  });
+}
+
 /**
  * One pass over a chunk's bytes for the first byte of the values of `"finish_reason"`, `"usage"`
  * and `"error"` (-1 when absent), and whether it carries generated output: a non-empty
@@ -132,10 +149,12 @@ class ChunkKeys {
   error = -1;
   choices = -1;
   generated = false;
+  /** A non-empty `tool_calls` array. */
+  toolCalls = false;
 
   scan(data: Buffer, from: number, to: number): void {
     this.finish = this.usage = this.error = this.choices = -1;
-    this.generated = false;
+    this.generated = this.toolCalls = false;
     for (let i = from; i < to; i++) {
       if (data[i] !== QUOTE) continue;
       const first = i + 1 < to ? data[i + 1] : 0;
@@ -143,7 +162,11 @@ class ChunkKeys {
       else if (first === LOWER_U && this.usage === -1 && matchesAt(data, i, to, USAGE_KEY)) this.usage = valueStart(data, i + USAGE_KEY.length, to);
       else if (first === LOWER_E && this.error === -1 && matchesAt(data, i, to, ERROR_KEY)) this.error = valueStart(data, i + ERROR_KEY.length, to);
       else if (first === LOWER_C && this.choices === -1 && matchesAt(data, i, to, CHOICES_KEY)) this.choices = valueStart(data, i + CHOICES_KEY.length, to);
-      else if (!this.generated && (first === LOWER_C || first === LOWER_R || first === LOWER_T)) this.generated = generatedValue(data, i, to);
+      else if (first === LOWER_T && !this.toolCalls && matchesAt(data, i, to, TOOL_CALLS_KEY)) {
+        // Looked for even after other output in the chunk: the finish reason depends on it.
+        this.toolCalls = generatedValue(data, i, to);
+        if (this.toolCalls) this.generated = true;
+      } else if (!this.generated && (first === LOWER_C || first === LOWER_R)) this.generated = generatedValue(data, i, to);
       // Skip the rest of this string (keys and values alike) up to its closing quote.
       for (i++; i < to && data[i] !== QUOTE; i++) if (data[i] === BACKSLASH) i++;
     }
@@ -159,6 +182,8 @@ export class SseGuard {
   sawFinish = false;
   /** Chunks of generated output passed (non-empty content, reasoning or tool calls: one token each by default in vLLM, SGLang, llama.cpp server). */
   generatedChunks = 0;
+  /** A chunk with a non-empty `tool_calls` array has passed (the finish reason must then say `tool_calls`). */
+  private sawToolCall = false;
   // The event being scanned: its data lines as [from, to) ranges of the current buffer (the first
   // in scalars: nearly every event has one data line; more are kept in `moreData`).
   private dataLines = 0;
@@ -293,17 +318,22 @@ export class SseGuard {
     if (data[from] !== OPEN || data[to - 1] !== CLOSE) return 'fail';
     const keys = this.keys;
     keys.scan(data, from, to);
-    if (keys.finish !== -1 && data[keys.finish] === QUOTE) this.sawFinish = true;
     if (keys.generated) this.generatedChunks++;
+    if (keys.toolCalls) this.sawToolCall = true;
+    let misLabelled = false;
+    if (keys.finish !== -1 && data[keys.finish] === QUOTE) {
+      this.sawFinish = true;
+      misLabelled = matchesAt(data, keys.finish, to, this.sawToolCall ? STOP_LABEL : TOOL_CALLS_LABEL);
+    }
     const hasUsage = keys.usage !== -1 && data[keys.usage] !== LOWER_N;
     const hasError = this.errorEvent || (keys.error !== -1 && data[keys.error] !== LOWER_N);
-    if (!hasUsage && !hasError) return 'original';
-    if (!hasError && keys.choices !== -1 && data[keys.choices] === OPEN_BRACKET && data[keys.choices + 1] === CLOSE_BRACKET) {
+    if (!hasUsage && !hasError && !misLabelled) return 'original';
+    if (!hasError && !misLabelled && keys.choices !== -1 && data[keys.choices] === OPEN_BRACKET && data[keys.choices + 1] === CLOSE_BRACKET) {
       // Already the conformant usage chunk (vLLM, SGLang, llama.cpp server): held as it came, unparsed.
       this.rules.holdUsageEvent(data.subarray(from, to));
       return 'none';
     }
-    return this.applyRules(data.toString('utf8', from, to), false);
+    return this.applyRules(data.toString('utf8', from, to), false, misLabelled);
   }
 
   /** A multi-line data event: the lines joined with `\n` are the payload (SSE), re-sent on one line. */
@@ -315,10 +345,15 @@ export class SseGuard {
       this.done();
       return [DONE_EVENT];
     }
-    return this.applyRules(payload, true);
+    return this.applyRules(payload, true, false);
   }
 
-  private applyRules(payload: string, reframe: boolean): 'original' | 'none' | 'fail' | IopError | Buffer[] {
+  /**
+   * Parses one chunk and applies the rules. `multiLine`: a multi-line event (not yet scanned: its
+   * output and tool calls are counted here); `misLabelled`: its finish reason disagrees with the
+   * tool calls relayed (rewritten, so its bytes are re-sent).
+   */
+  private applyRules(payload: string, multiLine: boolean, misLabelled: boolean): 'original' | 'none' | 'fail' | IopError | Buffer[] {
     let chunk: unknown;
     try {
       chunk = JSON.parse(payload);
@@ -326,7 +361,15 @@ export class SseGuard {
       return 'fail';
     }
     // A one-line chunk was counted by its scan (`dispatch`).
-    if (reframe && chunkGenerated(chunk)) this.generatedChunks++;
+    let reframe = multiLine || misLabelled;
+    if (multiLine) {
+      if (chunkGenerated(chunk)) this.generatedChunks++;
+      if (chunkToolCalls(chunk)) this.sawToolCall = true;
+    }
+    if (multiLine || misLabelled) {
+      const saw = this.sawToolCall;
+      if (typeof chunk === 'object' && chunk !== null && withDeliveredFinish(chunk as Record<string, unknown>, () => saw)) reframe = true;
+    }
     const verdict = this.rules.apply(chunk, { errorEvent: this.errorEvent, reframe });
     if (verdict.kind === 'error') return verdict.error;
     if (verdict.finished) this.sawFinish = true;

@@ -18,7 +18,7 @@
 import { IopError, newId } from '@iop/core';
 import { budgetPeriodEnd, budgetPeriodStart, type ApiKeyRecord } from '../keys/api-key.js';
 import type { CounterStore } from './counter-store.js';
-import type { RateLimitState } from './rate-limit-headers.js';
+import type { RateLimitState } from '@iop/core';
 
 const MINUTE_MS = 60_000;
 const TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000;

@@ -1,6 +1,7 @@
 /**
- * What `GET /v1/models` lists: every name a client may send as `model` and get served now, in the
- * OpenAI list shape (`{ object: "list", data: Model[] }`, API reference "Models › List models").
+ * What every dialect's model list (`GET /v1/models`, Gemini `GET /v1beta/models`) lists: every
+ * name a client may send as `model` and get served now, as `ModelListing`s (@iop/core) that each
+ * dialect renders in its own shape (`Dialect.modelList`).
  *
  * - Configured model groups, by name and by each alias, when a provider able to take requests
  *   (connected, not draining; agent or direct provider) serves the group or one of its fallbacks.
@@ -9,32 +10,19 @@
  *   group or alias: the name routes to the group then, so only the group decides.
  *
  * Each name appears once: groups first in config order (name, then aliases), then served models in
- * the order agents joined, then direct providers in config order. Extra fields beyond OpenAI's:
- * `context_length` (tokens, the largest an agent reports for the model or the group's targets;
- * null when unknown) and `providers` (providers able to serve it now). Computed on each call, so
+ * the order agents joined, then direct providers in config order. `contextLength` is the largest
+ * an agent reports for the model or the group's targets (null when unknown), `providers` the
+ * providers able to serve it now. Computed on each call, so
  * it follows agents joining and leaving and config reloads at once.
  */
+import type { ModelListing } from '@iop/core';
 import type { ModelGroup } from './pool-config.js';
 import type { ModelCatalog } from './model-catalog.js';
 
-export interface ListedModel {
-  id: string;
-  object: 'model';
-  /** Unix seconds; 0: iop does not know when a backend's model was made. */
-  created: number;
-  owned_by: string;
-  /** Largest context length reported for it, tokens; null when unknown. */
-  context_length: number | null;
-  /** Providers (agents and direct providers) able to serve it now. */
-  providers: number;
-}
-
-const entry = (id: string, providers: number, contextLength: number): ListedModel => ({
+const entry = (id: string, providers: number, contextLength: number): ModelListing => ({
   id,
-  object: 'model',
   created: 0,
-  owned_by: 'iop',
-  context_length: contextLength > 0 ? contextLength : null,
+  contextLength: contextLength > 0 ? contextLength : null,
   providers,
 });
 
@@ -52,8 +40,8 @@ function serving(catalog: ModelCatalog, group: ModelGroup): { providers: number;
 }
 
 /** The models a client may send now (see the module docstring). */
-export function listModels(catalog: ModelCatalog): ListedModel[] {
-  const out: ListedModel[] = [];
+export function listModels(catalog: ModelCatalog): ModelListing[] {
+  const out: ModelListing[] = [];
   const configured = new Set(catalog.resolver.names());
   for (const group of catalog.config.modelGroups) {
     const served = serving(catalog, group);
@@ -73,29 +61,4 @@ export function listModels(catalog: ModelCatalog): ListedModel[] {
   }
   for (const [model, providers] of providersByModel) out.push(entry(model, providers, catalog.contextLength(model)));
   return out;
-}
-
-/** One entry of Anthropic's model list (Models API › List Models). */
-export interface AnthropicModel {
-  type: 'model';
-  id: string;
-  display_name: string;
-  /** RFC 3339; the Unix epoch: iop does not know when a backend's model was made. */
-  created_at: string;
-}
-
-/** `models` in Anthropic's list shape: `{ data, has_more, first_id, last_id }` (one page, nothing more to fetch). */
-export function anthropicModelList(models: readonly ListedModel[]): {
-  data: AnthropicModel[];
-  has_more: false;
-  first_id: string | null;
-  last_id: string | null;
-} {
-  const data = models.map((model): AnthropicModel => ({
-    type: 'model',
-    id: model.id,
-    display_name: model.id,
-    created_at: new Date(model.created * 1000).toISOString(),
-  }));
-  return { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null };
 }

@@ -192,7 +192,7 @@ const outlierSchema = Type.Object(
 
 const affinitySchema = Type.Object(
   {
-    enabled: Type.Boolean({ default: true }),
+    enabled: Type.Boolean({ default: true, description: 'Route requests that share a prompt prefix to the same provider (bounded load).' }),
     prefixMessages: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'Leading messages hashed into the affinity key.' }),
     loadFactor: Type.Number({ minimum: 1, maximum: 100, default: 1.25, description: 'Bounded-load factor c >= 1.' }),
   },

@@ -22,9 +22,11 @@
  *   so a hot key spills to its ring successors instead of overloading one GPU host. A provider
  *   joining moves about 1/N of the keys, all to the newcomer.
  *
- * Hit accounting: `observe(key, providerId)` remembers (LRU, at most `maxTrackedKeys` keys) which
- * provider last served each key and counts a request as warm when it lands there again, cold when
- * it lands elsewhere; first-seen keys count as neither. `stats().warmShare` is warm / (warm + cold).
+ * Stickiness and hit accounting: `observe(key, providerId)` remembers (LRU, at most
+ * `maxTrackedKeys` keys) which provider last served each key; `pick` keeps a key there while that
+ * provider is eligible and within the bound (a session that spilled stays where it spilled to), and
+ * a request counts as warm when it lands there again, cold when it lands elsewhere; first-seen keys
+ * count as neither. `stats().warmShare` is warm / (warm + cold).
  *
  * One `PrefixAffinity` per model group: the ring is rebuilt only when the group's membership
  * (the set of candidate ids) changes; availability changes only make providers skipped.
@@ -190,9 +192,11 @@ export class PrefixAffinity {
   }
 
   /**
-   * The provider for `key`: the first eligible provider clockwise from the key whose load is within
-   * the bound; undefined when no candidate is eligible. `options` filters as in P2C (exclude,
-   * requireLabels, allow).
+   * The provider for `key`: the provider that served it last (`observe`) while it is eligible and
+   * within the bound — a conversation stays where its history's KV cache is, also after it spilled
+   * off its ring owner, instead of being re-decided on every turn —, else the first eligible
+   * provider clockwise from the key whose load is within the bound; undefined when no candidate is
+   * eligible. `options` filters as in P2C (exclude, requireLabels, allow).
    */
   pick<P extends RoutedProvider>(key: number, candidates: readonly P[], options?: PickOptions): P | undefined {
     if (candidates.length === 0) return undefined;
@@ -207,6 +211,11 @@ export class PrefixAffinity {
       totalCapacity += provider.maxConcurrency * provider.weight;
     }
     if (byId.size === 0) return undefined;
+    const within = (provider: P) =>
+      provider.inFlight + provider.load.queued < Math.ceil((this.loadFactor * (totalLoad + 1) * provider.maxConcurrency * provider.weight) / totalCapacity);
+    const last = this.lastServer.get(key);
+    const home = last === undefined ? undefined : byId.get(last);
+    if (home !== undefined && within(home)) return home;
     const visited = new Set<number>();
     const { points, owners } = ring;
     let index = lowerBound(points, key >>> 0);
@@ -216,10 +225,7 @@ export class PrefixAffinity {
       if (visited.has(owner)) continue;
       visited.add(owner);
       const provider = byId.get(ring.ids[owner]!);
-      if (provider === undefined) continue;
-      const capacity = provider.maxConcurrency * provider.weight;
-      const bound = Math.ceil((this.loadFactor * (totalLoad + 1) * capacity) / totalCapacity);
-      if (provider.inFlight + provider.load.queued < bound) return provider;
+      if (provider !== undefined && within(provider)) return provider;
     }
     // Unreachable while loadFactor ≥ 1 (the bounds sum to more than L); kept as a safe answer.
     return byId.values().next().value;

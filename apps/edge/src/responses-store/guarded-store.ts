@@ -94,3 +94,21 @@ function unavailable(cause?: unknown): IopError {
     { retryAfterSeconds: STORE_RETRY_AFTER_SECONDS, ...(cause === undefined ? {} : { cause }) },
   );
 }
+
+const guarded = new WeakMap<ResponseStore, GuardedResponseStore>();
+
+/**
+ * The one guarded store of `responses` (every route, HTTP and WebSocket, sees the same outages);
+ * failures are logged at warn on `logger`.
+ */
+export function guardedStore(responses: ResponseStore, logger: { warn(fields: object, message: string): void }): GuardedResponseStore {
+  if (responses instanceof GuardedResponseStore) return responses;
+  let store = guarded.get(responses);
+  if (store === undefined) {
+    store = new GuardedResponseStore(responses, (error) =>
+      logger.warn({ error: error instanceof Error ? error.message : String(error) }, 'Responses store call failed'),
+    );
+    guarded.set(responses, store);
+  }
+  return store;
+}

@@ -34,7 +34,7 @@ const storageSchema = Type.Object(
         }),
         url: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL URL (kind `postgres`).' })),
         schema: Type.Optional(Type.String({ pattern: '^[a-z_][a-z0-9_]{0,62}$', description: 'PostgreSQL schema.' })),
-        poolSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+        poolSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'PostgreSQL connections this edge opens at most (default 10).' })),
       },
       { additionalProperties: false, default: {}, if: { properties: { kind: { const: 'postgres' } }, required: ['kind'] }, then: { required: ['url'] } },
     ),
@@ -45,7 +45,12 @@ const storageSchema = Type.Object(
           description: 'Rate-limit windows, budgets, stream slots and revocations: `memory` (this edge only) or `redis`.',
         }),
         url: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis URL (kind `redis`).' })),
-        keyPrefix: Type.Optional(Type.String({ maxLength: 100 })),
+        keyPrefix: Type.Optional(
+          Type.String({
+            maxLength: 100,
+            description: 'Prefix of every Redis key this edge writes (default `iop:`); edges that share counters use the same one.',
+          }),
+        ),
       },
       { additionalProperties: false, default: {}, if: { properties: { kind: { const: 'redis' } }, required: ['kind'] }, then: { required: ['url'] } },
     ),
@@ -56,9 +61,19 @@ const storageSchema = Type.Object(
     keyCacheTtlMs: Type.Integer({ minimum: 0, maximum: 600_000, default: 2_000, description: 'How long an edge trusts a key looked up in the store, ms.' }),
     ledger: Type.Object(
       {
-        batchSize: Type.Integer({ minimum: 1, maximum: 1000, default: 200 }),
-        flushIntervalMs: Type.Integer({ minimum: 10, maximum: 600_000, default: 1_000 }),
-        maxQueued: Type.Integer({ minimum: 1000, maximum: 10_000_000, default: 50_000 }),
+        batchSize: Type.Integer({ minimum: 1, maximum: 1000, default: 200, description: 'Ledger rows written in one INSERT at most.' }),
+        flushIntervalMs: Type.Integer({
+          minimum: 10,
+          maximum: 600_000,
+          default: 1_000,
+          description: 'Queued ledger rows are written at least this often, ms.',
+        }),
+        maxQueued: Type.Integer({
+          minimum: 1000,
+          maximum: 10_000_000,
+          default: 50_000,
+          description: 'Ledger rows held while the database is slow or down; beyond it new rows are dropped and counted (iop_usage_ledger_dropped_total).',
+        }),
         maxAgeMs: Type.Integer({ minimum: 0, default: 0, description: 'Ledger rows older are deleted (hourly); 0 keeps all.' }),
       },
       { additionalProperties: false, default: {} },

@@ -1,7 +1,7 @@
-import { blockHashes, decodeStepMs, GPU_H100_8B, GpuScheduler, prefillMs, PrefixCache, resolveProfile, Sequence, type SequenceEnd } from '../../src/index.js';
+import { blockHashes, decodeStepMs, GPU_H100_8B, GpuScheduler, prefillMs, resolveProfile, Sequence, type SequenceEnd } from '../../src/index.js';
 
 function sequence(promptTokens: number, admitted: number[] = [], hashes: readonly number[] = []): Sequence {
-  return new Sequence(promptTokens, hashes, (delayMs) => admitted.push(delayMs));
+  return new Sequence(promptTokens, hashes, [], (delayMs) => admitted.push(delayMs));
 }
 
 describe('gpu-h100-8b timing model', () => {
@@ -19,7 +19,7 @@ describe('gpu-h100-8b timing model', () => {
   });
 
   it('rejects an unknown profile and a bad max-num-seqs', () => {
-    expect(() => resolveProfile('gpu-a100-70b')).toThrow("unknown profile 'gpu-a100-70b' (known: gpu-h100-8b)");
+    expect(() => resolveProfile('gpu-a100-70b')).toThrow("unknown profile 'gpu-a100-70b' (known: gpu-h100-8b, gpu-a10g-7b)");
     expect(() => resolveProfile('gpu-h100-8b', { maxNumSeqs: 0 })).toThrow('max-num-seqs must be an integer >= 1, got 0');
     expect(resolveProfile('gpu-h100-8b', { maxNumSeqs: 8 }).maxNumSeqs).toBe(8);
   });
@@ -97,20 +97,5 @@ describe('GpuScheduler', () => {
     scheduler.release(big, 'length');
     expect(next.state).toBe('running');
     expect(scheduler.kvCacheUsage()).toBeCloseTo(0.4, 6);
-  });
-});
-
-describe('PrefixCache', () => {
-  it('hits only the leading blocks whose whole prefix matches, and evicts the least recently used', () => {
-    const cache = new PrefixCache(3, 2);
-    const a = blockHashes([1, 2, 3, 4, 5, 6], 2);
-    const b = blockHashes([1, 2, 9, 9, 5, 6], 2); // same first block, then diverges: its third block differs from a's
-    expect(b[0]).toBe(a[0]);
-    expect(b[2]).not.toBe(a[2]);
-    expect(cache.lookupAndStore(a, 6)).toBe(0);
-    expect(cache.lookupAndStore(b, 6)).toBe(2);
-    expect(cache.size).toBe(3); // a[0] (refreshed), b[1], b[2]; a[1], a[2] evicted
-    expect(cache.lookupAndStore(a, 6)).toBe(2);
-    expect([cache.queriesTokens, cache.hitsTokens]).toEqual([18, 4]);
   });
 });

@@ -167,3 +167,36 @@ describe('invalid-tool-args', () => {
     for (const call of record.output!.toolCalls) expect(classify(call.name, call.arguments)).toBe(call.invalid);
   });
 });
+
+describe('tool parsers that ignore tool_choice or mislabel the finish', () => {
+  it('ignore-tool-choice: a required or named choice gets text, none gets a call', async () => {
+    for (const tool_choice of ['required', { type: 'function', function: { name: 'get_time' } }] as const) {
+      const completion = await fixture.client.chat.completions.create({
+        model: 'sim-model@ignore-tool-choice',
+        messages: USER_MESSAGES,
+        tools: WEATHER_TOOLS,
+        tool_choice,
+      });
+      expect(completion.choices[0]!.message.tool_calls ?? []).toEqual([]);
+      expect(completion.choices[0]!.message.content).not.toBe('');
+      expect(completion.choices[0]!.finish_reason).toBe('stop');
+    }
+    const none = await fixture.client.chat.completions.create({
+      model: 'sim-model@ignore-tool-choice,tool-calls=1',
+      messages: USER_MESSAGES,
+      tools: WEATHER_TOOLS,
+      tool_choice: 'none',
+    });
+    expect(none.choices[0]!.message.tool_calls).toHaveLength(1);
+  });
+
+  it('finish-label=tool_calls: a text answer labelled tool_calls, stream and non-stream', async () => {
+    const completion = await fixture.client.chat.completions.create({ model: 'sim-model@finish-label=tool_calls', messages: USER_MESSAGES });
+    expect(completion.choices[0]!.message.tool_calls ?? []).toEqual([]);
+    expect(completion.choices[0]!.finish_reason).toBe('tool_calls');
+    const stream = await fixture.client.chat.completions.create({ model: 'sim-model@finish-label=tool_calls', messages: USER_MESSAGES, stream: true });
+    const finishes: (string | null)[] = [];
+    for await (const chunk of stream) for (const choice of chunk.choices) if (choice.finish_reason !== null) finishes.push(choice.finish_reason);
+    expect(finishes).toEqual(['tool_calls']);
+  });
+});

@@ -2,6 +2,8 @@ export { anthropicMessages } from './dialect.js';
 export { decodeMessagesRequest as decodeAnthropicRequest, MIN_THINKING_BUDGET_TOKENS } from './request-decode.js';
 export { AnthropicStreamEncoder, UNSIGNED_THINKING_SIGNATURE } from './stream-encode.js';
 export { anthropicErrorType, anthropicErrorStatus } from './errors.js';
+export { anthropicRateLimitHeaders } from './rate-limits.js';
+export { anthropicModelList, type AnthropicModel } from './model-list.js';
 export {
   countTokensResponse,
   decodeCountTokensRequest,

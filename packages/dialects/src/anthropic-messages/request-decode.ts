@@ -70,6 +70,9 @@ function decodeReasoning(body: JsonObject): ReasoningConfig {
     } else if (type === 'adaptive') {
       reasoning.enabled = true;
     }
+    // `display: "omitted"` (Claude Code 2.1.332 sends it): thinking blocks without their text, signature kept.
+    if (reasoning.enabled && !isAbsent(thinking.display))
+      reasoning.display = readEnum(thinking.display, 'thinking.display', ['summarized', 'omitted'] as const);
   }
   if (!isAbsent(body.output_config)) {
     const outputConfig = readObject(body.output_config, 'output_config');
@@ -132,7 +135,10 @@ export function decodeMessagesRequest(body: unknown, options: DecodeOptions = {}
       throw invalidRequest(`thinking.budget_tokens: must be less than max_tokens (${request.maxOutputTokens}), got ${budget}`, 'thinking.budget_tokens');
     }
     if (!isAbsent(root.stream)) request.stream = readBoolean(root.stream, 'stream');
-    if (request.stream) request.includeUsage = true;
+    if (request.stream) {
+      request.includeUsage = true;
+      request.promptUsageAtStart = true; // message_start carries input_tokens
+    }
   }
 
   let declared: ToolDefinition[] = [];

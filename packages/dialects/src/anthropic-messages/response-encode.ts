@@ -74,7 +74,8 @@ export function encodeResponse(events: readonly StreamEvent[], context: EncodeCo
           content.push(block);
           last = block;
         }
-        last.thinking += event.text;
+        // `thinking.display: "omitted"`: the block without its text, signature kept.
+        if (context.request.reasoning?.display !== 'omitted') last.thinking += event.text;
         if (event.signature) last.signature = event.signature;
         break;
       }

@@ -9,7 +9,13 @@
  * or, on failure at any point, one `event: error` and nothing after it.
  *
  * - Reasoning becomes `thinking` blocks only when the request enabled `thinking` (`enabled` or
- *   `adaptive`); otherwise it is dropped: a client never gets a block it did not ask for.
+ *   `adaptive`); otherwise it is dropped: a client never gets a block it did not ask for. With
+ *   `thinking.display: "omitted"` a thinking block carries no `thinking_delta`: its text stays
+ *   empty and it still ends with its signature (Anthropic's "omitted" display).
+ * - `message_start.usage.input_tokens` is the backend's prompt count from its first chunk
+ *   (`response-start.promptUsage`: vLLM and SGLang send it there when asked for
+ *   `continuous_usage_stats`), net of cache; when the backend gave none at the start, the edge's
+ *   estimate (`EncodeContext.estimateInputTokens`), corrected by `message_delta`'s final count.
  * - Every switch between reasoning, text and tool calls opens a new block. A thinking block ends
  *   with a `signature_delta` (the upstream's signature, or `UNSIGNED_THINKING_SIGNATURE`).
  * - Tool arguments go out as `input_json_delta` fragments exactly as they arrive. A call with no
@@ -53,7 +59,7 @@ export class AnthropicStreamEncoder implements StreamEncoder {
     if (this.phase === 'done') return '';
     switch (event.type) {
       case 'response-start':
-        return this.start();
+        return this.start(event.promptUsage);
       case 'text-delta':
         if (event.text.length === 0 || this.phase === 'finished') return '';
         return this.start() + this.switchTo('text') + this.delta({ type: 'text_delta', text: event.text });
@@ -91,7 +97,7 @@ export class AnthropicStreamEncoder implements StreamEncoder {
     return undefined;
   }
 
-  private start(): string {
+  private start(promptUsage?: Usage): string {
     if (this.phase !== 'idle') return '';
     this.phase = 'streaming';
     const message: AnthropicMessage = {
@@ -102,7 +108,7 @@ export class AnthropicStreamEncoder implements StreamEncoder {
       content: [],
       stop_reason: null,
       stop_sequence: null,
-      usage: startUsage(),
+      usage: startUsage(promptUsage, this.context.estimateInputTokens),
     };
     return sseJson({ type: 'message_start', message }, 'message_start') + PING;
   }
@@ -114,7 +120,8 @@ export class AnthropicStreamEncoder implements StreamEncoder {
       if (current?.kind === 'thinking' && event.signature) current.signature = event.signature;
       return '';
     }
-    const out = this.start() + this.switchTo('thinking') + this.delta({ type: 'thinking_delta', thinking: event.text });
+    const omitted = this.context.request.reasoning?.display === 'omitted';
+    const out = this.start() + this.switchTo('thinking') + (omitted ? '' : this.delta({ type: 'thinking_delta', thinking: event.text }));
     const block = this.blocks.current;
     if (block?.kind === 'thinking' && event.signature) block.signature = event.signature;
     return out;

@@ -41,7 +41,11 @@ export function toMessageDeltaUsage(usage: Usage | undefined): MessageDeltaUsage
   return delta;
 }
 
-/** The `message_start` placeholder: the prompt count is not known before the upstream's usage chunk (docs/protocols.md "Usage"). */
-export function startUsage(): AnthropicUsage {
-  return { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+/**
+ * The `message_start` usage: the backend's prompt count from its first chunk when it gave one
+ * (`promptUsage`), else the edge's estimate, else 0 (docs/protocols.md "Usage"). Output is 0.
+ */
+export function startUsage(promptUsage?: Usage, estimate?: () => number): AnthropicUsage {
+  if (promptUsage?.inputTokens !== undefined) return { ...toAnthropicUsage(promptUsage), output_tokens: 0 };
+  return { input_tokens: estimate === undefined ? 0 : estimate(), output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
 }

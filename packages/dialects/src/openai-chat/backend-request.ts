@@ -14,7 +14,9 @@
  *   (docs/protocols.md "Tool results"). `isError` has no Chat field: the content gets an `Error: ` prefix (`Error` when empty)
  *   so the model still sees the failure, and a warning says so (docs/protocols.md "Tool results", "What cannot be mapped").
  * - `max_tokens` (every backend takes it; vLLM also takes `max_completion_tokens`).
- * - Streaming always asks for usage: `stream_options: {include_usage: true}` (docs/protocols.md "Usage").
+ * - Streaming always asks for usage: `stream_options: {include_usage: true}` (docs/protocols.md "Usage"),
+ *   and on every chunk (`continuous_usage_stats: true`, vLLM and SGLang; other servers ignore the
+ *   key) when the client's dialect reports the prompt count at the start (`promptUsageAtStart`).
  * - Reasoning switch: `chat_template_kwargs: {enable_thinking}` (Qwen3-style templates on vLLM and
  *   SGLang) when `request.reasoning` is set; `reasoning_effort` only for low/medium/high (vLLM
  *   validates the value). `reasoningSwitch: 'none'` sends neither.
@@ -220,7 +222,8 @@ export function toBackendChatRequest(request: InferenceRequest, options: Backend
     if (request.reasoning.enabled && effort !== undefined && EFFORTS.has(effort)) body.reasoning_effort = effort;
   }
   body.stream = options.stream;
-  if (options.stream) body.stream_options = { include_usage: true };
+  if (options.stream)
+    body.stream_options = request.promptUsageAtStart === true ? { include_usage: true, continuous_usage_stats: true } : { include_usage: true };
   const extra = request.backendExtra;
   if (extra !== undefined) {
     for (const key of Object.keys(extra)) {

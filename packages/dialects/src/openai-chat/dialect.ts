@@ -1,9 +1,11 @@
 /**
- * The OpenAI Chat Completions dialect (`POST /v1/chat/completions`) as the edge's one pipeline
+ * The OpenAI Chat Completions dialect (`POST /v1/chat/completions`, `GET /v1/models`) as the edge
  * sees it (the `Dialect` contract of @iop/core).
  */
 import type { Dialect, ErrorResponse, IopError } from '@iop/core';
 import { toOpenAIErrorBody } from './errors.js';
+import { openaiModelList } from './model-list.js';
+import { openaiRateLimitHeaders } from './rate-limits.js';
 import { decodeChatRequest } from './request-decode.js';
 import { encodeChatResponse } from './response-encode.js';
 import { createChatStreamEncoder } from './stream-encode.js';
@@ -17,7 +19,16 @@ export function chatErrorResponse(error: IopError, requestId: string): ErrorResp
 
 export const openAIChat: Dialect = {
   name: 'openai-chat',
-  decodeRequest: decodeChatRequest,
+  endpoints: [
+    { method: 'POST', path: '/v1/chat/completions', role: 'inference', passthrough: true },
+    { method: 'GET', path: '/v1/models', role: 'model-list' },
+  ],
+  // Every path no other dialect claims (the edge's own included) answers in OpenAI's envelope.
+  pathPrefixes: ['/'],
+  keyHeaders: [],
+  decodeRequest: (body) => decodeChatRequest(body),
+  rateLimitHeaders: openaiRateLimitHeaders,
+  modelList: openaiModelList,
   createStreamEncoder: (context) => createChatStreamEncoder(context),
   encodeResponse: encodeChatResponse,
   errorResponse: chatErrorResponse,

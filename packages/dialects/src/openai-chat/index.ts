@@ -9,3 +9,5 @@ export * from './request-decode.js';
 export * from './stream-encode.js';
 export * from './response-encode.js';
 export * from './dialect.js';
+export * from './rate-limits.js';
+export * from './model-list.js';

@@ -119,6 +119,7 @@ class ChatStreamDecoder implements UpstreamDecoder {
         id: typeof chunk.id === 'string' ? chunk.id : newId('chatcmpl-'),
         model: typeof chunk.model === 'string' ? chunk.model : '',
         created: typeof chunk.created === 'number' ? chunk.created : Math.floor(Date.now() / 1000),
+        ...(this.heldUsage?.inputTokens === undefined ? {} : { promptUsage: this.heldUsage }),
       });
     }
     const choices = chunk.choices;

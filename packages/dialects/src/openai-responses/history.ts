@@ -78,8 +78,16 @@ function ownMessages(request: InferenceRequest): Message[] {
  * (nothing may be kept then).
  */
 export function storedResponseOf(request: InferenceRequest, response: ResponseObject): StoredResponse | undefined {
+  return responsesStateOf(request).store ? responseRecordOf(request, response) : undefined;
+}
+
+/**
+ * The same record whatever `store` said: what a Responses WebSocket keeps in memory of the
+ * connection's most recent response, so that `previous_response_id` continues it with
+ * `store: false` too (docs/protocols.md "Responses over WebSocket").
+ */
+export function responseRecordOf(request: InferenceRequest, response: ResponseObject): StoredResponse {
   const state = responsesStateOf(request);
-  if (!state.store) return undefined;
   return {
     id: response.id,
     createdAt: response.created_at,

@@ -6,7 +6,7 @@
  * reasoning.effort (`none` or absent → reasoning off), temperature, top_p, prompt_cache_key,
  * safety_identifier ?? user, stream. Kept for the response and the store (`dialectState`):
  * metadata, store (default true), previous_response_id, include, text.verbosity,
- * reasoning.summary, truncation.
+ * reasoning.summary (echoed, not produced: a warning says so), truncation.
  * Accepted and ignored: client_metadata, service_tier, stream_options, prompt_cache_retention,
  * prompt_cache_options, moderation.
  * Rejected (400 `unsupported_field`, ignoring them would change the output contract): stop,
@@ -189,6 +189,12 @@ export function decodeResponsesRequest(body: unknown): InferenceRequest {
   const reasoning = decodeReasoning(body.reasoning);
   request.reasoning = reasoning.config;
   state.reasoning = { effort: reasoning.effort, summary: reasoning.summary };
+  // A chat backend has no reasoning summarizer: rather than an empty summary passed off as one, the client is told.
+  if (reasoning.summary !== null) {
+    warnings.push(
+      `dropped reasoning.summary ${reasoning.summary}: no summarizer on this server, reasoning items carry the reasoning text (reasoning_text) and an empty summary`,
+    );
+  }
 
   state.metadata = decodeMetadata(body.metadata);
   state.store = optionalBoolean(body.store, 'store') ?? true;

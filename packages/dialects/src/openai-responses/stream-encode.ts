@@ -4,11 +4,18 @@
  * `ResponseBuilder`'s and `OutputTracker`'s. No `[DONE]`: the stream ends after the terminal
  * event. `settle()` gives the final Response object before its terminal event is written (for the
  * response store), `result()` after `end()`.
+ *
+ * With `'lines'` framing the same events come as JSON lines (one event's JSON and `\n` each; JSON
+ * text never holds a raw newline): Responses over a WebSocket sends each line as one text
+ * message, exactly the object SSE puts after `data:` (docs/protocols.md "Responses over WebSocket").
  */
 import { sseJson, type EncodeContext, type StreamEncoder, type StreamEvent } from '@iop/core';
 import type { WireEvent } from './items.js';
 import { ResponseBuilder } from './response-builder.js';
 import type { ResponseObject } from './wire-types.js';
+
+/** How each event is framed: an SSE event, or one JSON line. */
+export type ResponsesFraming = 'sse' | 'lines';
 
 export class ResponsesStreamEncoder implements StreamEncoder {
   private readonly builder: ResponseBuilder;
@@ -16,7 +23,10 @@ export class ResponsesStreamEncoder implements StreamEncoder {
   private pending = '';
   private ended = false;
 
-  constructor(context: EncodeContext) {
+  constructor(
+    context: EncodeContext,
+    private readonly framing: ResponsesFraming = 'sse',
+  ) {
     this.builder = new ResponseBuilder(context, (event) => this.write(event));
   }
 
@@ -47,7 +57,7 @@ export class ResponsesStreamEncoder implements StreamEncoder {
 
   private write(event: WireEvent): void {
     event.sequence_number = this.sequenceNumber++;
-    this.pending += sseJson(event, event.type);
+    this.pending += this.framing === 'sse' ? sseJson(event, event.type) : `${JSON.stringify(event)}\n`;
   }
 
   private take(): string {
@@ -59,4 +69,9 @@ export class ResponsesStreamEncoder implements StreamEncoder {
 
 export function createResponsesStreamEncoder(context: EncodeContext): ResponsesStreamEncoder {
   return new ResponsesStreamEncoder(context);
+}
+
+/** The encoder of Responses over a WebSocket: the SSE stream's events as JSON lines. */
+export function createResponsesLinesEncoder(context: EncodeContext): ResponsesStreamEncoder {
+  return new ResponsesStreamEncoder(context, 'lines');
 }

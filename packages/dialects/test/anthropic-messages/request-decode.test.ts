@@ -61,6 +61,7 @@ describe('decodeRequest: a Claude Code request (docs/protocols.md "Claude Code")
       model: 'claude-sonnet-4-5',
       stream: true,
       includeUsage: true,
+      promptUsageAtStart: true,
       maxOutputTokens: 32000,
       reasoning: { enabled: true, effort: 'high' },
       user: 'user_abc_account_1_session_2',

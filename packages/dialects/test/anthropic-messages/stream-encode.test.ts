@@ -263,3 +263,33 @@ describe('AnthropicStreamEncoder output read by the official @anthropic-ai/sdk M
     await expect(sdkEvents(text)).rejects.toMatchObject({ type: 'timeout_error', error: { error: { message: 'stalled' } } });
   });
 });
+
+describe('message_start usage and thinking display', () => {
+  const answer: StreamEvent[] = [{ type: 'text-delta', text: 'Hi' }, { type: 'finish', reason: 'stop', raw: 'stop' }, USAGE];
+  const startUsage = (text: string) => (parseSse(text)[0]!.data as { message: { usage: Record<string, number> } }).message.usage;
+
+  it('takes the backend’s prompt count from response-start, net of cache', () => {
+    const start: StreamEvent = { ...START, promptUsage: { inputTokens: 120, outputTokens: 0, cachedInputTokens: 100 } } as StreamEvent;
+    expect(startUsage(encodeAll([start, ...answer]))).toEqual({
+      input_tokens: 20,
+      output_tokens: 0,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 100,
+    });
+  });
+
+  it('falls back to the edge’s estimate when the backend gave no count at the start, and 0 without one', () => {
+    expect(startUsage(encodeAll([START, ...answer], { ...context(), estimateInputTokens: () => 42 }))).toMatchObject({ input_tokens: 42, output_tokens: 0 });
+    expect(startUsage(encodeAll([START, ...answer]))).toMatchObject({ input_tokens: 0 });
+  });
+
+  it('display omitted: the thinking block has no thinking_delta but keeps its signature', () => {
+    const events: StreamEvent[] = [START, { type: 'reasoning-delta', text: 'Let me think.' }, ...answer];
+    const sse = parseSse(encodeAll(events, context({ reasoning: { enabled: true, display: 'omitted' } })));
+    const deltas = sse.filter((event) => event.event === 'content_block_delta').map((event) => (event.data as { delta: { type: string } }).delta.type);
+    expect(deltas).toEqual(['signature_delta', 'text_delta']);
+    expect(sse[2]!.data).toEqual({ type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } });
+    expect(JSON.stringify(sse)).not.toContain('Let me think.');
+    expect(JSON.stringify(sse)).toContain(UNSIGNED_THINKING_SIGNATURE);
+  });
+});

@@ -123,6 +123,15 @@ describe('toBackendChatRequest', () => {
     expect(bare).toEqual({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: false });
   });
 
+  it('a dialect that reports the prompt at the start asks for usage on every chunk (continuous_usage_stats)', () => {
+    expect(toBackendChatRequest({ ...base, promptUsageAtStart: true }, { model: 'm', stream: true }).body.stream_options).toEqual({
+      include_usage: true,
+      continuous_usage_stats: true,
+    });
+    expect(toBackendChatRequest(base, { model: 'm', stream: true }).body.stream_options).toEqual({ include_usage: true });
+    expect(toBackendChatRequest({ ...base, promptUsageAtStart: true }, { model: 'm', stream: false }).body.stream_options).toBeUndefined();
+  });
+
   it('tool results with images go to a synthetic user message after the run of tool messages; isError gets a prefix', () => {
     const request: InferenceRequest = {
       ...base,

@@ -52,9 +52,15 @@ describe('createChatStreamDecoder on recorded upstream streams', () => {
     ]);
   });
 
-  it('continuous_usage_stats: the last usage wins, held until finish; stop_reason → stopSequence', () => {
+  it('continuous_usage_stats: the first chunk’s prompt count on response-start; the last usage wins, held until finish; stop_reason → stopSequence', () => {
     expect(decode('vllm-stop-sequence-continuous-usage')).toEqual([
-      { type: 'response-start', id: 'chatcmpl-s9', model: 'meta-llama/Llama-3.1-8B-Instruct', created: 1764500400 },
+      {
+        type: 'response-start',
+        id: 'chatcmpl-s9',
+        model: 'meta-llama/Llama-3.1-8B-Instruct',
+        created: 1764500400,
+        promptUsage: { inputTokens: 20, outputTokens: 0 },
+      },
       { type: 'text-delta', text: '1, 2, 3' },
       { type: 'finish', reason: 'stop', raw: 'stop', stopSequence: 'END' },
       { type: 'usage', usage: { inputTokens: 20, outputTokens: 6 } },

@@ -1,7 +1,7 @@
 /**
  * Text tool calls (name `text-tool-calls`): calls written into the content in a known syntax
  * (`text-tool-call-formats.ts`) become native `tool-call-delta` events with fresh `call_…` ids,
- * and a `stop` finish becomes `tool_calls`. Markers may be split across chunks; only a trailing
+ * (the gate then reports a `stop` finish as `tool_calls`, `deliveredFinishReason`). Markers may be split across chunks; only a trailing
  * partial marker and the open call's body are held. Whitespace around calls is dropped.
  */
 import { newId } from '@iop/core';
@@ -34,7 +34,6 @@ class TextToolCallExtractor implements EventTransformer {
   /** Whitespace not yet released: dropped when a call follows, released when text does. */
   private whitespace = '';
   private nextIndex = 0;
-  private emittedCalls = 0;
   /** The last thing read was a call: whitespace that follows it is layout, not text. */
   private afterCall = false;
 
@@ -55,7 +54,7 @@ class TextToolCallExtractor implements EventTransformer {
       case 'finish': {
         const rejection = this.flush(out);
         if (rejection !== undefined) return rejection;
-        out.push(this.emittedCalls > 0 && event.reason === 'stop' ? { ...event, reason: 'tool_calls' } : event);
+        out.push(event);
         return undefined;
       }
       default:
@@ -133,10 +132,8 @@ class TextToolCallExtractor implements EventTransformer {
         patch: `Your previous tool call could not be read (${calls}). Call the tool again with a valid JSON object.`,
       });
     }
-    for (const call of calls) {
+    for (const call of calls)
       out.push({ type: 'tool-call-delta', index: this.nextIndex++, id: newId('call_'), name: call.name, argumentsDelta: call.arguments });
-      this.emittedCalls++;
-    }
     this.afterCall = true;
     return undefined;
   }

@@ -2,16 +2,17 @@
  * Tool-call filters (name `tool-calls`):
  * - a normalizer (transformer): a call whose arguments are still empty when the turn finishes gets
  *   `{}` (a parameterless call is `{}` in every dialect, docs/protocols.md "Chat stream"; calls may interleave by
- *   index, so this waits for the finish), and a `stop` finish after calls becomes `tool_calls`;
+ *   index, so this waits for the finish); the finish reason itself follows what was delivered
+ *   (`deliveredFinishReason`, applied by the gate to every answer);
  * - a validator: holds tool-call fragments until the answer ends, then checks each call — name
  *   declared in the request's tools, arguments parse as JSON, arguments valid against the tool's
- *   JSON Schema — and the request's `tool_choice` (`none`: no call; `required`: at least one; a
- *   named tool: only that tool) and `parallel_tool_calls: false` (at most one call). A failure is
+ *   JSON Schema — and `parallel_tool_calls: false` (at most one call); `tool_choice` is the
+ *   always-on `tool-choice` filter's (`tool-choice.ts`). A failure is
  *   retried with a corrective message for the model. A turn cut by the output limit (`length`)
  *   passes as generated: a retry under the same limit cannot do better, and the client learns of
  *   the limit from its stop reason (`max_tokens`, `length`, `incomplete`).
  */
-import type { FinishEvent, StreamEvent, ToolDefinition } from '@iop/core';
+import type { StreamEvent, ToolDefinition } from '@iop/core';
 import type { EventTransformer, EventValidator, Rejection, TransformerFilter, ValidatorFilter, Verdict } from '../filter.js';
 import { reject } from '../filter.js';
 import type { SchemaCache } from './schema-cache.js';
@@ -50,7 +51,7 @@ class ToolCallNormalizer implements EventTransformer {
       if (event.reason !== 'length') {
         for (const [index, has] of this.hasArguments) if (!has) out.push({ type: 'tool-call-delta', index, argumentsDelta: '{}' });
       }
-      out.push(this.hasArguments.size > 0 && event.reason === 'stop' ? ({ ...event, reason: 'tool_calls' } satisfies FinishEvent) : event);
+      out.push(event);
     } else {
       out.push(event);
     }
@@ -86,7 +87,7 @@ export function toolCallValidator(options: ToolCallFilterOptions = {}): Validato
             'Call the tool again with arguments that satisfy the schema.',
         });
       };
-      return new ToolCallValidator(context.request.toolChoice, context.request.parallelToolCalls, tools, checkSchema);
+      return new ToolCallValidator(context.request.parallelToolCalls, tools, checkSchema);
     },
   };
 }
@@ -95,7 +96,6 @@ class ToolCallValidator implements EventValidator {
   private readonly tracker = new ToolCallTracker();
 
   constructor(
-    private readonly toolChoice: { type: string; name?: string } | undefined,
     private readonly parallelToolCalls: boolean | undefined,
     private readonly tools: ReadonlyMap<string, ToolDefinition>,
     private readonly checkSchema: (call: TrackedToolCall, value: unknown, tool: ToolDefinition) => Rejection | undefined,
@@ -108,11 +108,6 @@ class ToolCallValidator implements EventValidator {
   check(event: StreamEvent): Verdict {
     if (event.type === 'tool-call-delta') {
       this.tracker.push(event);
-      if (this.toolChoice?.type === 'none') {
-        return reject('a tool was called although tool_choice is none', 'retry-with-patch', {
-          patch: 'Do not call any tool. Answer in plain text.',
-        });
-      }
       return 'hold';
     }
     if (event.type === 'finish') return event.reason === 'length' ? 'pass' : this.validateAll();
@@ -121,36 +116,25 @@ class ToolCallValidator implements EventValidator {
 
   private validateAll(): Verdict {
     const calls = this.tracker.calls();
-    const choice = this.toolChoice;
-    if (choice?.type === 'required' && calls.length === 0) {
-      return reject('tool_choice is required but no tool was called', 'retry-with-patch', {
-        patch: 'You must call one of the available tools now.',
-      });
-    }
     if (this.parallelToolCalls === false && calls.length > 1) {
       return reject(`${calls.length} tool calls although parallel_tool_calls is false`, 'retry-with-patch', {
         patch: 'Call at most one tool per reply.',
       });
     }
     for (const call of calls) {
-      const rejection = this.validateCall(call, choice);
+      const rejection = this.validateCall(call);
       if (rejection !== undefined) return rejection;
     }
     return 'pass';
   }
 
-  private validateCall(call: TrackedToolCall, choice: { type: string; name?: string } | undefined): Rejection | undefined {
+  private validateCall(call: TrackedToolCall): Rejection | undefined {
     if (call.name === '') return reject(`tool call ${call.index} has no name`, 'retry-exact');
     const tool = this.tools.get(call.name);
     if (tool === undefined) {
       const declared = [...this.tools.keys()].join(', ') || 'none';
       return reject(`tool ${call.name} is not declared`, 'retry-with-patch', {
         patch: `The tool "${call.name}" does not exist. Available tools: ${declared}. Use only these tools.`,
-      });
-    }
-    if (choice?.type === 'tool' && choice.name !== call.name) {
-      return reject(`tool ${call.name} called although tool_choice names ${choice.name}`, 'retry-with-patch', {
-        patch: `Call the tool "${choice.name}".`,
       });
     }
     const text = call.arguments.trim() === '' ? '{}' : call.arguments;

@@ -1,13 +1,18 @@
 /**
  * The Docker path: docker-compose.yml resolves for both profiles and refuses to start without its
  * secrets (scripts/validate-compose.mjs: Compose interpolation, the compose-spec JSON Schema,
- * profile resolution), and the Dockerfile builds what the compose file expects.
+ * profile resolution), and the Dockerfile builds what the compose file expects. Both compose
+ * files: each secret has one variable and no default, the edges' and agents' variables are ones
+ * the code reads, agent metrics stay on the host's loopback, and the monitoring profile scrapes
+ * every edge and agent of its file (compose-monitoring.test.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
+import { AGENT_BINDINGS } from '../../../../agent/src/options';
+import { EDGE_BINDINGS } from '../../../src/config-schema';
 
 const ROOT = path.resolve(__dirname, '../../../../..');
 const SCRIPT = path.join(ROOT, 'scripts/validate-compose.mjs');
@@ -27,6 +32,8 @@ function tempCompose(text: string): string {
 }
 
 const composeFile = path.join(ROOT, 'docker-compose.yml');
+const multiEdgeFile = path.join(ROOT, 'deploy/compose.multi-edge.yml');
+const MULTI_EDGE_SECRETS = { ...SECRETS, IOP_ADMIN_KEYS: 'admin-test-000000001', POSTGRES_PASSWORD: 'pg-test-0001' };
 
 describe('docker-compose.yml', () => {
   it('resolves the gpu profile to edge, agent and vLLM, and the cpu profile to edge and the CPU agent', () => {
@@ -87,6 +94,75 @@ function seconds(duration: string | undefined): number {
   if (match === null || duration === '') return Number.NaN;
   return Number(match[1] ?? 0) * 60 + Number(match[2] ?? 0);
 }
+
+describe('deploy/compose.multi-edge.yml', () => {
+  it('resolves with its secrets, with and without the monitoring profile', () => {
+    const plain = validate(multiEdgeFile, [], MULTI_EDGE_SECRETS);
+    expect(plain.stderr).toBe('');
+    expect(plain.stdout).toContain('services agent, edge-1, edge-2, lb, postgres, redis');
+    expect(validate(multiEdgeFile, ['monitoring'], MULTI_EDGE_SECRETS).stdout).toContain('services agent, edge-1, edge-2, grafana, lb, postgres, prometheus, redis');
+  });
+
+  it.each(Object.keys(MULTI_EDGE_SECRETS))('refuses to start without %s, naming it', (secret) => {
+    const env: Record<string, string> = { ...MULTI_EDGE_SECRETS };
+    delete env[secret];
+    const result = validate(multiEdgeFile, [], env);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain(`required variable ${secret} is missing`);
+  });
+
+  it('ships no default secret and requires API keys on both edges', () => {
+    const text = readFileSync(multiEdgeFile, 'utf8');
+    expect(text).not.toMatch(/change-me/);
+    const services = (parse(text, { merge: true }) as { services: Record<string, { environment?: Record<string, string> }> }).services;
+    for (const edge of ['edge-1', 'edge-2']) expect(services[edge]!.environment!.IOP_API_KEYS).toMatch(/^\$\{IOP_API_KEYS:\?/);
+  });
+});
+
+describe('both compose files', () => {
+  const files = { [composeFile]: SECRETS, [multiEdgeFile]: MULTI_EDGE_SECRETS };
+  type Service = { command?: string[]; environment?: Record<string, string>; ports?: string[]; volumes?: string[] };
+  const services = (file: string) => (parse(readFileSync(file, 'utf8'), { merge: true }) as { services: Record<string, Service> }).services;
+  const role = (service: Service) => (service.command?.join(' ').includes('apps/edge/') ? 'edge' : service.command?.join(' ').includes('apps/agent/') ? 'agent' : undefined);
+
+  it('give each secret one variable: the edges’ IOP_JOIN_TOKENS and the agents’ IOP_JOIN_TOKEN are both IOP_JOIN_TOKEN', () => {
+    for (const file of Object.keys(files)) {
+      const text = readFileSync(file, 'utf8');
+      expect(text).not.toMatch(/\$\{IOP_JOIN_TOKENS/);
+      expect(text).not.toMatch(/\$\{IOP_ADMIN_KEY[:}]/);
+      for (const [name, service] of Object.entries(services(file))) {
+        if (role(service) === 'edge') expect([name, service.environment!.IOP_JOIN_TOKENS]).toEqual([name, expect.stringMatching(/^\$\{IOP_JOIN_TOKEN:\?/)]);
+        if (role(service) === 'agent') expect([name, service.environment!.IOP_JOIN_TOKEN]).toEqual([name, expect.stringMatching(/^\$\{IOP_JOIN_TOKEN:\?/)]);
+      }
+    }
+  });
+
+  it('set only variables the edge and the agent read (their config schemas’ bindings)', () => {
+    const names = (bindings: ReadonlyArray<{ env: string; aliases: ReadonlyArray<{ env?: string }> }>) => new Set(bindings.flatMap((binding) => [binding.env, ...binding.aliases.map((alias) => alias.env)]));
+    const known = { edge: names(EDGE_BINDINGS), agent: names(AGENT_BINDINGS) };
+    const checked: string[] = [];
+    for (const file of Object.keys(files))
+      for (const [name, service] of Object.entries(services(file))) {
+        const kind = role(service);
+        if (kind === undefined) continue;
+        for (const variable of Object.keys(service.environment ?? {}).filter((key) => key.startsWith('IOP_'))) {
+          checked.push(variable);
+          expect([name, variable, known[kind].has(variable)]).toEqual([name, variable, true]);
+        }
+      }
+    expect(checked).toEqual(expect.arrayContaining(['IOP_TUNNEL_TLS_CERT_FILE', 'IOP_TUNNEL_TLS_KEY_FILE', 'IOP_TLS_CA', 'IOP_METRICS_HOST']));
+  });
+
+  it('publish every agent’s /metrics port on 127.0.0.1 by default, and mount the tunnel TLS folder in every edge and agent', () => {
+    for (const file of Object.keys(files))
+      for (const [name, service] of Object.entries(services(file))) {
+        if (role(service) === undefined) continue;
+        expect([name, service.volumes]).toEqual([name, expect.arrayContaining([expect.stringMatching(/^\$\{IOP_TUNNEL_TLS_DIR:-\.\/(deploy\/)?tunnel-tls\}:\/etc\/iop\/tunnel-tls:ro$/)])]);
+        if (role(service) === 'agent')
+          for (const port of service.ports ?? []) expect([name, port]).toEqual([name, '${IOP_AGENT_METRICS_BIND:-127.0.0.1}:${IOP_AGENT_METRICS_PORT:-8082}:8082']);
+      }
+  });
+});
 
 describe('scripts/validate-compose.mjs', () => {
   it('fails a profile whose enabled service depends on a service of another profile, and only that profile', () => {

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import { IopError } from '@iop/core';
-import { OPEN_EDGE_OWNER, ownerOfKey } from '../../../src/http/auth.js';
+import { keyHint, OPEN_EDGE_OWNER, ownerOfKey, presentedKey } from '../../../src/http/auth.js';
 import { keyCheck } from '../../../src/http/key-check.js';
 import type { EdgeContext } from '../../../src/edge-context.js';
 import type { RequestLocals } from '../../../src/http/request-context.js';
@@ -66,5 +66,30 @@ describe('keyCheck owner (plain apiKeys)', () => {
     keys = ['k2', 'k3'];
     expect((await check(() => keys, { authorization: 'Bearer k2' })).locals.owner).toBe(before);
     expect(((await check(() => keys, { authorization: 'Bearer k1' })).error as IopError).status).toBe(401);
+  });
+});
+
+describe('presentedKey', () => {
+  const request = (headers: Record<string, string>, url = '/v1beta/models') => ({ headers, url }) as unknown as Request;
+  const gemini = { headers: ['x-api-key', 'x-goog-api-key'], named: ['x-goog-api-key'], queryParam: 'key' };
+
+  it('reads the sources in order: key headers, then Bearer, then the query parameter', () => {
+    expect(presentedKey(request({ 'x-goog-api-key': 'g', authorization: 'Bearer b' }, '/v1beta/models?key=q'), gemini)).toBe('g');
+    expect(presentedKey(request({ authorization: 'Bearer b' }, '/v1beta/models?key=q'), gemini)).toBe('b');
+    expect(presentedKey(request({}, '/v1beta/models/m:generateContent?alt=sse&key=q%2B1'), gemini)).toBe('q+1');
+  });
+
+  it('treats an empty header or parameter as none (Gemini CLI sends an empty x-goog-api-key without a key)', () => {
+    expect(presentedKey(request({ 'x-goog-api-key': '' }, '/v1beta/models?key='), gemini)).toBeUndefined();
+    expect(presentedKey(request({ 'x-goog-api-key': '' }, '/v1beta/models?key=q'), gemini)).toBe('q');
+  });
+
+  it('reads no query parameter where the dialect has none', () => {
+    expect(presentedKey(request({}, '/v1/chat/completions?key=q'), { headers: ['x-api-key', 'x-goog-api-key'] })).toBeUndefined();
+  });
+
+  it('tells a client without a key where its dialect takes one', () => {
+    expect(keyHint(gemini)).toBe('`Authorization: Bearer <key>`, `x-goog-api-key: <key>` or `?key=<key>`');
+    expect(keyHint({ headers: ['x-api-key'], named: [] })).toBe('`Authorization: Bearer <key>`');
   });
 });

@@ -197,6 +197,40 @@ describe('SseGuard', () => {
     expect(relayed('data: {"a":\ndata: broken\n\n').failure).toMatch(/malformed/);
   });
 
+  it('a tool_calls finish label on a stream that relayed no tool call becomes stop, and stop after a call becomes tool_calls, for any split', () => {
+    const chunk = (delta: string, finish: string | null) =>
+      `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : `"${finish}"`}}]}\n\n`;
+    const call = '{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_time","arguments":"{}"}}]}';
+    const cases = [
+      { text: chunk('{"content":"Hi"}', null) + chunk('{}', 'tool_calls') + 'data: [DONE]\n\n', finish: 'stop' },
+      { text: chunk(call, null) + chunk('{}', 'stop') + 'data: [DONE]\n\n', finish: 'tool_calls' },
+      { text: chunk(call, null) + chunk('{}', 'tool_calls') + 'data: [DONE]\n\n', finish: 'tool_calls', unchanged: true },
+      { text: chunk('{"content":"Hi"}', null) + chunk('{}', 'stop') + 'data: [DONE]\n\n', finish: 'stop', unchanged: true },
+      // a call in a chunk that also carries content
+      {
+        text: chunk(call.replace('{"tool_calls"', '{"content":"Sure.","tool_calls"'), null) + chunk('{}', 'tool_calls') + 'data: [DONE]\n\n',
+        finish: 'tool_calls',
+        unchanged: true,
+      },
+      // the label on the chunk that carries the call itself (llama.cpp server)
+      { text: chunk(call, 'tool_calls') + 'data: [DONE]\n\n', finish: 'tool_calls', unchanged: true },
+    ];
+    fc.assert(
+      fc.property(cuts, (at) => {
+        for (const { text, finish, unchanged } of cases) {
+          const result = relayed(text, at);
+          expect(result.failure).toBeUndefined();
+          const finishes = payloads(result.out)
+            .filter((payload): payload is { choices: { finish_reason: string | null }[] } => payload !== '[DONE]')
+            .map((payload) => payload.choices[0]!.finish_reason)
+            .filter((reason) => reason !== null);
+          expect(finishes).toEqual([finish]);
+          if (unchanged === true) expect(result.out).toBe(text);
+        }
+      }),
+    );
+  });
+
   it('accepts CRLF line ends, comments and other fields; sends nothing after [DONE]', () => {
     const text = ': keep-alive\r\nevent: x\r\ndata: {"a":1}\r\n\r\ndata: [DONE]\r\n\r\n';
     expect(relayed(`${text}data: {"late":1}\n\n`)).toEqual({ out: text, failure: undefined, complete: true });

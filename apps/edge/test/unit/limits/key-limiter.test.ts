@@ -2,7 +2,7 @@ import { IopError } from '@iop/core';
 import { MemoryCounterStore } from '../../../src/limits/counter-store.js';
 import { FailoverCounterStore } from '../../../src/limits/failover-counter-store.js';
 import { KeyLimiter, LimitRefusal } from '../../../src/limits/key-limiter.js';
-import { writeRateLimitHeaders } from '../../../src/limits/rate-limit-headers.js';
+import { anthropic, openaiChat } from '@iop/dialects';
 import type { ApiKeyRecord } from '../../../src/keys/api-key.js';
 import { createLogger } from '../../../src/logger.js';
 
@@ -136,11 +136,12 @@ describe('FailoverCounterStore', () => {
   });
 });
 
-describe('writeRateLimitHeaders', () => {
+describe("the dialects' rate-limit headers", () => {
   const state = { requests: { limit: 10, remaining: 3, resetAtMs: T0 + 50_000 }, tokens: { limit: 1000, remaining: -5, resetAtMs: T0 + 50_000 } };
   const collect = (dialect: 'openai-chat' | 'anthropic-messages') => {
     const headers: Record<string, string> = {};
-    writeRateLimitHeaders(state, dialect, T0, (name, value) => (headers[name] = value));
+    const write = dialect === 'openai-chat' ? openaiChat.openAIChat.rateLimitHeaders : anthropic.anthropicMessages.rateLimitHeaders;
+    write(state, T0, (name, value) => (headers[name] = value));
     return headers;
   };
 

@@ -31,16 +31,14 @@ describe('listModels (GET /v1/models)', () => {
     registry.add(agentSession('agent-2', ['served-b', 'idle']));
     const listed = listModels(pool.catalog);
     expect(listed.map((model) => model.id)).toEqual(['chat', 'gpt-4o-mini', 'served-a', 'spill', 'remote', 'served-b', 'direct-m', 'direct-only']);
-    expect(listed[0]).toEqual({ id: 'chat', object: 'model', created: 0, owned_by: 'iop', context_length: 8192, providers: 1 });
+    expect(listed[0]).toEqual({ id: 'chat', created: 0, contextLength: 8192, providers: 1 });
     expect(listed.find((model) => model.id === 'served-b')).toEqual({
       id: 'served-b',
-      object: 'model',
       created: 0,
-      owned_by: 'iop',
-      context_length: null,
+      contextLength: null,
       providers: 2,
     });
-    expect(listed.find((model) => model.id === 'remote')).toMatchObject({ providers: 1, context_length: null });
+    expect(listed.find((model) => model.id === 'remote')).toMatchObject({ providers: 1, contextLength: null });
     // `idle` is a configured group nobody serves: agent-2's served model of that name does not make it routable.
     expect(listed.map((model) => model.id)).not.toContain('idle');
   });

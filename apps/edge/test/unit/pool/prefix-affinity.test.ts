@@ -97,6 +97,26 @@ describe('PrefixAffinity', () => {
     expect(pool.reduce((sum, p) => sum + p.inFlight, 0)).toBe(400);
   });
 
+  it('keeps a session where it was last served, also after it spilled, while that provider is within the bound', () => {
+    const affinity = new PrefixAffinity({ loadFactor: 1.25 });
+    const pool = Array.from({ length: 4 }, (_, i) => provider(`gpu-${i}`, { maxConcurrency: 8 }));
+    const session = hashString('system prompt + the session first user turn');
+    const home = affinity.pick(session, pool)!;
+    home.inFlight = 8; // the home agent is over its bound: the session spills
+    const spill = affinity.pick(session, pool)!;
+    expect(spill).not.toBe(home);
+    affinity.observe(session, spill.id);
+    home.inFlight = 0; // home is free again: the session stays with its history on the spill target
+    for (let turn = 0; turn < 5; turn++) expect(affinity.pick(session, pool)).toBe(spill);
+    // Once the spill target itself is over the bound, the ring decides again.
+    spill.inFlight = 8;
+    expect(affinity.pick(session, pool)).toBe(home);
+    // A provider it was last served by that is no longer a candidate is not picked.
+    affinity.observe(session, 'gone');
+    spill.inFlight = 0;
+    expect(affinity.pick(session, pool)).toBe(home);
+  });
+
   it('honours exclude and labels, and returns undefined when nothing is eligible', () => {
     const affinity = new PrefixAffinity();
     const pool = [provider('a', { labels: { accel: 'gpu' } }), provider('b', { labels: { accel: 'cpu' } })];
