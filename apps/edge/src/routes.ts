@@ -85,4 +85,3 @@ export function buildDialectRoutes(edge: EdgeContext, responses: ResponseStore, 
     extra: registrations.flatMap(({ mount }) => (mount === undefined ? [] : [(app: Express) => mount(app, store)])),
   };
 }
-
