@@ -11,6 +11,8 @@ import type { GateSection } from './gate/gate-registry.js';
 import { poolConfigProblems, type PoolConfig } from './pool/pool-config.js';
 import { recordsOfConfigKeys, type ConfigKey } from './keys/config-keys.js';
 import type { StorageConfig } from './storage/storage-config.js';
+import type { PricingConfig } from './ledger/pricing.js';
+import type { KeyLabelsConfig } from './telemetry/key-labels.js';
 import { EDGE_BINDINGS, EDGE_CONFIG_SCHEMA } from './config-schema.js';
 
 export interface EdgeConfig {
@@ -144,6 +146,10 @@ export interface EdgeConfig {
    * `pool.retry.maxAttempts` defaults to the top-level `maxAttempts`.
    */
   pool: PoolConfig;
+  /** Price table per model, USD per million tokens: the ledger's cost and money budgets (ledger/pricing.ts). Reloadable. */
+  pricing: PricingConfig;
+  /** Prometheus metrics: opt-in per-key series with a bounded `key` label (telemetry/key-labels.ts). Needs a restart. */
+  metrics: { keyLabels: KeyLabelsConfig };
 }
 
 const checkSchema = compileSchema(EDGE_CONFIG_SCHEMA);

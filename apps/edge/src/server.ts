@@ -82,7 +82,7 @@ function listen(server: http.Server | http2.Http2Server, port: number, host: str
 
 export async function startEdge(config: EdgeConfig, logger: Logger = createLogger(config.logLevel, undefined, config.logFormat)): Promise<RunningEdge> {
   const registry = new AgentRegistry();
-  const metrics = new EdgeMetrics();
+  const metrics = new EdgeMetrics({ keyLabels: config.metrics.keyLabels });
   const runs = new RunRegistry();
   const pool = new ProviderPool({ config: config.pool, registry, runs, metrics: metrics.registry, logger, startupGraceMs: config.startupGraceMs });
   const knownModel = (model: string) => {

@@ -142,13 +142,22 @@ export function handleChatCompletion(context: SimContext, exchange: Exchange, bo
         request.messages,
         plan,
         gpuTiming.ttftMs,
-        () => respondNow(exchange, request, plan, promptTokens, midStreamFault),
+        () => respondNow(exchange, request, plan, promptTokens, midStreamFault, Math.min(knobs.cachedTokens, promptTokens)),
         midStreamFault === 'stall',
       );
     return;
   }
   if (request.stream) streamCompletion(exchange, plan, streamOptions(exchange, request, knobs, promptTokens, timing, context.log.stats));
-  else respondCompletion(exchange, request, plan, promptTokens, ttftMs + Math.max(0, plan.pieces.length - 1) * timing.itlMs, midStreamFault);
+  else
+    respondCompletion(
+      exchange,
+      request,
+      plan,
+      promptTokens,
+      ttftMs + Math.max(0, plan.pieces.length - 1) * timing.itlMs,
+      midStreamFault,
+      Math.min(knobs.cachedTokens, promptTokens),
+    );
 }
 
 function completionId(): string {
@@ -166,7 +175,14 @@ function streamOptions(
   const continuous = knobs.continuousUsage || request.continuousUsage;
   const usageChunk = request.includeUsage || knobs.forceUsage || continuous;
   const usageMode: StreamUsageMode = continuous ? 'continuous' : usageChunk ? 'null' : 'absent';
-  const framer = new ChunkFramer(completionId(), Math.floor(Date.now() / 1000), request.model, usageMode, promptTokens);
+  const framer = new ChunkFramer(
+    completionId(),
+    Math.floor(Date.now() / 1000),
+    request.model,
+    usageMode,
+    promptTokens,
+    Math.min(knobs.cachedTokens, promptTokens),
+  );
   return {
     framer,
     options: { ...timing, usageChunk, framing: knobs.framing, onServerClose: () => (exchange.closedByServer = true), stats },
@@ -185,9 +201,16 @@ function streamCompletion(exchange: Exchange, plan: OutputPlan, setup: StreamSet
  * destroyed, malformed = 200 with broken JSON, no-done = half the body then the socket destroyed,
  * error-chunk = 500 (stall never gets here: it never answers).
  */
-function respondNow(exchange: Exchange, request: ChatRequest, plan: OutputPlan, promptTokens: number, fault: MidStreamFault | undefined): void {
+function respondNow(
+  exchange: Exchange,
+  request: ChatRequest,
+  plan: OutputPlan,
+  promptTokens: number,
+  fault: MidStreamFault | undefined,
+  cachedTokens: number,
+): void {
   if (exchange.res.destroyed) return;
-  const body = JSON.stringify(renderChatCompletion(completionId(), Math.floor(Date.now() / 1000), request.model, plan, promptTokens));
+  const body = JSON.stringify(renderChatCompletion(completionId(), Math.floor(Date.now() / 1000), request.model, plan, promptTokens, cachedTokens));
   switch (fault) {
     case 'cut':
       resetSocket(exchange);
@@ -217,9 +240,10 @@ function respondCompletion(
   promptTokens: number,
   delayMs: number,
   fault: MidStreamFault | undefined,
+  cachedTokens: number,
 ): void {
   if (fault === 'stall') return;
-  const respond = () => respondNow(exchange, request, plan, promptTokens, fault);
+  const respond = () => respondNow(exchange, request, plan, promptTokens, fault, cachedTokens);
   if (delayMs <= 0) {
     respond();
     return;

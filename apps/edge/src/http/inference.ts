@@ -26,7 +26,7 @@ import { writeNormalized } from './normalized.js';
 import { passthroughBody } from './passthrough-body.js';
 import { UsageRecorder } from './usage-recorder.js';
 import { otelContext } from '@iop/core';
-import { endRequestSpan, nameRequestSpan, startRequestSpan } from '../telemetry/request-tracing.js';
+import { endRequestSpan, nameRequestSpan, startRequestSpan, type RequestOutcome } from '../telemetry/request-tracing.js';
 import { admitRequest, type RequestAdmission } from './admission.js';
 
 export interface InferenceRoute {
@@ -48,13 +48,21 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
   // the tunnel's spans become its children and log lines carry its trace_id.
   return function inference(req: Request, res: Response, next: NextFunction): Promise<void> {
     const traced = startRequestSpan(req.headers, req.path, locals(res).requestId);
+    // Filled in while the request runs: the provider's name, the usage billed, the finish reasons.
+    const outcome: RequestOutcome = {};
     res.once('close', () =>
-      endRequestSpan(traced.span, res.statusCode, res.getHeader('x-iop-model') as string | undefined, res.getHeader('x-iop-agent-id') as string | undefined),
+      endRequestSpan(
+        traced.span,
+        res.statusCode,
+        res.getHeader('x-iop-model') as string | undefined,
+        res.getHeader('x-iop-agent-id') as string | undefined,
+        outcome,
+      ),
     );
-    return otelContext.with(traced.context, () => serve(req, res, next));
+    return otelContext.with(traced.context, () => serve(req, res, next, outcome, traced.span.isRecording()));
   };
 
-  async function serve(req: Request, res: Response, next: NextFunction): Promise<void> {
+  async function serve(req: Request, res: Response, next: NextFunction, outcome: RequestOutcome, spanRecording: boolean): Promise<void> {
     const context = locals(res);
     const { requestId, log, startedAt } = context;
     const affinity = edge.pool.config.affinity; // read per request: a reload may change it
@@ -98,6 +106,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       current = run;
       attempts++;
       servedModel = pick.model;
+      outcome.providerName = pick.provider.providerName;
       if (!res.headersSent) {
         res.setHeader('x-iop-agent-id', headerValue(run.providerId));
         res.setHeader('x-iop-model', headerValue(pick.model));
@@ -115,6 +124,9 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
     };
     res.once('close', () => inFlight?.dec());
     const usage = new UsageRecorder(edge.metrics);
+    /** The answer's finish reasons (the request span's `gen_ai.response.finish_reasons`). */
+    const finishReasons: string[] = [];
+    outcome.finishReasons = finishReasons;
     /** The prompt's token estimate, for a stream billed without the backend's usage (set with the path). */
     let promptTokens = () => bodyTokenEstimate(req.body);
     /** Bills an estimate when the backend did work but sent no usage (usage-recorder.ts). */
@@ -201,6 +213,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
             first: opened.first,
             rewriter,
             answer: opened.answer,
+            // A non-stream answer is read for them only while its span records (a stream's come from its guard at no cost).
+            ...(peek.stream || spanRecording ? { finishReasons } : {}),
             signal: abort.signal,
             writeStallTimeoutMs: edge.config.writeStallTimeoutMs,
           });
@@ -257,6 +271,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
             writeStallTimeoutMs: edge.config.writeStallTimeoutMs,
             ...(overrides === undefined ? {} : { overrides }),
             onFirstByte,
+            finishReasons,
             ...(route.onResult === undefined ? {} : { onResult: (result: unknown) => route.onResult!(result, request, body, context) }),
           });
           endedInBand(failure, current?.runId);
@@ -266,6 +281,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         throw caught;
       } finally {
         settleUsage();
+        outcome.usage = usage.value;
         admission?.complete(summary(failedStatus ?? finalStatus(), usage.value));
       }
       const tokens = usage.flush(metricLabels(model).model, responseLabels());
@@ -276,6 +292,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         ...metricLabels(model),
         servedModel,
         agent: current?.providerId,
+        providerName: outcome.providerName,
+        keyId: context.identity?.keyId,
         status,
         durationSeconds: durationMs / 1000,
         ttftSeconds,
@@ -308,6 +326,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           ...metricLabels(model),
           servedModel,
           agent: current?.providerId,
+          providerName: outcome.providerName,
+          keyId: context.identity?.keyId,
           status: 499,
           durationSeconds: (performance.now() - startedAt) / 1000,
           ttftSeconds: undefined,
@@ -327,6 +347,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           ...metricLabels(model),
           servedModel,
           agent: current?.providerId,
+          providerName: outcome.providerName,
+          keyId: context.identity?.keyId,
           status: clientStatus(caught),
           durationSeconds: (performance.now() - startedAt) / 1000,
           ttftSeconds: undefined,

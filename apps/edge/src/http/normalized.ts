@@ -29,6 +29,8 @@ export interface NormalizedOptions {
   overrides?: GateOverrides;
   /** Called once with the first byte written to the client (TTFT). */
   onFirstByte?: () => void;
+  /** Receives the released answer's finish reason (OpenAI's terms; `other` as the backend's own value). */
+  finishReasons?: string[];
   /**
    * Called with the final response object (Responses store) before the response ends, and awaited:
    * a client that reuses the id at once (`previous_response_id`, on any edge) finds it stored.
@@ -53,6 +55,7 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
   const iterator = run[Symbol.asyncIterator]();
   const note = (event: StreamEvent) => {
     if (event.type === 'usage') usage.recordAnswer(event.usage);
+    else if (event.type === 'finish') options.finishReasons?.push(event.reason === 'other' && event.raw !== null ? event.raw : event.reason);
   };
 
   if (!options.stream) {

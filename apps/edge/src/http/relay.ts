@@ -20,7 +20,7 @@ import { FrameKind } from '../tunnel/run-registry.js';
 import type { RunStream } from '../pool/run-stream.js';
 import type { ModelRewriter } from './model-rewrite.js';
 import { headerValue } from './header-value.js';
-import { SseGuard } from './sse-guard.js';
+import { SseGuard, finishReasonsOf } from './sse-guard.js';
 import { deliveredAnswer } from './chunk-rules.js';
 import { runFailure, type WholeAnswer } from './open-run.js';
 import { toOpenAIErrorBody } from '../dialects.js';
@@ -45,6 +45,8 @@ export interface RelayOptions {
   signal?: AbortSignal | undefined;
   /** A client that takes nothing for this long ends the stream: run cancelled, in-band error, ms. */
   writeStallTimeoutMs?: number | undefined;
+  /** Receives the answer's `finish_reason` values (a stream's from its guard; a non-stream body is parsed for them only when given). */
+  finishReasons?: string[] | undefined;
 }
 
 const WARNINGS_HEADER = 'x-iop-warnings';
@@ -70,6 +72,7 @@ export async function relay(handle: RunStream, start: ProviderTunnelFrame, res: 
   if (answer === undefined) throw new IopError('internal', 'a non-stream relay needs the answer openRun read');
   options.usage.record(answer.usage);
   const body = deliveredAnswer(answer.body);
+  if (options.finishReasons !== undefined) options.finishReasons.push(...finishReasonsOfBody(body));
   if (options.rewriter === undefined) res.end(body);
   else res.end(Buffer.concat([options.rewriter.push(body), options.rewriter.end()]));
   return undefined;
@@ -85,12 +88,22 @@ export function firstChunkFailure(body: Uint8Array): IopError | undefined {
   return new SseGuard({ includeUsage: false }).push(body).failure;
 }
 
+/** The `finish_reason` values of a whole Chat Completions body (none when it does not parse). */
+function finishReasonsOfBody(body: Buffer): string[] {
+  try {
+    return finishReasonsOf(JSON.parse(body.toString('utf8')));
+  } catch {
+    return [];
+  }
+}
+
 async function relayStream(handle: RunStream, res: Response, options: RelayOptions): Promise<IopError | undefined> {
   const guard = new SseGuard({ includeUsage: options.includeUsage === true });
   try {
     return await relayGuarded(handle, res, options, guard);
   } finally {
     options.usage.countGenerated(guard.generatedChunks);
+    options.finishReasons?.push(...guard.finishReasons);
     // Usage the agent's scan could not see (an event whose data spans several lines) is still the backend's own count.
     if (options.usage.value === undefined) options.usage.record(usageOf(guard.parsedUsage));
   }

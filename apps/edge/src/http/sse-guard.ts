@@ -113,6 +113,21 @@ function generatedValue(data: Buffer, i: number, to: number): boolean {
   return value !== -1 && data[value] === OPEN_BRACKET && value + 1 < to && data[value + 1] !== CLOSE_BRACKET;
 }
 
+/** Finish reasons kept per stream (a choice each; `n` is rarely above a few). */
+const MAX_FINISH_REASONS = 16;
+
+/** The string `finish_reason` values of a parsed chunk's choices. */
+export function finishReasonsOf(chunk: unknown): string[] {
+  const choices = (chunk as { choices?: unknown } | null)?.choices;
+  if (!Array.isArray(choices)) return [];
+  const reasons: string[] = [];
+  for (const choice of choices) {
+    const reason = (choice as { finish_reason?: unknown } | null)?.finish_reason;
+    if (typeof reason === 'string') reasons.push(reason);
+  }
+  return reasons;
+}
+
 /** Whether a parsed chunk carries generated output (as `generatedValue`, for multi-line events). */
 function chunkGenerated(chunk: unknown): boolean {
   const choices = (chunk as { choices?: unknown } | null)?.choices;
@@ -180,6 +195,8 @@ export class SseGuard {
   sawDone = false;
   /** A chunk with a non-null `finish_reason` has passed. */
   sawFinish = false;
+  /** The `finish_reason` values that passed, one per finished choice, in order (at most `MAX_FINISH_REASONS`; the request span's `gen_ai.response.finish_reasons`). */
+  readonly finishReasons: string[] = [];
   /** Chunks of generated output passed (non-empty content, reasoning or tool calls: one token each by default in vLLM, SGLang, llama.cpp server). */
   generatedChunks = 0;
   /** A chunk with a non-empty `tool_calls` array has passed (the finish reason must then say `tool_calls`). */
@@ -324,6 +341,11 @@ export class SseGuard {
     if (keys.finish !== -1 && data[keys.finish] === QUOTE) {
       this.sawFinish = true;
       misLabelled = matchesAt(data, keys.finish, to, this.sawToolCall ? STOP_LABEL : TOOL_CALLS_LABEL);
+      // Once per finished choice: its value up to the closing quote (finish reasons hold no escapes);
+      // a mislabelled one is recorded as delivered, once rewritten (`applyRules`).
+      const end = misLabelled ? -1 : data.indexOf(QUOTE, keys.finish + 1);
+      if (end > keys.finish && end <= to && this.finishReasons.length < MAX_FINISH_REASONS)
+        this.finishReasons.push(data.toString('latin1', keys.finish + 1, end));
     }
     const hasUsage = keys.usage !== -1 && data[keys.usage] !== LOWER_N;
     const hasError = this.errorEvent || (keys.error !== -1 && data[keys.error] !== LOWER_N);
@@ -372,7 +394,12 @@ export class SseGuard {
     }
     const verdict = this.rules.apply(chunk, { errorEvent: this.errorEvent, reframe });
     if (verdict.kind === 'error') return verdict.error;
-    if (verdict.finished) this.sawFinish = true;
+    if (verdict.finished) {
+      this.sawFinish = true;
+      // A one-line chunk's finish reason was recorded by `dispatch`, unless rewritten here.
+      if (multiLine || misLabelled)
+        for (const reason of finishReasonsOf(chunk)) if (this.finishReasons.length < MAX_FINISH_REASONS) this.finishReasons.push(reason);
+    }
     return verdict.bytes === 'original' || verdict.bytes === 'none' ? verdict.bytes : [verdict.bytes];
   }
 

@@ -7,7 +7,7 @@
 import { create } from '@bufbuild/protobuf';
 import { CancelRunSchema, DrainSchema, edgeMessage, type EdgeMessage, type Heartbeat, type ModelInfo, type Register, type RunAssignment } from '@iop/proto';
 import { AsyncQueue } from '@iop/core';
-import { weightOfLabels, type PoolProvider } from '../pool/provider.js';
+import { providerNameOf, weightOfLabels, type PoolProvider } from '../pool/provider.js';
 import type { RunRequest, RunStream } from '../pool/run-stream.js';
 import { traceTunnelRun } from '../telemetry/request-tracing.js';
 import { LARGE_ASSIGNMENT_BYTES, LargeAssignments } from './large-assignments.js';
@@ -46,6 +46,7 @@ export class AgentSession implements PoolProvider {
   readonly weight: number;
   readonly agentVersion: string;
   readonly backend: string;
+  readonly providerName: string;
   readonly capabilities: ReadonlySet<string>;
   readonly connectedAt = Date.now();
   /** Messages to the agent, consumed by the Control stream's response. */
@@ -97,6 +98,7 @@ export class AgentSession implements PoolProvider {
     this.weight = weightOfLabels(this.labels);
     this.agentVersion = register.agentVersion;
     this.backend = register.backend;
+    this.providerName = providerNameOf(this.labels, register.backend);
     this.capabilities = new Set(register.capabilities);
   }
 
