@@ -66,10 +66,11 @@ describe('passthrough chat completions', () => {
   });
 
   it('a backend error chunk mid-stream is an in-band error and a failed request in the metrics', async () => {
+    // After 8 chunks, past the first body frame (an error chunk in that frame is a failed attempt, retried: below).
     const response = await fetch(`${sim.url}/_sim/faults`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ fault: 'error-chunk', 'fault-after': 3, count: 1 }),
+      body: JSON.stringify({ fault: 'error-chunk', 'fault-after': 8, count: 1 }),
     });
     expect(response.status).toBe(200);
     const ok = await requestsCounted('200');
