@@ -7,6 +7,7 @@ import type { RunRegistry } from './tunnel/run-registry.js';
 import type { GateRegistry } from './gate/gate-registry.js';
 import type { PoolSnapshot, ProviderPool } from './pool/provider-pool.js';
 import type { SharedState } from './storage/shared-state.js';
+import type { BodyBudget } from './http/body-budget.js';
 
 export interface EdgeContext {
   config: EdgeConfig;
@@ -23,4 +24,6 @@ export interface EdgeContext {
   knownModel(model: string): string;
   /** Keys, limits, the usage ledger and the stores behind them (storage/shared-state.ts); absent in bare test contexts. */
   state?: SharedState;
+  /** The edge-wide budget of request bytes in flight (`maxRequestBytesInFlight`); absent in bare test contexts. */
+  bodyBudget?: BodyBudget;
 }

@@ -24,7 +24,7 @@ import { parseJsonObject } from './json-body.js';
 import { locals, type RequestLocals } from './request-context.js';
 import { openRun } from './open-run.js';
 import { ClientGone, RequestDeadline } from './request-deadline.js';
-import { relay } from './relay.js';
+import { firstChunkFailure, relay } from './relay.js';
 import { writeNormalized } from './normalized.js';
 import { UsageRecorder } from './usage-recorder.js';
 import { otelContext } from '@iop/core';
@@ -207,6 +207,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
               signal: abort.signal,
               wholeBody: !peek.stream,
               ...(avoid.size === 0 ? {} : { avoid }),
+              ...(peek.stream ? { checkFirst: firstChunkFailure } : {}),
             },
             log,
             onRun,
