@@ -12,6 +12,7 @@ const common = {
     '^@iop/core/errors$': '<rootDir>/packages/core/src/errors.ts',
     '^@iop/test-support$': '<rootDir>/test/support/index.ts',
     '^@iop/agent$': '<rootDir>/apps/agent/src/index.ts',
+    '^@iop/sim$': '<rootDir>/apps/sim/src/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
 };

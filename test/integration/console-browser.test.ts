@@ -3,10 +3,10 @@
  * `.ci/run`) driven by playwright-core, against a real edge, agent and sim. Logs in with the admin
  * key (a wrong one is refused), sees the agent, drains and undrains it, sees a request in flight,
  * creates a key (its secret shown once), makes requests with it through the `openai` SDK, sees
- * their usage (and cost when the edge reports it), rotates and revokes the key, and logs out. Screenshots go
+ * their usage and cost (the price table applied to the SDK's usage), rotates and revokes the key, and logs out. Screenshots go
  * to test-artifacts/console/ (printed). Without Chromium the suite is skipped with a printed reason.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
@@ -28,6 +28,8 @@ const CHROMIUM_ARGS = [
 ];
 const ARTIFACTS = path.join(ROOT, 'test-artifacts', 'console');
 const SLOW_MODEL = 'sim-model@itl-ms=400'; // ~8 s of tokens: long enough to be seen in flight
+const PRICE = { input: 3, output: 15 }; // USD per million tokens, for sim-model
+const usd = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 4 });
 
 const describeWithChromium = existsSync(CHROMIUM) ? describe : describe.skip;
 if (!existsSync(CHROMIUM)) console.log(`skipping the console browser test: no ${CHROMIUM} (apt-get install -y chromium)`);
@@ -49,7 +51,10 @@ describeWithChromium('web console in Chromium', () => {
     mkdirSync(ARTIFACTS, { recursive: true });
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'iop-console-'));
     const sim = await startSim(['--models', 'sim-model', '--output-tokens', '20']);
-    edge = await startEdge({ env: { IOP_DATA_DIR: dataDir, IOP_ADMIN_KEYS: ADMIN_KEY } });
+    // A price table, so the ledger reports money (USD per million tokens; ledger/pricing.ts).
+    const configFile = path.join(dataDir, 'edge.json');
+    writeFileSync(configFile, JSON.stringify({ pricing: { models: { 'sim-model': PRICE } } }));
+    edge = await startEdge({ args: ['--config', configFile], env: { IOP_DATA_DIR: dataDir, IOP_ADMIN_KEYS: ADMIN_KEY } });
     await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-console', backendUrl: sim.url, models: ['sim-model', SLOW_MODEL] });
     userDataDir = mkdtempSync(path.join(os.tmpdir(), 'iop-chromium-'));
     context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, args: CHROMIUM_ARGS, viewport: { width: 1400, height: 900 } });
@@ -166,9 +171,9 @@ describeWithChromium('web console in Chromium', () => {
     for (let i = 0; i < 3; i++) answers.push(await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: `hello ${i}` }] }));
   }, 60_000);
 
-  it("shows the key's usage (and cost when the edge reports it) by key, model and agent", async () => {
+  it("shows the key's usage and cost (the price table applied) by key, model and agent", async () => {
     const ledger = await admin(edge.url, 'GET', `/admin/usage?group_by=key&key=${keyId}&flush=true`);
-    const [api] = ledger.body.data as Array<{ requests: number; input_tokens: number; output_tokens: number; cost_usd?: number }>;
+    const [api] = ledger.body.data as Array<{ requests: number; input_tokens: number; output_tokens: number; cost_usd: number }>;
     const input = answers.reduce((sum, answer) => sum + answer.usage!.prompt_tokens, 0);
     const output = answers.reduce((sum, answer) => sum + answer.usage!.completion_tokens, 0);
     expect(api).toMatchObject({ requests: 3, input_tokens: input, output_tokens: output });
@@ -177,16 +182,16 @@ describeWithChromium('web console in Chromium', () => {
     await row.waitFor();
     const cells = await row.getByRole('cell').allTextContents();
     expect(cells.slice(0, 4)).toEqual(['3', String(input), '0', String(output)].map((value) => Number(value).toLocaleString('en-US')));
-    if (typeof api!.cost_usd === 'number') {
-      console.log(`the edge reports cost: ${api!.cost_usd} USD for the key`);
-      await expect(page.getByRole('columnheader', { name: 'Cost (USD)' }).count()).resolves.toBe(1);
-      expect(cells[5]).toBe(
-        new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 4 }).format(api!.cost_usd),
-      );
-    } else {
-      console.log('the edge reports no cost_usd: the usage view shows tokens and requests only');
-      await expect(page.getByRole('columnheader', { name: 'Cost (USD)' }).count()).resolves.toBe(0);
-    }
+    // The price table applied to the usage the SDK saw (no cached tokens from the sim).
+    const cost = (input * PRICE.input + output * PRICE.output) / 1_000_000;
+    expect(api!.cost_usd).toBeCloseTo(cost, 12);
+    await expect(page.getByRole('columnheader', { name: 'Cost (USD)' }).count()).resolves.toBe(1);
+    expect(cells[5]).toBe(usd.format(cost));
+    // The chart in money.
+    await page.getByLabel('Show').selectOption('cost_usd');
+    await page.getByText('Cost (USD) per day by key (UTC)').waitFor();
+    console.log(`screenshot: ${await shot('cost-by-key')}`);
+    await page.getByLabel('Show').selectOption('tokens');
     await expect(page.locator('.chart canvas').count()).resolves.toBeGreaterThan(0);
     console.log(`screenshot: ${await shot('usage-by-key')}`);
     await page.getByRole('radio', { name: 'Model' }).check();

@@ -6,7 +6,10 @@
  * the request series with their labels filled in, on both processes, and the agent's probe
  * endpoints answer. Request and token series say how each answer was produced: a plain chat
  * stream is relayed (`mode="passthrough"`, no gate policy), an Anthropic Messages request goes
- * through the stream gate (`mode="normalized"` with the default `evidence-tail` policy).
+ * through the stream gate (`mode="normalized"` with the default `evidence-tail` policy). After
+ * a success and a failure, every label the queries select or group by is carried by the metrics
+ * they query (a success has no `error_type` label: OpenTelemetry sets `error.type` only on errors),
+ * and the GenAI series carry the required `gen_ai_provider_name`.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -22,7 +25,8 @@ let agentUrl: string;
 
 beforeAll(async () => {
   sim = await startSim(['--models', 'sim-model', '--output-tokens', '8', '--ttft-ms', '30', '--itl-ms', '5']);
-  edge = await startEdge();
+  // Per-key series on (the dashboard's per-key panels query them), bounded to 5 keys.
+  edge = await startEdge({ args: ['--metrics-key-labels-enabled', 'true', '--metrics-key-labels-max-keys', '5'] });
   agent = await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-dash', backendUrl: sim.url, models: ['sim-model'] });
   const ready = await agent.ready();
   agentUrl = `http://127.0.0.1:${ready.metricsPort as number}`;
@@ -35,6 +39,30 @@ function types(exposition: string): Map<string, string> {
   const out = new Map<string, string>();
   for (const match of exposition.matchAll(/^# TYPE (\S+) (\S+)$/gm)) out.set(match[1]!, match[2]!);
   return out;
+}
+
+/** The dashboard's and the alert rules' PromQL expressions. */
+function queries(): string[] {
+  const dashboard = JSON.parse(readFileSync(path.join(ROOT, 'deploy/grafana/iop-dashboard.json'), 'utf8')) as {
+    panels: Array<{ targets: Array<{ expr: string }> }>;
+  };
+  const rules = parse(readFileSync(path.join(ROOT, 'deploy/prometheus/iop-alerts.yml'), 'utf8')) as { groups: Array<{ rules: Array<{ expr: string }> }> };
+  return [
+    ...dashboard.panels.flatMap((panel) => panel.targets.map((target) => target.expr)),
+    ...rules.groups.flatMap((group) => group.rules.map((rule) => rule.expr)),
+  ];
+}
+
+/** Labels of every series of `name` (histograms by their `_bucket`, `_sum`, `_count`) in an exposition. */
+function seriesLabels(exposition: string, name: string): Set<string> {
+  const base = name.replace(/_(bucket|sum|count)$/, '');
+  const labels = new Set<string>();
+  for (const match of exposition.matchAll(/^([a-z_:][a-z0-9_:]*)\{([^}]*)\}/gm)) {
+    const series = match[1]!;
+    if (series !== name && series.replace(/_(bucket|sum|count)$/, '') !== base) continue;
+    for (const label of match[2]!.matchAll(/([a-z_][a-z0-9_]*)="/g)) labels.add(label[1]!);
+  }
+  return labels;
 }
 
 /** Every metric selector `name{` of iop's own series in PromQL expressions. */
@@ -115,7 +143,7 @@ it('fills the request series of edge and agent for a streamed request', async ()
     'iop_requests_total{dialect="openai-chat",model="sim-model",served_model="sim-model",agent="agent-dash",status="200",mode="passthrough",policy="none"} 1',
   );
   expect(edgeText).toMatch(
-    /^gen_ai_server_time_to_first_token_seconds_count\{gen_ai_operation_name="chat",gen_ai_request_model="sim-model",gen_ai_response_model="sim-model"\} 1$/m,
+    /^gen_ai_server_time_to_first_token_seconds_count\{gen_ai_operation_name="chat",gen_ai_provider_name="openai_compatible",gen_ai_request_model="sim-model",gen_ai_response_model="sim-model"\} 1$/m,
   );
   // 8 tokens 5 ms apart: about 5 ms per output token. The sim keeps an absolute schedule (a token
   // late on a loaded machine is followed by the ones already due at once), so only the order of
@@ -151,4 +179,44 @@ it('labels request and token series with the response mode and the gate policy',
   // One 8-token answer on each path.
   expect(edgeText).toContain('iop_tokens_total{model="sim-model",kind="completion",attempt="answer",mode="normalized",policy="evidence-tail"} 8');
   expect(edgeText).toContain('iop_tokens_total{model="sim-model",kind="completion",attempt="answer",mode="passthrough",policy="none"} 8');
+});
+
+it('every label the dashboard and the alert rules select or group by is on the metrics they query', async () => {
+  const openai = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
+  await openai.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 });
+  // A failure: the only requests whose series carry error_type.
+  await expect(openai.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({ status: 404 });
+  const exposition = `${await (await fetch(`${edge.url}/metrics`)).text()}\n${await (await fetch(`${agentUrl}/metrics`)).text()}`;
+  // Added by Prometheus at scrape time, or the histogram bucket bound.
+  const scraped = new Set(['job', 'instance', 'le']);
+  const missing: string[] = [];
+  let checked = 0;
+  for (const expression of queries()) {
+    const names = [...expression.matchAll(/\b((?:iop|gen_ai)_[a-z0-9_]+)\{([^}]*)\}/g)];
+    // Only series that have samples show their labels (no queue rejection or ejection happened here).
+    const observed = names.filter(([, name]) => seriesLabels(exposition, name!).size > 0);
+    if (observed.length === 0) continue;
+    checked++;
+    const onAny = new Set(observed.flatMap(([, name]) => [...seriesLabels(exposition, name!)]));
+    for (const [, name, matchers] of observed)
+      for (const [, label] of matchers!.matchAll(/([a-z_][a-z0-9_]*)\s*(?:=~|!~|!=|=)/g))
+        if (!scraped.has(label!) && !seriesLabels(exposition, name!).has(label!)) missing.push(`${name}{${label}}`);
+    if (observed.length < names.length) continue; // a `by` may name a label of the series not observed
+    for (const [, grouped] of expression.matchAll(/\bby \(([^)]*)\)/g))
+      for (const label of grouped!.split(',').map((part) => part.trim()))
+        if (!scraped.has(label) && !onAny.has(label)) missing.push(`by (${label}) in ${expression}`);
+  }
+  expect(missing).toEqual([]);
+  expect(checked).toBeGreaterThanOrEqual(30);
+  // Successes carry no error_type (not even an empty one); the failure does; all carry the provider.
+  expect(exposition).not.toContain('error_type=""');
+  expect(exposition).toMatch(
+    /^gen_ai_server_request_duration_seconds_count\{gen_ai_operation_name="chat",gen_ai_provider_name="openai_compatible",gen_ai_request_model="sim-model",gen_ai_response_model="sim-model"\} [1-9]/m,
+  );
+  expect(exposition).toMatch(
+    /^gen_ai_server_request_duration_seconds_count\{gen_ai_operation_name="chat",gen_ai_provider_name="none",gen_ai_request_model="unknown",gen_ai_response_model="none",error_type="model_not_found"\} 1$/m,
+  );
+  // Per key: the harness's one plain API key (`legacy:<hash prefix>`).
+  expect(exposition).toMatch(/^iop_key_requests_total\{key="legacy:[0-9a-f]+",model="sim-model",status="200"\} [1-9]/m);
+  expect(exposition).toMatch(/^iop_key_tokens_total\{key="legacy:[0-9a-f]+",model="sim-model",kind="completion"\} [1-9]/m);
 });

@@ -77,6 +77,7 @@ it('an admin key on SQLite, and a ledger kept across a graceful restart', async 
       reasoning_tokens: 0,
       errors: 0,
       estimated_requests: 0,
+      cost_usd: 0,
     },
   ]);
   const byKey = await admin(edge.url, 'GET', '/admin/usage?group_by=key');

@@ -38,8 +38,12 @@ async function metric(name: string, labels: string): Promise<number> {
   return line === undefined ? 0 : Number(line.split(' ').pop());
 }
 
+// Each request its own conversation: prefix affinity keeps a conversation on the provider that
+// served it last, so one conversation moved to A while B was ejected would stay there.
+let asked = 0;
 const ask = async () => {
-  const { data, response } = await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hello' }] }).withResponse();
+  const content = `hello ${asked++}`;
+  const { data, response } = await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content }] }).withResponse();
   expect(data.choices[0]!.finish_reason).toBe('stop');
   return response.headers.get('x-iop-agent-id');
 };

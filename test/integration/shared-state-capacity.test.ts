@@ -191,7 +191,7 @@ describeWithSharedState('capacity across two edges sharing PostgreSQL and Redis'
       100,
     ).catch(() => {});
     expect(total.body.data).toEqual([
-      { requests: 24, input_tokens: input, output_tokens: output, cached_tokens: 0, reasoning_tokens: 0, errors: 0, estimated_requests: 0 },
+      { requests: 24, input_tokens: input, output_tokens: output, cached_tokens: 0, reasoning_tokens: 0, errors: 0, estimated_requests: 0, cost_usd: 0 },
     ]);
   }, 60_000);
 

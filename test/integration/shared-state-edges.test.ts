@@ -219,7 +219,7 @@ describeWithSharedState('two edges sharing PostgreSQL and Redis', () => {
       100,
     ).catch(() => {});
     expect(total.body.data).toEqual([
-      { requests: 12, input_tokens: input, output_tokens: output, cached_tokens: 0, reasoning_tokens: 0, errors: 0, estimated_requests: 0 },
+      { requests: 12, input_tokens: input, output_tokens: output, cached_tokens: 0, reasoning_tokens: 0, errors: 0, estimated_requests: 0, cost_usd: 0 },
     ]);
     const byDialect = await admin(edges[0]!.url, 'GET', `/admin/usage?key=${id}&group_by=dialect,day&from=${new Date(Date.now() - 3_600_000).toISOString()}`);
     const rows = byDialect.body.data as Array<{ dialect: string; day: string; requests: number }>;

@@ -76,8 +76,11 @@ export async function freshMinute(needMs = 20_000): Promise<void> {
 export async function startSharedEdges(
   isolated: { schema: string; prefix: string },
   agent: { id: string; simUrl: string; args?: string[] },
+  /** More environment for both edges (settings by the naming rule, e.g. IOP_PRICING_MODELS). */
+  edgeEnv: NodeJS.ProcessEnv = {},
 ): Promise<EdgeHandle[]> {
   const env = {
+    ...edgeEnv,
     IOP_STORAGE_POSTGRES_URL: PG_URL,
     IOP_STORAGE_POSTGRES_SCHEMA: isolated.schema,
     IOP_STORAGE_REDIS_URL: REDIS_URL,

@@ -8,8 +8,11 @@
  *   └─ iop.attempt 2 ─ (the same)
  *
  * and the backend received the traceparent of its own `iop.backend.request` span. Log lines of
- * the request carry its trace_id.
+ * the request carry its trace_id. The request span carries the OpenTelemetry GenAI attributes of
+ * its answer: `gen_ai.provider.name` (the agent's label), `gen_ai.usage.*` equal to the usage the
+ * client saw, and `gen_ai.response.finish_reasons`, on the relayed and the normalized path.
  */
+import Anthropic from '@anthropic-ai/sdk';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
@@ -21,7 +24,10 @@ interface OtlpSpan {
   parentSpanId?: string;
   name: string;
   kind: number;
-  attributes?: Array<{ key: string; value: { stringValue?: string; intValue?: string | number; boolValue?: boolean } }>;
+  attributes?: Array<{
+    key: string;
+    value: { stringValue?: string; intValue?: string | number; boolValue?: boolean; arrayValue?: { values?: Array<{ stringValue?: string }> } };
+  }>;
 }
 interface CollectedSpan extends OtlpSpan {
   service: string;
@@ -34,9 +40,10 @@ let sim: SimHandle;
 let agent: Proc;
 const savedEnv = { ...process.env };
 
-function attribute(span: OtlpSpan, key: string): string | number | boolean | undefined {
+function attribute(span: OtlpSpan, key: string): string | number | boolean | string[] | undefined {
   const value = span.attributes?.find((entry) => entry.key === key)?.value;
   if (value === undefined) return undefined;
+  if (value.arrayValue !== undefined) return (value.arrayValue.values ?? []).map((item) => String(item.stringValue));
   return value.stringValue ?? (value.intValue === undefined ? value.boolValue : Number(value.intValue));
 }
 
@@ -64,7 +71,14 @@ beforeAll(async () => {
   process.env.OTEL_BSP_SCHEDULE_DELAY = '100';
   sim = await startSim(['--models', 'sim-model', '--output-tokens', '5']);
   edge = await startEdge({ args: ['--max-body-bytes', '1048576'] });
-  agent = await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-traced', backendUrl: sim.url, models: ['sim-model'] });
+  // What serves it, named as OpenTelemetry's gen_ai.provider.name (the sim stands in for vLLM).
+  agent = await startAgent({
+    tunnelPort: edge.tunnelPort,
+    id: 'agent-traced',
+    backendUrl: sim.url,
+    models: ['sim-model'],
+    args: ['--labels', 'gen_ai.provider.name=vllm'],
+  });
 });
 
 afterAll(async () => {
@@ -109,11 +123,17 @@ it('traces a retried request as one tree across edge, agent and backend', async 
   expect(attribute(root, 'gen_ai.operation.name')).toBe('chat');
   expect(attribute(root, 'gen_ai.request.model')).toBe('sim-model');
   expect(attribute(root, 'http.response.status_code')).toBe(200);
+  expect(attribute(root, 'gen_ai.provider.name')).toBe('vllm');
+  expect(attribute(root, 'gen_ai.usage.input_tokens')).toBe(completion.usage!.prompt_tokens);
+  expect(attribute(root, 'gen_ai.usage.output_tokens')).toBe(5);
+  expect(attribute(root, 'gen_ai.response.finish_reasons')).toEqual(['stop']);
+  expect(attribute(root, 'error.type')).toBeUndefined();
 
   const attempts = children(root, 'iop.attempt').sort((a, b) => Number(attribute(a, 'iop.attempt')) - Number(attribute(b, 'iop.attempt')));
   expect(attempts.map((span) => attribute(span, 'iop.attempt'))).toEqual([1, 2]);
   for (const attempt of attempts) {
     expect(attribute(attempt, 'iop.provider.id')).toBe('agent-traced');
+    expect(attribute(attempt, 'gen_ai.provider.name')).toBe('vllm');
     expect(children(attempt, 'iop.queue')).toHaveLength(1);
     expect(children(attempt, 'iop.pool.pick')).toHaveLength(1);
     const [tunnel] = children(attempt, 'iop.tunnel.run');
@@ -142,4 +162,46 @@ it('traces a retried request as one tree across edge, agent and backend', async 
   const edgeLine = await edge.proc.waitFor((line) => line.msg === 'request completed' && line.trace_id === clientTraceId, 5_000);
   expect(edgeLine).toBeDefined();
   await agent.waitFor((line) => line.trace_id === clientTraceId, 5_000);
+});
+
+it('the request span carries the usage and finish reasons of streamed answers, relayed and normalized', async () => {
+  const rootOf = async (traceId: string) => {
+    await eventually(() => spans.some((span) => span.traceId === traceId && span.name === 'chat sim-model'), 15_000, 100);
+    return spans.find((span) => span.traceId === traceId && span.name === 'chat sim-model')!;
+  };
+  const traceparent = (traceId: string) => ({ traceparent: `00-${traceId}-00f067aa0ba902b7-01` });
+
+  // Relayed (passthrough): cut at max_tokens, finish_reason "length".
+  const relayedTrace = '5bf92f3577b34da6a3ce929d0e0e4737';
+  const openai = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0, defaultHeaders: traceparent(relayedTrace) });
+  const stream = await openai.chat.completions.create({
+    model: 'sim-model',
+    messages: [{ role: 'user', content: 'hello there' }],
+    max_tokens: 3,
+    stream: true,
+    stream_options: { include_usage: true },
+  });
+  let usage: OpenAI.CompletionUsage | undefined;
+  const reasons: string[] = [];
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const choice of chunk.choices) if (choice.finish_reason) reasons.push(choice.finish_reason);
+  }
+  expect(reasons).toEqual(['length']);
+  const relayed = await rootOf(relayedTrace);
+  expect(attribute(relayed, 'gen_ai.response.finish_reasons')).toEqual(['length']);
+  expect(attribute(relayed, 'gen_ai.usage.input_tokens')).toBe(usage!.prompt_tokens);
+  expect(attribute(relayed, 'gen_ai.usage.output_tokens')).toBe(3);
+  expect(attribute(relayed, 'gen_ai.provider.name')).toBe('vllm');
+
+  // Normalized (Anthropic Messages through the gate): end_turn to the client, "stop" in OpenTelemetry's terms.
+  const normalizedTrace = '6bf92f3577b34da6a3ce929d0e0e4738';
+  const anthropic = new Anthropic({ apiKey: API_KEY, baseURL: edge.url, maxRetries: 0, defaultHeaders: traceparent(normalizedTrace) });
+  const message = await anthropic.messages.stream({ model: 'sim-model', max_tokens: 64, messages: [{ role: 'user', content: 'hello' }] }).finalMessage();
+  expect(message.stop_reason).toBe('end_turn');
+  const normalized = await rootOf(normalizedTrace);
+  expect(attribute(normalized, 'gen_ai.response.finish_reasons')).toEqual(['stop']);
+  expect(attribute(normalized, 'gen_ai.usage.input_tokens')).toBe(message.usage.input_tokens);
+  expect(attribute(normalized, 'gen_ai.usage.output_tokens')).toBe(message.usage.output_tokens);
+  expect(attribute(normalized, 'gen_ai.provider.name')).toBe('vllm');
 });

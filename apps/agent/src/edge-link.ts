@@ -17,6 +17,7 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import {
   ModelInfoSchema,
+  RUN_CALL_RESET_REASON,
   RunRejectedSchema,
   sessionTag,
   type CancelRun,
@@ -157,7 +158,7 @@ export class EdgeLink {
       register: {
         agentId: options.agentId,
         joinToken: options.joinToken,
-        models: models.map((model) => create(ModelInfoSchema, { id: model.id, contextLength: model.contextLength })),
+        models: models.map((model) => create(ModelInfoSchema, { id: model.id, contextLength: model.contextLength, apis: [...(model.apis ?? [])] })),
         maxConcurrency: options.maxConcurrency,
         labels: options.labels,
         agentVersion: this.host.agentVersion,
@@ -263,6 +264,7 @@ export class EdgeLink {
       firstByteTimeoutMs: this.host.options.firstByteTimeoutMs,
       idleTimeoutMs: this.host.options.idleTimeoutMs,
       backendGauge: this.host.backendGauge,
+      onCallReset: () => this.rejectRun(assignment, RUN_CALL_RESET_REASON),
     });
     this.runs.set(run.runId, run);
     this.host.onLoadChanged();

@@ -19,7 +19,7 @@ import {
   withSources,
   type BindingAlias,
 } from '@iop/core';
-import type { Backend, BackendKind } from './backends/backend.js';
+import { SERVED_APIS, type Backend, type BackendKind, type ServedApi } from './backends/backend.js';
 
 export type GpuOption = 'auto' | 'none' | 'cuda' | 'vulkan' | 'metal';
 const GPUS = ['auto', 'none', 'cuda', 'vulkan', 'metal'] as const satisfies readonly GpuOption[];
@@ -51,6 +51,11 @@ export const AGENT_CONFIG_SCHEMA = Type.Object(
     ),
     backendApiKey: Type.Optional(Type.String({ minLength: 1, description: 'openai: key sent to the server as Authorization: Bearer.' })),
     models: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'openai: served model names (skips /v1/models discovery).' })),
+    apis: Type.Optional(
+      Type.Array(stringEnum(SERVED_APIS), {
+        description: 'openai: the APIs the server serves its models with (chat, completions, embeddings, rerank; skips probing them).',
+      }),
+    ),
     modelsPath: Type.Optional(
       Type.String({
         minLength: 1,
@@ -147,6 +152,8 @@ export interface AgentOptions {
   backendApiKey: string | undefined;
   /** `openai` backend: served model names, skipping discovery. */
   models: string[] | undefined;
+  /** `openai` backend: the APIs the server serves, skipping the probes (`OpenAiBackendOptions.apis`). */
+  apis: ServedApi[] | undefined;
   /** `llamacpp` backend: GGUF path or `hf:owner/repo/file.gguf`; default stories260K.gguf from the models search path. */
   model: string | undefined;
   /** `llamacpp` backend: CPU threads; default cores - 1 (at least 1, at most 32), leaving a core to the event loop. */
@@ -255,6 +262,7 @@ export function resolveAgentOptions(input: AgentOptionsInput, sources: ReadonlyA
     backendUrl: value.backendUrl,
     backendApiKey: value.backendApiKey,
     models: value.models === undefined || value.models.length === 0 ? undefined : value.models,
+    apis: value.apis === undefined || value.apis.length === 0 ? undefined : value.apis,
     model: value.model,
     threads: value.threads,
     gpu: value.gpu,

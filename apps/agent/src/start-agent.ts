@@ -86,6 +86,7 @@ export async function createBackend(options: AgentOptions): Promise<Backend> {
       baseUrl: options.backendUrl!,
       ...(options.backendApiKey === undefined ? {} : { apiKey: options.backendApiKey }),
       ...(options.models === undefined ? {} : { models: options.models }),
+      ...(options.apis === undefined ? {} : { apis: options.apis }),
       connections: Math.max(options.maxConcurrency, 4),
     });
   }

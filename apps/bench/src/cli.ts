@@ -8,7 +8,7 @@
  *
  * Exit status: 0 when at least one request succeeded, 1 when none did, 2 on bad options.
  */
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Option } from 'commander';
 import { iopCommand } from '@iop/core';
@@ -17,6 +17,10 @@ import { parseDuration, parsePositiveInteger, parsePositiveNumber, parseRange } 
 import type { BenchDialect } from './dialects.js';
 import { ProgressLine } from './progress.js';
 import { runWorkload, type Range } from './workload.js';
+import { idealCache } from './sessions/ideal-cache.js';
+import { runSessions } from './sessions/session-runner.js';
+import { formatTable, summarize as summarizeSessions, ttftCdfSvg, writeSamples } from './sessions/session-report.js';
+import { replaySessions, syntheticSessions } from './sessions/session-workload.js';
 
 interface CliOptions {
   url: string;
@@ -31,6 +35,14 @@ interface CliOptions {
   promptWords: Range;
   maxTokens: Range;
   json?: boolean;
+  sessions?: number;
+  turns: number;
+  projects: number;
+  systemTokens: Range;
+  userTokens: Range;
+  thinkTime: Range;
+  replay?: string;
+  out?: string;
 }
 
 // Bad options exit 2, so scripts can tell them from "no request succeeded" (exit 1).
@@ -59,7 +71,17 @@ const program = iopCommand(
       .argParser(parseRange)
       .default({ min: 64, max: 256 }, '64:256'),
   )
-  .option('--json', 'print the result as JSON on stdout (no table)');
+  .option('--json', 'print the result as JSON on stdout (no table)')
+  .option('--sessions <n>', 'multi-turn workload: N coding-agent sessions at once (docs/load-testing.md)', parsePositiveInteger)
+  .addOption(new Option('--turns <n>', 'sessions: turns per session').argParser(parsePositiveInteger).default(8))
+  .addOption(new Option('--projects <n>', 'sessions: projects, each with its own shared system prompt and tools').argParser(parsePositiveInteger).default(4))
+  .addOption(
+    new Option('--system-tokens <range>', 'sessions: words of a project system prompt').argParser(parseRange).default({ min: 8000, max: 20000 }, '8000:20000'),
+  )
+  .addOption(new Option('--user-tokens <range>', 'sessions: words of a user turn').argParser(parseRange).default({ min: 200, max: 800 }, '200:800'))
+  .addOption(new Option('--think-time <range>', 'sessions: pause between turns, ms').argParser(parseRange).default({ min: 2000, max: 8000 }, '2000:8000'))
+  .option('--replay <file>', 'multi-turn workload from a JSONL file of chat requests (messages, session_id?, timestamp?, max_tokens?)')
+  .option('--out <dir>', 'with --sessions or --replay: write samples.json and ttft-cdf.svg there');
 
 function originOf(url: string): string {
   const parsed = URL.canParse(url) ? new URL(url) : undefined;
@@ -69,9 +91,60 @@ function originOf(url: string): string {
   return parsed.origin;
 }
 
+/** `--sessions` / `--replay`: the multi-turn workload against the deployment, one policy (whatever the edge runs). */
+async function sessionsMain(options: CliOptions, origin: string): Promise<number> {
+  const sessions =
+    options.replay !== undefined
+      ? replaySessions(options.replay, options.maxTokens.max)
+      : syntheticSessions({
+          sessions: options.sessions!,
+          projects: options.projects,
+          turns: options.turns,
+          systemTokens: [options.systemTokens.min, options.systemTokens.max],
+          userTokens: [options.userTokens.min, options.userTokens.max],
+          maxTokens: [options.maxTokens.min, options.maxTokens.max],
+          thinkMs: [options.thinkTime.min, options.thinkTime.max],
+          rampMs: 10_000,
+          seed: 1,
+        });
+  const total = sessions.reduce((sum, session) => sum + session.turns.length, 0);
+  const progress = new ProgressLine(total);
+  const { samples, wallMs } = await runSessions({
+    origin,
+    model: options.model,
+    sessions,
+    ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+    ...(options.duration === undefined ? {} : { durationMs: options.duration }),
+    onSample: (sample) =>
+      progress.record({
+        ok: sample.ok,
+        status: sample.status,
+        latencyMs: sample.latencyMs,
+        ttftMs: sample.ttftMs,
+        itlMs: sample.itlMs,
+        outputTokens: sample.outputTokens,
+      }),
+  });
+  progress.stop();
+  const run = { policy: 'deployment', samples, wallMs, ideal: idealCache(samples) };
+  const summary = summarizeSessions(run);
+  if (options.out !== undefined) {
+    mkdirSync(options.out, { recursive: true });
+    writeSamples(join(options.out, 'samples.json'), [run]);
+    writeFileSync(join(options.out, 'ttft-cdf.svg'), await ttftCdfSvg([run], `TTFT: ${sessions.length} sessions`));
+  }
+  process.stdout.write(options.json === true ? `${JSON.stringify(summary, null, 2)}\n` : `${formatTable([summary])}\n`);
+  return samples.some((sample) => sample.ok) ? 0 : 1;
+}
+
 async function main(): Promise<number> {
   program.parse();
   const options = program.opts<CliOptions>();
+  if (options.sessions !== undefined || options.replay !== undefined) {
+    if (options.rate !== undefined || options.concurrency !== undefined)
+      program.error('--sessions and --replay set their own concurrency (one request per session at a time)', { exitCode: 2 });
+    return sessionsMain(options, originOf(options.url));
+  }
   if (options.concurrency !== undefined && options.rate !== undefined)
     program.error('--concurrency and --rate exclude each other (closed loop or open loop)', { exitCode: 2 });
   const origin = originOf(options.url);

@@ -12,6 +12,7 @@
  *    (keep, end, drop); the sims' prefix-cache hit rate of each, side by side.
  * The edge logs at info (its `edge listening` line tells the port), which costs a little CPU.
  * `BENCH_SCALE=0.5` halves the requests and the failover duration.
+ * `npm run bench:pool -- sessions` runs the multi-turn routing comparison instead (pool-sessions-bench.ts).
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -241,7 +242,9 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error: unknown) => {
+// `npm run bench:pool -- sessions`: the multi-turn routing comparison (pool-sessions-bench.ts) instead.
+const run = process.argv[2] === 'sessions' ? () => import('./pool-sessions-bench.js').then((module) => module.main()) : main;
+run().catch((error: unknown) => {
   console.error(error);
   process.exit(1);
 });

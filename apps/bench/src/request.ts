@@ -18,6 +18,8 @@ export interface RequestSpec {
   body?: Record<string, unknown>;
   /** Extra request headers (e.g. `x-iop-gate`). */
   headers?: Record<string, string>;
+  /** Keep the streamed answer's text in `RequestResult.text` (Chat Completions streams; multi-turn workloads send it back). */
+  collectText?: boolean;
 }
 
 export interface RequestResult {
@@ -37,6 +39,8 @@ export interface RequestResult {
   agent?: string;
   /** Tool calls of the answer, for dialects that collect them (`DialectSpec.collectToolCalls`). */
   toolCalls?: ToolCallResult[];
+  /** The answer's text, with `RequestSpec.collectText`. */
+  text?: string;
 }
 
 export async function sendRequest(dispatcher: Dispatcher, origin: string, spec: RequestSpec): Promise<RequestResult> {
@@ -94,6 +98,8 @@ export async function sendRequest(dispatcher: Dispatcher, origin: string, spec: 
         result.errorMessage ??= messageOf(event.data);
       }
       if (dialect.isToken(event.event, data)) {
+        if (spec.collectText === true)
+          result.text = (result.text ?? '') + ((data.choices as Array<{ delta?: { content?: string } }> | undefined)?.[0]?.delta?.content ?? '');
         const now = performance.now();
         if (tokens === 0) result.ttftMs = now - started;
         else result.itlMs.push(now - last);

@@ -12,6 +12,7 @@ import { MODEL_GATE_CONFIG_SCHEMA } from '@iop/stream-gate';
 import type { EdgeConfig } from './config.js';
 import { DEFAULT_GATE } from './gate/gate-registry.js';
 import { CONFIG_KEYS_SCHEMA, type ConfigKey } from './keys/config-keys.js';
+import { PRICING_SCHEMA } from './ledger/pricing.js';
 import { POOL_SCHEMA } from './pool/pool-config.js';
 import { STORAGE_SCHEMA } from './storage/storage-config.js';
 
@@ -65,6 +66,14 @@ const edgeConfigSchema = Type.Object(
     storage: STORAGE_SCHEMA,
     joinTokens: secrets(8, 'Agent join tokens. Empty = any agent may join (a warning is logged).'),
     maxBodyBytes: Type.Integer({ minimum: 1024, maximum: 1024 * 1024 * 1024, default: 32 * 1024 * 1024, description: 'Largest request body accepted, bytes.' }),
+    maxRequestBytesInFlight: Type.Integer({
+      minimum: 0,
+      maximum: 64 * 1024 * 1024 * 1024,
+      default: 64 * 1024 * 1024,
+      description:
+        'Request body bytes the edge holds at once; beyond it requests get 503 (Anthropic 529) with Retry-After. 0 = no budget; else at least maxBodyBytes. Default 64 MiB (an edge under 512 MiB resident).',
+    }),
+    bodyTimeoutMs: ms(0, 3_600_000, 30_000, 'The whole request body must arrive within this long, ms: then 408 (0 = only Node’s requestTimeout).'),
     heartbeatIntervalMs: ms(100, 600_000, 5_000, 'Agents heartbeat this often; one silent for 3 intervals is dropped, ms.'),
     runAcceptedTimeoutMs: ms(100, 600_000, 5_000, 'Longest wait for an agent to accept an assigned run, ms.'),
     firstByteTimeoutMs: ms(0, 3_600_000, 120_000, "Streamed backend requests: longest wait for the first body byte, ms (0 = the agent's own default)."),
@@ -132,6 +141,31 @@ const edgeConfigSchema = Type.Object(
     heapGrowthPercent: HEAP_GROWTH_PERCENT_SCHEMA,
     startupGraceMs: ms(0, 3_600_000, 15_000, 'After start, a model no agent serves yet is a 503 with Retry-After (agents reconnecting), not a 404, ms.'),
     pool: POOL_SCHEMA,
+    pricing: PRICING_SCHEMA,
+    metrics: Type.Object(
+      {
+        keyLabels: Type.Object(
+          {
+            enabled: Type.Boolean({
+              default: false,
+              description: 'Export iop_key_requests_total and iop_key_tokens_total, labelled by client key id (key="other" past the bound).',
+            }),
+            keys: Type.Array(Type.String({ minLength: 1 }), {
+              default: [],
+              description: 'Key ids labelled by name, every other key "other"; empty = the first maxKeys key ids seen since start.',
+            }),
+            maxKeys: Type.Integer({
+              minimum: 1,
+              maximum: 1000,
+              default: 20,
+              description: 'Without keys: how many key ids get their own label (the key label takes at most maxKeys + 1 values).',
+            }),
+          },
+          { additionalProperties: false, default: {} },
+        ),
+      },
+      { additionalProperties: false, default: {}, description: 'Prometheus metrics (/metrics). Needs a restart.' },
+    ),
     billingHeader: stringEnum(['end', 'drop', 'keep'] as const, {
       default: 'end',
       description: "Claude Code's per-conversation billing line: moved to the end of the system prompt, dropped, or kept first.",

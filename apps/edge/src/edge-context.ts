@@ -8,6 +8,7 @@ import type { GateRegistry } from './gate/gate-registry.js';
 import type { PoolSnapshot, ProviderPool } from './pool/provider-pool.js';
 import type { SharedState } from './storage/shared-state.js';
 import type { InFlightRequests } from './http/in-flight-requests.js';
+import type { BodyBudget } from './http/body-budget.js';
 
 export interface EdgeContext {
   config: EdgeConfig;
@@ -26,4 +27,6 @@ export interface EdgeContext {
   requests: InFlightRequests;
   /** Keys, limits, the usage ledger and the stores behind them (storage/shared-state.ts); absent in bare test contexts. */
   state?: SharedState;
+  /** The edge-wide budget of request bytes in flight (`maxRequestBytesInFlight`); absent in bare test contexts. */
+  bodyBudget?: BodyBudget;
 }

@@ -7,9 +7,16 @@
  * (https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-metrics/), in their Prometheus form
  * (dots become underscores, the unit `s` becomes `_seconds`): `gen_ai_server_request_duration_seconds`,
  * `gen_ai_server_time_to_first_token_seconds`, `gen_ai_server_time_per_output_token_seconds` and
- * `gen_ai_client_token_usage`, with the attributes `gen_ai_operation_name`, `gen_ai_request_model`,
- * `gen_ai_response_model`, `error_type` (and `gen_ai_token_type` on token usage); bucket
- * boundaries are the ones the conventions advise.
+ * `gen_ai_client_token_usage`, with the attributes `gen_ai_operation_name`, `gen_ai_provider_name`
+ * (required by the conventions: the answering provider's `providerNameOf`, pool/provider.ts —
+ * its `gen_ai.provider.name` label, `llama.cpp` for an agent's embedded llama.cpp, else
+ * `openai_compatible`; `none` when no provider was picked), `gen_ai_request_model`,
+ * `gen_ai_response_model`, `error_type` (on the duration of failed requests only: the conventions
+ * set `error.type` only on errors, so a success has no `error_type` label at all) and
+ * `gen_ai_token_type` on token usage; bucket boundaries are the ones the conventions advise.
+ *
+ * Per-key series (`iop_key_requests_total`, `iop_key_tokens_total`) exist only with
+ * `metrics.keyLabels.enabled`; their `key` label is bounded (telemetry/key-labels.ts).
  *
  * Token counting: `iop_tokens_total{kind}` has four kinds, and two are parts of the others —
  * `cached` ⊂ `prompt`, `reasoning` ⊂ `completion` — so total tokens are prompt + completion, never
@@ -18,6 +25,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Usage } from '@iop/core';
 import { ProviderTunnelFrame_Kind } from '@iop/proto';
+import { KeyLabels, type KeyLabelsConfig } from './telemetry/key-labels.js';
 
 /** `kind` label of each frame kind: its enum name in lower case (`response_start`, `body`, …). */
 const FRAME_KIND_LABELS: string[] = [];
@@ -34,6 +42,10 @@ export interface RequestObservation {
   servedModel: string | undefined;
   /** The agent or direct provider that answered, if one was picked. */
   agent: string | undefined;
+  /** Its `gen_ai.provider.name` (`providerNameOf`), if one was picked. */
+  providerName: string | undefined;
+  /** The client key's id (`KeyIdentity.keyId`), for the per-key series. */
+  keyId: string | undefined;
   status: number;
   /** Request arrival to end, s. */
   durationSeconds: number;
@@ -209,33 +221,53 @@ export class EdgeMetrics {
   readonly genAiDuration = new Histogram({
     name: 'gen_ai_server_request_duration_seconds',
     help: 'GenAI server request duration (OpenTelemetry gen_ai.server.request.duration).',
-    labelNames: ['gen_ai_operation_name', 'gen_ai_request_model', 'gen_ai_response_model', 'error_type'] as const,
+    labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_response_model', 'error_type'] as const,
     buckets: [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92],
     registers: [this.registry],
   });
   readonly genAiTtft = new Histogram({
     name: 'gen_ai_server_time_to_first_token_seconds',
     help: 'Time to generate the first token (OpenTelemetry gen_ai.server.time_to_first_token).',
-    labelNames: ['gen_ai_operation_name', 'gen_ai_request_model', 'gen_ai_response_model'] as const,
+    labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_response_model'] as const,
     buckets: [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10],
     registers: [this.registry],
   });
   readonly genAiTpot = new Histogram({
     name: 'gen_ai_server_time_per_output_token_seconds',
     help: 'Time per output token after the first (OpenTelemetry gen_ai.server.time_per_output_token).',
-    labelNames: ['gen_ai_operation_name', 'gen_ai_request_model', 'gen_ai_response_model'] as const,
+    labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_response_model'] as const,
     buckets: [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5],
     registers: [this.registry],
   });
   readonly genAiTokens = new Histogram({
     name: 'gen_ai_client_token_usage',
     help: 'Tokens per request by gen_ai_token_type input or output (OpenTelemetry gen_ai.client.token.usage).',
-    labelNames: ['gen_ai_operation_name', 'gen_ai_request_model', 'gen_ai_response_model', 'gen_ai_token_type'] as const,
+    labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_response_model', 'gen_ai_token_type'] as const,
     buckets: [1, 4, 16, 64, 256, 1024, 4096, 16_384, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216, 67_108_864],
     registers: [this.registry],
   });
 
-  constructor() {
+  /** The per-key series and their bounded `key` label, when `metrics.keyLabels.enabled`. */
+  private readonly perKey: { labels: KeyLabels; requests: Counter<'key' | 'model' | 'status'>; tokens: Counter<'key' | 'model' | 'kind'> } | undefined;
+
+  constructor(options: { keyLabels?: KeyLabelsConfig | undefined } = {}) {
+    if (options.keyLabels?.enabled === true) {
+      this.perKey = {
+        labels: new KeyLabels(options.keyLabels),
+        requests: new Counter({
+          name: 'iop_key_requests_total',
+          help: 'Client requests by client key id (bounded: metrics.keyLabels; the rest are key="other"), requested model and HTTP status.',
+          labelNames: ['key', 'model', 'status'] as const,
+          registers: [this.registry],
+        }),
+        tokens: new Counter({
+          name: 'iop_key_tokens_total',
+          help: 'Tokens of the answers by client key id (as on iop_key_requests_total), requested model and kind: prompt or completion.',
+          labelNames: ['key', 'model', 'kind'] as const,
+          registers: [this.registry],
+        }),
+      };
+    }
     // Event-loop lag sampled every 100 ms (prom-client's default 10 ms wakes an idle edge 100 times a second).
     collectDefaultMetrics({ register: this.registry, prefix: 'iop_edge_', eventLoopMonitoringPrecision: 100 });
   }
@@ -262,12 +294,18 @@ export class EdgeMetrics {
       policy: o.response.policy,
     });
     this.duration.observe(base, o.durationSeconds);
-    const genAi = { gen_ai_operation_name: 'chat', gen_ai_request_model: model, gen_ai_response_model: served };
-    this.genAiDuration.observe(
-      { gen_ai_operation_name: 'chat', gen_ai_request_model: model, gen_ai_response_model: served, error_type: o.errorType ?? '' },
-      o.durationSeconds,
-    );
-    if (o.errorType !== undefined) return;
+    const provider = o.providerName ?? 'none';
+    const genAi = { gen_ai_operation_name: 'chat', gen_ai_provider_name: provider, gen_ai_request_model: model, gen_ai_response_model: served };
+    if (this.perKey !== undefined && o.keyId !== undefined) this.recordKey(this.perKey, o);
+    if (o.errorType !== undefined) {
+      // `error.type` only on errors (the conventions): a success's series have no such label.
+      this.genAiDuration.observe(
+        { gen_ai_operation_name: 'chat', gen_ai_provider_name: provider, gen_ai_request_model: model, gen_ai_response_model: served, error_type: o.errorType },
+        o.durationSeconds,
+      );
+      return;
+    }
+    this.genAiDuration.observe(genAi, o.durationSeconds);
     if (o.ttftSeconds !== undefined) {
       this.genAiTtft.observe(genAi, o.ttftSeconds);
       const output = o.usage?.outputTokens ?? 0;
@@ -280,15 +318,36 @@ export class EdgeMetrics {
     const usage = o.usage;
     if (usage?.inputTokens !== undefined) {
       this.genAiTokens.observe(
-        { gen_ai_operation_name: 'chat', gen_ai_request_model: model, gen_ai_response_model: served, gen_ai_token_type: 'input' },
+        {
+          gen_ai_operation_name: 'chat',
+          gen_ai_provider_name: provider,
+          gen_ai_request_model: model,
+          gen_ai_response_model: served,
+          gen_ai_token_type: 'input',
+        },
         usage.inputTokens,
       );
     }
     if (usage?.outputTokens !== undefined) {
       this.genAiTokens.observe(
-        { gen_ai_operation_name: 'chat', gen_ai_request_model: model, gen_ai_response_model: served, gen_ai_token_type: 'output' },
+        {
+          gen_ai_operation_name: 'chat',
+          gen_ai_provider_name: provider,
+          gen_ai_request_model: model,
+          gen_ai_response_model: served,
+          gen_ai_token_type: 'output',
+        },
         usage.outputTokens,
       );
     }
+  }
+
+  private recordKey(perKey: NonNullable<EdgeMetrics['perKey']>, o: RequestObservation): void {
+    const key = perKey.labels.label(o.keyId!);
+    perKey.requests.inc({ key, model: o.model, status: String(o.status) });
+    const input = o.usage?.inputTokens ?? 0;
+    const output = o.usage?.outputTokens ?? 0;
+    if (input > 0) perKey.tokens.inc({ key, model: o.model, kind: 'prompt' }, input);
+    if (output > 0) perKey.tokens.inc({ key, model: o.model, kind: 'completion' }, output);
   }
 }

@@ -17,13 +17,15 @@ import { modelGetHandler, modelListHandler } from './http/model-routes.js';
 import { mountResponsesRetrieval, responsesInferenceRoute } from './http/responses-routes.js';
 import { RouteTable, type RouteEntry } from './http/route-table.js';
 import type { ResponseStore } from './responses-store/index.js';
+import { PASSTHROUGH_API_ENDPOINTS } from './passthrough-apis/routes.js';
+import { guardedStore, type GuardedResponseStore } from './responses-store/guarded-store.js';
 
 export interface DialectRegistration {
   dialect: Dialect;
   /** A stateful dialect's inference hooks (Responses: stored history prepended, the result stored). */
-  hooks?: (edge: EdgeContext, store: ResponseStore) => Pick<InferenceRoute, 'prepare' | 'onResult'>;
+  hooks?: (edge: EdgeContext, store: GuardedResponseStore) => Pick<InferenceRoute, 'prepare' | 'onResult'>;
   /** Routes of the dialect beyond its endpoints that need the edge's state (Responses retrieval). */
-  mount?: (app: Express, store: ResponseStore) => void;
+  mount?: (app: Express, store: GuardedResponseStore) => void;
 }
 
 /** The registry. The order matters only where two dialects declare one endpoint (`GET /v1/models`): the first answers failures there. */
@@ -59,7 +61,9 @@ function handlerFor(edge: EdgeContext, dialect: Dialect, endpoint: DialectEndpoi
   }
 }
 
-export function buildDialectRoutes(edge: EdgeContext, store: ResponseStore, registrations: readonly DialectRegistration[] = DIALECTS): DialectRoutes {
+export function buildDialectRoutes(edge: EdgeContext, responses: ResponseStore, registrations: readonly DialectRegistration[] = DIALECTS): DialectRoutes {
+  // Store outages become 503s with Retry-After, and refuse the next store before it runs.
+  const store = guardedStore(responses, edge.logger);
   const entries: Array<RouteEntry<EndpointHandler>> = [];
   const roots = new Set<string>();
   for (const { dialect, hooks } of registrations) {
@@ -72,6 +76,11 @@ export function buildDialectRoutes(edge: EdgeContext, store: ResponseStore, regi
       entries.push({ dialect, endpoint, handler: handlerFor(edge, dialect, endpoint, inferenceHooks) });
       roots.add(`/${endpoint.path.split('/')[1]!}`);
     }
+  }
+  // The JSON APIs relayed as they are (embeddings, completions, rerank, score): passthrough-apis/.
+  for (const { endpoint, route } of PASSTHROUGH_API_ENDPOINTS) {
+    entries.push({ dialect: route.dialect, endpoint, handler: inferenceHandler(route, edge) });
+    roots.add(`/${endpoint.path.split('/')[1]!}`);
   }
   const table = new RouteTable(entries);
   const fallback = registrations[0]!.dialect;

@@ -38,7 +38,7 @@ export interface SimContext {
 const FAULT_SALT = 0x5eed;
 
 /** Resolves the knobs: CLI defaults < model suffix < `x-sim-*` headers < queued fault. */
-function resolveKnobs(context: SimContext, exchange: Exchange, suffixKnobs: Partial<Knobs> | undefined): Knobs {
+export function resolveKnobs(context: SimContext, exchange: Exchange, suffixKnobs: Partial<Knobs> | undefined): Knobs {
   const headerKnobs = knobsFromHeaders(exchange.req.headers);
   const queued = context.faults.take();
   if (suffixKnobs === undefined && headerKnobs === undefined && queued === undefined) return context.defaults as Knobs;
@@ -46,7 +46,7 @@ function resolveKnobs(context: SimContext, exchange: Exchange, suffixKnobs: Part
 }
 
 /** The fault for this request after the seeded `fault-rate` draw. */
-function drawFault(knobs: Knobs, requestNumber: number): FaultName {
+export function drawFault(knobs: Knobs, requestNumber: number): FaultName {
   if (knobs.fault === 'none' || knobs.faultRate >= 1) return knobs.fault;
   return seededRandom(mixSeed(knobs.seed ^ FAULT_SALT, requestNumber))() < knobs.faultRate ? knobs.fault : 'none';
 }
@@ -56,7 +56,7 @@ function jsonContent(format: NonNullable<ChatRequest['responseFormat']>, random:
   return JSON.stringify(format.type === 'json_schema' ? sampleValue(format.schema, random) : { answer: 'lorem ipsum' });
 }
 
-function sendStatusFault(exchange: Exchange, status: 403 | 429 | 500 | 503, retryAfter: number): void {
+export function sendStatusFault(exchange: Exchange, status: 403 | 429 | 500 | 503, retryAfter: number): void {
   const messages = {
     403: 'simulated fault: forbidden',
     429: 'simulated fault: too many requests',
@@ -142,13 +142,22 @@ export function handleChatCompletion(context: SimContext, exchange: Exchange, bo
         request.messages,
         plan,
         gpuTiming.ttftMs,
-        () => respondNow(exchange, request, plan, promptTokens, midStreamFault),
+        () => respondNow(exchange, request, plan, promptTokens, midStreamFault, Math.min(knobs.cachedTokens, promptTokens)),
         midStreamFault === 'stall',
       );
     return;
   }
   if (request.stream) streamCompletion(exchange, plan, streamOptions(exchange, request, knobs, promptTokens, timing, context.log.stats));
-  else respondCompletion(exchange, request, plan, promptTokens, ttftMs + Math.max(0, plan.pieces.length - 1) * timing.itlMs, midStreamFault);
+  else
+    respondCompletion(
+      exchange,
+      request,
+      plan,
+      promptTokens,
+      ttftMs + Math.max(0, plan.pieces.length - 1) * timing.itlMs,
+      midStreamFault,
+      Math.min(knobs.cachedTokens, promptTokens),
+    );
 }
 
 function completionId(): string {
@@ -166,7 +175,14 @@ function streamOptions(
   const continuous = knobs.continuousUsage || request.continuousUsage;
   const usageChunk = request.includeUsage || knobs.forceUsage || continuous;
   const usageMode: StreamUsageMode = continuous ? 'continuous' : usageChunk ? 'null' : 'absent';
-  const framer = new ChunkFramer(completionId(), Math.floor(Date.now() / 1000), request.model, usageMode, promptTokens);
+  const framer = new ChunkFramer(
+    completionId(),
+    Math.floor(Date.now() / 1000),
+    request.model,
+    usageMode,
+    promptTokens,
+    Math.min(knobs.cachedTokens, promptTokens),
+  );
   return {
     framer,
     options: { ...timing, usageChunk, framing: knobs.framing, onServerClose: () => (exchange.closedByServer = true), stats },
@@ -185,9 +201,16 @@ function streamCompletion(exchange: Exchange, plan: OutputPlan, setup: StreamSet
  * destroyed, malformed = 200 with broken JSON, no-done = half the body then the socket destroyed,
  * error-chunk = 500 (stall never gets here: it never answers).
  */
-function respondNow(exchange: Exchange, request: ChatRequest, plan: OutputPlan, promptTokens: number, fault: MidStreamFault | undefined): void {
+function respondNow(
+  exchange: Exchange,
+  request: ChatRequest,
+  plan: OutputPlan,
+  promptTokens: number,
+  fault: MidStreamFault | undefined,
+  cachedTokens: number,
+): void {
   if (exchange.res.destroyed) return;
-  const body = JSON.stringify(renderChatCompletion(completionId(), Math.floor(Date.now() / 1000), request.model, plan, promptTokens));
+  const body = JSON.stringify(renderChatCompletion(completionId(), Math.floor(Date.now() / 1000), request.model, plan, promptTokens, cachedTokens));
   switch (fault) {
     case 'cut':
       resetSocket(exchange);
@@ -217,9 +240,10 @@ function respondCompletion(
   promptTokens: number,
   delayMs: number,
   fault: MidStreamFault | undefined,
+  cachedTokens: number,
 ): void {
   if (fault === 'stall') return;
-  const respond = () => respondNow(exchange, request, plan, promptTokens, fault);
+  const respond = () => respondNow(exchange, request, plan, promptTokens, fault, cachedTokens);
   if (delayMs <= 0) {
     respond();
     return;

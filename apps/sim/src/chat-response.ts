@@ -30,11 +30,11 @@ export interface ChatCompletionJson {
     finish_reason: string;
     stop_reason: string | null;
   }[];
-  usage: { prompt_tokens: number; total_tokens: number; completion_tokens: number };
+  usage: { prompt_tokens: number; total_tokens: number; completion_tokens: number; prompt_tokens_details?: { cached_tokens: number } };
 }
 
 /** Joins the plan's pieces into one message; `promptTokens` goes into usage. */
-export function renderChatCompletion(id: string, created: number, model: string, plan: OutputPlan, promptTokens: number): ChatCompletionJson {
+export function renderChatCompletion(id: string, created: number, model: string, plan: OutputPlan, promptTokens: number, cachedTokens = 0): ChatCompletionJson {
   let content: string | null = null;
   let reasoning: string | null = null;
   const toolCalls: ToolCallJson[] = [];
@@ -76,6 +76,11 @@ export function renderChatCompletion(id: string, created: number, model: string,
         stop_reason: plan.stopReason,
       },
     ],
-    usage: { prompt_tokens: promptTokens, total_tokens: promptTokens + completionTokens, completion_tokens: completionTokens },
+    usage: {
+      prompt_tokens: promptTokens,
+      total_tokens: promptTokens + completionTokens,
+      completion_tokens: completionTokens,
+      ...(cachedTokens > 0 ? { prompt_tokens_details: { cached_tokens: cachedTokens } } : {}),
+    },
   };
 }

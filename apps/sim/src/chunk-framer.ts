@@ -19,6 +19,7 @@ export class ChunkFramer {
 
   /**
    * @param promptTokens prompt tokens, for usage objects.
+   * @param cachedTokens the part of them reported as cached (`prompt_tokens_details.cached_tokens`); 0 omits the field.
    */
   constructor(
     id: string,
@@ -26,6 +27,7 @@ export class ChunkFramer {
     model: string,
     private readonly usageMode: StreamUsageMode,
     private readonly promptTokens: number,
+    private readonly cachedTokens = 0,
   ) {
     this.head = `data: {"id":"${id}","object":"chat.completion.chunk","created":${created},"model":${JSON.stringify(model)},"choices":[{"index":0,"delta":`;
     this.choiceTail = ',"logprobs":null,"finish_reason":null}]';
@@ -33,7 +35,8 @@ export class ChunkFramer {
   }
 
   private usageJson(completionTokens: number): string {
-    return `{"prompt_tokens":${this.promptTokens},"total_tokens":${this.promptTokens + completionTokens},"completion_tokens":${completionTokens}}`;
+    const details = this.cachedTokens > 0 ? `,"prompt_tokens_details":{"cached_tokens":${this.cachedTokens}}` : '';
+    return `{"prompt_tokens":${this.promptTokens},"total_tokens":${this.promptTokens + completionTokens},"completion_tokens":${completionTokens}${details}}`;
   }
 
   private close(completionTokens: number): string {

@@ -77,6 +77,8 @@ export interface Knobs {
   framing: Framing;
   /** Usage chunk in every stream even without `stream_options.include_usage` (vLLM `--enable-force-include-usage`). */
   forceUsage: boolean;
+  /** Prompt tokens reported as served from the prefix cache (`usage.prompt_tokens_details.cached_tokens`, vLLM `--enable-prompt-tokens-details`), at most the prompt's; 0 omits the field. */
+  cachedTokens: number;
   fault: FaultName;
   /** Tokens emitted before a mid-stream fault; `undefined` = half of the planned tokens. */
   faultAfter: number | undefined;
@@ -107,6 +109,7 @@ export const DEFAULT_KNOBS: Readonly<Knobs> = Object.freeze({
   continuousUsage: false,
   framing: 'lf',
   forceUsage: false,
+  cachedTokens: 0,
   fault: 'none',
   faultAfter: undefined,
   faultRate: 1,
@@ -281,6 +284,13 @@ export const KNOB_SPECS: readonly KnobSpec[] = [
     values: '[true|false]',
     describe: 'usage chunk even without include_usage',
     parse: (raw) => ({ forceUsage: bool('force-usage', raw) }),
+  },
+  {
+    name: 'cached-tokens',
+    flag: false,
+    values: '<n>',
+    describe: 'prompt tokens reported as cached in usage.prompt_tokens_details.cached_tokens (at most the prompt; 0 omits it)',
+    parse: (raw) => ({ cachedTokens: nonNegativeInteger('cached-tokens', raw) }),
   },
   { name: 'fault', flag: false, values: FAULT_NAMES.join('|'), describe: 'fault to inject', parse: (raw) => ({ fault: oneOf('fault', FAULT_NAMES, raw) }) },
   {

@@ -1,8 +1,10 @@
 /**
  * The sim's HTTP server on `node:http`: routing, body reading, abort tracking, start and close.
  *
- * Routes (vLLM's OpenAI-compatible server): `POST /v1/chat/completions`, `GET /v1/models`,
- * `POST /tokenize`, `POST /reset_prefix_cache` (with a profile), `GET /health`, `GET /metrics` (vllm-metrics.ts with a GPU profile; without one a
+ * Routes (vLLM's OpenAI-compatible server): `POST /v1/chat/completions`, `POST /v1/completions`,
+ * `POST /v1/embeddings`, `POST /v1/rerank` (also `/rerank`, `/v2/rerank`), `POST /v1/score` (also
+ * `/score`), `GET /v1/models`, `POST /tokenize`, `POST /reset_prefix_cache` (with a profile),
+ * `GET /health`, `GET /metrics` (vllm-metrics.ts with a GPU profile; without one a
  * minimal exposition of the running count, as agents probe a real server's); and the control API
  * under `/_sim/` (control-api.ts).
  */
@@ -16,6 +18,9 @@ import { DEFAULT_KNOBS, type Knobs } from './knobs.js';
 import { RequestLog, newRecord, type RequestRecord } from './request-log.js';
 import { SimInputError } from './sim-error.js';
 import { handleTokenize, modelsBody } from './vllm-routes.js';
+import { handleCompletions } from './completions-handler.js';
+import { handleEmbeddings } from './embeddings-handler.js';
+import { handleRerank, handleScore } from './rerank-handler.js';
 import { resolveProfile, type GpuProfile } from './gpu-profile.js';
 import { GpuScheduler } from './gpu-scheduler.js';
 import { VllmMetrics } from './vllm-metrics.js';
@@ -111,6 +116,21 @@ async function route(
   switch (`${req.method} ${path}`) {
     case 'POST /v1/chat/completions':
       handleChatCompletion(context, exchange, body);
+      return;
+    case 'POST /v1/completions':
+      handleCompletions(context, exchange, body);
+      return;
+    case 'POST /v1/embeddings':
+      handleEmbeddings(context, exchange, body);
+      return;
+    case 'POST /v1/rerank':
+    case 'POST /rerank':
+    case 'POST /v2/rerank':
+      handleRerank(context, exchange, body);
+      return;
+    case 'POST /v1/score':
+    case 'POST /score':
+      handleScore(context, exchange, body);
       return;
     case 'GET /v1/models':
       sendJson(exchange, 200, modelsJson);

@@ -71,6 +71,11 @@ export interface ModelListing {
   contextLength: number | null;
   /** Providers able to serve it now. */
   providers: number;
+  /**
+   * The APIs its providers serve it with (proto `ModelInfo.apis`: `chat`, `completions`,
+   * `embeddings`, `rerank`), sorted; null when no provider tells.
+   */
+  apis?: string[] | null;
 }
 
 /** A dialect's token counting endpoint (Anthropic `count_tokens`, Gemini `countTokens`). */
@@ -121,6 +126,13 @@ export interface StreamEncoder {
    * and for every other dialect.
    */
   result(): unknown;
+  /**
+   * Optional, for a dialect whose responses are stored: settles how the stream ends and returns
+   * the complete response object without writing the terminal event, so the edge can keep it
+   * first. An `error` event pushed after it still ends the stream failed (the object could not be
+   * kept); `end()` then returns the terminal event and the trailing text.
+   */
+  settle?(): unknown;
 }
 
 /** A rendered error: HTTP status, headers and JSON body in the client's dialect. */

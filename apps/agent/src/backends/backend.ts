@@ -13,7 +13,17 @@ export interface ModelInfo {
   id: string;
   /** Context window, tokens; 0 when unknown. */
   contextLength: number;
+  /** The APIs the backend serves it with (`ServedApi`); absent when it does not tell (every API is tried). */
+  apis?: readonly ServedApi[];
 }
+
+/**
+ * The API families a backend may serve a model with (proto `ModelInfo.apis`): `chat`
+ * (`POST /v1/chat/completions`), `completions` (`POST /v1/completions`), `embeddings`
+ * (`POST /v1/embeddings`), `rerank` (`POST /v1/rerank` and `/v1/score`).
+ */
+export const SERVED_APIS = ['chat', 'completions', 'embeddings', 'rerank'] as const;
+export type ServedApi = (typeof SERVED_APIS)[number];
 
 /** Backend load, for heartbeats. A figure the backend does not expose is left out. */
 export interface BackendMetrics {

@@ -8,10 +8,20 @@
  * context window from `max_model_len` (vLLM), `context_length` (SGLang, others) or
  * `meta.n_ctx_train` (llama.cpp server). The `tokenize` capability is set when `POST /tokenize`
  * answers 200 (vLLM).
+ *
+ * The APIs each model is served with (`ModelInfo.apis`) come from `--apis`, or from probes: a
+ * `POST` of `{"model": id}` alone (no input, so nothing is computed) to `/v1/completions`,
+ * `/v1/embeddings` and `/v1/rerank`. A server that has the route answers a validation error
+ * (400/422); one without it 404 (vLLM registers only its model's task routes, e.g. no
+ * `/v1/completions` for an embedding model), 405, or 501 (llama.cpp server without
+ * `--embeddings` / `--rerank`). Chat is taken to come with completions (vLLM, SGLang, llama.cpp
+ * server and Ollama serve both or neither) and probed only when completions is absent. A probe
+ * that fails (timeout, connection), or probes that find no route at all, leave the model's APIs
+ * unknown: every API is tried.
  */
 import { Pool } from 'undici';
 import { OpenAiClient } from '@iop/backend';
-import type { Backend, BackendMetrics, BackendRequest, BackendResponse, ModelInfo } from './backend.js';
+import type { Backend, BackendMetrics, BackendRequest, BackendResponse, ModelInfo, ServedApi } from './backend.js';
 import { parseVllmMetrics } from './prometheus-metrics.js';
 
 export interface OpenAiBackendOptions {
@@ -23,6 +33,8 @@ export interface OpenAiBackendOptions {
   apiKey?: string;
   /** Served model names as given; skips discovery. */
   models?: string[];
+  /** The APIs every model is served with, as given; skips the probes. */
+  apis?: readonly ServedApi[];
   /** Keep-alive connections to the backend. Default 16. */
   connections?: number;
   /** Timeout of discovery, probe and metrics calls, ms. Default 5 000. */
@@ -79,7 +91,42 @@ export class OpenAiBackend implements Backend {
       if (models.length === 0) throw new Error(`${this.options.baseUrl}/v1/models lists no models`);
     }
     this.capabilities = (await this.answersTokenize(models[0]!.id)) ? ['tokenize'] : [];
-    return models;
+    const given = this.options.apis;
+    return Promise.all(models.map(async (model) => ({ ...model, ...(given === undefined ? await this.probeApis(model.id) : { apis: given }) })));
+  }
+
+  /** The APIs `model` is served with, from route probes (see the module docstring); `{}` when a probe failed. */
+  private async probeApis(model: string): Promise<{ apis?: ServedApi[] }> {
+    const probe = (path: string) => this.hasRoute(path, model);
+    const [completions, embeddings, rerank] = await Promise.all([probe('/v1/completions'), probe('/v1/embeddings'), probe('/v1/rerank')]);
+    const chat = completions === true ? true : await probe('/v1/chat/completions');
+    const found: Array<[ServedApi, boolean | undefined]> = [
+      ['chat', chat],
+      ['completions', completions],
+      ['embeddings', embeddings],
+      ['rerank', rerank],
+    ];
+    const apis = found.filter(([, served]) => served === true).map(([api]) => api);
+    // A failed probe, or no route at all (not an OpenAI-compatible server as far as the probes tell): unknown.
+    if (found.some(([, served]) => served === undefined) || apis.length === 0) return {};
+    return { apis };
+  }
+
+  /** Whether the server has the route `path` for `model` (a validation error) or not (404, 405, 501); undefined when the probe failed. */
+  private async hasRoute(path: string, model: string): Promise<boolean | undefined> {
+    try {
+      const response = await this.probePool.request({
+        method: 'POST',
+        path: this.pathPrefix + path,
+        headers: { ...this.authHeaders(), 'content-type': 'application/json' },
+        body: JSON.stringify({ model }),
+        signal: AbortSignal.timeout(this.probeTimeoutMs),
+      });
+      await response.body.dump();
+      return ![404, 405, 501].includes(response.statusCode);
+    } catch {
+      return undefined;
+    }
   }
 
   handle(request: BackendRequest): Promise<BackendResponse> {

@@ -3,11 +3,11 @@
  * stream. Reloadable settings take effect for the next request: client API keys (`apiKeys`, `keys`),
  * agent join tokens (`joinTokens`, checked at each Register; connected agents stay), admin keys
  * (`adminKeys`), the stream gate (`gate`), `logLevel`, the per-request knobs `maxAttempts`,
- * `runAcceptedTimeoutMs`, `firstByteTimeoutMs`, `idleTimeoutMs`, `requestDeadlineMs`, `writeStallTimeoutMs`, `shutdownDeadlineMs`, and the whole provider pool
+ * `runAcceptedTimeoutMs`, `firstByteTimeoutMs`, `idleTimeoutMs`, `requestDeadlineMs`, `writeStallTimeoutMs`, `shutdownDeadlineMs`, the price table (`pricing`), and the whole provider pool
  * (`pool`): model groups, aliases, targets and their weights and labels, fallbacks, queues, direct
  * providers, retry, outlier-ejection and prefix-affinity settings (see `ProviderPool.applyReload`
  * for what happens to queued waiters, runs in flight and per-group state). Everything else (listen
- * addresses and ports, TLS files, `maxBodyBytes`, `heartbeatIntervalMs`, `responsesStore`) needs a
+ * addresses and ports, TLS files, `maxBodyBytes`, `maxRequestBytesInFlight`, `bodyTimeoutMs`, `heartbeatIntervalMs`, `responsesStore`) needs a
  * restart: a change there is reported in `restartRequired` and the running value is kept.
  *
  * The swap is atomic for a request: the new gate registry and pool state are built and validated
@@ -36,6 +36,7 @@ export const RELOADABLE_KEYS = [
   'writeStallTimeoutMs',
   'shutdownDeadlineMs',
   'pool',
+  'pricing',
 ] as const;
 
 type ReloadableKey = (typeof RELOADABLE_KEYS)[number];

@@ -1,12 +1,16 @@
 /**
  * Key management on the admin API (behind admin keys), for keys kept in `storage.sql`:
  * - `POST /admin/keys` `{name, owner?, models?, limits?, budget?, expiresAt?}` → 201 with the key
- *   record and `key`, the secret, shown this once (only its SHA-256 is stored);
+ *   record and `key`, the secret, shown this once (only its SHA-256 is stored); `budget` is
+ *   `{period: day|month|total, maxTokens?, maxCostUsd?}` (at least one of the two: a token budget,
+ *   a money budget in US dollars at the price table, or both);
  * - `GET /admin/keys` → `{object:'list', data}`: managed and config keys, never a secret or hash;
  * - `GET /admin/keys/{id}`; `PATCH /admin/keys/{id}` (the same fields; `null` clears one);
  * - `POST /admin/keys/{id}/revoke` → the key stops working on every edge within
  *   `storage.keyCacheTtlMs` (at once on edges sharing Redis);
  * - `POST /admin/keys/{id}/rotate` → a new secret, shown once; the old one stops like a revocation.
+ *   The key keeps its id, policy and budget (what it has spent counts on: budgets follow the id);
+ *   an optional body of PATCH's fields (e.g. `{budget: {maxCostUsd, period}}`) changes them with it.
  * Config keys (`keys` in the config file) are listed but changed only in the file (409 here).
  */
 import express, { type Express, type Request, type Response } from 'express';
@@ -117,9 +121,12 @@ export function mountKeyRoutes(app: Express, edge: EdgeContext): void {
     edge.logger.info({ keyId: current.id }, 'admin: key revoked');
     res.json(keyView((await state.keyStore.byId(current.id))!));
   });
-  app.post('/admin/keys/:id/rotate', async (req: Request, res: Response) => {
+  app.post('/admin/keys/:id/rotate', json, async (req: Request, res: Response) => {
     const state = requireState(edge);
     const current = await managedKey(state, edge, String(req.params.id));
+    const changes = req.body as Record<string, unknown> | undefined;
+    if (current.revokedAtMs === undefined && changes !== undefined && Object.keys(changes).length > 0)
+      await state.keyStore.update(current.id, parseBody(req, validatePatch));
     const rotated = await state.keyStore.rotate(current.id);
     if (rotated === undefined) throw new IopError('invalid_request', `key \`${current.id}\` is revoked: create a new one`);
     await state.broadcastInvalidate(rotated.previousHash);

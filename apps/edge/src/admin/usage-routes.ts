@@ -5,8 +5,10 @@
  * (`from` inclusive, `to` exclusive; default all time); `key` — one key id.
  * `?flush=true` first writes this edge's queued rows (tests, end-of-day reports).
  * → `{object:'list', data:[{<groups>, requests, input_tokens, output_tokens, cached_tokens,
- * reasoning_tokens, errors, estimated_requests}], ledger:{queued, dropped, written}}` (the counts
- * are this edge's; `estimated_requests`: rows whose tokens the edge estimated).
+ * reasoning_tokens, errors, estimated_requests, cost_usd}], ledger:{queued, dropped, written}}`
+ * (the counts are this edge's; `estimated_requests`: rows whose tokens the edge estimated;
+ * `cost_usd`: the rows' cost at the price table when each was settled, US dollars, a number;
+ * without `group_by` the one row is the total).
  */
 import type { Express, Request, Response } from 'express';
 import { IopError } from '@iop/core';

@@ -39,6 +39,8 @@ export interface EdgeDispatcherOptions {
    * attempt or discards it: every attempt's backend work is billed (http/usage-recorder.ts).
    */
   onAttempt?: () => AttemptUsage;
+  /** Providers never to pick for this request (those that say they do not serve chat: passthrough-apis/served-apis.ts). */
+  withoutApi?: ReadonlySet<string> | undefined;
 }
 
 const errorEvent = errorEventOf;
@@ -97,7 +99,7 @@ export class EdgeDispatcher implements Dispatcher {
     const { edge, requestId, log } = this.options;
     const { pool } = edge;
     this.group ??= pool.resolve(attempt.request.model);
-    const avoid = new Set(attempt.avoidProviders);
+    const avoid = new Set([...attempt.avoidProviders, ...(this.options.withoutApi ?? [])]);
     const refused = await this.retryGate(signal, avoid);
     if (refused !== undefined) {
       state.refused = true;

@@ -1,13 +1,16 @@
 /**
  * A request's admission and accounting around its run: before the run, the key's allowed models
  * (403 `permission`), limits and budget (429, limits/key-limiter.ts) are checked and the dialect's
- * rate-limit headers set (`Dialect.rateLimitHeaders`); after it, `complete` counts the real tokens against the limits and
- * queues the request's usage-ledger row. Both are no-ops without shared state (bare contexts).
+ * rate-limit headers set (`Dialect.rateLimitHeaders`); after it, `complete` settles the request:
+ * its cost at the price table (ledger/pricing.ts, computed here once), its real tokens and cost
+ * counted against the limits and budgets, and its usage-ledger row queued. Both are no-ops without
+ * shared state (bare contexts).
  */
 import type { Response } from 'express';
 import { IopError, type Dialect, type Usage } from '@iop/core';
 import type { EdgeContext } from '../edge-context.js';
 import { modelAllowed } from '../keys/api-key.js';
+import { costOf, priceOf } from '../ledger/pricing.js';
 import { LimitRefusal, type Admission } from '../limits/key-limiter.js';
 import { locals } from './request-context.js';
 import { OPEN_IDENTITY } from './key-check.js';
@@ -75,13 +78,16 @@ export async function admitRequest(edge: EdgeContext, res: Response, dialect: Di
       if (done) return;
       done = true;
       const tokens = (summary.usage?.inputTokens ?? 0) + (summary.usage?.outputTokens ?? 0);
-      if (admission !== undefined) void admission.finish(tokens);
-      ledgerRow(edge, res, dialect, model, identity.keyId, summary);
+      // Read per request: a reload may change the price table.
+      const price = priceOf(edge.config.pricing, [model, edge.knownModel(model), summary.servedModel]);
+      const costUsd = costOf(price, summary.usage);
+      if (admission !== undefined) void admission.finish(tokens, costUsd);
+      ledgerRow(edge, res, dialect, model, identity.keyId, summary, costUsd);
     },
   };
 }
 
-function ledgerRow(edge: EdgeContext, res: Response, dialect: Dialect, model: string, keyId: string, summary: RunSummary): void {
+function ledgerRow(edge: EdgeContext, res: Response, dialect: Dialect, model: string, keyId: string, summary: RunSummary, costUsd = 0): void {
   const usage = summary.usage;
   edge.state?.ledger.record({
     tsMs: Date.now(),
@@ -100,5 +106,6 @@ function ledgerRow(edge: EdgeContext, res: Response, dialect: Dialect, model: st
     ...(summary.ttftMs === undefined ? {} : { ttftMs: Math.round(summary.ttftMs * 10) / 10 }),
     durationMs: Math.round(summary.durationMs * 10) / 10,
     status: summary.status,
+    costUsd,
   });
 }

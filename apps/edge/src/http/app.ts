@@ -3,6 +3,8 @@
  * - every registered dialect's endpoints (routes.ts: OpenAI Chat and Responses, Anthropic
  *   Messages, Gemini; inference, token counting, model lists), through the dialect registry's
  *   `RouteTable`, behind the key check on each API root (`/v1`, `/v1beta`, …)
+ * - `POST /v1/embeddings`, `/v1/completions`, `/v1/rerank`, `/v1/score` (and vLLM's `/rerank`,
+ *   `/v2/rerank`, `/score`) — JSON APIs relayed as they are (passthrough-apis/, mounted by routes.ts)
  * - `GET /healthz` (process up), `GET /readyz` (at least one agent connected), `GET /metrics`
  * - `HEAD /` — connection warm-up some clients send (Claude Code); `GET /` a short "iop is running" text
  * A known path with another method is a 405 with `Allow`; an unknown path a 404, each in the
@@ -13,7 +15,7 @@ import type { EdgeContext } from '../edge-context.js';
 import type { DialectRoutes, EndpointHandler } from '../routes.js';
 import { keyCheck } from './key-check.js';
 import { errorHandler } from './error-handler.js';
-import { rawBody } from './json-body.js';
+import { bodyLimitsOf, rawBody } from './json-body.js';
 import { EDGE_VERSION } from '../version.js';
 import { locals, requestContext } from './request-context.js';
 import { IopError } from '@iop/core';
@@ -46,7 +48,7 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
     res
       .type('text/plain')
       .send(
-        `iop is running (edge ${EDGE_VERSION}).\nAPI: POST /v1/chat/completions, /v1/responses, /v1/messages, /v1beta/models/{model}:generateContent; GET /v1/models. Probes: /healthz, /readyz. Metrics: /metrics.\n`,
+        `iop is running (edge ${EDGE_VERSION}).\nAPI: POST /v1/chat/completions, /v1/responses, /v1/messages, /v1beta/models/{model}:generateContent, /v1/completions, /v1/embeddings, /v1/rerank, /v1/score; GET /v1/models. Probes: /healthz, /readyz. Metrics: /metrics.\n`,
       );
   });
   app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
@@ -71,7 +73,7 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
 
   const check = keyCheck(edge, (path) => routes.table.keySources(path));
   for (const root of routes.apiRoots) app.use(root, check);
-  const body = rawBody(edge.config.maxBodyBytes);
+  const body = rawBody(bodyLimitsOf(edge));
   app.use((req: Request, res: Response, next: NextFunction) => {
     let match: RouteMatch<EndpointHandler> | undefined;
     try {

@@ -8,31 +8,35 @@ import type { NextFunction, Request, Response } from 'express';
 import { IopError, type Dialect, type EncodeContext, type InferenceRequest } from '@iop/core';
 import { GATE_HEADER, parseGateHeader } from '@iop/stream-gate';
 import type { EdgeContext } from '../edge-context.js';
-import { estimateRequestTokens, validateChatPassthrough } from '../dialects.js';
+import { estimateRequestTokens } from '../dialects.js';
 import { EdgeDispatcher } from '../gate/edge-dispatcher.js';
 import { policyLabel } from '../gate/gate-registry.js';
 import { NO_RESPONSE_MODE, PASSTHROUGH_LABELS, type ResponseLabels } from '../metrics.js';
 import type { RunStream } from '../pool/run-stream.js';
 import type { PoolPick } from '../pool/provider-pool.js';
-import { affinityKey, chatAffinityKey } from '../pool/prefix-affinity.js';
+import { affinityKey } from '../pool/prefix-affinity.js';
+import { chatPassthrough } from '../passthrough-apis/chat.js';
+import type { PassthroughApi } from '../passthrough-apis/passthrough-api.js';
+import { providersWithoutApi } from '../passthrough-apis/served-apis.js';
 import { headerValue } from './header-value.js';
 import { ModelRewriter } from './model-rewrite.js';
 import { parseJsonObject } from './json-body.js';
 import { locals, type RequestLocals } from './request-context.js';
 import { openRun } from './open-run.js';
 import { ClientGone, RequestDeadline } from './request-deadline.js';
-import { relay } from './relay.js';
+import { firstChunkFailure, relay } from './relay.js';
 import { writeNormalized } from './normalized.js';
-import { passthroughBody } from './passthrough-body.js';
 import { UsageRecorder } from './usage-recorder.js';
 import { otelContext } from '@iop/core';
-import { endRequestSpan, nameRequestSpan, startRequestSpan } from '../telemetry/request-tracing.js';
+import { endRequestSpan, nameRequestSpan, startRequestSpan, type RequestOutcome } from '../telemetry/request-tracing.js';
 import { admitRequest, type RequestAdmission } from './admission.js';
 
 export interface InferenceRoute {
   dialect: Dialect;
   /** The client's dialect is the backend's (OpenAI Chat): relay bytes unless a gate filter needs the content. */
   passthrough: boolean;
+  /** A JSON API always relayed as it is, never through the gate (embeddings, completions, rerank, score: passthrough-apis/). */
+  relayed?: PassthroughApi;
   /** Stateful dialects (Responses): adjust the decoded request before dispatch (e.g. prepend stored history); `context` carries the request's owner. */
   prepare?: (request: InferenceRequest, body: Record<string, unknown>, context: RequestLocals) => Promise<InferenceRequest> | InferenceRequest;
   /** Receives the final response object of a normalized answer (e.g. to store it for `context.owner`). */
@@ -48,13 +52,21 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
   // the tunnel's spans become its children and log lines carry its trace_id.
   return function inference(req: Request, res: Response, next: NextFunction): Promise<void> {
     const traced = startRequestSpan(req.headers, req.path, locals(res).requestId);
+    // Filled in while the request runs: the provider's name, the usage billed, the finish reasons.
+    const outcome: RequestOutcome = {};
     res.once('close', () =>
-      endRequestSpan(traced.span, res.statusCode, res.getHeader('x-iop-model') as string | undefined, res.getHeader('x-iop-agent-id') as string | undefined),
+      endRequestSpan(
+        traced.span,
+        res.statusCode,
+        res.getHeader('x-iop-model') as string | undefined,
+        res.getHeader('x-iop-agent-id') as string | undefined,
+        outcome,
+      ),
     );
-    return otelContext.with(traced.context, () => serve(req, res, next));
+    return otelContext.with(traced.context, () => serve(req, res, next, outcome, traced.span.isRecording()));
   };
 
-  async function serve(req: Request, res: Response, next: NextFunction): Promise<void> {
+  async function serve(req: Request, res: Response, next: NextFunction, outcome: RequestOutcome, spanRecording: boolean): Promise<void> {
     const context = locals(res);
     const { requestId, log, startedAt } = context;
     const tracked = edge.requests.open(requestId, route.dialect.name, context.identity?.keyId);
@@ -101,6 +113,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       attempts++;
       servedModel = pick.model;
       Object.assign(tracked, { attempts, servedModel: pick.model, agent: run.providerId });
+      outcome.providerName = pick.provider.providerName;
       if (!res.headersSent) {
         res.setHeader('x-iop-agent-id', headerValue(run.providerId));
         res.setHeader('x-iop-model', headerValue(pick.model));
@@ -118,6 +131,9 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
     };
     res.once('close', () => inFlight?.dec());
     const usage = new UsageRecorder(edge.metrics);
+    /** The answer's finish reasons (the request span's `gen_ai.response.finish_reasons`). */
+    const finishReasons: string[] = [];
+    outcome.finishReasons = finishReasons;
     /** The prompt's token estimate, for a stream billed without the backend's usage (set with the path). */
     let promptTokens = () => bodyTokenEstimate(req.body);
     /** Bills an estimate when the backend did work but sent no usage (usage-recorder.ts). */
@@ -167,26 +183,35 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       });
       let failedStatus: number | undefined;
       try {
-        if (route.passthrough && overrides === undefined && !edge.gates.needsContent(askedModel, body) && !edge.pool.restrictsToolIds(askedModel)) {
+        const relayedApi =
+          route.relayed ??
+          (route.passthrough && overrides === undefined && !edge.gates.needsContent(askedModel, body) && !edge.pool.restrictsToolIds(askedModel)
+            ? chatPassthrough
+            : undefined);
+        if (relayedApi !== undefined) {
           responseMode = { mode: 'passthrough' };
           // The same 400s as the translated path, before any backend call.
-          const peek = validateChatPassthrough(body);
+          const peek = relayedApi.read(body, req.body as Buffer);
           model = peek.model;
-          promptTokens = () => passthroughPromptTokens(route.dialect, body, req.body);
+          promptTokens = peek.promptTokens;
           nameRequestSpan(model);
           admission = await admitRequest(edge, res, route.dialect, model);
+          // Only providers that serve this API (a 400 when none of the model's does).
+          const avoid = providersWithoutApi(edge.pool, model, relayedApi.api);
           const opened = await openRun(
             edge.pool,
             {
               requestId,
               model,
               method: 'POST',
-              path: '/v1/chat/completions',
-              bodyFor: (served) => passthroughBody(req.body as Buffer, body, peek, served),
+              path: relayedApi.backendPath,
+              bodyFor: peek.bodyFor,
               ...timeouts,
-              affinityKey: affinity.enabled ? chatAffinityKey(body, affinity.prefixMessages) : undefined,
+              affinityKey: affinity.enabled ? peek.affinityKey?.(affinity.prefixMessages) : undefined,
               signal: abort.signal,
               wholeBody: !peek.stream,
+              ...(avoid.size === 0 ? {} : { avoid }),
+              ...(peek.stream ? { checkFirst: firstChunkFailure } : {}),
             },
             log,
             onRun,
@@ -199,11 +224,15 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           const failure = await relay(opened.run, opened.start, res, {
             stream: peek.stream,
             includeUsage: peek.includeUsage,
+            choices: peek.choices,
             usage,
             onFirstByte,
             first: opened.first,
             rewriter,
             answer: opened.answer,
+            finishAnswer: peek.finishAnswer,
+            // A non-stream answer is read for them only while its span records (a stream's come from its guard at no cost).
+            ...(peek.stream || spanRecording ? { finishReasons } : {}),
             signal: abort.signal,
             writeStallTimeoutMs: edge.config.writeStallTimeoutMs,
           });
@@ -213,6 +242,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           let request = route.dialect.decodeRequest(body, context.target);
           promptTokens = () => estimateRequestTokens(request);
           admission = await admitRequest(edge, res, route.dialect, request.model);
+          // Translated requests reach the backend as Chat Completions: only providers that serve chat.
+          const withoutChat = providersWithoutApi(edge.pool, request.model, 'chat');
           if (route.prepare !== undefined) request = await route.prepare(request, body, context);
           model = request.model;
           nameRequestSpan(model);
@@ -254,12 +285,14 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
               onAttempt: () => usage.beginAttempt(),
               affinityKey: affinity.enabled ? affinityKey(request, affinity.prefixMessages) : undefined,
               deadline: abort,
+              withoutApi: withoutChat,
             }),
             signal: abort.signal,
             stop: (error) => abort.stop(error),
             writeStallTimeoutMs: edge.config.writeStallTimeoutMs,
             ...(overrides === undefined ? {} : { overrides }),
             onFirstByte,
+            finishReasons,
             ...(route.onResult === undefined ? {} : { onResult: (result: unknown) => route.onResult!(result, request, body, context) }),
           });
           endedInBand(failure, current?.runId);
@@ -269,6 +302,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         throw caught;
       } finally {
         settleUsage();
+        outcome.usage = usage.value;
         admission?.complete(summary(failedStatus ?? finalStatus(), usage.value));
       }
       const tokens = usage.flush(metricLabels(model).model, responseLabels());
@@ -279,6 +313,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         ...metricLabels(model),
         servedModel,
         agent: current?.providerId,
+        providerName: outcome.providerName,
+        keyId: context.identity?.keyId,
         status,
         durationSeconds: durationMs / 1000,
         ttftSeconds,
@@ -311,6 +347,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           ...metricLabels(model),
           servedModel,
           agent: current?.providerId,
+          providerName: outcome.providerName,
+          keyId: context.identity?.keyId,
           status: 499,
           durationSeconds: (performance.now() - startedAt) / 1000,
           ttftSeconds: undefined,
@@ -330,6 +368,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           ...metricLabels(model),
           servedModel,
           agent: current?.providerId,
+          providerName: outcome.providerName,
+          keyId: context.identity?.keyId,
           status: clientStatus(caught),
           durationSeconds: (performance.now() - startedAt) / 1000,
           ttftSeconds: undefined,
@@ -339,15 +379,6 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         });
       next(caught);
     }
-  }
-}
-
-/** The prompt estimate of a passthrough Chat body (decoded only for this, off the hot path); by its bytes when it does not decode. */
-function passthroughPromptTokens(dialect: Dialect, body: Record<string, unknown>, raw: unknown): number {
-  try {
-    return estimateRequestTokens(dialect.decodeRequest(body));
-  } catch {
-    return bodyTokenEstimate(raw);
   }
 }
 

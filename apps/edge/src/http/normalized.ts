@@ -7,7 +7,7 @@
  * released event list.
  */
 import type { Response } from 'express';
-import { IopError, errorEventOf, iopErrorOf, type Dialect, type EncodeContext, type StreamEvent } from '@iop/core';
+import { IopError, errorEventOf, iopErrorOf, toIopError, type Dialect, type EncodeContext, type StreamEncoder, type StreamEvent } from '@iop/core';
 import type { Dispatcher, GateOverrides, StreamGate } from '@iop/stream-gate';
 import { drained, endStalled } from './drained.js';
 import { stopError } from './request-deadline.js';
@@ -29,6 +29,8 @@ export interface NormalizedOptions {
   overrides?: GateOverrides;
   /** Called once with the first byte written to the client (TTFT). */
   onFirstByte?: () => void;
+  /** Receives the released answer's finish reason (OpenAI's terms; `other` as the backend's own value). */
+  finishReasons?: string[];
   /**
    * Called with the final response object (Responses store) before the response ends, and awaited:
    * a client that reuses the id at once (`previous_response_id`, on any edge) finds it stored.
@@ -53,6 +55,7 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
   const iterator = run[Symbol.asyncIterator]();
   const note = (event: StreamEvent) => {
     if (event.type === 'usage') usage.recordAnswer(event.usage);
+    else if (event.type === 'finish') options.finishReasons?.push(event.reason === 'other' && event.raw !== null ? event.raw : event.reason);
   };
 
   if (!options.stream) {
@@ -118,9 +121,29 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
     failure = stopped;
     write(encoder.push(errorEventOf(stopped)));
   }
+  failure = (await keepResult(encoder, options)) ?? failure;
   write(encoder.end());
-  const result = encoder.result();
-  if (result !== undefined) await options.onResult?.(result);
+  if (encoder.settle === undefined) {
+    const result = encoder.result();
+    if (result !== undefined) await options.onResult?.(result);
+  }
   res.end();
   return failure;
+}
+
+/**
+ * Keeps a stream's final response object (`onResult`, the Responses store) before its terminal
+ * event is written, so that event can tell the truth: when keeping fails, an `error` event pushed
+ * into the settled encoder ends the stream failed instead. Returns that failure.
+ */
+async function keepResult(encoder: StreamEncoder, options: NormalizedOptions): Promise<IopError | undefined> {
+  if (encoder.settle === undefined || options.onResult === undefined) return undefined;
+  try {
+    await options.onResult(encoder.settle());
+    return undefined;
+  } catch (caught) {
+    const error = toIopError(caught);
+    encoder.push(errorEventOf(error));
+    return error;
+  }
 }

@@ -20,7 +20,7 @@ import { FrameKind } from '../tunnel/run-registry.js';
 import type { RunStream } from '../pool/run-stream.js';
 import type { ModelRewriter } from './model-rewrite.js';
 import { headerValue } from './header-value.js';
-import { SseGuard } from './sse-guard.js';
+import { SseGuard, finishReasonsOf } from './sse-guard.js';
 import { deliveredAnswer } from './chunk-rules.js';
 import { runFailure, type WholeAnswer } from './open-run.js';
 import { toOpenAIErrorBody } from '../dialects.js';
@@ -32,6 +32,8 @@ export interface RelayOptions {
   stream: boolean;
   /** The client asked for `stream_options.include_usage`: exactly one `choices: []` usage chunk. */
   includeUsage?: boolean;
+  /** Choices a complete stream finishes (default 1; legacy completions: prompts × `n`). */
+  choices?: number | undefined;
   usage: UsageRecorder;
   /** Called once when the first body byte goes to the client (TTFT). */
   onFirstByte?: () => void;
@@ -41,10 +43,14 @@ export interface RelayOptions {
   rewriter?: ModelRewriter | undefined;
   /** The non-stream answer `openRun` read whole and checked (`wholeBody`); required when not streaming. */
   answer?: WholeAnswer | undefined;
+  /** Rewrites the whole non-stream answer for the client (embeddings as base64, rerank order); @throws IopError. */
+  finishAnswer?: ((body: Buffer) => Buffer) | undefined;
   /** Aborted when the request is stopped (deadline, client gone); its IopError reason is the in-band error. */
   signal?: AbortSignal | undefined;
   /** A client that takes nothing for this long ends the stream: run cancelled, in-band error, ms. */
   writeStallTimeoutMs?: number | undefined;
+  /** Receives the answer's `finish_reason` values (a stream's from its guard; a non-stream body is parsed for them only when given). */
+  finishReasons?: string[] | undefined;
 }
 
 const WARNINGS_HEADER = 'x-iop-warnings';
@@ -69,18 +75,40 @@ export async function relay(handle: RunStream, start: ProviderTunnelFrame, res: 
   const { answer } = options;
   if (answer === undefined) throw new IopError('internal', 'a non-stream relay needs the answer openRun read');
   options.usage.record(answer.usage);
-  const body = deliveredAnswer(answer.body);
+  // A JSON API's own rewrite (embeddings encoding, rerank order), else Chat's finish-reason rule.
+  const body = options.finishAnswer === undefined ? deliveredAnswer(answer.body) : start.status >= 300 ? answer.body : options.finishAnswer(answer.body);
+  if (options.finishReasons !== undefined) options.finishReasons.push(...finishReasonsOfBody(body));
   if (options.rewriter === undefined) res.end(body);
   else res.end(Buffer.concat([options.rewriter.push(body), options.rewriter.end()]));
   return undefined;
 }
 
+/**
+ * What ends a relayed stream in its first body frame, if anything: a malformed chunk or the
+ * backend's error chunk (`SseGuard`'s rules), for `openRun`'s `checkFirst`. A throwaway guard
+ * scans the frame once (a few hundred bytes, once per request); an event the frame cuts short
+ * passes here and is judged by the relay's own guard.
+ */
+export function firstChunkFailure(body: Uint8Array): IopError | undefined {
+  return new SseGuard({ includeUsage: false }).push(body).failure;
+}
+
+/** The `finish_reason` values of a whole Chat Completions body (none when it does not parse). */
+function finishReasonsOfBody(body: Buffer): string[] {
+  try {
+    return finishReasonsOf(JSON.parse(body.toString('utf8')));
+  } catch {
+    return [];
+  }
+}
+
 async function relayStream(handle: RunStream, res: Response, options: RelayOptions): Promise<IopError | undefined> {
-  const guard = new SseGuard({ includeUsage: options.includeUsage === true });
+  const guard = new SseGuard({ includeUsage: options.includeUsage === true, choices: options.choices });
   try {
     return await relayGuarded(handle, res, options, guard);
   } finally {
     options.usage.countGenerated(guard.generatedChunks);
+    options.finishReasons?.push(...guard.finishReasons);
     // Usage the agent's scan could not see (an event whose data spans several lines) is still the backend's own count.
     if (options.usage.value === undefined) options.usage.record(usageOf(guard.parsedUsage));
   }

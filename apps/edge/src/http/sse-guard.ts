@@ -10,8 +10,9 @@
  * - Each one-line event is scanned once, byte by byte, for the keys `"usage"`, `"error"` and
  *   `"finish_reason"` (string contents are skipped); only a chunk whose `usage` or `error` value is not `null`
  *   is JSON-parsed and handed to `ChunkRules` (usage and error rules). A non-null
- *   `finish_reason` marks the answer finished: a stream cut after it is complete, and gets its
- *   usage chunk and `[DONE]` from `end()`.
+ *   `finish_reason` marks a choice finished; once every choice is (`choices`: 1, or a legacy
+ *   completion's prompts × `n`), a stream cut after it is complete, and gets its usage chunk and
+ *   `[DONE]` from `end()`.
  * - The finish reason follows what was relayed: the scan notes a non-empty `tool_calls` array, and a
  *   `finish_reason` of `"tool_calls"` with none relayed before (or `"stop"` after one) sends that
  *   one chunk through `ChunkRules` to be rewritten (`withDeliveredFinish`); every other chunk
@@ -19,7 +20,7 @@
  *   choice (`n` > 1 streams share one flag).
  * - Nothing after `[DONE]` is sent.
  * - Chunks of generated output (a non-empty `content`, `reasoning_content` or `reasoning`, or
- *   `tool_calls`) are counted (`generatedChunks`): the output-token estimate of a stream that
+ *   `tool_calls`; a legacy completion's `text`) are counted (`generatedChunks`): the output-token estimate of a stream that
  *   ends without its usage chunk.
  *
  * Built on bytes rather than on eventsource-parser (which iop's normalized path uses): this path
@@ -60,9 +61,11 @@ const CONTENT_KEY = Buffer.from('"content"');
 const REASONING_KEY = Buffer.from('"reasoning"');
 const REASONING_CONTENT_KEY = Buffer.from('"reasoning_content"');
 const TOOL_CALLS_KEY = Buffer.from('"tool_calls"');
+/** Legacy completions put the generated text in `choices[].text`. */
+const TEXT_KEY = Buffer.from('"text"');
 const LOWER_R = 0x72;
 const LOWER_T = 0x74;
-const GENERATED_STRING_KEYS = [CONTENT_KEY, REASONING_CONTENT_KEY, REASONING_KEY];
+const GENERATED_STRING_KEYS = [CONTENT_KEY, REASONING_CONTENT_KEY, REASONING_KEY, TEXT_KEY];
 const EMPTY = Buffer.alloc(0);
 const TOOL_CALLS_LABEL = Buffer.from('"tool_calls"');
 const STOP_LABEL = Buffer.from('"stop"');
@@ -113,11 +116,27 @@ function generatedValue(data: Buffer, i: number, to: number): boolean {
   return value !== -1 && data[value] === OPEN_BRACKET && value + 1 < to && data[value + 1] !== CLOSE_BRACKET;
 }
 
+/** Finish reasons kept per stream (a choice each; `n` is rarely above a few). */
+const MAX_FINISH_REASONS = 16;
+
+/** The string `finish_reason` values of a parsed chunk's choices. */
+export function finishReasonsOf(chunk: unknown): string[] {
+  const choices = (chunk as { choices?: unknown } | null)?.choices;
+  if (!Array.isArray(choices)) return [];
+  const reasons: string[] = [];
+  for (const choice of choices) {
+    const reason = (choice as { finish_reason?: unknown } | null)?.finish_reason;
+    if (typeof reason === 'string') reasons.push(reason);
+  }
+  return reasons;
+}
+
 /** Whether a parsed chunk carries generated output (as `generatedValue`, for multi-line events). */
 function chunkGenerated(chunk: unknown): boolean {
   const choices = (chunk as { choices?: unknown } | null)?.choices;
   if (!Array.isArray(choices)) return false;
   for (const choice of choices) {
+    if (typeof (choice as { text?: unknown } | null)?.text === 'string' && (choice as { text: string }).text !== '') return true;
     const delta = (choice as { delta?: Record<string, unknown> } | null)?.delta;
     if (typeof delta !== 'object' || delta === null) continue;
     for (const key of ['content', 'reasoning_content', 'reasoning']) if (typeof delta[key] === 'string' && delta[key] !== '') return true;
@@ -166,7 +185,7 @@ class ChunkKeys {
         // Looked for even after other output in the chunk: the finish reason depends on it.
         this.toolCalls = generatedValue(data, i, to);
         if (this.toolCalls) this.generated = true;
-      } else if (!this.generated && (first === LOWER_C || first === LOWER_R)) this.generated = generatedValue(data, i, to);
+      } else if (!this.generated && (first === LOWER_C || first === LOWER_R || first === LOWER_T)) this.generated = generatedValue(data, i, to);
       // Skip the rest of this string (keys and values alike) up to its closing quote.
       for (i++; i < to && data[i] !== QUOTE; i++) if (data[i] === BACKSLASH) i++;
     }
@@ -178,8 +197,12 @@ export class SseGuard {
   private readonly rules: ChunkRules;
   /** `data: [DONE]` has passed: nothing more is sent. */
   sawDone = false;
-  /** A chunk with a non-null `finish_reason` has passed. */
-  sawFinish = false;
+  /** Chunks with a non-null `finish_reason` that have passed (one per choice: vLLM, SGLang, llama.cpp send a choice per chunk). */
+  private finishes = 0;
+  /** Finish reasons a complete answer has: its choices (legacy completions: prompts × `n`). */
+  private readonly choices: number;
+  /** The `finish_reason` values that passed, one per finished choice, in order (at most `MAX_FINISH_REASONS`; the request span's `gen_ai.response.finish_reasons`). */
+  readonly finishReasons: string[] = [];
   /** Chunks of generated output passed (non-empty content, reasoning or tool calls: one token each by default in vLLM, SGLang, llama.cpp server). */
   generatedChunks = 0;
   /** A chunk with a non-empty `tool_calls` array has passed (the finish reason must then say `tool_calls`). */
@@ -193,8 +216,14 @@ export class SseGuard {
   private errorEvent = false;
   private readonly keys = new ChunkKeys();
 
-  constructor(options: { includeUsage: boolean }) {
+  constructor(options: { includeUsage: boolean; choices?: number | undefined }) {
     this.rules = new ChunkRules(options.includeUsage);
+    this.choices = Math.max(1, options.choices ?? 1);
+  }
+
+  /** Every choice's finish reason has passed: the answer is whole (a cut after it is complete). */
+  get sawFinish(): boolean {
+    return this.finishes >= this.choices;
   }
 
   /** The last usage object the rules parsed (see `ChunkRules.parsedUsage`). */
@@ -322,8 +351,13 @@ export class SseGuard {
     if (keys.toolCalls) this.sawToolCall = true;
     let misLabelled = false;
     if (keys.finish !== -1 && data[keys.finish] === QUOTE) {
-      this.sawFinish = true;
+      this.finishes++;
       misLabelled = matchesAt(data, keys.finish, to, this.sawToolCall ? STOP_LABEL : TOOL_CALLS_LABEL);
+      // Once per finished choice: its value up to the closing quote (finish reasons hold no escapes);
+      // a mislabelled one is recorded as delivered, once rewritten (`applyRules`).
+      const end = misLabelled ? -1 : data.indexOf(QUOTE, keys.finish + 1);
+      if (end > keys.finish && end <= to && this.finishReasons.length < MAX_FINISH_REASONS)
+        this.finishReasons.push(data.toString('latin1', keys.finish + 1, end));
     }
     const hasUsage = keys.usage !== -1 && data[keys.usage] !== LOWER_N;
     const hasError = this.errorEvent || (keys.error !== -1 && data[keys.error] !== LOWER_N);
@@ -372,7 +406,12 @@ export class SseGuard {
     }
     const verdict = this.rules.apply(chunk, { errorEvent: this.errorEvent, reframe });
     if (verdict.kind === 'error') return verdict.error;
-    if (verdict.finished) this.sawFinish = true;
+    if (verdict.finished) {
+      this.finishes++;
+      // A one-line chunk's finish reason was recorded by `dispatch`, unless rewritten here.
+      if (multiLine || misLabelled)
+        for (const reason of finishReasonsOf(chunk)) if (this.finishReasons.length < MAX_FINISH_REASONS) this.finishReasons.push(reason);
+    }
     return verdict.bytes === 'original' || verdict.bytes === 'none' ? verdict.bytes : [verdict.bytes];
   }
 

@@ -17,9 +17,12 @@ export interface KeyLimits {
 
 export type BudgetPeriod = 'day' | 'month' | 'total';
 
+/** At least one of `maxTokens` and `maxCostUsd`; with both, whichever is reached first refuses. */
 export interface KeyBudget {
   /** Tokens (input + output) allowed per period. */
-  maxTokens: number;
+  maxTokens?: number;
+  /** US dollars allowed per period: the cost of the key's requests at the price table (`pricing`, ledger/pricing.ts). */
+  maxCostUsd?: number;
   /** `day` and `month` reset at 00:00 UTC of the day / the 1st of the month; `total` never. */
   period: BudgetPeriod;
 }

@@ -29,11 +29,17 @@ const LIMITS = {
   },
 } as const;
 
+// A token budget, a money budget (USD at the price table), or both.
 const BUDGET = {
   type: 'object',
   additionalProperties: false,
-  required: ['maxTokens', 'period'],
-  properties: { maxTokens: { type: 'integer', minimum: 1 }, period: { enum: ['day', 'month', 'total'] } },
+  required: ['period'],
+  properties: {
+    maxTokens: { type: 'integer', minimum: 1 },
+    maxCostUsd: { type: 'number', exclusiveMinimum: 0, maximum: 1_000_000_000 },
+    period: { enum: ['day', 'month', 'total'] },
+  },
+  anyOf: [{ required: ['maxTokens'] }, { required: ['maxCostUsd'] }],
 } as const;
 
 /** JSON Schema of one key's policy (shared by the config file and the admin API). */

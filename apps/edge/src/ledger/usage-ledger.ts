@@ -29,6 +29,8 @@ export interface LedgerRow {
   ttftMs?: number;
   durationMs: number;
   status: number;
+  /** What the usage cost at the price table, USD (ledger/pricing.ts); 0 for a model without a price. */
+  costUsd: number;
 }
 
 export interface UsageLedgerOptions {
@@ -64,6 +66,7 @@ const COLUMNS = [
   'duration_ms',
   'status',
   'tokens_estimated',
+  'cost_usd',
 ];
 
 function values(row: LedgerRow): SqlValue[] {
@@ -84,6 +87,7 @@ function values(row: LedgerRow): SqlValue[] {
     row.durationMs,
     row.status,
     row.tokensEstimated === true ? 1 : 0,
+    row.costUsd,
   ];
 }
 
@@ -173,7 +177,7 @@ export class UsageLedger {
   /**
    * Rows in the next INSERT: `batchSize`, or below it the largest power of two. Every INSERT then
    * has one of ~9 shapes, so SQLite keeps ~9 prepared statements, not one per queue length (up to
-   * `batchSize` statements of up to 3 200 parameters each, held in native memory).
+   * `batchSize` statements of up to 3 400 parameters each, held in native memory).
    */
   private pieceSize(queued: number): number {
     return queued >= this.batchSize ? this.batchSize : 2 ** Math.floor(Math.log2(queued));

@@ -35,13 +35,16 @@ export interface UsageTotals {
   errors: number;
   /** Requests whose tokens are the edge's estimate (streams that ended without the backend's usage). */
   estimated_requests: number;
+  /** What the usage cost at the price table, USD (each row's cost as settled, ledger/pricing.ts). */
+  cost_usd: number;
 }
 
 export type UsageGroupRow = Partial<Record<UsageGroup, string | number | null>> & UsageTotals;
 
 const SUMS = `COUNT(*) AS requests, COALESCE(SUM(input_tokens), 0) AS input_tokens, COALESCE(SUM(output_tokens), 0) AS output_tokens,
   COALESCE(SUM(cached_tokens), 0) AS cached_tokens, COALESCE(SUM(reasoning_tokens), 0) AS reasoning_tokens,
-  COALESCE(SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END), 0) AS errors, COALESCE(SUM(tokens_estimated), 0) AS estimated_requests`;
+  COALESCE(SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END), 0) AS errors, COALESCE(SUM(tokens_estimated), 0) AS estimated_requests,
+  COALESCE(SUM(cost_usd), 0) AS cost_usd`;
 
 /** Runs the query; numbers come back as numbers, `day` as `YYYY-MM-DD`. */
 export async function queryUsage(db: SqlDatabase, query: UsageQuery): Promise<UsageGroupRow[]> {
@@ -68,17 +71,17 @@ export async function queryUsage(db: SqlDatabase, query: UsageQuery): Promise<Us
             ? Number(value)
             : value;
     }
-    for (const total of ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'reasoning_tokens', 'errors', 'estimated_requests'] as const)
+    for (const total of ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'reasoning_tokens', 'errors', 'estimated_requests', 'cost_usd'] as const)
       out[total] = Number(row[total] ?? 0);
     return out as unknown as UsageGroupRow;
   });
 }
 
-/** Input + output tokens of a key since `sinceMs` (seeds an in-memory budget after a restart). */
-export async function tokensUsedSince(db: SqlDatabase, keyId: string, sinceMs: number): Promise<number> {
-  const [row] = await db.query<{ used: string | number | null }>(
-    'SELECT COALESCE(SUM(input_tokens + output_tokens), 0) AS used FROM usage_ledger WHERE key_id = $1 AND ts_ms >= $2',
+/** What a key has used since `sinceMs`: input + output tokens and cost, USD (seeds an in-memory budget after a restart). */
+export async function usedSince(db: SqlDatabase, keyId: string, sinceMs: number): Promise<{ tokens: number; costUsd: number }> {
+  const [row] = await db.query<{ tokens: string | number | null; cost: string | number | null }>(
+    'SELECT COALESCE(SUM(input_tokens + output_tokens), 0) AS tokens, COALESCE(SUM(cost_usd), 0) AS cost FROM usage_ledger WHERE key_id = $1 AND ts_ms >= $2',
     [keyId, sinceMs],
   );
-  return Number(row?.used ?? 0);
+  return { tokens: Number(row?.tokens ?? 0), costUsd: Number(row?.cost ?? 0) };
 }

@@ -3,6 +3,8 @@
  * - requests per minute: the request is counted at admission (a refused one is taken back);
  * - tokens per minute and the token budget: admission refuses once the window's (the period's)
  *   sum has reached the limit; `finish` adds the request's real input + output tokens;
+ * - the money budget (`budget.maxCostUsd`): the same, on the request's cost at the price table
+ *   (ledger/pricing.ts), counted in integer nano-dollars (`nanoUsd`: shared counters add integers);
  * - concurrent streams: a slot is held from admission to `finish`, as a lease of `streamLeaseMs`
  *   (default 15 s) that this edge renews every third of it while the request runs; the leases of
  *   an edge that died (crash, OOM kill, lost host) lapse within `streamLeaseMs`, so its streams
@@ -16,7 +18,8 @@
  * `retryAfterSeconds`; the caller writes `state` as the dialect's rate-limit headers.
  */
 import { IopError, newId } from '@iop/core';
-import { budgetPeriodEnd, budgetPeriodStart, type ApiKeyRecord } from '../keys/api-key.js';
+import { budgetPeriodEnd, budgetPeriodStart, type ApiKeyRecord, type BudgetPeriod, type KeyBudget } from '../keys/api-key.js';
+import { NANO_USD_PER_USD, nanoUsd } from '../ledger/pricing.js';
 import type { CounterStore } from './counter-store.js';
 import type { RateLimitState } from '@iop/core';
 
@@ -27,8 +30,8 @@ const DEFAULT_STREAM_LEASE_MS = 15_000;
 export interface Admission {
   /** The limit state to send as headers. */
   state: RateLimitState;
-  /** Counts the request's tokens and releases its stream slot; call once. */
-  finish(tokens: number): Promise<void>;
+  /** Counts the request's tokens (input + output) and cost (USD) and releases its stream slot; call once. */
+  finish(tokens: number, costUsd?: number): Promise<void>;
 }
 
 export class LimitRefusal extends IopError {
@@ -45,8 +48,8 @@ export interface KeyLimiterOptions {
   /** How long a stream slot outlives the last renewal by its edge (renewed every third of it), ms. Default 15 000. */
   streamLeaseMs?: number;
   now?: () => number;
-  /** Tokens already used by a key since `sinceMs` (the ledger): seeds an in-memory budget after a restart. */
-  usedSince?: (keyId: string, sinceMs: number) => Promise<number>;
+  /** Tokens and cost (USD) a key has used since `sinceMs` (the ledger): seeds an in-memory budget after a restart. */
+  usedSince?: (keyId: string, sinceMs: number) => Promise<{ tokens: number; costUsd: number }>;
 }
 
 const NO_LIMITS: Admission = { state: {}, finish: async () => {} };
@@ -112,18 +115,7 @@ export class KeyLimiter {
       if (slot !== undefined) await this.release(slot.key, slot.leaseId);
     };
     try {
-      if (budget !== undefined) {
-        const used = await this.budgetUsed(record.id, budget.period, now);
-        if (used >= budget.maxTokens) {
-          const end = budgetPeriodEnd(budget.period, now);
-          const retry = Number.isFinite(end) ? Math.ceil((end - now) / 1000) : 86_400;
-          throw new LimitRefusal(
-            `budget exhausted: key "${record.name}" has used ${used} of its ${budget.maxTokens}-token ${budget.period === 'total' ? 'total' : `per-${budget.period}`} budget`,
-            retry,
-            state,
-          );
-        }
-      }
+      if (budget !== undefined) await this.checkBudget(record, budget, now, state);
       if (limits?.tokensPerMinute !== undefined) {
         const used = await this.counters.get(tokenKey);
         state.tokens = { limit: limits.tokensPerMinute, remaining: limits.tokensPerMinute - used, resetAtMs };
@@ -155,36 +147,65 @@ export class KeyLimiter {
     let finished = false;
     return {
       state,
-      finish: async (tokens: number) => {
+      finish: async (tokens: number, costUsd = 0) => {
         if (finished) return;
         finished = true;
         const work: Array<Promise<unknown>> = [];
         if (slot !== undefined) work.push(this.release(slot.key, slot.leaseId));
         if (tokens > 0 && limits?.tokensPerMinute !== undefined) work.push(this.counters.add(tokenKey, tokens, 2 * MINUTE_MS));
-        if (tokens > 0 && budget !== undefined)
-          work.push(this.counters.add(this.budgetKey(record.id, budget.period, now), tokens, this.budgetTtl(budget.period, now)));
+        if (tokens > 0 && budget?.maxTokens !== undefined)
+          work.push(this.counters.add(this.budgetKey('tokens', record.id, budget.period, now), tokens, this.budgetTtl(budget.period, now)));
+        const cost = nanoUsd(costUsd);
+        if (cost > 0 && budget?.maxCostUsd !== undefined)
+          work.push(this.counters.add(this.budgetKey('cost', record.id, budget.period, now), cost, this.budgetTtl(budget.period, now)));
         // Counting after the answer must never fail the answer: a store that is down loses these counts.
         await Promise.allSettled(work);
       },
     };
   }
 
-  private budgetKey(keyId: string, period: 'day' | 'month' | 'total', now: number): string {
-    return `budget:${keyId}:${period}:${budgetPeriodStart(period, now)}`;
+  /** @throws LimitRefusal when the period's tokens or cost have reached the budget. */
+  private async checkBudget(record: ApiKeyRecord, budget: KeyBudget, now: number, state: RateLimitState): Promise<void> {
+    const period = budget.period === 'total' ? 'total' : `per-${budget.period}`;
+    const end = budgetPeriodEnd(budget.period, now);
+    const retry = Number.isFinite(end) ? Math.ceil((end - now) / 1000) : 86_400;
+    if (budget.maxTokens !== undefined) {
+      const used = await this.budgetUsed('tokens', record.id, budget.period, now);
+      if (used >= budget.maxTokens)
+        throw new LimitRefusal(`budget exhausted: key "${record.name}" has used ${used} of its ${budget.maxTokens}-token ${period} budget`, retry, state);
+    }
+    if (budget.maxCostUsd !== undefined) {
+      const spent = await this.budgetUsed('cost', record.id, budget.period, now);
+      if (spent >= nanoUsd(budget.maxCostUsd))
+        throw new LimitRefusal(`budget exhausted: key "${record.name}" has spent $${usd(spent)} of its $${budget.maxCostUsd} ${period} budget`, retry, state);
+    }
   }
 
-  private budgetTtl(period: 'day' | 'month' | 'total', now: number): number {
+  /** The counter of a budget: `tokens` (input + output) or `cost` (nano-dollars), per key and period. */
+  private budgetKey(kind: 'tokens' | 'cost', keyId: string, period: BudgetPeriod, now: number): string {
+    // The token counter keeps its name from before money budgets (its sums stay valid across an upgrade).
+    return `${kind === 'tokens' ? 'budget' : 'budget-usd'}:${keyId}:${period}:${budgetPeriodStart(period, now)}`;
+  }
+
+  private budgetTtl(period: BudgetPeriod, now: number): number {
     const end = budgetPeriodEnd(period, now);
     return Number.isFinite(end) ? end - now + MINUTE_MS : TEN_YEARS_MS;
   }
 
-  private async budgetUsed(keyId: string, period: 'day' | 'month' | 'total', now: number): Promise<number> {
-    const key = this.budgetKey(keyId, period, now);
+  private async budgetUsed(kind: 'tokens' | 'cost', keyId: string, period: BudgetPeriod, now: number): Promise<number> {
+    const key = this.budgetKey(kind, keyId, period, now);
     if (this.options.usedSince !== undefined && !this.seeded.has(key)) {
       this.seeded.add(key);
       const used = await this.options.usedSince(keyId, budgetPeriodStart(period, now));
-      if (used > 0) return this.counters.add(key, used, this.budgetTtl(period, now));
+      const amount = kind === 'tokens' ? used.tokens : nanoUsd(used.costUsd);
+      if (amount > 0) return this.counters.add(key, amount, this.budgetTtl(period, now));
     }
     return this.counters.get(key);
   }
+}
+
+/** Nano-dollars as dollars, to the cent when that shows any (`0.01`), else to 6 significant digits. */
+function usd(nano: number): string {
+  const dollars = nano / NANO_USD_PER_USD;
+  return dollars >= 0.01 ? dollars.toFixed(2) : String(Number(dollars.toPrecision(6)));
 }

@@ -21,7 +21,7 @@ import type { ProviderTunnelFrame } from '@iop/proto';
 import { FrameKind, OpenAiClient, RunFailure, basePathOf, relayBackend } from '@iop/backend';
 import { AsyncQueue } from '@iop/core';
 import type { DirectProviderConfig } from './pool-config.js';
-import type { PoolProvider, ProviderLoad } from './provider.js';
+import { providerNameOf, type PoolProvider, type ProviderLoad } from './provider.js';
 import type { RunRequest, RunStream } from './run-stream.js';
 
 class DirectRun implements RunStream {
@@ -68,6 +68,7 @@ export class DirectProvider implements PoolProvider {
   readonly maxConcurrency: number;
   readonly weight: number;
   readonly labels: Readonly<Record<string, string>>;
+  readonly providerName: string;
   inFlight = 0;
   load: ProviderLoad = { queued: 0 };
   private readonly models: ReadonlySet<string>;
@@ -87,6 +88,7 @@ export class DirectProvider implements PoolProvider {
     this.maxConcurrency = config.maxConcurrency;
     this.weight = config.weight;
     this.labels = config.labels;
+    this.providerName = providerNameOf(config.labels, 'openai');
     this.models = new Set(config.models);
     this.basePath = basePathOf(config.baseUrl);
     this.backend = new OpenAiClient({

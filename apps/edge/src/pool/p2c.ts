@@ -83,3 +83,20 @@ export class P2cPicker {
     return this.random() < 0.5 ? a : b;
   }
 }
+
+/**
+ * Round robin over the eligible providers, in candidate order: a baseline that ignores load, for
+ * comparing routing policies (`pool.balancer: "round-robin"`). One cursor per picker (one per
+ * router: a group's turns interleave with other groups', which keeps each group near even).
+ */
+export class RoundRobinPicker {
+  private next = 0;
+
+  pick<P extends RoutedProvider>(candidates: readonly P[], options?: PickOptions): P | undefined {
+    const eligible = candidates.filter((provider) => isEligible(provider, options));
+    if (eligible.length === 0) return undefined;
+    const chosen = eligible[this.next % eligible.length]!;
+    this.next = (this.next + 1) % 1_000_000_007;
+    return chosen;
+  }
+}

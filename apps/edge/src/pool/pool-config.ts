@@ -87,6 +87,8 @@ export interface PoolConfig {
   retry: RetryConfig;
   outlier: OutlierConfig;
   affinity: AffinityConfig;
+  /** How a request without an affinity key picks among a group's providers: `p2c` (live load) or `round-robin` (a baseline for comparisons). */
+  balancer: 'p2c' | 'round-robin';
 }
 
 const queueSchema = Type.Object(
@@ -210,6 +212,10 @@ const poolSchema = Type.Object(
     retry: retrySchema,
     outlier: outlierSchema,
     affinity: affinitySchema,
+    balancer: stringEnum(['p2c', 'round-robin'] as const, {
+      default: 'p2c',
+      description: 'Without an affinity key: power of two choices on live load (p2c), or round-robin (a baseline to compare routing with).',
+    }),
   },
   {
     additionalProperties: false,

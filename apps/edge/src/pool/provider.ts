@@ -28,6 +28,8 @@ export interface PoolProvider {
   /** Relative capacity (> 0, default 1): a provider of weight 2 takes twice the share of traffic. */
   readonly weight: number;
   readonly labels: Readonly<Record<string, string>>;
+  /** What serves its runs, as OpenTelemetry's `gen_ai.provider.name` (`providerNameOf`). */
+  readonly providerName: string;
   readonly load: ProviderLoad;
   /** Whether it may take another request now (connected, not draining, below `maxConcurrency`). */
   readonly available: boolean;
@@ -40,6 +42,11 @@ export interface PoolProvider {
   serves(model: string): boolean;
   /** Context length of `model` in tokens, when known. */
   contextLength(model: string): number | undefined;
+  /**
+   * The APIs it serves `model` with (proto `ModelInfo.apis`: `chat`, `completions`, `embeddings`,
+   * `rerank`); undefined when it does not tell (every API is tried). Direct providers do not.
+   */
+  apisOf?(model: string): readonly string[] | undefined;
   /** Starts a run now (counts in `inFlight` at once). `request.model` is the served model id. */
   start(request: RunRequest): RunStream;
 }
@@ -60,6 +67,23 @@ export function hasLabels(provider: Pick<PoolProvider, 'labels'>, required: Read
     if (provider.labels[key] !== required[key]) return false;
   }
   return true;
+}
+
+/** The label that names what a provider runs, as OpenTelemetry's `gen_ai.provider.name` (e.g. `vllm`, `sglang`, `ollama`). */
+export const PROVIDER_NAME_LABEL = 'gen_ai.provider.name';
+
+/**
+ * A provider's `gen_ai.provider.name` (OpenTelemetry GenAI conventions; a required attribute of
+ * their metrics and spans): its `gen_ai.provider.name` label when it has one (an agent started with
+ * `--labels gen_ai.provider.name=vllm`, a direct provider's `labels`); else `llama.cpp` for an
+ * agent's embedded llama.cpp (`backend` `llamacpp`); else `openai_compatible` — an
+ * OpenAI-compatible server of a kind the edge cannot tell (vLLM, SGLang, llama.cpp server and
+ * Ollama answer alike), not OpenAI's service.
+ */
+export function providerNameOf(labels: Readonly<Record<string, string>>, backend: string): string {
+  const labelled = labels[PROVIDER_NAME_LABEL];
+  if (labelled !== undefined && labelled !== '') return labelled;
+  return backend === 'llamacpp' ? 'llama.cpp' : 'openai_compatible';
 }
 
 /** A provider's weight from its `weight` label: the label when it is a positive number, else 1. */

@@ -4,8 +4,8 @@
  * affinity ring) and picks:
  *
  * - prefix affinity (consistent hashing with bounded load) when the request has an affinity key
- *   and affinity is enabled, else power of two choices on live load (`P2cPicker`); targets are
- *   drawn by weight first when a group has several;
+ *   and affinity is enabled, else power of two choices on live load (`P2cPicker`), or round robin
+ *   (`pool.balancer`, a baseline); targets are drawn by weight first when a group has several;
  * - always among providers the group's outlier detector allows and not in `exclude`.
  *
  * Group identity: `resolve(name)` returns the group object in service for a name (the state's),
@@ -17,7 +17,7 @@ import type { Logger } from '../logger.js';
 import type { CandidateSnapshot, GroupCandidates } from './candidate-snapshot.js';
 import type { ModelCatalog } from './model-catalog.js';
 import { OutlierDetector, type AttemptOutcome, type OutlierListener, type OutlierTicket } from './outlier-detector.js';
-import { P2cPicker, isEligible, type PickOptions } from './p2c.js';
+import { P2cPicker, RoundRobinPicker, isEligible, type PickOptions } from './p2c.js';
 import type { ModelGroup, ModelTarget, PoolConfig } from './pool-config.js';
 import type { PoolMetrics } from './pool-metrics.js';
 import type { PoolGroupState } from './pool-snapshot.js';
@@ -49,6 +49,7 @@ export interface RouterOptions {
 export class Router {
   private readonly states = new Map<string, PoolGroupState>();
   private readonly picker: P2cPicker;
+  private readonly roundRobin = new RoundRobinPicker();
 
   constructor(private readonly options: RouterOptions) {
     this.picker = new P2cPicker({ random: options.random });
@@ -112,7 +113,7 @@ export class Router {
       chosen = state.affinity.pick(options.affinityKey, candidates.providers, pickOptions);
     } else {
       const providers = group.targets.length > 1 ? this.drawTarget(candidates, pickOptions) : candidates.providers;
-      chosen = this.picker.pick(providers, pickOptions);
+      chosen = this.options.catalog.config.balancer === 'round-robin' ? this.roundRobin.pick(providers, pickOptions) : this.picker.pick(providers, pickOptions);
     }
     return chosen === undefined ? undefined : { provider: chosen, model: candidates.targets.get(chosen)!.model };
   }

@@ -9,7 +9,8 @@
  * - `responses`: stored Responses with their size in bytes (PostgreSQL; SQLite keeps its own `responses.sqlite`).
  * - `api_keys`: keys managed through the admin API, stored as SHA-256 of the key, never the key.
  * - `usage_ledger`: one row per request (see ledger/usage-ledger.ts); `tokens_estimated` (version 5)
- *   marks rows whose tokens the edge estimated.
+ *   marks rows whose tokens the edge estimated; `cost_usd` (version 6) is the row's cost at the
+ *   price table, USD (ledger/pricing.ts).
  */
 import type { SqlDatabase } from './sql-database.js';
 
@@ -88,6 +89,14 @@ UPDATE responses SET bytes = octet_length(record);`,
     // 1 when the row's tokens are the edge's estimate (a stream that ended without the backend's usage).
     sqlite: 'ALTER TABLE usage_ledger ADD COLUMN tokens_estimated INTEGER NOT NULL DEFAULT 0;',
     postgres: 'ALTER TABLE usage_ledger ADD COLUMN tokens_estimated SMALLINT NOT NULL DEFAULT 0;',
+  },
+  {
+    version: 6,
+    name: 'usage_ledger_cost_usd',
+    // What the row's usage cost at the price table in force when it was settled, USD (ledger/pricing.ts);
+    // rows written before this version, and models without a price, have 0.
+    sqlite: 'ALTER TABLE usage_ledger ADD COLUMN cost_usd REAL NOT NULL DEFAULT 0;',
+    postgres: 'ALTER TABLE usage_ledger ADD COLUMN cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0;',
   },
 ];
 

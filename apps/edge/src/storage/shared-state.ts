@@ -13,7 +13,7 @@ import { KeyDirectory } from '../keys/key-directory.js';
 import { KeyStore } from '../keys/key-store.js';
 import { recordsOfConfigKeys } from '../keys/config-keys.js';
 import { UsageLedger } from '../ledger/usage-ledger.js';
-import { tokensUsedSince } from '../ledger/usage-query.js';
+import { usedSince } from '../ledger/usage-query.js';
 import { MemoryCounterStore, type CounterStore } from '../limits/counter-store.js';
 import { FailoverCounterStore } from '../limits/failover-counter-store.js';
 import { KeyLimiter } from '../limits/key-limiter.js';
@@ -150,7 +150,7 @@ export async function openSharedState(config: EdgeConfig, logger: Logger, regist
 
   const limiter = new KeyLimiter(shared, {
     // In memory a restart would forget what a budget has used: the ledger tells it again.
-    ...(config.storage.counters.kind === 'memory' ? { usedSince: (keyId: string, sinceMs: number) => tokensUsedSince(sql, keyId, sinceMs) } : {}),
+    ...(config.storage.counters.kind === 'memory' ? { usedSince: (keyId: string, sinceMs: number) => usedSince(sql, keyId, sinceMs) } : {}),
   });
 
   return {

@@ -14,12 +14,18 @@
  * An attempt on a tunnelled agent ends with its run (`endRunSpans`, called when the run registry
  * reports the run finished); on a direct provider it ends once the provider is picked.
  * Attributes follow the OpenTelemetry GenAI and HTTP conventions where they apply
- * (`gen_ai.operation.name`, `gen_ai.request.model`, `gen_ai.response.model`,
- * `http.response.status_code`, `error.type`).
+ * (https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/): `gen_ai.operation.name`,
+ * `gen_ai.request.model`, `gen_ai.response.model`, `http.response.status_code`, `error.type`
+ * (errors only), and at the request span's end (`RequestOutcome`) `gen_ai.provider.name` (the
+ * provider that answered, `providerNameOf` in pool/provider.ts; absent when none was picked),
+ * `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `gen_ai.usage.cache_read.input_tokens`
+ * (when non-zero) — the usage the request is billed, as in the ledger — and
+ * `gen_ai.response.finish_reasons` (one per choice, in OpenAI's terms: `stop`, `length`,
+ * `tool_calls`, `content_filter`, or the backend's own value).
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { SpanKind, SpanStatusCode, createContextKey, type Context, type Span } from '@opentelemetry/api';
-import { extractContext, injectHeaders, otelContext, otelTrace, tracer } from '@iop/core';
+import { extractContext, injectHeaders, otelContext, otelTrace, tracer, type Usage } from '@iop/core';
 
 const ATTEMPTS = createContextKey('iop.attempts');
 const ATTEMPT_SPAN = createContextKey('iop.attempt-span');
@@ -49,12 +55,28 @@ export function nameRequestSpan(model: string): void {
   span.setAttribute('gen_ai.request.model', model);
 }
 
-/** Ends the request span with the response's status, served model and provider. */
-export function endRequestSpan(span: Span, status: number, servedModel: string | undefined, agent: string | undefined): void {
+/** What the request span reports at its end, filled in while the request runs (http/inference.ts). */
+export interface RequestOutcome {
+  /** `gen_ai.provider.name` of the provider that answered. */
+  providerName?: string | undefined;
+  /** The usage the request is billed. */
+  usage?: Usage | undefined;
+  /** The answer's finish reasons, one per choice. */
+  finishReasons?: string[] | undefined;
+}
+
+/** Ends the request span with the response's status, served model, provider, usage and finish reasons. */
+export function endRequestSpan(span: Span, status: number, servedModel: string | undefined, agent: string | undefined, outcome?: RequestOutcome): void {
   if (!span.isRecording()) return;
   span.setAttribute('http.response.status_code', status);
   if (servedModel !== undefined) span.setAttribute('gen_ai.response.model', servedModel);
   if (agent !== undefined) span.setAttribute('iop.provider.id', agent);
+  if (outcome?.providerName !== undefined) span.setAttribute('gen_ai.provider.name', outcome.providerName);
+  const usage = outcome?.usage;
+  if (usage?.inputTokens !== undefined) span.setAttribute('gen_ai.usage.input_tokens', usage.inputTokens);
+  if (usage?.outputTokens !== undefined) span.setAttribute('gen_ai.usage.output_tokens', usage.outputTokens);
+  if (usage?.cachedInputTokens !== undefined && usage.cachedInputTokens > 0) span.setAttribute('gen_ai.usage.cache_read.input_tokens', usage.cachedInputTokens);
+  if (outcome?.finishReasons !== undefined && outcome.finishReasons.length > 0) span.setAttribute('gen_ai.response.finish_reasons', outcome.finishReasons);
   if (status >= 500) span.setAttributes({ 'error.type': String(status) }).setStatus({ code: SpanStatusCode.ERROR });
   span.end();
 }
@@ -78,18 +100,26 @@ export class AttemptTrace {
    * Records the queue wait and the pick, then calls `start` (which sends the run) inside the
    * attempt's context, so the tunnel span is its child even when a queue notification runs it.
    */
-  started<T>(provider: { id: string; kind: 'agent' | 'direct' }, model: string, start: () => T): T {
+  started<T>(provider: { id: string; kind: 'agent' | 'direct'; providerName: string }, model: string, start: () => T): T {
     if (!this.span.isRecording()) return start();
     const now = Date.now();
     tracer().startSpan('iop.queue', { startTime: this.queuedAt }, this.context).end(now);
     tracer()
       .startSpan(
         'iop.pool.pick',
-        { startTime: now, attributes: { 'iop.provider.id': provider.id, 'iop.provider.kind': provider.kind, 'gen_ai.response.model': model } },
+        {
+          startTime: now,
+          attributes: {
+            'iop.provider.id': provider.id,
+            'iop.provider.kind': provider.kind,
+            'gen_ai.provider.name': provider.providerName,
+            'gen_ai.response.model': model,
+          },
+        },
         this.context,
       )
       .end();
-    this.span.setAttributes({ 'iop.provider.id': provider.id, 'gen_ai.response.model': model });
+    this.span.setAttributes({ 'iop.provider.id': provider.id, 'gen_ai.provider.name': provider.providerName, 'gen_ai.response.model': model });
     const result = otelContext.with(this.context, start);
     if (provider.kind === 'direct') this.end();
     return result;

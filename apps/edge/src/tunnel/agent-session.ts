@@ -7,9 +7,10 @@
 import { create } from '@bufbuild/protobuf';
 import { CancelRunSchema, DrainSchema, edgeMessage, type EdgeMessage, type Heartbeat, type ModelInfo, type Register, type RunAssignment } from '@iop/proto';
 import { AsyncQueue } from '@iop/core';
-import { weightOfLabels, type PoolProvider } from '../pool/provider.js';
+import { providerNameOf, weightOfLabels, type PoolProvider } from '../pool/provider.js';
 import type { RunRequest, RunStream } from '../pool/run-stream.js';
 import { traceTunnelRun } from '../telemetry/request-tracing.js';
+import { LARGE_ASSIGNMENT_BYTES, LargeAssignments } from './large-assignments.js';
 
 export interface AgentLoad {
   /** Runs in flight as the agent last reported. */
@@ -45,10 +46,13 @@ export class AgentSession implements PoolProvider {
   readonly weight: number;
   readonly agentVersion: string;
   readonly backend: string;
+  readonly providerName: string;
   readonly capabilities: ReadonlySet<string>;
   readonly connectedAt = Date.now();
   /** Messages to the agent, consumed by the Control stream's response. */
   readonly outbound = new AsyncQueue<EdgeMessage>(Number.POSITIVE_INFINITY);
+  /** Assignments with large bodies, written one at a time (large-assignments.ts). */
+  private readonly large = new LargeAssignments((message) => this.send(message));
   /** Runs the edge has assigned and not yet seen finish. */
   inFlight = 0;
   /**
@@ -94,6 +98,7 @@ export class AgentSession implements PoolProvider {
     this.weight = weightOfLabels(this.labels);
     this.agentVersion = register.agentVersion;
     this.backend = register.backend;
+    this.providerName = providerNameOf(this.labels, register.backend);
     this.capabilities = new Set(register.capabilities);
   }
 
@@ -128,6 +133,11 @@ export class AgentSession implements PoolProvider {
     return this.models.find((info) => info.id === model)?.contextLength || undefined;
   }
 
+  apisOf(model: string): readonly string[] | undefined {
+    const apis = this.models.find((info) => info.id === model)?.apis;
+    return apis === undefined || apis.length === 0 ? undefined : apis;
+  }
+
   onHeartbeat(heartbeat: Heartbeat): void {
     this.lastHeartbeatAt = Date.now();
     // A heartbeat sent before the agent saw our Drain must not undo it; the agent answers a Drain
@@ -160,10 +170,21 @@ export class AgentSession implements PoolProvider {
     if (reason === 'at_capacity') this.othersInFlight = Math.max(this.othersInFlight, this.maxConcurrency - this.inFlight);
   }
 
-  assign(assignment: RunAssignment): void {
+  /**
+   * Queues an assignment. A large one (large-assignments.ts) waits its turn; `onSent` is called
+   * once it has been written.
+   */
+  assign(assignment: RunAssignment, onSent?: () => void): void {
     this.inFlight++;
     this.totalRuns++;
-    this.send(edgeMessage({ case: 'assign', value: assignment }));
+    const message = edgeMessage({ case: 'assign', value: assignment });
+    if (assignment.body.length >= LARGE_ASSIGNMENT_BYTES) this.large.add(assignment.runId, message, assignment.body.length, onSent ?? noop);
+    else this.send(message);
+  }
+
+  /** The accepted-clock allowance of an assignment of `bodyBytes` queued now (large-assignments.ts), ms. */
+  queueAllowanceMs(bodyBytes: number): number {
+    return bodyBytes >= LARGE_ASSIGNMENT_BYTES ? this.large.allowanceMs(bodyBytes) : 0;
   }
 
   /** Called once per assigned run when it ends, however it ends. */
@@ -172,6 +193,8 @@ export class AgentSession implements PoolProvider {
   }
 
   cancel(runId: string, reason: string): void {
+    // A large assignment not yet on the stream is dropped: the agent never hears of the run.
+    if (this.large.drop(runId)) return;
     this.send(edgeMessage({ case: 'cancel', value: create(CancelRunSchema, { runId, reason }) }));
   }
 
@@ -192,3 +215,5 @@ export class AgentSession implements PoolProvider {
     this.outbound.close();
   }
 }
+
+function noop(): void {}

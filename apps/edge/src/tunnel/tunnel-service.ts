@@ -22,6 +22,7 @@ import type { Http2Session } from 'node:http2';
 import { RegisteredSchema, TunnelService, edgeMessage, type AgentMessage, type EdgeMessage, sessionTag } from '@iop/proto';
 import type { Logger } from 'pino';
 import { AgentSession } from './agent-session.js';
+import { written } from './large-assignments.js';
 import { AgentIdentities, TUNNEL_CONNECTION } from './agent-identity.js';
 import type { ConnectionGuard } from './connection-guard.js';
 import type { RunRegistry } from './run-registry.js';
@@ -165,7 +166,11 @@ export function controlHandler(options: TunnelServiceOptions): ControlHandler {
       }
     })();
     try {
-      yield* session.outbound;
+      // The writer asks for the next message once it has written this one: a large assignment's receipt.
+      for await (const message of session.outbound) {
+        yield message;
+        written(message);
+      }
     } finally {
       clearInterval(livenessTimer);
       end('control stream ended');

@@ -1,8 +1,9 @@
 /**
  * The one command-line setup every iop command shares (`iop-edge`, `iop-agent`, `iop-sim`,
  * `iop-bench`; commander), so their `--help`, wrapping and errors look the same:
- * - bad usage (an unknown option, an invalid or missing value) prints `error: …` and the help
- *   hint on stderr and exits 2; `--help` and `--version` exit 0;
+ * - bad usage (an unknown option, an invalid or missing value) prints `error: …` and one hint line
+ *   (`(add --help for additional information)`) on stderr and exits 2; `--help` and `--version`
+ *   exit 0;
  * - help is wrapped to the terminal's width (80–120 columns; 100 when not a terminal), with the
  *   descriptions in a column after the flags, and a flag longer than that column on a line of
  *   its own with its description below it, so no help line is wider than the width.
@@ -37,7 +38,7 @@ export function iopCommand(name: string, version: string, description: string): 
     .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2))
     .version(version)
     .description(description)
-    .showHelpAfterError()
+    .showHelpAfterError('(add --help for additional information)')
     .configureHelp({
       helpWidth: helpWidth(),
       padWidth: (command, helper) =>

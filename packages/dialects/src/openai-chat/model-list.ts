@@ -1,7 +1,8 @@
 /**
  * `GET /v1/models` in OpenAI's list shape (API reference "Models › List models"):
- * `{ object: "list", data: Model[] }`, with two fields beyond OpenAI's: `context_length` (tokens,
- * null when unknown) and `providers` (providers able to serve the model now).
+ * `{ object: "list", data: Model[] }`, with three fields beyond OpenAI's: `context_length` (tokens,
+ * null when unknown), `providers` (providers able to serve the model now) and `apis` (the APIs
+ * its providers serve it with: `chat`, `completions`, `embeddings`, `rerank`; null when none tells).
  */
 import type { ModelListing } from '@iop/core';
 
@@ -13,6 +14,7 @@ export interface OpenAIModel {
   owned_by: string;
   context_length: number | null;
   providers: number;
+  apis: string[] | null;
 }
 
 export function openaiModelList(models: readonly ModelListing[]): { object: 'list'; data: OpenAIModel[] } {
@@ -25,6 +27,7 @@ export function openaiModelList(models: readonly ModelListing[]): { object: 'lis
       owned_by: 'iop',
       context_length: model.contextLength,
       providers: model.providers,
+      apis: model.apis ?? null,
     })),
   };
 }

@@ -117,7 +117,7 @@ function textOf(content: unknown, index: number): string {
   return text;
 }
 
-function stopOf(stop: unknown): string[] {
+export function stopOf(stop: unknown): string[] {
   if (stop === undefined || stop === null) return [];
   const list = typeof stop === 'string' ? [stop] : stop;
   if (!Array.isArray(list) || list.length > 4 || !list.every((item) => typeof item === 'string' && item !== '')) {
@@ -145,13 +145,13 @@ function responseFormatOf(format: unknown): ResponseFormat {
   }
 }
 
-function optionalBoolean(value: unknown, param: string): boolean | undefined {
+export function optionalBoolean(value: unknown, param: string): boolean | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'boolean') throw invalidRequest(`${param} must be a boolean`, param);
   return value;
 }
 
-function optionalNumber(value: unknown, param: string, min: number, max: number, integer: boolean): number | undefined {
+export function optionalNumber(value: unknown, param: string, min: number, max: number, integer: boolean): number | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max || (integer && !Number.isInteger(value))) {
     throw invalidRequest(`${param} must be ${integer ? 'an integer' : 'a number'} in [${min}, ${max}]`, param);

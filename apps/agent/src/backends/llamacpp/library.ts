@@ -14,6 +14,8 @@ export type LlamaGrammar = NodeLlamaCppModule.LlamaGrammar;
 export type ChatHistoryItem = NodeLlamaCppModule.ChatHistoryItem;
 export type ChatWrapper = NodeLlamaCppModule.ChatWrapper;
 export type Token = NodeLlamaCppModule.Token;
+export type LlamaEmbeddingContext = NodeLlamaCppModule.LlamaEmbeddingContext;
+export type LlamaCompletion = NodeLlamaCppModule.LlamaCompletion;
 
 /** Loads node-llama-cpp. */
 export function loadNodeLlamaCpp(): Promise<NodeLlamaCpp> {

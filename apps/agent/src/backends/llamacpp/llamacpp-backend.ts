@@ -1,8 +1,11 @@
 /**
  * The embedded backend: a GGUF model run in-process by node-llama-cpp (llama.cpp), served as an
  * OpenAI-compatible server would: `POST /v1/chat/completions` (stream and non-stream),
- * `GET /v1/models`, `POST /tokenize` (`{model, prompt}` or `{model, messages}` →
- * `{count, tokens, max_model_len}`, as vLLM answers).
+ * `POST /v1/completions` (legacy text completions, stream and non-stream; `suffix` only for a
+ * model with fill-in-the-middle tokens, else a 400), `POST /v1/embeddings` (the model's pooled
+ * embeddings, from an embedding context made at the first request), `GET /v1/models`,
+ * `POST /tokenize` (`{model, prompt}` or `{model, messages}` → `{count, tokens, max_model_len}`,
+ * as vLLM answers).
  *
  * Concurrency: one context with `sequences` sequences; a request waits for a free sequence
  * (reported as `waiting` in heartbeats). Threads default to the cores less one (at least 1): on a
@@ -26,6 +29,10 @@ import {
   type NodeLlamaCpp,
 } from './library.js';
 import { resolveModelPath, type ModelFileOptions } from './model-file.js';
+import { createEmbeddings, parseEmbeddingsRequest } from './embeddings.js';
+import { parseCompletionRequest } from './completion-request.js';
+import { generateTextCompletion, promptTokensOf, supportsInfill } from './text-completion.js';
+import type { LlamaEmbeddingContext } from './library.js';
 
 export interface LlamaCppBackendOptions {
   /** GGUF path or `hf:` URI; default stories260K.gguf (see model-file.ts). */
@@ -54,6 +61,9 @@ export class LlamaCppBackend implements Backend {
   readonly kind = 'llamacpp' as const;
   readonly capabilities = ['tokenize'];
   private readonly waiters: { resolve: (sequence: LlamaContextSequence) => void }[] = [];
+  /** The embedding context, made at the first embeddings request; requests take turns on it. */
+  private embedding: Promise<LlamaEmbeddingContext> | undefined;
+  private embeddingTurn: Promise<unknown> = Promise.resolve();
 
   private constructor(
     private readonly library: NodeLlamaCpp,
@@ -90,7 +100,7 @@ export class LlamaCppBackend implements Backend {
   }
 
   models(): Promise<ModelInfo[]> {
-    return Promise.resolve([{ id: this.modelId, contextLength: this.contextSize }]);
+    return Promise.resolve([{ id: this.modelId, contextLength: this.contextSize, apis: ['chat', 'completions', 'embeddings'] }]);
   }
 
   metrics(): Promise<BackendMetrics> {
@@ -103,6 +113,10 @@ export class LlamaCppBackend implements Backend {
       switch (route) {
         case 'POST /v1/chat/completions':
           return await this.chatCompletions(request);
+        case 'POST /v1/completions':
+          return await this.textCompletions(request);
+        case 'POST /v1/embeddings':
+          return await this.embeddings(request);
         case 'GET /v1/models':
           return jsonBody(200, { object: 'list', data: [{ id: this.modelId, object: 'model', owned_by: 'iop', max_model_len: this.contextSize }] });
         case 'POST /tokenize':
@@ -120,6 +134,7 @@ export class LlamaCppBackend implements Backend {
   }
 
   async close(): Promise<void> {
+    if (this.embedding !== undefined) await (await this.embedding.catch(() => undefined))?.dispose();
     await this.context.dispose();
     await this.model.dispose();
     await this.llama.dispose();
@@ -156,6 +171,55 @@ export class LlamaCppBackend implements Backend {
       signal: request.signal,
       onDone: () => this.releaseSequence(sequence),
     });
+  }
+
+  private async textCompletions(request: BackendRequest): Promise<BackendResponse> {
+    const params = parseCompletionRequest(request.body);
+    if (params.suffix !== undefined && !supportsInfill(this.model)) {
+      throw new IopError(
+        'invalid_request',
+        `suffix (fill-in-the-middle) needs a model whose tokenizer has FIM prefix, suffix and middle tokens; ${this.modelId} has none`,
+        { param: 'suffix' },
+      );
+    }
+    const suffixTokens = params.suffix === undefined ? 0 : this.model.tokenize(params.suffix).length;
+    const promptTokens = params.prompts.map((prompt) => promptTokensOf(this.model, prompt).length + suffixTokens);
+    const longest = Math.max(...promptTokens);
+    if (longest >= this.contextSize) {
+      return jsonBody(400, {
+        error: {
+          message: `This model's maximum context length is ${this.contextSize} tokens. However, your request has ${longest} input tokens. Please reduce the length of the prompt.`,
+          type: 'BadRequestError',
+          param: 'prompt',
+          code: 400,
+        },
+      });
+    }
+    // Like vLLM: no more output than fits the context after the longest prompt.
+    params.maxTokens = Math.min(params.maxTokens, this.contextSize - longest);
+    const sequence = await this.acquireSequence(request.signal);
+    return generateTextCompletion({
+      library: this.library,
+      model: this.model,
+      sequence,
+      params,
+      promptTokens,
+      signal: request.signal,
+      onDone: () => this.releaseSequence(sequence),
+    });
+  }
+
+  private async embeddings(request: BackendRequest): Promise<BackendResponse> {
+    const params = parseEmbeddingsRequest(request.body);
+    this.embedding ??= this.model.createEmbeddingContext({ contextSize: this.contextSize, threads: this.loaded.threads }).catch((error: unknown) => {
+      this.embedding = undefined; // the next request tries again
+      throw error;
+    });
+    const context = await this.embedding;
+    // One request at a time on the one embedding context.
+    const turn = this.embeddingTurn.then(() => createEmbeddings(context, params, this.contextSize, request.signal));
+    this.embeddingTurn = turn.catch(() => undefined);
+    return turn;
   }
 
   private tokenize(request: BackendRequest): BackendResponse {

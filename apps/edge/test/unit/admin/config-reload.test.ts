@@ -71,3 +71,24 @@ describe('applyConfigReload: the pool section', () => {
     expect(edge.pool.direct[0]).toBe(direct1);
   });
 });
+
+describe('applyConfigReload: the price table and metrics', () => {
+  const pool = { modelGroups: [{ name: 'g', targets: [{ model: 'm' }] }] };
+
+  it('applies a new price table; a metrics change needs a restart', () => {
+    const edge = edgeWith(file(pool));
+    const result = applyConfigReload(
+      edge,
+      file(pool, { pricing: { models: { g: { input: 0.1, output: 0.4 } } }, metrics: { keyLabels: { enabled: true } } }),
+      buildGates,
+    );
+    expect(result).toEqual({ changed: ['pricing'], restartRequired: ['metrics'] });
+    expect(edge.config.pricing.models).toEqual({ g: { input: 0.1, output: 0.4 } });
+    expect(edge.config.metrics.keyLabels.enabled).toBe(false);
+  });
+
+  it('refuses a negative price or an unknown price field', () => {
+    expect(() => file(pool, { pricing: { models: { g: { input: -1, output: 0 } } } })).toThrow(ConfigError);
+    expect(() => file(pool, { pricing: { models: { g: { input: 1, output: 1, cached: 0.5 } } } })).toThrow(/pricing\.models\.g/);
+  });
+});

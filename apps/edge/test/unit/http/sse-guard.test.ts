@@ -68,6 +68,36 @@ describe('SseGuard', () => {
     expect(multi.generatedChunks).toBe(1);
   });
 
+  it('collects the finish reasons, one per finished choice, for any split (one-line and multi-line events alike)', () => {
+    // Two choices (n = 2) finishing in different chunks, the second on a multi-line event; a "finish_reason" inside content is text.
+    const stream =
+      'data: {"id":"c","choices":[{"index":0,"delta":{"content":"say \\"finish_reason\\": \\"x\\""},"finish_reason":null}]}\n\n' +
+      'data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}\n\n' +
+      'data: {"id":"c","choices":[{"index":1,\ndata: "delta":{},"finish_reason":"tool_calls"}]}\n\n' +
+      'data: [DONE]\n\n';
+    fc.assert(
+      fc.property(cuts, (at) => {
+        const guard = new SseGuard({ includeUsage: false });
+        for (const part of splitAt(Buffer.from(stream), at)) expect(guard.push(part).failure).toBeUndefined();
+        guard.end();
+        // The second says tool_calls with no tool call relayed: recorded as the client gets it, stop.
+        expect(guard.finishReasons).toEqual(['length', 'stop']);
+      }),
+    );
+    const vllm = new SseGuard({ includeUsage: true });
+    vllm.push(Buffer.from(VLLM));
+    expect(vllm.finishReasons).toEqual(['stop']);
+    // A tool call relayed, then a one-line finish that says stop: recorded once, as delivered (tool_calls).
+    const tools = new SseGuard({ includeUsage: false });
+    tools.push(
+      Buffer.from(
+        'data: {"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":null}]}\n\n' +
+          'data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n',
+      ),
+    );
+    expect(tools.finishReasons).toEqual(['tool_calls']);
+  });
+
   it('re-sends an event whose data spans several data: lines as one line (SSE joins them with \\n), for any split', () => {
     const multi =
       'data: {"id":"c","choices":[{"index":0,\ndata: "delta":{"content":"a"},"finish_reason":null}]}\n\ndata: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n';

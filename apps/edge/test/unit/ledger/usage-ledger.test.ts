@@ -1,7 +1,7 @@
 import { SqliteDatabase, type SqlDatabase } from '../../../src/storage/sql-database.js';
 import { MIGRATIONS, migrate } from '../../../src/storage/migrations.js';
 import { UsageLedger, type LedgerRow } from '../../../src/ledger/usage-ledger.js';
-import { queryUsage, tokensUsedSince } from '../../../src/ledger/usage-query.js';
+import { queryUsage, usedSince } from '../../../src/ledger/usage-query.js';
 
 const row = (overrides: Partial<LedgerRow> = {}): LedgerRow => ({
   tsMs: Date.UTC(2026, 0, 1, 10),
@@ -19,6 +19,7 @@ const row = (overrides: Partial<LedgerRow> = {}): LedgerRow => ({
   ttftMs: 12.5,
   durationMs: 40,
   status: 200,
+  costUsd: 0.25,
   ...overrides,
 });
 
@@ -42,7 +43,7 @@ describe('migrations (SQLite)', () => {
     expect(await migrate(db)).toEqual(MIGRATIONS.map((migration) => migration.version));
     expect(await migrate(db)).toEqual([]);
     await db.execute('INSERT INTO iop_schema_migrations (version, name, applied_at_ms) VALUES (99, $1, 0)', ['future']);
-    await expect(migrate(db)).rejects.toThrow("the database schema is at version 99, newer than this edge's 5");
+    await expect(migrate(db)).rejects.toThrow(`the database schema is at version 99, newer than this edge's ${MIGRATIONS.at(-1)!.version}`);
     await db.close();
   });
 });
@@ -60,7 +61,7 @@ describe('UsageLedger', () => {
     const counting = flaky(db);
     const execute = counting.execute;
     counting.execute = (sql, params) => {
-      const rows = (params?.length ?? 0) / 16;
+      const rows = (params?.length ?? 0) / 17; // columns per row
       shapes.set(sql, [...(shapes.get(sql) ?? []), rows]);
       return execute(sql, params);
     };
@@ -83,24 +84,24 @@ describe('UsageLedger', () => {
   it('writes queued rows in batches and sums them by group and time range', async () => {
     const ledger = new UsageLedger(db, { batchSize: 2, flushIntervalMs: 60_000, maxQueued: 10 });
     ledger.record(row());
-    ledger.record(row({ requestId: 'req_2', keyId: 'key_b', dialect: 'anthropic-messages', inputTokens: 7, status: 429, outputTokens: 0 }));
+    ledger.record(row({ requestId: 'req_2', keyId: 'key_b', dialect: 'anthropic-messages', inputTokens: 7, status: 429, outputTokens: 0, costUsd: 0 }));
     ledger.record(row({ requestId: 'req_3', tsMs: Date.UTC(2026, 0, 2, 1), tokensEstimated: true }));
     expect(ledger.queued).toBeGreaterThanOrEqual(1); // a full batch went at once; the rest waits
     await ledger.close();
     expect(ledger.written).toBe(3);
     expect(await queryUsage(db, { groupBy: [] })).toEqual([
-      { requests: 3, input_tokens: 17, output_tokens: 20, cached_tokens: 3, reasoning_tokens: 0, errors: 1, estimated_requests: 1 },
+      { requests: 3, input_tokens: 17, output_tokens: 20, cached_tokens: 3, reasoning_tokens: 0, errors: 1, estimated_requests: 1, cost_usd: 0.5 },
     ]);
     // One request per key and day: key_a's 5 + 10 tokens on two days (the second estimated), key_b's refused one.
     const single = { requests: 1, cached_tokens: 1, reasoning_tokens: 0 };
-    const keyA = { ...single, key: 'key_a', input_tokens: 5, output_tokens: 10, errors: 0 };
+    const keyA = { ...single, key: 'key_a', input_tokens: 5, output_tokens: 10, errors: 0, cost_usd: 0.25 };
     expect(await queryUsage(db, { groupBy: ['key', 'day'] })).toEqual([
       { ...keyA, day: '2026-01-01', estimated_requests: 0 },
       { ...keyA, day: '2026-01-02', estimated_requests: 1 },
-      { ...single, key: 'key_b', day: '2026-01-01', input_tokens: 7, output_tokens: 0, errors: 1, estimated_requests: 0 },
+      { ...single, key: 'key_b', day: '2026-01-01', input_tokens: 7, output_tokens: 0, errors: 1, estimated_requests: 0, cost_usd: 0 },
     ]);
     expect(await queryUsage(db, { groupBy: ['model'], fromMs: Date.UTC(2026, 0, 2) })).toMatchObject([{ model: 'm', requests: 1 }]);
-    expect(await tokensUsedSince(db, 'key_a', Date.UTC(2026, 0, 1, 12))).toBe(15);
+    expect(await usedSince(db, 'key_a', Date.UTC(2026, 0, 1, 12))).toEqual({ tokens: 15, costUsd: 0.25 });
   });
 
   it('writes rows queued after a flush of an empty queue (an idle timer never wedges the writer)', async () => {

@@ -88,7 +88,7 @@ describe('KeyLimiter', () => {
   });
 
   it('names the budget when it is exhausted, and seeds it once from the ledger', async () => {
-    const usedSince = jest.fn(async () => 900);
+    const usedSince = jest.fn(async () => ({ tokens: 900, costUsd: 0 }));
     const limiter = new KeyLimiter(new MemoryCounterStore(now), { now, usedSince });
     const key = record({ name: 'team-a', budget: { maxTokens: 1000, period: 'day' } });
     const admission = await limiter.admit(key);
@@ -98,6 +98,38 @@ describe('KeyLimiter', () => {
     expect(refused.message).toBe('budget exhausted: key "team-a" has used 1050 of its 1000-token per-day budget');
     expect(refused.retryAfterSeconds).toBe(12 * 3600 - 10);
     expect(usedSince).toHaveBeenCalledTimes(1);
+  });
+
+  it("a money budget counts each request's cost and refuses once it is spent, seeded from the ledger; tokens alone do not count", async () => {
+    const usedSince = jest.fn(async () => ({ tokens: 5_000_000, costUsd: 0.004 }));
+    const counters = new MemoryCounterStore(now);
+    const limiter = new KeyLimiter(counters, { now, usedSince });
+    const key = record({ name: 'team-b', budget: { maxCostUsd: 0.01, period: 'month' } });
+    // Seeded with $0.004: 5 M tokens used, but no token budget to hold them against.
+    await (await limiter.admit(key)).finish(100, 0.005);
+    // $0.009 of $0.01: admitted; a request of no cost (an unpriced model) counts nothing.
+    await (await limiter.admit(key)).finish(100, 0);
+    await (await limiter.admit(key)).finish(100, 0.001);
+    const refused = (await limiter.admit(key).catch((error: unknown) => error)) as LimitRefusal;
+    expect(refused).toBeInstanceOf(LimitRefusal);
+    expect(refused.message).toBe('budget exhausted: key "team-b" has spent $0.01 of its $0.01 per-month budget');
+    expect(refused.retryAfterSeconds).toBe((Date.UTC(2026, 1, 1) - T0) / 1000);
+    expect(usedSince).toHaveBeenCalledWith('key_1', Date.UTC(2026, 0, 1));
+    // Counted in nano-dollars: 0.01 USD = 10 000 000.
+    expect(await counters.get(`budget-usd:key_1:month:${Date.UTC(2026, 0, 1)}`)).toBe(10_000_000);
+    // The next month starts a new budget.
+    clock = Date.UTC(2026, 1, 1, 0, 0, 1);
+    await expect(limiter.admit(key)).resolves.toBeDefined();
+  });
+
+  it('with both budgets the first reached refuses', async () => {
+    const limiter = new KeyLimiter(new MemoryCounterStore(now), { now });
+    const key = record({ name: 'both', budget: { maxTokens: 1000, maxCostUsd: 1, period: 'total' } });
+    await (await limiter.admit(key)).finish(10, 1.5);
+    await expect(limiter.admit(key)).rejects.toThrow('budget exhausted: key "both" has spent $1.50 of its $1 total budget');
+    const tokens = record({ id: 'key_2', name: 'tokens first', budget: { maxTokens: 1000, maxCostUsd: 1, period: 'total' } });
+    await (await limiter.admit(tokens)).finish(1000, 0.000_002);
+    await expect(limiter.admit(tokens)).rejects.toThrow('budget exhausted: key "tokens first" has used 1000 of its 1000-token total budget');
   });
 });
 

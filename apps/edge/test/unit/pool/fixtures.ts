@@ -114,7 +114,11 @@ export function fakeStart(pick: PoolPick): RunStream & { end(): void } {
 }
 
 /** A connected agent session serving `models` (no tunnel behind it). */
-export function agentSession(agentId: string, models: Array<string | { id: string; contextLength: number }>, maxConcurrency = 4): AgentSession {
+export function agentSession(
+  agentId: string,
+  models: Array<string | { id: string; contextLength?: number; apis?: string[] }>,
+  maxConcurrency = 4,
+): AgentSession {
   const infos = models.map((model) => create(ModelInfoSchema, typeof model === 'string' ? { id: model } : model));
   return new AgentSession(create(RegisterSchema, { agentId, maxConcurrency, models: infos }), `ses_${agentId}`, new RunRegistry());
 }

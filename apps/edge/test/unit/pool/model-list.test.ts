@@ -31,16 +31,25 @@ describe('listModels (GET /v1/models)', () => {
     registry.add(agentSession('agent-2', ['served-b', 'idle']));
     const listed = listModels(pool.catalog);
     expect(listed.map((model) => model.id)).toEqual(['chat', 'gpt-4o-mini', 'served-a', 'spill', 'remote', 'served-b', 'direct-m', 'direct-only']);
-    expect(listed[0]).toEqual({ id: 'chat', created: 0, contextLength: 8192, providers: 1 });
+    expect(listed[0]).toEqual({ id: 'chat', created: 0, contextLength: 8192, providers: 1, apis: null });
     expect(listed.find((model) => model.id === 'served-b')).toEqual({
       id: 'served-b',
       created: 0,
       contextLength: null,
       providers: 2,
+      apis: null,
     });
     expect(listed.find((model) => model.id === 'remote')).toMatchObject({ providers: 1, contextLength: null });
     // `idle` is a configured group nobody serves: agent-2's served model of that name does not make it routable.
     expect(listed.map((model) => model.id)).not.toContain('idle');
+  });
+
+  it('lists the APIs the providers register for a model (their union), null when none tells', () => {
+    const { pool, registry } = setUp({ modelGroups: [{ name: 'g', targets: [{ model: 'embed' }] }] });
+    registry.add(agentSession('agent-1', [{ id: 'embed', apis: ['embeddings'] }, { id: 'gen', apis: ['completions', 'chat'] }, 'quiet']));
+    registry.add(agentSession('agent-2', [{ id: 'embed', apis: ['rerank', 'embeddings'] }]));
+    const apis = Object.fromEntries(listModels(pool.catalog).map((model) => [model.id, model.apis]));
+    expect(apis).toEqual({ g: ['embeddings', 'rerank'], embed: ['embeddings', 'rerank'], gen: ['chat', 'completions'], quiet: null });
   });
 
   it('leaves out providers that are draining or gone, and follows a reload at once', () => {

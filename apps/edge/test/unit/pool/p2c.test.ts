@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { P2cPicker, loadScore } from '../../../src/pool/p2c.js';
+import { P2cPicker, RoundRobinPicker, loadScore } from '../../../src/pool/p2c.js';
 import { provider, seededRandom } from './fixtures.js';
 
 describe('loadScore', () => {
@@ -99,5 +99,15 @@ describe('P2cPicker', () => {
         },
       ),
     );
+  });
+});
+
+describe('RoundRobinPicker', () => {
+  it('takes the eligible providers in turn, skipping the ineligible ones', () => {
+    const picker = new RoundRobinPicker();
+    const pool = ['a', 'b', 'c'].map((id) => provider(id));
+    expect([1, 2, 3, 4].map(() => picker.pick(pool)!.id)).toEqual(['a', 'b', 'c', 'a']);
+    expect([1, 2].map(() => picker.pick(pool, { exclude: new Set(['b']) })!.id)).toEqual(['a', 'c']);
+    expect(picker.pick(pool, { exclude: new Set(['a', 'b', 'c']) })).toBeUndefined();
   });
 });
