@@ -2,7 +2,7 @@
  * The passthrough chat path holds the client to the same rules as the translated paths: the same
  * 400s before any backend call, `max_completion_tokens` over `max_tokens`, and a backend error
  * chunk mid-stream is an in-band error counted as a failed request (not relayed with `[DONE]` and
- * counted as a success).
+ * counted as a success); a malformed first chunk is a failed attempt, retried before the 200.
  */
 import OpenAI from 'openai';
 import { API_KEY, metricSum, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
@@ -66,10 +66,11 @@ describe('passthrough chat completions', () => {
   });
 
   it('a backend error chunk mid-stream is an in-band error and a failed request in the metrics', async () => {
+    // After 8 chunks, past the first body frame (an error chunk in that frame is a failed attempt, retried: below).
     const response = await fetch(`${sim.url}/_sim/faults`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ fault: 'error-chunk', 'fault-after': 3, count: 1 }),
+      body: JSON.stringify({ fault: 'error-chunk', 'fault-after': 8, count: 1 }),
     });
     expect(response.status).toBe(200);
     const ok = await requestsCounted('200');
@@ -88,6 +89,35 @@ describe('passthrough chat completions', () => {
     expect(text.length).toBeGreaterThan(0);
     expect(await requestsCounted('500')).toBe(failed + 1);
     expect(await requestsCounted('200')).toBe(ok);
+  });
+
+  it('a malformed first chunk is a failed attempt, retried before the 200: the client gets the whole answer from the next one', async () => {
+    await fetch(`${sim.url}/_sim/requests`, { method: 'DELETE' });
+    const queued = await fetch(`${sim.url}/_sim/faults`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ fault: 'malformed', 'fault-after': 0, count: 1 }),
+    });
+    expect(queued.status).toBe(200);
+    const ok = await requestsCounted('200');
+    const { data: stream, response } = await openai.chat.completions
+      .create({ model: 'sim-model', messages: [{ role: 'user', content: 'hello' }], stream: true, stream_options: { include_usage: true } })
+      .withResponse();
+    expect(response.status).toBe(200);
+    let text = '';
+    let usage: OpenAI.CompletionUsage | undefined;
+    let finish: string | null | undefined;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      usage = chunk.usage ?? usage;
+    }
+    expect(finish).toBe('stop');
+    expect(usage?.completion_tokens).toBe(12);
+    expect(text.length).toBeGreaterThan(0);
+    // Two backend requests: the faulted one and its retry, both of this request.
+    expect((await simRequests(sim)).length).toBe(2);
+    expect(await requestsCounted('200')).toBe(ok + 1);
   });
 
   it('streams with include_usage end in exactly one choices:[] usage chunk the SDK iterates', async () => {

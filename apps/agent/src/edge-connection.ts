@@ -27,6 +27,18 @@ export interface EdgeConnectionOptions {
 
 const ignore = () => undefined;
 
+/**
+ * What the edge sends the agent (assignments, with request bodies up to the edge's 32 MiB limit)
+ * arrives on the Control stream: a window of 8 MiB per stream and 32 MiB for the connection lets
+ * a 30 MB assignment through in a few round trips instead of ~460 of the 64 KiB default, and the
+ * session's memory limit (MB, Node's `maxSessionMemory`: past it nghttp2 refuses new streams with
+ * ENHANCE_YOUR_CALM, the Run calls included) holds a full connection window and two bodies at the
+ * edge's default limit being written (a non-stream answer relayed whole) with room to spare.
+ */
+export const STREAM_WINDOW_BYTES = 8 * 1024 * 1024;
+export const CONNECTION_WINDOW_BYTES = 32 * 1024 * 1024;
+export const SESSION_MEMORY_MB = 128;
+
 export class EdgeConnection implements RunConnection {
   private readonly manager: Http2SessionManager;
   private readonly guarded = new WeakSet<Http2Session>();
@@ -35,7 +47,11 @@ export class EdgeConnection implements RunConnection {
     this.manager = new Http2SessionManager(
       edgeUrl,
       { pingIntervalMs: options.pingIntervalMs, pingTimeoutMs: options.pingTimeoutMs },
-      options.ca === undefined ? {} : { ca: options.ca },
+      {
+        maxSessionMemory: SESSION_MEMORY_MB,
+        settings: { initialWindowSize: STREAM_WINDOW_BYTES },
+        ...(options.ca === undefined ? {} : { ca: options.ca }),
+      },
     );
   }
 
@@ -46,6 +62,10 @@ export class EdgeConnection implements RunConnection {
     if (session !== undefined && !this.guarded.has(session)) {
       this.guarded.add(session);
       session.on('error', ignore);
+      // The connection's own window (the SETTINGS above set each stream's).
+      const widen = () => !session.destroyed && session.setLocalWindowSize(CONNECTION_WINDOW_BYTES);
+      if (session.connecting) session.once('connect', widen);
+      else widen();
     }
     return stream;
   }

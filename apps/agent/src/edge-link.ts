@@ -17,6 +17,7 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import {
   ModelInfoSchema,
+  RUN_CALL_RESET_REASON,
   RunRejectedSchema,
   sessionTag,
   type CancelRun,
@@ -269,6 +270,7 @@ export class EdgeLink {
       firstByteTimeoutMs: this.host.options.firstByteTimeoutMs,
       idleTimeoutMs: this.host.options.idleTimeoutMs,
       backendGauge: this.host.backendGauge,
+      onCallReset: () => this.rejectRun(assignment, RUN_CALL_RESET_REASON),
     });
     this.runs.set(run.runId, run);
     this.host.onLoadChanged();

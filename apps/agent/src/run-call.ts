@@ -46,6 +46,8 @@ export class RunCall {
   private settled = false;
   /** The edge has every frame up to the final one: an answer from here is no early end. */
   private allSent = false;
+  /** The edge answered the call (its HEADERS came): it has seen the run. */
+  answered = false;
   private holding = false;
   private first = true;
   private eventStream = false;
@@ -59,6 +61,7 @@ export class RunCall {
     onClosedEarly: (error: ConnectError) => void,
   ) {
     this.status = new CallStatus(stream);
+    stream.once('response', () => (this.answered = true));
     // The call is over once the edge ended its side (trailers: 'end') or the stream closed (reset,
     // lost connection): the edge may answer before the agent sent everything (it cancelled the run).
     this.outcome = new Promise<ConnectError | undefined>((resolve) => {

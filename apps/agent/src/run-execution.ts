@@ -35,6 +35,12 @@ export interface RunExecutionOptions {
   idleTimeoutMs: number;
   /** Counts the agent's open backend requests (+1 when this run asks its backend, −1 once that request is over). */
   backendGauge: BackendGauge;
+  /**
+   * The Run call could not be opened, or the transport reset it before the edge answered it (the
+   * edge may never have seen it): the link tells the edge (RunRejected `run_call_reset`), which
+   * retries the run at once instead of waiting out its accepted timeout.
+   */
+  onCallReset?: () => void;
 }
 
 /** The agent's backend requests in flight (reported in heartbeats as `backend_in_flight`). */
@@ -95,6 +101,7 @@ export class RunExecution {
         call?.abort();
         this.logger.warn({ err: error }, 'run stream failed; backend request aborted');
       }
+      if (call === undefined || !call.answered) this.options.onCallReset?.();
     } finally {
       if (!this.finished) this.cancel('Run stream ended');
     }

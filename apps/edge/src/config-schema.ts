@@ -66,6 +66,14 @@ const edgeConfigSchema = Type.Object(
     storage: STORAGE_SCHEMA,
     joinTokens: secrets(8, 'Agent join tokens. Empty = any agent may join (a warning is logged).'),
     maxBodyBytes: Type.Integer({ minimum: 1024, maximum: 1024 * 1024 * 1024, default: 32 * 1024 * 1024, description: 'Largest request body accepted, bytes.' }),
+    maxRequestBytesInFlight: Type.Integer({
+      minimum: 0,
+      maximum: 64 * 1024 * 1024 * 1024,
+      default: 64 * 1024 * 1024,
+      description:
+        'Request body bytes the edge holds at once; beyond it requests get 503 (Anthropic 529) with Retry-After. 0 = no budget; else at least maxBodyBytes. Default 64 MiB (an edge under 512 MiB resident).',
+    }),
+    bodyTimeoutMs: ms(0, 3_600_000, 30_000, 'The whole request body must arrive within this long, ms: then 408 (0 = only Node’s requestTimeout).'),
     heartbeatIntervalMs: ms(100, 600_000, 5_000, 'Agents heartbeat this often; one silent for 3 intervals is dropped, ms.'),
     runAcceptedTimeoutMs: ms(100, 600_000, 5_000, 'Longest wait for an agent to accept an assigned run, ms.'),
     firstByteTimeoutMs: ms(0, 3_600_000, 120_000, "Streamed backend requests: longest wait for the first body byte, ms (0 = the agent's own default)."),
@@ -128,6 +136,7 @@ const edgeConfigSchema = Type.Object(
       { additionalProperties: false, default: {} },
     ),
     adminKeys: secrets(16, 'Admin API keys for /admin, distinct from client keys.'),
+    consoleSessionTtlMs: ms(60_000, 7 * 86_400_000, 8 * 3_600_000, 'A web console login lasts this long, ms.'),
     shutdownDeadlineMs: ms(0, 3_600_000, 10_000, 'On SIGTERM, longest wait for in-flight streams, ms.'),
     heapGrowthPercent: HEAP_GROWTH_PERCENT_SCHEMA,
     startupGraceMs: ms(0, 3_600_000, 15_000, 'After start, a model no agent serves yet is a 503 with Retry-After (agents reconnecting), not a 404, ms.'),

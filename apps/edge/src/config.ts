@@ -50,6 +50,26 @@ export interface EdgeConfig {
   joinTokens: string[];
   /** Largest request body accepted, bytes (default 32 MiB, Anthropic's limit). */
   maxBodyBytes: number;
+  /**
+   * The edge-wide budget of request body bytes held at once (http/body-budget.ts): a request
+   * whose body would exceed it gets 503 (Anthropic 529) with `Retry-After`, decided from its
+   * `Content-Length` before the body is read. 0 = no budget. Default 64 MiB, two bodies at the
+   * 32 MiB limit: a body costs the edge several times its size while it is held (the bytes, their
+   * text for JSON.parse, the parsed object, the backend's copy, garbage not yet collected), and
+   * the refused ones are read and dropped meanwhile. Measured with 20 concurrent 30 MB requests
+   * (test/integration/edge-body-budget.test.ts): peak resident 307 MiB at 64 MiB, 552 MiB at
+   * 128 MiB, so the default keeps an edge under 512 MiB, the smallest memory limit it is deployed
+   * with. Must be 0 or at least `maxBodyBytes`.
+   */
+  maxRequestBytesInFlight: number;
+  /**
+   * The whole request body must arrive within this long of the edge starting to read it (after
+   * the headers and the key check), ms: then 408 in the client's dialect and the connection is
+   * closed. Default 30 s: a body at the 32 MiB limit needs ~9 Mbit/s to make it, a typical
+   * request (well under 1 MB) a few hundred kbit/s, while a stalled client holds a connection
+   * and its partial body for 30 s instead of Node's 120 s `requestTimeout`.
+   */
+  bodyTimeoutMs: number;
   /** How often agents send heartbeats, ms; an agent silent for 3 intervals is dropped. */
   heartbeatIntervalMs: number;
   /** Run accepted: longest wait for an agent to acknowledge an assigned run (its ACCEPTED frame), ms. Not retried on the same agent. */
@@ -114,6 +134,8 @@ export interface EdgeConfig {
    * accepted on `/v1`, and a key may not be both. Empty = the admin API refuses every call.
    */
   adminKeys: string[];
+  /** A web console login (`/console`) lasts this long from the login, ms. Default 8 h. */
+  consoleSessionTtlMs: number;
   /** Graceful shutdown (SIGTERM): longest wait for in-flight streams before they are ended with an error, ms. */
   shutdownDeadlineMs: number;
   /** Old generation's limit after a full collection, percent over the live heap; 0 = V8's adaptive factor. Applied at start (`applyHeapGrowth`, @iop/core). Default 30. */
@@ -164,6 +186,11 @@ function crossCheck(config: EdgeConfig, schemaProblems: readonly string[]): stri
   if (clean('responsesStore') && config.responsesStore.maxResponseBytes > config.responsesStore.maxTotalBytes) {
     problems.push(
       `responsesStore.maxResponseBytes (${config.responsesStore.maxResponseBytes}) must not exceed responsesStore.maxTotalBytes (${config.responsesStore.maxTotalBytes})`,
+    );
+  }
+  if (clean('maxRequestBytesInFlight') && clean('maxBodyBytes') && config.maxRequestBytesInFlight > 0 && config.maxRequestBytesInFlight < config.maxBodyBytes) {
+    problems.push(
+      `maxRequestBytesInFlight (${config.maxRequestBytesInFlight}) must be 0 (no budget) or at least maxBodyBytes (${config.maxBodyBytes}): a body at the limit could never be read`,
     );
   }
   if (clean('adminKeys') && clean('apiKeys') && config.adminKeys.some((key) => config.apiKeys.includes(key)))

@@ -7,6 +7,8 @@ import type { RunRegistry } from './tunnel/run-registry.js';
 import type { GateRegistry } from './gate/gate-registry.js';
 import type { PoolSnapshot, ProviderPool } from './pool/provider-pool.js';
 import type { SharedState } from './storage/shared-state.js';
+import type { InFlightRequests } from './http/in-flight-requests.js';
+import type { BodyBudget } from './http/body-budget.js';
 
 export interface EdgeContext {
   config: EdgeConfig;
@@ -21,6 +23,10 @@ export interface EdgeContext {
   poolSnapshot(): PoolSnapshot;
   /** A bounded metric label for a client's model name: its group, a served model, else "unknown". */
   knownModel(model: string): string;
+  /** The inference requests being served now (`GET /admin/requests`). */
+  requests: InFlightRequests;
   /** Keys, limits, the usage ledger and the stores behind them (storage/shared-state.ts); absent in bare test contexts. */
   state?: SharedState;
+  /** The edge-wide budget of request bytes in flight (`maxRequestBytesInFlight`); absent in bare test contexts. */
+  bodyBudget?: BodyBudget;
 }

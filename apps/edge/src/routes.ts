@@ -18,13 +18,14 @@ import { mountResponsesRetrieval, responsesInferenceRoute } from './http/respons
 import { RouteTable, type RouteEntry } from './http/route-table.js';
 import type { ResponseStore } from './responses-store/index.js';
 import { PASSTHROUGH_API_ENDPOINTS } from './passthrough-apis/routes.js';
+import { guardedStore, type GuardedResponseStore } from './responses-store/guarded-store.js';
 
 export interface DialectRegistration {
   dialect: Dialect;
   /** A stateful dialect's inference hooks (Responses: stored history prepended, the result stored). */
-  hooks?: (edge: EdgeContext, store: ResponseStore) => Pick<InferenceRoute, 'prepare' | 'onResult'>;
+  hooks?: (edge: EdgeContext, store: GuardedResponseStore) => Pick<InferenceRoute, 'prepare' | 'onResult'>;
   /** Routes of the dialect beyond its endpoints that need the edge's state (Responses retrieval). */
-  mount?: (app: Express, store: ResponseStore) => void;
+  mount?: (app: Express, store: GuardedResponseStore) => void;
 }
 
 /** The registry. The order matters only where two dialects declare one endpoint (`GET /v1/models`): the first answers failures there. */
@@ -60,7 +61,9 @@ function handlerFor(edge: EdgeContext, dialect: Dialect, endpoint: DialectEndpoi
   }
 }
 
-export function buildDialectRoutes(edge: EdgeContext, store: ResponseStore, registrations: readonly DialectRegistration[] = DIALECTS): DialectRoutes {
+export function buildDialectRoutes(edge: EdgeContext, responses: ResponseStore, registrations: readonly DialectRegistration[] = DIALECTS): DialectRoutes {
+  // Store outages become 503s with Retry-After, and refuse the next store before it runs.
+  const store = guardedStore(responses, edge.logger);
   const entries: Array<RouteEntry<EndpointHandler>> = [];
   const roots = new Set<string>();
   for (const { dialect, hooks } of registrations) {

@@ -6,6 +6,7 @@
  * `reload()` applies a new config's reloadable settings (admin/config-reload.ts).
  */
 import http from 'node:http';
+import type { Express } from 'express';
 import type http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
@@ -33,6 +34,10 @@ import { ConfigError } from './config.js';
 import { IopError, sleep } from '@iop/core';
 import { applyConfigReload, mountAdmin, type ReloadResult } from './admin/index.js';
 import { recordsOfConfigKeys } from './keys/config-keys.js';
+import { ConsoleSessions } from './console/console-sessions.js';
+import { mountConsole } from './console/console-routes.js';
+import { InFlightRequests } from './http/in-flight-requests.js';
+import { BodyBudget } from './http/body-budget.js';
 import { ResponsesSocketServer } from './responses-socket/socket-server.js';
 
 export interface RunningEdge {
@@ -110,6 +115,8 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     pool,
     poolSnapshot: () => pool.snapshot(),
     knownModel,
+    requests: new InFlightRequests(),
+    bodyBudget: new BodyBudget(config.maxRequestBytesInFlight, metrics.registry),
   };
   if (config.apiKeys.length === 0) logger.warn('no API keys configured: the HTTP API accepts every request');
   if (config.joinTokens.length === 0) logger.warn('no join tokens configured: any agent may join the pool');
@@ -118,11 +125,27 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   context.state = state;
   const store = state.responses;
   const routes = buildDialectRoutes(context, store);
-  const allRoutes = { ...routes, extra: [...routes.extra, mountAdmin] };
+  // One session store for the console's login and the admin API's cookie check.
+  const consoleSessions = new ConsoleSessions(() => context.config.consoleSessionTtlMs);
+  const allRoutes = {
+    ...routes,
+    extra: [
+      ...routes.extra,
+      (app: Express, edge: EdgeContext) => mountConsole(app, edge, consoleSessions),
+      (app: Express, edge: EdgeContext) => mountAdmin(app, edge, consoleSessions),
+    ],
+  };
   const app = createApp(context, allRoutes);
   // requestTimeout bounds how long a client may take to send a whole request (slow bodies), ms.
   const httpServer = http.createServer(
-    { keepAliveTimeout: 65_000, noDelay: true, requestTimeout: 120_000, headersTimeout: 30_000, ...expressServerClasses(app) },
+    {
+      keepAliveTimeout: 65_000,
+      noDelay: true,
+      // The inference bodies' own clock (bodyTimeoutMs, a 408 in the dialect) runs out first.
+      requestTimeout: Math.max(120_000, config.bodyTimeoutMs + 35_000),
+      headersTimeout: 30_000,
+      ...expressServerClasses(app),
+    },
     withInferenceFastPath(app, context, allRoutes),
   );
   // Responses over WebSocket on the same port and path (responses-socket/).
@@ -132,12 +155,10 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     // Requests Node rejects before express sees them (bad header bytes, headers too large) still
     // get a JSON error body instead of an empty one.
     if (!socket.writable) return socket.destroy();
-    const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-    const body = JSON.stringify({
-      error: { message: status === 431 ? 'request headers too large' : 'malformed HTTP request', type: 'invalid_request_error', param: null, code: null },
-    });
+    const { status, reason, message } = clientErrorOf(error.code);
+    const body = JSON.stringify({ error: { message, type: 'invalid_request_error', param: null, code: status === 408 ? 'request_timeout' : null } });
     socket.end(
-      `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     );
   });
 
@@ -171,6 +192,7 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     runs: context.runs,
     control,
     controlMaxMessageBytes: CONNECT_READ_MAX_BYTES,
+    maxBodyBytes: config.maxBodyBytes,
     fallback: adapter,
     counters: tunnelCounters,
   });
@@ -218,4 +240,11 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     return result;
   };
   return { port, tunnelPort, context, close, reload };
+}
+
+/** The answer to a request Node refused before express saw it: headers too large, too slow (Node's `requestTimeout`), or malformed. */
+function clientErrorOf(code: string | undefined): { status: number; reason: string; message: string } {
+  if (code === 'HPE_HEADER_OVERFLOW') return { status: 431, reason: 'Request Header Fields Too Large', message: 'request headers too large' };
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, reason: 'Request Timeout', message: 'the request did not arrive in time' };
+  return { status: 400, reason: 'Bad Request', message: 'malformed HTTP request' };
 }

@@ -7,8 +7,9 @@
  * no-done = half the body, error-chunk = 500, stall = no answer).
  */
 import { drawFault, resolveKnobs, sendStatusFault, type SimContext } from './chat-handler.js';
+import { sendJsonWithFault } from './json-fault.js';
 import { MID_STREAM_FAULTS, type MidStreamFault } from './chat-stream.js';
-import { resetSocket, sendError, sendJson, type Exchange } from './exchange.js';
+import { resetSocket, sendError, type Exchange } from './exchange.js';
 import type { FaultName, Knobs } from './knobs.js';
 import { parseModelName } from './model-name.js';
 import { contextLengthMessage, SimInputError } from './sim-error.js';
@@ -80,25 +81,7 @@ export function answerJsonLater(exchange: Exchange, body: string, delayMs: numbe
   if (fault === 'stall') return;
   const respond = () => {
     if (exchange.res.destroyed) return;
-    switch (fault) {
-      case 'cut':
-        resetSocket(exchange);
-        return;
-      case 'malformed':
-        sendJson(exchange, 200, body.slice(0, -2));
-        return;
-      case 'no-done':
-        exchange.record.status = 200;
-        exchange.res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-        exchange.closedByServer = true;
-        exchange.res.write(body.slice(0, body.length >> 1), () => exchange.res.socket?.destroy());
-        return;
-      case 'error-chunk':
-        sendError(exchange, 500, 'simulated fault: error during generation');
-        return;
-      default:
-        sendJson(exchange, 200, body);
-    }
+    sendJsonWithFault(exchange, body, fault);
   };
   if (delayMs <= 0) {
     respond();

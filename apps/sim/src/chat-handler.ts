@@ -8,7 +8,7 @@ import { readChatRequest, lastUserText, resolveToolCalls, type ChatRequest } fro
 import { renderChatCompletion } from './chat-response.js';
 import { ChatStream, MID_STREAM_FAULTS, type MidStreamFault, type StreamSetup } from './chat-stream.js';
 import { ChunkFramer, type StreamUsageMode } from './chunk-framer.js';
-import { resetSocket, sendError, sendJson, type Exchange } from './exchange.js';
+import { resetSocket, sendError, type Exchange } from './exchange.js';
 import type { FaultQueue } from './fault-queue.js';
 import { knobsFromHeaders, type FaultName, type Knobs } from './knobs.js';
 import { parseModelName } from './model-name.js';
@@ -20,6 +20,7 @@ import { contextLengthMessage } from './sim-error.js';
 import { countMessageTokens } from './tokenizer.js';
 import type { GpuScheduler } from './gpu-scheduler.js';
 import { respondOnGpu, streamOnGpu } from './gpu-completion.js';
+import { sendJsonWithFault } from './json-fault.js';
 
 export interface SimContext {
   models: ReadonlySet<string>;
@@ -196,11 +197,7 @@ function streamCompletion(exchange: Exchange, plan: OutputPlan, setup: StreamSet
   stream.start();
 }
 
-/**
- * The non-stream answer once generation is done. Mid-stream faults map to: cut = socket
- * destroyed, malformed = 200 with broken JSON, no-done = half the body then the socket destroyed,
- * error-chunk = 500 (stall never gets here: it never answers).
- */
+/** The non-stream answer once generation is done, with the request's mid-stream fault (json-fault.ts). */
 function respondNow(
   exchange: Exchange,
   request: ChatRequest,
@@ -211,25 +208,7 @@ function respondNow(
 ): void {
   if (exchange.res.destroyed) return;
   const body = JSON.stringify(renderChatCompletion(completionId(), Math.floor(Date.now() / 1000), request.model, plan, promptTokens, cachedTokens));
-  switch (fault) {
-    case 'cut':
-      resetSocket(exchange);
-      return;
-    case 'malformed':
-      sendJson(exchange, 200, body.slice(0, -2));
-      return;
-    case 'no-done':
-      exchange.record.status = 200;
-      exchange.res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-      exchange.closedByServer = true;
-      exchange.res.write(body.slice(0, body.length >> 1), () => exchange.res.socket?.destroy());
-      return;
-    case 'error-chunk':
-      sendError(exchange, 500, 'simulated fault: error during generation');
-      return;
-    default:
-      sendJson(exchange, 200, body);
-  }
+  sendJsonWithFault(exchange, body, fault);
 }
 
 /** Non-stream: waits as long as generation would take (`delayMs`: TTFT + ITL per further token), then answers whole. */

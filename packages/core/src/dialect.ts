@@ -126,6 +126,13 @@ export interface StreamEncoder {
    * and for every other dialect.
    */
   result(): unknown;
+  /**
+   * Optional, for a dialect whose responses are stored: settles how the stream ends and returns
+   * the complete response object without writing the terminal event, so the edge can keep it
+   * first. An `error` event pushed after it still ends the stream failed (the object could not be
+   * kept); `end()` then returns the terminal event and the trailing text.
+   */
+  settle?(): unknown;
 }
 
 /** A rendered error: HTTP status, headers and JSON body in the client's dialect. */

@@ -100,7 +100,12 @@ const STRING_FIELDS = [
   [0x2a, 'path'],
 ] as const;
 
-function encodeAssign(assignment: RunAssignment): Buffer {
+/**
+ * Encodes an assignment as one gRPC message. `split`: the body is not copied in; the result is
+ * the bytes before it, the body itself and the bytes after it (which, written in order, are the
+ * same message).
+ */
+function encodeAssign(assignment: RunAssignment, split: boolean): Buffer[] {
   const stringBytes = STRING_FIELDS.map(([, field]) => (assignment[field].length === 0 ? 0 : Buffer.byteLength(assignment[field])));
   let size = 0;
   for (const bytes of stringBytes) if (bytes > 0) size += stringFieldSize(bytes);
@@ -111,7 +116,10 @@ function encodeAssign(assignment: RunAssignment): Buffer {
   if (keyBytes > 0) size += stringFieldSize(keyBytes);
   size += uint32FieldSize(assignment.firstByteTimeoutMs) + uint32FieldSize(assignment.idleTimeoutMs);
 
-  const out = grpcMessageBuffer(1 + varintSize(size) + size);
+  const messageBytes = 1 + varintSize(size) + size;
+  const bodyBytes = split ? assignment.body.length : 0;
+  const out = grpcMessageBuffer(messageBytes - bodyBytes);
+  if (split) out.writeUInt32BE(messageBytes, 1);
   out[5] = 0x12; // EdgeMessage.assign (field 2), length-delimited
   let offset = writeVarint(out, 6, size);
   for (let index = 0; index < STRING_FIELDS.length; index++) {
@@ -119,18 +127,20 @@ function encodeAssign(assignment: RunAssignment): Buffer {
     if (stringBytes[index]! > 0) offset = writeString(out, offset, tag, assignment[field], stringBytes[index]!);
   }
   if (headers.sizes !== undefined) offset = writeMapField(out, offset, 0x32, assignment.headers, headers.sizes);
-  offset = writeBytesField(out, offset, 0x3a, assignment.body);
+  let bodyAt = -1;
+  if (split) {
+    out[offset++] = 0x3a;
+    offset = writeVarint(out, offset, bodyBytes);
+    bodyAt = offset;
+  } else offset = writeBytesField(out, offset, 0x3a, assignment.body);
   if (keyBytes > 0) offset = writeString(out, offset, 0x42, assignment.idempotencyKey, keyBytes);
   offset = writeUint32Field(out, offset, 0x48, assignment.firstByteTimeoutMs);
   writeUint32Field(out, offset, 0x50, assignment.idleTimeoutMs);
-  return out;
+  return split ? [out.subarray(0, bodyAt), asBuffer(assignment.body), out.subarray(bodyAt)] : [out];
 }
 
-/**
- * The message as one gRPC length-prefixed message (5-byte prefix, then the protobuf encoding), in
- * a single allocation: the bytes `grpcFrame(toBinary(EdgeMessageSchema, message))` gives.
- */
-export function encodeEdgeMessage(message: EdgeMessage): Buffer {
+/** Whether the fast codec encodes this message (else protobuf-es does). */
+function fastAssignment(message: EdgeMessage): RunAssignment | undefined {
   const assignment = message.message.case === 'assign' ? message.message.value : undefined;
   if (
     assignment === undefined ||
@@ -141,9 +151,30 @@ export function encodeEdgeMessage(message: EdgeMessage): Buffer {
     // Prefix keys (field 16, kv-events agents only) go through protobuf-es.
     assignment.prefixKeys.length > 0
   ) {
-    return grpcFrame(toBinary(EdgeMessageSchema, message));
+    return undefined;
   }
-  return encodeAssign(assignment);
+  return assignment;
+}
+
+/**
+ * The message as one gRPC length-prefixed message in parts, for a writer that sends a large
+ * assignment without copying its body: an assignment with a body of at least `splitBodyBytes`
+ * comes as [bytes before the body, the body (the same memory), bytes after it]; anything else as
+ * one part, `encodeEdgeMessage`'s. Written in order, the parts are `encodeEdgeMessage`'s bytes.
+ */
+export function encodeEdgeMessageParts(message: EdgeMessage, splitBodyBytes: number): Buffer[] {
+  const assignment = fastAssignment(message);
+  if (assignment === undefined) return [grpcFrame(toBinary(EdgeMessageSchema, message))];
+  return encodeAssign(assignment, assignment.body.length > 0 && assignment.body.length >= splitBodyBytes);
+}
+
+/**
+ * The message as one gRPC length-prefixed message (5-byte prefix, then the protobuf encoding), in
+ * a single allocation: the bytes `grpcFrame(toBinary(EdgeMessageSchema, message))` gives.
+ */
+export function encodeEdgeMessage(message: EdgeMessage): Buffer {
+  const assignment = fastAssignment(message);
+  return assignment === undefined ? grpcFrame(toBinary(EdgeMessageSchema, message)) : encodeAssign(assignment, false)[0]!;
 }
 
 /** RunAssignment fields 1–10 from `state.offset` to `end`; undefined for anything this codec does not read. */

@@ -30,6 +30,14 @@ export function sessionTag(sessionId: string): string {
   return `${sessionId.slice(0, 10)}…`;
 }
 
+/**
+ * `RunRejected.reason` of a run whose Run call the transport reset before the edge answered it
+ * (e.g. an HTTP/2 session refusing the stream): the edge may never have seen the call, so without
+ * this it would wait out its accepted timeout. Nothing ran on the backend that matters to the
+ * client; the edge retries the run at once (retry-policy.ts).
+ */
+export const RUN_CALL_RESET_REASON = 'run_call_reset';
+
 /** Largest ProviderTunnelFrame the edge accepts on a Run call, bytes (a BODY slice, a RESPONSE_START). */
 export const RUN_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 

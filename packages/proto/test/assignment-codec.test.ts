@@ -8,6 +8,7 @@ import {
   decodeEdgeMessage,
   edgeMessage,
   encodeEdgeMessage,
+  encodeEdgeMessageParts,
   grpcFrame,
   runAssignment,
   type RunAssignmentInit,
@@ -51,6 +52,22 @@ describe('EdgeMessage assignment codec (against protobuf-es)', () => {
         expect(encodeEdgeMessage(ours(assignment)).equals(expected)).toBe(true);
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it('encodes any assignment in parts whose concatenation is those bytes, the body as a view of its own memory', () => {
+    fc.assert(
+      fc.property(init, fc.integer({ min: 1, max: 30_000 }), (assignment, splitBodyBytes) => {
+        const message = ours(assignment);
+        const parts = encodeEdgeMessageParts(message, splitBodyBytes);
+        expect(Buffer.concat(parts).equals(grpcFrame(toBinary(EdgeMessageSchema, reference(assignment))))).toBe(true);
+        const body = (message.message.value as { body: Uint8Array }).body;
+        if (body.length >= splitBodyBytes && body.length > 0) {
+          expect(parts).toHaveLength(3);
+          expect(parts[1]!.buffer).toBe(body.buffer);
+        } else expect(parts).toHaveLength(1);
+      }),
+      { numRuns: 300 },
     );
   });
 

@@ -14,6 +14,7 @@
  *   messages are sent as they are (the file holds the whole conversation of each request).
  */
 import { readFileSync } from 'node:fs';
+import { seededRandom } from '@iop/core';
 
 export interface ChatMessage {
   role: string;
@@ -53,18 +54,6 @@ export interface SyntheticOptions {
   seed: number;
 }
 
-/** mulberry32: a small seeded generator (repeatable workloads). */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const SYLLABLES = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'ti', 'vo', 'ze', 'pa', 'qu', 'ix', 'on', 'el', 'ur', 'ba'];
 
 function words(random: () => number, count: number): string {
@@ -82,7 +71,7 @@ const between = (random: () => number, [min, max]: [number, number]) => min + Ma
 
 /** The synthetic coding-agent workload (module doc). */
 export function syntheticSessions(options: SyntheticOptions): Session[] {
-  const random = seeded(options.seed);
+  const random = seededRandom(options.seed);
   const systems = Array.from(
     { length: options.projects },
     (_, p) => `project ${p} system prompt and tools: ${words(random, between(random, options.systemTokens))}`,

@@ -5,7 +5,10 @@
  *   once and sends it `Drain` (proto/iop/v1/tunnel.proto): it finishes its in-flight runs and, with
  *   `deregister`, closes its Control stream afterwards (it leaves the pool only then).
  * - `POST /admin/agents/{id}/undrain` → takes runs again.
+ * - `GET /admin/requests` → `{ object: 'list', data: InFlightRequest[] }` (http/in-flight-requests.ts),
+ *   the inference requests this edge serves now, oldest first, each with `ageMs` and `phase`.
  * - keys (`/admin/keys…`, key-routes.ts) and usage (`/admin/usage`, usage-routes.ts).
+ * Callers authenticate with an admin key, or a web console session (admin-auth.ts).
  * `{id}` is an agent id (every session of that agent) or a session id. 404 when none matches;
  * 400 when `deregister` is not `true` or `false`.
  */
@@ -19,6 +22,7 @@ import { agentView } from './agent-view.js';
 import { sessionTag } from '@iop/proto';
 import { mountKeyRoutes } from './key-routes.js';
 import { mountUsageRoutes } from './usage-routes.js';
+import type { ConsoleSessions } from '../console/console-sessions.js';
 
 function sessionsNamed(edge: EdgeContext, id: string): AgentSession[] {
   const sessions = edge.registry.all().filter((session) => session.agentId === id);
@@ -47,7 +51,8 @@ function poolHealthByAgent(snapshot: PoolSnapshot): Map<string, Array<{ group: s
   return byAgent;
 }
 
-export function mountAdmin(app: Express, edge: EdgeContext): void {
+/** @param sessions the web console's sessions, accepted in place of an admin key (absent: admin keys only). */
+export function mountAdmin(app: Express, edge: EdgeContext, sessions?: ConsoleSessions): void {
   const views = (sessions: readonly AgentSession[]) => {
     const pool = poolHealthByAgent(edge.poolSnapshot());
     const now = Date.now();
@@ -60,10 +65,13 @@ export function mountAdmin(app: Express, edge: EdgeContext): void {
   };
   app.use(
     '/admin',
-    adminAuth(() => edge.config.adminKeys),
+    adminAuth(() => edge.config.adminKeys, sessions),
   );
   app.get('/admin/pool', (_req: Request, res: Response) => {
     res.json(edge.poolSnapshot());
+  });
+  app.get('/admin/requests', (_req: Request, res: Response) => {
+    res.json({ object: 'list', data: edge.requests.list() });
   });
   app.get('/admin/agents', (_req: Request, res: Response) => {
     res.json({ object: 'list', data: views(edge.registry.all()) });

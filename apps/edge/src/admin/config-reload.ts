@@ -7,7 +7,7 @@
  * (`pool`): model groups, aliases, targets and their weights and labels, fallbacks, queues, direct
  * providers, retry, outlier-ejection and prefix-affinity settings (see `ProviderPool.applyReload`
  * for what happens to queued waiters, runs in flight and per-group state). Everything else (listen
- * addresses and ports, TLS files, `maxBodyBytes`, `heartbeatIntervalMs`, `responsesStore`) needs a
+ * addresses and ports, TLS files, `maxBodyBytes`, `maxRequestBytesInFlight`, `bodyTimeoutMs`, `heartbeatIntervalMs`, `responsesStore`) needs a
  * restart: a change there is reported in `restartRequired` and the running value is kept.
  *
  * The swap is atomic for a request: the new gate registry and pool state are built and validated

@@ -15,7 +15,7 @@ import type { EdgeContext } from '../edge-context.js';
 import type { DialectRoutes, EndpointHandler } from '../routes.js';
 import { keyCheck } from './key-check.js';
 import { errorHandler } from './error-handler.js';
-import { rawBody } from './json-body.js';
+import { bodyLimitsOf, rawBody } from './json-body.js';
 import { EDGE_VERSION } from '../version.js';
 import { locals, requestContext } from './request-context.js';
 import { IopError } from '@iop/core';
@@ -73,7 +73,7 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
 
   const check = keyCheck(edge, (path) => routes.table.keySources(path));
   for (const root of routes.apiRoots) app.use(root, check);
-  const body = rawBody(edge.config.maxBodyBytes);
+  const body = rawBody(bodyLimitsOf(edge));
   app.use((req: Request, res: Response, next: NextFunction) => {
     let match: RouteMatch<EndpointHandler> | undefined;
     try {

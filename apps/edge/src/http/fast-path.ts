@@ -17,7 +17,7 @@ import type { EdgeContext } from '../edge-context.js';
 import type { DialectRoutes, EndpointHandler } from '../routes.js';
 import { serveEndpoint } from './app.js';
 import { errorHandler } from './error-handler.js';
-import { rawBody } from './json-body.js';
+import { bodyLimitsOf, rawBody } from './json-body.js';
 import { keyCheck } from './key-check.js';
 import { requestContext } from './request-context.js';
 import type { RouteMatch } from './route-table.js';
@@ -40,7 +40,7 @@ export function withInferenceFastPath(app: Express, edge: EdgeContext, routes: D
   const context = requestContext(edge.logger);
   const check: Middleware = keyCheck(edge, (path) => routes.table.keySources(path));
   const fail = errorHandler(routes.dialectForPath);
-  const body: Middleware = rawBody(edge.config.maxBodyBytes);
+  const body: Middleware = rawBody(bodyLimitsOf(edge));
 
   return function edgeRequest(incoming: IncomingMessage, outgoing: ServerResponse): void {
     const match = inferenceMatch(routes, incoming);

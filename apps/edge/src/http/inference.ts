@@ -25,7 +25,7 @@ import { parseJsonObject } from './json-body.js';
 import { locals, type RequestLocals } from './request-context.js';
 import { openRun } from './open-run.js';
 import { ClientGone, RequestDeadline } from './request-deadline.js';
-import { relay } from './relay.js';
+import { firstChunkFailure, relay } from './relay.js';
 import { writeNormalized } from './normalized.js';
 import { UsageRecorder } from './usage-recorder.js';
 import { otelContext } from '@iop/core';
@@ -70,6 +70,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
   async function serve(req: Request, res: Response, next: NextFunction, outcome: RequestOutcome, spanRecording: boolean): Promise<void> {
     const context = locals(res);
     const { requestId, log, startedAt } = context;
+    const tracked = edge.requests.open(requestId, route.dialect.name, context.identity?.keyId);
+    res.once('close', () => edge.requests.close(tracked));
     const affinity = edge.pool.config.affinity; // read per request: a reload may change it
     // One signal stops the request: client gone, the deadline, or a client that stopped reading.
     const abort = new RequestDeadline(edge.config.requestDeadlineMs);
@@ -111,6 +113,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       current = run;
       attempts++;
       servedModel = pick.model;
+      Object.assign(tracked, { attempts, servedModel: pick.model, agent: run.providerId });
       outcome.providerName = pick.provider.providerName;
       if (!res.headersSent) {
         res.setHeader('x-iop-agent-id', headerValue(run.providerId));
@@ -158,6 +161,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       const body = parseJsonObject(req.body);
       // The model the client named: in the body, or in the path (Gemini `models/{model}:…`).
       const askedModel = String(body.model ?? context.target?.params.model);
+      tracked.model = body.model === undefined && context.target?.params.model === undefined ? null : askedModel;
       inFlight = edge.metrics.inFlight.labels(metricLabels(askedModel));
       inFlight.inc();
       const gateHeader = req.get(GATE_HEADER);
@@ -209,6 +213,7 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
               signal: abort.signal,
               wholeBody: !peek.stream,
               ...(avoid.size === 0 ? {} : { avoid }),
+              ...(peek.stream ? { checkFirst: firstChunkFailure } : {}),
             },
             log,
             onRun,

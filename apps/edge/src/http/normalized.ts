@@ -7,7 +7,7 @@
  * released event list.
  */
 import type { Response } from 'express';
-import { IopError, errorEventOf, iopErrorOf, type Dialect, type EncodeContext, type StreamEvent } from '@iop/core';
+import { IopError, errorEventOf, iopErrorOf, toIopError, type Dialect, type EncodeContext, type StreamEncoder, type StreamEvent } from '@iop/core';
 import type { Dispatcher, GateOverrides, StreamGate } from '@iop/stream-gate';
 import { drained, endStalled } from './drained.js';
 import { stopError } from './request-deadline.js';
@@ -121,9 +121,29 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
     failure = stopped;
     write(encoder.push(errorEventOf(stopped)));
   }
+  failure = (await keepResult(encoder, options)) ?? failure;
   write(encoder.end());
-  const result = encoder.result();
-  if (result !== undefined) await options.onResult?.(result);
+  if (encoder.settle === undefined) {
+    const result = encoder.result();
+    if (result !== undefined) await options.onResult?.(result);
+  }
   res.end();
   return failure;
+}
+
+/**
+ * Keeps a stream's final response object (`onResult`, the Responses store) before its terminal
+ * event is written, so that event can tell the truth: when keeping fails, an `error` event pushed
+ * into the settled encoder ends the stream failed instead. Returns that failure.
+ */
+async function keepResult(encoder: StreamEncoder, options: NormalizedOptions): Promise<IopError | undefined> {
+  if (encoder.settle === undefined || options.onResult === undefined) return undefined;
+  try {
+    await options.onResult(encoder.settle());
+    return undefined;
+  } catch (caught) {
+    const error = toIopError(caught);
+    encoder.push(errorEventOf(error));
+    return error;
+  }
 }

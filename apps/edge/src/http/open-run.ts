@@ -69,6 +69,12 @@ export interface OpenRunRequest extends Omit<RunRequest, 'model' | 'body'> {
    * a request to a failure that a retry could hide"). The answer comes back in `answer`.
    */
   wholeBody?: boolean;
+  /**
+   * A relayed stream's check of its first body frame (relay.ts `firstChunkFailure`): the commit
+   * point is a first chunk that is well formed, so a malformed or error chunk there is a failed
+   * attempt, retried like one before the first byte, not an in-band error after a 200.
+   */
+  checkFirst?: (body: Uint8Array) => IopError | undefined;
 }
 
 export interface OpenedRun {
@@ -113,6 +119,15 @@ function statusFailure(error: IopError, start: ProviderTunnelFrame): AttemptFail
   };
 }
 
+/**
+ * The attempt failure of a first body frame `checkFirst` rejected: the backend's own error chunk
+ * counts as its status (a 4xx is the client's, not retried), anything else (a malformed chunk) as
+ * a reset stream, retried.
+ */
+function firstBodyFailure(error: IopError): AttemptFailure {
+  return error.code === 'upstream_error' ? { kind: 'reset', detail: 'malformed first chunk' } : { kind: 'status', status: error.status };
+}
+
 /** A non-stream answer read to its END (`wholeBody`). */
 export interface WholeAnswer {
   body: Buffer;
@@ -147,7 +162,7 @@ async function wholeAnswer(run: RunStream, start: ProviderTunnelFrame): Promise<
 }
 
 /** Runs one attempt up to its commit point (the first body frame, or with `wholeBody` the END); returns the opened run or the failure. */
-async function attemptOnce(run: RunStream, wholeBody: boolean): Promise<AttemptResult> {
+async function attemptOnce(run: RunStream, wholeBody: boolean, checkFirst: OpenRunRequest['checkFirst']): Promise<AttemptResult> {
   const head = await run.frames.next();
   const frame = head.done === true ? undefined : head.value;
   if (frame?.kind === FrameKind.RESPONSE_START) {
@@ -159,6 +174,8 @@ async function attemptOnce(run: RunStream, wholeBody: boolean): Promise<AttemptR
     const next = await run.frames.next();
     const first = next.done === true ? undefined : next.value;
     if (first?.kind === FrameKind.ERROR) return { error: runFailure(first), failure: failureOfRunError(first.errorCode) };
+    const rejected = first?.kind === FrameKind.BODY ? checkFirst?.(first.body) : undefined;
+    if (rejected !== undefined) return { error: rejected, failure: firstBodyFailure(rejected) };
     return { start: frame, first };
   }
   if (frame === undefined)
@@ -198,6 +215,7 @@ export async function openRun(pool: ProviderPool, request: OpenRunRequest, log: 
     wholeBody = false,
     onlyFallback = false,
     deadline,
+    checkFirst,
     ...base
   } = request;
   const attempts = given ?? pool.begin();
@@ -231,7 +249,7 @@ export async function openRun(pool: ProviderPool, request: OpenRunRequest, log: 
       attempts.record(pick.provider.id);
       onRun(run, pick);
       if (aborted(signal)) stop(run, 'request stopped');
-      const result = await attemptOnce(run, wholeBody);
+      const result = await attemptOnce(run, wholeBody, checkFirst);
       if ('start' in result && !aborted(signal)) {
         pool.report(group, ticket, 'success');
         return { run, start: result.start, first: result.first, model: pick.model, group, ...(result.answer === undefined ? {} : { answer: result.answer }) };

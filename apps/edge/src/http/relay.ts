@@ -83,6 +83,16 @@ export async function relay(handle: RunStream, start: ProviderTunnelFrame, res: 
   return undefined;
 }
 
+/**
+ * What ends a relayed stream in its first body frame, if anything: a malformed chunk or the
+ * backend's error chunk (`SseGuard`'s rules), for `openRun`'s `checkFirst`. A throwaway guard
+ * scans the frame once (a few hundred bytes, once per request); an event the frame cuts short
+ * passes here and is judged by the relay's own guard.
+ */
+export function firstChunkFailure(body: Uint8Array): IopError | undefined {
+  return new SseGuard({ includeUsage: false }).push(body).failure;
+}
+
 /** The `finish_reason` values of a whole Chat Completions body (none when it does not parse). */
 function finishReasonsOfBody(body: Buffer): string[] {
   try {

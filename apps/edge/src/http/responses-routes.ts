@@ -12,7 +12,13 @@
  * continues, is over `responsesStore.maxResponseBytes` is refused before it runs: 413
  * `request_too_large`, `param: "input"`, naming the limit and `store: false`. The store checks the
  * whole record (input, history and output) again when it writes; a record over the limit then is
- * not kept, and the failure is logged (the client already has its answer).
+ * not kept and the answer says `store: false`.
+ *
+ * Availability (docs/architecture.md "Stored Responses"): a response is reported stored only once
+ * its row exists. A request that asks to store while the store is failing gets a 503 with
+ * `Retry-After` before it runs (`GuardedResponseStore.ready`); when the write at the end fails, a
+ * non-stream answer is that 503 and a stream ends with `response.failed` (`store: false`) instead
+ * of its terminal event, which is written only after the write.
  *
  * Over a WebSocket (responses-socket/) the same route runs with the socket's dialect (events as
  * messages) and the connection's memory of its most recent response (`RecentResponse`).
@@ -23,6 +29,7 @@ import type { EdgeContext } from '../edge-context.js';
 import type { Dialect } from '@iop/core';
 import { responseRecordOf, responsesDialect, storedResponseOf, withHistory, type ResponseObject, type StoredResponse } from '../dialects.js';
 import { keepResponse, type InputItemsQuery, type ResponseStore } from '../responses-store/index.js';
+import type { GuardedResponseStore } from '../responses-store/guarded-store.js';
 import type { InferenceRoute } from './inference.js';
 import { locals, type RequestLocals } from './request-context.js';
 
@@ -77,7 +84,7 @@ export interface ResponsesRouteOptions {
 }
 
 /** The inference route: prepends stored history for `previous_response_id`, stores the result. */
-export function responsesInferenceRoute(store: ResponseStore, edge: EdgeContext, options: ResponsesRouteOptions = {}): InferenceRoute {
+export function responsesInferenceRoute(store: GuardedResponseStore, edge: EdgeContext, options: ResponsesRouteOptions = {}): InferenceRoute {
   const { recent } = options;
   return {
     dialect: options.dialect ?? responsesDialect,
@@ -86,7 +93,11 @@ export function responsesInferenceRoute(store: ResponseStore, edge: EdgeContext,
       const stored = body.store !== false;
       const maxResponseBytes = edge.config.responsesStore.maxResponseBytes;
       const inputBytes = stored ? estimateJsonBytes(body.input) : 0;
-      if (stored) refuseUnstorable(inputBytes, maxResponseBytes);
+      if (stored) {
+        refuseUnstorable(inputBytes, maxResponseBytes);
+        // A store known to be failing refuses before any work (503, Retry-After).
+        await store.ready();
+      }
       const previousId = body.previous_response_id;
       if (previousId === undefined || previousId === null) return request;
       if (typeof previousId !== 'string' || previousId.length === 0)
@@ -100,14 +111,19 @@ export function responsesInferenceRoute(store: ResponseStore, edge: EdgeContext,
       const response = result as ResponseObject;
       recent?.set(response.status === 'failed' ? undefined : responseRecordOf(request, response));
       try {
-        await keepResponse(store, storedResponseOf(request, result as ResponseObject), ownerOf(context));
+        await keepResponse(store, storedResponseOf(request, response), ownerOf(context));
       } catch (error) {
-        // A non-stream answer is sent after this: it says it was not stored (a stream's final
-        // event has left by now and keeps `store: true`; the log line says what happened).
-        (result as ResponseObject).store = false;
-        if (error instanceof IopError && error.code === 'request_too_large')
+        // Not kept: the answer says so before it leaves (a stream's terminal event is written
+        // after this, a non-stream body too), so `store: true` always means the row exists.
+        response.store = false;
+        if (error instanceof IopError && error.code === 'request_too_large') {
+          // Over the size limit: the answer stands, unstored (`store: false`).
           context.log.warn({ error: error.message }, 'response not stored: over the size limit');
-        else context.log.error({ err: error }, 'storing a response failed');
+          return;
+        }
+        context.log.error({ err: error, responseId: response.id }, 'storing a response failed');
+        // The store is down: a non-stream answer becomes this 503, a stream ends with it in band.
+        throw error;
       }
     },
   };

@@ -8,7 +8,8 @@
  *   of them, stopping before the first assistant turn, so turn 1 and turn k of one conversation
  *   get the same key (`[system, user₁]` for both `[system, user₁]` and `[system, user₁,
  *   assistant₁, user₂]`). The hash is FNV-1a (32-bit) over the messages' roles and string
- *   fields, walked in place (no JSON copy of a large system prompt), then the murmur3 finalizer
+ *   fields (the first 64 Ki characters of each, and its length), walked in place (no JSON copy of a
+ *   large system prompt), then the murmur3 finalizer
  *   so near-identical prefixes land far apart on the ring.
  * - `PrefixAffinity.pick(key, candidates)`: consistent hashing with bounded loads (Mirrokni,
  *   Thorup, Zadimoghaddam, "Consistent Hashing with Bounded Loads", SODA 2018; the algorithm
@@ -37,9 +38,17 @@ import type { RoutedProvider } from './provider.js';
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 
+/**
+ * Characters of one string fed to the hash, at most: its first 64 Ki and its length. Two
+ * strings that agree that far share that long a prefix, which is what the key is for, and a
+ * 30 MB prompt no longer costs half a second of the event loop (it did, for every such request).
+ */
+const FEED_MAX_CHARS = 64 * 1024;
+
 function feed(hash: number, text: string): number {
   let h = hash;
-  for (let i = 0; i < text.length; i++) {
+  const end = Math.min(text.length, FEED_MAX_CHARS);
+  for (let i = 0; i < end; i++) {
     h ^= text.charCodeAt(i);
     h = Math.imul(h, FNV_PRIME);
   }

@@ -20,7 +20,9 @@
  * Delay: full-jitter exponential backoff, `random() × min(maxBackoffMs, baseBackoffMs × 2^(r−1))`
  * for the r-th retry (AWS Architecture Blog, "Exponential Backoff and Jitter", 2015); on the same
  * provider "equal jitter" instead, `ceiling/2 + random() × ceiling/2`, so it is never asked again at
- * once. A 429 or 503 without `Retry-After` retried on the same provider backs off from
+ * once. A call the transport reset before the agent accepted the run (`isResetBeforeAccepted`)
+ * is retried at once, without backoff, on another provider or the same one. A 429 or 503
+ * without `Retry-After` retried on the same provider backs off from
  * `overloadBackoffBaseMs` (hundreds of ms) instead of `baseBackoffMs`: a rate-limited or
  * overloaded server is not asked again within tens of milliseconds. A timeout (the run was not
  * accepted, or no first byte came) is never retried on the same provider: the client would wait
@@ -97,6 +99,7 @@ export function failureOfRunError(code: string): AttemptFailure {
       return { kind: 'connect_failed' };
     case 'agent_disconnected':
     case 'backend_reset':
+    case 'run_call_reset':
       return { kind: 'reset', detail: code };
     case 'run_rejected':
     case 'at_capacity':
@@ -107,6 +110,16 @@ export function failureOfRunError(code: string): AttemptFailure {
     default:
       return { kind: 'no_response', detail: code || 'unknown' };
   }
+}
+
+/**
+ * Whether the failure is the transport resetting the run's call before the agent accepted it
+ * (`run_call_reset`, tunnel RunRejected): the run never started, the provider is not at fault
+ * (an HTTP/2 session refusing a stream under memory pressure), so it is retried at once — on
+ * another provider, or the same one — with no backoff.
+ */
+export function isResetBeforeAccepted(failure: AttemptFailure): boolean {
+  return failure.kind === 'reset' && failure.detail === 'run_call_reset';
 }
 
 /** Whether the failure is the prompt not fitting the model's context (`context_length_exceeded`). */
@@ -215,7 +228,7 @@ export class RetryPolicy {
     if (sameProvider && failure.kind === 'timeout') return { action: 'fail', reason: `${failure.detail ?? 'timeout'} is not retried on the same provider` };
     const overloaded = failure.kind === 'status' && (failure.status === 429 || failure.status === 503) && retryAfterMs === undefined;
     const baseMs = sameProvider && overloaded ? Math.max(this.config.baseBackoffMs, this.config.overloadBackoffBaseMs ?? 500) : this.config.baseBackoffMs;
-    const delayMs = Math.max(retryAfterMs ?? 0, this.backoffMs(attempts.count, sameProvider, baseMs));
+    const delayMs = isResetBeforeAccepted(failure) ? 0 : Math.max(retryAfterMs ?? 0, this.backoffMs(attempts.count, sameProvider, baseMs));
     if (options.remainingMs !== undefined && delayMs >= options.remainingMs)
       return { action: 'fail', reason: `${what}; a retry after ${delayMs} ms would pass the request deadline` };
     if (!this.budget.tryRetry()) return { action: 'fail', reason: `${what}; the pool's retry budget is spent`, budgetExhausted: true };

@@ -35,6 +35,7 @@ import { keyCheck } from '../http/key-check.js';
 import { requestContext, locals } from '../http/request-context.js';
 import { responsesInferenceRoute } from '../http/responses-routes.js';
 import type { ResponseStore } from '../responses-store/index.js';
+import { guardedStore } from '../responses-store/guarded-store.js';
 import { parseClientEvent } from './client-events.js';
 import { errorEvent, SocketResponse } from './socket-response.js';
 
@@ -80,7 +81,7 @@ export class SocketConnection {
     // Each response gets its own request id (the ledger's key): the upgrade's x-request-id is not reused.
     const { 'x-request-id': _id, 'content-length': _length, ...headers } = options.upgrade.headers;
     this.headers = headers;
-    this.route = responsesInferenceRoute(options.store, edge, {
+    this.route = responsesInferenceRoute(guardedStore(options.store, edge.logger), edge, {
       dialect: SOCKET_DIALECT,
       recent: {
         get: (id) => (this.recent?.id === id ? this.recent : undefined),

@@ -10,6 +10,7 @@ import { AsyncQueue } from '@iop/core';
 import { providerNameOf, weightOfLabels, type PoolProvider } from '../pool/provider.js';
 import type { RunRequest, RunStream } from '../pool/run-stream.js';
 import { traceTunnelRun } from '../telemetry/request-tracing.js';
+import { LARGE_ASSIGNMENT_BYTES, LargeAssignments } from './large-assignments.js';
 
 export interface AgentLoad {
   /** Runs in flight as the agent last reported. */
@@ -50,6 +51,8 @@ export class AgentSession implements PoolProvider {
   readonly connectedAt = Date.now();
   /** Messages to the agent, consumed by the Control stream's response. */
   readonly outbound = new AsyncQueue<EdgeMessage>(Number.POSITIVE_INFINITY);
+  /** Assignments with large bodies, written one at a time (large-assignments.ts). */
+  private readonly large = new LargeAssignments((message) => this.send(message));
   /** Runs the edge has assigned and not yet seen finish. */
   inFlight = 0;
   /**
@@ -167,10 +170,21 @@ export class AgentSession implements PoolProvider {
     if (reason === 'at_capacity') this.othersInFlight = Math.max(this.othersInFlight, this.maxConcurrency - this.inFlight);
   }
 
-  assign(assignment: RunAssignment): void {
+  /**
+   * Queues an assignment. A large one (large-assignments.ts) waits its turn; `onSent` is called
+   * once it has been written.
+   */
+  assign(assignment: RunAssignment, onSent?: () => void): void {
     this.inFlight++;
     this.totalRuns++;
-    this.send(edgeMessage({ case: 'assign', value: assignment }));
+    const message = edgeMessage({ case: 'assign', value: assignment });
+    if (assignment.body.length >= LARGE_ASSIGNMENT_BYTES) this.large.add(assignment.runId, message, assignment.body.length, onSent ?? noop);
+    else this.send(message);
+  }
+
+  /** The accepted-clock allowance of an assignment of `bodyBytes` queued now (large-assignments.ts), ms. */
+  queueAllowanceMs(bodyBytes: number): number {
+    return bodyBytes >= LARGE_ASSIGNMENT_BYTES ? this.large.allowanceMs(bodyBytes) : 0;
   }
 
   /** Called once per assigned run when it ends, however it ends. */
@@ -179,6 +193,8 @@ export class AgentSession implements PoolProvider {
   }
 
   cancel(runId: string, reason: string): void {
+    // A large assignment not yet on the stream is dropped: the agent never hears of the run.
+    if (this.large.drop(runId)) return;
     this.send(edgeMessage({ case: 'cancel', value: create(CancelRunSchema, { runId, reason }) }));
   }
 
@@ -199,3 +215,5 @@ export class AgentSession implements PoolProvider {
     this.outbound.close();
   }
 }
+
+function noop(): void {}

@@ -12,8 +12,9 @@
  * Register, DEADLINE_EXCEEDED when Register is late, ALREADY_EXISTS for a live agent id).
  * UNIMPLEMENTED for a compressed message, RESOURCE_EXHAUSTED for one over `maxMessageBytes`,
  * INTERNAL for one that does not decode or a stream that ends inside a message. Messages written
- * in one tick leave in one socket write; a slow agent holds the writes (drain), and its
- * messages are read no faster than the call consumes them (HTTP/2 flow control).
+ * in one tick leave in one socket write; a large one (over `WRITE_SLICE_BYTES`) in slices, each
+ * once the last has left; a slow agent holds the writes (drain), and its messages are read no
+ * faster than the call consumes them (HTTP/2 flow control).
  */
 import { once } from 'node:events';
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
@@ -25,7 +26,7 @@ import {
   CONTROL_PATH,
   GrpcMessageError,
   GrpcMessageReader,
-  encodeEdgeMessage,
+  encodeEdgeMessageParts,
   type AgentMessage,
   type EdgeMessage,
   type GrpcMessage,
@@ -35,6 +36,30 @@ import type { ControlHandler } from './tunnel-service.js';
 
 /** Agent messages read ahead of the call's logic before the stream is paused. */
 const READ_AHEAD_MESSAGES = 64;
+
+/**
+ * A message larger than this (an assignment with a large request body) is written in slices of
+ * this size, each once the previous one has left (HTTP/2 flow control lets it through), never
+ * whole: Node counts a stream's unsent bytes in its session's memory (`maxSessionMemory`), and a
+ * 30 MB assignment written at once made the session refuse the agent's next stream — the run's own
+ * Run call — with ENHANCE_YOUR_CALM. The body is not copied into the message: it is written from
+ * the request's bytes (`encodeEdgeMessageParts`), in slices that are views of them.
+ */
+export const WRITE_SLICE_BYTES = 1024 * 1024;
+
+/** Writes `parts` slice by slice, each after the previous one completed; false when the stream closed first. */
+async function writeSliced(stream: ServerHttp2Stream, parts: readonly Buffer[], closed: Promise<unknown>): Promise<boolean> {
+  stream.uncork(); // the slices leave now, not with the rest of the tick's messages
+  for (const bytes of parts) {
+    for (let offset = 0; offset < bytes.length; offset += WRITE_SLICE_BYTES) {
+      if (stream.destroyed) return false;
+      const slice = bytes.subarray(offset, offset + WRITE_SLICE_BYTES);
+      const written = new Promise<boolean>((resolve) => stream.write(slice, (error) => resolve(error === undefined || error === null)));
+      if (!(await Promise.race([written, closed.then(() => false)]))) return false;
+    }
+  }
+  return true;
+}
 
 /** True for a gRPC (not Connect, not gRPC-Web) Control call. */
 export function isGrpcControl(path: string | undefined, headers: IncomingHttpHeaders): boolean {
@@ -123,7 +148,12 @@ async function answer(
         stream.cork();
         process.nextTick(uncork);
       }
-      if (!stream.write(encodeEdgeMessage(message))) await Promise.race([once(stream, 'drain'), (closed ??= once(stream, 'close'))]);
+      // A large assignment in parts: its body is written from the request's own bytes, not copied.
+      const parts = encodeEdgeMessageParts(message, WRITE_SLICE_BYTES);
+      closed ??= once(stream, 'close');
+      if (parts.length > 1) {
+        if (!(await writeSliced(stream, parts, closed))) break;
+      } else if (!stream.write(parts[0])) await Promise.race([once(stream, 'drain'), closed]);
     }
     finish(0);
   } catch (error) {

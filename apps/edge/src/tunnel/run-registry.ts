@@ -19,7 +19,7 @@
  */
 import { newId } from '@iop/core';
 import { FrameKind, errorFrame } from '@iop/backend';
-import { runAssignment, type ProviderTunnelFrame } from '@iop/proto';
+import { RUN_CALL_RESET_REASON, runAssignment, type ProviderTunnelFrame } from '@iop/proto';
 import { AsyncQueue } from '@iop/core';
 import type { RunRequest, RunStream } from '../pool/run-stream.js';
 import { KV_EVENTS_CAPABILITY, keysToMap } from '../pool/prefix-keys.js';
@@ -29,7 +29,7 @@ import type { AgentSession } from './agent-session.js';
 export { FrameKind };
 
 /** Error codes of synthesized ERROR frames (the agent's own codes pass through unchanged). */
-export type TunnelErrorCode = 'agent_disconnected' | 'run_rejected' | 'run_accepted_timeout' | 'first_byte_timeout' | 'edge_shutdown';
+export type TunnelErrorCode = 'agent_disconnected' | 'run_rejected' | 'run_call_reset' | 'run_accepted_timeout' | 'first_byte_timeout' | 'edge_shutdown';
 
 /** A run on a tunnelled agent: its frames as the agent's Run call delivers them, and its clocks. */
 export class RunHandle implements RunStream {
@@ -38,6 +38,7 @@ export class RunHandle implements RunStream {
   attached = false;
   /** The agent accepted the run (ACCEPTED or any first frame). */
   accepted = false;
+  private acceptedTimeoutMs = 0;
   /** Called once when the edge ended the run itself (timeout, cancel), given by `RunRegistry.attach`: the Run stream handler closes the run's stream. */
   private onCancelled: (() => void) | undefined;
   private finished = false;
@@ -66,12 +67,32 @@ export class RunHandle implements RunStream {
     this.onCancelled = onCancelled;
   }
 
-  /** Arms the accepted clock now and the first-byte clock for when the agent accepts. */
-  armTimeouts(acceptedTimeoutMs: number, firstByteTimeoutMs: number): void {
+  /**
+   * Arms the accepted clock now and the first-byte clock for when the agent accepts.
+   * @param queueAllowanceMs added to the accepted clock until the assignment is `sent()` (a large
+   *   one waiting its turn on the Control stream: large-assignments.ts)
+   */
+  armTimeouts(acceptedTimeoutMs: number, firstByteTimeoutMs: number, queueAllowanceMs = 0): void {
     this.firstByteTimeoutMs = firstByteTimeoutMs;
+    this.acceptedTimeoutMs = acceptedTimeoutMs;
+    this.armAccepted(queueAllowanceMs);
+  }
+
+  /**
+   * The assignment has left the edge (a large one takes a while: write-receipts.ts): the accepted
+   * clock starts again from now, so it measures the agent and not the edge's write queue.
+   */
+  sent(): void {
+    if (this.accepted || this.finished) return;
+    clearTimeout(this.timer);
+    this.armAccepted();
+  }
+
+  private armAccepted(queueAllowanceMs = 0): void {
+    const acceptedTimeoutMs = this.acceptedTimeoutMs;
     this.timer = setTimeout(() => {
       if (!this.accepted) this.failWith('run_accepted_timeout', `agent ${this.session.agentId} did not accept the run within ${acceptedTimeoutMs} ms`);
-    }, acceptedTimeoutMs);
+    }, acceptedTimeoutMs + queueAllowanceMs);
     this.timer.unref();
   }
 
@@ -152,7 +173,7 @@ export class RunRegistry {
     const runId = newId('run_');
     const handle = new RunHandle(runId, session, this.onFinish);
     this.runs.set(runId, handle);
-    handle.armTimeouts(request.acceptedTimeoutMs, request.firstByteTimeoutMs ?? 0);
+    handle.armTimeouts(request.acceptedTimeoutMs, request.firstByteTimeoutMs ?? 0, session.queueAllowanceMs(request.body.length));
     session.assign(
       runAssignment({
         runId,
@@ -169,6 +190,7 @@ export class RunRegistry {
           ? { prefixKeys: keysToMap(request.prefixKeys).map((entry) => ({ key: BigInt(entry.key), messages: entry.messages })) }
           : {}),
       }),
+      () => handle.sent(),
     );
     return handle;
   }
@@ -184,8 +206,12 @@ export class RunRegistry {
     return handle;
   }
 
+  /** The agent refused the run (RunRejected); a Run call reset before the edge saw it fails as `run_call_reset` (retried at once), and only before ACCEPTED. */
   reject(runId: string, reason: string): void {
-    this.runs.get(runId)?.failWith('run_rejected', reason, true);
+    const handle = this.runs.get(runId);
+    if (handle === undefined) return;
+    if (reason !== RUN_CALL_RESET_REASON) handle.failWith('run_rejected', reason, true);
+    else if (!handle.accepted) handle.failWith('run_call_reset', `the run's call to the agent was reset before the agent accepted it`, true);
   }
 
   /**

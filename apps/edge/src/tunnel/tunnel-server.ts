@@ -34,6 +34,8 @@ export interface TunnelServerOptions {
   control: ControlHandler;
   /** Largest Control message read, bytes. */
   controlMaxMessageBytes: number;
+  /** Largest request body (`maxBodyBytes`): an assignment carries one, so the sessions are sized for it. */
+  maxBodyBytes: number;
   /** Serves every stream that is not a gRPC Run or Control call (connect-node's adapter). */
   fallback: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void;
   counters?: TunnelCounters | undefined;
@@ -53,16 +55,31 @@ function readPem(file: string, setting: 'tunnel.tlsCertFile (--tls-cert, IOP_TLS
   }
 }
 
+/**
+ * The tunnel sessions' memory limit (Node's `maxSessionMemory`, in MB), sized for the body
+ * limit: Node counts a session's unsent bytes and nghttp2's buffers against it and, past it,
+ * refuses every new stream with ENHANCE_YOUR_CALM — with its 10 MB default one 15 MB assignment
+ * in flight made the edge refuse the run's own Run call. Two bodies at the limit (an assignment
+ * written whole by the Connect-protocol Control path, plus one being read) and 16 MB of headroom:
+ * 80 MB for the 32 MiB default. A limit, not an allocation; the raw gRPC Control path writes
+ * large assignments in slices (control-stream-handler.ts), so it holds far less.
+ */
+export function tunnelSessionMemoryMb(maxBodyBytes: number): number {
+  return Math.max(10, 2 * Math.ceil(maxBodyBytes / (1024 * 1024)) + 16);
+}
+
 export function createTunnelServer(options: TunnelServerOptions): http2.Http2Server | http2.Http2SecureServer {
   const { guard, registry, runs } = options;
   const fallback = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
     if (guard.admitStream(req.stream.session, req.stream)) options.fallback(req, res);
   };
+  const sessionOptions = { maxSessionMemory: tunnelSessionMemoryMb(options.maxBodyBytes) };
   const server =
     options.tls === undefined
-      ? http2.createServer({}, fallback)
+      ? http2.createServer(sessionOptions, fallback)
       : http2.createSecureServer(
           {
+            ...sessionOptions,
             cert: readPem(options.tls.certFile, 'tunnel.tlsCertFile (--tls-cert, IOP_TLS_CERT)'),
             key: readPem(options.tls.keyFile, 'tunnel.tlsKeyFile (--tls-key, IOP_TLS_KEY)'),
             ...guard.tlsOptions(),

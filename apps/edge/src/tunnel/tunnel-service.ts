@@ -24,6 +24,7 @@ import type { Http2Session } from 'node:http2';
 import { RegisteredSchema, TunnelService, edgeMessage, type AgentMessage, type EdgeMessage, type ResidencyReport, sessionTag } from '@iop/proto';
 import type { Logger } from 'pino';
 import { AgentSession } from './agent-session.js';
+import { written } from './large-assignments.js';
 import { AgentIdentities, TUNNEL_CONNECTION } from './agent-identity.js';
 import type { ConnectionGuard } from './connection-guard.js';
 import type { RunRegistry } from './run-registry.js';
@@ -180,7 +181,11 @@ export function controlHandler(options: TunnelServiceOptions): ControlHandler {
       }
     })();
     try {
-      yield* session.outbound;
+      // The writer asks for the next message once it has written this one: a large assignment's receipt.
+      for await (const message of session.outbound) {
+        yield message;
+        written(message);
+      }
     } finally {
       clearInterval(livenessTimer);
       end('control stream ended');

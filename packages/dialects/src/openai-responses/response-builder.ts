@@ -68,6 +68,7 @@ export class ResponseBuilder {
   private readonly tracker: OutputTracker;
   private started = false;
   private ended = false;
+  private settled = false;
   private outcome: Outcome | undefined;
   private usage: Usage | undefined;
 
@@ -87,6 +88,15 @@ export class ResponseBuilder {
 
   push(event: StreamEvent): void {
     if (this.ended) return;
+    if (this.settled) {
+      // Settled: only a failure to keep the response changes how it ends.
+      if (event.type === 'error') {
+        const { type: _type, ...error } = event;
+        this.outcome = { kind: 'error', ...error };
+        this.applyOutcome();
+      }
+      return;
+    }
     this.start();
     if (event.type === 'usage') {
       this.usage = event.usage;
@@ -116,27 +126,48 @@ export class ResponseBuilder {
     }
   }
 
-  /** Emits the terminal lifecycle event (a stream with no terminal event fails). Idempotent. */
-  end(): void {
-    if (this.ended) return;
+  /**
+   * Settles how the response ends without emitting its terminal event: `status`, `error` or
+   * `incomplete_details`, `usage`, `completed_at` and `output_text` are final (a stream with no
+   * terminal event fails). An `error` event pushed afterwards still fails it (the Responses store
+   * could not keep it); `end()` then emits the terminal event. Idempotent; returns the Response.
+   */
+  settle(): ResponseObject {
+    if (this.settled) return this.response;
     this.start();
-    this.ended = true;
+    this.settled = true;
     if (this.outcome === undefined) {
       this.outcome = { kind: 'error', code: 'upstream_error', message: 'the model stream ended without a finish reason' };
       this.tracker.closeAll('incomplete');
     }
+    this.applyOutcome();
+    return this.response;
+  }
+
+  /** Emits the terminal lifecycle event (settling first when `settle()` has not run). Idempotent. */
+  end(): void {
+    if (this.ended) return;
+    this.settle();
+    this.ended = true;
+    // `output_text` is the SDK's convenience on the object, not a field of the wire event.
+    const { output_text: _sdkOnly, ...response } = this.response;
+    const type = response.status === 'failed' ? 'response.failed' : response.status === 'completed' ? 'response.completed' : 'response.incomplete';
+    this.emit({ type, response: response as ResponseObject });
+  }
+
+  private applyOutcome(): void {
     const response = this.response;
+    const outcome = this.outcome!;
     response.usage = toResponsesUsage(this.usage);
     response.completed_at = Math.floor(Date.now() / 1000);
-    if (this.outcome.kind === 'error') {
+    if (outcome.kind === 'error') {
       response.status = 'failed';
-      response.error = { code: responseErrorCode(this.outcome.code), message: this.outcome.message };
-      this.emit({ type: 'response.failed', response });
+      response.error = { code: responseErrorCode(outcome.code), message: outcome.message };
+      response.incomplete_details = null;
     } else {
-      const terminal = statusOfFinish(this.outcome.event.reason);
+      const terminal = statusOfFinish(outcome.event.reason);
       response.status = terminal.status;
       response.incomplete_details = terminal.incompleteDetails;
-      this.emit({ type: terminal.status === 'completed' ? 'response.completed' : 'response.incomplete', response });
     }
     response.output_text = outputTextOf(response.output);
   }

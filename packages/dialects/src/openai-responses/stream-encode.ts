@@ -2,7 +2,8 @@
  * Hub events → Responses SSE (docs/protocols.md "Responses stream"): every event framed as `event: <type>` +
  * `data: <json>`, with `sequence_number` from 0 in steps of 1. The grammar itself is
  * `ResponseBuilder`'s and `OutputTracker`'s. No `[DONE]`: the stream ends after the terminal
- * event. After `end()`, `result()` gives the final Response object (for the response store).
+ * event. `settle()` gives the final Response object before its terminal event is written (for the
+ * response store), `result()` after `end()`.
  *
  * With `'lines'` framing the same events come as JSON lines (one event's JSON and `\n` each; JSON
  * text never holds a raw newline): Responses over a WebSocket sends each line as one text
@@ -38,6 +39,15 @@ export class ResponsesStreamEncoder implements StreamEncoder {
     this.builder.end();
     this.ended = true;
     return this.take();
+  }
+
+  /**
+   * Settles the stream's outcome and returns the final Response without writing its terminal
+   * event (StreamEncoder.settle): the edge keeps it in the Responses store first, and pushes an
+   * `error` event when that fails, so the terminal event it then writes (`end()`) tells the truth.
+   */
+  settle(): ResponseObject {
+    return this.builder.settle();
   }
 
   /** The final Response (with `output_text`), once `end()` has run; undefined before. */

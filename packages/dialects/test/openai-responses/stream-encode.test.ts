@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import type { StreamEvent } from '@iop/core';
 import { createResponsesLinesEncoder, encodeResponsesResponse, openAIResponses } from '../../src/openai-responses/index.js';
-import { checkGrammar, contextFor, encode, viaSdk } from './helpers.js';
+import { checkGrammar, contextFor, encode, parseFrames, viaSdk } from './helpers.js';
+import type { ResponseObject } from '../../src/openai-responses/wire-types.js';
 
 const start: StreamEvent = { type: 'response-start', id: 'chatcmpl-1', model: 'Qwen/Qwen3-8B', created: 1764500000 };
 const usage: StreamEvent = { type: 'usage', usage: { inputTokens: 12, outputTokens: 5, cachedInputTokens: 8, reasoningTokens: 2 } };
@@ -235,6 +236,40 @@ describe('Responses stream encoder', () => {
     expect(encoder.result()).toBeUndefined();
     encoder.end();
     expect(encoder.result()).toMatchObject({ status: 'completed', output_text: '' });
+  });
+
+  it('settles the final Response before its terminal event, which an error pushed then turns into response.failed', async () => {
+    const encoder = openAIResponses.createStreamEncoder(contextFor());
+    let sse = encoder.push(start) + encoder.push({ type: 'text-delta', text: 'Hi' }) + encoder.push({ type: 'finish', reason: 'stop', raw: 'stop' });
+    const settled = encoder.settle!() as { status: string; output_text: string; id: string; store: boolean };
+    expect(settled).toMatchObject({ status: 'completed', output_text: 'Hi' });
+    expect(parseFrames(sse).map((frame) => frame.data.type)).not.toContain('response.completed');
+    settled.store = false;
+    expect(encoder.push({ type: 'error', code: 'no_capacity', message: 'store down' })).toBe('');
+    sse += encoder.end();
+    const last = checkGrammar(sse).at(-1)!.data as unknown as { type: string; response: ResponseObject };
+    expect(last.type).toBe('response.failed');
+    expect(last.response).toMatchObject({ id: settled.id, status: 'failed', store: false, incomplete_details: null });
+    expect(last.response.error?.message).toBe('store down');
+    expect(last.response).not.toHaveProperty('output_text');
+    const { final } = await viaSdk(sse);
+    expect(final.status).toBe('failed');
+  });
+
+  it('writes the same stream whether or not settle() ran first', () => {
+    const events: StreamEvent[] = [start, { type: 'text-delta', text: 'Hi' }, { type: 'finish', reason: 'length', raw: 'length' }, usage];
+    const plain = encode(events).sse;
+    const encoder = openAIResponses.createStreamEncoder(contextFor());
+    let settledSse = '';
+    for (const event of events) settledSse += encoder.push(event);
+    encoder.settle!();
+    settledSse += encoder.end();
+    const strip = (sse: string) => parseFrames(sse).map((frame) => [frame.data.type, frame.data.sequence_number]);
+    expect(strip(settledSse)).toEqual(strip(plain));
+    expect(parseFrames(settledSse).at(-1)!.data).toMatchObject({
+      type: 'response.incomplete',
+      response: { status: 'incomplete', usage: { input_tokens: 12 } },
+    });
   });
 });
 

@@ -83,6 +83,21 @@ describe('RetryPolicy.decide', () => {
     expect(setup(() => 0).policy.backoffMs(10, true)).toBe(1000);
   });
 
+  it('retries a Run call reset before the agent accepted the run at once, on the same provider too; other resets back off', () => {
+    const { policy } = setup(() => 0.999);
+    const attempts = policy.begin();
+    attempts.record('a');
+    const reset = failureOfRunError('run_call_reset');
+    expect(reset).toEqual({ kind: 'reset', detail: 'run_call_reset' });
+    expect(policy.decide(attempts, reset, { sameProvider: true })).toEqual({
+      action: 'retry',
+      delayMs: 0,
+      reason: 'reset on attempt 1; retried on the same provider',
+    });
+    expect(policy.decide(attempts, reset)).toMatchObject({ action: 'retry', delayMs: 0 });
+    expect(policy.decide(attempts, failureOfRunError('backend_reset'), { sameProvider: true })).toMatchObject({ action: 'retry', delayMs: 49 });
+  });
+
   it('waits a 503’s Retry-After before asking the same provider again', () => {
     const { policy } = setup(() => 0.5);
     const attempts = policy.begin();

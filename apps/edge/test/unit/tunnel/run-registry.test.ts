@@ -3,6 +3,7 @@ import { ProviderTunnelFrameSchema, RegisterSchema } from '@iop/proto';
 import { AgentSession } from '../../../src/tunnel/agent-session.js';
 import type { RunRequest } from '../../../src/pool/run-stream.js';
 import { FrameKind, RunRegistry } from '../../../src/tunnel/run-registry.js';
+import { written } from '../../../src/tunnel/large-assignments.js';
 
 const request: RunRequest = {
   requestId: 'req-1',
@@ -80,6 +81,38 @@ describe('RunHandle clocks and cancellation', () => {
     expect(cancels).toEqual([{ runId: dropped.runId, reason: 'client disconnected' }]);
     expect(closed).toBe(1);
     expect(session.inFlight).toBe(0);
+  });
+
+  it('a Run call reset before ACCEPTED (RunRejected run_call_reset) fails the run at once as run_call_reset; after ACCEPTED it is ignored', async () => {
+    const { session, runs } = setup();
+    const reset = runs.start(session, request);
+    runs.reject(reset.runId, 'run_call_reset');
+    expect((await drain(reset)).map((f) => [f.kind, f.errorCode])).toEqual([[FrameKind.ERROR, 'run_call_reset']]);
+    const accepted = runs.start(session, request);
+    void accepted.deliver(frame(accepted.runId, FrameKind.ACCEPTED));
+    runs.reject(accepted.runId, 'run_call_reset');
+    expect(accepted.isFinished).toBe(false);
+    accepted.cancel('done');
+  });
+
+  it('a large assignment: the accepted clock allows for the queue, then starts again once it has been written', () => {
+    const { session, runs } = setup();
+    const sent: unknown[] = [];
+    session.send = (message) => void sent.push(message);
+    const body = Buffer.alloc(2 * 1024 * 1024);
+    const first = runs.start(session, { ...request, body });
+    const second = runs.start(session, { ...request, body });
+    // One large assignment on the stream at a time.
+    expect(sent).toHaveLength(1);
+    // 1000 ms + the queue at 1 MB/s: past 1000 ms neither has failed.
+    jest.advanceTimersByTime(1500);
+    expect(first.isFinished || second.isFinished).toBe(false);
+    written(sent[0] as never);
+    expect(sent).toHaveLength(2);
+    jest.advanceTimersByTime(1001);
+    expect(first.isFinished).toBe(true);
+    expect(second.isFinished).toBe(false);
+    second.cancel('done');
   });
 
   it('a rejected run or a lost session is not cancelled back at the agent', () => {

@@ -1,0 +1,2 @@
+/** Style sheets imported for esbuild to bundle (build.mjs). */
+declare module '*.css';
