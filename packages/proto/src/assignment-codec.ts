@@ -10,7 +10,8 @@
  * `encodeEdgeMessage(message)` is byte-identical to `grpcFrame(toBinary(EdgeMessageSchema, message))`
  * and `decodeEdgeMessage(bytes)` equals `fromBinary(EdgeMessageSchema, bytes)`
  * (test/assignment-codec.test.ts checks both for arbitrary messages). Anything else (another case,
- * unknown fields, a field repeated, non-ASCII text on decode, prefix keys) goes through protobuf-es.
+ * unknown fields, a field repeated, non-ASCII text on decode, prefix keys on decode) goes through
+ * protobuf-es.
  */
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import { EdgeMessageSchema, PrefixKeySchema, RunAssignmentSchema, type EdgeMessage, type PrefixKey, type RunAssignment } from './gen/iop/v1/tunnel_pb.js';
@@ -100,12 +101,42 @@ const STRING_FIELDS = [
   [0x2a, 'path'],
 ] as const;
 
+/** Varint bytes of a safe integer (up to 53 bits). */
+function varintSize53(value: number): number {
+  let bytes = 1;
+  for (let rest = value; rest >= 0x80; rest = Math.floor(rest / 0x80)) bytes++;
+  return bytes;
+}
+
+function writeVarint53(out: Buffer, offset: number, value: number): number {
+  let rest = value;
+  while (rest > 0x7f) {
+    out[offset++] = (rest % 0x80) | 0x80;
+    rest = Math.floor(rest / 0x80);
+  }
+  out[offset++] = rest;
+  return offset;
+}
+
+/** Encoded size of each PrefixKey (field 16) without its tag and length; undefined for a key over 53 bits or a count that is not a uint32. */
+function prefixKeySizes(keys: readonly PrefixKey[]): number[] | undefined {
+  const sizes: number[] = [];
+  for (const entry of keys) {
+    if (entry.key > MAX_SAFE_KEY || entry.key < 0n || !isPlainUint32(entry.messages) || hasUnknown(entry)) return undefined;
+    const key = Number(entry.key);
+    sizes.push((key === 0 ? 0 : 1 + varintSize53(key)) + uint32FieldSize(entry.messages));
+  }
+  return sizes;
+}
+
+const MAX_SAFE_KEY = BigInt(Number.MAX_SAFE_INTEGER);
+
 /**
  * Encodes an assignment as one gRPC message. `split`: the body is not copied in; the result is
  * the bytes before it, the body itself and the bytes after it (which, written in order, are the
  * same message).
  */
-function encodeAssign(assignment: RunAssignment, split: boolean): Buffer[] {
+function encodeAssign(assignment: RunAssignment, split: boolean, prefixSizes: readonly number[]): Buffer[] {
   const stringBytes = STRING_FIELDS.map(([, field]) => (assignment[field].length === 0 ? 0 : Buffer.byteLength(assignment[field])));
   let size = 0;
   for (const bytes of stringBytes) if (bytes > 0) size += stringFieldSize(bytes);
@@ -115,6 +146,7 @@ function encodeAssign(assignment: RunAssignment, split: boolean): Buffer[] {
   const keyBytes = assignment.idempotencyKey.length === 0 ? 0 : Buffer.byteLength(assignment.idempotencyKey);
   if (keyBytes > 0) size += stringFieldSize(keyBytes);
   size += uint32FieldSize(assignment.firstByteTimeoutMs) + uint32FieldSize(assignment.idleTimeoutMs);
+  for (const inner of prefixSizes) size += 2 + varintSize(inner) + inner; // field 16: a two-byte tag
 
   const messageBytes = 1 + varintSize(size) + size;
   const bodyBytes = split ? assignment.body.length : 0;
@@ -135,25 +167,36 @@ function encodeAssign(assignment: RunAssignment, split: boolean): Buffer[] {
   } else offset = writeBytesField(out, offset, 0x3a, assignment.body);
   if (keyBytes > 0) offset = writeString(out, offset, 0x42, assignment.idempotencyKey, keyBytes);
   offset = writeUint32Field(out, offset, 0x48, assignment.firstByteTimeoutMs);
-  writeUint32Field(out, offset, 0x50, assignment.idleTimeoutMs);
+  offset = writeUint32Field(out, offset, 0x50, assignment.idleTimeoutMs);
+  assignment.prefixKeys.forEach((entry, index) => {
+    out[offset++] = 0x82; // RunAssignment.prefix_keys (field 16), length-delimited
+    out[offset++] = 0x01;
+    offset = writeVarint(out, offset, prefixSizes[index]!);
+    if (entry.key !== 0n) {
+      out[offset++] = 0x08;
+      offset = writeVarint53(out, offset, Number(entry.key));
+    }
+    offset = writeUint32Field(out, offset, 0x10, entry.messages);
+  });
   return split ? [out.subarray(0, bodyAt), asBuffer(assignment.body), out.subarray(bodyAt)] : [out];
 }
 
-/** Whether the fast codec encodes this message (else protobuf-es does). */
-function fastAssignment(message: EdgeMessage): RunAssignment | undefined {
+const NO_PREFIX_KEYS: readonly number[] = [];
+
+/** The assignment and its prefix keys' sizes when the fast codec encodes this message (else protobuf-es does). */
+function fastAssignment(message: EdgeMessage): { assignment: RunAssignment; prefixSizes: readonly number[] } | undefined {
   const assignment = message.message.case === 'assign' ? message.message.value : undefined;
   if (
     assignment === undefined ||
     hasUnknown(message) ||
     hasUnknown(assignment) ||
     !isPlainUint32(assignment.firstByteTimeoutMs) ||
-    !isPlainUint32(assignment.idleTimeoutMs) ||
-    // Prefix keys (field 16, kv-events agents only) go through protobuf-es.
-    assignment.prefixKeys.length > 0
+    !isPlainUint32(assignment.idleTimeoutMs)
   ) {
     return undefined;
   }
-  return assignment;
+  const prefixSizes = assignment.prefixKeys.length === 0 ? NO_PREFIX_KEYS : prefixKeySizes(assignment.prefixKeys);
+  return prefixSizes === undefined ? undefined : { assignment, prefixSizes };
 }
 
 /**
@@ -163,9 +206,10 @@ function fastAssignment(message: EdgeMessage): RunAssignment | undefined {
  * one part, `encodeEdgeMessage`'s. Written in order, the parts are `encodeEdgeMessage`'s bytes.
  */
 export function encodeEdgeMessageParts(message: EdgeMessage, splitBodyBytes: number): Buffer[] {
-  const assignment = fastAssignment(message);
-  if (assignment === undefined) return [grpcFrame(toBinary(EdgeMessageSchema, message))];
-  return encodeAssign(assignment, assignment.body.length > 0 && assignment.body.length >= splitBodyBytes);
+  const fast = fastAssignment(message);
+  if (fast === undefined) return [grpcFrame(toBinary(EdgeMessageSchema, message))];
+  const { assignment, prefixSizes } = fast;
+  return encodeAssign(assignment, assignment.body.length > 0 && assignment.body.length >= splitBodyBytes, prefixSizes);
 }
 
 /**
@@ -173,8 +217,8 @@ export function encodeEdgeMessageParts(message: EdgeMessage, splitBodyBytes: num
  * a single allocation: the bytes `grpcFrame(toBinary(EdgeMessageSchema, message))` gives.
  */
 export function encodeEdgeMessage(message: EdgeMessage): Buffer {
-  const assignment = fastAssignment(message);
-  return assignment === undefined ? grpcFrame(toBinary(EdgeMessageSchema, message)) : encodeAssign(assignment, false)[0]!;
+  const fast = fastAssignment(message);
+  return fast === undefined ? grpcFrame(toBinary(EdgeMessageSchema, message)) : encodeAssign(fast.assignment, false, fast.prefixSizes)[0]!;
 }
 
 /** RunAssignment fields 1–10 from `state.offset` to `end`; undefined for anything this codec does not read. */
