@@ -129,9 +129,8 @@ export class Router {
       )?.provider;
       this.options.metrics.residencyPicks.inc({ group: group.name, result: chosen === undefined ? 'fallback' : 'resident' });
     }
-    if (chosen !== undefined) {
-      // the cached prefix decided
-    } else if (options.affinityKey !== undefined && this.options.catalog.config.affinity.enabled) {
+    if (chosen !== undefined) return { provider: chosen, model: candidates.targets.get(chosen)!.model };
+    if (options.affinityKey !== undefined && this.options.catalog.config.affinity.enabled) {
       chosen = state.affinity.pick(options.affinityKey, candidates.providers, pickOptions);
     } else {
       const providers = group.targets.length > 1 ? this.drawTarget(candidates, pickOptions) : candidates.providers;
