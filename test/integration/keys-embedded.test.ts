@@ -111,7 +111,7 @@ it('a stream that ends with an in-band error is an error in the ledger, not a 20
   const fault = await fetch(`${sim.url}/_sim/faults`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ fault: 'error-chunk', 'fault-after': 3, count: 1 }),
+    body: JSON.stringify({ fault: 'error-chunk', 'fault-after': 8, 'itl-ms': 20, count: 1 }),
   });
   expect(fault.status).toBe(200);
   const stream = await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], stream: true });

@@ -16,7 +16,6 @@
  * once the last has left; a slow agent holds the writes (drain), and its messages are read no
  * faster than the call consumes them (HTTP/2 flow control).
  */
-import { once } from 'node:events';
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import { fromBinary } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
@@ -150,10 +149,12 @@ async function answer(
       }
       // A large assignment in parts: its body is written from the request's own bytes, not copied.
       const parts = encodeEdgeMessageParts(message, WRITE_SLICE_BYTES);
-      closed ??= once(stream, 'close');
+      // Never-rejecting waits: `events.once` rejects when the stream emits 'error' (the agent's
+      // session closed with GOAWAY), and a rejection nobody awaits any more ended the process.
+      closed ??= new Promise((resolve) => stream.once('close', resolve));
       if (parts.length > 1) {
         if (!(await writeSliced(stream, parts, closed))) break;
-      } else if (!stream.write(parts[0])) await Promise.race([once(stream, 'drain'), closed]);
+      } else if (!stream.write(parts[0])) await Promise.race([new Promise((resolve) => stream.once('drain', resolve)), closed]);
     }
     finish(0);
   } catch (error) {
