@@ -57,8 +57,8 @@ function feed(hash: number, text: string): number {
   return Math.imul(h, FNV_PRIME);
 }
 
-/** murmur3 fmix32: full avalanche over the FNV state. */
-function finalize(hash: number): number {
+/** murmur3 fmix32: full avalanche over the FNV state (prefix-keys.ts's too). */
+export function finalize(hash: number): number {
   let h = hash;
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);

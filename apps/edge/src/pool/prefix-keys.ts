@@ -16,6 +16,7 @@
  * Chat body walked in place) give the same keys for a plain text conversation.
  */
 import type { InferenceRequest, Message, ToolDefinition } from '@iop/core';
+import { finalize as fmix } from './prefix-affinity.js';
 
 /** The capability an agent registers with when it reports residency (it then gets `keysToMap` in each assignment). */
 export const KV_EVENTS_CAPABILITY = 'kv-events';
@@ -72,17 +73,6 @@ class Lanes {
   key(): number {
     return (fmix(this.high) & 0x1fffff) * 0x100000000 + fmix(this.low);
   }
-}
-
-/** murmur3 fmix32. */
-function fmix(hash: number): number {
-  let h = hash;
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
 }
 
 /** Collects the key at each boundary, keeping the first and the last `MAX_PREFIX_KEYS - 1`. */
