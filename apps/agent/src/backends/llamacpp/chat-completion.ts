@@ -98,7 +98,8 @@ function streamResponse(generation: ChatGeneration): BackendResponse {
 }
 
 /** Adds `x-iop-warnings` (what the request asked for that this backend cannot do); the edge passes it on. */
-function withWarnings(headers: Record<string, string>, warnings: readonly string[]): Record<string, string> {
+/** `headers` with `x-iop-warnings` when there are warnings (chat and text completions alike). */
+export function withWarnings(headers: Record<string, string>, warnings: readonly string[]): Record<string, string> {
   return warnings.length === 0 ? headers : { ...headers, 'x-iop-warnings': warnings.join('; ') };
 }
 
@@ -136,7 +137,8 @@ async function generate(generation: ChatGeneration, onText: (text: string) => vo
   }
 }
 
-function usageOf(outcome: Outcome): object {
+/** OpenAI's `usage` of a generation (chat and text completions alike). */
+export function usageOf(outcome: Pick<Outcome, 'promptTokens' | 'completionTokens'>): object {
   return {
     prompt_tokens: outcome.promptTokens,
     completion_tokens: outcome.completionTokens,

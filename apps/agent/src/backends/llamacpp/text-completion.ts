@@ -20,6 +20,7 @@ import type { BackendResponse } from '../backend.js';
 import type { CompletionParams } from './completion-request.js';
 import type { LlamaContextSequence, LlamaModel, NodeLlamaCpp, Token } from './library.js';
 import { StopScanner } from './stop-scanner.js';
+import { usageOf, withWarnings } from './chat-completion.js';
 
 export interface TextGeneration {
   library: NodeLlamaCpp;
@@ -60,10 +61,6 @@ export function generateTextCompletion(generation: TextGeneration): BackendRespo
   return generation.params.stream ? streamResponse(generation) : jsonResponse(generation);
 }
 
-function headers(base: Record<string, string>, warnings: readonly string[]): Record<string, string> {
-  return warnings.length === 0 ? base : { ...base, 'x-iop-warnings': warnings.join('; ') };
-}
-
 function jsonResponse(generation: TextGeneration): BackendResponse {
   const { params } = generation;
   const body = (async function* () {
@@ -79,7 +76,7 @@ function jsonResponse(generation: TextGeneration): BackendResponse {
       }),
     );
   })();
-  return { status: 200, headers: headers({ 'content-type': 'application/json; charset=utf-8' }, params.warnings), body };
+  return { status: 200, headers: withWarnings({ 'content-type': 'application/json; charset=utf-8' }, params.warnings), body };
 }
 
 function streamResponse(generation: TextGeneration): BackendResponse {
@@ -107,7 +104,7 @@ function streamResponse(generation: TextGeneration): BackendResponse {
       queue.push(Buffer.from(SSE_DONE));
       queue.close();
     });
-  return { status: 200, headers: headers({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, params.warnings), body: queue };
+  return { status: 200, headers: withWarnings({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, params.warnings), body: queue };
 }
 
 /** Generates every choice in turn; `onText(index, text, finish?)` hears each piece and each choice's end. */
@@ -192,12 +189,4 @@ async function generateOne(
   } finally {
     completion.dispose();
   }
-}
-
-function usageOf(outcome: Outcome): object {
-  return {
-    prompt_tokens: outcome.promptTokens,
-    completion_tokens: outcome.completionTokens,
-    total_tokens: outcome.promptTokens + outcome.completionTokens,
-  };
 }
