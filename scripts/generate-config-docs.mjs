@@ -45,7 +45,9 @@ function section(title, command, bindings) {
     for (const binding of rows) {
       const { flags, envs } = names(binding);
       const kind = KIND[binding.kind] ? ` (${KIND[binding.kind]})` : '';
-      lines.push(`| \`${binding.field}\` | ${flags} | ${envs} | ${cell(defaultOf(binding))} | ${cell(binding.description)}${kind} |`);
+      lines.push(
+        `| \`${binding.field}\` | ${flags} | ${envs} | ${cell(defaultOf(binding))} | ${cell(binding.description)}${kind} |`,
+      );
     }
     lines.push('');
   }

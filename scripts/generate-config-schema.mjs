@@ -9,6 +9,7 @@ const require = createRequire(import.meta.url);
 const { edgeJsonSchema } = require('../apps/edge/dist/config-schema.js');
 const { agentJsonSchema } = require('../apps/agent/dist/options.js');
 
-const write = (name, schema) => writeFileSync(new URL(`../schema/${name}`, import.meta.url), `${JSON.stringify(schema, null, 2)}\n`);
+const write = (name, schema) =>
+  writeFileSync(new URL(`../schema/${name}`, import.meta.url), `${JSON.stringify(schema, null, 2)}\n`);
 write('iop-edge.schema.json', edgeJsonSchema());
 write('iop-agent.schema.json', agentJsonSchema());

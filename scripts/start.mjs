@@ -11,7 +11,8 @@ import { parseArgs } from 'node:util';
 import path from 'node:path';
 import readline from 'node:readline';
 
-const USAGE = 'usage: npm start -- [--port N] [--tunnel-port N] [--model path.gguf|hf:owner/repo/file.gguf] [--once] [--skip-build]';
+const USAGE =
+  'usage: npm start -- [--port N] [--tunnel-port N] [--model path.gguf|hf:owner/repo/file.gguf] [--once] [--skip-build]';
 let flags;
 try {
   ({ values: flags } = parseArgs({
@@ -54,10 +55,14 @@ const children = [];
 if (flags['skip-build'] !== true) {
   console.log('[1/4] building (turbo; cached packages are skipped)…');
   const started = Date.now();
-  const build = spawnSync(process.execPath, [path.join(root, 'node_modules/turbo/bin/turbo'), 'run', 'build', '--output-logs=errors-only'], {
-    cwd: root,
-    stdio: 'inherit',
-  });
+  const build = spawnSync(
+    process.execPath,
+    [path.join(root, 'node_modules/turbo/bin/turbo'), 'run', 'build', '--output-logs=errors-only'],
+    {
+      cwd: root,
+      stdio: 'inherit',
+    },
+  );
   if (build.status !== 0) {
     console.error(`start: the build failed (exit ${build.status}); see the errors above`);
     process.exit(1);
@@ -85,7 +90,8 @@ function start(name, script, args, env) {
         json = { msg: line };
       }
       if (json.event === 'ready') return resolve(json);
-      if (json.level >= 40 || process.env.IOP_VERBOSE) console.log(`[${name}] ${json.msg}${json.err ? `: ${json.err.message}` : ''}`);
+      if (json.level >= 40 || process.env.IOP_VERBOSE)
+        console.log(`[${name}] ${json.msg}${json.err ? `: ${json.err.message}` : ''}`);
       if (json.msg === 'agent starting')
         console.log(
           `      agent: ${json.backend} backend, model ${json.modelFile ?? json.model ?? '?'}, ${json.threads ?? '?'} threads, GPU ${json.gpu === false ? 'none' : json.gpu}, max concurrency ${json.maxConcurrency}, /healthz and /metrics on :${json.metricsPort ?? '-'}`,
@@ -110,12 +116,25 @@ try {
     IOP_LOG_FORMAT: 'json',
   });
   console.log(`      edge: http://127.0.0.1:${port}/v1 (tunnel :${tunnelPort})`);
-  const args = ['--edge', `http://127.0.0.1:${tunnelPort}`, '--join-token', joinToken, '--agent-id', 'local-agent', '--backend', 'llamacpp'];
+  const args = [
+    '--edge',
+    `http://127.0.0.1:${tunnelPort}`,
+    '--join-token',
+    joinToken,
+    '--agent-id',
+    'local-agent',
+    '--backend',
+    'llamacpp',
+  ];
   if (modelFlag) args.push('--model', modelFlag);
-  console.log(`[3/4] starting the agent (loading ${modelFlag ?? 'the default model stories260K.gguf'}; a model not found locally is downloaded once)…`);
+  console.log(
+    `[3/4] starting the agent (loading ${modelFlag ?? 'the default model stories260K.gguf'}; a model not found locally is downloaded once)…`,
+  );
   await start('agent', 'apps/agent/dist/main.js', args, { IOP_LOG_FORMAT: 'json' });
   console.log('[4/4] sending a request through the edge…');
-  const models = await (await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: `Bearer ${apiKey}` } })).json();
+  const models = await (
+    await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: `Bearer ${apiKey}` } })
+  ).json();
   const model = models.data[0]?.id;
   console.log(`      agent registered, serving: ${models.data.map((m) => m.id).join(', ')}`);
 
@@ -141,13 +160,16 @@ try {
   });
   for await (const chunk of stream) {
     process.stdout.write(chunk.choices[0]?.delta.content ?? '');
-    if (chunk.usage) console.log(`\n[usage] prompt ${chunk.usage.prompt_tokens}, completion ${chunk.usage.completion_tokens} tokens`);
+    if (chunk.usage)
+      console.log(`\n[usage] prompt ${chunk.usage.prompt_tokens}, completion ${chunk.usage.completion_tokens} tokens`);
   }
   if (once) {
     stopAll();
     process.exit(0);
   }
-  console.log(`\niop is running: OPENAI_BASE_URL=http://127.0.0.1:${port}/v1 OPENAI_API_KEY=${apiKey}. Ctrl-C stops it.`);
+  console.log(
+    `\niop is running: OPENAI_BASE_URL=http://127.0.0.1:${port}/v1 OPENAI_API_KEY=${apiKey}. Ctrl-C stops it.`,
+  );
 } catch (error) {
   console.error(`start failed: ${error.message}`);
   stopAll();

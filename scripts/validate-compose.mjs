@@ -41,7 +41,8 @@ export function readEnvFile(path) {
   return env;
 }
 
-const VARIABLE = /\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])((?:[^{}]|\{[^{}]*\})*))?\}|([A-Za-z_][A-Za-z0-9_]*))/g;
+const VARIABLE =
+  /\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])((?:[^{}]|\{[^{}]*\})*))?\}|([A-Za-z_][A-Za-z0-9_]*))/g;
 
 /** Interpolates one string; pushes a message onto `errors` for each missing required variable. */
 export function interpolate(text, env, errors, where) {
@@ -79,7 +80,8 @@ function interpolateTree(node, env, errors, where) {
   if (Array.isArray(node)) return node.map((item, index) => interpolateTree(item, env, errors, `${where}[${index}]`));
   if (node !== null && typeof node === 'object') {
     const out = {};
-    for (const [key, value] of Object.entries(node)) out[key] = interpolateTree(value, env, errors, where === '' ? key : `${where}.${key}`);
+    for (const [key, value] of Object.entries(node))
+      out[key] = interpolateTree(value, env, errors, where === '' ? key : `${where}.${key}`);
     return out;
   }
   return node;
@@ -90,7 +92,8 @@ export function enabledServices(model, profiles) {
   const enabled = new Set();
   for (const [name, service] of Object.entries(model.services ?? {})) {
     const own = service?.profiles ?? [];
-    if (own.length === 0 || own.some((profile) => profiles.includes(profile) || profiles.includes('*'))) enabled.add(name);
+    if (own.length === 0 || own.some((profile) => profiles.includes(profile) || profiles.includes('*')))
+      enabled.add(name);
   }
   return enabled;
 }
@@ -104,23 +107,28 @@ function checkReferences(model, enabled, errors) {
     for (const dependency of dependsOn) {
       const required = Array.isArray(service.depends_on) || service.depends_on[dependency]?.required !== false;
       if (!(dependency in (model.services ?? {}))) errors.push(`services.${name}.depends_on: no service ${dependency}`);
-      else if (required && !enabled.has(dependency)) errors.push(`services.${name}.depends_on: ${dependency} is not enabled by these profiles`);
+      else if (required && !enabled.has(dependency))
+        errors.push(`services.${name}.depends_on: ${dependency} is not enabled by these profiles`);
     }
     for (const from of service.volumes_from ?? []) {
       const target = String(from).split(':')[0];
-      if (!String(from).startsWith('container:') && !enabled.has(target)) errors.push(`services.${name}.volumes_from: ${target} is not an enabled service`);
+      if (!String(from).startsWith('container:') && !enabled.has(target))
+        errors.push(`services.${name}.volumes_from: ${target} is not an enabled service`);
     }
     const mode = service.network_mode;
     if (typeof mode === 'string' && mode.startsWith('service:') && !enabled.has(mode.slice(8)))
       errors.push(`services.${name}.network_mode: ${mode.slice(8)} is not an enabled service`);
     for (const volume of service.volumes ?? []) {
-      const source = typeof volume === 'string' ? volume.split(':')[0] : volume.type === 'volume' ? volume.source : undefined;
+      const source =
+        typeof volume === 'string' ? volume.split(':')[0] : volume.type === 'volume' ? volume.source : undefined;
       if (source === undefined || source === '' || /^[./~]/.test(source) || source.startsWith('/')) continue;
       if (typeof volume === 'string' && !volume.includes(':')) continue; // anonymous volume
-      if (!volumes.has(source)) errors.push(`services.${name}.volumes: named volume ${source} is not declared under volumes`);
+      if (!volumes.has(source))
+        errors.push(`services.${name}.volumes: named volume ${source} is not declared under volumes`);
     }
     const serviceNetworks = Array.isArray(service.networks) ? service.networks : Object.keys(service.networks ?? {});
-    for (const network of serviceNetworks) if (!networks.has(network)) errors.push(`services.${name}.networks: ${network} is not declared under networks`);
+    for (const network of serviceNetworks)
+      if (!networks.has(network)) errors.push(`services.${name}.networks: ${network} is not declared under networks`);
   }
   if (enabled.size === 0) errors.push('no service is enabled by these profiles');
 }

@@ -74,10 +74,14 @@ function stage(withOperatorFiles, dir = mkdtempSync(path.join(tmpdir(), 'iop-k8s
       const folder = path.join(dir, 'deploy/k8s/overlays', name);
       for (const file of readdirSync(folder)) {
         if (file.endsWith('.env.example'))
-          writeFileSync(path.join(folder, file.slice(0, -'.example'.length)), exampleValues(readFileSync(path.join(folder, file), 'utf8')));
+          writeFileSync(
+            path.join(folder, file.slice(0, -'.example'.length)),
+            exampleValues(readFileSync(path.join(folder, file), 'utf8')),
+          );
       }
       const kustomization = readFileSync(path.join(folder, 'kustomization.yaml'), 'utf8');
-      for (const [file, text] of Object.entries(OPERATOR_FILES)) if (kustomization.includes(file)) writeFileSync(path.join(folder, file), text);
+      for (const [file, text] of Object.entries(OPERATOR_FILES))
+        if (kustomization.includes(file)) writeFileSync(path.join(folder, file), text);
     }
   }
   return { deploy: path.join(dir, 'deploy'), cleanup: () => rmSync(dir, { recursive: true, force: true }) };
@@ -96,7 +100,8 @@ export function renderOverlay(name) {
   const { deploy, cleanup } = stage(true);
   try {
     const result = kustomize(path.join(deploy, 'k8s/overlays', name));
-    if (result.status !== 0) throw new Error(`${name}: kubectl kustomize failed: ${result.stderr.trim() || result.error?.message}`);
+    if (result.status !== 0)
+      throw new Error(`${name}: kubectl kustomize failed: ${result.stderr.trim() || result.error?.message}`);
     return parseAllDocuments(result.stdout).map((document) => document.toJS());
   } finally {
     cleanup();
@@ -131,14 +136,17 @@ function modelOf(apiVersion, kind) {
 /** Schema problems of one object (empty when valid). */
 export function schemaProblems(object) {
   const where = `${object?.kind ?? '?'}/${object?.metadata?.name ?? '?'}`;
-  if (typeof object?.apiVersion !== 'string' || typeof object?.kind !== 'string') return [`${where}: no apiVersion or kind`];
+  if (typeof object?.apiVersion !== 'string' || typeof object?.kind !== 'string')
+    return [`${where}: no apiVersion or kind`];
   const Model = modelOf(object.apiVersion, object.kind);
   if (Model === undefined) return [`${where}: no schema for ${object.apiVersion} ${object.kind}`];
   // kustomize wraps the base64 of a Secret's file at 76 columns; the API server's decoder (Go's
   // encoding/base64) skips those newlines, the schema's `byte` format does not.
   const data =
     object.kind === 'Secret' && object.data !== undefined
-      ? Object.fromEntries(Object.entries(object.data).map(([key, value]) => [key, String(value).replace(/[\r\n]/g, '')]))
+      ? Object.fromEntries(
+          Object.entries(object.data).map(([key, value]) => [key, String(value).replace(/[\r\n]/g, '')]),
+        )
       : object.data;
   try {
     new Model(data === undefined ? object : { ...object, data }).validate();
@@ -171,7 +179,9 @@ export function validateOverlay(name) {
   const expected = ruleObject().spec;
   for (const rule of objects.filter((object) => object.kind === 'PrometheusRule'))
     if (!isDeepStrictEqual(rule.spec, expected))
-      problems.push(`PrometheusRule/${rule.metadata.name}: its groups differ from deploy/prometheus/iop-alerts.yml (run --write-rules)`);
+      problems.push(
+        `PrometheusRule/${rule.metadata.name}: its groups differ from deploy/prometheus/iop-alerts.yml (run --write-rules)`,
+      );
   const refused = renderWithoutOperatorFiles(name);
   if (refused.status === 0) problems.push(`${name}: renders without the operator's secret files; it must refuse`);
   return problems.map((problem) => `${name}: ${problem}`);
@@ -181,7 +191,11 @@ function main() {
   let values;
   try {
     ({ values } = parseArgs({
-      options: { overlay: { type: 'string', multiple: true }, 'write-rules': { type: 'boolean' }, stage: { type: 'string' } },
+      options: {
+        overlay: { type: 'string', multiple: true },
+        'write-rules': { type: 'boolean' },
+        stage: { type: 'string' },
+      },
       strict: true,
     }));
   } catch (error) {
@@ -214,7 +228,9 @@ function main() {
     const problems = validateOverlay(name);
     if (problems.length > 0) {
       failed = true;
-      process.stderr.write(`deploy/k8s/overlays/${name}: invalid\n${problems.map((problem) => `  - ${problem}`).join('\n')}\n`);
+      process.stderr.write(
+        `deploy/k8s/overlays/${name}: invalid\n${problems.map((problem) => `  - ${problem}`).join('\n')}\n`,
+      );
     } else {
       process.stdout.write(
         `deploy/k8s/overlays/${name}: renders, valid against the Kubernetes and prometheus-operator schemas; refuses to render without its secrets\n`,

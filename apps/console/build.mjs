@@ -32,7 +32,10 @@ const result = await build({
 const outputs = Object.keys(result.metafile.outputs).map((file) => path.relative(dist, path.resolve(root, file)));
 const script = outputs.find((file) => file.endsWith('.js'));
 const style = outputs.find((file) => file.endsWith('.css'));
-if (script === undefined || style === undefined) throw new Error(`the bundle lacks a script or a style sheet: ${outputs.join(', ')}`);
-const html = readFileSync(path.join(root, 'src/index.html'), 'utf8').replace('%SCRIPT%', `/console/${script}`).replace('%STYLE%', `/console/${style}`);
+if (script === undefined || style === undefined)
+  throw new Error(`the bundle lacks a script or a style sheet: ${outputs.join(', ')}`);
+const html = readFileSync(path.join(root, 'src/index.html'), 'utf8')
+  .replace('%SCRIPT%', `/console/${script}`)
+  .replace('%STYLE%', `/console/${style}`);
 writeFileSync(path.join(dist, 'index.html'), html);
 console.log(`console built: ${['index.html', ...outputs].join(', ')}`);

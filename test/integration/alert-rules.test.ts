@@ -13,7 +13,8 @@ import { ROOT } from './harness';
 const PROMETHEUS = path.join(ROOT, 'deploy/prometheus');
 const available = spawnSync('promtool', ['--version'], { encoding: 'utf8' }).status === 0;
 const required = process.env.CI === 'true';
-if (!available && !required) console.log('alert-rules.test.ts: skipped: promtool is not installed (apt-get install prometheus); CI installs it');
+if (!available && !required)
+  console.log('alert-rules.test.ts: skipped: promtool is not installed (apt-get install prometheus); CI installs it');
 
 const promtool = (...args: string[]) => spawnSync('promtool', args, { cwd: PROMETHEUS, encoding: 'utf8' });
 

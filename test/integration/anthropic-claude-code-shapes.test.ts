@@ -6,7 +6,16 @@
  * an unanswered tool_use is a 400 before any backend call.
  */
 import Anthropic from '@anthropic-ai/sdk';
-import { API_KEY, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import {
+  API_KEY,
+  simRequests,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  type EdgeHandle,
+  type SimHandle,
+} from './harness';
 
 let sim: SimHandle;
 let edge: EdgeHandle;
@@ -48,7 +57,9 @@ describe('Claude Code shapes on a 4k-context chat backend', () => {
     let stopReason: string | null | undefined;
     for await (const event of stream) if (event.type === 'message_delta') stopReason = event.delta.stop_reason;
     expect(stopReason).toBe('end_turn');
-    expect(response.headers.get('x-iop-warnings')).toMatch(/max_tokens 32000 lowered to \d+: the model's context holds 4096 tokens/);
+    expect(response.headers.get('x-iop-warnings')).toMatch(
+      /max_tokens 32000 lowered to \d+: the model's context holds 4096 tokens/,
+    );
     const body = await lastBackendBody();
     expect(body.max_tokens).toBeGreaterThan(3000);
     expect(body.max_tokens).toBeLessThan(4096);

@@ -31,17 +31,32 @@ afterAll(stopAll);
 const weather: Anthropic.Tool = {
   name: 'get_weather',
   description: 'Weather for a city',
-  input_schema: { type: 'object', properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['c', 'f'] } }, required: ['city', 'unit'] },
+  input_schema: {
+    type: 'object',
+    properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['c', 'f'] } },
+    required: ['city', 'unit'],
+  },
 };
-const time: Anthropic.Tool = { name: 'get_time', input_schema: { type: 'object', properties: { zone: { type: 'string' } }, required: ['zone'] } };
+const time: Anthropic.Tool = {
+  name: 'get_time',
+  input_schema: { type: 'object', properties: { zone: { type: 'string' } }, required: ['zone'] },
+};
 const news: Anthropic.Tool = {
   name: 'get_news',
-  input_schema: { type: 'object', properties: { topic: { type: 'string' }, limit: { type: 'integer' } }, required: ['topic', 'limit'] },
+  input_schema: {
+    type: 'object',
+    properties: { topic: { type: 'string' }, limit: { type: 'integer' } },
+    required: ['topic', 'limit'],
+  },
 };
 
 describe('POST /v1/messages', () => {
   it('messages.create answers with a Message, end_turn and usage', async () => {
-    const message = await client.messages.create({ model: 'sim-model', max_tokens: 64, messages: [{ role: 'user', content: 'Hello there' }] });
+    const message = await client.messages.create({
+      model: 'sim-model',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'Hello there' }],
+    });
     expect(message.type).toBe('message');
     expect(message.role).toBe('assistant');
     expect(message.id).toMatch(/^msg_/);
@@ -54,13 +69,21 @@ describe('POST /v1/messages', () => {
   });
 
   it('max_tokens cuts the answer with stop_reason max_tokens', async () => {
-    const message = await client.messages.create({ model: 'sim-model', max_tokens: 4, messages: [{ role: 'user', content: 'Hello there' }] });
+    const message = await client.messages.create({
+      model: 'sim-model',
+      max_tokens: 4,
+      messages: [{ role: 'user', content: 'Hello there' }],
+    });
     expect(message.stop_reason).toBe('max_tokens');
     expect(message.usage.output_tokens).toBe(4);
   });
 
   it('messages.stream() streams text that finalMessage() assembles', async () => {
-    const stream = client.messages.stream({ model: 'sim-model', max_tokens: 64, messages: [{ role: 'user', content: 'Tell me a story' }] });
+    const stream = client.messages.stream({
+      model: 'sim-model',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'Tell me a story' }],
+    });
     let streamed = '';
     stream.on('text', (delta) => (streamed += delta));
     const final = await stream.finalMessage();
@@ -91,7 +114,12 @@ describe('POST /v1/messages', () => {
 
   it('streams one tool call with its input as an object', async () => {
     const final = await client.messages
-      .stream({ model: 'sim-model@tool-calls=1', max_tokens: 256, tools: [weather], messages: [{ role: 'user', content: 'Weather in Paris?' }] })
+      .stream({
+        model: 'sim-model@tool-calls=1',
+        max_tokens: 256,
+        tools: [weather],
+        messages: [{ role: 'user', content: 'Weather in Paris?' }],
+      })
       .finalMessage();
     expect(final.stop_reason).toBe('tool_use');
     const uses = final.content.filter((block) => block.type === 'tool_use');
@@ -120,7 +148,8 @@ describe('POST /v1/messages', () => {
     expect(uses).toHaveLength(3);
     expect(indexes).toEqual(final.content.map((_block, index) => index));
     expect(new Set(uses.map((use) => use.type === 'tool_use' && use.id)).size).toBe(3);
-    for (const use of uses) if (use.type === 'tool_use') expect(Object.keys(use.input as object).length).toBeGreaterThan(0);
+    for (const use of uses)
+      if (use.type === 'tool_use') expect(Object.keys(use.input as object).length).toBeGreaterThan(0);
   });
 
   it('round-trips a tool call: tool_use, then tool_result, then the answer', async () => {
@@ -203,12 +232,16 @@ describe('POST /v1/messages', () => {
       body: JSON.stringify(body),
     });
     const text = await response.text();
-    expect({ status: response.status, text: response.status === 200 ? 'ok' : text }).toEqual({ status: 200, text: 'ok' });
+    expect({ status: response.status, text: response.status === 200 ? 'ok' : text }).toEqual({
+      status: 200,
+      text: 'ok',
+    });
     const events = [...text.matchAll(/^event: (\S+)$/gm)].map((match) => match[1]);
     expect(events[0]).toBe('message_start');
     expect(events.at(-1)).toBe('message_stop');
     expect(events).toContain('content_block_delta');
-    for (const frame of text.split('\n\n').filter((part) => part.length > 0)) expect(frame).toMatch(/^event: \S+\ndata: \{/);
+    for (const frame of text.split('\n\n').filter((part) => part.length > 0))
+      expect(frame).toMatch(/^event: \S+\ndata: \{/);
   });
 
   it('count_tokens answers input_tokens and says whether it is exact', async () => {
@@ -248,7 +281,9 @@ describe('errors surface as the SDK’s typed errors', () => {
   });
 
   it('401 authentication_error', async () => {
-    const error = await caught(ask('sim-model', {}, new Anthropic({ apiKey: 'wrong-key-000', baseURL: edge.url, maxRetries: 0 })));
+    const error = await caught(
+      ask('sim-model', {}, new Anthropic({ apiKey: 'wrong-key-000', baseURL: edge.url, maxRetries: 0 })),
+    );
     expect(error).toBeInstanceOf(Anthropic.AuthenticationError);
   });
 
@@ -265,7 +300,9 @@ describe('errors surface as the SDK’s typed errors', () => {
   });
 
   it('413 request_too_large', async () => {
-    const error = await caught(ask('sim-model', { messages: [{ role: 'user', content: 'x'.repeat(33 * 1024 * 1024) }] }));
+    const error = await caught(
+      ask('sim-model', { messages: [{ role: 'user', content: 'x'.repeat(33 * 1024 * 1024) }] }),
+    );
     expect(error.status).toBe(413);
     expect((error.error as { error: { type: string } }).error.type).toBe('request_too_large');
   });

@@ -6,7 +6,18 @@
  * request: the edge's, the agent's and the sim's in-flight counts return to 0.
  */
 import OpenAI from 'openai';
-import { API_KEY, eventually, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type Proc, type SimHandle } from './harness';
+import {
+  API_KEY,
+  eventually,
+  simRequests,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  type EdgeHandle,
+  type Proc,
+  type SimHandle,
+} from './harness';
 import { ADMIN_KEY, admin } from './lifecycle-helpers';
 
 jest.setTimeout(60_000);
@@ -19,7 +30,16 @@ beforeAll(async () => {
   sim = await startSim(['--models', 'sim-model', '--output-tokens', '8', '--ttft-ms', '1500']);
   // Heartbeats every 3 s: a 1–2 s freeze is not a lost agent (dropped only after 9 s of silence).
   edge = await startEdge({
-    args: ['--admin-keys', ADMIN_KEY, '--heartbeat-interval-ms', '3000', '--run-accepted-timeout-ms', '1000', '--first-byte-timeout-ms', '5000'],
+    args: [
+      '--admin-keys',
+      ADMIN_KEY,
+      '--heartbeat-interval-ms',
+      '3000',
+      '--run-accepted-timeout-ms',
+      '1000',
+      '--first-byte-timeout-ms',
+      '5000',
+    ],
   });
   agent = await startAgent({ tunnelPort: edge.tunnelPort, id: 'frozen', backendUrl: sim.url, models: ['sim-model'] });
 });
@@ -35,10 +55,12 @@ it('a frozen agent: 504 after one attempt within the accepted timeout, the run c
   const startedAt = Date.now();
   let error: unknown;
   try {
-    error = await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], stream: true }).then(
-      () => undefined,
-      (caught: unknown) => caught,
-    );
+    error = await client.chat.completions
+      .create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], stream: true })
+      .then(
+        () => undefined,
+        (caught: unknown) => caught,
+      );
   } finally {
     process.kill(agent.pid, 'SIGCONT');
   }
@@ -50,7 +72,8 @@ it('a frozen agent: 504 after one attempt within the accepted timeout, the run c
   expect(elapsedMs).toBeLessThan(4_000); // one accepted timeout, no second attempt on the same agent
   // Log lines leave at the end of the edge's event-loop turn: the answer may arrive first.
   const notRetried = (line: Record<string, unknown>) =>
-    line.msg === 'attempt failed; not retried' && String(line.reason).includes('run_accepted_timeout is not retried on the same provider');
+    line.msg === 'attempt failed; not retried' &&
+    String(line.reason).includes('run_accepted_timeout is not retried on the same provider');
   await edge.proc.waitFor(notRetried, 5_000);
   expect(edge.proc.lines.filter(notRetried)).toHaveLength(1);
   // Awake again, the agent gets the assignment and its CancelRun: nothing is left generating.
@@ -61,11 +84,19 @@ it('a frozen agent: 504 after one attempt within the accepted timeout, the run c
       const open = (await simRequests(sim)).filter(
         (record) => record.path === '/v1/chat/completions' && record.completed !== true && record.aborted !== true,
       ).length;
-      return view !== undefined && view.load.inFlight === 0 && view.load.agentInFlight === 0 && view.load.backendInFlight === 0 && open === 0;
+      return (
+        view !== undefined &&
+        view.load.inFlight === 0 &&
+        view.load.agentInFlight === 0 &&
+        view.load.backendInFlight === 0 &&
+        open === 0
+      );
     },
     10_000,
     100,
   );
-  expect((await simRequests(sim)).filter((record) => record.path === '/v1/chat/completions' && record.completed === true)).toHaveLength(0);
+  expect(
+    (await simRequests(sim)).filter((record) => record.path === '/v1/chat/completions' && record.completed === true),
+  ).toHaveLength(0);
   expect(edge.proc.lines.some((line) => line.msg === 'agent left')).toBe(false);
 });

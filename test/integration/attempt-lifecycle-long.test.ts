@@ -10,7 +10,17 @@
 import http from 'node:http';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { API_KEY, eventually, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import {
+  API_KEY,
+  eventually,
+  simRequests,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  type EdgeHandle,
+  type SimHandle,
+} from './harness';
 import { ADMIN_KEY, inFlightCountsAgree } from './lifecycle-helpers';
 import { clearSim } from './stream-gate-helpers';
 
@@ -28,10 +38,22 @@ const FLOOD = 'sim-model@output-tokens=400000';
 let sim: SimHandle;
 let edge: EdgeHandle;
 const chatRequests = async () => (await simRequests(sim)).filter((record) => record.path === '/v1/chat/completions');
-const countsAgree = (expected: number, timeoutMs?: number) => inFlightCountsAgree(edge.url, sim, AGENT_ID, expected, timeoutMs);
+const countsAgree = (expected: number, timeoutMs?: number) =>
+  inFlightCountsAgree(edge.url, sim, AGENT_ID, expected, timeoutMs);
 
 beforeAll(async () => {
-  sim = await startSim(['--models', 'sim-model', '--output-tokens', '20', '--ttft-ms', '1000', '--itl-ms', '0', '--max-model-len', '1000000']);
+  sim = await startSim([
+    '--models',
+    'sim-model',
+    '--output-tokens',
+    '20',
+    '--ttft-ms',
+    '1000',
+    '--itl-ms',
+    '0',
+    '--max-model-len',
+    '1000000',
+  ]);
   edge = await startEdge({
     args: [
       '--admin-keys',
@@ -67,8 +89,12 @@ describe('a non-stream generation longer than every short timeout', () => {
     const anthropic = new Anthropic({ apiKey: API_KEY, baseURL: edge.url, maxRetries: 0 });
     const startedAt = Date.now();
     const timed = <T>(promise: Promise<T>) => promise.then((value) => ({ value, ms: Date.now() - startedAt }));
-    const chat = timed(openai.chat.completions.create({ model: LONG_ANSWER, messages: [{ role: 'user', content: 'hi' }] }));
-    const message = timed(anthropic.messages.create({ model: LONG_ANSWER, max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }));
+    const chat = timed(
+      openai.chat.completions.create({ model: LONG_ANSWER, messages: [{ role: 'user', content: 'hi' }] }),
+    );
+    const message = timed(
+      anthropic.messages.create({ model: LONG_ANSWER, max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }),
+    );
     // Both runs open for the whole generation: every count sees both.
     await countsAgree(2);
     const [chatResult, messageResult] = await Promise.all([chat, message]);
@@ -94,7 +120,13 @@ describe('a non-stream generation longer than every short timeout', () => {
     const chats = await chatRequests();
     expect(chats).toHaveLength(2);
     for (const record of chats) {
-      expect(record).toMatchObject({ status: 200, completed: true, aborted: false, fault: null, output: { completionTokens: 20 } });
+      expect(record).toMatchObject({
+        status: 200,
+        completed: true,
+        aborted: false,
+        fault: null,
+        output: { completionTokens: 20 },
+      });
       expect((record.completedAt as number) - (record.receivedAt as number)).toBeGreaterThanOrEqual(ANSWER_MS - 500);
     }
     expect(chats.map((record) => (record.body as { stream?: boolean }).stream === true).sort()).toEqual([false, true]);
@@ -103,9 +135,17 @@ describe('a non-stream generation longer than every short timeout', () => {
 });
 
 /** A streamed request whose client reads the response headers and then nothing. */
-async function stalledStream(path: string, headers: Record<string, string>, body: unknown): Promise<http.IncomingMessage> {
+async function stalledStream(
+  path: string,
+  headers: Record<string, string>,
+  body: unknown,
+): Promise<http.IncomingMessage> {
   const response = await new Promise<http.IncomingMessage>((resolve, reject) => {
-    const request = http.request(`${edge.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers } }, resolve);
+    const request = http.request(
+      `${edge.url}${path}`,
+      { method: 'POST', headers: { 'content-type': 'application/json', ...headers } },
+      resolve,
+    );
     request.on('error', reject);
     request.end(JSON.stringify(body));
   });
@@ -195,7 +235,10 @@ describe('a client that stops reading a gate stream releases its backend slot', 
     const frames = await stallAndResume(response);
     const last = frames.at(-1)!;
     expect(last.event).toBe('response.failed');
-    expect(last.data).toMatchObject({ type: 'response.failed', response: { status: 'failed', error: { message: STALL_MESSAGE } } });
+    expect(last.data).toMatchObject({
+      type: 'response.failed',
+      response: { status: 'failed', error: { message: STALL_MESSAGE } },
+    });
     expect(frames.some((frame) => frame.event === 'response.completed')).toBe(false);
     await countsAgree(0);
   });

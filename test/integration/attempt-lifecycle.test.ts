@@ -10,7 +10,18 @@
 import http from 'node:http';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { API_KEY, eventually, metricSum, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import {
+  API_KEY,
+  eventually,
+  metricSum,
+  simRequests,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  type EdgeHandle,
+  type SimHandle,
+} from './harness';
 import { ADMIN_KEY, admin, inFlightCountsAgree } from './lifecycle-helpers';
 import { clearSim, queueFault } from './stream-gate-helpers';
 
@@ -28,7 +39,16 @@ let client: OpenAI;
 const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: 'hi' }];
 
 beforeAll(async () => {
-  sim = await startSim(['--models', 'sim-model', '--output-tokens', '20', '--itl-ms', '0', '--max-model-len', '1000000']);
+  sim = await startSim([
+    '--models',
+    'sim-model',
+    '--output-tokens',
+    '20',
+    '--itl-ms',
+    '0',
+    '--max-model-len',
+    '1000000',
+  ]);
   edge = await startEdge({
     args: [
       '--admin-keys',
@@ -119,7 +139,10 @@ describe('every run the edge stops waiting for is aborted at the backend', () =>
 
   it('client disconnects mid-stream: the backend request is aborted and every count drops to 0', async () => {
     const controller = new AbortController();
-    const stream = await client.chat.completions.create({ model: SLOW_STREAM, messages, stream: true }, { signal: controller.signal });
+    const stream = await client.chat.completions.create(
+      { model: SLOW_STREAM, messages, stream: true },
+      { signal: controller.signal },
+    );
     let chunks = 0;
     try {
       for await (const _chunk of stream) if (++chunks === 2) controller.abort();
@@ -132,10 +155,14 @@ describe('every run the edge stops waiting for is aborted at the backend', () =>
   });
 
   it('a client that leaves mid-stream or before its non-stream answer is counted 499 client_gone, never an upstream 502', async () => {
-    const requestsWith = (status: number) => metricSum(edge.url, 'iop_requests_total', { agent: 'gpu-1', status: String(status) });
+    const requestsWith = (status: number) =>
+      metricSum(edge.url, 'iop_requests_total', { agent: 'gpu-1', status: String(status) });
     const [gone, upstream] = [await requestsWith(499), await requestsWith(502)];
     const streamAbort = new AbortController();
-    const stream = await client.chat.completions.create({ model: SLOW_STREAM, messages, stream: true }, { signal: streamAbort.signal });
+    const stream = await client.chat.completions.create(
+      { model: SLOW_STREAM, messages, stream: true },
+      { signal: streamAbort.signal },
+    );
     try {
       for await (const _chunk of stream) streamAbort.abort();
     } catch {
@@ -143,8 +170,13 @@ describe('every run the edge stops waiting for is aborted at the backend', () =>
     }
     // A non-stream request whose run is assigned and waiting on its backend (first token after 4 s).
     const answerAbort = new AbortController();
-    const answer = client.chat.completions.create({ model: LATE_ANSWER, messages }, { signal: answerAbort.signal }).catch((error: unknown) => error);
-    await eventually(async () => (await simRequests(sim)).filter((record) => String(record.path).includes('chat')).length >= 2, 3_000);
+    const answer = client.chat.completions
+      .create({ model: LATE_ANSWER, messages }, { signal: answerAbort.signal })
+      .catch((error: unknown) => error);
+    await eventually(
+      async () => (await simRequests(sim)).filter((record) => String(record.path).includes('chat')).length >= 2,
+      3_000,
+    );
     answerAbort.abort();
     await answer;
     await eventually(async () => (await requestsWith(499)) === gone + 2, 5_000);
@@ -172,7 +204,11 @@ describe('every run the edge stops waiting for is aborted at the backend', () =>
 
   it('request deadline passes mid-stream on the normalized path (Anthropic): an in-band error event, the backend request aborted', async () => {
     const anthropic = new Anthropic({ apiKey: API_KEY, baseURL: edge.url, maxRetries: 0 });
-    const stream = anthropic.messages.stream({ model: LONG_STREAM, max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] });
+    const stream = anthropic.messages.stream({
+      model: LONG_STREAM,
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     let text = '';
     stream.on('text', (delta) => (text += delta));
     const error = await stream.finalMessage().then(

@@ -19,7 +19,8 @@ describe('iop-bench', () => {
     const sim = await startSim(['--models', 'sim-model', '--itl-ms', '2']);
     const edge = await startEdge();
     url = edge.url;
-    for (const id of ['bench-a', 'bench-b']) await startAgent({ tunnelPort: edge.tunnelPort, id, backendUrl: sim.url, models: ['sim-model'] });
+    for (const id of ['bench-a', 'bench-b'])
+      await startAgent({ tunnelPort: edge.tunnelPort, id, backendUrl: sim.url, models: ['sim-model'] });
   });
 
   it('closed loop, streaming chat: counts, percentiles and the agent distribution', async () => {
@@ -112,18 +113,42 @@ describe('iop-bench', () => {
   });
 
   it('prints a readable table; bad options exit 2 naming the option', async () => {
-    const { stdout } = await run(process.execPath, [CLI, '--url', url, '--api-key', API_KEY, '--model', 'sim-model', '--requests', '6', '--max-tokens', '4']);
+    const { stdout } = await run(process.execPath, [
+      CLI,
+      '--url',
+      url,
+      '--api-key',
+      API_KEY,
+      '--model',
+      'sim-model',
+      '--requests',
+      '6',
+      '--max-tokens',
+      '4',
+    ]);
     expect(stdout).toMatch(/^requests {2}6 \(ok 6, failed 0\)/);
     expect(stdout).toMatch(/\nTTFT +[\d.]+ +[\d.]+ +[\d.]+/);
     expect(stdout).toContain('errors  none');
     expect(stdout).toMatch(/\nagent +requests +share\n/);
-    const bad = (await run(process.execPath, [CLI, '--url', url, '--model', 'm', '--prompt-words', '9:3']).catch((error: unknown) => error)) as {
+    const bad = (await run(process.execPath, [CLI, '--url', url, '--model', 'm', '--prompt-words', '9:3']).catch(
+      (error: unknown) => error,
+    )) as {
       code: number;
       stderr: string;
     };
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("option '--prompt-words <range>' argument '9:3' is invalid. expected 1 <= min <= max");
-    const both = (await run(process.execPath, [CLI, '--url', url, '--model', 'm', '--rate', '1', '--concurrency', '2']).catch((error: unknown) => error)) as {
+    const both = (await run(process.execPath, [
+      CLI,
+      '--url',
+      url,
+      '--model',
+      'm',
+      '--rate',
+      '1',
+      '--concurrency',
+      '2',
+    ]).catch((error: unknown) => error)) as {
       code: number;
       stderr: string;
     };

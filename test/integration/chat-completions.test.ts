@@ -3,7 +3,18 @@
  * real processes on loopback.
  */
 import OpenAI from 'openai';
-import { API_KEY, eventually, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type Proc, type SimHandle } from './harness';
+import {
+  API_KEY,
+  eventually,
+  simRequests,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  type EdgeHandle,
+  type Proc,
+  type SimHandle,
+} from './harness';
 
 let sim: SimHandle;
 let edge: EdgeHandle;
@@ -39,7 +50,12 @@ describe('POST /v1/chat/completions', () => {
   });
 
   it('streams content that accumulates to the whole answer, with usage when include_usage is set', async () => {
-    const stream = await client.chat.completions.create({ model: 'sim-model', messages, stream: true, stream_options: { include_usage: true } });
+    const stream = await client.chat.completions.create({
+      model: 'sim-model',
+      messages,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     let text = '';
     let chunks = 0;
     let usage: OpenAI.CompletionUsage | undefined | null;
@@ -66,12 +82,20 @@ describe('POST /v1/chat/completions', () => {
   it('streams parallel tool calls, each with its own index and arguments intact', async () => {
     const tools: OpenAI.Chat.ChatCompletionTool[] = ['get_weather', 'get_time', 'get_news'].map((name) => ({
       type: 'function',
-      function: { name, parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city', 'days'] } },
+      function: {
+        name,
+        parameters: {
+          type: 'object',
+          properties: { city: { type: 'string' }, days: { type: 'integer' } },
+          required: ['city', 'days'],
+        },
+      },
     }));
     const runner = client.chat.completions.stream({ model: 'sim-model@tool-calls=3', messages, tools });
     const fragments = new Map<number, number>();
     runner.on('chunk', (chunk) => {
-      for (const call of chunk.choices[0]?.delta.tool_calls ?? []) fragments.set(call.index, (fragments.get(call.index) ?? 0) + 1);
+      for (const call of chunk.choices[0]?.delta.tool_calls ?? [])
+        fragments.set(call.index, (fragments.get(call.index) ?? 0) + 1);
     });
     const final = await runner.finalChatCompletion();
     const calls = final.choices[0]!.message.tool_calls!;
@@ -90,7 +114,13 @@ describe('POST /v1/chat/completions', () => {
 
   it('relays upstream SSE events split across TCP reads and CRLF-framed, intact', async () => {
     const collect = async (openai: OpenAI, model: string) => {
-      const stream = await openai.chat.completions.create({ model, messages, stream: true, seed: 7, stream_options: { include_usage: true } });
+      const stream = await openai.chat.completions.create({
+        model,
+        messages,
+        stream: true,
+        seed: 7,
+        stream_options: { include_usage: true },
+      });
       const deltas: string[] = [];
       let usage: OpenAI.CompletionUsage | null | undefined;
       for await (const chunk of stream) {
@@ -100,7 +130,10 @@ describe('POST /v1/chat/completions', () => {
       }
       return { deltas, usage };
     };
-    const direct = await collect(new OpenAI({ apiKey: 'unused', baseURL: `${sim.url}/v1`, maxRetries: 0 }), 'sim-model');
+    const direct = await collect(
+      new OpenAI({ apiKey: 'unused', baseURL: `${sim.url}/v1`, maxRetries: 0 }),
+      'sim-model',
+    );
     const raw = await fetch(`${edge.baseURL}/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
@@ -116,7 +149,10 @@ describe('POST /v1/chat/completions', () => {
   it('cancels the backend request within 1 s when the client aborts mid-stream', async () => {
     await fetch(`${sim.url}/_sim/requests`, { method: 'DELETE' });
     const controller = new AbortController();
-    const stream = await client.chat.completions.create({ model: 'sim-model@itl-ms=100', messages, stream: true }, { signal: controller.signal });
+    const stream = await client.chat.completions.create(
+      { model: 'sim-model@itl-ms=100', messages, stream: true },
+      { signal: controller.signal },
+    );
     let received = 0;
     try {
       for await (const chunk of stream) {
@@ -138,7 +174,10 @@ describe('POST /v1/chat/completions', () => {
     await Promise.all(
       Array.from({ length: streams }, async () => {
         const controller = new AbortController();
-        const stream = await client.chat.completions.create({ model: 'sim-model@itl-ms=100', messages, stream: true }, { signal: controller.signal });
+        const stream = await client.chat.completions.create(
+          { model: 'sim-model@itl-ms=100', messages, stream: true },
+          { signal: controller.signal },
+        );
         try {
           for await (const chunk of stream) if (chunk.choices[0]?.delta.content) controller.abort();
         } catch {
@@ -160,7 +199,9 @@ describe('POST /v1/chat/completions', () => {
 
   it('lists the models connected agents serve', async () => {
     const models = await client.models.list();
-    expect(models.data.map((model) => model.id)).toEqual(expect.arrayContaining(['sim-model', 'sim-model@tool-calls=3']));
+    expect(models.data.map((model) => model.id)).toEqual(
+      expect.arrayContaining(['sim-model', 'sim-model@tool-calls=3']),
+    );
   });
 });
 
@@ -196,7 +237,9 @@ describe('bad input gets an OpenAI error object and the edge keeps serving', () 
 
   it('a missing or wrong API key is a 401 the SDK raises as AuthenticationError', async () => {
     const wrong = new OpenAI({ apiKey: 'sk-wrong-key-0000', baseURL: edge.baseURL, maxRetries: 0 });
-    await expect(wrong.chat.completions.create({ model: 'sim-model', messages })).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+    await expect(wrong.chat.completions.create({ model: 'sim-model', messages })).rejects.toBeInstanceOf(
+      OpenAI.AuthenticationError,
+    );
     const response = await fetch(`${edge.baseURL}/chat/completions`, { method: 'POST', body: '{}' });
     expect(response.status).toBe(401);
   });
@@ -206,7 +249,10 @@ describe('bad input gets an OpenAI error object and the edge keeps serving', () 
     expect(get.status).toBe(405);
     expect(get.headers.get('allow')).toBe('POST');
     expect(((await get.json()) as { error: { code: string } }).error.code).toBe('method_not_allowed');
-    const unknown = await fetch(`${edge.baseURL}/chat/completion`, { method: 'POST', headers: { authorization: `Bearer ${API_KEY}` } });
+    const unknown = await fetch(`${edge.baseURL}/chat/completion`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${API_KEY}` },
+    });
     expect(unknown.status).toBe(404);
   });
 
@@ -221,7 +267,9 @@ describe('request id', () => {
     const { response } = await client.chat.completions.create({ model: 'sim-model', messages }).withResponse();
     const requestId = response.headers.get('x-request-id');
     expect(requestId).toMatch(/^req_/);
-    await eventually(() => edge.proc.lines.some((line) => line.requestId === requestId && line.msg === 'request completed'));
+    await eventually(() =>
+      edge.proc.lines.some((line) => line.requestId === requestId && line.msg === 'request completed'),
+    );
     await eventually(() => agent.lines.some((line) => line.requestId === requestId));
   });
 });

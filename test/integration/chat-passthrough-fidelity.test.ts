@@ -5,7 +5,17 @@
  * counted as a success); a malformed first chunk is a failed attempt, retried before the 200.
  */
 import OpenAI from 'openai';
-import { API_KEY, metricSum, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import {
+  API_KEY,
+  metricSum,
+  simRequests,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  type EdgeHandle,
+  type SimHandle,
+} from './harness';
 
 let sim: SimHandle;
 let edge: EdgeHandle;
@@ -20,7 +30,10 @@ beforeAll(async () => {
 
 afterAll(stopAll);
 
-const TOOL = { type: 'function' as const, function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } } };
+const TOOL = {
+  type: 'function' as const,
+  function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
+};
 
 async function errorOf(body: Record<string, unknown>): Promise<{ status: number; error: Record<string, unknown> }> {
   const response = await fetch(`${edge.baseURL}/chat/completions`, {
@@ -31,14 +44,18 @@ async function errorOf(body: Record<string, unknown>): Promise<{ status: number;
   return { status: response.status, error: ((await response.json()) as { error: Record<string, unknown> }).error };
 }
 
-const requestsCounted = (status: string) => metricSum(edge.url, 'iop_requests_total', { dialect: 'openai-chat', status });
+const requestsCounted = (status: string) =>
+  metricSum(edge.url, 'iop_requests_total', { dialect: 'openai-chat', status });
 
 describe('passthrough chat completions', () => {
   it.each([
     ['an unknown role', { messages: [{ role: 'robot', content: 'hi' }] }],
     ['content of the wrong type', { messages: [{ role: 'user', content: 42 }] }],
     ['temperature out of range', { messages: [{ role: 'user', content: 'hi' }], temperature: 7 }],
-    ['max_completion_tokens of the wrong type', { messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 'ten' }],
+    [
+      'max_completion_tokens of the wrong type',
+      { messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 'ten' },
+    ],
   ])('rejects %s with the same 400 as the translated path, before any backend call', async (_what, fields) => {
     const before = (await simRequests(sim)).length;
     const relayed = await errorOf({ model: 'sim-model', ...fields });
@@ -101,7 +118,12 @@ describe('passthrough chat completions', () => {
     expect(queued.status).toBe(200);
     const ok = await requestsCounted('200');
     const { data: stream, response } = await openai.chat.completions
-      .create({ model: 'sim-model', messages: [{ role: 'user', content: 'hello' }], stream: true, stream_options: { include_usage: true } })
+      .create({
+        model: 'sim-model',
+        messages: [{ role: 'user', content: 'hello' }],
+        stream: true,
+        stream_options: { include_usage: true },
+      })
       .withResponse();
     expect(response.status).toBe(200);
     let text = '';

@@ -36,7 +36,12 @@ const content = 'Tell me, in a few words, what the weather is like in Paris toda
 
 describe('Anthropic message_start usage', () => {
   it('input_tokens in message_start equals the final count and the backend’s prompt count', async () => {
-    const stream = await anthropic.messages.create({ model: MODEL, max_tokens: 64, stream: true, messages: [{ role: 'user', content }] });
+    const stream = await anthropic.messages.create({
+      model: MODEL,
+      max_tokens: 64,
+      stream: true,
+      messages: [{ role: 'user', content }],
+    });
     let startInput: number | undefined;
     let finalInput: number | undefined;
     for await (const event of stream) {
@@ -50,11 +55,16 @@ describe('Anthropic message_start usage', () => {
     expect(startInput).toBe(prompt);
     expect(finalInput).toBe(prompt);
     // the edge asked for usage on every chunk (vLLM / SGLang continuous_usage_stats)
-    expect((records[0]!.body as { stream_options?: unknown }).stream_options).toEqual({ include_usage: true, continuous_usage_stats: true });
+    expect((records[0]!.body as { stream_options?: unknown }).stream_options).toEqual({
+      include_usage: true,
+      continuous_usage_stats: true,
+    });
   });
 
   it('the SDK’s final message carries the same count', async () => {
-    const message = await anthropic.messages.stream({ model: MODEL, max_tokens: 64, messages: [{ role: 'user', content }] }).finalMessage();
+    const message = await anthropic.messages
+      .stream({ model: MODEL, max_tokens: 64, messages: [{ role: 'user', content }] })
+      .finalMessage();
     const prompt = ((await chatRequests(sim))[0]!.output as { promptTokens: number }).promptTokens;
     expect(message.usage.input_tokens).toBe(prompt);
   });
@@ -64,13 +74,22 @@ describe.each([
   ['streaming', true],
   ['non-stream', false],
 ] as const)('thinking.display (%s)', (_name, stream) => {
-  async function thinkingBlocks(display: 'omitted' | undefined): Promise<{ blocks: Anthropic.ThinkingBlock[]; thinkingDeltas: number }> {
+  async function thinkingBlocks(
+    display: 'omitted' | undefined,
+  ): Promise<{ blocks: Anthropic.ThinkingBlock[]; thinkingDeltas: number }> {
     // `display` is newer than the SDK's types.
-    const thinking = { type: 'enabled', budget_tokens: 1024, ...(display === undefined ? {} : { display }) } as Anthropic.ThinkingConfigParam;
+    const thinking = {
+      type: 'enabled',
+      budget_tokens: 1024,
+      ...(display === undefined ? {} : { display }),
+    } as Anthropic.ThinkingConfigParam;
     const params = { model: THINKING, max_tokens: 2048, thinking, messages: [{ role: 'user' as const, content }] };
     if (!stream) {
       const message = await anthropic.messages.create(params);
-      return { blocks: message.content.filter((block): block is Anthropic.ThinkingBlock => block.type === 'thinking'), thinkingDeltas: 0 };
+      return {
+        blocks: message.content.filter((block): block is Anthropic.ThinkingBlock => block.type === 'thinking'),
+        thinkingDeltas: 0,
+      };
     }
     let thinkingDeltas = 0;
     const messageStream = anthropic.messages.stream(params);
@@ -78,7 +97,10 @@ describe.each([
       if (event.type === 'content_block_delta' && event.delta.type === 'thinking_delta') thinkingDeltas++;
     });
     const message = await messageStream.finalMessage();
-    return { blocks: message.content.filter((block): block is Anthropic.ThinkingBlock => block.type === 'thinking'), thinkingDeltas };
+    return {
+      blocks: message.content.filter((block): block is Anthropic.ThinkingBlock => block.type === 'thinking'),
+      thinkingDeltas,
+    };
   }
 
   it('omitted: thinking blocks with an empty text and a signature', async () => {
@@ -97,19 +119,24 @@ describe.each([
 });
 
 describe('Responses reasoning.summary', () => {
-  it.each(['auto', 'detailed'] as const)('summary %s is reported as dropped in x-iop-warnings, streaming and not', async (summary) => {
-    const params = { model: THINKING, input: content, reasoning: { effort: 'high' as const, summary }, store: false };
-    const plain = await openai.responses.create(params).withResponse();
-    expect(plain.response.headers.get('x-iop-warnings')).toContain(`dropped reasoning.summary ${summary}`);
-    const reasoning = plain.data.output.find((item) => item.type === 'reasoning');
-    expect(reasoning?.summary).toEqual([]);
-    const streamed = await openai.responses.create({ ...params, stream: true }).withResponse();
-    expect(streamed.response.headers.get('x-iop-warnings')).toContain(`dropped reasoning.summary ${summary}`);
-    for await (const event of streamed.data) void event;
-  });
+  it.each(['auto', 'detailed'] as const)(
+    'summary %s is reported as dropped in x-iop-warnings, streaming and not',
+    async (summary) => {
+      const params = { model: THINKING, input: content, reasoning: { effort: 'high' as const, summary }, store: false };
+      const plain = await openai.responses.create(params).withResponse();
+      expect(plain.response.headers.get('x-iop-warnings')).toContain(`dropped reasoning.summary ${summary}`);
+      const reasoning = plain.data.output.find((item) => item.type === 'reasoning');
+      expect(reasoning?.summary).toEqual([]);
+      const streamed = await openai.responses.create({ ...params, stream: true }).withResponse();
+      expect(streamed.response.headers.get('x-iop-warnings')).toContain(`dropped reasoning.summary ${summary}`);
+      for await (const event of streamed.data) void event;
+    },
+  );
 
   it('no summary asked: no such warning', async () => {
-    const plain = await openai.responses.create({ model: THINKING, input: content, reasoning: { effort: 'high' }, store: false }).withResponse();
+    const plain = await openai.responses
+      .create({ model: THINKING, input: content, reasoning: { effort: 'high' }, store: false })
+      .withResponse();
     expect(plain.response.headers.get('x-iop-warnings') ?? '').not.toContain('reasoning.summary');
   });
 });

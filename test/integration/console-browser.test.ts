@@ -1,10 +1,10 @@
 /**
- * The web console in a real browser: Debian's Chromium (`/usr/bin/chromium`, installed by
- * `.ci/run`) driven by playwright-core, against a real edge, agent and sim. Logs in with the admin
- * key (a wrong one is refused), sees the agent, drains and undrains it, sees a request in flight,
- * creates a key (its secret shown once), makes requests with it through the `openai` SDK, sees
- * their usage and cost (the price table applied to the SDK's usage), rotates and revokes the key, and logs out. Screenshots go
- * to test-artifacts/console/ (printed). Without Chromium the suite is skipped with a printed reason.
+ * The web console in a real browser: Debian's Chromium (`/usr/bin/chromium`, installed by `.ci/run`) driven by
+ * playwright-core, against a real edge, agent and sim. Logs in with the admin key (a wrong one is refused), sees the
+ * agent, drains and undrains it, sees a request in flight, creates a key (its secret shown once), makes requests with
+ * it through the `openai` SDK, sees their usage and cost (the price table applied to the SDK's usage), rotates and
+ * revokes the key, and logs out. Screenshots go to test-artifacts/console/ (printed). Without Chromium the suite is
+ * skipped with a printed reason.
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -29,10 +29,16 @@ const CHROMIUM_ARGS = [
 const ARTIFACTS = path.join(ROOT, 'test-artifacts', 'console');
 const SLOW_MODEL = 'sim-model@itl-ms=400'; // ~8 s of tokens: long enough to be seen in flight
 const PRICE = { input: 3, output: 15 }; // USD per million tokens, for sim-model
-const usd = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 4 });
+const usd = new Intl.NumberFormat('en-US', {
+  style: 'currency',
+  currency: 'USD',
+  minimumFractionDigits: 2,
+  maximumFractionDigits: 4,
+});
 
 const describeWithChromium = existsSync(CHROMIUM) ? describe : describe.skip;
-if (!existsSync(CHROMIUM)) console.log(`skipping the console browser test: no ${CHROMIUM} (apt-get install -y chromium)`);
+if (!existsSync(CHROMIUM))
+  console.log(`skipping the console browser test: no ${CHROMIUM} (apt-get install -y chromium)`);
 
 describeWithChromium('web console in Chromium', () => {
   let edge: EdgeHandle;
@@ -54,10 +60,22 @@ describeWithChromium('web console in Chromium', () => {
     // A price table, so the ledger reports money (USD per million tokens; ledger/pricing.ts).
     const configFile = path.join(dataDir, 'edge.json');
     writeFileSync(configFile, JSON.stringify({ pricing: { models: { 'sim-model': PRICE } } }));
-    edge = await startEdge({ args: ['--config', configFile], env: { IOP_DATA_DIR: dataDir, IOP_ADMIN_KEYS: ADMIN_KEY } });
-    await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-console', backendUrl: sim.url, models: ['sim-model', SLOW_MODEL] });
+    edge = await startEdge({
+      args: ['--config', configFile],
+      env: { IOP_DATA_DIR: dataDir, IOP_ADMIN_KEYS: ADMIN_KEY },
+    });
+    await startAgent({
+      tunnelPort: edge.tunnelPort,
+      id: 'agent-console',
+      backendUrl: sim.url,
+      models: ['sim-model', SLOW_MODEL],
+    });
     userDataDir = mkdtempSync(path.join(os.tmpdir(), 'iop-chromium-'));
-    context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, args: CHROMIUM_ARGS, viewport: { width: 1400, height: 900 } });
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1400, height: 900 },
+    });
     page = context.pages()[0] ?? (await context.newPage());
     // Any CSP violation or script error fails the suite (checked in afterAll's test below).
     page.on('console', (message) => {
@@ -79,7 +97,10 @@ describeWithChromium('web console in Chromium', () => {
     await page.getByRole('button', { name: 'Log in' }).click();
     await expect(page.getByRole('alert').textContent()).resolves.toContain('invalid admin key');
     await shot('login-refused');
-    expect((await fetch(`${edge.url}/admin/agents`, { headers: { authorization: 'Bearer not-the-admin-key-000000' } })).status).toBe(401);
+    expect(
+      (await fetch(`${edge.url}/admin/agents`, { headers: { authorization: 'Bearer not-the-admin-key-000000' } }))
+        .status,
+    ).toBe(401);
     expect((await fetch(`${edge.url}/admin/agents`)).status).toBe(401);
   }, 30_000);
 
@@ -94,7 +115,11 @@ describeWithChromium('web console in Chromium', () => {
     await expect(row.textContent()).resolves.toContain('sim-model');
     await expect(row.getByText('ok', { exact: true }).count()).resolves.toBe(1);
     // The cookie is HttpOnly: scripts see none of it; nothing is stored.
-    await expect(page.evaluate('[document.cookie, localStorage.length, sessionStorage.length]')).resolves.toEqual(['', 0, 0]);
+    await expect(page.evaluate('[document.cookie, localStorage.length, sessionStorage.length]')).resolves.toEqual([
+      '',
+      0,
+      0,
+    ]);
     const [cookie] = await context.cookies(edge.url);
     expect(cookie).toMatchObject({ name: 'iop_console', httpOnly: true, sameSite: 'Strict' });
     expect(cookie!.value).not.toContain(ADMIN_KEY);
@@ -122,7 +147,11 @@ describeWithChromium('web console in Chromium', () => {
 
   it('shows a request in flight, and the pool routing it', async () => {
     const client = new OpenAI({ apiKey: 'sk-iop-test-key-0001', baseURL: edge.baseURL, maxRetries: 0 });
-    const slow = client.chat.completions.create({ model: SLOW_MODEL, messages: [{ role: 'user', content: 'hi' }], stream: true });
+    const slow = client.chat.completions.create({
+      model: SLOW_MODEL,
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+    });
     await page.getByRole('link', { name: 'Requests' }).click();
     const row = page.getByRole('row', { name: /sim-model@itl-ms=400/ });
     await row.waitFor({ timeout: 15_000 });
@@ -131,11 +160,20 @@ describeWithChromium('web console in Chromium', () => {
     // The same list for scripts, with the admin key.
     const listed = await admin(edge.url, 'GET', '/admin/requests');
     expect(listed.body.data).toMatchObject([
-      { dialect: 'openai-chat', model: SLOW_MODEL, servedModel: SLOW_MODEL, agent: 'agent-console', phase: 'running', attempts: 1 },
+      {
+        dialect: 'openai-chat',
+        model: SLOW_MODEL,
+        servedModel: SLOW_MODEL,
+        agent: 'agent-console',
+        phase: 'running',
+        attempts: 1,
+      },
     ]);
     await page.getByRole('link', { name: 'Pool' }).click();
     await page.getByRole('heading', { name: /sim-model@itl-ms=400/ }).waitFor();
-    const provider = page.getByRole('region', { name: 'Providers of sim-model@itl-ms=400' }).getByRole('row', { name: /agent-console/ });
+    const provider = page
+      .getByRole('region', { name: 'Providers of sim-model@itl-ms=400' })
+      .getByRole('row', { name: /agent-console/ });
     await expect(provider.textContent()).resolves.toMatch(/1 \/ 16.*healthy/);
     console.log(`screenshot: ${await shot('pool')}`);
     for await (const chunk of await slow) void chunk;
@@ -168,12 +206,23 @@ describeWithChromium('web console in Chromium', () => {
     await expect(page.content()).resolves.not.toContain(secret);
     expect(JSON.stringify((await admin(edge.url, 'GET', `/admin/keys/${keyId}`)).body)).not.toContain(secret);
     const client = new OpenAI({ apiKey: secret, baseURL: edge.baseURL, maxRetries: 0 });
-    for (let i = 0; i < 3; i++) answers.push(await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: `hello ${i}` }] }));
+    for (let i = 0; i < 3; i++)
+      answers.push(
+        await client.chat.completions.create({
+          model: 'sim-model',
+          messages: [{ role: 'user', content: `hello ${i}` }],
+        }),
+      );
   }, 60_000);
 
   it("shows the key's usage and cost (the price table applied) by key, model and agent", async () => {
     const ledger = await admin(edge.url, 'GET', `/admin/usage?group_by=key&key=${keyId}&flush=true`);
-    const [api] = ledger.body.data as Array<{ requests: number; input_tokens: number; output_tokens: number; cost_usd: number }>;
+    const [api] = ledger.body.data as Array<{
+      requests: number;
+      input_tokens: number;
+      output_tokens: number;
+      cost_usd: number;
+    }>;
     const input = answers.reduce((sum, answer) => sum + answer.usage!.prompt_tokens, 0);
     const output = answers.reduce((sum, answer) => sum + answer.usage!.completion_tokens, 0);
     expect(api).toMatchObject({ requests: 3, input_tokens: input, output_tokens: output });
@@ -181,7 +230,9 @@ describeWithChromium('web console in Chromium', () => {
     const row = page.getByRole('row', { name: new RegExp(`^${keyId}`) });
     await row.waitFor();
     const cells = await row.getByRole('cell').allTextContents();
-    expect(cells.slice(0, 4)).toEqual(['3', String(input), '0', String(output)].map((value) => Number(value).toLocaleString('en-US')));
+    expect(cells.slice(0, 4)).toEqual(
+      ['3', String(input), '0', String(output)].map((value) => Number(value).toLocaleString('en-US')),
+    );
     // The price table applied to the usage the SDK saw (no cached tokens from the sim).
     const cost = (input * PRICE.input + output * PRICE.output) / 1_000_000;
     expect(api!.cost_usd).toBeCloseTo(cost, 12);
@@ -257,7 +308,9 @@ describeWithChromium('web console in Chromium', () => {
     const [cookie] = await context.cookies(edge.url);
     await page.getByRole('button', { name: 'Log out' }).click();
     await page.getByLabel('Admin key').waitFor();
-    expect((await fetch(`${edge.url}/admin/agents`, { headers: { cookie: `iop_console=${cookie!.value}` } })).status).toBe(401);
+    expect(
+      (await fetch(`${edge.url}/admin/agents`, { headers: { cookie: `iop_console=${cookie!.value}` } })).status,
+    ).toBe(401);
     await shot('logged-out');
   }, 30_000);
 

@@ -17,7 +17,14 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { sleep } from '@iop/core';
 import { eventually, startAgent, startEdge, startSim, stopAll, type EdgeHandle } from './harness';
-import { ADMIN_KEY, admin, describeWithSharedState, dropIsolation, isolation, startSharedEdges } from './shared-state-helpers';
+import {
+  ADMIN_KEY,
+  admin,
+  describeWithSharedState,
+  dropIsolation,
+  isolation,
+  startSharedEdges,
+} from './shared-state-helpers';
 
 interface Price {
   input: number;
@@ -43,7 +50,12 @@ const PRICES: Record<string, Price> = {
 
 /** The price table applied to what a client saw, USD (the spec of ledger/pricing.ts, computed here independently). */
 function costOf(price: Price, seen: Seen): number {
-  return ((seen.input - seen.cached) * price.input + seen.cached * (price.cachedInput ?? price.input) + seen.output * price.output) / 1e6;
+  return (
+    ((seen.input - seen.cached) * price.input +
+      seen.cached * (price.cachedInput ?? price.input) +
+      seen.output * price.output) /
+    1e6
+  );
 }
 
 const prompt = (i: number) => `please tell me a short story about the number ${i}`;
@@ -54,26 +66,51 @@ async function request(edge: EdgeHandle, key: string, model: string, shape: numb
   const messages = [{ role: 'user' as const, content: prompt(i) }];
   switch (shape % 4) {
     case 0: {
-      const message = await new Anthropic({ apiKey: key, baseURL: edge.url, maxRetries: 0 }).messages.create({ model, max_tokens: 32, messages });
+      const message = await new Anthropic({ apiKey: key, baseURL: edge.url, maxRetries: 0 }).messages.create({
+        model,
+        max_tokens: 32,
+        messages,
+      });
       // Anthropic's input_tokens exclude the cache reads (docs/protocols.md "Usage").
       const cached = message.usage.cache_read_input_tokens ?? 0;
-      return { input: message.usage.input_tokens + cached + (message.usage.cache_creation_input_tokens ?? 0), cached, output: message.usage.output_tokens };
+      return {
+        input: message.usage.input_tokens + cached + (message.usage.cache_creation_input_tokens ?? 0),
+        cached,
+        output: message.usage.output_tokens,
+      };
     }
     case 1: {
-      const stream = await openai.chat.completions.create({ model, messages, stream: true, stream_options: { include_usage: true } });
+      const stream = await openai.chat.completions.create({
+        model,
+        messages,
+        stream: true,
+        stream_options: { include_usage: true },
+      });
       let seen: Seen | undefined;
       for await (const chunk of stream)
         if (chunk.usage)
-          seen = { input: chunk.usage.prompt_tokens, cached: chunk.usage.prompt_tokens_details?.cached_tokens ?? 0, output: chunk.usage.completion_tokens };
+          seen = {
+            input: chunk.usage.prompt_tokens,
+            cached: chunk.usage.prompt_tokens_details?.cached_tokens ?? 0,
+            output: chunk.usage.completion_tokens,
+          };
       return seen!;
     }
     case 2: {
       const answer = await openai.chat.completions.create({ model, messages });
-      return { input: answer.usage!.prompt_tokens, cached: answer.usage!.prompt_tokens_details?.cached_tokens ?? 0, output: answer.usage!.completion_tokens };
+      return {
+        input: answer.usage!.prompt_tokens,
+        cached: answer.usage!.prompt_tokens_details?.cached_tokens ?? 0,
+        output: answer.usage!.completion_tokens,
+      };
     }
     default: {
       const response = await openai.responses.create({ model, input: prompt(i), store: false });
-      return { input: response.usage!.input_tokens, cached: response.usage!.input_tokens_details.cached_tokens, output: response.usage!.output_tokens };
+      return {
+        input: response.usage!.input_tokens,
+        cached: response.usage!.input_tokens_details.cached_tokens,
+        output: response.usage!.output_tokens,
+      };
     }
   }
 }
@@ -98,7 +135,9 @@ async function ledger(edges: EdgeHandle[], key: string, requests: number, groupB
     10_000,
     100,
   ).catch(() => {});
-  const rows = (await admin(edges.at(-1)!.url, 'GET', `/admin/usage?key=${key}${groupBy === '' ? '' : `&group_by=${groupBy}`}`)).body.data as UsageRow[];
+  const rows = (
+    await admin(edges.at(-1)!.url, 'GET', `/admin/usage?key=${key}${groupBy === '' ? '' : `&group_by=${groupBy}`}`)
+  ).body.data as UsageRow[];
   return rows;
 }
 
@@ -108,7 +147,10 @@ async function createKey(edge: EdgeHandle, policy: Record<string, unknown>): Pro
   return { id: created.body.id as string, key: created.body.key as string };
 }
 
-/** A request after a money budget is spent: a 429 in the Anthropic dialect naming the budget and what it has spent (`spent`, USD). */
+/**
+ * A request after a money budget is spent: a 429 in the Anthropic dialect naming the budget and what it has spent
+ * (`spent`, USD).
+ */
 async function expectBudgetRefusal(edge: EdgeHandle, key: string, name: string, spent: number): Promise<void> {
   const refused = await new Anthropic({ apiKey: key, baseURL: edge.url, maxRetries: 0 }).messages
     .create({ model: 'sim-model', max_tokens: 32, messages: [{ role: 'user', content: prompt(0) }] })
@@ -117,7 +159,9 @@ async function expectBudgetRefusal(edge: EdgeHandle, key: string, name: string, 
   const error = refused as InstanceType<typeof Anthropic.RateLimitError>;
   const body = (error.error as { error: { type: string; message: string } }).error;
   expect(body.type).toBe('rate_limit_error');
-  const match = new RegExp(`^budget exhausted: key "${name}" has spent \\$([0-9.]+) of its \\$([0-9.]+) per-day budget$`).exec(body.message);
+  const match = new RegExp(
+    `^budget exhausted: key "${name}" has spent \\$([0-9.]+) of its \\$([0-9.]+) per-day budget$`,
+  ).exec(body.message);
   expect(match).not.toBeNull();
   expect(Number(match![1])).toBeCloseTo(spent, 9);
   expect(Number(error.headers?.get('retry-after'))).toBeGreaterThanOrEqual(1);
@@ -139,7 +183,10 @@ describe('cost on the embedded default (SQLite)', () => {
       }),
     );
     const sim = await startSim(['--models', 'sim-model', '--output-tokens', '10', '--cached-tokens', '4']);
-    edge = await startEdge({ args: ['--config', configFile, '--api-keys', ''], env: { IOP_DATA_DIR: dataDir, IOP_ADMIN_KEYS: ADMIN_KEY } });
+    edge = await startEdge({
+      args: ['--config', configFile, '--api-keys', ''],
+      env: { IOP_DATA_DIR: dataDir, IOP_ADMIN_KEYS: ADMIN_KEY },
+    });
     await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-cost', backendUrl: sim.url });
   }, 60_000);
 
@@ -176,7 +223,10 @@ describe('cost on the embedded default (SQLite)', () => {
     const { key: probe } = await createKey(edge, { name: 'probe' });
     const one = costOf(PRICES['sim-model']!, await request(edge, probe, 'sim-model', 0, 0));
     const budget = Math.round(one * 1.5 * 1e9) / 1e9;
-    const created = await admin(edge.url, 'POST', '/admin/keys', { name: 'money', budget: { maxCostUsd: budget, period: 'day' } });
+    const created = await admin(edge.url, 'POST', '/admin/keys', {
+      name: 'money',
+      budget: { maxCostUsd: budget, period: 'day' },
+    });
     expect(created.status).toBe(201);
     expect(created.body.budget).toEqual({ maxCostUsd: budget, period: 'day' });
     const { id, key } = { id: created.body.id as string, key: created.body.key as string };
@@ -191,16 +241,22 @@ describe('cost on the embedded default (SQLite)', () => {
     const rotated = await admin(edge.url, 'POST', `/admin/keys/${id}/rotate`);
     expect(rotated.body.budget).toEqual({ maxCostUsd: budget, period: 'day' });
     await expectBudgetRefusal(edge, rotated.body.key as string, 'money', 2 * one);
-    const raised = await admin(edge.url, 'PATCH', `/admin/keys/${id}`, { budget: { maxCostUsd: budget * 10, period: 'day' } });
+    const raised = await admin(edge.url, 'PATCH', `/admin/keys/${id}`, {
+      budget: { maxCostUsd: budget * 10, period: 'day' },
+    });
     expect(raised.status).toBe(200);
     await expect(request(edge, rotated.body.key as string, 'sim-model', 2, 0)).resolves.toMatchObject({ output: 10 });
     await sleep(300);
     // A rotation may change the policy with the secret: here a smaller budget, already spent.
-    const tightened = await admin(edge.url, 'POST', `/admin/keys/${id}/rotate`, { budget: { maxCostUsd: budget, period: 'day' } });
+    const tightened = await admin(edge.url, 'POST', `/admin/keys/${id}/rotate`, {
+      budget: { maxCostUsd: budget, period: 'day' },
+    });
     expect(tightened.status).toBe(200);
     expect(tightened.body.budget).toEqual({ maxCostUsd: budget, period: 'day' });
     await expectBudgetRefusal(edge, tightened.body.key as string, 'money', 3 * one);
-    const badRotation = await admin(edge.url, 'POST', `/admin/keys/${id}/rotate`, { budget: { maxCostUsd: -1, period: 'day' } });
+    const badRotation = await admin(edge.url, 'POST', `/admin/keys/${id}/rotate`, {
+      budget: { maxCostUsd: -1, period: 'day' },
+    });
     expect(badRotation.status).toBe(400);
     const invalid = await admin(edge.url, 'POST', '/admin/keys', { name: 'no amount', budget: { period: 'day' } });
     expect(invalid.status).toBe(400);
@@ -229,7 +285,10 @@ describeWithSharedState('cost across two edges sharing PostgreSQL and Redis', ()
   it("a money budget spent on one edge refuses on the other; the shared ledger's cost equals what the clients saw", async () => {
     const { key: probe } = await createKey(edges[0]!, { name: 'probe' });
     const one = costOf(PRICES['sim-model']!, await request(edges[0]!, probe, 'sim-model', 2, 0));
-    const { id, key } = await createKey(edges[0]!, { name: 'shared money', budget: { maxCostUsd: Math.round(one * 1.5 * 1e9) / 1e9, period: 'day' } });
+    const { id, key } = await createKey(edges[0]!, {
+      name: 'shared money',
+      budget: { maxCostUsd: Math.round(one * 1.5 * 1e9) / 1e9, period: 'day' },
+    });
     let cost = 0;
     cost += costOf(PRICES['sim-model']!, await request(edges[1]!, key, 'sim-model', 1, 0));
     await sleep(300);

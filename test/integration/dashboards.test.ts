@@ -16,7 +16,17 @@ import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { parse } from 'yaml';
-import { API_KEY, ROOT, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type Proc, type SimHandle } from './harness';
+import {
+  API_KEY,
+  ROOT,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  type EdgeHandle,
+  type Proc,
+  type SimHandle,
+} from './harness';
 
 let sim: SimHandle;
 let edge: EdgeHandle;
@@ -27,7 +37,12 @@ beforeAll(async () => {
   sim = await startSim(['--models', 'sim-model', '--output-tokens', '8', '--ttft-ms', '30', '--itl-ms', '5']);
   // Per-key series on (the dashboard's per-key panels query them), bounded to 5 keys.
   edge = await startEdge({ args: ['--metrics-key-labels-enabled', 'true', '--metrics-key-labels-max-keys', '5'] });
-  agent = await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-dash', backendUrl: sim.url, models: ['sim-model'] });
+  agent = await startAgent({
+    tunnelPort: edge.tunnelPort,
+    id: 'agent-dash',
+    backendUrl: sim.url,
+    models: ['sim-model'],
+  });
   const ready = await agent.ready();
   agentUrl = `http://127.0.0.1:${ready.metricsPort as number}`;
 });
@@ -46,7 +61,9 @@ function queries(): string[] {
   const dashboard = JSON.parse(readFileSync(path.join(ROOT, 'deploy/grafana/iop-dashboard.json'), 'utf8')) as {
     panels: Array<{ targets: Array<{ expr: string }> }>;
   };
-  const rules = parse(readFileSync(path.join(ROOT, 'deploy/prometheus/iop-alerts.yml'), 'utf8')) as { groups: Array<{ rules: Array<{ expr: string }> }> };
+  const rules = parse(readFileSync(path.join(ROOT, 'deploy/prometheus/iop-alerts.yml'), 'utf8')) as {
+    groups: Array<{ rules: Array<{ expr: string }> }>;
+  };
   return [
     ...dashboard.panels.flatMap((panel) => panel.targets.map((target) => target.expr)),
     ...rules.groups.flatMap((group) => group.rules.map((rule) => rule.expr)),
@@ -68,7 +85,8 @@ function seriesLabels(exposition: string, name: string): Set<string> {
 /** Every metric selector `name{` of iop's own series in PromQL expressions. */
 function selectors(expressions: string[]): Set<string> {
   const names = new Set<string>();
-  for (const expression of expressions) for (const match of expression.matchAll(/\b((?:iop|gen_ai)_[a-z0-9_]+)\{/g)) names.add(match[1]!);
+  for (const expression of expressions)
+    for (const match of expression.matchAll(/\b((?:iop|gen_ai)_[a-z0-9_]+)\{/g)) names.add(match[1]!);
   return names;
 }
 
@@ -100,13 +118,19 @@ it('serves /healthz and /readyz on the agent port', async () => {
   expect(await health.json()).toEqual({ status: 'ok' });
   const ready = await fetch(`${agentUrl}/readyz`);
   expect(ready.status).toBe(200);
-  expect(await ready.json()).toMatchObject({ status: 'ready', edges: [{ edge: `http://127.0.0.1:${edge.tunnelPort}`, registered: true }] });
+  expect(await ready.json()).toMatchObject({
+    status: 'ready',
+    edges: [{ edge: `http://127.0.0.1:${edge.tunnelPort}`, registered: true }],
+  });
   expect((await fetch(`${agentUrl}/nope`)).status).toBe(404);
   expect((await fetch(`${agentUrl}/metrics`, { method: 'POST' })).status).toBe(405);
 });
 
 it('every metric the dashboard and the alert rules query is exported by the edge or the agent', async () => {
-  const known = new Map([...types(await (await fetch(`${edge.url}/metrics`)).text()), ...types(await (await fetch(`${agentUrl}/metrics`)).text())]);
+  const known = new Map([
+    ...types(await (await fetch(`${edge.url}/metrics`)).text()),
+    ...types(await (await fetch(`${agentUrl}/metrics`)).text()),
+  ]);
   const dashboard = JSON.parse(readFileSync(path.join(ROOT, 'deploy/grafana/iop-dashboard.json'), 'utf8')) as {
     panels: Array<{ title: string; targets: Array<{ expr: string }> }>;
   };
@@ -117,7 +141,13 @@ it('every metric the dashboard and the alert rules query is exported by the edge
   const ruleExprs = rules.groups.flatMap((group) => group.rules.map((rule) => rule.expr));
   expect(dashboard.panels.length).toBeGreaterThanOrEqual(15);
   expect(rules.groups[0]!.rules.map((rule) => rule.alert)).toEqual(
-    expect.arrayContaining(['IopNoHealthyAgent', 'IopHighErrorRatio', 'IopTtftP99High', 'IopQueueSaturated', 'IopProviderEjected']),
+    expect.arrayContaining([
+      'IopNoHealthyAgent',
+      'IopHighErrorRatio',
+      'IopTtftP99High',
+      'IopQueueSaturated',
+      'IopProviderEjected',
+    ]),
   );
   const queried = selectors([...panelExprs, ...ruleExprs]);
   expect(queried.size).toBeGreaterThanOrEqual(25);
@@ -148,7 +178,9 @@ it('fills the request series of edge and agent for a streamed request', async ()
   // 8 tokens 5 ms apart: about 5 ms per output token. The sim keeps an absolute schedule (a token
   // late on a loaded machine is followed by the ones already due at once), so only the order of
   // magnitude is certain: more than 1 ms, less than 50.
-  const tpot = /^iop_time_per_output_token_seconds_sum\{dialect="openai-chat",model="sim-model"\} (\S+)$/m.exec(edgeText);
+  const tpot = /^iop_time_per_output_token_seconds_sum\{dialect="openai-chat",model="sim-model"\} (\S+)$/m.exec(
+    edgeText,
+  );
   expect(Number(tpot?.[1])).toBeGreaterThan(0.001);
   expect(Number(tpot?.[1])).toBeLessThan(0.05);
   expect(edgeText).toMatch(/^gen_ai_client_token_usage_sum\{[^}]*gen_ai_token_type="output"\} 8$/m);
@@ -166,7 +198,11 @@ it('fills the request series of edge and agent for a streamed request', async ()
 
 it('labels request and token series with the response mode and the gate policy', async () => {
   const anthropic = new Anthropic({ apiKey: API_KEY, baseURL: edge.url, maxRetries: 0 });
-  const message = await anthropic.messages.create({ model: 'sim-model', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] });
+  const message = await anthropic.messages.create({
+    model: 'sim-model',
+    max_tokens: 8,
+    messages: [{ role: 'user', content: 'hi' }],
+  });
   expect(message.usage.output_tokens).toBe(8);
 
   const edgeText = await (await fetch(`${edge.url}/metrics`)).text();
@@ -177,15 +213,25 @@ it('labels request and token series with the response mode and the gate policy',
     'iop_requests_total{dialect="openai-chat",model="sim-model",served_model="sim-model",agent="agent-dash",status="200",mode="passthrough",policy="none"} 1',
   );
   // One 8-token answer on each path.
-  expect(edgeText).toContain('iop_tokens_total{model="sim-model",kind="completion",attempt="answer",mode="normalized",policy="evidence-tail"} 8');
-  expect(edgeText).toContain('iop_tokens_total{model="sim-model",kind="completion",attempt="answer",mode="passthrough",policy="none"} 8');
+  expect(edgeText).toContain(
+    'iop_tokens_total{model="sim-model",kind="completion",attempt="answer",mode="normalized",policy="evidence-tail"} 8',
+  );
+  expect(edgeText).toContain(
+    'iop_tokens_total{model="sim-model",kind="completion",attempt="answer",mode="passthrough",policy="none"} 8',
+  );
 });
 
 it('every label the dashboard and the alert rules select or group by is on the metrics they query', async () => {
   const openai = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
-  await openai.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 });
+  await openai.chat.completions.create({
+    model: 'sim-model',
+    messages: [{ role: 'user', content: 'hi' }],
+    max_tokens: 4,
+  });
   // A failure: the only requests whose series carry error_type.
-  await expect(openai.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({ status: 404 });
+  await expect(
+    openai.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }),
+  ).rejects.toMatchObject({ status: 404 });
   const exposition = `${await (await fetch(`${edge.url}/metrics`)).text()}\n${await (await fetch(`${agentUrl}/metrics`)).text()}`;
   // Added by Prometheus at scrape time, or the histogram bucket bound.
   const scraped = new Set(['job', 'instance', 'le']);
@@ -218,5 +264,7 @@ it('every label the dashboard and the alert rules select or group by is on the m
   );
   // Per key: the harness's one plain API key (`legacy:<hash prefix>`).
   expect(exposition).toMatch(/^iop_key_requests_total\{key="legacy:[0-9a-f]+",model="sim-model",status="200"\} [1-9]/m);
-  expect(exposition).toMatch(/^iop_key_tokens_total\{key="legacy:[0-9a-f]+",model="sim-model",kind="completion"\} [1-9]/m);
+  expect(exposition).toMatch(
+    /^iop_key_tokens_total\{key="legacy:[0-9a-f]+",model="sim-model",kind="completion"\} [1-9]/m,
+  );
 });

@@ -18,7 +18,13 @@ let edge: EdgeHandle;
 beforeAll(async () => {
   const sim = await startSim(['--models', 'sim-model', '--output-tokens', '4', '--ttft-ms', '300']);
   edge = await startEdge();
-  await startAgent({ tunnelPort: edge.tunnelPort, id: 'budget-agent', backendUrl: sim.url, models: ['sim-model'], args: ['--max-concurrency', '64'] });
+  await startAgent({
+    tunnelPort: edge.tunnelPort,
+    id: 'budget-agent',
+    backendUrl: sim.url,
+    models: ['sim-model'],
+    args: ['--max-concurrency', '64'],
+  });
 }, 60_000);
 
 afterAll(stopAll);
@@ -53,11 +59,20 @@ describe('the budget of request bytes in flight', () => {
         const fail = (error: unknown): Result => {
           if (!(error instanceof OpenAI.APIError) && !(error instanceof Anthropic.APIError)) throw error;
           const body = error.error as { type?: string; error?: { type?: string } } | undefined;
-          return { status: error.status ?? 0, retryAfter: error.headers?.get('retry-after') ?? null, type: body?.error?.type ?? body?.type };
+          return {
+            status: error.status ?? 0,
+            retryAfter: error.headers?.get('retry-after') ?? null,
+            type: body?.error?.type ?? body?.type,
+          };
         };
         const ok = (): Result => ({ status: 200, retryAfter: null, type: undefined });
-        if (i % 4 === 3) return anthropic.messages.create({ model: 'sim-model', max_tokens: 4, messages: [{ role: 'user', content }] }).then(ok, fail);
-        return openai.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content }] }).then(ok, fail);
+        if (i % 4 === 3)
+          return anthropic.messages
+            .create({ model: 'sim-model', max_tokens: 4, messages: [{ role: 'user', content }] })
+            .then(ok, fail);
+        return openai.chat.completions
+          .create({ model: 'sim-model', messages: [{ role: 'user', content }] })
+          .then(ok, fail);
       }),
     );
     clearInterval(sampler);
@@ -79,7 +94,9 @@ describe('the budget of request bytes in flight', () => {
     // The budget is free again: a large request is served.
     const after = await openai.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content }] });
     expect(after.choices[0]!.finish_reason).toBeDefined();
-    console.log(`peak edge RSS ${Math.round(peak / 1024 / 1024)} MiB; served ${served.length}, refused ${refused.length}`);
+    console.log(
+      `peak edge RSS ${Math.round(peak / 1024 / 1024)} MiB; served ${served.length}, refused ${refused.length}`,
+    );
   }, 180_000);
 
   it('a chunked body is refused as its bytes cross the budget', async () => {

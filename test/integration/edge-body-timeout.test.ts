@@ -28,16 +28,23 @@ interface RawAnswer {
   closed: boolean;
 }
 
-/** Sends `head` and `parts` (each after `gapMs`), then waits; resolves with the answer once the edge closes the socket or 20 s pass. */
+/**
+ * Sends `head` and `parts` (each after `gapMs`), then waits; resolves with the answer once the edge closes the socket
+ * or 20 s pass.
+ */
 function raw(path: string, headers: Record<string, string>, parts: string[], gapMs: number): Promise<RawAnswer> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(edge.port, '127.0.0.1');
     const started = performance.now();
     let firstAt: number | undefined;
     let text = '';
-    const head = [`POST ${path} HTTP/1.1`, `host: 127.0.0.1:${edge.port}`, ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`), '', ''].join(
-      '\r\n',
-    );
+    const head = [
+      `POST ${path} HTTP/1.1`,
+      `host: 127.0.0.1:${edge.port}`,
+      ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+      '',
+      '',
+    ].join('\r\n');
     socket.on('connect', () => {
       socket.write(head);
       parts.forEach((part, i) => setTimeout(() => !socket.destroyed && socket.write(part), i * gapMs));
@@ -55,11 +62,14 @@ function raw(path: string, headers: Record<string, string>, parts: string[], gap
       const lines = top.split('\r\n');
       const status = Number(lines[0]!.split(' ')[1]);
       const parsed = Object.fromEntries(
-        lines.slice(1).map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+        lines
+          .slice(1)
+          .map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
       );
       let bodyText = rest.join('\r\n\r\n');
       // Chunked answers (streams) are not expected here; a content-length body is read as is.
-      if (parsed['transfer-encoding'] === 'chunked') bodyText = bodyText.replace(/^[0-9a-f]+\r\n/, '').replace(/\r\n0\r\n\r\n$/, '');
+      if (parsed['transfer-encoding'] === 'chunked')
+        bodyText = bodyText.replace(/^[0-9a-f]+\r\n/, '').replace(/\r\n0\r\n\r\n$/, '');
       resolve({
         status,
         headers: parsed,
@@ -72,7 +82,11 @@ function raw(path: string, headers: Record<string, string>, parts: string[], gap
 }
 
 const chat = JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: 'x'.repeat(2000) }] });
-const messages = JSON.stringify({ model: 'sim-model', max_tokens: 8, messages: [{ role: 'user', content: 'x'.repeat(2000) }] });
+const messages = JSON.stringify({
+  model: 'sim-model',
+  max_tokens: 8,
+  messages: [{ role: 'user', content: 'x'.repeat(2000) }],
+});
 const responses = JSON.stringify({ model: 'sim-model', input: 'x'.repeat(2000) });
 
 describe('a request body that stalls', () => {
@@ -83,7 +97,12 @@ describe('a request body that stalls', () => {
   ] as const)(
     '%s: a 408 in its dialect once --body-timeout-ms has passed, and the connection closed',
     async (path, body, auth, dialect) => {
-      const answer = await raw(path, { ...auth, 'content-type': 'application/json', 'content-length': String(body.length) }, [body.slice(0, 500)], 0);
+      const answer = await raw(
+        path,
+        { ...auth, 'content-type': 'application/json', 'content-length': String(body.length) },
+        [body.slice(0, 500)],
+        0,
+      );
       expect(answer.status).toBe(408);
       expect(answer.afterMs).toBeGreaterThanOrEqual(BODY_TIMEOUT_MS - 50);
       expect(answer.afterMs).toBeLessThan(BODY_TIMEOUT_MS + 5_000);
@@ -91,7 +110,9 @@ describe('a request body that stalls', () => {
       expect(answer.closed).toBe(true);
       if (dialect === 'openai') {
         expect(answer.body).toMatchObject({ error: { type: 'server_error', code: 'timeout' } });
-        expect((answer.body.error as { message: string }).message).toMatch(/request body did not arrive within 1500 ms \(500 bytes received\)/);
+        expect((answer.body.error as { message: string }).message).toMatch(
+          /request body did not arrive within 1500 ms \(500 bytes received\)/,
+        );
       } else {
         expect(answer.body).toMatchObject({ type: 'error', error: { type: 'timeout_error' } });
       }
@@ -115,7 +136,12 @@ describe('a request body that stalls', () => {
     const thirds = [chat.slice(0, 700), chat.slice(700, 1400), chat.slice(1400)];
     const answer = await raw(
       '/v1/chat/completions',
-      { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json', 'content-length': String(chat.length), connection: 'close' },
+      {
+        authorization: `Bearer ${API_KEY}`,
+        'content-type': 'application/json',
+        'content-length': String(chat.length),
+        connection: 'close',
+      },
       thirds,
       300,
     );

@@ -24,11 +24,25 @@ describe('iop-edge command', () => {
     try {
       const failed = (await run(
         process.execPath,
-        [EDGE, '--port', String(port), '--host', '127.0.0.1', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN],
+        [
+          EDGE,
+          '--port',
+          String(port),
+          '--host',
+          '127.0.0.1',
+          '--tunnel-port',
+          '0',
+          '--api-keys',
+          API_KEY,
+          '--join-tokens',
+          JOIN_TOKEN,
+        ],
         { env: { ...process.env, IOP_LOG_LEVEL: 'silent' } },
       ).catch((error: unknown) => error)) as { code: number; stderr: string };
       expect(failed.code).toBe(1);
-      expect(failed.stderr.trim()).toBe(`cannot listen on 127.0.0.1:${port}: the address is in use by another process; choose another with --port / IOP_PORT`);
+      expect(failed.stderr.trim()).toBe(
+        `cannot listen on 127.0.0.1:${port}: the address is in use by another process; choose another with --port / IOP_PORT`,
+      );
     } finally {
       blocker.close();
     }

@@ -40,13 +40,20 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function postResponses(target: EdgeHandle, body: Record<string, unknown>): Promise<{ status: number; json: Record<string, unknown>; headers: Headers }> {
+async function postResponses(
+  target: EdgeHandle,
+  body: Record<string, unknown>,
+): Promise<{ status: number; json: Record<string, unknown>; headers: Headers }> {
   const response = await fetch(`${target.baseURL}/responses`, {
     method: 'POST',
     headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
-  return { status: response.status, json: (await response.json()) as Record<string, unknown>, headers: response.headers };
+  return {
+    status: response.status,
+    json: (await response.json()) as Record<string, unknown>,
+    headers: response.headers,
+  };
 }
 
 const text = (bytes: number, seed = 'a') => seed.repeat(bytes);
@@ -74,10 +81,14 @@ describe('request bodies', () => {
     });
 
   it('inflates a gzip body; a body that is not what its content-encoding says is a 400 in OpenAI shape', async () => {
-    const json = Buffer.from(JSON.stringify({ model: 'sim-model', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] }));
+    const json = Buffer.from(
+      JSON.stringify({ model: 'sim-model', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] }),
+    );
     const answered = await chat(gzipSync(json), { 'content-encoding': 'gzip' });
     expect(answered.status).toBe(200);
-    expect(((await answered.json()) as { choices: Array<{ finish_reason: string }> }).choices[0]!.finish_reason).toBe('length');
+    expect(((await answered.json()) as { choices: Array<{ finish_reason: string }> }).choices[0]!.finish_reason).toBe(
+      'length',
+    );
     const garbled = await chat(json, { 'content-encoding': 'gzip' });
     expect(garbled.status).toBe(400);
     const error = ((await garbled.json()) as { error: { type: string; message: string } }).error;
@@ -88,9 +99,15 @@ describe('request bodies', () => {
   it('refuses a body over --max-body-bytes with 413, by its content-length or by the bytes sent', async () => {
     const small = await startEdge({ args: ['--max-body-bytes', '1024'] });
     const big = Buffer.from(JSON.stringify({ model: 'sim-model', messages: [{ role: 'user', content: text(4096) }] }));
-    const declared = await fetch(`${small.baseURL}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${API_KEY}` }, body: big });
+    const declared = await fetch(`${small.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${API_KEY}` },
+      body: big,
+    });
     expect(declared.status).toBe(413);
-    expect(((await declared.json()) as { error: { message: string } }).error.message).toBe('request body too large: the limit is 1024 bytes');
+    expect(((await declared.json()) as { error: { message: string } }).error.message).toBe(
+      'request body too large: the limit is 1024 bytes',
+    );
     const chunked = await fetch(`${small.baseURL}/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${API_KEY}` },
@@ -135,23 +152,33 @@ describe('Responses store limits', () => {
     expect(item.content[0]!.text).toHaveLength(600 * 1024);
     const db = new Database(path.join(dataDir, 'responses.sqlite'), { readonly: true, fileMustExist: true });
     const row = db
-      .prepare<[string], { bytes: number; length: number }>('SELECT bytes, length(CAST(record AS BLOB)) AS length FROM responses WHERE id = ?')
+      .prepare<[string], { bytes: number; length: number }>(
+        'SELECT bytes, length(CAST(record AS BLOB)) AS length FROM responses WHERE id = ?',
+      )
       .get(first.id);
     db.close();
     expect(row!.bytes).toBe(row!.length);
     expect(row!.bytes).toBeGreaterThan(600 * 1024);
     expect(row!.bytes).toBeLessThan(640 * 1024);
 
-    const continued = await postResponses(edge, { model: 'sim-model', previous_response_id: first.id, input: text(600 * 1024, 'c') });
+    const continued = await postResponses(edge, {
+      model: 'sim-model',
+      previous_response_id: first.id,
+      input: text(600 * 1024, 'c'),
+    });
     expect(continued.status).toBe(413);
     expect((continued.json.error as Record<string, unknown>).param).toBe('input');
   });
 
   it('drops the oldest records beyond the total limit', async () => {
     const ids: string[] = [];
-    for (let index = 0; index < 6; index++) ids.push((await openai.responses.create({ model: 'sim-model', input: text(700 * 1024, String(index)) })).id);
+    for (let index = 0; index < 6; index++)
+      ids.push((await openai.responses.create({ model: 'sim-model', input: text(700 * 1024, String(index)) })).id);
     const present = await Promise.all(
-      ids.map(async (id) => (await fetch(`${edge.baseURL}/responses/${id}`, { headers: { authorization: `Bearer ${API_KEY}` } })).status),
+      ids.map(
+        async (id) =>
+          (await fetch(`${edge.baseURL}/responses/${id}`, { headers: { authorization: `Bearer ${API_KEY}` } })).status,
+      ),
     );
     // 3 MiB hold four 700 KiB records: the two oldest are gone, the four newest kept.
     expect(present).toEqual([404, 404, 200, 200, 200, 200]);
@@ -165,7 +192,10 @@ describe('storing a 24 MiB input', () => {
     // client has its answer see the storing. Stored on the event loop this was a 1.2-1.4 s stall.
     const slowSim = await startSim(['--output-tokens', '8', '--ttft-ms', '6000']);
     const bigDir = mkdtempSync(path.join(os.tmpdir(), 'iop-big-'));
-    const big = await startEdge({ args: ['--responses-max-response-bytes', String(32 * MiB)], env: { IOP_DATA_DIR: bigDir } });
+    const big = await startEdge({
+      args: ['--responses-max-response-bytes', String(32 * MiB)],
+      env: { IOP_DATA_DIR: bigDir },
+    });
     await startAgent({ tunnelPort: big.tunnelPort, id: 'big-agent', backendUrl: slowSim.url, models: ['sim-model'] });
     const client = new OpenAI({ baseURL: big.baseURL, apiKey: API_KEY, maxRetries: 0, timeout: 60_000 });
     const input = text(24 * MiB, 'z');

@@ -23,9 +23,22 @@ function writeConfig(config: unknown): string {
 beforeAll(async () => {
   sim = await startSim(['--models', 'sim-model', '--output-tokens', '4']);
   edge = await startEdge({
-    args: ['--config', writeConfig({ pool: { modelGroups: [{ name: 'house', targets: [{ model: 'sim-model' }], queue: { maxQueued: 0, maxWaitMs: 0 } }] } })],
+    args: [
+      '--config',
+      writeConfig({
+        pool: {
+          modelGroups: [{ name: 'house', targets: [{ model: 'sim-model' }], queue: { maxQueued: 0, maxWaitMs: 0 } }],
+        },
+      }),
+    ],
   });
-  await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-one', backendUrl: sim.url, models: ['sim-model'], args: ['--max-concurrency', '1'] });
+  await startAgent({
+    tunnelPort: edge.tunnelPort,
+    id: 'agent-one',
+    backendUrl: sim.url,
+    models: ['sim-model'],
+    args: ['--max-concurrency', '1'],
+  });
 });
 
 afterAll(stopAll);
@@ -42,9 +55,16 @@ it('GET /v1/models answers the Anthropic SDK in Anthropic shape, OpenAI clients 
   const page = await anthropic.models.list();
   const ids = page.data.map((model) => model.id);
   expect(ids).toEqual(['house', 'sim-model']);
-  expect(page.data[0]).toEqual({ type: 'model', id: 'house', display_name: 'house', created_at: '1970-01-01T00:00:00.000Z' });
+  expect(page.data[0]).toEqual({
+    type: 'model',
+    id: 'house',
+    display_name: 'house',
+    created_at: '1970-01-01T00:00:00.000Z',
+  });
   expect(page.has_more).toBe(false);
-  const openai = (await (await fetch(`${edge.url}/v1/models`, { headers: { authorization: `Bearer ${API_KEY}` } })).json()) as {
+  const openai = (await (
+    await fetch(`${edge.url}/v1/models`, { headers: { authorization: `Bearer ${API_KEY}` } })
+  ).json()) as {
     object: string;
     data: Array<{ id: string; object: string }>;
   };
@@ -69,7 +89,10 @@ it('an overloaded Anthropic request is "529 Overloaded" with an overloaded_error
     const body = JSON.stringify({ model: 'house', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] });
     const req = http.request(
       `${edge.url}/v1/messages`,
-      { method: 'POST', headers: { 'x-api-key': API_KEY, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' } },
+      {
+        method: 'POST',
+        headers: { 'x-api-key': API_KEY, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      },
       (res) => {
         let text = '';
         res.on('data', (chunk: Buffer) => (text += chunk.toString()));
@@ -87,7 +110,12 @@ it('an overloaded Anthropic request is "529 Overloaded" with an overloaded_error
 
 it('an edge with only direct providers is ready', async () => {
   const direct = await startEdge({
-    args: ['--config', writeConfig({ pool: { directProviders: [{ id: 'direct-sim', baseUrl: `${sim.url}/v1`, models: ['sim-model'] }] } })],
+    args: [
+      '--config',
+      writeConfig({
+        pool: { directProviders: [{ id: 'direct-sim', baseUrl: `${sim.url}/v1`, models: ['sim-model'] }] },
+      }),
+    ],
   });
   const response = await fetch(`${direct.url}/readyz`);
   expect(response.status).toBe(200);

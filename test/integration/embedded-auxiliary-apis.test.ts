@@ -28,7 +28,11 @@ const dot = (a: readonly number[], b: readonly number[]) => a.reduce((sum, value
 
 describe('embeddings from the model', () => {
   it('real vectors: one per input, unit length, deterministic, with exact usage', async () => {
-    const answer = await client.embeddings.create({ model, input: ['Once upon a time', 'The little dog ran'], encoding_format: 'float' });
+    const answer = await client.embeddings.create({
+      model,
+      input: ['Once upon a time', 'The little dog ran'],
+      encoding_format: 'float',
+    });
     expect(answer.data).toHaveLength(2);
     const [first, second] = answer.data.map((entry) => entry.embedding);
     expect(first).toHaveLength(64); // stories260K's embedding width
@@ -63,7 +67,9 @@ describe('embeddings from the model', () => {
     });
     expect(several.data.map((entry) => entry.embedding.length)).toEqual([16, 16]);
     expect(norm(several.data[0]!.embedding)).toBeCloseTo(1, 5);
-    const tooWide = await client.embeddings.create({ model, input: 'x', dimensions: 65 }).catch((error: unknown) => error);
+    const tooWide = await client.embeddings
+      .create({ model, input: 'x', dimensions: 65 })
+      .catch((error: unknown) => error);
     expect(tooWide).toBeInstanceOf(OpenAI.BadRequestError);
     expect((tooWide as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('dimensions');
   });
@@ -71,7 +77,12 @@ describe('embeddings from the model', () => {
 
 describe('legacy completions from the model', () => {
   it('non-stream: generated text, length finish, exact usage', async () => {
-    const completion = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 12, temperature: 0 });
+    const completion = await client.completions.create({
+      model,
+      prompt: 'Once upon a time',
+      max_tokens: 12,
+      temperature: 0,
+    });
     expect(completion.object).toBe('text_completion');
     expect(completion.choices[0]!.text).toMatch(/[a-z]{2,}/i);
     expect(completion.choices[0]!.finish_reason).toBe('length');
@@ -106,20 +117,40 @@ describe('legacy completions from the model', () => {
   });
 
   it('echo, n and stop', async () => {
-    const completion = await client.completions.create({ model, prompt: ['Once upon a time', 'The dog'], n: 2, echo: true, max_tokens: 3, temperature: 0 });
+    const completion = await client.completions.create({
+      model,
+      prompt: ['Once upon a time', 'The dog'],
+      n: 2,
+      echo: true,
+      max_tokens: 3,
+      temperature: 0,
+    });
     expect(completion.choices.map((choice) => choice.index)).toEqual([0, 1, 2, 3]);
     expect(completion.choices[0]!.text.startsWith('Once upon a time')).toBe(true);
     expect(completion.choices[3]!.text.startsWith('The dog')).toBe(true);
-    const plain = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 16, temperature: 0 });
+    const plain = await client.completions.create({
+      model,
+      prompt: 'Once upon a time',
+      max_tokens: 16,
+      temperature: 0,
+    });
     // A stop sequence that begins inside a token (" was" is one token): the text before it stays.
     const word = plain.choices[0]!.text.trim().split(/\s+/)[2]!;
-    const stopped = await client.completions.create({ model, prompt: 'Once upon a time', max_tokens: 16, temperature: 0, stop: word });
+    const stopped = await client.completions.create({
+      model,
+      prompt: 'Once upon a time',
+      max_tokens: 16,
+      temperature: 0,
+      stop: word,
+    });
     expect(stopped.choices[0]!.finish_reason).toBe('stop');
     expect(stopped.choices[0]!.text).toBe(plain.choices[0]!.text.slice(0, plain.choices[0]!.text.indexOf(word)));
   });
 
   it('suffix on a model without fill-in-the-middle tokens is a clear 400 naming suffix', async () => {
-    const refused = await client.completions.create({ model, prompt: 'Once upon', suffix: 'the end.', max_tokens: 4 }).catch((error: unknown) => error);
+    const refused = await client.completions
+      .create({ model, prompt: 'Once upon', suffix: 'the end.', max_tokens: 4 })
+      .catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(OpenAI.BadRequestError);
     expect((refused as InstanceType<typeof OpenAI.BadRequestError>).param).toBe('suffix');
     expect((refused as Error).message).toContain('fill-in-the-middle');

@@ -105,13 +105,21 @@ describe('embedded llama.cpp backend through the edge', () => {
 
   it('says in x-iop-warnings that it cannot honour n > 1 or logprobs, instead of silently returning one choice', async () => {
     const { data: completion, response } = await client.chat.completions
-      .create({ model: 'stories260K', messages: [{ role: 'user', content: 'Once' }], max_tokens: 4, n: 2, logprobs: true })
+      .create({
+        model: 'stories260K',
+        messages: [{ role: 'user', content: 'Once' }],
+        max_tokens: 4,
+        n: 2,
+        logprobs: true,
+      })
       .withResponse();
     expect(completion.choices).toHaveLength(1);
     const warnings = response.headers.get('x-iop-warnings') ?? '';
     expect(warnings).toContain('n=2 is not supported by the embedded backend');
     expect(warnings).toContain('logprobs are not supported by the embedded backend');
-    const plain = await client.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'Once' }], max_tokens: 4 }).withResponse();
+    const plain = await client.chat.completions
+      .create({ model: 'stories260K', messages: [{ role: 'user', content: 'Once' }], max_tokens: 4 })
+      .withResponse();
     expect(plain.response.headers.get('x-iop-warnings')).toBeNull();
   });
 });

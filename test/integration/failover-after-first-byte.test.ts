@@ -7,7 +7,16 @@
  */
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-import { API_KEY, metricSum, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import {
+  API_KEY,
+  metricSum,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  type EdgeHandle,
+  type SimHandle,
+} from './harness';
 
 let sim: SimHandle;
 let edge: EdgeHandle;
@@ -17,7 +26,13 @@ let anthropic: Anthropic;
 beforeAll(async () => {
   sim = await startSim(['--models', 'sim-model', '--output-tokens', '12', '--itl-ms', '2']);
   edge = await startEdge();
-  await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-a', backendUrl: sim.url, models: ['sim-model'], args: ['--idle-timeout-ms', '500'] });
+  await startAgent({
+    tunnelPort: edge.tunnelPort,
+    id: 'agent-a',
+    backendUrl: sim.url,
+    models: ['sim-model'],
+    args: ['--idle-timeout-ms', '500'],
+  });
   openai = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
   anthropic = new Anthropic({ apiKey: API_KEY, baseURL: edge.url, maxRetries: 0 });
 });
@@ -38,7 +53,10 @@ const answerTokens = () => metricSum(edge.url, 'iop_tokens_total', { kind: 'comp
 /** The edge still answers after the fault. */
 async function healthy(): Promise<void> {
   expect((await fetch(`${edge.url}/healthz`)).status).toBe(200);
-  const completion = await openai.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'again' }] });
+  const completion = await openai.chat.completions.create({
+    model: 'sim-model',
+    messages: [{ role: 'user', content: 'again' }],
+  });
   expect(completion.choices[0]!.finish_reason).toBe('stop');
 }
 
@@ -74,7 +92,11 @@ describe.each(FAULTS)('mid-stream fault %s', (fault) => {
   it('ends an Anthropic stream (through the gate) with an error event, no message_stop', async () => {
     await queueFault(fault);
     const events: string[] = [];
-    const stream = anthropic.messages.stream({ model: 'sim-model', max_tokens: 64, messages: [{ role: 'user', content: 'hello' }] });
+    const stream = anthropic.messages.stream({
+      model: 'sim-model',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'hello' }],
+    });
     const error = await (async () => {
       for await (const event of stream) events.push(event.type);
     })().catch((caught: unknown) => caught);

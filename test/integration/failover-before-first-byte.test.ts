@@ -11,7 +11,16 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-import { API_KEY, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import {
+  API_KEY,
+  simRequests,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  type EdgeHandle,
+  type SimHandle,
+} from './harness';
 
 /** Context window of the small model; a prompt longer than this overflows it. */
 const SMALL = 'sim-model@max-model-len=64';
@@ -45,8 +54,20 @@ beforeAll(async () => {
     },
   });
   edge = await startEdge({ args: ['--config', config] });
-  await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-a', backendUrl: simA.url, models: ['sim-model', SMALL], args: ['--labels', 'host=a'] });
-  await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-b', backendUrl: simB.url, models: ['sim-model'], args: ['--labels', 'host=b'] });
+  await startAgent({
+    tunnelPort: edge.tunnelPort,
+    id: 'agent-a',
+    backendUrl: simA.url,
+    models: ['sim-model', SMALL],
+    args: ['--labels', 'host=a'],
+  });
+  await startAgent({
+    tunnelPort: edge.tunnelPort,
+    id: 'agent-b',
+    backendUrl: simB.url,
+    models: ['sim-model'],
+    args: ['--labels', 'host=b'],
+  });
   openai = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
   anthropic = new Anthropic({ apiKey: API_KEY, baseURL: edge.url, maxRetries: 0 });
 });
@@ -58,7 +79,11 @@ afterEach(async () => {
 });
 
 async function queueFault(sim: SimHandle, fault: Record<string, unknown>): Promise<void> {
-  const response = await fetch(`${sim.url}/_sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(fault) });
+  const response = await fetch(`${sim.url}/_sim/faults`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(fault),
+  });
   expect(response.status).toBe(200);
 }
 
@@ -72,7 +97,9 @@ interface Answer {
 }
 
 const viaChat = async (model = 'sim-model'): Promise<Answer> => {
-  const { data, response } = await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'hello there' }], stream: true }).withResponse();
+  const { data, response } = await openai.chat.completions
+    .create({ model, messages: [{ role: 'user', content: 'hello there' }], stream: true })
+    .withResponse();
   let text = '';
   let finish: string | null = null;
   for await (const chunk of data) {
@@ -84,9 +111,14 @@ const viaChat = async (model = 'sim-model'): Promise<Answer> => {
 };
 
 const viaMessages = async (model = 'sim-model'): Promise<Answer> => {
-  const { data, response } = await anthropic.messages.create({ model, max_tokens: 64, messages: [{ role: 'user', content: 'hello there' }] }).withResponse();
+  const { data, response } = await anthropic.messages
+    .create({ model, max_tokens: 64, messages: [{ role: 'user', content: 'hello there' }] })
+    .withResponse();
   expect(data.stop_reason).toBe('end_turn');
-  return { agent: response.headers.get('x-iop-agent-id'), text: data.content.map((block) => (block.type === 'text' ? block.text : '')).join('') };
+  return {
+    agent: response.headers.get('x-iop-agent-id'),
+    text: data.content.map((block) => (block.type === 'text' ? block.text : '')).join(''),
+  };
 };
 
 /**
@@ -136,7 +168,9 @@ describe('status answers are not hammered', () => {
     await queueFault(simB, { fault: '503', count: 1 });
     const before = (await simRequests(simB)).length;
     const started = Date.now();
-    const { data, response } = await openai.chat.completions.create({ model: 'only-b', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    const { data, response } = await openai.chat.completions
+      .create({ model: 'only-b', messages: [{ role: 'user', content: 'hi' }] })
+      .withResponse();
     expect(data.choices[0]!.finish_reason).toBe('stop');
     expect(response.headers.get('x-iop-agent-id')).toBe('agent-b');
     expect(Date.now() - started).toBeGreaterThanOrEqual(1000); // the sim's Retry-After: 1
@@ -164,11 +198,17 @@ describe('context length', () => {
   it.each([
     [
       'passthrough',
-      async () => openai.chat.completions.create({ model: 'story-small', messages: [{ role: 'user', content: longPrompt }], max_tokens: 8 }).withResponse(),
+      async () =>
+        openai.chat.completions
+          .create({ model: 'story-small', messages: [{ role: 'user', content: longPrompt }], max_tokens: 8 })
+          .withResponse(),
     ],
     [
       'normalized',
-      async () => anthropic.messages.create({ model: 'story-small', max_tokens: 8, messages: [{ role: 'user', content: longPrompt }] }).withResponse(),
+      async () =>
+        anthropic.messages
+          .create({ model: 'story-small', max_tokens: 8, messages: [{ role: 'user', content: longPrompt }] })
+          .withResponse(),
     ],
   ])('an overflow goes to the contextFallback group (%s), never again to the same model', async (_name, ask) => {
     const before = [...(await simRequests(simA)), ...(await simRequests(simB))].length;
@@ -201,10 +241,16 @@ describe('context length', () => {
 
 describe('model groups and aliases', () => {
   it('an alias is served by its group; the answer names the alias, x-iop-model the served model (passthrough)', async () => {
-    const { data, response } = await openai.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    const { data, response } = await openai.chat.completions
+      .create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })
+      .withResponse();
     expect(data.model).toBe('gpt-4o-mini');
     expect(response.headers.get('x-iop-model')).toBe('sim-model');
-    const stream = await openai.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], stream: true });
+    const stream = await openai.chat.completions.create({
+      model: 'gpt-4o-mini',
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+    });
     const models = new Set<string>();
     for await (const chunk of stream) models.add(chunk.model);
     expect([...models]).toEqual(['gpt-4o-mini']);

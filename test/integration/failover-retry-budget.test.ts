@@ -7,14 +7,26 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { API_KEY, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import {
+  API_KEY,
+  simRequests,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  type EdgeHandle,
+  type SimHandle,
+} from './harness';
 
 const REQUESTS = 40;
 let sims: SimHandle[];
 let edge: EdgeHandle;
 
 beforeAll(async () => {
-  sims = [await startSim(['--models', 'sim-model', '--fault', '503']), await startSim(['--models', 'sim-model', '--fault', '503'])];
+  sims = [
+    await startSim(['--models', 'sim-model', '--fault', '503']),
+    await startSim(['--models', 'sim-model', '--fault', '503']),
+  ];
   const file = path.join(mkdtempSync(path.join(tmpdir(), 'iop-edge-')), 'edge.json');
   writeFileSync(
     file,
@@ -35,12 +47,16 @@ afterAll(stopAll);
 it('caps retries at the budget when the whole pool fails', async () => {
   const client = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
   for (let i = 0; i < REQUESTS; i++) {
-    const error = await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] }).catch((caught: unknown) => caught);
+    const error = await client.chat.completions
+      .create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.APIError);
     expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(503);
   }
   // The agents' startup probes (/tokenize) are not chat completions.
-  const chat = [...(await simRequests(sims[0]!)), ...(await simRequests(sims[1]!))].filter((record) => record.path === '/v1/chat/completions').length;
+  const chat = [...(await simRequests(sims[0]!)), ...(await simRequests(sims[1]!))].filter(
+    (record) => record.path === '/v1/chat/completions',
+  ).length;
   expect(chat).toBeGreaterThanOrEqual(REQUESTS);
   expect(chat).toBeLessThanOrEqual(REQUESTS + Math.ceil(0.1 * REQUESTS));
   const metrics = await (await fetch(`${edge.url}/metrics`)).text();

@@ -30,13 +30,17 @@ let edge: EdgeHandle;
 
 beforeAll(async () => {
   const sim = await startSim(['--models', 'sim-model', '--output-tokens', '6']);
-  edge = await startEdge({ args: ['--config', configFile, '--api-keys', ''], env: { IOP_DATA_DIR: dataDir, IOP_ADMIN_KEYS: ADMIN_KEY } });
+  edge = await startEdge({
+    args: ['--config', configFile, '--api-keys', ''],
+    env: { IOP_DATA_DIR: dataDir, IOP_ADMIN_KEYS: ADMIN_KEY },
+  });
   await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-gemini-keys', backendUrl: sim.url });
 }, 60_000);
 
 afterAll(stopAll);
 
-const client = (apiKey: string) => new GoogleGenAI({ apiKey, httpOptions: { baseUrl: edge.url, fetch: (input, init) => fetch(input, init) } });
+const client = (apiKey: string) =>
+  new GoogleGenAI({ apiKey, httpOptions: { baseUrl: edge.url, fetch: (input, init) => fetch(input, init) } });
 
 it('a request limit: the headers, then 429 RESOURCE_EXHAUSTED; ledger rows under dialect gemini', async () => {
   await freshMinute();
@@ -50,7 +54,9 @@ it('a request limit: the headers, then 429 RESOURCE_EXHAUSTED; ledger rows under
     });
     expect(response.status).toBe(200);
     remaining.push(response.headers.get('x-ratelimit-remaining-requests'));
-    const usage = ((await response.json()) as { usageMetadata: { promptTokenCount: number; candidatesTokenCount: number } }).usageMetadata;
+    const usage = (
+      (await response.json()) as { usageMetadata: { promptTokenCount: number; candidatesTokenCount: number } }
+    ).usageMetadata;
     told.prompt += usage.promptTokenCount;
     told.candidates += usage.candidatesTokenCount;
   }
@@ -60,13 +66,24 @@ it('a request limit: the headers, then 429 RESOURCE_EXHAUSTED; ledger rows under
     .catch((error: unknown) => error);
   expect(refused).toBeInstanceOf(ApiError);
   expect((refused as ApiError).status).toBe(429);
-  const body = JSON.parse((refused as ApiError).message.replace(/^[^{]*/, '')) as { error: { status: string; details?: Array<Record<string, unknown>> } };
+  const body = JSON.parse((refused as ApiError).message.replace(/^[^{]*/, '')) as {
+    error: { status: string; details?: Array<Record<string, unknown>> };
+  };
   expect(body.error.status).toBe('RESOURCE_EXHAUSTED');
-  expect(body.error.details?.[0]).toMatchObject({ '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: expect.stringMatching(/^\d+s$/) });
+  expect(body.error.details?.[0]).toMatchObject({
+    '@type': 'type.googleapis.com/google.rpc.RetryInfo',
+    retryDelay: expect.stringMatching(/^\d+s$/),
+  });
 
   const usage = await admin(edge.url, 'GET', '/admin/usage?key=limited&group_by=dialect&flush=true');
   expect(usage.body.data).toEqual([
-    expect.objectContaining({ dialect: 'gemini', requests: 3, errors: 1, input_tokens: told.prompt, output_tokens: told.candidates }),
+    expect.objectContaining({
+      dialect: 'gemini',
+      requests: 3,
+      errors: 1,
+      input_tokens: told.prompt,
+      output_tokens: told.candidates,
+    }),
   ]);
 }, 90_000);
 

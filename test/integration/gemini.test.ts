@@ -4,14 +4,36 @@
  * generateContentStream (text, a function-call round trip), countTokens, models.list/get, the key
  * in `x-goog-api-key` and in `?key=`, and Google's error envelope with Google's statuses.
  */
-import { ApiError, FunctionCallingConfigMode, GoogleGenAI, type Content, type GenerateContentResponse } from '@google/genai';
-import { API_KEY, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import {
+  ApiError,
+  FunctionCallingConfigMode,
+  GoogleGenAI,
+  type Content,
+  type GenerateContentResponse,
+} from '@google/genai';
+import {
+  API_KEY,
+  simRequests,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  type EdgeHandle,
+  type SimHandle,
+} from './harness';
 
 let sim: SimHandle;
 let edge: EdgeHandle;
 let ai: GoogleGenAI;
 
-const MODELS = ['sim-model', 'sim-model@reasoning=6', 'sim-model@tool-calls=2', 'sim-model@fault=cut', 'sim-model@fault=429', 'sim-model@invalid-tool-args=1'];
+const MODELS = [
+  'sim-model',
+  'sim-model@reasoning=6',
+  'sim-model@tool-calls=2',
+  'sim-model@fault=cut',
+  'sim-model@fault=429',
+  'sim-model@invalid-tool-args=1',
+];
 
 beforeAll(async () => {
   sim = await startSim(['--models', 'sim-model', '--output-tokens', '10', '--max-model-len', '32768']);
@@ -48,7 +70,11 @@ async function call(path: string, init: { method?: string; body?: unknown; heade
 
 describe('generateContent', () => {
   it('answers with one candidate, STOP, usage and the model asked for', async () => {
-    const response = await ai.models.generateContent({ model: 'sim-model', contents: 'Hello there', config: { maxOutputTokens: 64 } });
+    const response = await ai.models.generateContent({
+      model: 'sim-model',
+      contents: 'Hello there',
+      config: { maxOutputTokens: 64 },
+    });
     expect(response.candidates).toHaveLength(1);
     expect(response.candidates![0]!.finishReason).toBe('STOP');
     expect(response.candidates![0]!.content!.role).toBe('model');
@@ -62,7 +88,11 @@ describe('generateContent', () => {
   });
 
   it('maxOutputTokens cuts the answer with MAX_TOKENS', async () => {
-    const response = await ai.models.generateContent({ model: 'sim-model', contents: 'Hello there', config: { maxOutputTokens: 4 } });
+    const response = await ai.models.generateContent({
+      model: 'sim-model',
+      contents: 'Hello there',
+      config: { maxOutputTokens: 4 },
+    });
     expect(response.candidates![0]!.finishReason).toBe('MAX_TOKENS');
     expect(response.usageMetadata!.candidatesTokenCount).toBe(4);
   });
@@ -77,13 +107,20 @@ describe('generateContent', () => {
     expect(parts[0]!.thought).toBe(true);
     expect(parts.at(-1)!.thought).toBeUndefined();
     expect(response.text!.length).toBeGreaterThan(0);
-    // The sim reports no reasoning_tokens: thoughts are counted in candidatesTokenCount then (usage.test.ts has the split).
+    // The sim reports no reasoning_tokens: thoughts are counted in candidatesTokenCount then (usage.test.ts has the
+    // split).
     const usage = response.usageMetadata!;
-    expect(usage.totalTokenCount).toBe(usage.promptTokenCount! + usage.candidatesTokenCount! + (usage.thoughtsTokenCount ?? 0));
+    expect(usage.totalTokenCount).toBe(
+      usage.promptTokenCount! + usage.candidatesTokenCount! + (usage.thoughtsTokenCount ?? 0),
+    );
   });
 
   it('leaves thoughts out without includeThoughts', async () => {
-    const response = await ai.models.generateContent({ model: 'sim-model@reasoning=6', contents: 'Think first', config: { maxOutputTokens: 64 } });
+    const response = await ai.models.generateContent({
+      model: 'sim-model@reasoning=6',
+      contents: 'Think first',
+      config: { maxOutputTokens: 64 },
+    });
     expect(response.candidates![0]!.content!.parts!.every((part) => part.thought === undefined)).toBe(true);
   });
 
@@ -91,7 +128,9 @@ describe('generateContent', () => {
     const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
     const response = await ai.models.generateContent({
       model: 'sim-model',
-      contents: [{ role: 'user', parts: [{ text: 'What is this?' }, { inlineData: { mimeType: 'image/png', data: png } }] }],
+      contents: [
+        { role: 'user', parts: [{ text: 'What is this?' }, { inlineData: { mimeType: 'image/png', data: png } }] },
+      ],
     });
     expect(response.candidates![0]!.finishReason).toBe('STOP');
     const sent = (await simRequests(sim)).at(-1)!.body as { messages: Array<{ role: string; content: unknown }> };
@@ -102,7 +141,9 @@ describe('generateContent', () => {
   });
 
   it('takes the key from ?key= as Google’s curl samples send it', async () => {
-    const { status, text } = await call(`/v1beta/models/sim-model:generateContent?key=${API_KEY}`, { body: { contents: [{ parts: [{ text: 'hi' }] }] } });
+    const { status, text } = await call(`/v1beta/models/sim-model:generateContent?key=${API_KEY}`, {
+      body: { contents: [{ parts: [{ text: 'hi' }] }] },
+    });
     expect(status).toBe(200);
     expect((JSON.parse(text) as { candidates: unknown[] }).candidates).toHaveLength(1);
   });
@@ -110,7 +151,11 @@ describe('generateContent', () => {
 
 describe('generateContentStream', () => {
   it('streams text chunks that end with a finishReason chunk carrying the usage', async () => {
-    const stream = await ai.models.generateContentStream({ model: 'sim-model', contents: 'Hello there', config: { maxOutputTokens: 64 } });
+    const stream = await ai.models.generateContentStream({
+      model: 'sim-model',
+      contents: 'Hello there',
+      config: { maxOutputTokens: 64 },
+    });
     const chunks = [];
     for await (const chunk of stream) chunks.push(chunk);
     expect(chunks.length).toBeGreaterThan(1);
@@ -127,7 +172,10 @@ describe('generateContentStream', () => {
     const stream = await ai.models.generateContentStream({
       model: 'sim-model@tool-calls=2',
       contents,
-      config: { tools: [{ functionDeclarations: [weather] }], toolConfig: { functionCallingConfig: { mode: FunctionCallingConfigMode.ANY } } },
+      config: {
+        tools: [{ functionDeclarations: [weather] }],
+        toolConfig: { functionCallingConfig: { mode: FunctionCallingConfigMode.ANY } },
+      },
     });
     const calls = [];
     const modelParts = [];
@@ -149,11 +197,21 @@ describe('generateContentStream', () => {
     contents.push({
       role: 'user',
       parts: [
-        ...calls.map((fc) => ({ functionResponse: { id: `get_weather__${fc.id}`, name: fc.name!, response: { output: '18 degrees and sunny' } } })),
+        ...calls.map((fc) => ({
+          functionResponse: {
+            id: `get_weather__${fc.id}`,
+            name: fc.name!,
+            response: { output: '18 degrees and sunny' },
+          },
+        })),
         { text: 'Summarize.' },
       ],
     });
-    const answer = await ai.models.generateContentStream({ model: 'sim-model', contents, config: { tools: [{ functionDeclarations: [weather] }] } });
+    const answer = await ai.models.generateContentStream({
+      model: 'sim-model',
+      contents,
+      config: { tools: [{ functionDeclarations: [weather] }] },
+    });
     let text = '';
     let last;
     for await (const chunk of answer) {
@@ -181,7 +239,8 @@ describe('generateContentStream', () => {
     const finishes: string[] = [];
     const failure = await (async () => {
       try {
-        for await (const chunk of stream) if (chunk.candidates?.[0]?.finishReason) finishes.push(chunk.candidates[0].finishReason);
+        for await (const chunk of stream)
+          if (chunk.candidates?.[0]?.finishReason) finishes.push(chunk.candidates[0].finishReason);
         return undefined;
       } catch (error) {
         return error;
@@ -219,14 +278,18 @@ describe('the stream gate', () => {
       .generateContentStream({
         model: 'sim-model@invalid-tool-args=1',
         contents: 'Weather in Paris?',
-        config: { tools: [{ functionDeclarations: [weather] }], toolConfig: { functionCallingConfig: { mode: FunctionCallingConfigMode.ANY } } },
+        config: {
+          tools: [{ functionDeclarations: [weather] }],
+          toolConfig: { functionCallingConfig: { mode: FunctionCallingConfigMode.ANY } },
+        },
       })
       .catch((error: unknown) => error);
     const calls: unknown[] = [];
     let failure: unknown = stream instanceof Error ? stream : undefined;
     if (failure === undefined) {
       try {
-        for await (const chunk of stream as AsyncGenerator<GenerateContentResponse>) calls.push(...(chunk.functionCalls ?? []));
+        for await (const chunk of stream as AsyncGenerator<GenerateContentResponse>)
+          calls.push(...(chunk.functionCalls ?? []));
       } catch (error) {
         failure = error;
       }
@@ -252,32 +315,47 @@ describe('countTokens and models', () => {
     expect(names).toEqual(MODELS.map((id) => `models/${id}`));
     const one = await ai.models.get({ model: 'sim-model' });
     expect(one.name).toBe('models/sim-model');
-    const openai = (await (await fetch(`${edge.url}/v1/models`, { headers: { authorization: `Bearer ${API_KEY}` } })).json()) as {
+    const openai = (await (
+      await fetch(`${edge.url}/v1/models`, { headers: { authorization: `Bearer ${API_KEY}` } })
+    ).json()) as {
       data: Array<{ id: string; context_length: number | null }>;
     };
-    expect(one.inputTokenLimit).toBe(openai.data.find((model) => model.id === 'sim-model')!.context_length ?? undefined);
+    expect(one.inputTokenLimit).toBe(
+      openai.data.find((model) => model.id === 'sim-model')!.context_length ?? undefined,
+    );
     expect(one.supportedActions).toContain('generateContent');
   });
 });
 
 describe('errors in Google’s envelope', () => {
-  const envelope = (text: string) => (JSON.parse(text) as { error: { code: number; status: string; message: string } }).error;
+  const envelope = (text: string) =>
+    (JSON.parse(text) as { error: { code: number; status: string; message: string } }).error;
 
   it('a bad key is 401 UNAUTHENTICATED through the SDK and with ?key=', async () => {
     const bad = client('not-a-key');
-    const failure = await bad.models.generateContent({ model: 'sim-model', contents: 'hi' }).catch((error: unknown) => error);
+    const failure = await bad.models
+      .generateContent({ model: 'sim-model', contents: 'hi' })
+      .catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(ApiError);
     expect((failure as ApiError).status).toBe(401);
-    const { status, text } = await call('/v1beta/models/sim-model:generateContent?key=wrong', { body: { contents: [{ parts: [{ text: 'hi' }] }] } });
+    const { status, text } = await call('/v1beta/models/sim-model:generateContent?key=wrong', {
+      body: { contents: [{ parts: [{ text: 'hi' }] }] },
+    });
     expect(status).toBe(401);
     expect(envelope(text)).toMatchObject({ code: 401, status: 'UNAUTHENTICATED' });
-    const missing = await call('/v1beta/models/sim-model:generateContent', { headers: { 'x-goog-api-key': '' }, body: { contents: [] } });
+    const missing = await call('/v1beta/models/sim-model:generateContent', {
+      headers: { 'x-goog-api-key': '' },
+      body: { contents: [] },
+    });
     expect(missing.status).toBe(401);
     expect(envelope(missing.text).message).toContain('x-goog-api-key');
   });
 
   it('bad input is 400 INVALID_ARGUMENT naming the field', async () => {
-    const empty = await call('/v1beta/models/sim-model:generateContent', { headers: { 'x-goog-api-key': API_KEY }, body: { contents: [] } });
+    const empty = await call('/v1beta/models/sim-model:generateContent', {
+      headers: { 'x-goog-api-key': API_KEY },
+      body: { contents: [] },
+    });
     expect(empty.status).toBe(400);
     expect(envelope(empty.text)).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT' });
     expect(envelope(empty.text).message).toContain('contents');
@@ -288,16 +366,22 @@ describe('errors in Google’s envelope', () => {
     });
     expect(malformed.status).toBe(400);
     expect(envelope(await malformed.text())).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT' });
-    const failure = await ai.models.generateContent({ model: 'sim-model', contents: 'hi', config: { temperature: 5 } }).catch((error: unknown) => error);
+    const failure = await ai.models
+      .generateContent({ model: 'sim-model', contents: 'hi', config: { temperature: 5 } })
+      .catch((error: unknown) => error);
     expect((failure as ApiError).status).toBe(400);
     expect((failure as ApiError).message).toContain('generationConfig.temperature');
-    const two = await ai.models.generateContent({ model: 'sim-model', contents: 'hi', config: { candidateCount: 2 } }).catch((error: unknown) => error);
+    const two = await ai.models
+      .generateContent({ model: 'sim-model', contents: 'hi', config: { candidateCount: 2 } })
+      .catch((error: unknown) => error);
     expect((two as ApiError).status).toBe(400);
     expect((two as ApiError).message).toContain('candidateCount');
   });
 
   it('an unknown model is 404 NOT_FOUND; a backend 429 is 429 RESOURCE_EXHAUSTED', async () => {
-    const unknown = await ai.models.generateContent({ model: 'no-such-model', contents: 'hi' }).catch((error: unknown) => error);
+    const unknown = await ai.models
+      .generateContent({ model: 'no-such-model', contents: 'hi' })
+      .catch((error: unknown) => error);
     expect((unknown as ApiError).status).toBe(404);
     expect((unknown as ApiError).message).toContain('NOT_FOUND');
     const get = await ai.models.get({ model: 'no-such-model' }).catch((error: unknown) => error);
@@ -311,7 +395,10 @@ describe('errors in Google’s envelope', () => {
   });
 
   it('another method on a Gemini path is 405 with Allow, an unknown path 404, in Google’s envelope', async () => {
-    const response = await fetch(`${edge.url}/v1beta/models`, { method: 'DELETE', headers: { 'x-goog-api-key': API_KEY } });
+    const response = await fetch(`${edge.url}/v1beta/models`, {
+      method: 'DELETE',
+      headers: { 'x-goog-api-key': API_KEY },
+    });
     expect(response.status).toBe(405);
     expect(response.headers.get('allow')).toBe('GET');
     expect(envelope(await response.text())).toMatchObject({ code: 405, status: 'UNIMPLEMENTED' });

@@ -50,7 +50,9 @@ export interface EdgeHandle {
   url: string;
 }
 
-export async function startEdge(options: { port?: number; tunnelPort?: number; args?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<EdgeHandle> {
+export async function startEdge(
+  options: { port?: number; tunnelPort?: number; args?: string[]; env?: NodeJS.ProcessEnv } = {},
+): Promise<EdgeHandle> {
   const proc = launch(
     'edge',
     'apps/edge/dist/main.js',
@@ -70,7 +72,13 @@ export async function startEdge(options: { port?: number; tunnelPort?: number; a
   );
   const line = await proc.ready();
   const port = line.port as number;
-  return { proc, port, tunnelPort: line.tunnelPort as number, url: `http://127.0.0.1:${port}`, baseURL: `http://127.0.0.1:${port}/v1` };
+  return {
+    proc,
+    port,
+    tunnelPort: line.tunnelPort as number,
+    url: `http://127.0.0.1:${port}`,
+    baseURL: `http://127.0.0.1:${port}/v1`,
+  };
 }
 
 export interface AgentOptions {
@@ -101,13 +109,19 @@ export async function startAgent(options: AgentOptions): Promise<Proc> {
   ];
   if (options.backendUrl !== undefined) args.push('--backend-url', options.backendUrl);
   if (options.models !== undefined) args.push('--models', options.models.join(','));
-  const proc = launch(`agent ${options.id}`, 'apps/agent/dist/main.js', [...args, ...(options.args ?? [])], { IOP_LOG_LEVEL: 'debug' });
+  const proc = launch(`agent ${options.id}`, 'apps/agent/dist/main.js', [...args, ...(options.args ?? [])], {
+    IOP_LOG_LEVEL: 'debug',
+  });
   if (options.waitRegistered !== false) await proc.ready(30_000);
   return proc;
 }
 
 /** Polls `check` until it returns true or `timeoutMs` passes. */
-export async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 10_000, intervalMs = 50): Promise<void> {
+export async function eventually(
+  check: () => Promise<boolean> | boolean,
+  timeoutMs = 10_000,
+  intervalMs = 50,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await check()) return;
@@ -125,7 +139,8 @@ export async function metricSum(url: string, name: string, labels: Record<string
   const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`);
   let total = 0;
   for (const line of text.split('\n')) {
-    if (line.startsWith(`${name}{`) && wanted.every((label) => line.includes(label))) total += Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (line.startsWith(`${name}{`) && wanted.every((label) => line.includes(label)))
+      total += Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return total;
 }

@@ -20,7 +20,18 @@ import { configFromEnv, configFromFlags, resolveConfig } from '../../apps/edge/s
 import { AGENT_BINDINGS, resolveAgentOptions } from '../../apps/agent/src/options';
 import { launch, type Proc } from '../../apps/bench/src/processes';
 import { ROOT, startSim, stopAll, type SimHandle } from './harness';
-import { container, find, generated, kustomize, podSpec, portNumber, resolvedEnv, stageDeploy, type Container, type K8sObject } from './k8s-support';
+import {
+  container,
+  find,
+  generated,
+  kustomize,
+  podSpec,
+  portNumber,
+  resolvedEnv,
+  stageDeploy,
+  type Container,
+  type K8sObject,
+} from './k8s-support';
 
 let deploy: string;
 let cleanup: () => void;
@@ -34,12 +45,18 @@ beforeAll(() => {
 
 afterAll(() => cleanup());
 
-const edgeEnvNames = new Set(EDGE_BINDINGS.flatMap((binding) => [binding.env, ...binding.aliases.map((alias) => alias.env)]).filter(Boolean));
-const agentEnvNames = new Set(AGENT_BINDINGS.flatMap((binding) => [binding.env, ...binding.aliases.map((alias) => alias.env)]).filter(Boolean));
+const edgeEnvNames = new Set(
+  EDGE_BINDINGS.flatMap((binding) => [binding.env, ...binding.aliases.map((alias) => alias.env)]).filter(Boolean),
+);
+const agentEnvNames = new Set(
+  AGENT_BINDINGS.flatMap((binding) => [binding.env, ...binding.aliases.map((alias) => alias.env)]).filter(Boolean),
+);
 
 /** The edge workload of an overlay (a Deployment, or the several-edges StatefulSet). */
 function edgeWorkload(objects: K8sObject[]): K8sObject {
-  const workloads = objects.filter((object) => (object.kind === 'Deployment' || object.kind === 'StatefulSet') && object.metadata.name === 'iop-edge');
+  const workloads = objects.filter(
+    (object) => (object.kind === 'Deployment' || object.kind === 'StatefulSet') && object.metadata.name === 'iop-edge',
+  );
   expect(workloads).toHaveLength(1);
   return workloads[0]!;
 }
@@ -67,7 +84,8 @@ describe.each(['single-edge', 'several-edges'])('overlay %s: the edge', (name) =
     const objects = rendered[name]!;
     const edge = container(edgeWorkload(objects), 'edge');
     expect(edge.command!.slice(0, 2)).toEqual(['node', 'apps/edge/dist/main.js']);
-    for (const variable of edge.env ?? []) expect([variable.name, edgeEnvNames.has(variable.name)]).toEqual([variable.name, true]);
+    for (const variable of edge.env ?? [])
+      expect([variable.name, edgeEnvNames.has(variable.name)]).toEqual([variable.name, true]);
     const secrets = resolvedEnv(objects, edge);
     const config = edgeConfig(objects, edge);
     expect(config.apiKeys).toEqual(secrets.IOP_API_KEYS!.split(','));
@@ -75,7 +93,9 @@ describe.each(['single-edge', 'several-edges'])('overlay %s: the edge', (name) =
     expect(config.joinTokens).toEqual([generatedValue(objects, 'iop-secrets', 'IOP_JOIN_TOKEN')]);
     // The API keys, admin key and join token come from the Secret, never from a literal value.
     for (const secret of ['IOP_API_KEYS', 'IOP_ADMIN_KEYS', 'IOP_JOIN_TOKENS'])
-      expect(edge.env!.find((variable) => variable.name === secret)?.valueFrom?.secretKeyRef?.name).toMatch(/^iop-secrets-/);
+      expect(edge.env!.find((variable) => variable.name === secret)?.valueFrom?.secretKeyRef?.name).toMatch(
+        /^iop-secrets-/,
+      );
     expect(config.host).toBe('0.0.0.0');
     expect(config.tunnel.host).toBe('0.0.0.0');
   });
@@ -91,7 +111,9 @@ describe.each(['single-edge', 'several-edges'])('overlay %s: the edge', (name) =
     expect(edge.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'http' });
     expect(edge.startupProbe?.httpGet).toEqual({ path: '/healthz', port: 'http' });
     // The shutdown deadline, then up to ~7 s of closing (in-band errors, tunnel, the ledger's last write).
-    expect(podSpec(workload).terminationGracePeriodSeconds).toBeGreaterThanOrEqual(config.shutdownDeadlineMs / 1000 + 10);
+    expect(podSpec(workload).terminationGracePeriodSeconds).toBeGreaterThanOrEqual(
+      config.shutdownDeadlineMs / 1000 + 10,
+    );
     expect(config.responsesStore.dataDir).toBe('/data');
     expect(edge.volumeMounts).toContainEqual({ name: 'data', mountPath: config.responsesStore.dataDir });
   });
@@ -107,8 +129,12 @@ describe.each(['single-edge', 'several-edges'])('overlay %s: the edge', (name) =
       ports: Array<{ port: number; targetPort: string }>;
     };
     expect(tunnel).toMatchObject({ clusterIP: 'None', publishNotReadyAddresses: true });
-    expect(tunnel.ports.map((port) => [port.port, portNumber(edge, port.targetPort)])).toEqual([[8081, edgeConfig(objects, edge).tunnel.port]]);
-    const monitor = find(objects, 'ServiceMonitor', 'iop-edge').spec as { endpoints: Array<{ port: string; path: string }> };
+    expect(tunnel.ports.map((port) => [port.port, portNumber(edge, port.targetPort)])).toEqual([
+      [8081, edgeConfig(objects, edge).tunnel.port],
+    ]);
+    const monitor = find(objects, 'ServiceMonitor', 'iop-edge').spec as {
+      endpoints: Array<{ port: string; path: string }>;
+    };
     expect(monitor.endpoints).toEqual([expect.objectContaining({ port: 'http', path: '/metrics' })]);
   });
 });
@@ -124,7 +150,10 @@ describe('overlay single-edge', () => {
     const workload = find(objects, 'Deployment', 'iop-edge');
     expect((workload.spec as { strategy: unknown }).strategy).toEqual({ type: 'Recreate' });
     expect((workload.spec as { replicas: number }).replicas).toBe(1);
-    expect(podSpec(workload).volumes).toContainEqual({ name: 'data', persistentVolumeClaim: { claimName: 'iop-edge-data' } });
+    expect(podSpec(workload).volumes).toContainEqual({
+      name: 'data',
+      persistentVolumeClaim: { claimName: 'iop-edge-data' },
+    });
     find(objects, 'PersistentVolumeClaim', 'iop-edge-data');
     expect(objects.filter((object) => object.kind === 'HorizontalPodAutoscaler')).toEqual([]);
     const edgeConfigOf = edgeConfig(objects, container(workload, 'edge'));
@@ -138,12 +167,22 @@ describe('overlay several-edges', () => {
     expect(objects.some((object) => object.kind === 'Deployment' && object.metadata.name === 'iop-edge')).toBe(false);
     const workload = find(objects, 'StatefulSet', 'iop-edge');
     expect((workload.spec as { serviceName: string }).serviceName).toBe('iop-edge-tunnel');
-    const hpa = find(objects, 'HorizontalPodAutoscaler', 'iop-edge').spec as { scaleTargetRef: unknown; minReplicas: number; maxReplicas: number };
+    const hpa = find(objects, 'HorizontalPodAutoscaler', 'iop-edge').spec as {
+      scaleTargetRef: unknown;
+      minReplicas: number;
+      maxReplicas: number;
+    };
     expect(hpa.scaleTargetRef).toEqual({ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'iop-edge' });
     expect(hpa.minReplicas).toBeGreaterThanOrEqual(2);
     const config = edgeConfig(objects, container(workload, 'edge'));
-    expect(config.storage.sql).toMatchObject({ kind: 'postgres', url: generatedValue(objects, 'iop-storage', 'IOP_STORAGE_POSTGRES_URL') });
-    expect(config.storage.counters).toMatchObject({ kind: 'redis', url: generatedValue(objects, 'iop-storage', 'IOP_STORAGE_REDIS_URL') });
+    expect(config.storage.sql).toMatchObject({
+      kind: 'postgres',
+      url: generatedValue(objects, 'iop-storage', 'IOP_STORAGE_POSTGRES_URL'),
+    });
+    expect(config.storage.counters).toMatchObject({
+      kind: 'redis',
+      url: generatedValue(objects, 'iop-storage', 'IOP_STORAGE_REDIS_URL'),
+    });
   });
 
   it('makes every agent dial every edge the HPA may start, by its stable name', () => {
@@ -151,7 +190,9 @@ describe('overlay several-edges', () => {
     const hpa = find(objects, 'HorizontalPodAutoscaler', 'iop-edge').spec as { maxReplicas: number };
     const tunnelPort = edgeConfig(objects, container(find(objects, 'StatefulSet', 'iop-edge'), 'edge')).tunnel.port;
     const options = agentOptions(objects, container(find(objects, 'Deployment', 'iop-agent-gpu'), 'agent'));
-    expect(options.edgeUrls).toEqual(Array.from({ length: hpa.maxReplicas }, (_, index) => `http://iop-edge-${index}.iop-edge-tunnel:${tunnelPort}`));
+    expect(options.edgeUrls).toEqual(
+      Array.from({ length: hpa.maxReplicas }, (_, index) => `http://iop-edge-${index}.iop-edge-tunnel:${tunnelPort}`),
+    );
   });
 });
 
@@ -160,16 +201,21 @@ describe.each(OVERLAYS)('overlay %s: the GPU agent pod', (name) => {
     const objects = rendered[name]!;
     const agent = container(find(objects, 'Deployment', 'iop-agent-gpu'), 'agent');
     expect(agent.command).toEqual(['node', 'apps/agent/dist/main.js']);
-    for (const variable of agent.env ?? []) expect([variable.name, agentEnvNames.has(variable.name)]).toEqual([variable.name, true]);
+    for (const variable of agent.env ?? [])
+      expect([variable.name, agentEnvNames.has(variable.name)]).toEqual([variable.name, true]);
     const options = agentOptions(objects, agent);
     expect(options.joinToken).toBe(generatedValue(objects, 'iop-secrets', 'IOP_JOIN_TOKEN'));
-    expect(agent.env!.find((variable) => variable.name === 'IOP_JOIN_TOKEN')?.valueFrom?.secretKeyRef?.key).toBe('IOP_JOIN_TOKEN');
+    expect(agent.env!.find((variable) => variable.name === 'IOP_JOIN_TOKEN')?.valueFrom?.secretKeyRef?.key).toBe(
+      'IOP_JOIN_TOKEN',
+    );
     expect(options.backend).toBe('openai');
     expect(options.agentId).toBe('iop-pod-0'); // the pod's name
     expect(portNumber(agent, 'metrics')).toBe(options.metricsPort);
     expect(agent.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
     expect(agent.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'metrics' });
-    const monitor = find(objects, 'PodMonitor', 'iop-agent').spec as { podMetricsEndpoints: Array<{ port: string; path: string }> };
+    const monitor = find(objects, 'PodMonitor', 'iop-agent').spec as {
+      podMetricsEndpoints: Array<{ port: string; path: string }>;
+    };
     expect(monitor.podMetricsEndpoints).toEqual([expect.objectContaining({ port: 'metrics', path: '/metrics' })]);
   });
 
@@ -201,11 +247,17 @@ describe.each(OVERLAYS)('overlay %s: the GPU agent pod', (name) => {
 describe('tensor parallelism and TLS settings', () => {
   it('asks for 4 GPUs when vllm.env says VLLM_TENSOR_PARALLEL_SIZE=4, and passes VLLM_EXTRA_ARGS to vLLM', () => {
     const file = path.join(deploy, 'k8s/overlays/single-edge/vllm.env');
-    writeFileSync(file, 'VLLM_MODEL=m\nVLLM_SERVED_MODEL_NAME=m\nVLLM_TENSOR_PARALLEL_SIZE=4\nVLLM_EXTRA_ARGS=--max-num-seqs=128 --kv-cache-dtype=fp8\n');
+    writeFileSync(
+      file,
+      'VLLM_MODEL=m\nVLLM_SERVED_MODEL_NAME=m\nVLLM_TENSOR_PARALLEL_SIZE=4\nVLLM_EXTRA_ARGS=--max-num-seqs=128 --kv-cache-dtype=fp8\n',
+    );
     const objects = kustomize(path.join(deploy, 'k8s/overlays/single-edge'));
     const vllm = container(find(objects, 'Deployment', 'iop-agent-gpu'), 'vllm');
     expect(vllm.resources?.limits?.['nvidia.com/gpu']).toBe('4');
-    expect(resolvedEnv(objects, vllm)).toMatchObject({ VLLM_TENSOR_PARALLEL_SIZE: '4', VLLM_EXTRA_ARGS: '--max-num-seqs=128 --kv-cache-dtype=fp8' });
+    expect(resolvedEnv(objects, vllm)).toMatchObject({
+      VLLM_TENSOR_PARALLEL_SIZE: '4',
+      VLLM_EXTRA_ARGS: '--max-num-seqs=128 --kv-cache-dtype=fp8',
+    });
   });
 
   it('components/tunnel-tls gives the edge its certificate and key and the agent the CA, by the settings each reads', () => {
@@ -224,16 +276,29 @@ describe('tensor parallelism and TLS settings', () => {
     const objects = kustomize(folder);
     const edgeWorkloadOf = find(objects, 'Deployment', 'iop-edge');
     const config = edgeConfig(objects, container(edgeWorkloadOf, 'edge'));
-    expect(config.tunnel).toMatchObject({ tlsCertFile: '/etc/iop/tunnel-tls/tls.crt', tlsKeyFile: '/etc/iop/tunnel-tls/tls.key' });
-    expect(container(edgeWorkloadOf, 'edge').volumeMounts).toContainEqual(expect.objectContaining({ name: 'tunnel-tls', mountPath: '/etc/iop/tunnel-tls' }));
+    expect(config.tunnel).toMatchObject({
+      tlsCertFile: '/etc/iop/tunnel-tls/tls.crt',
+      tlsKeyFile: '/etc/iop/tunnel-tls/tls.key',
+    });
+    expect(container(edgeWorkloadOf, 'edge').volumeMounts).toContainEqual(
+      expect.objectContaining({ name: 'tunnel-tls', mountPath: '/etc/iop/tunnel-tls' }),
+    );
     expect(podSpec(edgeWorkloadOf).volumes).toContainEqual(
-      expect.objectContaining({ name: 'tunnel-tls', secret: expect.objectContaining({ secretName: 'iop-tunnel-tls' }) }),
+      expect.objectContaining({
+        name: 'tunnel-tls',
+        secret: expect.objectContaining({ secretName: 'iop-tunnel-tls' }),
+      }),
     );
     const agentWorkload = find(objects, 'Deployment', 'iop-agent-gpu');
     expect(agentOptions(objects, container(agentWorkload, 'agent')).tlsCa).toBe('/etc/iop/tunnel-tls/ca.crt');
-    expect(container(agentWorkload, 'agent').volumeMounts).toContainEqual(expect.objectContaining({ name: 'tunnel-tls', mountPath: '/etc/iop/tunnel-tls' }));
+    expect(container(agentWorkload, 'agent').volumeMounts).toContainEqual(
+      expect.objectContaining({ name: 'tunnel-tls', mountPath: '/etc/iop/tunnel-tls' }),
+    );
     // The agents-only overlay dials over TLS.
-    const remote = agentOptions(rendered['gpu-agent']!, container(find(rendered['gpu-agent']!, 'Deployment', 'iop-agent-gpu'), 'agent'));
+    const remote = agentOptions(
+      rendered['gpu-agent']!,
+      container(find(rendered['gpu-agent']!, 'Deployment', 'iop-agent-gpu'), 'agent'),
+    );
     expect(remote.edgeUrls.every((url) => url.startsWith('https://'))).toBe(true);
     expect(remote.tlsCa).toBe('/etc/iop/tunnel-tls/ca.crt');
   });
@@ -361,7 +426,11 @@ describe('scripts/validate-k8s.mjs', () => {
       spec: { endpoints: Array<{ interval: string }> };
     };
     monitor.spec.endpoints[0]!.interval = '15 seconds';
-    expect(problems(monitor)).toEqual([expect.stringMatching(/^ServiceMonitor\/iop-edge: .*interval must match pattern/)]);
-    expect(problems({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' } })).toEqual(['Widget/w: no schema for example.com/v1 Widget']);
+    expect(problems(monitor)).toEqual([
+      expect.stringMatching(/^ServiceMonitor\/iop-edge: .*interval must match pattern/),
+    ]);
+    expect(problems({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' } })).toEqual([
+      'Widget/w: no schema for example.com/v1 Widget',
+    ]);
   });
 });

@@ -52,13 +52,20 @@ export interface Container {
 export interface PodSpec {
   containers: Container[];
   terminationGracePeriodSeconds?: number;
-  volumes?: Array<{ name: string; persistentVolumeClaim?: { claimName: string }; secret?: { secretName: string }; emptyDir?: object }>;
+  volumes?: Array<{
+    name: string;
+    persistentVolumeClaim?: { claimName: string };
+    secret?: { secretName: string };
+    emptyDir?: object;
+  }>;
 }
 
 /** A staged copy of deploy/ (operator files written), removed by `cleanup`. */
 export function stageDeploy(): { deploy: string; cleanup: () => void } {
   const dir = mkdtempSync(path.join(tmpdir(), 'iop-k8s-test-'));
-  const staged = spawnSync(process.execPath, [path.join(ROOT, 'scripts/validate-k8s.mjs'), '--stage', dir], { encoding: 'utf8' });
+  const staged = spawnSync(process.execPath, [path.join(ROOT, 'scripts/validate-k8s.mjs'), '--stage', dir], {
+    encoding: 'utf8',
+  });
   if (staged.status !== 0) throw new Error(`staging failed: ${staged.stderr}`);
   return { deploy: path.join(dir, 'deploy'), cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
@@ -72,13 +79,18 @@ export function kustomize(folder: string): K8sObject[] {
 
 export function find(objects: K8sObject[], kind: string, name: string): K8sObject {
   const found = objects.find((object) => object.kind === kind && object.metadata.name === name);
-  if (found === undefined) throw new Error(`no ${kind}/${name} in ${objects.map((object) => `${object.kind}/${object.metadata.name}`).join(', ')}`);
+  if (found === undefined)
+    throw new Error(
+      `no ${kind}/${name} in ${objects.map((object) => `${object.kind}/${object.metadata.name}`).join(', ')}`,
+    );
   return found;
 }
 
 /** The object a generated name (`iop-secrets-<hash>`) refers to. */
 export function generated(objects: K8sObject[], kind: string, name: string): K8sObject {
-  const found = objects.find((object) => object.kind === kind && (object.metadata.name === name || object.metadata.name.startsWith(`${name}-`)));
+  const found = objects.find(
+    (object) => object.kind === kind && (object.metadata.name === name || object.metadata.name.startsWith(`${name}-`)),
+  );
   if (found === undefined) throw new Error(`no ${kind} ${name}`);
   return found;
 }
@@ -104,18 +116,26 @@ export function resolvedEnv(objects: K8sObject[], item: Container, podName = 'io
     const object = objects.find((candidate) => candidate.kind === kind && candidate.metadata.name === name);
     if (object === undefined) throw new Error(`${item.name}: ${kind} ${name} is not rendered`);
     const values = object.data ?? {};
-    return kind === 'Secret' ? Object.fromEntries(Object.entries(values).map(([key, value]) => [key, Buffer.from(value, 'base64').toString('utf8')])) : values;
+    return kind === 'Secret'
+      ? Object.fromEntries(
+          Object.entries(values).map(([key, value]) => [key, Buffer.from(value, 'base64').toString('utf8')]),
+        )
+      : values;
   };
-  for (const source of item.envFrom ?? []) if (source.configMapRef !== undefined) Object.assign(env, data('ConfigMap', source.configMapRef.name));
+  for (const source of item.envFrom ?? [])
+    if (source.configMapRef !== undefined) Object.assign(env, data('ConfigMap', source.configMapRef.name));
   for (const variable of item.env ?? []) {
     const from = variable.valueFrom;
     let value: string | undefined = variable.value;
     const ref = from?.secretKeyRef ?? from?.configMapKeyRef;
     if (ref !== undefined) {
       const values =
-        objects.some((object) => object.metadata.name === ref.name) || !ref.optional ? data(from?.secretKeyRef ? 'Secret' : 'ConfigMap', ref.name) : {};
+        objects.some((object) => object.metadata.name === ref.name) || !ref.optional
+          ? data(from?.secretKeyRef ? 'Secret' : 'ConfigMap', ref.name)
+          : {};
       value = values[ref.key];
-      if (value === undefined && !ref.optional) throw new Error(`${item.name}: ${variable.name} names key ${ref.key}, absent from ${ref.name}`);
+      if (value === undefined && !ref.optional)
+        throw new Error(`${item.name}: ${variable.name} names key ${ref.key}, absent from ${ref.name}`);
     } else if (from?.fieldRef !== undefined) {
       value = from.fieldRef.fieldPath === 'metadata.name' ? podName : undefined;
     }

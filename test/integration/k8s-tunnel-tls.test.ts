@@ -25,7 +25,10 @@ beforeAll(() => {
   cleanup = staged.cleanup;
   const folder = path.join(staged.deploy, 'k8s/overlays/single-edge-tls');
   mkdirSync(folder);
-  writeFileSync(path.join(folder, 'kustomization.yaml'), 'resources: [../single-edge]\ncomponents: [../../components/tunnel-tls]\n');
+  writeFileSync(
+    path.join(folder, 'kustomization.yaml'),
+    'resources: [../single-edge]\ncomponents: [../../components/tunnel-tls]\n',
+  );
   objects = kustomize(folder);
   // What the Secret iop-tunnel-tls holds: a certificate for 127.0.0.1, its key, and its CA (itself).
   tlsDir = mkdtempSync(path.join(tmpdir(), 'iop-k8s-tls-'));
@@ -63,7 +66,10 @@ afterAll(async () => {
 function envOf(workload: string, name: string): Record<string, string> {
   const env = resolvedEnv(objects, container(find(objects, 'Deployment', workload), name), `${workload}-pod`);
   return Object.fromEntries(
-    Object.entries(env).map(([key, value]) => [key, value.startsWith(`${MOUNT}/`) ? path.join(tlsDir, value.slice(MOUNT.length + 1)) : value]),
+    Object.entries(env).map(([key, value]) => [
+      key,
+      value.startsWith(`${MOUNT}/`) ? path.join(tlsDir, value.slice(MOUNT.length + 1)) : value,
+    ]),
   );
 }
 
@@ -84,10 +90,18 @@ it('the edge serves the tunnel with the mounted certificate and the agent joins 
   const edgeUrl = `http://127.0.0.1:${edgeReady.port as number}`;
   const tunnel = `https://127.0.0.1:${edgeReady.tunnelPort as number}`;
 
-  const agentEnv: Record<string, string> = { ...envOf('iop-agent-gpu', 'agent'), IOP_EDGE_URL: tunnel, IOP_BACKEND_URL: sim.url, IOP_METRICS_PORT: '0' };
+  const agentEnv: Record<string, string> = {
+    ...envOf('iop-agent-gpu', 'agent'),
+    IOP_EDGE_URL: tunnel,
+    IOP_BACKEND_URL: sim.url,
+    IOP_METRICS_PORT: '0',
+  };
   expect(agentEnv.IOP_TLS_CA).toBe(path.join(tlsDir, 'ca.crt'));
   const { IOP_TLS_CA: _ca, ...withoutCa } = agentEnv;
-  const untrusting = launch('k8s agent without the CA', 'apps/agent/dist/main.js', [], { ...withoutCa, IOP_AGENT_ID: 'agent-without-ca' });
+  const untrusting = launch('k8s agent without the CA', 'apps/agent/dist/main.js', [], {
+    ...withoutCa,
+    IOP_AGENT_ID: 'agent-without-ca',
+  });
   procs.push(untrusting);
   const agent = launch('k8s tls agent', 'apps/agent/dist/main.js', [], agentEnv);
   procs.push(agent);
@@ -95,10 +109,17 @@ it('the edge serves the tunnel with the mounted certificate and the agent joins 
   await eventually(async () => (await fetch(`${edgeUrl}/readyz`)).ok, 10_000);
 
   const client = new OpenAI({ apiKey: edgeEnv.IOP_API_KEYS!.split(',')[0]!, baseURL: `${edgeUrl}/v1`, maxRetries: 0 });
-  const completion = await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] });
+  const completion = await client.chat.completions.create({
+    model: 'sim-model',
+    messages: [{ role: 'user', content: 'hi' }],
+  });
   expect(completion.usage?.completion_tokens).toBe(5);
   // The agent without the CA rejects the self-signed certificate: it never registers, and says why.
   const agents = (await (await fetch(`${edgeUrl}/readyz`)).json()) as { agents: number };
   expect(agents.agents).toBe(1);
-  await eventually(() => untrusting.lines.some((line) => line.msg === 'edge connection lost' && line.error === 'self-signed certificate'), 10_000);
+  await eventually(
+    () =>
+      untrusting.lines.some((line) => line.msg === 'edge connection lost' && line.error === 'self-signed certificate'),
+    10_000,
+  );
 }, 60_000);

@@ -11,7 +11,19 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import OpenAI from 'openai';
 import { sleep } from '@iop/core';
 import { AgentMessageSchema, CONTROL_PATH, GrpcMessageReader, decodeEdgeMessage, grpcFrame } from '@iop/proto';
-import { API_KEY, JOIN_TOKEN, eventually, metricSum, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type Proc, type SimHandle } from './harness';
+import {
+  API_KEY,
+  JOIN_TOKEN,
+  eventually,
+  metricSum,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  type EdgeHandle,
+  type Proc,
+  type SimHandle,
+} from './harness';
 
 const ADMIN_KEY = 'iop-admin-key-kv-routing-01';
 const MODEL = 'sim-model';
@@ -62,10 +74,17 @@ async function startKvAgent(id: string, sim: SimHandle, model = MODEL): Promise<
   return proc;
 }
 
-/** Resident prefix keys (or their cached tokens) per registered agent id, as `GET /admin/agents` of `edge` shows them. */
-async function residentPrefixes(edge: EdgeHandle, figure: 'residentPrefixes' | 'residentTokens' = 'residentPrefixes'): Promise<Record<string, number>> {
+/**
+ * Resident prefix keys (or their cached tokens) per registered agent id, as `GET /admin/agents` of `edge` shows them.
+ */
+async function residentPrefixes(
+  edge: EdgeHandle,
+  figure: 'residentPrefixes' | 'residentTokens' = 'residentPrefixes',
+): Promise<Record<string, number>> {
   const response = await fetch(`${edge.url}/admin/agents`, { headers: { authorization: `Bearer ${ADMIN_KEY}` } });
-  const agents = ((await response.json()) as { data: Array<{ id: string; residentPrefixes: number; residentTokens: number }> }).data;
+  const agents = (
+    (await response.json()) as { data: Array<{ id: string; residentPrefixes: number; residentTokens: number }> }
+  ).data;
   return Object.fromEntries(agents.map((agent) => [agent.id, agent[figure]]));
 }
 
@@ -82,21 +101,28 @@ async function agentMetric(agent: Proc, name: string, labels: Record<string, str
 
 /** A system prompt of a few hundred tokens (many 16-token blocks), distinct per project. */
 const systemPrompt = (project: string) =>
-  `You are the coding agent of project ${project}. ` + Array.from({ length: 240 }, (_, i) => `rule${i} ${project}`).join(' ') + '.';
+  `You are the coding agent of project ${project}. ` +
+  Array.from({ length: 240 }, (_, i) => `rule${i} ${project}`).join(' ') +
+  '.';
 
 type Message = { role: 'system' | 'user' | 'assistant'; content: string };
 
 /** One turn through `edge`: the serving agent's id and the assistant's answer. */
 async function turn(edge: EdgeHandle, messages: Message[]): Promise<{ agent: string; answer: string }> {
   const openai = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
-  const { data, response } = await openai.chat.completions.create({ model: MODEL, max_tokens: 8, messages }).withResponse();
+  const { data, response } = await openai.chat.completions
+    .create({ model: MODEL, max_tokens: 8, messages })
+    .withResponse();
   return { agent: response.headers.get('x-iop-agent-id') ?? '', answer: data.choices[0]?.message.content ?? '' };
 }
 
 /** How long a finished run's prefix takes to be mapped and reported (coalesced every 150 ms), with margin, ms. */
 const REPORT_WAIT_MS = 800;
 
-/** Runs a session of `turns` turns (each after the previous one's prompt had time to be reported) and returns the agent of each turn. */
+/**
+ * Runs a session of `turns` turns (each after the previous one's prompt had time to be reported) and returns the agent
+ * of each turn.
+ */
 async function session(edge: EdgeHandle, project: string, name: string, turns: number): Promise<string[]> {
   const messages: Message[] = [{ role: 'system', content: systemPrompt(project) }];
   const served: string[] = [];
@@ -110,7 +136,8 @@ async function session(edge: EdgeHandle, project: string, name: string, turns: n
   return served;
 }
 
-const question = (name: string, i: number) => `${name} asks question ${i}: ` + Array.from({ length: 40 }, (_, j) => `word${j}${name}${i}`).join(' ');
+const question = (name: string, i: number) =>
+  `${name} asks question ${i}: ` + Array.from({ length: 40 }, (_, j) => `word${j}${name}${i}`).join(' ');
 
 beforeAll(async () => {
   const edgeArgs = ['--admin-keys', ADMIN_KEY];
@@ -171,28 +198,44 @@ it('lowers a prefix’s residency when the engine evicts its blocks (BlockRemove
   await fetch(`${sims.get('kv-small')!.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: SMALL_MODEL, max_tokens: 4, messages: [{ role: 'user', content: 'other '.repeat(600) }] }),
+    body: JSON.stringify({
+      model: SMALL_MODEL,
+      max_tokens: 4,
+      messages: [{ role: 'user', content: 'other '.repeat(600) }],
+    }),
   });
-  for (const edge of edges) await eventually(async () => (await residentPrefixes(edge, 'residentTokens'))['kv-small']! < before / 2, 10_000);
+  for (const edge of edges)
+    await eventually(async () => (await residentPrefixes(edge, 'residentTokens'))['kv-small']! < before / 2, 10_000);
 }, 30_000);
 
 it('repairs a dropped event batch from the replay socket, without a resync', async () => {
   const agent = 'kv-a';
   const sim = sims.get(agent)!;
-  const replayedBefore = await agentMetric(agents.get(agent)!, 'iop_agent_kv_event_batches_total', { result: 'replayed' });
+  const replayedBefore = await agentMetric(agents.get(agent)!, 'iop_agent_kv_event_batches_total', {
+    result: 'replayed',
+  });
   const resyncsBefore = await agentMetric(agents.get(agent)!, 'iop_agent_kv_event_resyncs_total');
-  const replayed = async () => agentMetric(agents.get(agent)!, 'iop_agent_kv_event_batches_total', { result: 'replayed' });
+  const replayed = async () =>
+    agentMetric(agents.get(agent)!, 'iop_agent_kv_event_batches_total', { result: 'replayed' });
   // A drop lands on the next batch the sim publishes, which may be one already under way (an
   // eviction of an earlier test): up to three rounds of drop + runs until a replay is seen.
   for (let round = 0; round < 3 && (await replayed()) === replayedBefore; round++) {
-    const dropped = await fetch(`${sim.url}/_sim/kv-events/drop`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"count":1}' });
+    const dropped = await fetch(`${sim.url}/_sim/kv-events/drop`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"count":1}',
+    });
     expect(dropped.ok).toBe(true);
     // Runs straight on that sim publish batches: the first is dropped, the next shows the gap.
     for (let i = 0; i < 3; i++) {
       await fetch(`${sim.url}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: MODEL, max_tokens: 4, messages: [{ role: 'user', content: `direct ${round} ${i} ` + 'tokens '.repeat(64) }] }),
+        body: JSON.stringify({
+          model: MODEL,
+          max_tokens: 4,
+          messages: [{ role: 'user', content: `direct ${round} ${i} ` + 'tokens '.repeat(64) }],
+        }),
       });
     }
     await eventually(async () => (await replayed()) > replayedBefore, 5_000).catch(() => undefined);
@@ -205,39 +248,71 @@ it('refuses a malformed or oversized residency report with a reason and a metric
   const session = http2.connect(`http://127.0.0.1:${edges[0]!.tunnelPort}`);
   session.on('error', () => undefined);
   try {
-    const stream = session.request({ ':method': 'POST', ':path': CONTROL_PATH, 'content-type': 'application/grpc', te: 'trailers' });
+    const stream = session.request({
+      ':method': 'POST',
+      ':path': CONTROL_PATH,
+      'content-type': 'application/grpc',
+      te: 'trailers',
+    });
     stream.on('error', () => undefined);
     const reader = new GrpcMessageReader();
     const seen: string[] = [];
-    stream.on('data', (chunk: Buffer) => reader.push(chunk, (message) => seen.push(String(decodeEdgeMessage(message.payload).message.case))));
+    stream.on('data', (chunk: Buffer) =>
+      reader.push(chunk, (message) => seen.push(String(decodeEdgeMessage(message.payload).message.case))),
+    );
     const send = (message: Parameters<typeof create<typeof AgentMessageSchema>>[1]) =>
       stream.write(grpcFrame(toBinary(AgentMessageSchema, create(AgentMessageSchema, message))));
     send({
       message: {
         case: 'register',
-        value: { agentId: 'kv-rogue', joinToken: JOIN_TOKEN, models: [{ id: 'other-model' }], maxConcurrency: 1, capabilities: ['kv-events'] },
+        value: {
+          agentId: 'kv-rogue',
+          joinToken: JOIN_TOKEN,
+          models: [{ id: 'other-model' }],
+          maxConcurrency: 1,
+          capabilities: ['kv-events'],
+        },
       },
     });
     await eventually(() => seen.includes('registered'), 5_000);
-    send({ message: { case: 'residency', value: { prefixes: Array.from({ length: 5_000 }, (_, i) => ({ key: BigInt(i + 1), cachedTokens: 16 })) } } });
+    send({
+      message: {
+        case: 'residency',
+        value: { prefixes: Array.from({ length: 5_000 }, (_, i) => ({ key: BigInt(i + 1), cachedTokens: 16 })) },
+      },
+    });
     send({ message: { case: 'residency', value: { prefixes: [{ key: 2n ** 60n, cachedTokens: 16 }] } } });
     send({ message: { case: 'residency', value: { prefixes: [{ key: 7n, cachedTokens: 4_000_000_000 }] } } });
     for (const reason of ['too_many_prefixes', 'bad_key', 'absurd_tokens']) {
-      await eventually(async () => (await metricSum(edges[0]!.url, 'iop_residency_reports_refused_total', { reason })) === 1, 5_000);
-      expect(edges[0]!.proc.lines.some((line) => line.msg === 'residency report refused' && line.reason === reason && line.agentId === 'kv-rogue')).toBe(true);
+      await eventually(
+        async () => (await metricSum(edges[0]!.url, 'iop_residency_reports_refused_total', { reason })) === 1,
+        5_000,
+      );
+      expect(
+        edges[0]!.proc.lines.some(
+          (line) => line.msg === 'residency report refused' && line.reason === reason && line.agentId === 'kv-rogue',
+        ),
+      ).toBe(true);
     }
     // A valid report is written under its own session only, and goes with it.
     const others = await residentPrefixes(edges[0]!);
     send({ message: { case: 'residency', value: { prefixes: [{ key: 99n, cachedTokens: 64 }] } } });
     await eventually(async () => (await residentPrefixes(edges[0]!))['kv-rogue'] === 1, 5_000);
     const after = await residentPrefixes(edges[0]!);
-    expect({ 'kv-a': after['kv-a'], 'kv-b': after['kv-b'] }).toEqual({ 'kv-a': others['kv-a'], 'kv-b': others['kv-b'] });
+    expect({ 'kv-a': after['kv-a'], 'kv-b': after['kv-b'] }).toEqual({
+      'kv-a': others['kv-a'],
+      'kv-b': others['kv-b'],
+    });
   } finally {
     session.destroy();
   }
   await eventually(async () => !('kv-rogue' in (await residentPrefixes(edges[0]!))), 10_000);
   const openai = new OpenAI({ apiKey: API_KEY, baseURL: edges[0]!.baseURL, maxRetries: 0 });
-  const answer = await openai.chat.completions.create({ model: MODEL, max_tokens: 4, messages: [{ role: 'user', content: 'still there?' }] });
+  const answer = await openai.chat.completions.create({
+    model: MODEL,
+    max_tokens: 4,
+    messages: [{ role: 'user', content: 'still there?' }],
+  });
   expect(answer.choices[0]?.message.content).toBeTruthy();
 }, 30_000);
 
@@ -262,7 +337,12 @@ it('gives an edge that restarts the whole residency again when the agents reconn
   expect(Object.values(expected).some((count) => count > 0)).toBe(true);
   const old = edges[1]!;
   await old.proc.kill();
-  edges[1] = await startEdge({ port: old.port, tunnelPort: old.tunnelPort, args: ['--admin-keys', ADMIN_KEY], env: { IOP_POOL_AFFINITY_ENABLED: 'false' } });
+  edges[1] = await startEdge({
+    port: old.port,
+    tunnelPort: old.tunnelPort,
+    args: ['--admin-keys', ADMIN_KEY],
+    env: { IOP_POOL_AFFINITY_ENABLED: 'false' },
+  });
   await eventually(async () => (await registered(edges[1]!)).length === 3, 20_000);
   const sorted = (figures: Record<string, number>) => JSON.stringify(Object.entries(figures).sort());
   await eventually(async () => sorted(await residentPrefixes(edges[1]!)) === sorted(expected), 10_000);

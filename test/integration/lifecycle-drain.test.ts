@@ -18,8 +18,18 @@ describe('agent drain', () => {
     const sim = await startSim(['--models', 'sim-model', '--output-tokens', String(TOKENS), '--itl-ms', '100']);
     edge = await startEdge({ args: ['--admin-keys', ADMIN_KEY] });
     agents = {
-      'agent-a': await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-a', backendUrl: sim.url, models: ['sim-model'] }),
-      'agent-b': await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-b', backendUrl: sim.url, models: ['sim-model'] }),
+      'agent-a': await startAgent({
+        tunnelPort: edge.tunnelPort,
+        id: 'agent-a',
+        backendUrl: sim.url,
+        models: ['sim-model'],
+      }),
+      'agent-b': await startAgent({
+        tunnelPort: edge.tunnelPort,
+        id: 'agent-b',
+        backendUrl: sim.url,
+        models: ['sim-model'],
+      }),
     };
   });
 
@@ -55,19 +65,31 @@ describe('agent drain', () => {
     const other = drained === 'agent-a' ? 'agent-b' : 'agent-a';
     const { status, body } = await admin(edge.url, 'POST', `/admin/agents/${drained}/drain?deregister=true`);
     expect(status).toBe(200);
-    expect(body.data[0]).toMatchObject({ id: drained, drain: { draining: true, deregistering: true }, load: { inFlight: 1 } });
+    expect(body.data[0]).toMatchObject({
+      id: drained,
+      drain: { draining: true, deregistering: true },
+      load: { inFlight: 1 },
+    });
     for (let i = 0; i < 6; i++) expect(await ask(edge.baseURL)).toEqual({ status: 200, agent: other });
     // Still in the pool while its stream runs.
     const listed = await admin(edge.url, 'GET', '/admin/agents');
-    expect(listed.body.data.find((agent: { id: string }) => agent.id === drained)).toMatchObject({ load: { inFlight: 1 }, drain: { draining: true } });
+    expect(listed.body.data.find((agent: { id: string }) => agent.id === drained)).toMatchObject({
+      load: { inFlight: 1 },
+      drain: { draining: true },
+    });
     const result = readChatStream(await stream.body);
     expect(result).toEqual({ deltas: TOKENS, done: true, error: undefined });
     expect(await agents[drained]!.exited).toBe(0);
-    await eventually(async () => (await admin(edge.url, 'GET', '/admin/agents')).body.data.every((agent: { id: string }) => agent.id !== drained));
+    await eventually(async () =>
+      (await admin(edge.url, 'GET', '/admin/agents')).body.data.every((agent: { id: string }) => agent.id !== drained),
+    );
     // The last agent drained (no deregister): nobody takes runs → 503; undrain → served again.
     expect((await admin(edge.url, 'POST', `/admin/agents/${other}/drain`)).status).toBe(200);
     expect((await ask(edge.baseURL)).status).toBe(503);
-    expect((await admin(edge.url, 'POST', `/admin/agents/${other}/undrain`)).body.data[0]!.drain).toEqual({ draining: false, deregistering: false });
+    expect((await admin(edge.url, 'POST', `/admin/agents/${other}/undrain`)).body.data[0]!.drain).toEqual({
+      draining: false,
+      deregistering: false,
+    });
     expect(await ask(edge.baseURL)).toEqual({ status: 200, agent: other });
   });
 

@@ -17,7 +17,12 @@ describe('agent on two edges', () => {
       id: 'agent-ha',
       backendUrl: sim.url,
       models: ['sim-model'],
-      args: ['--edge', `http://127.0.0.1:${first.tunnelPort},http://127.0.0.1:${second.tunnelPort}`, '--reconnect-jitter-ms', '200'],
+      args: [
+        '--edge',
+        `http://127.0.0.1:${first.tunnelPort},http://127.0.0.1:${second.tunnelPort}`,
+        '--reconnect-jitter-ms',
+        '200',
+      ],
     });
     const registered = () => agent.lines.filter((line) => line.msg === 'registered');
     await eventually(() => registered().length === 2);

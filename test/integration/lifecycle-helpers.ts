@@ -59,11 +59,17 @@ export async function admin(
   path: string,
   key: string | null = ADMIN_KEY,
 ): Promise<{ status: number; body: { data: AgentView[] } }> {
-  const response = await fetch(`${url}${path}`, { method, headers: key === null ? {} : { authorization: `Bearer ${key}` } });
+  const response = await fetch(`${url}${path}`, {
+    method,
+    headers: key === null ? {} : { authorization: `Bearer ${key}` },
+  });
   return { status: response.status, body: (await response.json()) as { data: AgentView[] } };
 }
 
-/** An agent's in-flight figures: the edge's open runs, the agent's runs and backend requests (heartbeat), the sim's open chat requests. */
+/**
+ * An agent's in-flight figures: the edge's open runs, the agent's runs and backend requests (heartbeat), the sim's open
+ * chat requests.
+ */
 export interface InFlightCounts {
   edge: number;
   agent: number | null;
@@ -71,7 +77,10 @@ export interface InFlightCounts {
   sim: number;
 }
 
-/** Reads `GET /admin/agents` (`load.inFlight`, `load.agentInFlight`, `load.backendInFlight`) and the sim's open chat requests. */
+/**
+ * Reads `GET /admin/agents` (`load.inFlight`, `load.agentInFlight`, `load.backendInFlight`) and the sim's open chat
+ * requests.
+ */
 export async function inFlightCounts(edgeUrl: string, sim: SimHandle, agentId: string): Promise<InFlightCounts> {
   const { body } = await admin(edgeUrl, 'GET', '/admin/agents');
   const view = body.data.find((agent) => agent.id === agentId);
@@ -82,8 +91,17 @@ export async function inFlightCounts(edgeUrl: string, sim: SimHandle, agentId: s
   return { edge: view.load.inFlight, agent: view.load.agentInFlight, backend: view.load.backendInFlight, sim: open };
 }
 
-/** Waits until all four counts equal `expected` (heartbeats carry the agent's figures); throws with the last counts otherwise. */
-export async function inFlightCountsAgree(edgeUrl: string, sim: SimHandle, agentId: string, expected: number, timeoutMs = 10_000): Promise<void> {
+/**
+ * Waits until all four counts equal `expected` (heartbeats carry the agent's figures); throws with the last counts
+ * otherwise.
+ */
+export async function inFlightCountsAgree(
+  edgeUrl: string,
+  sim: SimHandle,
+  agentId: string,
+  expected: number,
+  timeoutMs = 10_000,
+): Promise<void> {
   let last: InFlightCounts | undefined;
   try {
     await eventually(

@@ -28,13 +28,27 @@ describe('config reload', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'iop-reload-'));
     const file = path.join(dir, 'edge.json');
     const write = (config: Record<string, unknown>) => writeFileSync(file, JSON.stringify(config));
-    const base = { port: 0, tunnel: { port: 0 }, joinTokens: [JOIN_TOKEN], adminKeys: [ADMIN_KEY], responsesStore: { kind: 'memory' } };
+    const base = {
+      port: 0,
+      tunnel: { port: 0 },
+      joinTokens: [JOIN_TOKEN],
+      adminKeys: [ADMIN_KEY],
+      responsesStore: { kind: 'memory' },
+    };
     write({ ...base, apiKeys: [OLD_KEY] });
-    edge = launch('edge', 'apps/edge/dist/main.js', ['--config', file], { IOP_LOG_LEVEL: 'info', IOP_STARTUP_GRACE_MS: '0' });
+    edge = launch('edge', 'apps/edge/dist/main.js', ['--config', file], {
+      IOP_LOG_LEVEL: 'info',
+      IOP_STARTUP_GRACE_MS: '0',
+    });
     const listening = await edge.ready();
     const baseURL = `http://127.0.0.1:${listening.port as number}/v1`;
     const sim = await startSim(['--models', 'sim-model', '--output-tokens', '20', '--itl-ms', '75']);
-    await startAgent({ tunnelPort: listening.tunnelPort as number, id: 'agent-r', backendUrl: sim.url, models: ['sim-model'] });
+    await startAgent({
+      tunnelPort: listening.tunnelPort as number,
+      id: 'agent-r',
+      backendUrl: sim.url,
+      models: ['sim-model'],
+    });
 
     const stream = await openStream(baseURL, 'sim-model', OLD_KEY);
     expect(stream.status).toBe(200);
@@ -42,7 +56,9 @@ describe('config reload', () => {
     edge.child.kill('SIGHUP');
     const reloaded = await edge.waitFor((line) => line.msg === 'config reloaded');
     expect(reloaded.changed).toEqual(['apiKeys', 'maxAttempts']);
-    expect(edge.lines.find((line) => String(line.msg).includes('need a restart'))).toMatchObject({ settings: ['port'] });
+    expect(edge.lines.find((line) => String(line.msg).includes('need a restart'))).toMatchObject({
+      settings: ['port'],
+    });
     expect((await ask(baseURL, NEW_KEY)).status).toBe(200);
     expect((await ask(baseURL, OLD_KEY)).status).toBe(401);
     expect(readChatStream(await stream.body)).toEqual({ deltas: 20, done: true, error: undefined });
@@ -55,11 +71,14 @@ describe('config reload', () => {
     edge.child.kill('SIGHUP');
     await edge.waitFor(
       (line) =>
-        line.msg === 'config reload refused: the running config is kept' && String(line.error).includes('apiKeys[0] must NOT have fewer than 8 characters'),
+        line.msg === 'config reload refused: the running config is kept' &&
+        String(line.error).includes('apiKeys[0] must NOT have fewer than 8 characters'),
     );
     write({ ...base, apiKeys: [NEW_KEY], gate: { default: { filters: ['no-such-filter'] } } });
     edge.child.kill('SIGHUP');
-    await edge.waitFor((line) => line.msg === 'config reload refused: the running config is kept' && String(line.error).includes('gate'));
+    await edge.waitFor(
+      (line) => line.msg === 'config reload refused: the running config is kept' && String(line.error).includes('gate'),
+    );
     expect((await ask(baseURL, NEW_KEY)).status).toBe(200);
     expect((await ask(baseURL, OLD_KEY)).status).toBe(401);
     expect((await admin(baseURL.replace('/v1', ''), 'GET', '/admin/agents')).status).toBe(200);
@@ -71,7 +90,14 @@ describe('config reload', () => {
     const write = (pool: Record<string, unknown>) =>
       writeFileSync(
         file,
-        JSON.stringify({ port: 0, tunnel: { port: 0 }, apiKeys: [API_KEY], joinTokens: [JOIN_TOKEN], responsesStore: { kind: 'memory' }, pool }),
+        JSON.stringify({
+          port: 0,
+          tunnel: { port: 0 },
+          apiKeys: [API_KEY],
+          joinTokens: [JOIN_TOKEN],
+          responsesStore: { kind: 'memory' },
+          pool,
+        }),
       );
     const target = { targets: [{ model: 'sim-model' }] };
     write({
@@ -80,12 +106,20 @@ describe('config reload', () => {
         { name: 'retired', aliases: ['old-alias'], ...target },
       ],
     });
-    edge = launch('edge', 'apps/edge/dist/main.js', ['--config', file], { IOP_LOG_LEVEL: 'info', IOP_STARTUP_GRACE_MS: '0' });
+    edge = launch('edge', 'apps/edge/dist/main.js', ['--config', file], {
+      IOP_LOG_LEVEL: 'info',
+      IOP_STARTUP_GRACE_MS: '0',
+    });
     const listening = await edge.ready();
     const baseURL = `http://127.0.0.1:${listening.port as number}/v1`;
     const client = new OpenAI({ apiKey: API_KEY, baseURL, maxRetries: 0 });
     const sim = await startSim(['--models', 'sim-model', '--output-tokens', '20', '--itl-ms', '75']);
-    await startAgent({ tunnelPort: listening.tunnelPort as number, id: 'agent-p', backendUrl: sim.url, models: ['sim-model'] });
+    await startAgent({
+      tunnelPort: listening.tunnelPort as number,
+      id: 'agent-p',
+      backendUrl: sim.url,
+      models: ['sim-model'],
+    });
     const ids = async () => (await client.models.list()).data.map((model) => model.id);
     expect(await ids()).toEqual(['story', 'retired', 'old-alias', 'sim-model']);
 
@@ -102,13 +136,28 @@ describe('config reload', () => {
     edge.child.kill('SIGHUP');
     const reloaded = await edge.waitFor((line) => line.msg === 'config reloaded');
     expect(reloaded.changed).toEqual(['pool']);
-    expect(reloaded.pool).toEqual({ groupsAdded: ['tales'], groupsRemoved: ['retired'], aliasesAdded: ['gpt-4o-mini'], aliasesRemoved: ['old-alias'] });
+    expect(reloaded.pool).toEqual({
+      groupsAdded: ['tales'],
+      groupsRemoved: ['retired'],
+      aliasesAdded: ['gpt-4o-mini'],
+      aliasesRemoved: ['old-alias'],
+    });
     expect(ended).toBe(false);
 
-    const viaAlias = await client.chat.completions.create({ model: 'gpt-4o-mini', max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+    const viaAlias = await client.chat.completions
+      .create({ model: 'gpt-4o-mini', max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] })
+      .withResponse();
     expect(viaAlias.response.headers.get('x-iop-agent-id')).toBe('agent-p');
     expect(viaAlias.data.choices[0]!.message.content).toEqual(expect.any(String));
-    expect((await client.chat.completions.create({ model: 'tales', max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] })).choices).toHaveLength(1);
+    expect(
+      (
+        await client.chat.completions.create({
+          model: 'tales',
+          max_tokens: 2,
+          messages: [{ role: 'user', content: 'hi' }],
+        })
+      ).choices,
+    ).toHaveLength(1);
     for (const removed of ['retired', 'old-alias']) {
       const error = await client.chat.completions
         .create({ model: removed, max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] })
@@ -130,8 +179,14 @@ describe('config reload', () => {
     const refused = await edge.waitFor((line) => line.msg === 'config reload refused: the running config is kept');
     expect(refused.error).toContain('pool.modelGroups[1].aliases[0] `story` is already used by pool.modelGroups[0]');
     expect(await ids()).toEqual(['story', 'gpt-4o-mini', 'tales', 'sim-model']);
-    expect((await client.chat.completions.create({ model: 'gpt-4o-mini', max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] })).choices).toHaveLength(
-      1,
-    );
+    expect(
+      (
+        await client.chat.completions.create({
+          model: 'gpt-4o-mini',
+          max_tokens: 2,
+          messages: [{ role: 'user', content: 'hi' }],
+        })
+      ).choices,
+    ).toHaveLength(1);
   });
 });

@@ -21,8 +21,17 @@ describe('edge shutdown', () => {
     await edge.proc.waitFor((line) => line.msg === 'edge shutting down');
     await expect(ask(edge.baseURL)).rejects.toThrow();
     // An agent that tries to join now is refused (UNAVAILABLE: it retries elsewhere or later).
-    await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-late', backendUrl: sim.url, models: ['sim-model'], waitRegistered: false });
-    await edge.proc.waitFor((line) => line.msg === 'agent refused: the edge is shutting down' && line.agentId === 'agent-late', 5_000);
+    await startAgent({
+      tunnelPort: edge.tunnelPort,
+      id: 'agent-late',
+      backendUrl: sim.url,
+      models: ['sim-model'],
+      waitRegistered: false,
+    });
+    await edge.proc.waitFor(
+      (line) => line.msg === 'agent refused: the edge is shutting down' && line.agentId === 'agent-late',
+      5_000,
+    );
     expect(readChatStream(await stream.body)).toEqual({ deltas: 20, done: true, error: undefined });
     expect(await edge.proc.exited).toBe(0);
   });
@@ -30,15 +39,28 @@ describe('edge shutdown', () => {
   it('SIGTERM with requests queued for the only slot: they get 503 / 529 with Retry-After at once, none is started', async () => {
     const sim = await startSim(['--models', 'sim-model', '--output-tokens', '20', '--itl-ms', '75']);
     const edge = await startEdge({ args: ['--shutdown-deadline-ms', '10000'] });
-    await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-s', backendUrl: sim.url, models: ['sim-model'], args: ['--max-concurrency', '1'] });
+    await startAgent({
+      tunnelPort: edge.tunnelPort,
+      id: 'agent-s',
+      backendUrl: sim.url,
+      models: ['sim-model'],
+      args: ['--max-concurrency', '1'],
+    });
     const stream = await openStream(edge.baseURL);
     expect(stream.status).toBe(200);
     const body = { model: 'sim-model', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] };
     const post = (path: string, headers: Record<string, string>) =>
-      fetch(`${edge.baseURL}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+      fetch(`${edge.baseURL}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
     const chat = post('/chat/completions', { authorization: `Bearer ${API_KEY}` });
     const messages = post('/messages', { 'x-api-key': API_KEY, 'anthropic-version': '2023-06-01' });
-    await eventually(async () => /iop_pool_queued\{group="sim-model"\} 2/.test(await (await fetch(`${edge.url}/metrics`)).text()), 5_000);
+    await eventually(
+      async () => /iop_pool_queued\{group="sim-model"\} 2/.test(await (await fetch(`${edge.url}/metrics`)).text()),
+      5_000,
+    );
     const signalledAt = performance.now();
     edge.proc.child.kill('SIGTERM');
     const [chatResponse, messagesResponse] = await Promise.all([chat, messages]);

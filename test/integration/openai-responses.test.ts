@@ -14,7 +14,10 @@ let other: OpenAI;
 
 beforeAll(async () => {
   const sim = await startSim(['--models', 'sim-model', '--output-tokens', '10', '--max-model-len', '65536']);
-  edge = await startEdge({ args: ['--api-keys', `${API_KEY},${OTHER_KEY}`], env: { IOP_DATA_DIR: `/tmp/iop-responses-test-${process.pid}` } });
+  edge = await startEdge({
+    args: ['--api-keys', `${API_KEY},${OTHER_KEY}`],
+    env: { IOP_DATA_DIR: `/tmp/iop-responses-test-${process.pid}` },
+  });
   await startAgent({
     tunnelPort: edge.tunnelPort,
     id: 'agent-responses',
@@ -56,7 +59,11 @@ describe('POST /v1/responses', () => {
   });
 
   it('max_output_tokens ends the response incomplete', async () => {
-    const response = await client.responses.create({ model: 'sim-model', input: 'Tell me a story', max_output_tokens: 4 });
+    const response = await client.responses.create({
+      model: 'sim-model',
+      input: 'Tell me a story',
+      max_output_tokens: 4,
+    });
     expect(response.status).toBe('incomplete');
     expect(response.incomplete_details?.reason).toBe('max_output_tokens');
   });
@@ -75,7 +82,9 @@ describe('POST /v1/responses', () => {
   });
 
   it('streams a reasoning item before the message', async () => {
-    const final = await client.responses.stream({ model: 'sim-model@reasoning=6', input: 'Think first', reasoning: { effort: 'medium' } }).finalResponse();
+    const final = await client.responses
+      .stream({ model: 'sim-model@reasoning=6', input: 'Think first', reasoning: { effort: 'medium' } })
+      .finalResponse();
     expect(final.output.map((item) => item.type)).toEqual(['reasoning', 'message']);
     const reasoning = final.output[0]!;
     if (reasoning.type !== 'reasoning') throw new Error('expected reasoning');
@@ -83,7 +92,9 @@ describe('POST /v1/responses', () => {
   });
 
   it('streams one function call with a call_id and valid arguments', async () => {
-    const final = await client.responses.stream({ model: 'sim-model@tool-calls=1', input: 'Weather in Paris?', tools: [weather] }).finalResponse();
+    const final = await client.responses
+      .stream({ model: 'sim-model@tool-calls=1', input: 'Weather in Paris?', tools: [weather] })
+      .finalResponse();
     const calls = final.output.filter((item) => item.type === 'function_call');
     expect(calls).toHaveLength(1);
     const call = calls[0]!;
@@ -97,7 +108,11 @@ describe('POST /v1/responses', () => {
 
   it('streams several function calls as separate items', async () => {
     const final = await client.responses
-      .stream({ model: 'sim-model@tool-calls=3', input: 'All of them', tools: [tool('a_tool'), tool('b_tool'), tool('c_tool')] })
+      .stream({
+        model: 'sim-model@tool-calls=3',
+        input: 'All of them',
+        tools: [tool('a_tool'), tool('b_tool'), tool('c_tool')],
+      })
       .finalResponse();
     const calls = final.output.filter((item) => item.type === 'function_call');
     expect(calls).toHaveLength(3);
@@ -105,8 +120,16 @@ describe('POST /v1/responses', () => {
   });
 
   /** A first response that calls get_weather, and its function_call item. */
-  async function weatherCall(): Promise<{ first: OpenAI.Responses.Response; call: OpenAI.Responses.ResponseFunctionToolCall }> {
-    const first = await client.responses.create({ model: 'sim-model', input: 'Weather in Paris?', tools: [weather], tool_choice: 'required' });
+  async function weatherCall(): Promise<{
+    first: OpenAI.Responses.Response;
+    call: OpenAI.Responses.ResponseFunctionToolCall;
+  }> {
+    const first = await client.responses.create({
+      model: 'sim-model',
+      input: 'Weather in Paris?',
+      tools: [weather],
+      tool_choice: 'required',
+    });
     const call = first.output.find((item) => item.type === 'function_call');
     if (call?.type !== 'function_call') throw new Error('expected a function call');
     return { first, call };
@@ -117,7 +140,11 @@ describe('POST /v1/responses', () => {
     const second = await client.responses.create({
       model: 'sim-model',
       tools: [weather],
-      input: [{ role: 'user', content: 'Weather in Paris?' }, call, { type: 'function_call_output', call_id: call.call_id, output: '18 degrees and sunny' }],
+      input: [
+        { role: 'user', content: 'Weather in Paris?' },
+        call,
+        { type: 'function_call_output', call_id: call.call_id, output: '18 degrees and sunny' },
+      ],
     });
     expect(second.status).toBe('completed');
     expect(second.output[0]!.type).toBe('message');
@@ -146,8 +173,16 @@ describe('POST /v1/responses', () => {
   });
 
   it('continues a conversation with previous_response_id, and serves the stored response', async () => {
-    const first = await client.responses.create({ model: 'sim-model', instructions: 'Be brief.', input: 'My name is Ada.' });
-    const second = await client.responses.create({ model: 'sim-model', previous_response_id: first.id, input: 'What is my name?' });
+    const first = await client.responses.create({
+      model: 'sim-model',
+      instructions: 'Be brief.',
+      input: 'My name is Ada.',
+    });
+    const second = await client.responses.create({
+      model: 'sim-model',
+      previous_response_id: first.id,
+      input: 'What is my name?',
+    });
     expect(second.previous_response_id).toBe(first.id);
     expect(second.usage!.input_tokens).toBeGreaterThan(first.usage!.input_tokens + 10);
     const stored = await client.responses.retrieve(second.id);
@@ -158,7 +193,9 @@ describe('POST /v1/responses', () => {
     const deleted = await client.responses.delete(first.id);
     expect(deleted as unknown).toEqual({ id: first.id, object: 'response', deleted: true });
     await expect(client.responses.retrieve(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
-    await expect(client.responses.create({ model: 'sim-model', previous_response_id: 'resp_nope', input: 'hi' })).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(
+      client.responses.create({ model: 'sim-model', previous_response_id: 'resp_nope', input: 'hi' }),
+    ).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
 
   it('a response id with broken percent-encoding is a 400, not a 500', async () => {
@@ -167,9 +204,14 @@ describe('POST /v1/responses', () => {
       ['DELETE', '/responses/%ZZ'],
       ['GET', '/responses/%E0%A4%A/input_items'],
     ] as const) {
-      const response = await fetch(`${edge.baseURL}${path}`, { method, headers: { authorization: `Bearer ${API_KEY}` } });
+      const response = await fetch(`${edge.baseURL}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${API_KEY}` },
+      });
       expect(response.status).toBe(400);
-      expect(((await response.json()) as { error: { message: string } }).error.message).toBe('the request path has invalid percent-encoding');
+      expect(((await response.json()) as { error: { message: string } }).error.message).toBe(
+        'the request path has invalid percent-encoding',
+      );
     }
   });
 
@@ -220,25 +262,51 @@ describe('POST /v1/responses', () => {
           name: 'shell',
           description: 'Run a command',
           strict: false,
-          parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } }, required: ['command'] },
+          parameters: {
+            type: 'object',
+            properties: { command: { type: 'array', items: { type: 'string' } } },
+            required: ['command'],
+          },
         },
         {
           type: 'namespace',
           name: 'mcp_fs',
           description: 'files',
           tools: [
-            { type: 'function', name: 'read', strict: false, parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } },
+            {
+              type: 'function',
+              name: 'read',
+              strict: false,
+              parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+            },
           ],
         },
-        { type: 'custom', name: 'apply_patch', description: 'Apply a patch', format: { type: 'grammar', syntax: 'lark', definition: 'start: /.+/' } },
+        {
+          type: 'custom',
+          name: 'apply_patch',
+          description: 'Apply a patch',
+          format: { type: 'grammar', syntax: 'lark', definition: 'start: /.+/' },
+        },
         { type: 'web_search' },
         { type: 'tool_search' },
       ],
       input: [
         { type: 'message', id: 'msg_1', role: 'developer', content: [{ type: 'input_text', text: 'You are Codex.' }] },
         { type: 'message', id: 'msg_2', role: 'user', content: [{ type: 'input_text', text: 'List files' }] },
-        { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'thinking' }], encrypted_content: 'opaque' },
-        { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'shell', arguments: '{"command":["ls"]}', status: 'completed' },
+        {
+          type: 'reasoning',
+          id: 'rs_1',
+          summary: [{ type: 'summary_text', text: 'thinking' }],
+          encrypted_content: 'opaque',
+        },
+        {
+          type: 'function_call',
+          id: 'fc_1',
+          call_id: 'call_1',
+          name: 'shell',
+          arguments: '{"command":["ls"]}',
+          status: 'completed',
+        },
         { type: 'function_call_output', id: 'fco_1', call_id: 'call_1', output: 'a.txt\nb.txt' },
         { type: 'custom_tool_call', id: 'ctc_1', call_id: 'call_2', name: 'apply_patch', input: '*** Begin Patch' },
         { type: 'custom_tool_call_output', id: 'ctco_1', call_id: 'call_2', output: 'ok' },
@@ -272,14 +340,26 @@ describe('stored responses belong to the client key that created them', () => {
     await expect(other.responses.retrieve(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
     await expect(other.responses.inputItems.list(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
     await expect(other.responses.delete(first.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
-    const continued = other.responses.create({ model: 'sim-model', previous_response_id: first.id, input: 'What is my name?' });
+    const continued = other.responses.create({
+      model: 'sim-model',
+      previous_response_id: first.id,
+      input: 'What is my name?',
+    });
     await expect(continued).rejects.toBeInstanceOf(OpenAI.NotFoundError);
-    await expect(continued).rejects.toMatchObject({ status: 404, param: 'previous_response_id', message: `404 Response with id '${first.id}' not found.` });
+    await expect(continued).rejects.toMatchObject({
+      status: 404,
+      param: 'previous_response_id',
+      message: `404 Response with id '${first.id}' not found.`,
+    });
 
     // The other key's failed delete removed nothing: the owner reads, pages, continues and deletes.
     expect((await client.responses.retrieve(first.id)).output_text).toBe(first.output_text);
     expect((await client.responses.inputItems.list(first.id)).data.length).toBeGreaterThan(0);
-    const second = await client.responses.create({ model: 'sim-model', previous_response_id: first.id, input: 'What is my name?' });
+    const second = await client.responses.create({
+      model: 'sim-model',
+      previous_response_id: first.id,
+      input: 'What is my name?',
+    });
     expect(second.previous_response_id).toBe(first.id);
     // A continuation is the continuing key's too.
     await expect(other.responses.retrieve(second.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
@@ -292,7 +372,14 @@ describe('stored responses belong to the client key that created them', () => {
     expect(itemsWhileLive).toEqual(await rawGet(`/responses/${first.id}/input_items`, API_KEY));
     expect(whileLive).toEqual({
       status: 404,
-      body: { error: { message: `Response with id '${first.id}' not found.`, type: 'invalid_request_error', param: null, code: 'not_found' } },
+      body: {
+        error: {
+          message: `Response with id '${first.id}' not found.`,
+          type: 'invalid_request_error',
+          param: null,
+          code: 'not_found',
+        },
+      },
     });
   });
 

@@ -56,7 +56,18 @@ export class OwnPostgres {
 
   async start(): Promise<void> {
     const options = `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
-    await this.command('pg_ctl', ['-D', this.data, '-o', options, '-l', path.join(this.dir, 'log'), '-w', '-t', '30', 'start']);
+    await this.command('pg_ctl', [
+      '-D',
+      this.data,
+      '-o',
+      options,
+      '-l',
+      path.join(this.dir, 'log'),
+      '-w',
+      '-t',
+      '30',
+      'start',
+    ]);
   }
 
   /** Stops the server the way a crash does (`-m immediate`: connections cut, no checkpoint). */

@@ -14,7 +14,17 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { procStats } from '../../apps/bench/src/processes';
-import { API_KEY, eventually, metricSum, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import {
+  API_KEY,
+  eventually,
+  metricSum,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  type EdgeHandle,
+  type SimHandle,
+} from './harness';
 
 afterAll(stopAll);
 
@@ -30,18 +40,33 @@ describe('admission queue', () => {
 
   beforeAll(async () => {
     sim = await startSim(['--models', 'sim-model', '--output-tokens', '4', '--ttft-ms', '1500']);
-    edge = await startEdge({ args: ['--config', writeConfig({ pool: { queue: { maxQueued: 1, maxWaitMs: 20_000 } } })] });
-    await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-1', backendUrl: sim.url, models: ['sim-model'], args: ['--max-concurrency', '1'] });
+    edge = await startEdge({
+      args: ['--config', writeConfig({ pool: { queue: { maxQueued: 1, maxWaitMs: 20_000 } } })],
+    });
+    await startAgent({
+      tunnelPort: edge.tunnelPort,
+      id: 'agent-1',
+      backendUrl: sim.url,
+      models: ['sim-model'],
+      args: ['--max-concurrency', '1'],
+    });
   });
 
   it('queues one request, refuses the next with 429 (OpenAI) and 529 overloaded_error (Anthropic), Retry-After set', async () => {
     const openai = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
     const anthropic = new Anthropic({ apiKey: API_KEY, baseURL: edge.url, maxRetries: 0 });
-    const ask = () => openai.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] });
+    const ask = () =>
+      openai.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] });
     const running = ask();
-    await eventually(async () => ((await (await fetch(`${sim.url}/_sim/stats`)).json()) as { inFlight: number }).inFlight === 1, 5_000);
+    await eventually(
+      async () => ((await (await fetch(`${sim.url}/_sim/stats`)).json()) as { inFlight: number }).inFlight === 1,
+      5_000,
+    );
     const queued = ask();
-    await eventually(async () => /iop_pool_queued\{group="sim-model"\} 1/.test(await (await fetch(`${edge.url}/metrics`)).text()), 5_000);
+    await eventually(
+      async () => /iop_pool_queued\{group="sim-model"\} 1/.test(await (await fetch(`${edge.url}/metrics`)).text()),
+      5_000,
+    );
 
     const refused = await ask().catch((caught: unknown) => caught);
     expect(refused).toBeInstanceOf(OpenAI.RateLimitError);
@@ -52,12 +77,17 @@ describe('admission queue', () => {
       .catch((caught: unknown) => caught);
     expect(overloaded).toBeInstanceOf(Anthropic.APIError);
     expect((overloaded as InstanceType<typeof Anthropic.APIError>).status).toBe(529);
-    expect((overloaded as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({ type: 'error', error: { type: 'overloaded_error' } });
+    expect((overloaded as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({
+      type: 'error',
+      error: { type: 'overloaded_error' },
+    });
     expect((overloaded as InstanceType<typeof Anthropic.APIError>).headers?.get('retry-after')).toBe('1');
     // The metrics count each refusal with the status its client got.
     const metrics = await (await fetch(`${edge.url}/metrics`)).text();
     expect(metrics).toMatch(/iop_requests_total\{dialect="openai-chat",model="sim-model",[^}]*status="429"[^}]*\} 1/);
-    expect(metrics).toMatch(/iop_requests_total\{dialect="anthropic-messages",model="sim-model",[^}]*status="529"[^}]*\} 1/);
+    expect(metrics).toMatch(
+      /iop_requests_total\{dialect="anthropic-messages",model="sim-model",[^}]*status="529"[^}]*\} 1/,
+    );
 
     expect((await running).choices[0]!.finish_reason).toBe('stop');
     expect((await queued).choices[0]!.finish_reason).toBe('stop');
@@ -68,7 +98,9 @@ describe('a request whose agent dies', () => {
   it('is retried ahead of the requests waiting in a full queue, not refused or sent to the back', async () => {
     // GPU timescale: 1.5 s to the first token; one slot per agent; one waiter fills the queue.
     const sim = await startSim(['--models', 'sim-model', '--output-tokens', '4', '--ttft-ms', '1500']);
-    const edge = await startEdge({ args: ['--config', writeConfig({ pool: { queue: { maxQueued: 1, maxWaitMs: 20_000 } } })] });
+    const edge = await startEdge({
+      args: ['--config', writeConfig({ pool: { queue: { maxQueued: 1, maxWaitMs: 20_000 } } })],
+    });
     const openai = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
     const answered: string[] = [];
     const ask = (name: string) =>
@@ -79,7 +111,8 @@ describe('a request whose agent dies', () => {
           answered.push(name);
           return response.headers.get('x-iop-agent-id');
         });
-    const inFlight = async () => ((await (await fetch(`${sim.url}/_sim/stats`)).json()) as { inFlight: number }).inFlight;
+    const inFlight = async () =>
+      ((await (await fetch(`${sim.url}/_sim/stats`)).json()) as { inFlight: number }).inFlight;
     const doomed = await startAgent({
       tunnelPort: edge.tunnelPort,
       id: 'agent-dies',
@@ -89,7 +122,13 @@ describe('a request whose agent dies', () => {
     });
     const first = ask('first'); // the only agent: it runs on agent-dies
     await eventually(async () => (await inFlight()) === 1, 5_000);
-    await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-busy', backendUrl: sim.url, models: ['sim-model'], args: ['--max-concurrency', '1'] });
+    await startAgent({
+      tunnelPort: edge.tunnelPort,
+      id: 'agent-busy',
+      backendUrl: sim.url,
+      models: ['sim-model'],
+      args: ['--max-concurrency', '1'],
+    });
     const second = ask('second'); // agent-dies is full: agent-busy
     await eventually(async () => (await inFlight()) === 2, 5_000);
     const waiting = ask('waiting'); // both full: it waits, and the queue (1) is full
@@ -108,17 +147,36 @@ describe('a slow client', () => {
   const TOKENS = 200_000;
 
   beforeAll(async () => {
-    sim = await startSim(['--models', 'sim-model', '--output-tokens', String(TOKENS), '--max-model-len', '1000000', '--itl-ms', '0']);
+    sim = await startSim([
+      '--models',
+      'sim-model',
+      '--output-tokens',
+      String(TOKENS),
+      '--max-model-len',
+      '1000000',
+      '--itl-ms',
+      '0',
+    ]);
     edge = await startEdge();
     await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-1', backendUrl: sim.url, models: ['sim-model'] });
   });
 
-  const simStats = async () => (await (await fetch(`${sim.url}/_sim/stats`)).json()) as { streamBytes: number; pausedWrites: number; completed: number };
+  const simStats = async () =>
+    (await (await fetch(`${sim.url}/_sim/stats`)).json()) as {
+      streamBytes: number;
+      pausedWrites: number;
+      completed: number;
+    };
 
   it('pauses the backend instead of buffering, then finishes intact', async () => {
     const rssBefore = procStats(edge.proc.pid).rssBytes;
     const completedBefore = (await simStats()).completed; // the agent's startup probes count too
-    const body = JSON.stringify({ model: 'sim-model', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'go' }] });
+    const body = JSON.stringify({
+      model: 'sim-model',
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: [{ role: 'user', content: 'go' }],
+    });
     const response = await new Promise<http.IncomingMessage>((resolve, reject) => {
       const request = http.request(
         `${edge.baseURL}/chat/completions`,

@@ -8,7 +8,17 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-import { API_KEY, eventually, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import {
+  API_KEY,
+  eventually,
+  simRequests,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  type EdgeHandle,
+  type SimHandle,
+} from './harness';
 
 let direct: SimHandle;
 let tunnelled: SimHandle;
@@ -48,7 +58,9 @@ beforeAll(async () => {
 afterAll(stopAll);
 
 it('serves passthrough streams and non-stream answers, with its own key upstream', async () => {
-  const { data, response } = await openai.chat.completions.create({ model: 'direct-only', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+  const { data, response } = await openai.chat.completions
+    .create({ model: 'direct-only', messages: [{ role: 'user', content: 'hi' }] })
+    .withResponse();
   expect(response.headers.get('x-iop-agent-id')).toBe('direct-sim');
   expect(data.model).toBe('direct-only');
   expect(data.usage?.completion_tokens).toBe(6);
@@ -88,7 +100,9 @@ it('a 503 on the direct provider is retried on the agent', async () => {
   });
   await eventually(
     async () => {
-      const { response } = await openai.chat.completions.create({ model: 'mixed', messages: [{ role: 'user', content: 'hi' }] }).withResponse();
+      const { response } = await openai.chat.completions
+        .create({ model: 'mixed', messages: [{ role: 'user', content: 'hi' }] })
+        .withResponse();
       const { queuedFaults } = (await (await fetch(`${direct.url}/_sim/stats`)).json()) as { queuedFaults: number };
       if (queuedFaults > 0) return false;
       expect(response.headers.get('x-iop-agent-id')).toBe('agent-t');

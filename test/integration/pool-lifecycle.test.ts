@@ -4,12 +4,23 @@
  */
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { API_KEY, eventually, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import {
+  API_KEY,
+  eventually,
+  simRequests,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  type EdgeHandle,
+  type SimHandle,
+} from './harness';
 
 let sim: SimHandle;
 afterEach(stopAll);
 
-const ask = (client: OpenAI) => client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hello' }] });
+const ask = (client: OpenAI) =>
+  client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hello' }] });
 
 describe('provider pool', () => {
   let edge: EdgeHandle;
@@ -28,7 +39,9 @@ describe('provider pool', () => {
     // go to one agent until its bounded load spills over.
     const answered = await Promise.all(
       Array.from({ length: 24 }, (_, i) =>
-        client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: `hello number ${i}` }] }).withResponse(),
+        client.chat.completions
+          .create({ model: 'sim-model', messages: [{ role: 'user', content: `hello number ${i}` }] })
+          .withResponse(),
       ),
     );
     const perAgent = new Map<string, number>();
@@ -42,7 +55,12 @@ describe('provider pool', () => {
   });
 
   it('an agent killed and restarted re-registers and serves', async () => {
-    const first = await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-x', backendUrl: sim.url, models: ['sim-model'] });
+    const first = await startAgent({
+      tunnelPort: edge.tunnelPort,
+      id: 'agent-x',
+      backendUrl: sim.url,
+      models: ['sim-model'],
+    });
     expect((await ask(client)).choices[0]!.finish_reason).toBe('stop');
     await first.kill('SIGKILL');
     await eventually(async () => {
@@ -61,7 +79,9 @@ describe('provider pool', () => {
       .catch((caught: unknown) => caught);
     expect(messages).toBeInstanceOf(Anthropic.APIError);
     expect(messages).toMatchObject({ status: 529, error: { type: 'error', error: { type: 'overloaded_error' } } });
-    const responses = await client.responses.create({ model: 'sim-model', input: 'hello' }).catch((caught: unknown) => caught);
+    const responses = await client.responses
+      .create({ model: 'sim-model', input: 'hello' })
+      .catch((caught: unknown) => caught);
     expect(responses).toMatchObject({ status: 503, code: 'no_capacity' });
     for (const refused of [messages, responses]) expect((refused as Error).message).not.toContain('attempts)');
     await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-x', backendUrl: sim.url, models: ['sim-model'] });
@@ -69,7 +89,12 @@ describe('provider pool', () => {
   });
 
   it('a stream whose agent dies ends promptly with an in-band error, never a hang or a clean finish', async () => {
-    const agent = await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-dies', backendUrl: sim.url, models: ['sim-model@itl-ms=400'] });
+    const agent = await startAgent({
+      tunnelPort: edge.tunnelPort,
+      id: 'agent-dies',
+      backendUrl: sim.url,
+      models: ['sim-model@itl-ms=400'],
+    });
     const stream = await client.chat.completions.create({
       model: 'sim-model@itl-ms=400',
       messages: [{ role: 'user', content: 'hello' }],
@@ -94,7 +119,12 @@ describe('provider pool', () => {
   });
 
   it('agents reconnect and serve after the edge restarts', async () => {
-    const agent = await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-r', backendUrl: sim.url, models: ['sim-model'] });
+    const agent = await startAgent({
+      tunnelPort: edge.tunnelPort,
+      id: 'agent-r',
+      backendUrl: sim.url,
+      models: ['sim-model'],
+    });
     expect((await ask(client)).choices[0]!.finish_reason).toBe('stop');
     const registeredBefore = agent.lines.filter((line) => line.msg === 'registered').length;
     await edge.proc.kill('SIGKILL');

@@ -7,7 +7,17 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { API_KEY, eventually, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import {
+  API_KEY,
+  eventually,
+  simRequests,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  type EdgeHandle,
+  type SimHandle,
+} from './harness';
 
 let simA: SimHandle;
 let simB: SimHandle;
@@ -21,7 +31,10 @@ beforeAll(async () => {
   writeFileSync(
     file,
     JSON.stringify({
-      pool: { outlier: { consecutiveFailures: 2, baseEjectionMs: 4000, maxEjectionMs: 10_000, maxEjectedPercent: 50 }, retry: { baseBackoffMs: 5 } },
+      pool: {
+        outlier: { consecutiveFailures: 2, baseEjectionMs: 4000, maxEjectionMs: 10_000, maxEjectedPercent: 50 },
+        retry: { baseBackoffMs: 5 },
+      },
     }),
   );
   edge = await startEdge({ args: ['--config', file] });
@@ -43,7 +56,9 @@ async function metric(name: string, labels: string): Promise<number> {
 let asked = 0;
 const ask = async () => {
   const content = `hello ${asked++}`;
-  const { data, response } = await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content }] }).withResponse();
+  const { data, response } = await client.chat.completions
+    .create({ model: 'sim-model', messages: [{ role: 'user', content }] })
+    .withResponse();
   expect(data.choices[0]!.finish_reason).toBe('stop');
   return response.headers.get('x-iop-agent-id');
 };

@@ -12,14 +12,17 @@ let edge: EdgeHandle;
 beforeAll(async () => {
   const sim = await startSim(['--models', 'sim-model', '--output-tokens', '3']);
   edge = await startEdge();
-  for (const id of ['agent-1', 'agent-2', 'agent-3']) await startAgent({ tunnelPort: edge.tunnelPort, id, backendUrl: sim.url, models: ['sim-model'] });
+  for (const id of ['agent-1', 'agent-2', 'agent-3'])
+    await startAgent({ tunnelPort: edge.tunnelPort, id, backendUrl: sim.url, models: ['sim-model'] });
 });
 
 afterAll(stopAll);
 
 async function hits(result: 'warm' | 'cold'): Promise<number> {
   const text = await (await fetch(`${edge.url}/metrics`)).text();
-  const line = text.split('\n').find((candidate) => candidate.startsWith(`iop_prefix_affinity_hits_total{group="sim-model",result="${result}"}`));
+  const line = text
+    .split('\n')
+    .find((candidate) => candidate.startsWith(`iop_prefix_affinity_hits_total{group="sim-model",result="${result}"}`));
   return line === undefined ? 0 : Number(line.split(' ').pop());
 }
 
@@ -35,7 +38,10 @@ it('sends every turn of a conversation to the same agent (passthrough), differen
   for (let turn = 0; turn < 6; turn++) {
     const { data, response } = await client.chat.completions.create({ model: 'sim-model', messages }).withResponse();
     agents.add(response.headers.get('x-iop-agent-id'));
-    messages.push({ role: 'assistant', content: data.choices[0]!.message.content ?? '' }, { role: 'user', content: `question ${turn + 2}` });
+    messages.push(
+      { role: 'assistant', content: data.choices[0]!.message.content ?? '' },
+      { role: 'user', content: `question ${turn + 2}` },
+    );
   }
   expect(agents.size).toBe(1);
   expect((await hits('warm')) - warmBefore).toBe(5);
@@ -61,7 +67,9 @@ it('keeps a conversation on one agent on the normalized path too', async () => {
   const agents = new Set<string | null>();
   const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'a question for conversation two' }];
   for (let turn = 0; turn < 4; turn++) {
-    const { data, response } = await client.messages.create({ model: 'sim-model', max_tokens: 32, system: 'conversation two', messages }).withResponse();
+    const { data, response } = await client.messages
+      .create({ model: 'sim-model', max_tokens: 32, system: 'conversation two', messages })
+      .withResponse();
     agents.add(response.headers.get('x-iop-agent-id'));
     messages.push({ role: 'assistant', content: data.content }, { role: 'user', content: `follow-up ${turn}` });
   }

@@ -10,7 +10,17 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { API_KEY, eventually, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type Proc, type SimHandle } from './harness';
+import {
+  API_KEY,
+  eventually,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  type EdgeHandle,
+  type Proc,
+  type SimHandle,
+} from './harness';
 import { chatRequests, clearSim, queueFault } from './stream-gate-helpers';
 
 let sim: SimHandle;
@@ -32,7 +42,12 @@ beforeAll(async () => {
     }),
   );
   edge = await startEdge({ args: ['--config', file] });
-  agent = await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-only', backendUrl: sim.url, models: ['sim-model'] });
+  agent = await startAgent({
+    tunnelPort: edge.tunnelPort,
+    id: 'agent-only',
+    backendUrl: sim.url,
+    models: ['sim-model'],
+  });
   openai = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
   anthropic = new Anthropic({ apiKey: API_KEY, baseURL: edge.url, maxRetries: 0 });
 });
@@ -51,20 +66,31 @@ describe('a single provider is retried on itself', () => {
     expect(response.headers.get('x-iop-agent-id')).toBe('agent-only');
     const records = await chatRequests(sim);
     expect(records.map((record) => record.status)).toEqual([500, 200]);
-    await edge.proc.waitFor((line) => line.msg === 'attempt failed before its first byte; retrying' && String(line.reason).includes('same provider'), 5_000);
+    await edge.proc.waitFor(
+      (line) =>
+        line.msg === 'attempt failed before its first byte; retrying' && String(line.reason).includes('same provider'),
+      5_000,
+    );
   });
 
-  it.each(['malformed', 'no-done'])('a non-stream answer the backend breaks (%s) reached no client byte: retried, a 200', async (fault) => {
-    await queueFault(sim, { fault, count: 1 });
-    const completion = await openai.chat.completions.create({ model: 'sim-model', messages });
-    expect(completion.choices[0]!.finish_reason).toBe('stop');
-    expect(completion.choices[0]!.message.content!.length).toBeGreaterThan(0);
-    expect(await chatRequests(sim)).toHaveLength(2);
-  });
+  it.each(['malformed', 'no-done'])(
+    'a non-stream answer the backend breaks (%s) reached no client byte: retried, a 200',
+    async (fault) => {
+      await queueFault(sim, { fault, count: 1 });
+      const completion = await openai.chat.completions.create({ model: 'sim-model', messages });
+      expect(completion.choices[0]!.finish_reason).toBe('stop');
+      expect(completion.choices[0]!.message.content!.length).toBeGreaterThan(0);
+      expect(await chatRequests(sim)).toHaveLength(2);
+    },
+  );
 
   it('one 500 before the first byte (normalized, Anthropic): a 200, the sim saw 2 requests', async () => {
     await queueFault(sim, { fault: '500', count: 1, 'retry-after': 0 });
-    const message = await anthropic.messages.create({ model: 'claude-house', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] });
+    const message = await anthropic.messages.create({
+      model: 'claude-house',
+      max_tokens: 16,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect(message.stop_reason).toBe('end_turn');
     expect((await chatRequests(sim)).map((record) => record.status)).toEqual([500, 200]);
   });
@@ -93,7 +119,10 @@ describe('a single provider is retried on itself', () => {
 describe('the only agent is gone (restarting)', () => {
   beforeAll(async () => {
     await agent.kill();
-    await eventually(() => edge.proc.lines.some((line) => line.msg === 'agent left' && line.agentId === 'agent-only'), 10_000);
+    await eventually(
+      () => edge.proc.lines.some((line) => line.msg === 'agent left' && line.agentId === 'agent-only'),
+      10_000,
+    );
   });
 
   it.each(['sim-model', 'house', 'gpt-house'])('OpenAI: %s is a 503 no_capacity with retry-after', async (model) => {
@@ -106,18 +135,24 @@ describe('the only agent is gone (restarting)', () => {
   });
 
   it.each(['sim-model', 'claude-house'])('Anthropic: %s is a 529 overloaded_error', async (model) => {
-    const error = await anthropic.messages.create({ model, max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }).catch((caught: unknown) => caught);
+    const error = await anthropic.messages
+      .create({ model, max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(Anthropic.APIError);
     const apiError = error as InstanceType<typeof Anthropic.APIError>;
     expect(apiError.status).toBe(529);
     expect((apiError.error as { error?: { type?: string } }).error?.type).toBe('overloaded_error');
     // count_tokens answers the same way: the name is known, only its providers are away.
-    const counted = await anthropic.messages.countTokens({ model, messages: [{ role: 'user', content: 'hi' }] }).catch((caught: unknown) => caught);
+    const counted = await anthropic.messages
+      .countTokens({ model, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((caught: unknown) => caught);
     expect((counted as InstanceType<typeof Anthropic.APIError>).status).toBe(529);
   });
 
   it('a name never served is still a 404 model_not_found', async () => {
-    const error = await openai.chat.completions.create({ model: 'never-served', messages }).catch((caught: unknown) => caught);
+    const error = await openai.chat.completions
+      .create({ model: 'never-served', messages })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpenAI.NotFoundError);
     expect((error as InstanceType<typeof OpenAI.NotFoundError>).code).toBe('model_not_found');
     const anthropicError = await anthropic.messages

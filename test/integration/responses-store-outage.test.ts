@@ -27,12 +27,19 @@ function storeOf(response: OpenAI.Responses.Response): unknown {
 async function nonStream(client: OpenAI): Promise<Outcome> {
   try {
     const response = await client.responses.create({ model: 'sim-model', input: 'hi' });
-    if (storeOf(response) !== true) throw new Error(`a 200 that was not stored must say so, and only for a size limit: ${JSON.stringify(response)}`);
+    if (storeOf(response) !== true)
+      throw new Error(`a 200 that was not stored must say so, and only for a size limit: ${JSON.stringify(response)}`);
     return { kind: 'stored', id: response.id, stream: false };
   } catch (error) {
     if (!(error instanceof OpenAI.APIError)) throw error;
     const type = (error.error as { type?: string } | undefined)?.type;
-    return { kind: 'refused', stream: false, status: error.status ?? 0, retryAfter: error.headers?.get('retry-after') ?? null, type };
+    return {
+      kind: 'refused',
+      stream: false,
+      status: error.status ?? 0,
+      retryAfter: error.headers?.get('retry-after') ?? null,
+      type,
+    };
   }
 }
 
@@ -41,17 +48,29 @@ async function streamed(client: OpenAI): Promise<Outcome> {
     const stream = await client.responses.create({ model: 'sim-model', input: 'hi', stream: true });
     let terminal: OpenAI.Responses.ResponseStreamEvent | undefined;
     for await (const event of stream) {
-      if (event.type === 'response.completed' || event.type === 'response.incomplete' || event.type === 'response.failed') terminal = event;
+      if (
+        event.type === 'response.completed' ||
+        event.type === 'response.incomplete' ||
+        event.type === 'response.failed'
+      )
+        terminal = event;
     }
     if (terminal === undefined) throw new Error('a stream ended without its terminal event');
     const response = (terminal as { response: OpenAI.Responses.Response }).response;
-    if (terminal.type === 'response.failed') return { kind: 'failed-in-band', stream: true, store: storeOf(response), message: response.error?.message ?? '' };
+    if (terminal.type === 'response.failed')
+      return { kind: 'failed-in-band', stream: true, store: storeOf(response), message: response.error?.message ?? '' };
     if (storeOf(response) !== true) throw new Error(`a completed stream not stored: ${JSON.stringify(response)}`);
     return { kind: 'stored', id: response.id, stream: true };
   } catch (error) {
     if (!(error instanceof OpenAI.APIError)) throw error;
     const type = (error.error as { type?: string } | undefined)?.type;
-    return { kind: 'refused', stream: true, status: error.status ?? 0, retryAfter: error.headers?.get('retry-after') ?? null, type };
+    return {
+      kind: 'refused',
+      stream: true,
+      status: error.status ?? 0,
+      retryAfter: error.headers?.get('retry-after') ?? null,
+      type,
+    };
   }
 }
 
@@ -65,7 +84,11 @@ describeIfPg('Responses store outage (own PostgreSQL, stopped mid-run)', () => {
     const sim = await startSim(['--models', 'sim-model', '--output-tokens', '10', '--itl-ms', '30']);
     for (const mode of ['open', 'closed'] as const) {
       edges[mode] = await startEdge({
-        env: { IOP_STORAGE_POSTGRES_URL: pg.url, IOP_STORAGE_POSTGRES_SCHEMA: `outage_${mode}`, IOP_STORAGE_ON_FAILURE: mode },
+        env: {
+          IOP_STORAGE_POSTGRES_URL: pg.url,
+          IOP_STORAGE_POSTGRES_SCHEMA: `outage_${mode}`,
+          IOP_STORAGE_ON_FAILURE: mode,
+        },
       });
     }
     await startAgent({
@@ -93,7 +116,8 @@ describeIfPg('Responses store outage (own PostgreSQL, stopped mid-run)', () => {
     // Four workers per edge, alternating stream and non-stream, until the outage is over.
     const workers = (['open', 'closed'] as const).flatMap((mode) =>
       [0, 1, 2, 3].map(async (worker) => {
-        for (let i = 0; running; i++) outcomes[mode].push(await ((i + worker) % 2 === 0 ? nonStream(clients[mode]) : streamed(clients[mode])));
+        for (let i = 0; running; i++)
+          outcomes[mode].push(await ((i + worker) % 2 === 0 ? nonStream(clients[mode]) : streamed(clients[mode])));
       }),
     );
     await sleep(1_500);
@@ -124,11 +148,17 @@ describeIfPg('Responses store outage (own PostgreSQL, stopped mid-run)', () => {
       // Every id claimed stored exists, on the edge's own schema, now that the server is back.
       for (const outcome of stored) {
         if (outcome.kind !== 'stored') continue;
-        const got = await fetch(`${edges[mode].baseURL}/responses/${outcome.id}`, { headers: { authorization: `Bearer ${API_KEY}` } });
+        const got = await fetch(`${edges[mode].baseURL}/responses/${outcome.id}`, {
+          headers: { authorization: `Bearer ${API_KEY}` },
+        });
         expect({ id: outcome.id, status: got.status }).toEqual({ id: outcome.id, status: 200 });
       }
       const last = stored.at(-1) as { id: string };
-      const next = await clients[mode].responses.create({ model: 'sim-model', input: 'and then?', previous_response_id: last.id });
+      const next = await clients[mode].responses.create({
+        model: 'sim-model',
+        input: 'and then?',
+        previous_response_id: last.id,
+      });
       expect(next.previous_response_id).toBe(last.id);
       expect(storeOf(next)).toBe(true);
     }

@@ -21,10 +21,16 @@ export class SocketClient {
       this.events.push(JSON.parse(String(data)) as ServerEvent);
       for (const wake of this.waiters.splice(0)) wake();
     });
-    this.closed = new Promise((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: String(reason) })));
+    this.closed = new Promise((resolve) =>
+      ws.once('close', (code, reason) => resolve({ code, reason: String(reason) })),
+    );
   }
 
-  static open(edge: Pick<EdgeHandle, 'url'>, key: string = API_KEY, headers: Record<string, string> = {}): Promise<SocketClient> {
+  static open(
+    edge: Pick<EdgeHandle, 'url'>,
+    key: string = API_KEY,
+    headers: Record<string, string> = {},
+  ): Promise<SocketClient> {
     const ws = new WebSocket(`${edge.url.replace(/^http/, 'ws')}/v1/responses`, {
       headers: { authorization: `Bearer ${key}`, 'openai-beta': 'responses_websockets=2026-02-06', ...headers },
     });
@@ -40,14 +46,22 @@ export class SocketClient {
     edge: Pick<EdgeHandle, 'url'>,
     key: string = API_KEY,
   ): Promise<{ status: number; headers: Record<string, unknown>; body: Record<string, unknown> }> {
-    const ws = new WebSocket(`${edge.url.replace(/^http/, 'ws')}/v1/responses`, { headers: { authorization: `Bearer ${key}` } });
+    const ws = new WebSocket(`${edge.url.replace(/^http/, 'ws')}/v1/responses`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
     return new Promise((resolve, reject) => {
       ws.once('open', () => reject(new Error('the upgrade was accepted')));
       ws.once('error', () => undefined);
       ws.once('unexpected-response', (_req, res) => {
         let text = '';
         res.on('data', (chunk: Buffer) => (text += String(chunk)));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: JSON.parse(text) as Record<string, unknown> }));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: JSON.parse(text) as Record<string, unknown>,
+          }),
+        );
       });
     });
   }
@@ -73,7 +87,9 @@ export class SocketClient {
     return this.events;
   }
 
-  /** Sends a `response.create` and resolves with that response's events, up to its terminal event (or an `error` event). */
+  /**
+   * Sends a `response.create` and resolves with that response's events, up to its terminal event (or an `error` event).
+   */
   async create(body: Record<string, unknown>, timeoutMs?: number): Promise<ServerEvent[]> {
     const from = this.events.length;
     this.send({ type: 'response.create', ...body });
@@ -89,7 +105,9 @@ export class SocketClient {
 }
 
 /** The final Response of a response's events (its terminal event's `response`). */
-export function finalResponse(events: ServerEvent[]): Record<string, unknown> & { id: string; status: string; output: Array<Record<string, unknown>> } {
+export function finalResponse(
+  events: ServerEvent[],
+): Record<string, unknown> & { id: string; status: string; output: Array<Record<string, unknown>> } {
   const last = events.at(-1)!;
   if (last.type === 'error') throw new Error(`error event: ${JSON.stringify(last)}`);
   return last.response as ReturnType<typeof finalResponse>;

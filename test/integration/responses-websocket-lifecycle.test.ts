@@ -49,7 +49,10 @@ it('a response still running at the shutdown deadline fails in band, then the co
 });
 
 it('a message over websocket.maxMessageBytes closes the connection with 1009', async () => {
-  const edge = await startEdge({ args: ['--websocket-max-message-bytes', '2048'], env: { IOP_RESPONSES_STORE_KIND: 'memory' } });
+  const edge = await startEdge({
+    args: ['--websocket-max-message-bytes', '2048'],
+    env: { IOP_RESPONSES_STORE_KIND: 'memory' },
+  });
   const client = await SocketClient.open(edge);
   client.send({ type: 'response.create', model: 'sim-model', input: 'x'.repeat(4096) });
   expect((await client.closed).code).toBe(1009);
@@ -74,11 +77,17 @@ it('the edge-wide cap refuses with 503 whatever the key; websocket.enabled=false
 });
 
 it('pings: a peer that answers stays open, one that does not is terminated after the next ping', async () => {
-  const edge = await startEdge({ args: ['--websocket-ping-interval-ms', '300'], env: { IOP_RESPONSES_STORE_KIND: 'memory' } });
+  const edge = await startEdge({
+    args: ['--websocket-ping-interval-ms', '300'],
+    env: { IOP_RESPONSES_STORE_KIND: 'memory' },
+  });
   const answering = await SocketClient.open(edge);
   let pings = 0;
   answering.ws.on('ping', () => pings++);
-  const silent = new WebSocket(`${edge.url.replace(/^http/, 'ws')}/v1/responses`, { headers: { authorization: `Bearer ${API_KEY}` }, autoPong: false });
+  const silent = new WebSocket(`${edge.url.replace(/^http/, 'ws')}/v1/responses`, {
+    headers: { authorization: `Bearer ${API_KEY}` },
+    autoPong: false,
+  });
   const opened = Date.now();
   const closed = new Promise<number>((resolve) => silent.once('close', (code) => resolve(code)));
   // Terminated without a close frame: 1006 at the client, after the first ping went unanswered.

@@ -8,7 +8,16 @@ import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { ResponsesWS } from 'openai/resources/responses/ws';
-import { API_KEY, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type SimHandle } from './harness';
+import {
+  API_KEY,
+  simRequests,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  type EdgeHandle,
+  type SimHandle,
+} from './harness';
 import { ADMIN_KEY, admin } from './shared-state-helpers';
 import { finalResponse, outputText, SocketClient, type ServerEvent } from './responses-websocket-client';
 
@@ -26,7 +35,12 @@ beforeAll(async () => {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'iop-ws-'));
   sim = await startSim(['--models', 'sim-model', '--output-tokens', '10']);
   edge = await startEdge({ env: { IOP_DATA_DIR: dataDir, IOP_ADMIN_KEYS: ADMIN_KEY } });
-  await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-ws', backendUrl: sim.url, models: ['sim-model', SLOW, TOOLS] });
+  await startAgent({
+    tunnelPort: edge.tunnelPort,
+    id: 'agent-ws',
+    backendUrl: sim.url,
+    models: ['sim-model', SLOW, TOOLS],
+  });
   capped = await startEdge({
     args: ['--websocket-idle-timeout-ms', '1500', '--websocket-max-connections-per-key', '2'],
     env: { IOP_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), 'iop-ws-capped-')) },
@@ -57,7 +71,9 @@ const types = (events: ServerEvent[]) => events.map((event) => event.type);
 describe('Responses over WebSocket', () => {
   it('two turns on one connection: the second continues the first by previous_response_id with store:false', async () => {
     const client = await SocketClient.open(edge);
-    const first = finalResponse(await client.create({ model: 'sim-model', store: false, input: 'first-turn-question-7431' }));
+    const first = finalResponse(
+      await client.create({ model: 'sim-model', store: false, input: 'first-turn-question-7431' }),
+    );
     expect(first.status).toBe('completed');
     expect(first.id).toMatch(/^resp_/);
     const answer = outputText(first);
@@ -88,7 +104,12 @@ describe('Responses over WebSocket', () => {
     const kept = finalResponse(await one.create({ model: 'sim-model', store: false, input: 'kept on one connection' }));
     await one.close();
     const two = await SocketClient.open(edge);
-    const [error] = await two.create({ model: 'sim-model', store: false, previous_response_id: kept.id, input: 'continue' });
+    const [error] = await two.create({
+      model: 'sim-model',
+      store: false,
+      previous_response_id: kept.id,
+      input: 'continue',
+    });
     expect(error).toMatchObject({
       type: 'error',
       status: 400,
@@ -103,7 +124,9 @@ describe('Responses over WebSocket', () => {
     const stored = finalResponse(await one.create({ model: 'sim-model', input: 'stored-turn-5120' }));
     await one.close();
     const two = await SocketClient.open(edge);
-    const next = finalResponse(await two.create({ model: 'sim-model', previous_response_id: stored.id, input: 'next-turn-5120' }));
+    const next = finalResponse(
+      await two.create({ model: 'sim-model', previous_response_id: stored.id, input: 'next-turn-5120' }),
+    );
     expect(next.status).toBe('completed');
     const [sent] = await simRequestsFor('next-turn-5120');
     expect(JSON.stringify(sent!.messages)).toContain('stored-turn-5120');
@@ -139,7 +162,10 @@ describe('Responses over WebSocket', () => {
     const from = client.events.length;
     client.send({ type: 'response.create', model: 'sim-model', input: 'too early' });
     const events = await client.waitFor((all) => all.slice(from).some((event) => event.type === 'error'));
-    expect(events.slice(from).find((event) => event.type === 'error')).toMatchObject({ status: 409, error: { type: 'invalid_request_error' } });
+    expect(events.slice(from).find((event) => event.type === 'error')).toMatchObject({
+      status: 409,
+      error: { type: 'invalid_request_error' },
+    });
     await client.close();
   });
 
@@ -166,12 +192,22 @@ describe('Responses over WebSocket', () => {
   it('generate:false is a warm-up: completed with no output and no backend call; its id continues the conversation', async () => {
     const client = await SocketClient.open(edge);
     const before = (await simRequests(sim)).length;
-    const warm = await client.create({ model: 'sim-model', store: false, generate: false, input: 'warm-up-context-9932' });
+    const warm = await client.create({
+      model: 'sim-model',
+      store: false,
+      generate: false,
+      input: 'warm-up-context-9932',
+    });
     expect(types(warm)).toEqual(['response.created', 'response.in_progress', 'response.completed']);
     expect(finalResponse(warm).output).toEqual([]);
     expect((await simRequests(sim)).length).toBe(before);
     const next = finalResponse(
-      await client.create({ model: 'sim-model', store: false, previous_response_id: finalResponse(warm).id, input: 'after-warm-up-9932' }),
+      await client.create({
+        model: 'sim-model',
+        store: false,
+        previous_response_id: finalResponse(warm).id,
+        input: 'after-warm-up-9932',
+      }),
     );
     expect(next.status).toBe('completed');
     const [sent] = await simRequestsFor('after-warm-up-9932');
@@ -180,13 +216,21 @@ describe('Responses over WebSocket', () => {
   });
 
   it('a Codex-shaped session: warm-up, a turn that calls a tool, its output sent alone after previous_response_id (store:false)', async () => {
-    const client = await SocketClient.open(edge, API_KEY, { originator: 'codex_exec', 'session-id': 'sess-1', 'x-client-request-id': 'sess-1' });
+    const client = await SocketClient.open(edge, API_KEY, {
+      originator: 'codex_exec',
+      'session-id': 'sess-1',
+      'x-client-request-id': 'sess-1',
+    });
     const shell = {
       type: 'function',
       name: 'shell',
       description: 'Runs a command',
       strict: false,
-      parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } }, required: ['command'] },
+      parameters: {
+        type: 'object',
+        properties: { command: { type: 'array', items: { type: 'string' } } },
+        required: ['command'],
+      },
     };
     // The fields Codex CLI sends with every response.create (codex-rs/codex-api/src/common.rs).
     const common = {
@@ -202,19 +246,32 @@ describe('Responses over WebSocket', () => {
       prompt_cache_key: 'sess-1',
       client_metadata: { 'x-codex-installation-id': 'install-1' },
     };
-    const developer = { type: 'message', id: 'msg_dev', role: 'developer', content: [{ type: 'input_text', text: 'codex-base-prompt-6604' }] };
+    const developer = {
+      type: 'message',
+      id: 'msg_dev',
+      role: 'developer',
+      content: [{ type: 'input_text', text: 'codex-base-prompt-6604' }],
+    };
     const warm = finalResponse(await client.create({ ...common, input: [developer], generate: false }));
     client.send({ type: 'response.processed', response_id: warm.id });
-    const user = { type: 'message', id: 'msg_user', role: 'user', content: [{ type: 'input_text', text: 'codex-user-turn-6604' }] };
+    const user = {
+      type: 'message',
+      id: 'msg_user',
+      role: 'user',
+      content: [{ type: 'input_text', text: 'codex-user-turn-6604' }],
+    };
     const first = finalResponse(await client.create({ ...common, previous_response_id: warm.id, input: [user] }));
-    const call = first.output.find((item) => item.type === 'function_call') as { call_id: string; name: string } | undefined;
+    const call = first.output.find((item) => item.type === 'function_call') as
+      { call_id: string; name: string } | undefined;
     expect(call?.name).toBe('shell');
     client.send({ type: 'response.processed', response_id: first.id });
     const output = { type: 'function_call_output', call_id: call!.call_id, output: 'codex-tool-output-6604' };
     const second = finalResponse(await client.create({ ...common, previous_response_id: first.id, input: [output] }));
     expect(second.status).toBe('completed');
     // The backend got the whole conversation: base prompt, the user's turn, the call and its output.
-    const records = (await simRequests(sim)).map((record) => record.body as { messages: Array<Record<string, unknown>> });
+    const records = (await simRequests(sim)).map(
+      (record) => record.body as { messages: Array<Record<string, unknown>> },
+    );
     const last = records.find((body) => JSON.stringify(body?.messages ?? []).includes('codex-tool-output-6604'))!;
     const roles = last.messages.map((message) => message.role);
     expect(roles).toEqual(['system', 'user', 'assistant', 'tool']);
@@ -250,7 +307,8 @@ describe('Responses over WebSocket', () => {
     expect(record).toMatchObject({ aborted: true, completed: false });
     let rows: Array<Record<string, number>> = [];
     for (let tries = 0; tries < 50 && rows.length === 0; tries++) {
-      rows = (await admin(edge.url, 'GET', `/admin/usage?key=${id}&group_by=status,dialect&flush=true`)).body.data as Array<Record<string, number>>;
+      rows = (await admin(edge.url, 'GET', `/admin/usage?key=${id}&group_by=status,dialect&flush=true`)).body
+        .data as Array<Record<string, number>>;
       rows = rows.filter((row) => (row.requests ?? 0) > 0);
       if (rows.length === 0) await new Promise((resolve) => setTimeout(resolve, 100));
     }
@@ -298,7 +356,13 @@ describe('Responses over WebSocket', () => {
       socket.on('response.completed', (event) => {
         completed.push({ id: event.response.id, text });
         text = '';
-        if (completed.length === 1) socket.send({ type: 'response.create', model: 'sim-model', previous_response_id: event.response.id, input: 'and again' });
+        if (completed.length === 1)
+          socket.send({
+            type: 'response.create',
+            model: 'sim-model',
+            previous_response_id: event.response.id,
+            input: 'and again',
+          });
         else resolve();
       });
     });

@@ -16,10 +16,15 @@ import { API_KEY, startAgent, startEdge, startSim, stopAll } from './harness';
 
 // The worker runs the compiled sqlite-worker.js beside it: the built module, not the source.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { WorkerResponseStore } = require('../../apps/edge/dist/responses-store/worker-store.js') as { WorkerResponseStore: typeof Store };
+const { WorkerResponseStore } = require('../../apps/edge/dist/responses-store/worker-store.js') as {
+  WorkerResponseStore: typeof Store;
+};
 
 function record(id: string): StoredResponse {
-  const request = openaiResponses.decodeResponsesRequest({ model: 'm', input: [{ id: `msg_${id}`, role: 'user', content: 'hi' }] });
+  const request = openaiResponses.decodeResponsesRequest({
+    model: 'm',
+    input: [{ id: `msg_${id}`, role: 'user', content: 'hi' }],
+  });
   const response = openaiResponses.encodeResponsesResponse(
     [
       { type: 'text-delta', text: `answer ${id}` },
@@ -103,7 +108,12 @@ describe('an edge with the SQLite Responses store', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'iop-worker-edge-'));
     dirs.push(dataDir);
     const edge = await startEdge({ env: { IOP_DATA_DIR: dataDir } });
-    await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-worker-store', backendUrl: sim.url, models: ['sim-model'] });
+    await startAgent({
+      tunnelPort: edge.tunnelPort,
+      id: 'agent-worker-store',
+      backendUrl: sim.url,
+      models: ['sim-model'],
+    });
     const client = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
     const threads = () => Number(/Threads:\s+(\d+)/.exec(readFileSync(`/proc/${edge.proc.pid}/status`, 'utf8'))![1]);
     // Served but not stored: no worker.

@@ -11,7 +11,17 @@
  */
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-import { edgeReady, eventually, startAgent, startEdge, startSim, stopAll, API_KEY, type EdgeHandle, type SimHandle } from './harness';
+import {
+  edgeReady,
+  eventually,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  API_KEY,
+  type EdgeHandle,
+  type SimHandle,
+} from './harness';
 import { admin, describeWithSharedState, dropIsolation, startSharedEdges, isolation } from './shared-state-helpers';
 import { sleep } from '@iop/core';
 
@@ -22,7 +32,10 @@ describe('capacity across two edges without a shared store', () => {
   beforeAll(async () => {
     // ~0.3 s to the first token, 20 tokens at 20 ms: each stream holds its slot about 0.7 s.
     sim = await startSim(['--models', 'sim-model', '--output-tokens', '20', '--ttft-ms', '300', '--itl-ms', '20']);
-    edges = await Promise.all([startEdge({ env: { IOP_DATA_DIR: ':memory:' } }), startEdge({ env: { IOP_DATA_DIR: ':memory:' } })]);
+    edges = await Promise.all([
+      startEdge({ env: { IOP_DATA_DIR: ':memory:' } }),
+      startEdge({ env: { IOP_DATA_DIR: ':memory:' } }),
+    ]);
     await startAgent({
       tunnelPort: edges[0]!.tunnelPort,
       id: 'agent-4',
@@ -44,7 +57,9 @@ describe('capacity across two edges without a shared store', () => {
         await sleep(20);
       }
     })();
-    const clients = edges.map((edge) => new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0, timeout: 60_000 }));
+    const clients = edges.map(
+      (edge) => new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0, timeout: 60_000 }),
+    );
     const started = performance.now();
     const outcomes = await Promise.all(
       Array.from({ length: 16 }, async (_, i) => {
@@ -76,8 +91,12 @@ describe('capacity across two edges without a shared store', () => {
   }, 90_000);
 });
 
-/** Highest number of chat completions the sim held at once, from its request log (receivedAt … completedAt/abortedAt). */
-function peakOverlap(records: Array<{ path: string; receivedAt: number; completedAt: number | null; abortedAt: number | null }>): number {
+/**
+ * Highest number of chat completions the sim held at once, from its request log (receivedAt … completedAt/abortedAt).
+ */
+function peakOverlap(
+  records: Array<{ path: string; receivedAt: number; completedAt: number | null; abortedAt: number | null }>,
+): number {
   const events = records
     .filter((record) => record.path === '/v1/chat/completions')
     .flatMap((record) => [
@@ -135,7 +154,12 @@ describeWithSharedState('capacity across two edges sharing PostgreSQL and Redis'
         const edge = edges[i % 2]!;
         try {
           if (i % 4 < 2) {
-            const stream = await new OpenAI({ apiKey: key, baseURL: edge.baseURL, maxRetries: 0, timeout: 60_000 }).chat.completions.create({
+            const stream = await new OpenAI({
+              apiKey: key,
+              baseURL: edge.baseURL,
+              maxRetries: 0,
+              timeout: 60_000,
+            }).chat.completions.create({
               model: 'sim-model',
               stream: true,
               stream_options: { include_usage: true },
@@ -151,7 +175,12 @@ describeWithSharedState('capacity across two edges sharing PostgreSQL and Redis'
             }
             return { ok: text.length > 0, status: 200 };
           }
-          const message = await new Anthropic({ apiKey: key, baseURL: edge.url, maxRetries: 0, timeout: 60_000 }).messages
+          const message = await new Anthropic({
+            apiKey: key,
+            baseURL: edge.url,
+            maxRetries: 0,
+            timeout: 60_000,
+          }).messages
             .stream({ model: 'sim-model', max_tokens: 64, messages: [{ role: 'user', content: `story ${i}` }] })
             .finalMessage();
           input += message.usage.input_tokens;
@@ -191,7 +220,16 @@ describeWithSharedState('capacity across two edges sharing PostgreSQL and Redis'
       100,
     ).catch(() => {});
     expect(total.body.data).toEqual([
-      { requests: 24, input_tokens: input, output_tokens: output, cached_tokens: 0, reasoning_tokens: 0, errors: 0, estimated_requests: 0, cost_usd: 0 },
+      {
+        requests: 24,
+        input_tokens: input,
+        output_tokens: output,
+        cached_tokens: 0,
+        reasoning_tokens: 0,
+        errors: 0,
+        estimated_requests: 0,
+        cost_usd: 0,
+      },
     ]);
   }, 60_000);
 

@@ -7,7 +7,14 @@
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { eventually, startSim, stopAll, type EdgeHandle } from './harness';
-import { admin, describeWithSharedState, dropIsolation, startSharedEdges, freshMinute, isolation } from './shared-state-helpers';
+import {
+  admin,
+  describeWithSharedState,
+  dropIsolation,
+  startSharedEdges,
+  freshMinute,
+  isolation,
+} from './shared-state-helpers';
 import { sleep } from '@iop/core';
 
 const isolated = isolation('edges');
@@ -36,8 +43,16 @@ describeWithSharedState('two edges sharing PostgreSQL and Redis', () => {
     const { key } = await createKey({ name: 'conversation' });
     const [one, two] = [openai(edges[0]!, key), openai(edges[1]!, key)];
     const first = await one.responses.create({ model: 'sim-model', input: 'My name is Ada.' });
-    const second = await two.responses.create({ model: 'sim-model', input: 'What is my name?', previous_response_id: first.id });
-    const third = await one.responses.create({ model: 'sim-model', input: 'And again?', previous_response_id: second.id });
+    const second = await two.responses.create({
+      model: 'sim-model',
+      input: 'What is my name?',
+      previous_response_id: first.id,
+    });
+    const third = await one.responses.create({
+      model: 'sim-model',
+      input: 'And again?',
+      previous_response_id: second.id,
+    });
     expect(third.status).toBe('completed');
     // The history travelled: each turn's prompt holds every earlier turn.
     expect(second.usage!.input_tokens).toBeGreaterThan(first.usage!.input_tokens);
@@ -87,7 +102,9 @@ describeWithSharedState('two edges sharing PostgreSQL and Redis', () => {
     expect((anthropicError.error as { error: { type: string } }).error.type).toBe('rate_limit_error');
     expect(anthropicError.headers?.get('anthropic-ratelimit-requests-limit')).toBe('4');
     expect(anthropicError.headers?.get('anthropic-ratelimit-requests-remaining')).toBe('0');
-    expect(anthropicError.headers?.get('anthropic-ratelimit-requests-reset')).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    expect(anthropicError.headers?.get('anthropic-ratelimit-requests-reset')).toMatch(
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/,
+    );
     expect(anthropicError.headers?.get('retry-after')).toMatch(/^\d+$/);
   }, 60_000);
 
@@ -95,7 +112,10 @@ describeWithSharedState('two edges sharing PostgreSQL and Redis', () => {
     await freshMinute();
     const { key } = await createKey({ name: 'tokens', limits: { tokensPerMinute: 20 } });
     // Each answer is 10 output tokens plus the prompt: two requests (2 × 11) reach the limit of 20.
-    const first = await openai(edges[0]!, key).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] });
+    const first = await openai(edges[0]!, key).chat.completions.create({
+      model: 'sim-model',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     const used = first.usage!.total_tokens;
     expect(used).toBeGreaterThan(10);
     const { response } = await openai(edges[1]!, key)
@@ -105,18 +125,28 @@ describeWithSharedState('two edges sharing PostgreSQL and Redis', () => {
     expect(response.headers.get('x-ratelimit-remaining-tokens')).toBe(String(20 - used));
     // Tokens are counted once an answer has ended, a moment after the client has it.
     await sleep(200);
-    await expect(openai(edges[0]!, key).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({
+    await expect(
+      openai(edges[0]!, key).chat.completions.create({
+        model: 'sim-model',
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    ).rejects.toMatchObject({
       status: 429,
     });
 
     const { key: budgetKey } = await createKey({ name: 'small budget', budget: { maxTokens: 1, period: 'day' } });
-    await openai(edges[1]!, budgetKey).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] });
+    await openai(edges[1]!, budgetKey).chat.completions.create({
+      model: 'sim-model',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     await sleep(200);
     const exhausted = await openai(edges[0]!, budgetKey)
       .chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] })
       .catch((error: unknown) => error);
     expect(exhausted).toMatchObject({ status: 429 });
-    expect((exhausted as Error).message).toMatch(/budget exhausted: key "small budget" has used \d+ of its 1-token per-day budget/);
+    expect((exhausted as Error).message).toMatch(
+      /budget exhausted: key "small budget" has used \d+ of its 1-token per-day budget/,
+    );
   }, 60_000);
 
   it('a key revoked on one edge is refused by the other within seconds; a rotated key keeps its responses', async () => {
@@ -128,10 +158,12 @@ describeWithSharedState('two edges sharing PostgreSQL and Redis', () => {
     const startedAt = Date.now();
     let status = 200;
     while (status === 200 && Date.now() - startedAt < 5_000) {
-      status = await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] }).then(
-        () => 200,
-        (error: { status: number }) => error.status,
-      );
+      status = await client.chat.completions
+        .create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] })
+        .then(
+          () => 200,
+          (error: { status: number }) => error.status,
+        );
     }
     expect(status).toBe(401);
     expect(Date.now() - startedAt).toBeLessThan(5_000);
@@ -151,7 +183,12 @@ describeWithSharedState('two edges sharing PostgreSQL and Redis', () => {
 
   it('a key may use only its allowed models (globs) and stops at its expiry', async () => {
     const { key } = await createKey({ name: 'sim only', models: ['sim-*'] });
-    await expect(openai(edges[0]!, key).chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] })).resolves.toMatchObject({
+    await expect(
+      openai(edges[0]!, key).chat.completions.create({
+        model: 'sim-model',
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    ).resolves.toMatchObject({
       object: 'chat.completion',
     });
     const { key: narrow } = await createKey({ name: 'other models', models: ['qwen3-*', 'gpt-?o'] });
@@ -166,7 +203,10 @@ describeWithSharedState('two edges sharing PostgreSQL and Redis', () => {
       .catch((error: unknown) => error);
     expect(gone).toBeInstanceOf(OpenAI.AuthenticationError);
     expect((gone as Error).message).toMatch(/this API key expired at \d{4}-/);
-    const invalid = await admin(edges[0]!.url, 'POST', '/admin/keys', { name: 'bad', limits: { requestsPerMinute: 0 } });
+    const invalid = await admin(edges[0]!.url, 'POST', '/admin/keys', {
+      name: 'bad',
+      limits: { requestsPerMinute: 0 },
+    });
     expect(invalid.status).toBe(400);
     expect(JSON.stringify(invalid.body)).toContain('/limits/requestsPerMinute must be >= 1');
   }, 30_000);
@@ -219,9 +259,22 @@ describeWithSharedState('two edges sharing PostgreSQL and Redis', () => {
       100,
     ).catch(() => {});
     expect(total.body.data).toEqual([
-      { requests: 12, input_tokens: input, output_tokens: output, cached_tokens: 0, reasoning_tokens: 0, errors: 0, estimated_requests: 0, cost_usd: 0 },
+      {
+        requests: 12,
+        input_tokens: input,
+        output_tokens: output,
+        cached_tokens: 0,
+        reasoning_tokens: 0,
+        errors: 0,
+        estimated_requests: 0,
+        cost_usd: 0,
+      },
     ]);
-    const byDialect = await admin(edges[0]!.url, 'GET', `/admin/usage?key=${id}&group_by=dialect,day&from=${new Date(Date.now() - 3_600_000).toISOString()}`);
+    const byDialect = await admin(
+      edges[0]!.url,
+      'GET',
+      `/admin/usage?key=${id}&group_by=dialect,day&from=${new Date(Date.now() - 3_600_000).toISOString()}`,
+    );
     const rows = byDialect.body.data as Array<{ dialect: string; day: string; requests: number }>;
     expect(rows.map((row) => [row.dialect, row.requests])).toEqual([
       ['anthropic-messages', 4],

@@ -26,9 +26,13 @@ class OwnRedis {
   private child: ChildProcess | undefined;
   constructor(readonly port: number) {}
   async start(): Promise<void> {
-    this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    this.child = spawn(
+      'redis-server',
+      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('redis-server did not start')), 10_000);
       this.child!.stdout!.on('data', (chunk: Buffer) => {
@@ -113,7 +117,10 @@ describeWithSharedState(
         args: ['--edge', `http://127.0.0.1:${open.tunnelPort},http://127.0.0.1:${closed.tunnelPort}`],
       });
       await edgeReady(closed);
-      const created = await admin(open.url, 'POST', '/admin/keys', { name: 'failure', limits: { requestsPerMinute: 1000, maxConcurrentStreams: 50 } });
+      const created = await admin(open.url, 'POST', '/admin/keys', {
+        name: 'failure',
+        limits: { requestsPerMinute: 1000, maxConcurrentStreams: 50 },
+      });
       key = created.body.key as string;
       keyId = created.body.id as string;
     }, 60_000);
@@ -125,12 +132,18 @@ describeWithSharedState(
       await dropIsolation(isolated, PG_URL, '');
     });
 
-    const ask = (edge: EdgeHandle): Promise<{ status: number; tokens: number; retryAfter?: string | null | undefined }> =>
+    const ask = (
+      edge: EdgeHandle,
+    ): Promise<{ status: number; tokens: number; retryAfter?: string | null | undefined }> =>
       new OpenAI({ apiKey: key, baseURL: edge.baseURL, maxRetries: 0 }).chat.completions
         .create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] })
         .then(
           (answer) => ({ status: 200, tokens: answer.usage!.total_tokens }),
-          (error: { status?: number; headers?: Headers }) => ({ status: error.status ?? 0, tokens: 0, retryAfter: error.headers?.get('retry-after') }),
+          (error: { status?: number; headers?: Headers }) => ({
+            status: error.status ?? 0,
+            tokens: 0,
+            retryAfter: error.headers?.get('retry-after'),
+          }),
         );
 
     it('Redis stopped mid-run: streams in flight finish; the open edge serves on local counters, the closed edge answers 503 until Redis is back', async () => {
@@ -145,7 +158,10 @@ describeWithSharedState(
       const refused = await ask(closed);
       expect(refused.status).toBe(503);
       expect(refused.retryAfter).toBe('1');
-      await open.proc.waitFor((line) => line.msg === "shared counters unavailable: failing open on this edge's own counters", 5_000);
+      await open.proc.waitFor(
+        (line) => line.msg === "shared counters unavailable: failing open on this edge's own counters",
+        5_000,
+      );
       await redis.start();
       // ioredis reconnects on its own (at most every 2 s).
       await eventually(async () => (await ask(closed)).status === 200, 15_000, 250);

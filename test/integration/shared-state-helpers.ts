@@ -16,10 +16,15 @@ export const REDIS_URL = process.env.IOP_TEST_REDIS_URL ?? '';
 export const ADMIN_KEY = 'admin-key-test-000000001';
 
 /** `describe` when both servers are configured, else a skipped `describe` and a printed reason. */
-export function describeWithSharedState(name: string, body: () => void, needs: { pg?: boolean; redis?: boolean } = { pg: true, redis: true }): void {
-  const missing = [needs.pg && PG_URL === '' ? 'IOP_TEST_PG_URL' : undefined, needs.redis && REDIS_URL === '' ? 'IOP_TEST_REDIS_URL' : undefined].filter(
-    Boolean,
-  );
+export function describeWithSharedState(
+  name: string,
+  body: () => void,
+  needs: { pg?: boolean; redis?: boolean } = { pg: true, redis: true },
+): void {
+  const missing = [
+    needs.pg && PG_URL === '' ? 'IOP_TEST_PG_URL' : undefined,
+    needs.redis && REDIS_URL === '' ? 'IOP_TEST_REDIS_URL' : undefined,
+  ].filter(Boolean);
   if (missing.length > 0) {
     console.log(`skipping "${name}": set ${missing.join(' and ')} to run it against real servers`);
     describe.skip(name, body);
@@ -34,7 +39,11 @@ export function isolation(tag: string): { schema: string; prefix: string } {
   return { schema: `iop_test_${tag}_${suffix}`, prefix: `iop-test:${tag}:${suffix}:` };
 }
 
-export async function dropIsolation(isolated: { schema: string; prefix: string }, pgUrl = PG_URL, redisUrl = REDIS_URL): Promise<void> {
+export async function dropIsolation(
+  isolated: { schema: string; prefix: string },
+  pgUrl = PG_URL,
+  redisUrl = REDIS_URL,
+): Promise<void> {
   if (pgUrl !== '') {
     const client = new pg.Client({ connectionString: pgUrl });
     await client.connect();
@@ -53,16 +62,27 @@ export async function dropIsolation(isolated: { schema: string; prefix: string }
   }
 }
 
-export async function admin(edgeUrl: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+export async function admin(
+  edgeUrl: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const response = await fetch(`${edgeUrl}${path}`, {
     method,
-    headers: { authorization: `Bearer ${ADMIN_KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${ADMIN_KEY}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
-/** Waits, when the current UTC minute has less than `needMs` left, until the next one starts (fixed one-minute limit windows). */
+/**
+ * Waits, when the current UTC minute has less than `needMs` left, until the next one starts (fixed one-minute limit
+ * windows).
+ */
 export async function freshMinute(needMs = 20_000): Promise<void> {
   const left = 60_000 - (Date.now() % 60_000);
   if (left < needMs) await sleep(left + 50);
@@ -87,12 +107,21 @@ export async function startSharedEdges(
     IOP_STORAGE_REDIS_PREFIX: isolated.prefix,
     IOP_ADMIN_KEYS: ADMIN_KEY,
   };
-  const edges = await Promise.all([startEdge({ env, args: ['--api-keys', ''] }), startEdge({ env, args: ['--api-keys', ''] })]);
+  const edges = await Promise.all([
+    startEdge({ env, args: ['--api-keys', ''] }),
+    startEdge({ env, args: ['--api-keys', ''] }),
+  ]);
   await startAgent({
     tunnelPort: edges[0]!.tunnelPort,
     id: agent.id,
     backendUrl: agent.simUrl,
-    args: ['--edge', edges.map((edge) => `http://127.0.0.1:${edge.tunnelPort}`).join(','), ...(agent.args ?? []), '--join-token', JOIN_TOKEN],
+    args: [
+      '--edge',
+      edges.map((edge) => `http://127.0.0.1:${edge.tunnelPort}`).join(','),
+      ...(agent.args ?? []),
+      '--join-token',
+      JOIN_TOKEN,
+    ],
   });
   for (const edge of edges) await edgeReady(edge);
   return edges;

@@ -69,7 +69,11 @@ describe('a stream cut before commit is retried transparently', () => {
 
   it('Anthropic stream: connection reset before any header → one complete message', async () => {
     await queueFault(sim, { fault: 'reset' });
-    const stream = anthropic.messages.stream({ model: 'sim-model', max_tokens: 256, messages: [{ role: 'user', content: 'Tell me a story.' }] });
+    const stream = anthropic.messages.stream({
+      model: 'sim-model',
+      max_tokens: 256,
+      messages: [{ role: 'user', content: 'Tell me a story.' }],
+    });
     let streamed = '';
     stream.on('text', (delta) => (streamed += delta));
     const final = await stream.finalMessage();
@@ -84,7 +88,10 @@ describe('a stream cut before commit is retried transparently', () => {
   it('OpenAI Responses stream, buffered policy: a cut after 5 tokens is still before commit', async () => {
     await queueFault(sim, { fault: 'cut', 'fault-after': 5 });
     const deltas: string[] = [];
-    const stream = openai.responses.stream({ model: 'sim-model', input: 'Tell me a story.', store: false }, gated('buffered'));
+    const stream = openai.responses.stream(
+      { model: 'sim-model', input: 'Tell me a story.', store: false },
+      gated('buffered'),
+    );
     stream.on('response.output_text.delta', (event) => deltas.push(event.delta));
     const final = await stream.finalResponse();
     expect(final.status).toBe('completed');
@@ -95,7 +102,11 @@ describe('a stream cut before commit is retried transparently', () => {
 
   it('a non-stream client never sees a cut: Anthropic messages.create after a mid-answer cut', async () => {
     await queueFault(sim, { fault: 'cut', 'fault-after': 6 });
-    const message = await anthropic.messages.create({ model: 'sim-model', max_tokens: 256, messages: [{ role: 'user', content: 'Tell me a story.' }] });
+    const message = await anthropic.messages.create({
+      model: 'sim-model',
+      max_tokens: 256,
+      messages: [{ role: 'user', content: 'Tell me a story.' }],
+    });
     expect(message.stop_reason).toBe('end_turn');
     expect(message.usage.output_tokens).toBe(OUTPUT_TOKENS);
     await expectBackendRequests(2, 'cut');
@@ -105,7 +116,10 @@ describe('a stream cut before commit is retried transparently', () => {
 describe('a stream cut after commit ends with an error event, never a truncated success', () => {
   it('OpenAI Chat: text, then the SDK throws an APIError from the in-stream error; no finish_reason', async () => {
     await queueFault(sim, { fault: 'cut', 'fault-after': 6 });
-    const stream = await openai.chat.completions.create({ model: 'sim-model', messages, stream: true }, gated('evidence-tail'));
+    const stream = await openai.chat.completions.create(
+      { model: 'sim-model', messages, stream: true },
+      gated('evidence-tail'),
+    );
     let text = '';
     const finishes: string[] = [];
     let thrown: unknown;
@@ -153,7 +167,12 @@ describe('a stream cut after commit ends with an error event, never a truncated 
 
   it('OpenAI Responses: text, then response.failed (or an SDK error); never response.completed', async () => {
     await queueFault(sim, { fault: 'cut', 'fault-after': 6 });
-    const stream = await openai.responses.create({ model: 'sim-model', input: 'Tell me a story.', store: false, stream: true });
+    const stream = await openai.responses.create({
+      model: 'sim-model',
+      input: 'Tell me a story.',
+      store: false,
+      stream: true,
+    });
     const types: string[] = [];
     let text = '';
     let failed: OpenAI.Responses.Response | undefined;

@@ -14,14 +14,19 @@ export async function metricSum(edge: EdgeHandle, name: string, labels: Record<s
   for (const line of text.split('\n')) {
     if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
     const labelText = /\{(.*)\}/.exec(line)?.[1] ?? '';
-    if (Object.entries(labels).every(([key, value]) => labelText.includes(`${key}="${value}"`))) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (Object.entries(labels).every(([key, value]) => labelText.includes(`${key}="${value}"`)))
+      sum += Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return sum;
 }
 
 /** Queues a fault (with knobs) for the sim's next `count` chat completion requests. */
 export async function queueFault(sim: SimHandle, fault: Record<string, string | number | boolean>): Promise<void> {
-  const response = await fetch(`${sim.url}/_sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(fault) });
+  const response = await fetch(`${sim.url}/_sim/faults`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(fault),
+  });
   if (response.status !== 200) throw new Error(`queueing a fault failed: ${response.status} ${await response.text()}`);
 }
 

@@ -22,7 +22,10 @@ beforeAll(async () => {
   const config = writeGateConfig({
     models: {
       [THINK]: { filters: ['reasoning', 'tool-calls', 'empty-output'], policy: 'evidence-tail' },
-      [XML]: { filters: ['reasoning', { name: 'text-tool-calls', options: { formats: ['hermes'] } }, 'tool-calls'], policy: 'evidence-tail' },
+      [XML]: {
+        filters: ['reasoning', { name: 'text-tool-calls', options: { formats: ['hermes'] } }, 'tool-calls'],
+        policy: 'evidence-tail',
+      },
     },
   });
   edge = await startEdge({ args: ['--config', config], env: { IOP_LOG_LEVEL: 'info' } });
@@ -49,7 +52,11 @@ function expectCityArguments(json: unknown): void {
 
 describe('<think> tags become reasoning', () => {
   it('OpenAI Chat stream: reasoning_content deltas, then content without tags', async () => {
-    const stream = await openai.chat.completions.create({ model: THINK, messages: [{ role: 'user', content: prompt }], stream: true });
+    const stream = await openai.chat.completions.create({
+      model: THINK,
+      messages: [{ role: 'user', content: prompt }],
+      stream: true,
+    });
     let reasoning = '';
     let content = '';
     let finish: string | null = null;
@@ -69,8 +76,13 @@ describe('<think> tags become reasoning', () => {
   });
 
   it('OpenAI Chat non-stream: message.reasoning_content and clean content', async () => {
-    const completion = await openai.chat.completions.create({ model: THINK, messages: [{ role: 'user', content: prompt }] });
-    const message = completion.choices[0]!.message as OpenAI.Chat.ChatCompletionMessage & { reasoning_content?: string };
+    const completion = await openai.chat.completions.create({
+      model: THINK,
+      messages: [{ role: 'user', content: prompt }],
+    });
+    const message = completion.choices[0]!.message as OpenAI.Chat.ChatCompletionMessage & {
+      reasoning_content?: string;
+    };
     expectReasoning(message.reasoning_content ?? '');
     expect(message.content).not.toMatch(TAG);
     expect(message.content!.trim().length).toBeGreaterThan(0);
@@ -95,7 +107,9 @@ describe('<think> tags become reasoning', () => {
   });
 
   it('OpenAI Responses: a reasoning item, then a message without tags', async () => {
-    const final = await openai.responses.stream({ model: THINK, input: prompt, reasoning: { effort: 'medium' }, store: false }).finalResponse();
+    const final = await openai.responses
+      .stream({ model: THINK, input: prompt, reasoning: { effort: 'medium' }, store: false })
+      .finalResponse();
     expect(final.output.map((item) => item.type)).toEqual(['reasoning', 'message']);
     const reasoning = final.output[0]!;
     if (reasoning.type !== 'reasoning') throw new Error('expected a reasoning item');

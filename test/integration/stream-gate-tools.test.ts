@@ -39,8 +39,13 @@ interface Call {
   arguments: string | unknown;
 }
 
-/** Runs `send` REQUESTS_PER_CLIENT times; every answer's calls must be schema-valid, every failure a typed API error. */
-async function exercise(send: (index: number) => Promise<Call[]>, errorClass: new (...args: never[]) => Error & { status?: number }) {
+/**
+ * Runs `send` REQUESTS_PER_CLIENT times; every answer's calls must be schema-valid, every failure a typed API error.
+ */
+async function exercise(
+  send: (index: number) => Promise<Call[]>,
+  errorClass: new (...args: never[]) => Error & { status?: number },
+) {
   await clearSim(sim);
   const retriedBefore = await metricSum(edge, 'iop_gate_attempts_total', { outcome: 'retried' });
   let answered = 0;
@@ -60,12 +65,17 @@ async function exercise(send: (index: number) => Promise<Call[]>, errorClass: ne
     const call = calls[0]!;
     expect(call.name).toBe('get_weather');
     const parsed: unknown = typeof call.arguments === 'string' ? JSON.parse(call.arguments) : call.arguments;
-    if (!validArguments(parsed)) throw new Error(`invalid arguments reached the client: ${JSON.stringify(parsed)} ${JSON.stringify(validArguments.errors)}`);
+    if (!validArguments(parsed))
+      throw new Error(
+        `invalid arguments reached the client: ${JSON.stringify(parsed)} ${JSON.stringify(validArguments.errors)}`,
+      );
     answered++;
   }
   const records = await chatRequests(sim);
   const invalid = records.filter((record) =>
-    (record.output as { toolCalls: Array<{ invalid: string | null }> } | null)?.toolCalls.some((call) => call.invalid !== null),
+    (record.output as { toolCalls: Array<{ invalid: string | null }> } | null)?.toolCalls.some(
+      (call) => call.invalid !== null,
+    ),
   );
   const retried = (await metricSum(edge, 'iop_gate_attempts_total', { outcome: 'retried' })) - retriedBefore;
   // At 30 % per attempt and 3 attempts, a request fails with probability 0.027.
@@ -79,8 +89,12 @@ async function exercise(send: (index: number) => Promise<Call[]>, errorClass: ne
   expect(invalid.length).toBe(retried + failed);
 }
 
-const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Weather in Paris for the next days?' }];
-const chatTools: OpenAI.Chat.ChatCompletionTool[] = [{ type: 'function', function: { name: 'get_weather', description: 'Forecast for a city', parameters } }];
+const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [
+  { role: 'user', content: 'Weather in Paris for the next days?' },
+];
+const chatTools: OpenAI.Chat.ChatCompletionTool[] = [
+  { type: 'function', function: { name: 'get_weather', description: 'Forecast for a city', parameters } },
+];
 
 describe('invalid tool arguments at 30 %: clients see only schema-valid calls', () => {
   it('OpenAI Chat, streaming', async () => {
@@ -106,13 +120,17 @@ describe('invalid tool arguments at 30 %: clients see only schema-valid calls', 
       const completion = await openai.chat.completions.create({ model: MODEL, messages, tools: chatTools });
       expect(completion.choices[0]!.finish_reason).toBe('tool_calls');
       return (completion.choices[0]!.message.tool_calls ?? []).map((call) =>
-        call.type === 'function' ? { name: call.function.name, arguments: call.function.arguments } : { name: call.type, arguments: '' },
+        call.type === 'function'
+          ? { name: call.function.name, arguments: call.function.arguments }
+          : { name: call.type, arguments: '' },
       );
     }, OpenAI.APIError);
   });
 
   it('OpenAI Responses, streaming and not', async () => {
-    const tools: OpenAI.Responses.Tool[] = [{ type: 'function', name: 'get_weather', description: 'Forecast for a city', parameters, strict: false }];
+    const tools: OpenAI.Responses.Tool[] = [
+      { type: 'function', name: 'get_weather', description: 'Forecast for a city', parameters, strict: false },
+    ];
     await exercise(async (index) => {
       const input = 'Weather in Paris for the next days?';
       const response =
@@ -120,17 +138,35 @@ describe('invalid tool arguments at 30 %: clients see only schema-valid calls', 
           ? await openai.responses.create({ model: MODEL, input, tools, store: false })
           : await openai.responses.stream({ model: MODEL, input, tools, store: false }).finalResponse();
       expect(response.status).toBe('completed');
-      return response.output.flatMap((item) => (item.type === 'function_call' ? [{ name: item.name, arguments: item.arguments }] : []));
+      return response.output.flatMap((item) =>
+        item.type === 'function_call' ? [{ name: item.name, arguments: item.arguments }] : [],
+      );
     }, OpenAI.APIError);
   });
 
   it('Anthropic Messages, streaming and not', async () => {
-    const tools: Anthropic.Tool[] = [{ name: 'get_weather', description: 'Forecast for a city', input_schema: parameters as Anthropic.Tool.InputSchema }];
+    const tools: Anthropic.Tool[] = [
+      {
+        name: 'get_weather',
+        description: 'Forecast for a city',
+        input_schema: parameters as Anthropic.Tool.InputSchema,
+      },
+    ];
     await exercise(async (index) => {
-      const params = { model: MODEL, max_tokens: 512, tools, messages: [{ role: 'user' as const, content: 'Weather in Paris for the next days?' }] };
-      const message = index % 2 === 0 ? await anthropic.messages.create(params) : await anthropic.messages.stream(params).finalMessage();
+      const params = {
+        model: MODEL,
+        max_tokens: 512,
+        tools,
+        messages: [{ role: 'user' as const, content: 'Weather in Paris for the next days?' }],
+      };
+      const message =
+        index % 2 === 0
+          ? await anthropic.messages.create(params)
+          : await anthropic.messages.stream(params).finalMessage();
       expect(message.stop_reason).toBe('tool_use');
-      return message.content.flatMap((block) => (block.type === 'tool_use' ? [{ name: block.name, arguments: block.input }] : []));
+      return message.content.flatMap((block) =>
+        block.type === 'tool_use' ? [{ name: block.name, arguments: block.input }] : [],
+      );
     }, Anthropic.APIError);
   });
 });

@@ -16,7 +16,11 @@ let anthropic: Anthropic;
 
 // Two output tokens: the call's start and 8 characters of its arguments (the sim's fragment), so
 // the limit always falls inside the arguments, whatever values the sim draws.
-const schema = { type: 'object' as const, properties: { city: { type: 'string' }, unit: { type: 'string' } }, required: ['city'] };
+const schema = {
+  type: 'object' as const,
+  properties: { city: { type: 'string' }, unit: { type: 'string' } },
+  required: ['city'],
+};
 
 beforeAll(async () => {
   sim = await startSim(['--models', 'sim-model', '--ttft-ms', '50', '--itl-ms', '2']);

@@ -28,7 +28,12 @@ let anthropic: Anthropic;
 beforeAll(async () => {
   sim = await startSim(['--models', 'sim-model', '--seed', '3']);
   edge = await startEdge({ env: { IOP_LOG_LEVEL: 'info' } });
-  await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-choice', backendUrl: sim.url, models: [LABELLED, IGNORING, HONEST] });
+  await startAgent({
+    tunnelPort: edge.tunnelPort,
+    id: 'agent-choice',
+    backendUrl: sim.url,
+    models: [LABELLED, IGNORING, HONEST],
+  });
   openai = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
   anthropic = new Anthropic({ apiKey: API_KEY, baseURL: edge.url, maxRetries: 0 });
 });
@@ -59,11 +64,16 @@ interface ChatOutcome {
 }
 
 /** One Chat request, streamed (chunks reassembled as they arrive) or not. */
-async function chat(stream: boolean, body: Omit<OpenAI.Chat.ChatCompletionCreateParamsNonStreaming, 'messages'>): Promise<ChatOutcome> {
+async function chat(
+  stream: boolean,
+  body: Omit<OpenAI.Chat.ChatCompletionCreateParamsNonStreaming, 'messages'>,
+): Promise<ChatOutcome> {
   if (!stream) {
     const completion = await openai.chat.completions.create({ ...body, messages });
     const choice = completion.choices[0]!;
-    const calls = (choice.message.tool_calls ?? []).map((call) => (call.type === 'function' ? call.function.name : call.type));
+    const calls = (choice.message.tool_calls ?? []).map((call) =>
+      call.type === 'function' ? call.function.name : call.type,
+    );
     return { content: choice.message.content ?? '', calls, finish: choice.finish_reason };
   }
   const chunks = await openai.chat.completions.create({ ...body, messages, stream: true });
@@ -72,7 +82,8 @@ async function chat(stream: boolean, body: Omit<OpenAI.Chat.ChatCompletionCreate
     const choice = chunk.choices[0];
     if (choice === undefined) continue;
     outcome.content += choice.delta.content ?? '';
-    for (const call of choice.delta.tool_calls ?? []) if (call.function?.name !== undefined) outcome.calls.push(call.function.name);
+    for (const call of choice.delta.tool_calls ?? [])
+      if (call.function?.name !== undefined) outcome.calls.push(call.function.name);
     outcome.finish = choice.finish_reason ?? outcome.finish;
   }
   return outcome;
@@ -95,7 +106,11 @@ async function response(
 }
 
 /** Expects `send` to fail with the gate's 502 naming the tool-choice filter after 3 attempts. */
-async function expectGateError(send: () => Promise<unknown>, errorClass: typeof OpenAI.APIError | typeof Anthropic.APIError, reason: RegExp) {
+async function expectGateError(
+  send: () => Promise<unknown>,
+  errorClass: typeof OpenAI.APIError | typeof Anthropic.APIError,
+  reason: RegExp,
+) {
   const error = await send().then(
     () => undefined,
     (caught: unknown) => caught,
@@ -144,7 +159,11 @@ describe.each(modes)('a tool_calls finish label on a text answer (%s)', (_name, 
 describe.each(modes)('a forced tool answered with text (%s)', (_name, stream) => {
   it('Chat, a named function: retried, then a 502 and no prose; a retry that calls it succeeds', async () => {
     const tool_choice = { type: 'function' as const, function: { name: 'get_time' } };
-    await expectGateError(() => chat(stream, { model: IGNORING, tools: chatTools, tool_choice }), OpenAI.APIError, /names get_time but no tool was called/);
+    await expectGateError(
+      () => chat(stream, { model: IGNORING, tools: chatTools, tool_choice }),
+      OpenAI.APIError,
+      /names get_time but no tool was called/,
+    );
     expect(await chatRequests(sim)).toHaveLength(3);
 
     await clearSim(sim);
@@ -155,7 +174,11 @@ describe.each(modes)('a forced tool answered with text (%s)', (_name, stream) =>
   });
 
   it('Chat, required: the prose of every attempt stays with the edge', async () => {
-    await expectGateError(() => chat(stream, { model: IGNORING, tools: chatTools, tool_choice: 'required' }), OpenAI.APIError, /required but no tool/);
+    await expectGateError(
+      () => chat(stream, { model: IGNORING, tools: chatTools, tool_choice: 'required' }),
+      OpenAI.APIError,
+      /required but no tool/,
+    );
     await clearSim(sim);
     await queueFault(sim, { fault: 'none', 'tool-calls': 0 });
     const outcome = await chat(stream, { model: HONEST, tools: chatTools, tool_choice: 'required' });
@@ -166,7 +189,11 @@ describe.each(modes)('a forced tool answered with text (%s)', (_name, stream) =>
 
   it('Anthropic Messages, {type: tool} and {type: any}', async () => {
     const tool_choice = { type: 'tool' as const, name: 'get_weather' };
-    await expectGateError(() => anthropicMessage(stream, { model: IGNORING, tools: anthropicTools, tool_choice }), Anthropic.APIError, /names get_weather/);
+    await expectGateError(
+      () => anthropicMessage(stream, { model: IGNORING, tools: anthropicTools, tool_choice }),
+      Anthropic.APIError,
+      /names get_weather/,
+    );
     await expectGateError(
       () => anthropicMessage(stream, { model: IGNORING, tools: anthropicTools, tool_choice: { type: 'any' } }),
       Anthropic.APIError,
@@ -176,16 +203,24 @@ describe.each(modes)('a forced tool answered with text (%s)', (_name, stream) =>
     await queueFault(sim, { fault: 'none', 'tool-calls': 0 });
     const message = await anthropicMessage(stream, { model: HONEST, tools: anthropicTools, tool_choice });
     expect(message.stop_reason).toBe('tool_use');
-    expect(message.content.map((block) => (block.type === 'tool_use' ? block.name : block.type))).toEqual(['get_weather']);
+    expect(message.content.map((block) => (block.type === 'tool_use' ? block.name : block.type))).toEqual([
+      'get_weather',
+    ]);
   });
 
   it('OpenAI Responses, {type: function, name}', async () => {
     const tool_choice = { type: 'function' as const, name: 'get_time' };
-    await expectGateError(() => response(stream, { model: IGNORING, tools: responseTools, tool_choice }), OpenAI.APIError, /names get_time/);
+    await expectGateError(
+      () => response(stream, { model: IGNORING, tools: responseTools, tool_choice }),
+      OpenAI.APIError,
+      /names get_time/,
+    );
     await clearSim(sim);
     await queueFault(sim, { fault: 'none', 'tool-calls': 0 });
     const answer = await response(stream, { model: HONEST, tools: responseTools, tool_choice });
-    expect(answer.output.flatMap((item) => (item.type === 'function_call' ? [item.name] : [item.type]))).toEqual(['get_time']);
+    expect(answer.output.flatMap((item) => (item.type === 'function_call' ? [item.name] : [item.type]))).toEqual([
+      'get_time',
+    ]);
   });
 });
 
@@ -204,7 +239,11 @@ describe.each(modes)('tool_choice none answered with a call (%s)', (_name, strea
 
   it('Anthropic Messages: retried into a text answer', async () => {
     await queueFault(sim, ignoreOnce);
-    const message = await anthropicMessage(stream, { model: HONEST, tools: anthropicTools, tool_choice: { type: 'none' } });
+    const message = await anthropicMessage(stream, {
+      model: HONEST,
+      tools: anthropicTools,
+      tool_choice: { type: 'none' },
+    });
     expect(message.stop_reason).toBe('end_turn');
     expect(message.content.map((block) => block.type)).toEqual(['text']);
     expect(await chatRequests(sim)).toHaveLength(2);
@@ -212,6 +251,10 @@ describe.each(modes)('tool_choice none answered with a call (%s)', (_name, strea
 
   it('OpenAI Responses: a call every time ends with a 502', async () => {
     await queueFault(sim, { ...ignoreOnce, count: 3 });
-    await expectGateError(() => response(stream, { model: HONEST, tools: responseTools, tool_choice: 'none' }), OpenAI.APIError, /tool_choice is none/);
+    await expectGateError(
+      () => response(stream, { model: HONEST, tools: responseTools, tool_choice: 'none' }),
+      OpenAI.APIError,
+      /tool_choice is none/,
+    );
   });
 });

@@ -15,16 +15,29 @@ let client: Anthropic;
 beforeAll(async () => {
   sim = await startSim(['--models', 'mistral-small', '--output-tokens', '6']);
   const config = path.join(mkdtempSync(path.join(tmpdir(), 'iop-tool-ids-')), 'edge.json');
-  writeFileSync(config, JSON.stringify({ pool: { modelGroups: [{ name: 'mistral-small', targets: [{ model: 'mistral-small', toolIdFormat: 'alnum9' }] }] } }));
+  writeFileSync(
+    config,
+    JSON.stringify({
+      pool: { modelGroups: [{ name: 'mistral-small', targets: [{ model: 'mistral-small', toolIdFormat: 'alnum9' }] }] },
+    }),
+  );
   const edge = await startEdge({ args: ['--config', config] });
-  await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-mistral', backendUrl: sim.url, models: ['mistral-small'] });
+  await startAgent({
+    tunnelPort: edge.tunnelPort,
+    id: 'agent-mistral',
+    backendUrl: sim.url,
+    models: ['mistral-small'],
+  });
   client = new Anthropic({ apiKey: API_KEY, baseURL: edge.url, maxRetries: 0 });
 });
 
 afterAll(stopAll);
 
 it('sends the backend 9-character alphanumeric ids and answers with the clientâ€™s own', async () => {
-  const weather: Anthropic.Tool = { name: 'get_weather', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
+  const weather: Anthropic.Tool = {
+    name: 'get_weather',
+    input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  };
   const clientIds = ['toolu_01A09q90qw90lq917835lq9', 'toolu_01B-with_symbols'];
   const answer = await client.messages.create({
     model: 'mistral-small',
@@ -34,9 +47,17 @@ it('sends the backend 9-character alphanumeric ids and answers with the clientâ€
       { role: 'user', content: 'Weather in Paris and Rome?' },
       {
         role: 'assistant',
-        content: clientIds.map((id, index) => ({ type: 'tool_use' as const, id, name: 'get_weather', input: { city: index === 0 ? 'Paris' : 'Rome' } })),
+        content: clientIds.map((id, index) => ({
+          type: 'tool_use' as const,
+          id,
+          name: 'get_weather',
+          input: { city: index === 0 ? 'Paris' : 'Rome' },
+        })),
       },
-      { role: 'user', content: clientIds.map((id) => ({ type: 'tool_result' as const, tool_use_id: id, content: 'sunny' })) },
+      {
+        role: 'user',
+        content: clientIds.map((id) => ({ type: 'tool_result' as const, tool_use_id: id, content: 'sunny' })),
+      },
     ],
   });
   expect(answer.stop_reason).toBe('end_turn');
@@ -47,7 +68,9 @@ it('sends the backend 9-character alphanumeric ids and answers with the clientâ€
   expect(backendIds).toHaveLength(2);
   for (const id of backendIds) expect(id).toMatch(/^[A-Za-z0-9]{9}$/);
   expect(new Set(backendIds).size).toBe(2);
-  expect(sent.messages.filter((message) => message.role === 'tool').map((message) => message.tool_call_id)).toEqual(backendIds);
+  expect(sent.messages.filter((message) => message.role === 'tool').map((message) => message.tool_call_id)).toEqual(
+    backendIds,
+  );
 
   const called = await client.messages.create({
     model: 'mistral-small',

@@ -16,7 +16,18 @@ import Anthropic from '@anthropic-ai/sdk';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
-import { API_KEY, eventually, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type Proc, type SimHandle } from './harness';
+import {
+  API_KEY,
+  eventually,
+  simRequests,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  type EdgeHandle,
+  type Proc,
+  type SimHandle,
+} from './harness';
 
 interface OtlpSpan {
   traceId: string;
@@ -26,7 +37,12 @@ interface OtlpSpan {
   kind: number;
   attributes?: Array<{
     key: string;
-    value: { stringValue?: string; intValue?: string | number; boolValue?: boolean; arrayValue?: { values?: Array<{ stringValue?: string }> } };
+    value: {
+      stringValue?: string;
+      intValue?: string | number;
+      boolValue?: boolean;
+      arrayValue?: { values?: Array<{ stringValue?: string }> };
+    };
   }>;
 }
 interface CollectedSpan extends OtlpSpan {
@@ -54,11 +70,17 @@ beforeAll(async () => {
     req.on('end', () => {
       if (req.url === '/v1/traces' && req.headers['content-type']?.startsWith('application/json')) {
         const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as {
-          resourceSpans: Array<{ resource: { attributes: OtlpSpan['attributes'] }; scopeSpans: Array<{ spans: OtlpSpan[] }> }>;
+          resourceSpans: Array<{
+            resource: { attributes: OtlpSpan['attributes'] };
+            scopeSpans: Array<{ spans: OtlpSpan[] }>;
+          }>;
         };
         for (const resourceSpans of body.resourceSpans) {
-          const service = String(resourceSpans.resource.attributes?.find((entry) => entry.key === 'service.name')?.value.stringValue);
-          for (const scope of resourceSpans.scopeSpans) for (const span of scope.spans) spans.push({ ...span, service });
+          const service = String(
+            resourceSpans.resource.attributes?.find((entry) => entry.key === 'service.name')?.value.stringValue,
+          );
+          for (const scope of resourceSpans.scopeSpans)
+            for (const span of scope.spans) spans.push({ ...span, service });
         }
       }
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -101,13 +123,19 @@ it('traces a retried request as one tree across edge, agent and backend', async 
     maxRetries: 0,
     defaultHeaders: { traceparent: `00-${clientTraceId}-${clientSpanId}-01` },
   });
-  const completion = await openai.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hello' }], max_tokens: 5 });
+  const completion = await openai.chat.completions.create({
+    model: 'sim-model',
+    messages: [{ role: 'user', content: 'hello' }],
+    max_tokens: 5,
+  });
   expect(completion.choices[0]?.finish_reason).toBe('stop');
   expect(completion.usage?.completion_tokens).toBe(5);
 
   const ofTrace = () => spans.filter((span) => span.traceId === clientTraceId);
   await eventually(
-    () => ofTrace().filter((span) => span.name === 'iop.backend.request').length >= 2 && ofTrace().some((span) => span.name === 'chat sim-model'),
+    () =>
+      ofTrace().filter((span) => span.name === 'iop.backend.request').length >= 2 &&
+      ofTrace().some((span) => span.name === 'chat sim-model'),
     15_000,
     100,
   );
@@ -129,7 +157,9 @@ it('traces a retried request as one tree across edge, agent and backend', async 
   expect(attribute(root, 'gen_ai.response.finish_reasons')).toEqual(['stop']);
   expect(attribute(root, 'error.type')).toBeUndefined();
 
-  const attempts = children(root, 'iop.attempt').sort((a, b) => Number(attribute(a, 'iop.attempt')) - Number(attribute(b, 'iop.attempt')));
+  const attempts = children(root, 'iop.attempt').sort(
+    (a, b) => Number(attribute(a, 'iop.attempt')) - Number(attribute(b, 'iop.attempt')),
+  );
   expect(attempts.map((span) => attribute(span, 'iop.attempt'))).toEqual([1, 2]);
   for (const attempt of attempts) {
     expect(attribute(attempt, 'iop.provider.id')).toBe('agent-traced');
@@ -145,12 +175,17 @@ it('traces a retried request as one tree across edge, agent and backend', async 
     expect(backend?.service).toBe('iop-agent');
   }
   const statuses = attempts.map((attempt) =>
-    attribute(children(children(children(attempt, 'iop.tunnel.run')[0]!, 'iop.agent.run')[0]!, 'iop.backend.request')[0]!, 'http.response.status_code'),
+    attribute(
+      children(children(children(attempt, 'iop.tunnel.run')[0]!, 'iop.agent.run')[0]!, 'iop.backend.request')[0]!,
+      'http.response.status_code',
+    ),
   );
   expect(statuses).toEqual([500, 200]);
 
   // The backend saw the traceparent of its own call's span, one per attempt.
-  const received = (await simRequests(sim)).slice(-2).map((request) => (request.headers as Record<string, string>).traceparent);
+  const received = (await simRequests(sim))
+    .slice(-2)
+    .map((request) => (request.headers as Record<string, string>).traceparent);
   for (const traceparent of received) {
     const [, traceId, parentId] = traceparent!.split('-');
     expect(traceId).toBe(clientTraceId);
@@ -159,21 +194,33 @@ it('traces a retried request as one tree across edge, agent and backend', async 
 
   // Log lines within the request carry its trace id (edge and agent).
   // (Log lines leave at the end of each process's event-loop turn: the answer may arrive first.)
-  const edgeLine = await edge.proc.waitFor((line) => line.msg === 'request completed' && line.trace_id === clientTraceId, 5_000);
+  const edgeLine = await edge.proc.waitFor(
+    (line) => line.msg === 'request completed' && line.trace_id === clientTraceId,
+    5_000,
+  );
   expect(edgeLine).toBeDefined();
   await agent.waitFor((line) => line.trace_id === clientTraceId, 5_000);
 });
 
 it('the request span carries the usage and finish reasons of streamed answers, relayed and normalized', async () => {
   const rootOf = async (traceId: string) => {
-    await eventually(() => spans.some((span) => span.traceId === traceId && span.name === 'chat sim-model'), 15_000, 100);
+    await eventually(
+      () => spans.some((span) => span.traceId === traceId && span.name === 'chat sim-model'),
+      15_000,
+      100,
+    );
     return spans.find((span) => span.traceId === traceId && span.name === 'chat sim-model')!;
   };
   const traceparent = (traceId: string) => ({ traceparent: `00-${traceId}-00f067aa0ba902b7-01` });
 
   // Relayed (passthrough): cut at max_tokens, finish_reason "length".
   const relayedTrace = '5bf92f3577b34da6a3ce929d0e0e4737';
-  const openai = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0, defaultHeaders: traceparent(relayedTrace) });
+  const openai = new OpenAI({
+    apiKey: API_KEY,
+    baseURL: edge.baseURL,
+    maxRetries: 0,
+    defaultHeaders: traceparent(relayedTrace),
+  });
   const stream = await openai.chat.completions.create({
     model: 'sim-model',
     messages: [{ role: 'user', content: 'hello there' }],
@@ -196,8 +243,15 @@ it('the request span carries the usage and finish reasons of streamed answers, r
 
   // Normalized (Anthropic Messages through the gate): end_turn to the client, "stop" in OpenTelemetry's terms.
   const normalizedTrace = '6bf92f3577b34da6a3ce929d0e0e4738';
-  const anthropic = new Anthropic({ apiKey: API_KEY, baseURL: edge.url, maxRetries: 0, defaultHeaders: traceparent(normalizedTrace) });
-  const message = await anthropic.messages.stream({ model: 'sim-model', max_tokens: 64, messages: [{ role: 'user', content: 'hello' }] }).finalMessage();
+  const anthropic = new Anthropic({
+    apiKey: API_KEY,
+    baseURL: edge.url,
+    maxRetries: 0,
+    defaultHeaders: traceparent(normalizedTrace),
+  });
+  const message = await anthropic.messages
+    .stream({ model: 'sim-model', max_tokens: 64, messages: [{ role: 'user', content: 'hello' }] })
+    .finalMessage();
   expect(message.stop_reason).toBe('end_turn');
   const normalized = await rootOf(normalizedTrace);
   expect(attribute(normalized, 'gen_ai.response.finish_reasons')).toEqual(['stop']);

@@ -35,15 +35,27 @@ async function rawControl(body: Buffer): Promise<CallEnd> {
   const session = http2.connect(`http://127.0.0.1:${edge.tunnelPort}`);
   session.on('error', () => undefined);
   try {
-    const stream = session.request({ ':method': 'POST', ':path': CONTROL_PATH, 'content-type': 'application/grpc', te: 'trailers' });
+    const stream = session.request({
+      ':method': 'POST',
+      ':path': CONTROL_PATH,
+      'content-type': 'application/grpc',
+      te: 'trailers',
+    });
     stream.on('error', () => undefined);
     const end: CallEnd = { status: undefined, message: undefined, trailersOnly: false };
     stream.on('response', (headers) => {
       if (headers['grpc-status'] === undefined) return;
-      Object.assign(end, { status: headers['grpc-status'], message: decodeURIComponent(String(headers['grpc-message'] ?? '')), trailersOnly: true });
+      Object.assign(end, {
+        status: headers['grpc-status'],
+        message: decodeURIComponent(String(headers['grpc-message'] ?? '')),
+        trailersOnly: true,
+      });
     });
     stream.on('trailers', (trailers) =>
-      Object.assign(end, { status: trailers['grpc-status'], message: decodeURIComponent(String(trailers['grpc-message'] ?? '')) }),
+      Object.assign(end, {
+        status: trailers['grpc-status'],
+        message: decodeURIComponent(String(trailers['grpc-message'] ?? '')),
+      }),
     );
     stream.end(body);
     stream.resume();
@@ -59,7 +71,9 @@ const message = (value: MessageInitShape<typeof AgentMessageSchema>['message']) 
 
 describe('Control over gRPC (raw handler)', () => {
   it('refuses a wrong join token with UNAUTHENTICATED before answering anything', async () => {
-    const end = await rawControl(message({ case: 'register', value: { agentId: 'a1', joinToken: 'wrong-token-value', models: [{ id: 'm' }] } }));
+    const end = await rawControl(
+      message({ case: 'register', value: { agentId: 'a1', joinToken: 'wrong-token-value', models: [{ id: 'm' }] } }),
+    );
     expect(end).toEqual({ status: String(Code.Unauthenticated), message: 'invalid join token', trailersOnly: true });
   });
 
@@ -87,12 +101,22 @@ describe('Control over gRPC (raw handler)', () => {
   it('registers and answers Registered, then ends the call with OK when the agent ends its side', async () => {
     const session = http2.connect(`http://127.0.0.1:${edge.tunnelPort}`);
     try {
-      const stream = session.request({ ':method': 'POST', ':path': CONTROL_PATH, 'content-type': 'application/grpc', te: 'trailers' });
+      const stream = session.request({
+        ':method': 'POST',
+        ':path': CONTROL_PATH,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      });
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       let trailers: http2.IncomingHttpHeaders | undefined;
       stream.on('trailers', (received) => (trailers = received));
-      stream.write(message({ case: 'register', value: { agentId: 'raw-agent', joinToken: JOIN_TOKEN, models: [{ id: 'raw-model' }], maxConcurrency: 2 } }));
+      stream.write(
+        message({
+          case: 'register',
+          value: { agentId: 'raw-agent', joinToken: JOIN_TOKEN, models: [{ id: 'raw-model' }], maxConcurrency: 2 },
+        }),
+      );
       await new Promise<void>((resolve) => stream.once('data', () => resolve()));
       stream.end();
       await new Promise((resolve) => stream.on('close', resolve));
@@ -107,10 +131,20 @@ describe('Control over gRPC (raw handler)', () => {
   it('ends a registered call with INTERNAL when the agent ends it inside a message', async () => {
     const session = http2.connect(`http://127.0.0.1:${edge.tunnelPort}`);
     try {
-      const stream = session.request({ ':method': 'POST', ':path': CONTROL_PATH, 'content-type': 'application/grpc', te: 'trailers' });
+      const stream = session.request({
+        ':method': 'POST',
+        ':path': CONTROL_PATH,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      });
       let trailers: http2.IncomingHttpHeaders | undefined;
       stream.on('trailers', (received) => (trailers = received));
-      stream.write(message({ case: 'register', value: { agentId: 'cut-agent', joinToken: JOIN_TOKEN, models: [{ id: 'cut-model' }], maxConcurrency: 1 } }));
+      stream.write(
+        message({
+          case: 'register',
+          value: { agentId: 'cut-agent', joinToken: JOIN_TOKEN, models: [{ id: 'cut-model' }], maxConcurrency: 1 },
+        }),
+      );
       await new Promise<void>((resolve) => stream.once('data', () => resolve()));
       stream.resume();
       stream.end(message({ case: 'heartbeat', value: { inFlight: 1 } }).subarray(0, 4));
@@ -124,10 +158,16 @@ describe('Control over gRPC (raw handler)', () => {
 });
 
 describe('Control over the Connect protocol (connect-node route)', () => {
-  const client = () => createClient(TunnelService, createConnectTransport({ baseUrl: `http://127.0.0.1:${edge.tunnelPort}`, httpVersion: '2' }));
+  const client = () =>
+    createClient(
+      TunnelService,
+      createConnectTransport({ baseUrl: `http://127.0.0.1:${edge.tunnelPort}`, httpVersion: '2' }),
+    );
 
   async function* register(joinToken: string): AsyncIterable<AgentMessage> {
-    yield create(AgentMessageSchema, { message: { case: 'register', value: { agentId: 'connect-agent', joinToken, models: [{ id: 'connect-model' }] } } });
+    yield create(AgentMessageSchema, {
+      message: { case: 'register', value: { agentId: 'connect-agent', joinToken, models: [{ id: 'connect-model' }] } },
+    });
     await new Promise((resolve) => setTimeout(resolve, 300));
   }
 

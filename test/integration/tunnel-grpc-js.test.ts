@@ -41,8 +41,18 @@ const deserializeEdge = (bytes: Buffer) => fromBinary(EdgeMessageSchema, bytes);
 const serializeFrame = (frame: ProviderTunnelFrame) => Buffer.from(toBinary(ProviderTunnelFrameSchema, frame));
 const deserializeSummary = (bytes: Buffer) => fromBinary(RunSummarySchema, bytes);
 
-function register(token: string, agentId: string, model = 'grpc-model', resumeToken = ''): grpc.ClientDuplexStream<AgentMessage, EdgeMessage> {
-  const call = client.makeBidiStreamRequest('/iop.v1.TunnelService/Control', serializeAgent, deserializeEdge, new grpc.Metadata());
+function register(
+  token: string,
+  agentId: string,
+  model = 'grpc-model',
+  resumeToken = '',
+): grpc.ClientDuplexStream<AgentMessage, EdgeMessage> {
+  const call = client.makeBidiStreamRequest(
+    '/iop.v1.TunnelService/Control',
+    serializeAgent,
+    deserializeEdge,
+    new grpc.Metadata(),
+  );
   call.write(
     create(AgentMessageSchema, {
       message: {
@@ -70,7 +80,12 @@ function sessionMetadata(sessionId: string | undefined): grpc.Metadata {
 
 /** Opens a Run call (frames in, the status alone back: proto/iop/v1/tunnel.proto). */
 function openRun(sessionId: string | undefined): grpc.ClientDuplexStream<ProviderTunnelFrame, RunSummary> {
-  return client.makeBidiStreamRequest('/iop.v1.TunnelService/Run', serializeFrame, deserializeSummary, sessionMetadata(sessionId));
+  return client.makeBidiStreamRequest(
+    '/iop.v1.TunnelService/Run',
+    serializeFrame,
+    deserializeSummary,
+    sessionMetadata(sessionId),
+  );
 }
 
 /** Opens a Run call, writes `frames`, ends it; resolves with the call's status code (no message may come back). */
@@ -87,7 +102,9 @@ function runCall(sessionId: string | undefined, frames: ProviderTunnelFrame[]): 
 }
 
 /** The session id from the Registered message on a Control call. */
-function registeredOf(call: grpc.ClientDuplexStream<AgentMessage, EdgeMessage>): Promise<{ sessionId: string; resumeToken: string }> {
+function registeredOf(
+  call: grpc.ClientDuplexStream<AgentMessage, EdgeMessage>,
+): Promise<{ sessionId: string; resumeToken: string }> {
   return new Promise((resolve) =>
     call.on('data', (message: EdgeMessage) => {
       if (message.message.case === 'registered') resolve(message.message.value);
@@ -132,13 +149,26 @@ describe('tunnel over plain @grpc/grpc-js', () => {
             object: 'chat.completion',
             created: 1,
             model: 'grpc-model',
-            choices: [{ index: 0, message: { role: 'assistant', content: 'hello from grpc-js' }, finish_reason: 'stop' }],
+            choices: [
+              { index: 0, message: { role: 'assistant', content: 'hello from grpc-js' }, finish_reason: 'stop' },
+            ],
             usage: { prompt_tokens: 5, completion_tokens: 4, total_tokens: 9 },
           });
           run.write(
-            create(ProviderTunnelFrameSchema, { runId: assign.runId, kind: Kind.RESPONSE_START, status: 200, headers: { 'content-type': 'application/json' } }),
+            create(ProviderTunnelFrameSchema, {
+              runId: assign.runId,
+              kind: Kind.RESPONSE_START,
+              status: 200,
+              headers: { 'content-type': 'application/json' },
+            }),
           );
-          run.write(create(ProviderTunnelFrameSchema, { runId: assign.runId, kind: Kind.BODY, body: new TextEncoder().encode(body) }));
+          run.write(
+            create(ProviderTunnelFrameSchema, {
+              runId: assign.runId,
+              kind: Kind.BODY,
+              body: new TextEncoder().encode(body),
+            }),
+          );
           run.write(create(ProviderTunnelFrameSchema, { runId: assign.runId, kind: Kind.END }));
           run.end();
         }
@@ -149,14 +179,20 @@ describe('tunnel over plain @grpc/grpc-js', () => {
     expect(first.message.case === 'registered' && first.message.value.sessionId).toMatch(/^ses_/);
 
     const openai = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
-    const completion = await openai.chat.completions.create({ model: 'grpc-model', messages: [{ role: 'user', content: 'hi' }] });
+    const completion = await openai.chat.completions.create({
+      model: 'grpc-model',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect(completion.choices[0]!.message.content).toBe('hello from grpc-js');
     expect(assignments).toHaveLength(1);
     const assign = assignments[0]!.message;
     if (assign.case !== 'assign') throw new Error('expected an assignment');
     expect(assign.value.path).toBe('/v1/chat/completions');
     expect(assign.value.model).toBe('grpc-model');
-    expect(JSON.parse(new TextDecoder().decode(assign.value.body))).toEqual({ model: 'grpc-model', messages: [{ role: 'user', content: 'hi' }] });
+    expect(JSON.parse(new TextDecoder().decode(assign.value.body))).toEqual({
+      model: 'grpc-model',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     call.end();
   });
 
@@ -171,8 +207,17 @@ describe('tunnel over plain @grpc/grpc-js', () => {
       if (message.message.case !== 'assign') return;
       const runId = message.message.value.runId;
       const injected = [
-        create(ProviderTunnelFrameSchema, { runId, kind: Kind.RESPONSE_START, status: 200, headers: { 'content-type': 'application/json' } }),
-        create(ProviderTunnelFrameSchema, { runId, kind: Kind.BODY, body: new TextEncoder().encode('{"injected":true}') }),
+        create(ProviderTunnelFrameSchema, {
+          runId,
+          kind: Kind.RESPONSE_START,
+          status: 200,
+          headers: { 'content-type': 'application/json' },
+        }),
+        create(ProviderTunnelFrameSchema, {
+          runId,
+          kind: Kind.BODY,
+          body: new TextEncoder().encode('{"injected":true}'),
+        }),
         create(ProviderTunnelFrameSchema, { runId, kind: Kind.END }),
       ];
       void (async () => {
@@ -195,10 +240,18 @@ describe('tunnel over plain @grpc/grpc-js', () => {
       })();
     });
     const openai = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
-    const completion = await openai.chat.completions.create({ model: 'owned-model', messages: [{ role: 'user', content: 'hi' }] });
+    const completion = await openai.chat.completions.create({
+      model: 'owned-model',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect(completion.choices[0]!.message.content).toBe('from the owner');
     await eventually(() => verdicts.owner !== undefined, 5_000);
-    expect(verdicts).toEqual({ none: grpc.status.UNAUTHENTICATED, forged: grpc.status.UNAUTHENTICATED, other: grpc.status.NOT_FOUND, owner: grpc.status.OK });
+    expect(verdicts).toEqual({
+      none: grpc.status.UNAUTHENTICATED,
+      forged: grpc.status.UNAUTHENTICATED,
+      other: grpc.status.NOT_FOUND,
+      owner: grpc.status.OK,
+    });
     owner.end();
     intruder.end();
   });
@@ -219,7 +272,10 @@ describe('tunnel over plain @grpc/grpc-js', () => {
       'iop-session-id': sessionId,
     });
     const status = new Promise<string | undefined>((resolve) => {
-      stream.on('response', (headers) => headers['grpc-status'] !== undefined && resolve(String(headers['grpc-status'])));
+      stream.on(
+        'response',
+        (headers) => headers['grpc-status'] !== undefined && resolve(String(headers['grpc-status'])),
+      );
       stream.on('trailers', (trailers) => resolve(String(trailers['grpc-status'])));
     });
     stream.end(Buffer.from([0, 0, 0])); // three bytes of a five-byte length prefix

@@ -12,7 +12,18 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import OpenAI from 'openai';
 import { procStats } from '../../apps/bench/src/processes';
-import { API_KEY, eventually, simRequests, startAgent, startEdge, startSim, stopAll, type EdgeHandle, type Proc, type SimHandle } from './harness';
+import {
+  API_KEY,
+  eventually,
+  simRequests,
+  startAgent,
+  startEdge,
+  startSim,
+  stopAll,
+  type EdgeHandle,
+  type Proc,
+  type SimHandle,
+} from './harness';
 import { ADMIN_KEY, admin, openStream, readChatStream } from './lifecycle-helpers';
 
 afterAll(async () => {
@@ -31,7 +42,9 @@ interface Peer {
   otherStreamEnds: number;
 }
 
-/** Opens `count` HTTP/2 connections to the tunnel port, each with `streams` Control streams that never send Register. */
+/**
+ * Opens `count` HTTP/2 connections to the tunnel port, each with `streams` Control streams that never send Register.
+ */
 function flood(port: number, count: number, streams: number): { peers: Peer[]; sessions: http2.ClientHttp2Session[] } {
   const peers: Peer[] = [];
   const sessions: http2.ClientHttp2Session[] = [];
@@ -42,7 +55,12 @@ function flood(port: number, count: number, streams: number): { peers: Peer[]; s
     session.on('close', () => (peer.closedAt = Date.now()));
     for (let stream = 0; stream < streams; stream++) {
       const request = session.request(
-        { ':method': 'POST', ':path': '/iop.v1.TunnelService/Control', 'content-type': 'application/grpc', te: 'trailers' },
+        {
+          ':method': 'POST',
+          ':path': '/iop.v1.TunnelService/Control',
+          'content-type': 'application/grpc',
+          te: 'trailers',
+        },
         { endStream: false },
       );
       request.on('error', () => undefined);
@@ -65,7 +83,14 @@ describe('connections that never register', () => {
   beforeAll(async () => {
     sim = await startSim();
     edge = await startEdge({
-      args: ['--tunnel-register-timeout-ms', '2000', '--tunnel-max-unauthenticated-connections', '8', '--tunnel-max-unauthenticated-streams', '4'],
+      args: [
+        '--tunnel-register-timeout-ms',
+        '2000',
+        '--tunnel-max-unauthenticated-connections',
+        '8',
+        '--tunnel-max-unauthenticated-streams',
+        '4',
+      ],
     });
   });
 
@@ -92,7 +117,10 @@ describe('connections that never register', () => {
 
     await startAgent({ tunnelPort: edge.tunnelPort, id: 'after-flood', backendUrl: sim.url, models: ['sim-model'] });
     const openai = new OpenAI({ baseURL: edge.baseURL, apiKey: API_KEY, maxRetries: 0 });
-    const completion = await openai.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] });
+    const completion = await openai.chat.completions.create({
+      model: 'sim-model',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect(completion.choices[0]?.finish_reason).toBe('stop');
   });
 
@@ -114,7 +142,10 @@ describe('connections that never register', () => {
   });
 });
 
-/** A TCP proxy whose connections can be cut as a network failure would: the agent's side is closed, the edge's side left open and silent (half-open). */
+/**
+ * A TCP proxy whose connections can be cut as a network failure would: the agent's side is closed, the edge's side left
+ * open and silent (half-open).
+ */
 class CuttableProxy {
   readonly server: net.Server;
   private pairs: Array<{ agentSide: net.Socket; edgeSide: net.Socket }> = [];
@@ -177,7 +208,8 @@ describe('an agent id belongs to its live session', () => {
   let proxy: CuttableProxy;
   let real: Proc;
   const agentArgs = ['--reconnect-jitter-ms', '0'];
-  const chatRequests = async (sim: SimHandle) => (await simRequests(sim)).filter((record) => String(record.path).includes('chat')).length;
+  const chatRequests = async (sim: SimHandle) =>
+    (await simRequests(sim)).filter((record) => String(record.path).includes('chat')).length;
 
   beforeAll(async () => {
     realSim = await startSim(['--itl-ms', '20', '--output-tokens', '100']);
@@ -207,11 +239,16 @@ describe('an agent id belongs to its live session', () => {
       args: agentArgs,
       waitRegistered: false,
     });
-    const refused = await impostor.waitFor((line) => typeof line.msg === 'string' && line.msg.startsWith('the edge refused the agent id'));
+    const refused = await impostor.waitFor(
+      (line) => typeof line.msg === 'string' && line.msg.startsWith('the edge refused the agent id'),
+    );
     expect(refused.code).toBe('AlreadyExists');
     // It keeps trying; every try is refused while the real agent lives.
     await eventually(
-      () => impostor.lines.filter((line) => typeof line.msg === 'string' && line.msg.startsWith('the edge refused the agent id')).length >= 2,
+      () =>
+        impostor.lines.filter(
+          (line) => typeof line.msg === 'string' && line.msg.startsWith('the edge refused the agent id'),
+        ).length >= 2,
       15_000,
     );
     expect(impostor.lines.some((line) => line.msg === 'registered')).toBe(false);
@@ -221,21 +258,30 @@ describe('an agent id belongs to its live session', () => {
     expect(answer.error).toBeUndefined();
     const openai = new OpenAI({ baseURL: edge.baseURL, apiKey: API_KEY, maxRetries: 0 });
     for (let index = 0; index < 3; index++) {
-      const completion = await openai.chat.completions.create({ model: 'sim-model', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] });
+      const completion = await openai.chat.completions.create({
+        model: 'sim-model',
+        max_tokens: 5,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
       expect(completion.choices[0]?.finish_reason).toBe('length');
     }
     expect(await chatRequests(realSim)).toBe(4);
     expect(await chatRequests(impostorSim)).toBe(0);
     const agents = (await admin(edge.url, 'GET', '/admin/agents')).body as { data: Array<{ id: string }> };
     expect(agents.data.filter((agent) => agent.id === 'gpu-1')).toHaveLength(1);
-    expect(edge.proc.lines.some((line) => line.msg === 'a new session of this agent replaces its earlier one')).toBe(false);
+    expect(edge.proc.lines.some((line) => line.msg === 'a new session of this agent replaces its earlier one')).toBe(
+      false,
+    );
     await impostor.kill();
   }, 60_000);
 
   const RESUMED = 'agent resumed on a new connection: its earlier session is closed';
   const countOf = (proc: Proc, msg: string) => proc.lines.filter((line) => line.msg === msg).length;
 
-  /** Breaks the agent's connection with `breakIt`; resolves once the agent registered again and the edge moved its session over, with the time that took (ms). */
+  /**
+   * Breaks the agent's connection with `breakIt`; resolves once the agent registered again and the edge moved its
+   * session over, with the time that took (ms).
+   */
   async function redialAfter(breakIt: () => void): Promise<number> {
     const registered = countOf(real, 'registered');
     const resumed = countOf(edge.proc, RESUMED);
@@ -247,7 +293,11 @@ describe('an agent id belongs to its live session', () => {
 
   async function expectChatAnswered(): Promise<void> {
     const openai = new OpenAI({ baseURL: edge.baseURL, apiKey: API_KEY, maxRetries: 0 });
-    const completion = await openai.chat.completions.create({ model: 'sim-model', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] });
+    const completion = await openai.chat.completions.create({
+      model: 'sim-model',
+      max_tokens: 5,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect(completion.choices[0]?.finish_reason).toBe('length');
   }
 
@@ -268,13 +318,26 @@ describe('an agent id belongs to its live session', () => {
     const cutAt = Date.now();
     proxy.cut();
     await real.kill();
-    const restarted = await startAgent({ tunnelPort: edge.tunnelPort, id: 'gpu-1', backendUrl: realSim.url, models: ['sim-model'], args: agentArgs });
+    const restarted = await startAgent({
+      tunnelPort: edge.tunnelPort,
+      id: 'gpu-1',
+      backendUrl: realSim.url,
+      models: ['sim-model'],
+      args: agentArgs,
+    });
     expect(Date.now() - cutAt).toBeLessThan(12_000);
-    await edge.proc.waitFor((line) => line.msg === 'the earlier session of this agent id does not answer: the new session takes the id', 5_000);
+    await edge.proc.waitFor(
+      (line) => line.msg === 'the earlier session of this agent id does not answer: the new session takes the id',
+      5_000,
+    );
     expect(edge.proc.lines.some((line) => line.reason === 'heartbeat timeout')).toBe(false);
     const before = await chatRequests(realSim);
     const openai = new OpenAI({ baseURL: edge.baseURL, apiKey: API_KEY, maxRetries: 0 });
-    const completion = await openai.chat.completions.create({ model: 'sim-model', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] });
+    const completion = await openai.chat.completions.create({
+      model: 'sim-model',
+      max_tokens: 5,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect(completion.choices[0]?.finish_reason).toBe('length');
     expect(await chatRequests(realSim)).toBe(before + 1);
     await restarted.kill();

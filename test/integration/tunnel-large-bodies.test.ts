@@ -18,9 +18,20 @@ beforeAll(async () => {
   const sim = await startSim(['--models', 'sim-model', '--output-tokens', '4']);
   // No budget of bytes in flight here: this is about the tunnel (the budget has its own test).
   edge = await startEdge({ args: ['--max-request-bytes-in-flight', '0'] });
-  await startAgent({ tunnelPort: edge.tunnelPort, id: 'large-agent', backendUrl: sim.url, models: ['sim-model'], args: ['--max-concurrency', '32'] });
+  await startAgent({
+    tunnelPort: edge.tunnelPort,
+    id: 'large-agent',
+    backendUrl: sim.url,
+    models: ['sim-model'],
+    args: ['--max-concurrency', '32'],
+  });
   const smallSim = await startSim(['--models', 'small-model', '--output-tokens', '4']);
-  await startAgent({ tunnelPort: edge.tunnelPort, id: 'small-agent', backendUrl: smallSim.url, models: ['small-model'] });
+  await startAgent({
+    tunnelPort: edge.tunnelPort,
+    id: 'small-agent',
+    backendUrl: smallSim.url,
+    models: ['small-model'],
+  });
   openai = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0, timeout: 120_000 });
 }, 60_000);
 
@@ -30,7 +41,10 @@ const attempts = () => metricSum(edge.url, 'iop_pool_attempts_total', {});
 const retries = () => metricSum(edge.url, 'iop_pool_retries_total', {});
 
 async function small(): Promise<void> {
-  const answer = await openai.chat.completions.create({ model: 'small-model', messages: [{ role: 'user', content: 'hi' }] });
+  const answer = await openai.chat.completions.create({
+    model: 'small-model',
+    messages: [{ role: 'user', content: 'hi' }],
+  });
   expect(answer.choices[0]!.finish_reason).toBe('stop');
 }
 
@@ -50,8 +64,16 @@ describe('large assignments', () => {
       Array.from({ length: 8 }, () =>
         openai.chat.completions
           .create({ model: 'sim-model', messages: [{ role: 'user', content }] })
-          .then((answer) => ({ status: 200, finish: answer.choices[0]!.finish_reason, prompt: answer.usage!.prompt_tokens }))
-          .catch((error: { status?: number; message?: string }) => ({ status: error.status ?? 0, finish: error.message, prompt: 0 })),
+          .then((answer) => ({
+            status: 200,
+            finish: answer.choices[0]!.finish_reason,
+            prompt: answer.usage!.prompt_tokens,
+          }))
+          .catch((error: { status?: number; message?: string }) => ({
+            status: error.status ?? 0,
+            finish: error.message,
+            prompt: 0,
+          })),
       ),
     );
     running = false;
@@ -63,12 +85,16 @@ describe('large assignments', () => {
     expect(during.length).toBeGreaterThan(0);
     // Measured at the edge (its completion log's durationMs): the test's own process stalls while
     // the SDK serializes 8 × 30 MB bodies, which says nothing about the edge.
-    const edgeSide = edge.proc.lines.filter((line) => line.msg === 'request completed' && line.model === 'small-model').map((line) => Number(line.durationMs));
+    const edgeSide = edge.proc.lines
+      .filter((line) => line.msg === 'request completed' && line.model === 'small-model')
+      .map((line) => Number(line.durationMs));
     const before = Math.max(...edgeSide.slice(0, baseline.length));
     const worst = Math.max(...edgeSide.slice(baseline.length));
     expect(edgeSide.length).toBe(baseline.length + during.length);
     // Generous: the machine is loaded, and 240 MB cross the edge meanwhile.
     expect(worst).toBeLessThan(before + 1_500);
-    console.log(`small requests at the edge: baseline max ${Math.round(before)} ms; during the burst max ${Math.round(worst)} ms over ${during.length}`);
+    console.log(
+      `small requests at the edge: baseline max ${Math.round(before)} ms; during the burst max ${Math.round(worst)} ms over ${during.length}`,
+    );
   }, 180_000);
 });

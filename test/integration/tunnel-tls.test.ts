@@ -51,6 +51,9 @@ it('registers an agent over TLS and answers through it', async () => {
   });
   expect(agent.lines.some((line) => line.msg === 'registered')).toBe(true);
   const client = new OpenAI({ apiKey: API_KEY, baseURL: edge.baseURL, maxRetries: 0 });
-  const completion = await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }] });
+  const completion = await client.chat.completions.create({
+    model: 'sim-model',
+    messages: [{ role: 'user', content: 'hi' }],
+  });
   expect(completion.usage?.completion_tokens).toBe(5);
 });

@@ -24,7 +24,10 @@ let edge: EdgeHandle;
 
 beforeAll(async () => {
   sim = await startSim(['--models', 'sim-model', '--output-tokens', '200', '--ttft-ms', '300', '--itl-ms', '40']);
-  edge = await startEdge({ args: ['--config', configFile, '--api-keys', ''], env: { IOP_DATA_DIR: dataDir, IOP_ADMIN_KEYS: ADMIN_KEY } });
+  edge = await startEdge({
+    args: ['--config', configFile, '--api-keys', ''],
+    env: { IOP_DATA_DIR: dataDir, IOP_ADMIN_KEYS: ADMIN_KEY },
+  });
   await startAgent({ tunnelPort: edge.tunnelPort, id: 'agent-estimate', backendUrl: sim.url });
 }, 60_000);
 
@@ -43,7 +46,9 @@ async function usageOf(keyId: string): Promise<Record<string, number>> {
   return rows[0]!;
 }
 
-/** The key's one ledger row, once the edge has written it (a cancelled request ends a moment after the client leaves). */
+/**
+ * The key's one ledger row, once the edge has written it (a cancelled request ends a moment after the client leaves).
+ */
 async function ledgerRow(keyId: string): Promise<Record<string, number>> {
   for (let tries = 0; ; tries++) {
     const row = await admin(edge.url, 'GET', `/admin/usage?key=${keyId}&flush=true`);
@@ -53,7 +58,10 @@ async function ledgerRow(keyId: string): Promise<Record<string, number>> {
   }
 }
 
-/** A stream cancelled after the client read `read` tokens: a 499 billed at an estimate of at least those, far below the 200 of a whole answer. */
+/**
+ * A stream cancelled after the client read `read` tokens: a 499 billed at an estimate of at least those, far below the
+ * 200 of a whole answer.
+ */
 async function expectCancelledEstimate(keyId: string, read: number): Promise<void> {
   const row = await ledgerRow(keyId);
   expect(row).toMatchObject({ status: 499, requests: 1, estimated_requests: 1 });
@@ -65,7 +73,11 @@ async function expectCancelledEstimate(keyId: string, read: number): Promise<voi
 it('a Chat stream the client cancels mid-way is billed an estimate (499 in the ledger)', async () => {
   const { id, key } = await newKey('chat-cancel');
   const client = new OpenAI({ apiKey: key, baseURL: edge.baseURL, maxRetries: 0 });
-  const stream = await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'tell me a long story' }], stream: true });
+  const stream = await client.chat.completions.create({
+    model: 'sim-model',
+    messages: [{ role: 'user', content: 'tell me a long story' }],
+    stream: true,
+  });
   let chunks = 0;
   for await (const chunk of stream) {
     if ((chunk.choices[0]?.delta.content ?? '') !== '') chunks++;
@@ -93,14 +105,21 @@ it('an Anthropic stream the client cancels mid-way is billed an estimate', async
   }
   await expectCancelledEstimate(id, 12);
   // The completion log line says what the ledger says: the client left (499), not a 200.
-  const completed = await edge.proc.waitFor((line) => line.msg === 'request completed' && line.requestId === requestId, 5_000);
+  const completed = await edge.proc.waitFor(
+    (line) => line.msg === 'request completed' && line.requestId === requestId,
+    5_000,
+  );
   expect(completed).toMatchObject({ status: 499 });
 }, 30_000);
 
 it("cancelled streams count against the key's budget: cancelling before the end does not get around it", async () => {
   const { id, key } = await newKey('budget', { budget: { maxTokens: 40, period: 'total' } });
   const client = new OpenAI({ apiKey: key, baseURL: edge.baseURL, maxRetries: 0 });
-  const stream = await client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], stream: true });
+  const stream = await client.chat.completions.create({
+    model: 'sim-model',
+    messages: [{ role: 'user', content: 'hi' }],
+    stream: true,
+  });
   let chunks = 0;
   for await (const chunk of stream) {
     if (chunk.choices.length > 0) chunks++;
@@ -123,7 +142,12 @@ it('an Anthropic stream that ends with an in-band error is an error in the ledge
   });
   expect(fault.status).toBe(200);
   const client = new Anthropic({ apiKey: key, baseURL: edge.url, maxRetries: 0 });
-  const stream = await client.messages.create({ model: 'sim-model', max_tokens: 400, stream: true, messages: [{ role: 'user', content: 'hi' }] });
+  const stream = await client.messages.create({
+    model: 'sim-model',
+    max_tokens: 400,
+    stream: true,
+    messages: [{ role: 'user', content: 'hi' }],
+  });
   const failure = await (async () => {
     for await (const event of stream) void event;
   })().catch((error: unknown) => error);
@@ -137,7 +161,11 @@ it('an Anthropic stream that ends with an in-band error is an error in the ledge
 }, 30_000);
 
 async function simFault(knobs: Record<string, unknown>): Promise<void> {
-  const fault = await fetch(`${sim.url}/_sim/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(knobs) });
+  const fault = await fetch(`${sim.url}/_sim/faults`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(knobs),
+  });
   expect(fault.status).toBe(200);
 }
 
@@ -148,7 +176,10 @@ it('output the gate holds back is billed too: a non-stream Anthropic request can
   // 300 ms to the first token, 40 ms per token: ~30 tokens generated by 1.5 s, none released yet.
   setTimeout(() => controller.abort(), 1_500);
   await expect(
-    client.messages.create({ model: 'sim-model', max_tokens: 400, messages: [{ role: 'user', content: 'hi' }] }, { signal: controller.signal }),
+    client.messages.create(
+      { model: 'sim-model', max_tokens: 400, messages: [{ role: 'user', content: 'hi' }] },
+      { signal: controller.signal },
+    ),
   ).rejects.toThrow();
   const row = await ledgerRow(id);
   expect(row).toMatchObject({ status: 499, requests: 1, estimated_requests: 1 });
@@ -159,12 +190,19 @@ it('output the gate holds back is billed too: a non-stream Anthropic request can
 it('a complete Chat stream that did not ask for usage is billed the backend’s exact usage (the edge asks for it), and the client gets no usage chunk', async () => {
   const { id, key } = await newKey('chat-no-usage');
   const client = new OpenAI({ apiKey: key, baseURL: edge.baseURL, maxRetries: 0 });
-  const stream = await client.chat.completions.create({ model: 'sim-model', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }], stream: true });
+  const stream = await client.chat.completions.create({
+    model: 'sim-model',
+    max_tokens: 8,
+    messages: [{ role: 'user', content: 'hi' }],
+    stream: true,
+  });
   const chunks: OpenAI.ChatCompletionChunk[] = [];
   for await (const chunk of stream) chunks.push(chunk);
   expect(chunks.some((chunk) => chunk.usage !== undefined && chunk.usage !== null)).toBe(false);
   expect(chunks.at(-1)?.choices[0]?.finish_reason).toBe('length');
-  const seen = (await (await fetch(`${sim.url}/_sim/requests`)).json()) as { data: Array<{ body?: { stream_options?: unknown } }> };
+  const seen = (await (await fetch(`${sim.url}/_sim/requests`)).json()) as {
+    data: Array<{ body?: { stream_options?: unknown } }>;
+  };
   expect(seen.data.at(-1)?.body?.stream_options).toEqual({ include_usage: true });
   const row = await ledgerRow(id);
   expect(row).toMatchObject({ status: 200, requests: 1, estimated_requests: 0, output_tokens: 8 });
@@ -185,7 +223,12 @@ it('usage in an event whose data spans several lines is the backend’s, not an 
   for await (const chunk of stream) usage = chunk.usage ?? usage;
   expect(usage?.completion_tokens).toBe(5);
   const row = await ledgerRow(id);
-  expect(row).toMatchObject({ status: 200, estimated_requests: 0, input_tokens: usage!.prompt_tokens, output_tokens: 5 });
+  expect(row).toMatchObject({
+    status: 200,
+    estimated_requests: 0,
+    input_tokens: usage!.prompt_tokens,
+    output_tokens: 5,
+  });
 }, 30_000);
 
 it('a request the backend refused, cancelled while it waits to retry, is billed nothing', async () => {
@@ -195,7 +238,10 @@ it('a request the backend refused, cancelled while it waits to retry, is billed 
   const client = new OpenAI({ apiKey: key, baseURL: edge.baseURL, maxRetries: 0 });
   setTimeout(() => controller.abort(), 600);
   await expect(
-    client.chat.completions.create({ model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], stream: true }, { signal: controller.signal }),
+    client.chat.completions.create(
+      { model: 'sim-model', messages: [{ role: 'user', content: 'hi' }], stream: true },
+      { signal: controller.signal },
+    ),
   ).rejects.toThrow();
   const row = await ledgerRow(id);
   expect(row).toMatchObject({ status: 499, requests: 1, input_tokens: 0, output_tokens: 0, estimated_requests: 0 });
@@ -206,7 +252,11 @@ it('an attempt the gate discards and retries is billed with the one it answers w
   // The first attempt ends with an error chunk after 20 tokens; the gate retries before anything was released.
   await simFault({ fault: 'error-chunk', 'fault-after': 20, count: 1 });
   const client = new Anthropic({ apiKey: key, baseURL: edge.url, maxRetries: 0 });
-  const message = await client.messages.create({ model: 'sim-model', max_tokens: 30, messages: [{ role: 'user', content: 'hi' }] });
+  const message = await client.messages.create({
+    model: 'sim-model',
+    max_tokens: 30,
+    messages: [{ role: 'user', content: 'hi' }],
+  });
   expect(message.usage.output_tokens).toBe(30);
   const row = await ledgerRow(id);
   expect(row).toMatchObject({ status: 200, requests: 1, estimated_requests: 1 });

@@ -22,7 +22,9 @@ import type { RunExecution } from './run-execution.js';
 import { SlotWaiters } from './slot-waiters.js';
 
 /** The agent's version, from its package.json. */
-export const AGENT_VERSION: string = (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
+export const AGENT_VERSION: string = (
+  JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }
+).version;
 
 /** Longest wait of a heartbeat for the backend probe, ms: a fifth of the heartbeat period, at most 1 s. */
 function probeWaitMs(heartbeatMs: number): number {
@@ -56,7 +58,9 @@ export class Agent implements LinkHost {
    * run's slot when it cancels the run, the agent a moment later, once the backend request and the
    * Run call have closed; any other assignment beyond the slots is the edge's mistake, rejected at once.
    */
-  readonly slotWaiters = new SlotWaiters(() => (this.links.length > 1 ? 2 * this.options.maxConcurrency : this.stoppingRuns()));
+  readonly slotWaiters = new SlotWaiters(() =>
+    this.links.length > 1 ? 2 * this.options.maxConcurrency : this.stoppingRuns(),
+  );
   /** The backend's KV events and the prefixes they hold (`kvEvents.endpoint` set), else undefined. */
   readonly kvResidency: KvResidency | undefined;
 

@@ -38,7 +38,10 @@ export class Backoff {
     return delayMs;
   }
 
-  /** The delay before reconnecting after a registered connection was lost, ms: `next()` plus a uniform [0, lostConnectionJitterMs). */
+  /**
+   * The delay before reconnecting after a registered connection was lost, ms: `next()` plus a uniform [0,
+   * lostConnectionJitterMs).
+   */
   nextAfterLostConnection(): number {
     return Math.floor(this.random() * this.lostConnectionJitterMs) + this.next();
   }

@@ -40,7 +40,11 @@ const HEADERS = { 'content-type': 'application/grpc+proto', te: 'trailers', 'grp
  * @throws ConnectError with the call's gRPC status when the edge fails it (e.g. UNAUTHENTICATED
  *   for a wrong join token), resets it or the connection is lost; `signal`'s reason once aborted.
  */
-export async function* controlCall(connection: RunConnection, outgoing: AsyncIterable<AgentMessage>, signal: AbortSignal): AsyncGenerator<EdgeMessage, void> {
+export async function* controlCall(
+  connection: RunConnection,
+  outgoing: AsyncIterable<AgentMessage>,
+  signal: AbortSignal,
+): AsyncGenerator<EdgeMessage, void> {
   signal.throwIfAborted();
   const stream = await connection.request('POST', CONTROL_PATH, HEADERS, {});
   const status = new CallStatus(stream);
@@ -66,7 +70,10 @@ export async function* controlCall(connection: RunConnection, outgoing: AsyncIte
       reader.push(chunk, onMessage);
     } catch (error) {
       fail(
-        new ConnectError(error instanceof Error ? error.message : 'bad message', error instanceof GrpcMessageError ? Code.ResourceExhausted : Code.Internal),
+        new ConnectError(
+          error instanceof Error ? error.message : 'bad message',
+          error instanceof GrpcMessageError ? Code.ResourceExhausted : Code.Internal,
+        ),
       );
     }
   });
@@ -89,7 +96,10 @@ export async function* controlCall(connection: RunConnection, outgoing: AsyncIte
 }
 
 /** Writes the agent's messages until `outgoing` ends, then ends the request side. */
-async function send(stream: Awaited<ReturnType<RunConnection['request']>>, outgoing: AsyncIterable<AgentMessage>): Promise<void> {
+async function send(
+  stream: Awaited<ReturnType<RunConnection['request']>>,
+  outgoing: AsyncIterable<AgentMessage>,
+): Promise<void> {
   const uncork = () => stream.uncork();
   const closed = once(stream, 'close').catch(() => undefined);
   try {
@@ -99,7 +109,8 @@ async function send(stream: Awaited<ReturnType<RunConnection['request']>>, outgo
         stream.cork();
         process.nextTick(uncork);
       }
-      if (!stream.write(grpcFrame(toBinary(AgentMessageSchema, message)))) await Promise.race([once(stream, 'drain'), closed]);
+      if (!stream.write(grpcFrame(toBinary(AgentMessageSchema, message))))
+        await Promise.race([once(stream, 'drain'), closed]);
     }
     if (!stream.destroyed && !stream.writableEnded) stream.end();
   } catch {

@@ -57,7 +57,10 @@ export class ControlSession {
     const onStop = (): void => this.abort.abort(stop.reason);
     stop.addEventListener('abort', onStop, { once: true });
     const { registeredTimeoutMs, handlers } = this.options;
-    const registeredTimer = setTimeout(() => this.abort.abort(new Error(`no Registered from the edge within ${registeredTimeoutMs} ms`)), registeredTimeoutMs);
+    const registeredTimer = setTimeout(
+      () => this.abort.abort(new Error(`no Registered from the edge within ${registeredTimeoutMs} ms`)),
+      registeredTimeoutMs,
+    );
     this.outgoing.push(create(AgentMessageSchema, { message: { case: 'register', value: this.options.register } }));
     try {
       for await (const message of controlCall(this.options.connection, this.outgoing, this.abort.signal)) {

@@ -55,8 +55,16 @@ export class EdgeConnection implements RunConnection {
     );
   }
 
-  /** Opens a stream (dialling first when there is no live connection). @throws ConnectError when the edge cannot be reached. */
-  async request(method: string, path: string, headers: OutgoingHttpHeaders, options: object): Promise<ClientHttp2Stream> {
+  /**
+   * Opens a stream (dialling first when there is no live connection). @throws ConnectError when the edge cannot be
+   * reached.
+   */
+  async request(
+    method: string,
+    path: string,
+    headers: OutgoingHttpHeaders,
+    options: object,
+  ): Promise<ClientHttp2Stream> {
     const stream = await this.manager.request(method, path, headers, options);
     const session = stream.session;
     if (session !== undefined && !this.guarded.has(session)) {

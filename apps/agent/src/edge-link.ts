@@ -91,7 +91,11 @@ export class EdgeLink {
   ) {
     const { options } = host;
     this.logger = options.edgeUrls.length > 1 ? logger.child({ edge: edgeUrl }) : logger;
-    this.backoff = new Backoff({ baseMs: options.reconnectBaseMs, capMs: options.reconnectCapMs, lostConnectionJitterMs: options.reconnectJitterMs });
+    this.backoff = new Backoff({
+      baseMs: options.reconnectBaseMs,
+      capMs: options.reconnectCapMs,
+      lostConnectionJitterMs: options.reconnectJitterMs,
+    });
     this.connection = new EdgeConnection(edgeUrl, {
       pingIntervalMs: options.edgePingIntervalMs,
       pingTimeoutMs: options.edgePingTimeoutMs,
@@ -147,7 +151,10 @@ export class EdgeLink {
     }
   }
 
-  /** One connection: discovery, Register, the Control stream until it ends. Returns whether a registered connection was lost. */
+  /**
+   * One connection: discovery, Register, the Control stream until it ends. Returns whether a registered connection was
+   * lost.
+   */
   private async connectOnce(stop: AbortSignal): Promise<boolean> {
     const { options, backend } = this.host;
     let models;
@@ -162,12 +169,15 @@ export class EdgeLink {
       register: {
         agentId: options.agentId,
         joinToken: options.joinToken,
-        models: models.map((model) => create(ModelInfoSchema, { id: model.id, contextLength: model.contextLength, apis: [...(model.apis ?? [])] })),
+        models: models.map((model) =>
+          create(ModelInfoSchema, { id: model.id, contextLength: model.contextLength, apis: [...(model.apis ?? [])] }),
+        ),
         maxConcurrency: options.maxConcurrency,
         labels: options.labels,
         agentVersion: this.host.agentVersion,
         backend: backend.kind,
-        capabilities: this.host.kvResidency === undefined ? backend.capabilities : [...backend.capabilities, KV_EVENTS_CAPABILITY],
+        capabilities:
+          this.host.kvResidency === undefined ? backend.capabilities : [...backend.capabilities, KV_EVENTS_CAPABILITY],
         resumeToken: this.resumeToken,
       },
       handlers: {
@@ -217,7 +227,10 @@ export class EdgeLink {
       );
       return;
     }
-    this.logger.warn({ code: Code[connectError.code], edge: this.edgeUrl, error: connectError.rawMessage }, 'edge connection lost');
+    this.logger.warn(
+      { code: Code[connectError.code], edge: this.edgeUrl, error: connectError.rawMessage },
+      'edge connection lost',
+    );
   }
 
   private onRegistered(registered: Registered): void {
@@ -235,11 +248,16 @@ export class EdgeLink {
     this.host.onRegistered();
     if (this.isDraining) this.session?.sendHeartbeat();
     // A new session starts with no residency at the edge: it gets the whole state.
-    for (const report of this.host.kvResidency?.snapshotReports() ?? []) this.session?.send({ case: 'residency', value: report });
+    for (const report of this.host.kvResidency?.snapshotReports() ?? [])
+      this.session?.send({ case: 'residency', value: report });
   }
 
   private onAssign(assignment: RunAssignment, held = false): void {
-    const reason = this.isDraining ? 'draining' : this.host.totalInFlight() >= this.host.options.maxConcurrency ? 'at_capacity' : undefined;
+    const reason = this.isDraining
+      ? 'draining'
+      : this.host.totalInFlight() >= this.host.options.maxConcurrency
+        ? 'at_capacity'
+        : undefined;
     // Every slot taken (another edge got the last one first, or this edge reused the slot of a run
     // it cancelled that is still stopping here): wait for the next one a while.
     if (reason === 'at_capacity' && !held && !this.runs.has(assignment.runId)) {
@@ -257,7 +275,10 @@ export class EdgeLink {
     if (reason !== undefined || this.runs.has(assignment.runId)) {
       const why = reason ?? 'duplicate run_id';
       this.logger.info({ requestId: assignment.requestId, runId: assignment.runId, reason: why }, 'run rejected');
-      this.session?.send({ case: 'runRejected', value: create(RunRejectedSchema, { runId: assignment.runId, reason: why }) });
+      this.session?.send({
+        case: 'runRejected',
+        value: create(RunRejectedSchema, { runId: assignment.runId, reason: why }),
+      });
       // The edge's picture of the load was wrong: send it (and every other edge) the real one.
       if (reason === 'at_capacity') this.host.onLoadChanged();
       return;
@@ -285,16 +306,25 @@ export class EdgeLink {
 
   private rejectRun(assignment: RunAssignment, why: string): void {
     this.logger.info({ requestId: assignment.requestId, runId: assignment.runId, reason: why }, 'run rejected');
-    this.session?.send({ case: 'runRejected', value: create(RunRejectedSchema, { runId: assignment.runId, reason: why }) });
+    this.session?.send({
+      case: 'runRejected',
+      value: create(RunRejectedSchema, { runId: assignment.runId, reason: why }),
+    });
   }
 
   private onCancel(cancel: CancelRun): void {
     if (this.host.slotWaiters.remove(cancel.runId)) {
-      this.logger.info({ runId: cancel.runId, reason: cancel.reason }, 'run cancelled by the edge while waiting for a slot');
+      this.logger.info(
+        { runId: cancel.runId, reason: cancel.reason },
+        'run cancelled by the edge while waiting for a slot',
+      );
       return;
     }
     const run = this.runs.get(cancel.runId);
-    this.logger.info({ runId: cancel.runId, reason: cancel.reason, known: run !== undefined }, 'run cancelled by the edge');
+    this.logger.info(
+      { runId: cancel.runId, reason: cancel.reason, known: run !== undefined },
+      'run cancelled by the edge',
+    );
     run?.cancel(cancel.reason || 'cancelled by the edge');
   }
 
@@ -316,7 +346,9 @@ export class EdgeLink {
     this.stop.abort(new Error('deregistered'));
   }
 
-  /** Sends a residency report to this link's edge, when registered (a new session gets the whole state at registration). */
+  /**
+   * Sends a residency report to this link's edge, when registered (a new session gets the whole state at registration).
+   */
   sendResidency(report: ResidencyReport): void {
     if (this.isRegistered) this.session?.send({ case: 'residency', value: report });
   }
@@ -328,6 +360,10 @@ export class EdgeLink {
 
   private async heartbeat(): Promise<MessageInitShape<typeof HeartbeatSchema>> {
     const periodMs = this.session?.heartbeatIntervalMs ?? this.host.options.heartbeatMs;
-    return { ...(await this.host.heartbeatFigures(periodMs)), sessionInFlight: this.runs.size, draining: this.isDraining };
+    return {
+      ...(await this.host.heartbeatFigures(periodMs)),
+      sessionInFlight: this.runs.size,
+      draining: this.isDraining,
+    };
   }
 }

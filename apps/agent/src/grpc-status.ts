@@ -48,9 +48,14 @@ export class CallStatus {
   /** The call's failure once its stream ended or closed; undefined for OK. */
   error(): ConnectError | undefined {
     if (this.status === '0') return undefined;
-    if (this.status !== undefined) return new ConnectError(this.message || `call failed with grpc-status ${this.status}`, Number(this.status) as Code);
+    if (this.status !== undefined)
+      return new ConnectError(
+        this.message || `call failed with grpc-status ${this.status}`,
+        Number(this.status) as Code,
+      );
     const session = this.session;
-    if (session === undefined || session.destroyed || session.closed) return new ConnectError('the connection to the edge was lost', Code.Unavailable);
+    if (session === undefined || session.destroyed || session.closed)
+      return new ConnectError('the connection to the edge was lost', Code.Unavailable);
     const rstCode = this.stream.rstCode;
     return new ConnectError(
       this.streamError?.message ?? 'the stream closed without a gRPC status',

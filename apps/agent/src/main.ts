@@ -44,7 +44,11 @@ async function main(): Promise<void> {
     const merged = mergeConfigLayers(file, env.values, flags.values);
     // Only the command line's default port may be taken: then the agent runs without it.
     const metricsPortRequired = merged.metricsPort !== undefined;
-    input = { ...merged, metricsPort: (merged.metricsPort as number | string | undefined) ?? DEFAULT_METRICS_PORT, metricsPortRequired } as AgentOptionsInput;
+    input = {
+      ...merged,
+      metricsPort: (merged.metricsPort as number | string | undefined) ?? DEFAULT_METRICS_PORT,
+      metricsPortRequired,
+    } as AgentOptionsInput;
     const readProblems = [...env.problems, ...flags.problems];
     let rest: string[] = [];
     try {
@@ -53,7 +57,8 @@ async function main(): Promise<void> {
       if (readProblems.length === 0) throw error;
       rest = [error instanceof Error ? error.message.replace(/^invalid agent options: /, '') : String(error)];
     }
-    if (readProblems.length > 0) throw new ConfigError(`invalid agent options: ${[...readProblems, ...rest].join('; ')}`);
+    if (readProblems.length > 0)
+      throw new ConfigError(`invalid agent options: ${[...readProblems, ...rest].join('; ')}`);
   } catch (error) {
     process.stderr.write(`iop-agent: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exit(2);

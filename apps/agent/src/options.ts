@@ -27,7 +27,8 @@ const GPUS = ['auto', 'none', 'cuda', 'vulkan', 'metal'] as const satisfies read
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const LABEL_KEY = '^[A-Za-z0-9][A-Za-z0-9_.\\-/]{0,62}$';
 
-const ms = (minimum: number, maximum: number, fallback: number, description: string) => Type.Integer({ minimum, maximum, default: fallback, description });
+const ms = (minimum: number, maximum: number, fallback: number, description: string) =>
+  Type.Integer({ minimum, maximum, default: fallback, description });
 
 /**
  * The settings of an agent, as its config file, flags and variables give them. Defaults that
@@ -48,32 +49,69 @@ export const AGENT_CONFIG_SCHEMA = Type.Object(
       description: 'openai (vLLM, SGLang, llama.cpp server, Ollama) or llamacpp (embedded).',
     }),
     backendUrl: Type.Optional(
-      Type.String({ minLength: 1, description: 'openai: base URL of the server, e.g. http://127.0.0.1:8000 (a trailing /v1 is dropped).' }),
+      Type.String({
+        minLength: 1,
+        description: 'openai: base URL of the server, e.g. http://127.0.0.1:8000 (a trailing /v1 is dropped).',
+      }),
     ),
-    backendApiKey: Type.Optional(Type.String({ minLength: 1, description: 'openai: key sent to the server as Authorization: Bearer.' })),
-    models: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'openai: served model names (skips /v1/models discovery).' })),
+    backendApiKey: Type.Optional(
+      Type.String({ minLength: 1, description: 'openai: key sent to the server as Authorization: Bearer.' }),
+    ),
+    models: Type.Optional(
+      Type.Array(Type.String({ minLength: 1 }), {
+        description: 'openai: served model names (skips /v1/models discovery).',
+      }),
+    ),
     apis: Type.Optional(
       Type.Array(stringEnum(SERVED_APIS), {
-        description: 'openai: the APIs the server serves its models with (chat, completions, embeddings, rerank; skips probing them).',
+        description:
+          'openai: the APIs the server serves its models with (chat, completions, embeddings, rerank; skips probing them).',
       }),
     ),
     modelsPath: Type.Optional(
       Type.String({
         minLength: 1,
-        description: 'llamacpp: directories searched first for the default model, colon-separated like PATH (then ./models, ../shared/models).',
+        description:
+          'llamacpp: directories searched first for the default model, colon-separated like PATH (then ./models, ../shared/models).',
       }),
     ),
-    modelCache: Type.Optional(Type.String({ minLength: 1, description: 'llamacpp: directory of downloaded models (default ~/.cache/iop/models).' })),
-    downloadProbeTimeoutMs: ms(100, 600_000, 5_000, "llamacpp: longest wait for the download host's answer before a model download is given up, ms."),
-    model: Type.Optional(
-      Type.String({ minLength: 1, description: 'llamacpp: GGUF file or hf:owner/repo/file.gguf (default: stories260K.gguf from the models search path).' }),
+    modelCache: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description: 'llamacpp: directory of downloaded models (default ~/.cache/iop/models).',
+      }),
     ),
-    threads: Type.Optional(Type.Integer({ minimum: 1, maximum: 256, description: 'llamacpp: CPU threads (default: cores - 1, at most 32).' })),
+    downloadProbeTimeoutMs: ms(
+      100,
+      600_000,
+      5_000,
+      "llamacpp: longest wait for the download host's answer before a model download is given up, ms.",
+    ),
+    model: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description:
+          'llamacpp: GGUF file or hf:owner/repo/file.gguf (default: stories260K.gguf from the models search path).',
+      }),
+    ),
+    threads: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 256,
+        description: 'llamacpp: CPU threads (default: cores - 1, at most 32).',
+      }),
+    ),
     gpu: stringEnum(GPUS, { default: 'auto', description: 'llamacpp: auto, none, cuda, vulkan or metal.' }),
     contextSize: Type.Optional(
-      Type.Integer({ minimum: 16, maximum: 1_048_576, description: "llamacpp: context per sequence, tokens (default: the model's, at most 8192)." }),
+      Type.Integer({
+        minimum: 16,
+        maximum: 1_048_576,
+        description: "llamacpp: context per sequence, tokens (default: the model's, at most 8192).",
+      }),
     ),
-    maxConcurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: 1024, description: 'Runs at once (default: 4 llamacpp, 16 openai).' })),
+    maxConcurrency: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 1024, description: 'Runs at once (default: 4 llamacpp, 16 openai).' }),
+    ),
     labels: Type.Unsafe<Record<string, string>>({
       type: 'object',
       propertyNames: { pattern: LABEL_KEY },
@@ -82,12 +120,19 @@ export const AGENT_CONFIG_SCHEMA = Type.Object(
       description: 'Labels sent at registration; keys 1-63 characters of [A-Za-z0-9_.-/].',
     }),
     heartbeatMs: ms(100, 600_000, 5_000, 'Heartbeat period when the edge gives none, ms.'),
-    firstByteTimeoutMs: ms(100, 3_600_000, 600_000, 'Default first-byte timeout of a run, ms (a non-stream answer sends its first byte only when complete).'),
+    firstByteTimeoutMs: ms(
+      100,
+      3_600_000,
+      600_000,
+      'Default first-byte timeout of a run, ms (a non-stream answer sends its first byte only when complete).',
+    ),
     idleTimeoutMs: ms(100, 3_600_000, 60_000, 'Longest gap between backend body bytes, ms.'),
     tlsCa: Type.Optional(Type.String({ minLength: 1, description: "PEM CA for the edge's TLS certificate." })),
     logLevel: stringEnum(LOG_LEVELS, { default: 'info', description: 'Log level.' }),
     logFormat: Type.Optional(
-      stringEnum(['json', 'pretty'] as const, { description: 'Log lines as JSON or pino-pretty text (default: pretty on a terminal, JSON otherwise).' }),
+      stringEnum(['json', 'pretty'] as const, {
+        description: 'Log lines as JSON or pino-pretty text (default: pretty on a terminal, JSON otherwise).',
+      }),
     ),
     shutdownDeadlineMs: ms(0, 3_600_000, 30_000, 'On SIGTERM, longest wait for in-flight runs, ms.'),
     heapGrowthPercent: HEAP_GROWTH_PERCENT_SCHEMA,
@@ -101,13 +146,19 @@ export const AGENT_CONFIG_SCHEMA = Type.Object(
       10_000,
       'HTTP/2 PING to the edge after this long without a frame from it, ms: a silently dropped connection is found and redialled.',
     ),
-    edgePingTimeoutMs: ms(100, 600_000, 10_000, 'A PING unanswered for this long closes the connection to the edge (its runs fail, the agent redials), ms.'),
+    edgePingTimeoutMs: ms(
+      100,
+      600_000,
+      10_000,
+      'A PING unanswered for this long closes the connection to the edge (its runs fail, the agent redials), ms.',
+    ),
     metricsPort: Type.Optional(
       Type.Unsafe<number | 'off' | 'none'>({
         if: { type: 'string' },
         then: { enum: ['off', 'none'] },
         else: { type: 'integer', minimum: 0, maximum: 65535 },
-        description: 'Port of /healthz, /readyz and /metrics, 0 = any free port, off = none (the command line defaults to 8082).',
+        description:
+          'Port of /healthz, /readyz and /metrics, 0 = any free port, off = none (the command line defaults to 8082).',
       }),
     ),
     metricsHost: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Listen address of metricsPort.' }),
@@ -123,7 +174,8 @@ export const AGENT_CONFIG_SCHEMA = Type.Object(
         replayEndpoint: Type.Optional(
           Type.String({
             pattern: '^(tcp|ipc|inproc)://',
-            description: "ZMQ endpoint of the publisher's replay socket (vLLM replay_endpoint): gaps are filled from it.",
+            description:
+              "ZMQ endpoint of the publisher's replay socket (vLLM replay_endpoint): gaps are filled from it.",
           }),
         ),
         topic: Type.String({ default: '', description: 'KV-event topic to subscribe to (empty = every topic).' }),
@@ -186,7 +238,9 @@ export interface AgentOptions {
   models: string[] | undefined;
   /** `openai` backend: the APIs the server serves, skipping the probes (`OpenAiBackendOptions.apis`). */
   apis: ServedApi[] | undefined;
-  /** `llamacpp` backend: GGUF path or `hf:owner/repo/file.gguf`; default stories260K.gguf from the models search path. */
+  /**
+   * `llamacpp` backend: GGUF path or `hf:owner/repo/file.gguf`; default stories260K.gguf from the models search path.
+   */
   model: string | undefined;
   /** `llamacpp` backend: CPU threads; default cores - 1 (at least 1, at most 32), leaving a core to the event loop. */
   threads: number | undefined;
@@ -198,7 +252,10 @@ export interface AgentOptions {
   labels: Record<string, string>;
   /** Heartbeat period when the edge gives none, ms. Default 5 000. */
   heartbeatMs: number;
-  /** Default first-byte timeout of a run (the assignment may override), ms. Default 120 000 (a non-stream answer arrives whole). */
+  /**
+   * Default first-byte timeout of a run (the assignment may override), ms. Default 120 000 (a non-stream answer arrives
+   * whole).
+   */
   firstByteTimeoutMs: number;
   /** Longest gap between body slices from the backend, ms. Default 60 000. */
   idleTimeoutMs: number;
@@ -215,7 +272,10 @@ export interface AgentOptions {
   downloadProbeTimeoutMs: number;
   /** SIGTERM / shutdown(): longest wait for in-flight runs, ms. Default 30 000. */
   shutdownDeadlineMs: number;
-  /** Old generation's limit after a full collection, percent over the live heap; 0 = V8's adaptive factor. Applied by the `iop-agent` command at start (`applyHeapGrowth`, @iop/core). Default 30. */
+  /**
+   * Old generation's limit after a full collection, percent over the live heap; 0 = V8's adaptive factor. Applied by
+   * the `iop-agent` command at start (`applyHeapGrowth`, @iop/core). Default 30.
+   */
   heapGrowthPercent: number;
   /** Reconnect backoff: first ceiling and cap, ms (full jitter). Defaults 250 and 10 000. */
   reconnectBaseMs: number;
@@ -228,11 +288,16 @@ export interface AgentOptions {
   edgePingIntervalMs: number;
   /** An unanswered PING closes the connection after this long, ms. Default 10 000. */
   edgePingTimeoutMs: number;
-  /** Port of the agent's /healthz, /readyz and /metrics (0 = any free port); undefined = none. The CLI's default is 8082. */
+  /**
+   * Port of the agent's /healthz, /readyz and /metrics (0 = any free port); undefined = none. The CLI's default is
+   * 8082.
+   */
   metricsPort: number | undefined;
   /** Listen address of that port. Default 127.0.0.1. */
   metricsHost: string;
-  /** False when the port is only a default: then a port in use is logged and the agent runs without it. Default true. */
+  /**
+   * False when the port is only a default: then a port in use is logged and the agent runs without it. Default true.
+   */
   metricsPortRequired: boolean;
   /** The backend's KV-event stream (cache-aware routing); `endpoint` undefined = none. */
   kvEvents: KvEventsOptions;
@@ -267,9 +332,13 @@ export type AgentOptionsInput = {
 /**
  * Fills defaults and validates.
  * @param sources where each setting came from (flag or variable), for the messages.
- * @throws ConfigError naming every problem (`invalid agent options: maxConcurrency must be <= 1024 (from --max-concurrency)`).
+ * @throws ConfigError naming every problem (`invalid agent options: maxConcurrency must be <= 1024 (from
+ * --max-concurrency)`).
  */
-export function resolveAgentOptions(input: AgentOptionsInput, sources: ReadonlyArray<ReadonlyMap<string, string>> = []): AgentOptions {
+export function resolveAgentOptions(
+  input: AgentOptionsInput,
+  sources: ReadonlyArray<ReadonlyMap<string, string>> = [],
+): AgentOptions {
   const problems: string[] = [];
   // Strings (CLI, env, programmatic callers) are read as the flags' values are.
   const raw: Record<string, unknown> = {};
@@ -296,7 +365,8 @@ export function resolveAgentOptions(input: AgentOptionsInput, sources: ReadonlyA
   const backendInstance = typeof input.backendInstance === 'object' ? input.backendInstance : undefined;
   if (value.backend === 'openai' && backendInstance === undefined) {
     if (value.backendUrl === undefined) problems.push('backendUrl is required with backend openai (--backend-url)');
-    else if (!isHttpUrl(value.backendUrl)) problems.push(`backendUrl must be an http:// or https:// URL, got ${JSON.stringify(value.backendUrl)}`);
+    else if (!isHttpUrl(value.backendUrl))
+      problems.push(`backendUrl must be an http:// or https:// URL, got ${JSON.stringify(value.backendUrl)}`);
   }
   for (const [index, url] of (Array.isArray(value.edgeUrls) ? value.edgeUrls : []).entries()) {
     if (typeof url === 'string' && /^https?:\/\//.test(url) && !isHttpUrl(url))

@@ -26,7 +26,13 @@
 import { once } from 'node:events';
 import type { ClientHttp2Stream, OutgoingHttpHeaders } from 'node:http2';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { ProviderTunnelFrame_Kind as FrameKind, RUN_PATH, RUN_SESSION_HEADER, encodeFrameMessage, type ProviderTunnelFrame } from '@iop/proto';
+import {
+  ProviderTunnelFrame_Kind as FrameKind,
+  RUN_PATH,
+  RUN_SESSION_HEADER,
+  encodeFrameMessage,
+  type ProviderTunnelFrame,
+} from '@iop/proto';
 import { CallStatus } from './grpc-status.js';
 
 /** What a Run call needs of the connection to the edge (`Http2SessionManager` of connect-node). */
@@ -68,7 +74,10 @@ export class RunCall {
       const settle = () => {
         if (this.settled) return;
         this.settled = true;
-        const error = this.status.ok && !this.allSent ? new ConnectError('the edge ended the run call early', Code.Aborted) : this.status.error();
+        const error =
+          this.status.ok && !this.allSent
+            ? new ConnectError('the edge ended the run call early', Code.Aborted)
+            : this.status.error();
         if (!this.allSent) {
           if (!stream.destroyed) stream.close(8 /* CANCEL */);
           if (error !== undefined) onClosedEarly(error);
@@ -87,7 +96,11 @@ export class RunCall {
    *   every frame was sent: the caller stops the backend at once instead of at its next frame.
    * @throws what the connection throws when no stream can be opened (connection lost, GOAWAY).
    */
-  static async open(connection: RunConnection, sessionId: string, onClosedEarly: (error: ConnectError) => void): Promise<RunCall> {
+  static async open(
+    connection: RunConnection,
+    sessionId: string,
+    onClosedEarly: (error: ConnectError) => void,
+  ): Promise<RunCall> {
     const headers: OutgoingHttpHeaders = {
       'content-type': 'application/grpc+proto',
       te: 'trailers',
@@ -114,7 +127,8 @@ export class RunCall {
       if (this.eventStream && frame.kind === FrameKind.BODY) process.nextTick(this.release);
       else setImmediate(this.release);
     }
-    if (frame.kind === FrameKind.RESPONSE_START) this.eventStream = frame.headers['content-type']?.startsWith('text/event-stream') === true;
+    if (frame.kind === FrameKind.RESPONSE_START)
+      this.eventStream = frame.headers['content-type']?.startsWith('text/event-stream') === true;
     const written = stream.write(encodeFrameMessage(frame));
     // The edge answers the call once it has the final frame: from here an answer is no early end.
     if (frame.kind === FrameKind.END || frame.kind === FrameKind.ERROR) this.allSent = true;

@@ -31,7 +31,10 @@ export interface RunExecutionOptions {
   logger: Logger;
   /** Agent default when the assignment gives 0, ms. */
   firstByteTimeoutMs: number;
-  /** The agent's own limit (the assignment's, when shorter, wins): longest wait for the next body slice from the backend, ms (time the edge holds us back does not count). */
+  /**
+   * The agent's own limit (the assignment's, when shorter, wins): longest wait for the next body slice from the
+   * backend, ms (time the edge holds us back does not count).
+   */
   idleTimeoutMs: number;
   /** Counts the agent's open backend requests (+1 when this run asks its backend, −1 once that request is over). */
   backendGauge: BackendGauge;
@@ -68,11 +71,18 @@ export class RunExecution {
     private readonly options: RunExecutionOptions,
   ) {
     this.runId = assignment.runId;
-    this.logger = options.logger.child({ requestId: assignment.requestId, runId: assignment.runId, ...traceFieldsOf(assignment.headers) });
+    this.logger = options.logger.child({
+      requestId: assignment.requestId,
+      runId: assignment.runId,
+      ...traceFieldsOf(assignment.headers),
+    });
     this.done = this.execute();
   }
 
-  /** True once the run is being stopped (cancelled, or failed): its slot frees as soon as its backend request and Run call have closed. */
+  /**
+   * True once the run is being stopped (cancelled, or failed): its slot frees as soon as its backend request and Run
+   * call have closed.
+   */
   get stopping(): boolean {
     return this.controller.signal.aborted;
   }
@@ -83,10 +93,15 @@ export class RunExecution {
   }
 
   private async execute(): Promise<void> {
-    this.logger.debug({ method: this.assignment.method, path: this.assignment.path, model: this.assignment.model }, 'run started');
+    this.logger.debug(
+      { method: this.assignment.method, path: this.assignment.path, model: this.assignment.model },
+      'run started',
+    );
     let call: RunCall | undefined;
     try {
-      call = await RunCall.open(this.options.connection, this.options.sessionId, (error) => this.cancel(`Run call ended by the edge: ${error.rawMessage}`));
+      call = await RunCall.open(this.options.connection, this.options.sessionId, (error) =>
+        this.cancel(`Run call ended by the edge: ${error.rawMessage}`),
+      );
       call.push(acceptedFrame(this.runId));
       const gauge = this.options.backendGauge;
       gauge.open++;
@@ -119,7 +134,10 @@ export class RunExecution {
         body: this.assignment.body,
         firstByteTimeoutMs: this.assignment.firstByteTimeoutMs || this.options.firstByteTimeoutMs,
         // The stricter of the edge's and the agent's own idle timeout.
-        idleTimeoutMs: this.assignment.idleTimeoutMs > 0 ? Math.min(this.assignment.idleTimeoutMs, this.options.idleTimeoutMs) : this.options.idleTimeoutMs,
+        idleTimeoutMs:
+          this.assignment.idleTimeoutMs > 0
+            ? Math.min(this.assignment.idleTimeoutMs, this.options.idleTimeoutMs)
+            : this.options.idleTimeoutMs,
       },
       this.controller,
       (frame) => call.push(frame),
@@ -136,9 +154,15 @@ export class RunExecution {
         },
         onFailure: (failure, bytes, error) => {
           this.finished = true;
-          const log = failure.code === 'cancelled' ? this.logger.info.bind(this.logger) : this.logger.warn.bind(this.logger);
+          const log =
+            failure.code === 'cancelled' ? this.logger.info.bind(this.logger) : this.logger.warn.bind(this.logger);
           log(
-            { code: failure.code, bytes, durationMs: this.elapsedMs(), err: failure.code === 'internal' ? error : undefined },
+            {
+              code: failure.code,
+              bytes,
+              durationMs: this.elapsedMs(),
+              err: failure.code === 'internal' ? error : undefined,
+            },
             `run failed: ${failure.message}`,
           );
         },

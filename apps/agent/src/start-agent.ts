@@ -39,7 +39,15 @@ export async function startAgent(input: AgentOptionsInput): Promise<AgentHandle>
       const residency = holder.agent?.kvResidency;
       if (residency === undefined) return undefined;
       const { received, applied, replayed, dropped, resyncs } = residency.eventCounts;
-      return { received, applied, replayed, dropped, resyncs, blocks: residency.blocks.size, prefixes: residency.prefixes.size };
+      return {
+        received,
+        applied,
+        replayed,
+        dropped,
+        resyncs,
+        blocks: residency.blocks.size,
+        prefixes: residency.prefixes.size,
+      };
     },
   };
   const metrics = new AgentMetrics(state);
@@ -71,7 +79,11 @@ export async function startAgent(input: AgentOptionsInput): Promise<AgentHandle>
 }
 
 /** The start-up line: backend, model, threads, GPU, concurrency, edges and the metrics port. */
-function startupFields(options: AgentOptions, backend: Backend, metricsPort: number | undefined): Record<string, unknown> {
+function startupFields(
+  options: AgentOptions,
+  backend: Backend,
+  metricsPort: number | undefined,
+): Record<string, unknown> {
   const embedded = backend instanceof LlamaCppBackend ? backend.describe() : undefined;
   return {
     version: AGENT_VERSION,

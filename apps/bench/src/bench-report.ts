@@ -62,7 +62,8 @@ export function buildReport(results: readonly RequestResult[], wallMs: number): 
       for (const gap of result.itlMs) itl.push(gap);
     } else {
       bump(errors, result.errorClass ?? 'unknown');
-      if (result.errorMessage !== undefined) bump(messages, `${result.status === 0 ? result.errorClass : result.status}: ${result.errorMessage}`);
+      if (result.errorMessage !== undefined)
+        bump(messages, `${result.status === 0 ? result.errorClass : result.status}: ${result.errorMessage}`);
       bump(errorStatuses, String(result.status));
     }
   }
@@ -89,14 +90,22 @@ const ms = (value: number | null) => (value === null ? 'n/a' : value < 10 ? valu
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-  return rows.map((row) => row.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ')).join('\n');
+  return rows
+    .map((row) =>
+      row
+        .map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!)))
+        .join('  '),
+    )
+    .join('\n');
 }
 
 /** The human-readable final table. */
 export function formatReport(report: BenchReport): string {
   const lines: string[] = [];
   const { requests } = report;
-  lines.push(`requests  ${requests.total} (ok ${requests.ok}, failed ${requests.failed}) in ${(report.wallMs / 1000).toFixed(2)} s`);
+  lines.push(
+    `requests  ${requests.total} (ok ${requests.ok}, failed ${requests.failed}) in ${(report.wallMs / 1000).toFixed(2)} s`,
+  );
   lines.push(`throughput  ${report.requestsPerSecond} req/s, ${report.outputTokensPerSecond} output tokens/s`);
   lines.push('');
   const row = (name: string, summary: ReportSummary) => [
@@ -121,7 +130,9 @@ export function formatReport(report: BenchReport): string {
   lines.push(
     errorEntries.length === 0
       ? 'errors  none'
-      : `errors  ${errorEntries.map(([name, count]) => `${name} ${count}`).join(', ')} (status ${Object.entries(report.errorStatuses)
+      : `errors  ${errorEntries.map(([name, count]) => `${name} ${count}`).join(', ')} (status ${Object.entries(
+          report.errorStatuses,
+        )
           .map(([status, count]) => `${status}: ${count}`)
           .join(', ')})`,
   );
@@ -132,7 +143,11 @@ export function formatReport(report: BenchReport): string {
     lines.push(
       table([
         ['agent', 'requests', 'share'],
-        ...agents.map(([agent, count]) => [agent, String(count), `${((count / Math.max(1, requests.total)) * 100).toFixed(1)}%`]),
+        ...agents.map(([agent, count]) => [
+          agent,
+          String(count),
+          `${((count / Math.max(1, requests.total)) * 100).toFixed(1)}%`,
+        ]),
       ]),
     );
   }

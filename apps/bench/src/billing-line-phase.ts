@@ -32,10 +32,13 @@ export interface BillingPhaseResult {
   hitRate: number;
 }
 
-/** About 1,100 words of instructions every conversation shares (a real Claude Code prompt, tools included, is longer). */
+/**
+ * About 1,100 words of instructions every conversation shares (a real Claude Code prompt, tools included, is longer).
+ */
 const SHARED_SYSTEM = Array.from(
   { length: 60 },
-  (_, index) => `Rule ${index}: read the files before editing them, keep the change small, run the tests, and report what changed.`,
+  (_, index) =>
+    `Rule ${index}: read the files before editing them, keep the change small, run the tests, and report what changed.`,
 ).join('\n');
 
 function billingLine(conversation: number): string {
@@ -81,7 +84,10 @@ export async function billingLinePhase(options: BillingPhaseOptions): Promise<Bi
         requests++;
         if (!result.ok) errors++;
         // A fixed answer keeps the history the same bytes on the next turn, as a client replaying it does.
-        messages.push({ role: 'assistant', content: `Turn ${turn} done: the handler now checks its input and the test passes.` });
+        messages.push({
+          role: 'assistant',
+          content: `Turn ${turn} done: the handler now checks its input and the test passes.`,
+        });
       }
     }
   };

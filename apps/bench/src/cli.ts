@@ -72,15 +72,36 @@ const program = iopCommand(
       .default({ min: 64, max: 256 }, '64:256'),
   )
   .option('--json', 'print the result as JSON on stdout (no table)')
-  .option('--sessions <n>', 'multi-turn workload: N coding-agent sessions at once (docs/load-testing.md)', parsePositiveInteger)
-  .addOption(new Option('--turns <n>', 'sessions: turns per session').argParser(parsePositiveInteger).default(8))
-  .addOption(new Option('--projects <n>', 'sessions: projects, each with its own shared system prompt and tools').argParser(parsePositiveInteger).default(4))
-  .addOption(
-    new Option('--system-tokens <range>', 'sessions: words of a project system prompt').argParser(parseRange).default({ min: 8000, max: 20000 }, '8000:20000'),
+  .option(
+    '--sessions <n>',
+    'multi-turn workload: N coding-agent sessions at once (docs/load-testing.md)',
+    parsePositiveInteger,
   )
-  .addOption(new Option('--user-tokens <range>', 'sessions: words of a user turn').argParser(parseRange).default({ min: 200, max: 800 }, '200:800'))
-  .addOption(new Option('--think-time <range>', 'sessions: pause between turns, ms').argParser(parseRange).default({ min: 2000, max: 8000 }, '2000:8000'))
-  .option('--replay <file>', 'multi-turn workload from a JSONL file of chat requests (messages, session_id?, timestamp?, max_tokens?)')
+  .addOption(new Option('--turns <n>', 'sessions: turns per session').argParser(parsePositiveInteger).default(8))
+  .addOption(
+    new Option('--projects <n>', 'sessions: projects, each with its own shared system prompt and tools')
+      .argParser(parsePositiveInteger)
+      .default(4),
+  )
+  .addOption(
+    new Option('--system-tokens <range>', 'sessions: words of a project system prompt')
+      .argParser(parseRange)
+      .default({ min: 8000, max: 20000 }, '8000:20000'),
+  )
+  .addOption(
+    new Option('--user-tokens <range>', 'sessions: words of a user turn')
+      .argParser(parseRange)
+      .default({ min: 200, max: 800 }, '200:800'),
+  )
+  .addOption(
+    new Option('--think-time <range>', 'sessions: pause between turns, ms')
+      .argParser(parseRange)
+      .default({ min: 2000, max: 8000 }, '2000:8000'),
+  )
+  .option(
+    '--replay <file>',
+    'multi-turn workload from a JSONL file of chat requests (messages, session_id?, timestamp?, max_tokens?)',
+  )
   .option('--out <dir>', 'with --sessions or --replay: write samples.json and ttft-cdf.svg there');
 
 function originOf(url: string): string {
@@ -142,7 +163,9 @@ async function main(): Promise<number> {
   const options = program.opts<CliOptions>();
   if (options.sessions !== undefined || options.replay !== undefined) {
     if (options.rate !== undefined || options.concurrency !== undefined)
-      program.error('--sessions and --replay set their own concurrency (one request per session at a time)', { exitCode: 2 });
+      program.error('--sessions and --replay set their own concurrency (one request per session at a time)', {
+        exitCode: 2,
+      });
     return sessionsMain(options, originOf(options.url));
   }
   if (options.concurrency !== undefined && options.rate !== undefined)
@@ -150,11 +173,18 @@ async function main(): Promise<number> {
   const origin = originOf(options.url);
   const requests = options.requests ?? (options.duration === undefined ? 100 : Number.POSITIVE_INFINITY);
   const mode =
-    options.rate !== undefined ? { kind: 'open' as const, ratePerSecond: options.rate } : { kind: 'closed' as const, concurrency: options.concurrency ?? 8 };
+    options.rate !== undefined
+      ? { kind: 'open' as const, ratePerSecond: options.rate }
+      : { kind: 'closed' as const, concurrency: options.concurrency ?? 8 };
   const progress = new ProgressLine(requests);
   const { results, wallMs } = await runWorkload({
     origin,
-    spec: { dialect: options.dialect, model: options.model, stream: options.stream, ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }) },
+    spec: {
+      dialect: options.dialect,
+      model: options.model,
+      stream: options.stream,
+      ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+    },
     promptWords: options.promptWords,
     maxTokens: options.maxTokens,
     mode,

@@ -48,7 +48,11 @@ export const DIALECTS: Record<BenchDialect, DialectSpec> = {
     },
     outputTokens: (data) => (data.usage as Json | null | undefined)?.completion_tokens as number | undefined,
     collectToolCalls: (data, calls) => {
-      const choice = (data.choices as Array<{ delta?: { tool_calls?: ChatToolCallWire[] }; message?: { tool_calls?: ChatToolCallWire[] } }> | undefined)?.[0];
+      const choice = (
+        data.choices as
+          | Array<{ delta?: { tool_calls?: ChatToolCallWire[] }; message?: { tool_calls?: ChatToolCallWire[] } }>
+          | undefined
+      )?.[0];
       const stream = choice?.delta?.tool_calls;
       for (const [position, wire] of (stream ?? choice?.message?.tool_calls ?? []).entries()) {
         const call = (calls[stream === undefined ? position : (wire.index ?? 0)] ??= { name: '', arguments: '' });
@@ -59,7 +63,13 @@ export const DIALECTS: Record<BenchDialect, DialectSpec> = {
   },
   responses: {
     path: '/v1/responses',
-    body: (model, prompt, maxTokens, stream) => ({ model, input: prompt, max_output_tokens: maxTokens, stream, store: false }),
+    body: (model, prompt, maxTokens, stream) => ({
+      model,
+      input: prompt,
+      max_output_tokens: maxTokens,
+      stream,
+      store: false,
+    }),
     isToken: (event) => event === 'response.output_text.delta',
     outputTokens: (data) => {
       const response = (data.response as Json | undefined) ?? data;
@@ -68,7 +78,12 @@ export const DIALECTS: Record<BenchDialect, DialectSpec> = {
   },
   messages: {
     path: '/v1/messages',
-    body: (model, prompt, maxTokens, stream) => ({ model, messages: [{ role: 'user', content: prompt }], max_tokens: maxTokens, stream }),
+    body: (model, prompt, maxTokens, stream) => ({
+      model,
+      messages: [{ role: 'user', content: prompt }],
+      max_tokens: maxTokens,
+      stream,
+    }),
     isToken: (event) => event === 'content_block_delta',
     outputTokens: (data) => (data.usage as Json | undefined)?.output_tokens as number | undefined,
   },

@@ -38,7 +38,13 @@ const scale = Number(process.env.BENCH_SCALE ?? '1');
 const scaled = (count: number, min: number) => Math.max(min, Math.round(count * scale));
 
 /** The edge default, with room for 5 attempts (a request header can only lower it). */
-const GATE = { default: { filters: ['tool-calls', 'structured-output', 'degeneration', 'empty-output'], policy: 'evidence-tail', maxAttempts: 5 } };
+const GATE = {
+  default: {
+    filters: ['tool-calls', 'structured-output', 'degeneration', 'empty-output'],
+    policy: 'evidence-tail',
+    maxAttempts: 5,
+  },
+};
 
 const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Forecast for a city', parameters } }];
 
@@ -51,7 +57,15 @@ interface Stack {
 }
 
 async function startStack(simArgs: string[]): Promise<Stack> {
-  const sim = launch('sim', 'apps/sim/dist/main.js', ['--port', '0', '--host', '127.0.0.1', '--models', MODEL, ...simArgs]);
+  const sim = launch('sim', 'apps/sim/dist/main.js', [
+    '--port',
+    '0',
+    '--host',
+    '127.0.0.1',
+    '--models',
+    MODEL,
+    ...simArgs,
+  ]);
   const simPort = (await sim.ready()).port as number;
   const config = path.join(mkdtempSync(path.join(os.tmpdir(), 'iop-gate-bench-')), 'edge.json');
   writeFileSync(config, JSON.stringify({ gate: GATE }));
@@ -86,7 +100,8 @@ async function simRequestCount(stack: Stack): Promise<number> {
   return ((await response.body.json()) as { requests: number }).requests;
 }
 
-const fixed = (value: number | undefined, digits = 2) => (value === undefined || Number.isNaN(value) ? '-' : value.toFixed(digits));
+const fixed = (value: number | undefined, digits = 2) =>
+  value === undefined || Number.isNaN(value) ? '-' : value.toFixed(digits);
 
 function printTable(header: string[], rows: string[][]): void {
   console.log(`| ${header.join(' | ')} |`);
@@ -158,7 +173,8 @@ async function validity(): Promise<ValidityRow[]> {
         requests,
       });
       const metricsAfter = await scrapeMetrics(stack.edgeUrl);
-      const gateAttempts = sumOf(metricsAfter, 'iop_gate_attempts_total') - sumOf(metricsBefore, 'iop_gate_attempts_total');
+      const gateAttempts =
+        sumOf(metricsAfter, 'iop_gate_attempts_total') - sumOf(metricsBefore, 'iop_gate_attempts_total');
       rows.push({
         attempts,
         requests: results.length,
@@ -187,7 +203,11 @@ function modeSpec(mode: Mode): Omit<RequestSpec, 'prompt' | 'maxTokens'> {
   const base = { dialect: 'chat' as const, model: MODEL, stream: true, apiKey: API_KEY };
   if (mode === 'direct' || mode === 'relay') return base;
   // `tool_choice: auto` with tools: the sim answers with text, the gate validates the (absent) calls.
-  return { ...base, body: { tools, tool_choice: 'auto' }, headers: { 'x-iop-gate': `policy=${mode.slice('gate '.length)}` } };
+  return {
+    ...base,
+    body: { tools, tool_choice: 'auto' },
+    headers: { 'x-iop-gate': `policy=${mode.slice('gate '.length)}` },
+  };
 }
 
 interface LatencyRow {
@@ -209,7 +229,14 @@ async function latency(): Promise<LatencyRow[]> {
     ] as const) {
       const byMode = new Map<Mode, LatencyRow>();
       for (const mode of MODES) {
-        byMode.set(mode, { mode, concurrency, results: [], wallMs: 0, edgeCpuMs: 0, held: { count: 0, sum: 0, buckets: [] } });
+        byMode.set(mode, {
+          mode,
+          concurrency,
+          results: [],
+          wallMs: 0,
+          edgeCpuMs: 0,
+          held: { count: 0, sum: 0, buckets: [] },
+        });
         const origin = mode === 'direct' ? stack.simUrl : stack.edgeUrl;
         await runWorkload({
           origin,
@@ -237,7 +264,10 @@ async function latency(): Promise<LatencyRow[]> {
           row.edgeCpuMs += procStats(stack.edge.pid).cpuMs - cpuBefore;
           row.results.push(...results);
           row.wallMs += wallMs;
-          row.held = addHistograms(row.held, histogramDelta(metricsBefore, await scrapeMetrics(stack.edgeUrl), 'iop_gate_held_bytes'));
+          row.held = addHistograms(
+            row.held,
+            histogramDelta(metricsBefore, await scrapeMetrics(stack.edgeUrl), 'iop_gate_held_bytes'),
+          );
         }
       }
       for (const mode of MODES) {
@@ -259,14 +289,21 @@ function addHistograms(a: HistogramDelta, b: HistogramDelta): HistogramDelta {
   return {
     count: a.count + b.count,
     sum: a.sum + b.sum,
-    buckets: a.buckets.map((bucket, index) => ({ le: bucket.le, count: bucket.count + (b.buckets[index]?.count ?? 0) })),
+    buckets: a.buckets.map((bucket, index) => ({
+      le: bucket.le,
+      count: bucket.count + (b.buckets[index]?.count ?? 0),
+    })),
   };
 }
 
 const ttftOf = (row: LatencyRow) =>
-  summarize(row.results.filter((result) => result.ok).flatMap((result) => (result.ttftMs === undefined ? [] : [result.ttftMs])));
+  summarize(
+    row.results.filter((result) => result.ok).flatMap((result) => (result.ttftMs === undefined ? [] : [result.ttftMs])),
+  );
 const heldText = (held: HistogramDelta | undefined) =>
-  held === undefined || held.count === 0 ? '-' : `${fixed(held.sum / held.count, 0)} / ≤${bucketPercentile(held, 50)} / ≤${bucketPercentile(held, 99)}`;
+  held === undefined || held.count === 0
+    ? '-'
+    : `${fixed(held.sum / held.count, 0)} / ≤${bucketPercentile(held, 50)} / ≤${bucketPercentile(held, 99)}`;
 
 async function main(): Promise<void> {
   console.log(
@@ -275,7 +312,9 @@ async function main(): Promise<void> {
   console.log('load generator, sim, edge and agent share this machine.\n');
 
   const validityRows = await validity();
-  console.log('\n1. Tool calls with 30 % invalid arguments at the backend (streaming chat, tool_choice required, concurrency 8):\n');
+  console.log(
+    '\n1. Tool calls with 30 % invalid arguments at the backend (streaming chat, tool_choice required, concurrency 8):\n',
+  );
   printTable(
     [
       'target',
@@ -300,7 +339,9 @@ async function main(): Promise<void> {
   );
 
   const latencyRows = await latency();
-  console.log(`\n2. Streaming chat, paced sim (20 ms TTFT, 5 ms ITL, ${OUTPUT_TOKENS} tokens); gate modes carry tools and x-iop-gate:\n`);
+  console.log(
+    `\n2. Streaming chat, paced sim (20 ms TTFT, 5 ms ITL, ${OUTPUT_TOKENS} tokens); gate modes carry tools and x-iop-gate:\n`,
+  );
   printTable(
     [
       'conc',
@@ -316,7 +357,8 @@ async function main(): Promise<void> {
       'held bytes per attempt: mean / p50 / p99',
     ],
     latencyRows.map((row) => {
-      const p50Of = (mode: Mode) => ttftOf(latencyRows.find((other) => other.concurrency === row.concurrency && other.mode === mode)!).p50;
+      const p50Of = (mode: Mode) =>
+        ttftOf(latencyRows.find((other) => other.concurrency === row.concurrency && other.mode === mode)!).p50;
       const ttft = ttftOf(row);
       const tokens = row.results.reduce((sum, result) => sum + result.outputTokens, 0);
       return [

@@ -52,12 +52,18 @@ const SIMS: SimKind[] = [
   { name: 'instant', args: ['--ttft-ms', '0', '--itl-ms', '0'], requests: { 1: 1000, 16: 2000, 64: 3000 } },
   { name: 'paced', args: ['--ttft-ms', '50', '--itl-ms', '5'], requests: { 1: 60, 16: 480, 64: 1280 } },
 ];
-const CONCURRENCY = process.env.BENCH_CONCURRENCY === undefined ? [1, 16, 64] : process.env.BENCH_CONCURRENCY.split(',').map(Number);
+const CONCURRENCY =
+  process.env.BENCH_CONCURRENCY === undefined ? [1, 16, 64] : process.env.BENCH_CONCURRENCY.split(',').map(Number);
 const simNames = process.env.BENCH_SIMS?.split(',');
 
-/** `direct`: straight to the sim; `iop`: edge → tunnel → agent → sim; `edge`: an edge with the sim as a direct provider. */
+/**
+ * `direct`: straight to the sim; `iop`: edge → tunnel → agent → sim; `edge`: an edge with the sim as a direct provider.
+ */
 type Target = 'direct' | 'iop' | 'edge';
-const TARGETS: Target[] = process.env.BENCH_TARGETS === undefined ? ['direct', 'iop', 'edge'] : (process.env.BENCH_TARGETS.split(',') as Target[]);
+const TARGETS: Target[] =
+  process.env.BENCH_TARGETS === undefined
+    ? ['direct', 'iop', 'edge']
+    : (process.env.BENCH_TARGETS.split(',') as Target[]);
 const IDLE_STREAMS = Number(process.env.BENCH_IDLE_STREAMS ?? '10000');
 /** Requests per target and mode before any row (see the header). */
 const WARMUP = Math.round(Number(process.env.BENCH_WARMUP ?? '10000') * scale);
@@ -98,7 +104,11 @@ interface Stack {
   edgeAloneUrl?: string;
 }
 
-async function startEdge(name: string, args: string[], options: LaunchOptions): Promise<{ proc: Proc; port: number; tunnelPort: number }> {
+async function startEdge(
+  name: string,
+  args: string[],
+  options: LaunchOptions,
+): Promise<{ proc: Proc; port: number; tunnelPort: number }> {
   const proc = launch(
     'edge',
     'apps/edge/dist/main.js',
@@ -127,7 +137,9 @@ async function startStack(
   const gateway = (name: string): LaunchOptions => ({
     execArgv: [
       ...(process.env.BENCH_GATEWAY_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
-      ...(profile ? ['--cpu-prof', `--cpu-prof-dir=${process.cwd()}/profiles`, `--cpu-prof-name=${name}-${sim.name}.cpuprofile`] : []),
+      ...(profile
+        ? ['--cpu-prof', `--cpu-prof-dir=${process.cwd()}/profiles`, `--cpu-prof-name=${name}-${sim.name}.cpuprofile`]
+        : []),
     ],
     cpus: options.pins?.gateway,
   });
@@ -154,7 +166,14 @@ async function startStack(
   let alone: Awaited<ReturnType<typeof startEdge>> | undefined;
   if (options.edgeAlone === true) {
     const config = path.join(mkdtempSync(path.join(os.tmpdir(), 'iop-bench-direct-')), 'edge.json');
-    writeFileSync(config, JSON.stringify({ pool: { directProviders: [{ id: 'sim', baseUrl: simUrl, models: [MODEL, INSTANT_MODEL], maxConcurrency: 256 }] } }));
+    writeFileSync(
+      config,
+      JSON.stringify({
+        pool: {
+          directProviders: [{ id: 'sim', baseUrl: simUrl, models: [MODEL, INSTANT_MODEL], maxConcurrency: 256 }],
+        },
+      }),
+    );
     alone = await startEdge('edge-alone', ['--config', config], gateway('edge-alone'));
   }
   for (const proc of [simProc, edge.proc, ...agents, ...(alone === undefined ? [] : [alone.proc])]) proc.detach();
@@ -180,7 +199,10 @@ async function stopStack(stack: Stack): Promise<void> {
 }
 
 function rowOf(
-  base: Omit<Row, 'requests' | 'errors' | 'rps' | 'latencyP50' | 'latencyP99' | 'ttftP50' | 'ttftP99' | 'itlP99' | 'tokensPerSecond'>,
+  base: Omit<
+    Row,
+    'requests' | 'errors' | 'rps' | 'latencyP50' | 'latencyP99' | 'ttftP50' | 'ttftP99' | 'itlP99' | 'tokensPerSecond'
+  >,
   results: RequestResult[],
   wallMs: number,
 ): Row {
@@ -207,8 +229,17 @@ function originOf(stack: Stack, target: Target): string {
   return target === 'direct' ? stack.simUrl : target === 'edge' ? stack.edgeAloneUrl! : stack.edgeUrl;
 }
 
-/** `requests` Chat Completions of 8–32 prompt words and `OUTPUT_TOKENS` answer tokens, `concurrency` clients in a closed loop. */
-function closedLoad(origin: string, model: string, stream: boolean, concurrency: number, requests: number): ReturnType<typeof runWorkload> {
+/**
+ * `requests` Chat Completions of 8–32 prompt words and `OUTPUT_TOKENS` answer tokens, `concurrency` clients in a closed
+ * loop.
+ */
+function closedLoad(
+  origin: string,
+  model: string,
+  stream: boolean,
+  concurrency: number,
+  requests: number,
+): ReturnType<typeof runWorkload> {
   return runWorkload({
     origin,
     spec: { dialect: 'chat', model, stream, apiKey: API_KEY },
@@ -219,7 +250,10 @@ function closedLoad(origin: string, model: string, stream: boolean, concurrency:
   });
 }
 
-/** Brings every target of a new stack to steady state (see the header): `WARMUP` instant requests per target and mode at concurrency 64. */
+/**
+ * Brings every target of a new stack to steady state (see the header): `WARMUP` instant requests per target and mode at
+ * concurrency 64.
+ */
 async function warmToSteadyState(stack: Stack): Promise<void> {
   if (WARMUP <= 0) return;
   for (const target of TARGETS) {
@@ -261,7 +295,8 @@ async function measure(stack: Stack, sim: SimKind, stream: boolean, concurrency:
   return row;
 }
 
-const fixed = (value: number | undefined, digits = 2) => (value === undefined || Number.isNaN(value) ? '-' : value.toFixed(digits));
+const fixed = (value: number | undefined, digits = 2) =>
+  value === undefined || Number.isNaN(value) ? '-' : value.toFixed(digits);
 
 function printTable(rows: Row[]): void {
   const header = [
@@ -309,10 +344,15 @@ function printTable(rows: Row[]): void {
 
 function printOverhead(rows: Row[]): void {
   console.log('\nOverhead against direct (iop: edge + tunnel + agent; edge: the edge alone, direct provider):');
-  console.log('| sim | mode | conc | target | added p50 latency ms | ratio p50 | added p50 TTFT ms | added p99 ITL ms | CPU ms/req (edge + agent) |');
+  console.log(
+    '| sim | mode | conc | target | added p50 latency ms | ratio p50 | added p50 TTFT ms | added p99 ITL ms | CPU ms/req (edge + agent) |',
+  );
   console.log('|---|---|---|---|---|---|---|---|---|');
   for (const iop of rows.filter((row) => row.target !== 'direct')) {
-    const direct = rows.find((row) => row.target === 'direct' && row.sim === iop.sim && row.mode === iop.mode && row.concurrency === iop.concurrency);
+    const direct = rows.find(
+      (row) =>
+        row.target === 'direct' && row.sim === iop.sim && row.mode === iop.mode && row.concurrency === iop.concurrency,
+    );
     if (direct === undefined) continue; // `BENCH_TARGETS` without direct: nothing to compare with
     const cpu = (iop.edgeCpuMsPerRequest ?? 0) + (iop.agentCpuMsPerRequest ?? 0);
     console.log(
@@ -324,9 +364,12 @@ function printOverhead(rows: Row[]): void {
 /** Runs one agent takes in the idle-streams stack (agents cap `--max-concurrency` at 1 024). */
 const IDLE_RUNS_PER_AGENT = 1000;
 
-/** `IDLE_STREAMS` streams held open at once on a sim that answers after 10 minutes, over one agent per 1 000 streams. */
+/**
+ * `IDLE_STREAMS` streams held open at once on a sim that answers after 10 minutes, over one agent per 1 000 streams.
+ */
 async function idleStreams(): Promise<IdleStreamsResult> {
-  const agents = Math.ceil(IDLE_STREAMS / IDLE_RUNS_PER_AGENT) + 1; // one spare: P2C need not fill every agent to the last slot
+  // one spare: P2C need not fill every agent to the last slot
+  const agents = Math.ceil(IDLE_STREAMS / IDLE_RUNS_PER_AGENT) + 1;
   const stack = await startStack(
     { name: 'paced', args: ['--ttft-ms', '600000', '--itl-ms', '5'], requests: {} },
     { agents, agentMaxConcurrency: IDLE_RUNS_PER_AGENT + 24 },

@@ -41,7 +41,8 @@ async function edgeInFlight(edgeUrl: string): Promise<number> {
   const response = await request(`${edgeUrl}/metrics`);
   const text = await response.body.text();
   let sum = 0;
-  for (const line of text.split('\n')) if (line.startsWith('iop_requests_in_flight')) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  for (const line of text.split('\n'))
+    if (line.startsWith('iop_requests_in_flight')) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
   return sum;
 }
 
@@ -73,13 +74,27 @@ async function settledRss(pid: number): Promise<number> {
 export async function measureIdleStreams(options: IdleStreamsOptions): Promise<IdleStreamsResult> {
   const edgeBefore = await settledRss(options.edgePid);
   const agentBefore = options.agentPid === undefined ? undefined : await settledRss(options.agentPid);
-  const dispatcher = new Agent({ connections: options.streams + 8, pipelining: 1, keepAliveTimeout: 60_000, headersTimeout: 0, bodyTimeout: 0 });
+  const dispatcher = new Agent({
+    connections: options.streams + 8,
+    pipelining: 1,
+    keepAliveTimeout: 60_000,
+    headersTimeout: 0,
+    bodyTimeout: 0,
+  });
   const abort = new AbortController();
   setMaxListeners(Number.POSITIVE_INFINITY, abort.signal); // one listener per open request
-  const body = JSON.stringify({ model: options.model, stream: true, max_tokens: 20, messages: [{ role: 'user', content: 'wait for the first token' }] });
+  const body = JSON.stringify({
+    model: options.model,
+    stream: true,
+    max_tokens: 20,
+    messages: [{ role: 'user', content: 'wait for the first token' }],
+  });
   const started = performance.now();
   const pending: Array<Promise<unknown>> = [];
-  /** Responses by status (a stream's headers leave once its first byte is in: before that, none) and failures before any, by message. */
+  /**
+   * Responses by status (a stream's headers leave once its first byte is in: before that, none) and failures before
+   * any, by message.
+   */
   const statuses = new Map<number, number>();
   const failures = new Map<string, number>();
   const count = <K>(map: Map<K, number>, key: K) => map.set(key, (map.get(key) ?? 0) + 1);
@@ -110,7 +125,9 @@ export async function measureIdleStreams(options: IdleStreamsOptions): Promise<I
   const edgeAfter = await settledRss(options.edgePid);
   const agentAfter = options.agentPid === undefined ? undefined : await settledRss(options.agentPid);
   if (inFlight < options.streams)
-    console.error(`idle streams: ${inFlight} in flight; responses by status ${JSON.stringify([...statuses])}; failures ${JSON.stringify([...failures])}`);
+    console.error(
+      `idle streams: ${inFlight} in flight; responses by status ${JSON.stringify([...statuses])}; failures ${JSON.stringify([...failures])}`,
+    );
   abort.abort();
   await Promise.allSettled(pending);
   await dispatcher.destroy();

@@ -130,13 +130,24 @@ async function affinityPhase(origin: string): Promise<string> {
         stream: true,
         max_tokens: 16,
         messages: [
-          { role: 'system', content: `You are assistant number ${conversation}. ${'Follow the house rules. '.repeat(40)}` },
+          {
+            role: 'system',
+            content: `You are assistant number ${conversation}. ${'Follow the house rules. '.repeat(40)}`,
+          },
           { role: 'user', content: `Conversation ${conversation}: let us plan a trip.` },
           { role: 'assistant', content: 'Sure.' },
           { role: 'user', content: `Question ${index}` },
         ],
       };
-      const result = await sendRequest(dispatcher, origin, { dialect: 'chat', model: MODEL, prompt: '', maxTokens: 16, stream: true, apiKey: API_KEY, body });
+      const result = await sendRequest(dispatcher, origin, {
+        dialect: 'chat',
+        model: MODEL,
+        prompt: '',
+        maxTokens: 16,
+        stream: true,
+        apiKey: API_KEY,
+        body,
+      });
       if (!result.ok || result.agent === undefined) continue;
       const first = firstAgent.get(conversation);
       if (first === undefined) firstAgent.set(conversation, result.agent);
@@ -159,13 +170,17 @@ async function affinityPhase(origin: string): Promise<string> {
 }
 
 async function main(): Promise<void> {
-  console.log(`machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`);
+  console.log(
+    `machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
+  );
   console.log(
     `pool: 1 edge, ${AGENTS} agents (max concurrency 8) each on its own sim (TTFT 40 ms, ITL 5 ms, 32 tokens); closed loop, concurrency ${CONCURRENCY}, streaming chat\n`,
   );
   let pool = await startPool();
   try {
-    const distribution = buildReport(...(Object.values(await runWorkload(workload(pool.origin, {}))) as [RequestResult[], number]));
+    const distribution = buildReport(
+      ...(Object.values(await runWorkload(workload(pool.origin, {}))) as [RequestResult[], number]),
+    );
     console.log('1. distribution across agents');
     for (const [agent, count] of Object.entries(distribution.agents).sort())
       console.log(`   ${agent}: ${count} (${((count / distribution.requests.total) * 100).toFixed(1)}%)`);
@@ -194,13 +209,19 @@ async function main(): Promise<void> {
     clearTimeout(kill);
     const before = completions.filter((entry) => entry.at < killedAt).map((entry) => entry.result);
     const after = completions.filter((entry) => entry.at >= killedAt).map((entry) => entry.result);
-    const firstSecond = completions.filter((entry) => entry.at >= killedAt && entry.at < killedAt + 1000).map((entry) => entry.result);
-    console.log(`2. failover: agent-${AGENTS} killed (SIGKILL) at ${(durationMs / 2000).toFixed(1)} s of ${(durationMs / 1000).toFixed(1)} s`);
+    const firstSecond = completions
+      .filter((entry) => entry.at >= killedAt && entry.at < killedAt + 1000)
+      .map((entry) => entry.result);
+    console.log(
+      `2. failover: agent-${AGENTS} killed (SIGKILL) at ${(durationMs / 2000).toFixed(1)} s of ${(durationMs / 1000).toFixed(1)} s`,
+    );
     console.log(`   before: ${phase(before)}`);
     console.log(`   after:  ${phase(after)}`);
     console.log(`   first second after the kill: ${phase(firstSecond)}`);
     const classes = buildReport(after, 1).errors;
-    console.log(`   errors after the kill by class: ${Object.keys(classes).length === 0 ? 'none' : JSON.stringify(classes)}`);
+    console.log(
+      `   errors after the kill by class: ${Object.keys(classes).length === 0 ? 'none' : JSON.stringify(classes)}`,
+    );
     console.log(
       `   requests completed after the kill, by agent (ok only): ${JSON.stringify(
         buildReport(
@@ -218,7 +239,10 @@ async function main(): Promise<void> {
     );
     const byPlacement: Array<[string, BillingPhaseResult]> = [];
     for (const billingHeader of ['keep', 'end', 'drop']) {
-      pool = await startPool({ simArgs: ['--profile', 'gpu-h100-8b', '--time-scale', '0.1'], edgeConfig: { billingHeader } });
+      pool = await startPool({
+        simArgs: ['--profile', 'gpu-h100-8b', '--time-scale', '0.1'],
+        edgeConfig: { billingHeader },
+      });
       byPlacement.push([
         billingHeader,
         await billingLinePhase({
@@ -234,16 +258,23 @@ async function main(): Promise<void> {
       await Promise.all(pool.all.map((proc) => proc.kill()));
     }
     console.log(`   ${'billingHeader'.padEnd(14)}${byPlacement.map(([name]) => name.padStart(18)).join('')}`);
-    console.log(`   ${'hit rate'.padEnd(14)}${byPlacement.map(([, result]) => `${(result.hitRate * 100).toFixed(1)} %`.padStart(18)).join('')}`);
-    console.log(`   ${'hit tokens'.padEnd(14)}${byPlacement.map(([, result]) => `${result.hitsTokens}/${result.queriesTokens}`.padStart(18)).join('')}`);
-    console.log(`   ${'errors'.padEnd(14)}${byPlacement.map(([, result]) => `${result.errors}/${result.requests}`.padStart(18)).join('')}`);
+    console.log(
+      `   ${'hit rate'.padEnd(14)}${byPlacement.map(([, result]) => `${(result.hitRate * 100).toFixed(1)} %`.padStart(18)).join('')}`,
+    );
+    console.log(
+      `   ${'hit tokens'.padEnd(14)}${byPlacement.map(([, result]) => `${result.hitsTokens}/${result.queriesTokens}`.padStart(18)).join('')}`,
+    );
+    console.log(
+      `   ${'errors'.padEnd(14)}${byPlacement.map(([, result]) => `${result.errors}/${result.requests}`.padStart(18)).join('')}`,
+    );
   } finally {
     await Promise.all(pool.all.map((proc) => proc.kill()));
   }
 }
 
 // `npm run bench:pool -- sessions`: the multi-turn routing comparison (pool-sessions-bench.ts) instead.
-const run = process.argv[2] === 'sessions' ? () => import('./pool-sessions-bench.js').then((module) => module.main()) : main;
+const run =
+  process.argv[2] === 'sessions' ? () => import('./pool-sessions-bench.js').then((module) => module.main()) : main;
 run().catch((error: unknown) => {
   console.error(error);
   process.exit(1);

@@ -36,7 +36,8 @@ const MODEL = 'sessions-model';
 const env = (name: string, fallback: string) => process.env[name] ?? fallback;
 const pair = (name: string, fallback: string): [number, number] => {
   const [min, max = min] = env(name, fallback).split(':').map(Number);
-  if (!Number.isFinite(min) || !Number.isFinite(max) || min! < 0 || max! < min!) throw new Error(`${name}: expected min:max, got ${env(name, fallback)}`);
+  if (!Number.isFinite(min) || !Number.isFinite(max) || min! < 0 || max! < min!)
+    throw new Error(`${name}: expected min:max, got ${env(name, fallback)}`);
   return [min!, max!];
 };
 
@@ -57,7 +58,13 @@ interface Pool {
   all: Proc[];
 }
 
-async function startPool(config: Record<string, unknown>, agents: number, simArgs: string[], maxConcurrency: number, kvEvents: boolean): Promise<Pool> {
+async function startPool(
+  config: Record<string, unknown>,
+  agents: number,
+  simArgs: string[],
+  maxConcurrency: number,
+  kvEvents: boolean,
+): Promise<Pool> {
   const dir = path.join(os.tmpdir(), `iop-sessions-bench-${process.pid}-${Date.now()}`);
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, 'edge.json');
@@ -76,7 +83,14 @@ async function startPool(config: Record<string, unknown>, agents: number, simArg
   const listening = await edge.ready();
   const simOrigins: string[] = [];
   for (let index = 1; index <= agents; index++) {
-    const sim = launch(`sim-${index}`, 'apps/sim/dist/main.js', ['--port', '0', '--models', MODEL, ...simArgs, ...(kvEvents ? KV_SIM_ARGS : [])]);
+    const sim = launch(`sim-${index}`, 'apps/sim/dist/main.js', [
+      '--port',
+      '0',
+      '--models',
+      MODEL,
+      ...simArgs,
+      ...(kvEvents ? KV_SIM_ARGS : []),
+    ]);
     all.push(sim);
     const ready = await sim.ready();
     const port = ready.port as number;
@@ -90,7 +104,14 @@ async function startPool(config: Record<string, unknown>, agents: number, simArg
       maxConcurrency,
       logLevel: 'warn',
       ...(kvEvents
-        ? { args: ['--kv-events-endpoint', String(ready.kvEventsEndpoint), '--kv-events-replay-endpoint', String(ready.kvEventsReplayEndpoint)] }
+        ? {
+            args: [
+              '--kv-events-endpoint',
+              String(ready.kvEventsEndpoint),
+              '--kv-events-replay-endpoint',
+              String(ready.kvEventsReplayEndpoint),
+            ],
+          }
         : {}),
     });
     all.push(agent);
@@ -103,7 +124,9 @@ async function cacheCounters(simOrigins: readonly string[]): Promise<{ queriedTo
   let queriedTokens = 0;
   let hitTokens = 0;
   for (const origin of simOrigins) {
-    const stats = (await (await fetch(`${origin}/_sim/stats`)).json()) as { gpu: { prefixCacheQueries: number; prefixCacheHits: number } | null };
+    const stats = (await (await fetch(`${origin}/_sim/stats`)).json()) as {
+      gpu: { prefixCacheQueries: number; prefixCacheHits: number } | null;
+    };
     queriedTokens += stats.gpu?.prefixCacheQueries ?? 0;
     hitTokens += stats.gpu?.prefixCacheHits ?? 0;
   }
@@ -138,7 +161,9 @@ function progress(policy: string, total: number): { tick(): void; stop(): void }
   const timer = setInterval(() => {
     const elapsed = (Date.now() - started) / 1000;
     const remaining = done === 0 ? '?' : `${Math.round((elapsed * (total - done)) / done)} s`;
-    process.stderr.write(`[${policy}] ${done}/${total} requests, ${Math.round(elapsed)} s elapsed, ~${remaining} remaining\n`);
+    process.stderr.write(
+      `[${policy}] ${done}/${total} requests, ${Math.round(elapsed)} s elapsed, ~${remaining} remaining\n`,
+    );
   }, 5_000);
   return { tick: () => done++, stop: () => clearInterval(timer) };
 }
@@ -149,12 +174,19 @@ export async function main(): Promise<void> {
   const timeScale = Number(env('BENCH_TIME_SCALE', '0.25'));
   const maxConcurrency = Number(env('BENCH_MAX_CONCURRENCY', '32'));
   const policies = env('BENCH_POLICIES', Object.keys(POLICIES).join(',')).split(',');
-  for (const policy of policies) if (POLICIES[policy] === undefined) throw new Error(`unknown policy ${policy} (known: ${Object.keys(POLICIES).join(', ')})`);
+  for (const policy of policies)
+    if (POLICIES[policy] === undefined)
+      throw new Error(`unknown policy ${policy} (known: ${Object.keys(POLICIES).join(', ')})`);
   const { sessions, label } = workload(timeScale);
   const total = sessions.reduce((sum, session) => sum + session.turns.length, 0);
-  const out = env('BENCH_OUT', path.join(repoRoot(), 'bench-results', `sessions-${new Date().toISOString().replace(/[:.]/g, '-')}`));
+  const out = env(
+    'BENCH_OUT',
+    path.join(repoRoot(), 'bench-results', `sessions-${new Date().toISOString().replace(/[:.]/g, '-')}`),
+  );
   mkdirSync(out, { recursive: true });
-  process.stderr.write(`${label}; ${agents} agents on ${profile} sims at time-scale ${timeScale}; policies ${policies.join(', ')}\n`);
+  process.stderr.write(
+    `${label}; ${agents} agents on ${profile} sims at time-scale ${timeScale}; policies ${policies.join(', ')}\n`,
+  );
   const runs: PolicyRun[] = [];
   for (const policy of policies) {
     const pool = await startPool(
@@ -167,7 +199,13 @@ export async function main(): Promise<void> {
     try {
       const before = await cacheCounters(pool.simOrigins);
       const meter = progress(policy, total);
-      const { samples, wallMs } = await runSessions({ origin: pool.origin, apiKey: API_KEY, model: MODEL, sessions, onSample: () => meter.tick() });
+      const { samples, wallMs } = await runSessions({
+        origin: pool.origin,
+        apiKey: API_KEY,
+        model: MODEL,
+        sessions,
+        onSample: () => meter.tick(),
+      });
       meter.stop();
       const after = await cacheCounters(pool.simOrigins);
       runs.push({
@@ -175,7 +213,10 @@ export async function main(): Promise<void> {
         samples,
         wallMs,
         ideal: idealCache(samples),
-        measured: { queriedTokens: after.queriedTokens - before.queriedTokens, hitTokens: after.hitTokens - before.hitTokens },
+        measured: {
+          queriedTokens: after.queriedTokens - before.queriedTokens,
+          hitTokens: after.hitTokens - before.hitTokens,
+        },
       });
     } finally {
       await Promise.all(pool.all.map((proc) => proc.kill()));
@@ -183,7 +224,10 @@ export async function main(): Promise<void> {
   }
   const table = formatTable(runs.map(summarize));
   writeSamples(path.join(out, 'samples.json'), runs);
-  writeFileSync(path.join(out, 'ttft-cdf.svg'), await ttftCdfSvg(runs, `TTFT per routing policy: ${agents} agents, ${profile}, ${sessions.length} sessions`));
+  writeFileSync(
+    path.join(out, 'ttft-cdf.svg'),
+    await ttftCdfSvg(runs, `TTFT per routing policy: ${agents} agents, ${profile}, ${sessions.length} sessions`),
+  );
   process.stdout.write(
     `${label}; ${agents} agents on ${profile} sims (time-scale ${timeScale}; times below are wall-clock, so ×${1 / timeScale} for the profile's real time)\n\n${table}\n\nsamples: ${path.join(out, 'samples.json')}\npicture: ${path.join(out, 'ttft-cdf.svg')}\n`,
   );

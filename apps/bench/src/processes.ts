@@ -101,7 +101,11 @@ export function repoRoot(from = __dirname): string {
   let dir = from;
   for (;;) {
     const manifest = path.join(dir, 'package.json');
-    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { workspaces?: unknown }).workspaces !== undefined) return dir;
+    if (
+      existsSync(manifest) &&
+      (JSON.parse(readFileSync(manifest, 'utf8')) as { workspaces?: unknown }).workspaces !== undefined
+    )
+      return dir;
     const parent = path.dirname(dir);
     if (parent === dir) throw new Error('repository root not found');
     dir = parent;
@@ -116,7 +120,13 @@ export interface LaunchOptions {
 }
 
 /** Starts `node <root>/<script> ...args`; the child inherits the environment plus `env`. */
-export function launch(name: string, script: string, args: string[], env: NodeJS.ProcessEnv = {}, options: LaunchOptions = {}): Proc {
+export function launch(
+  name: string,
+  script: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  options: LaunchOptions = {},
+): Proc {
   const root = repoRoot();
   const entry = path.join(root, script);
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first`);

@@ -21,7 +21,10 @@ export class ProgressLine {
     private readonly stream: NodeJS.WriteStream = process.stderr,
   ) {
     const tty = stream.isTTY === true;
-    this.timer = setInterval(() => (tty ? this.draw() : this.stream.write(`${this.line()}\n`)), tty ? REDRAW_MS : LOG_MS);
+    this.timer = setInterval(
+      () => (tty ? this.draw() : this.stream.write(`${this.line()}\n`)),
+      tty ? REDRAW_MS : LOG_MS,
+    );
     this.timer.unref();
     this.tty = tty;
   }
@@ -33,7 +36,10 @@ export class ProgressLine {
     const sorted = [...this.ttfts].sort((a, b) => a - b);
     const p50 = sorted.length === 0 ? '-' : `${percentile(sorted, 50).toFixed(1)} ms`;
     const total = Number.isFinite(this.total) ? `/${this.total}` : '';
-    const remaining = Number.isFinite(this.total) && this.done > 0 ? `, ~${Math.round((seconds * (this.total - this.done)) / this.done)} s left` : '';
+    const remaining =
+      Number.isFinite(this.total) && this.done > 0
+        ? `, ~${Math.round((seconds * (this.total - this.done)) / this.done)} s left`
+        : '';
     return `${this.done}${total} done  ${(this.done / Math.max(seconds, 0.001)).toFixed(1)} req/s  ${this.errors} errors  p50 TTFT ${p50}  ${Math.round(seconds)} s elapsed${remaining}`;
   }
 

@@ -37,7 +37,8 @@ export async function scrapeMetrics(origin: string): Promise<Sample[]> {
 export function sumOf(samples: readonly Sample[], name: string, labels: Record<string, string> = {}): number {
   let sum = 0;
   for (const sample of samples) {
-    if (sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value)) sum += sample.value;
+    if (sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value))
+      sum += sample.value;
   }
   return sum;
 }
@@ -52,14 +53,19 @@ export interface HistogramDelta {
 /** What histogram `name` (all label sets together) observed between scrapes `before` and `after`. */
 export function histogramDelta(before: readonly Sample[], after: readonly Sample[], name: string): HistogramDelta {
   const bounds = new Set<string>();
-  for (const sample of after) if (sample.name === `${name}_bucket` && sample.labels.le !== undefined) bounds.add(sample.labels.le);
+  for (const sample of after)
+    if (sample.name === `${name}_bucket` && sample.labels.le !== undefined) bounds.add(sample.labels.le);
   const buckets = [...bounds]
     .map((le) => ({
       le: le === '+Inf' ? Number.POSITIVE_INFINITY : Number(le),
       count: sumOf(after, `${name}_bucket`, { le }) - sumOf(before, `${name}_bucket`, { le }),
     }))
     .sort((a, b) => a.le - b.le);
-  return { count: sumOf(after, `${name}_count`) - sumOf(before, `${name}_count`), sum: sumOf(after, `${name}_sum`) - sumOf(before, `${name}_sum`), buckets };
+  return {
+    count: sumOf(after, `${name}_count`) - sumOf(before, `${name}_count`),
+    sum: sumOf(after, `${name}_sum`) - sumOf(before, `${name}_sum`),
+    buckets,
+  };
 }
 
 /** The upper bound of the bucket holding the p-th percentile (NaN when nothing was observed). */

@@ -18,7 +18,10 @@ export interface RequestSpec {
   body?: Record<string, unknown>;
   /** Extra request headers (e.g. `x-iop-gate`). */
   headers?: Record<string, string>;
-  /** Keep the streamed answer's text in `RequestResult.text` (Chat Completions streams; multi-turn workloads send it back). */
+  /**
+   * Keep the streamed answer's text in `RequestResult.text` (Chat Completions streams; multi-turn workloads send it
+   * back).
+   */
   collectText?: boolean;
 }
 
@@ -28,7 +31,10 @@ export interface RequestResult {
   status: number;
   /** `http_4xx`, `http_5xx`, `connection`, `stream_error`, or undefined on success. */
   errorClass?: string;
-  /** The error's message as received (the error body's `message`, the in-band error event's, or the connection error), at most 200 characters. */
+  /**
+   * The error's message as received (the error body's `message`, the in-band error event's, or the connection error),
+   * at most 200 characters.
+   */
   errorMessage?: string;
   latencyMs: number;
   ttftMs: number | undefined;
@@ -82,7 +88,8 @@ export async function sendRequest(dispatcher: Dispatcher, origin: string, spec: 
     let tokens = 0;
     let reported: number | undefined;
     let streamError = false;
-    const toolCalls: ToolCallResult[] | undefined = dialect.collectToolCalls === undefined ? undefined : (result.toolCalls = []);
+    const toolCalls: ToolCallResult[] | undefined =
+      dialect.collectToolCalls === undefined ? undefined : (result.toolCalls = []);
     const reader = new SseReader((event) => {
       if (event.data === '[DONE]') return;
       let data: Record<string, unknown>;
@@ -99,7 +106,9 @@ export async function sendRequest(dispatcher: Dispatcher, origin: string, spec: 
       }
       if (dialect.isToken(event.event, data)) {
         if (spec.collectText === true)
-          result.text = (result.text ?? '') + ((data.choices as Array<{ delta?: { content?: string } }> | undefined)?.[0]?.delta?.content ?? '');
+          result.text =
+            (result.text ?? '') +
+            ((data.choices as Array<{ delta?: { content?: string } }> | undefined)?.[0]?.delta?.content ?? '');
         const now = performance.now();
         if (tokens === 0) result.ttftMs = now - started;
         else result.itlMs.push(now - last);
@@ -130,10 +139,17 @@ export async function sendRequest(dispatcher: Dispatcher, origin: string, spec: 
 
 const clip = (text: string) => (text.length > 200 ? `${text.slice(0, 199)}…` : text);
 
-/** The `message` of an error body in any dialect (`{error:{message}}`, `{type:"error",error:{message}}`, `response.failed`), else the text itself. */
+/**
+ * The `message` of an error body in any dialect (`{error:{message}}`, `{type:"error",error:{message}}`,
+ * `response.failed`), else the text itself.
+ */
 function messageOf(text: string): string {
   try {
-    const body = JSON.parse(text) as { error?: { message?: unknown }; response?: { error?: { message?: unknown } }; message?: unknown };
+    const body = JSON.parse(text) as {
+      error?: { message?: unknown };
+      response?: { error?: { message?: unknown } };
+      message?: unknown;
+    };
     const message = body.error?.message ?? body.response?.error?.message ?? body.message;
     if (typeof message === 'string') return clip(message);
   } catch {

@@ -65,7 +65,16 @@ function main(): void {
   const candidates: Candidate[] = [];
   for (let a = 0; a < agents; a++) {
     const sessionId = `ses_${a}`;
-    candidates.push({ id: `agent-${a}`, sessionId, maxConcurrency: 16, inFlight: a % 4, weight: 1, labels: {}, load: { queued: 0 }, available: true });
+    candidates.push({
+      id: `agent-${a}`,
+      sessionId,
+      maxConcurrency: 16,
+      inFlight: a % 4,
+      weight: 1,
+      labels: {},
+      load: { queued: 0 },
+      available: true,
+    });
     for (let from = 0; from < keysPerAgent; from += 1_000) {
       const prefixes = [];
       for (let k = from; k < Math.min(keysPerAgent, from + 1_000); k++)
@@ -75,10 +84,14 @@ function main(): void {
   }
   gc?.();
   const heapAfter = process.memoryUsage().heapUsed;
-  // Requests: 32 keys, the shortest ones resident on a few agents (a shared system prompt and a session's history), the rest cold.
+  // Requests: 32 keys, the shortest ones resident on a few agents (a shared system prompt and a session's history), the
+  // rest cold.
   const requests = Array.from({ length: 1_000 }, (_, r) => {
     const keys: number[] = [];
-    for (let i = 0; i < 32; i++) keys.push(i < 3 ? keyOf(((r + i) % agents) * keysPerAgent + ((r * 7 + i) % keysPerAgent)) : keyOf(1e9 + r * 32 + i));
+    for (let i = 0; i < 32; i++)
+      keys.push(
+        i < 3 ? keyOf(((r + i) % agents) * keysPerAgent + ((r * 7 + i) % keysPerAgent)) : keyOf(1e9 + r * 32 + i),
+      );
     return { keys, messages: keys.map((_, i) => i + 1), total: 32, leadingSystem: true };
   });
   const samples = new Float64Array(picks);

@@ -86,9 +86,14 @@ const SAMPLE_MS = 1_000;
 const SETTLE_DEADLINE_MS = 60_000;
 const DRAIN_DEADLINE_MS = 120_000;
 
-async function sample(cluster: SoakCluster): Promise<{ inFlight: InFlightSample[]; heartbeatAgeMs: number; backendAborted: number } | undefined> {
+async function sample(
+  cluster: SoakCluster,
+): Promise<{ inFlight: InFlightSample[]; heartbeatAgeMs: number; backendAborted: number } | undefined> {
   try {
-    const [loads, backends] = await Promise.all([readAgentLoads(cluster.origin, ADMIN_KEY), Promise.all(cluster.sims.map((sim) => readBackendLoad(sim.url)))]);
+    const [loads, backends] = await Promise.all([
+      readAgentLoads(cluster.origin, ADMIN_KEY),
+      Promise.all(cluster.sims.map((sim) => readBackendLoad(sim.url))),
+    ]);
     const now = Date.now();
     return {
       inFlight: joinInFlight(
@@ -105,11 +110,16 @@ async function sample(cluster: SoakCluster): Promise<{ inFlight: InFlightSample[
 }
 
 function processResources(cluster: SoakCluster) {
-  return [resources('edge', cluster.edge!.pid), ...cluster.agents.map((agent, index) => resources(cluster.agentId(index), agent.pid))];
+  return [
+    resources('edge', cluster.edge!.pid),
+    ...cluster.agents.map((agent, index) => resources(cluster.agentId(index), agent.pid)),
+  ];
 }
 
 async function main(): Promise<void> {
-  console.log(`machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`);
+  console.log(
+    `machine: ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
+  );
   console.log(
     `soak: ${(durationMs / 1000).toFixed(0)} s, 1 edge, ${agents} agents × max concurrency ${concurrency} (${agents * concurrency} closed-loop clients), ` +
       `sims gpu-h100-8b at time-scale ${timeScale}, max_tokens ${maxTokens.min}–${maxTokens.max}; 10 % aborts, 10 % slow readers\n`,
@@ -148,7 +158,10 @@ async function main(): Promise<void> {
       while (sampling) {
         const snapshot = await sample(cluster);
         if (snapshot !== undefined) {
-          maxDisagreementUnderLoad = Math.max(maxDisagreementUnderLoad, ...snapshot.inFlight.map((entry) => entry.disagreement));
+          maxDisagreementUnderLoad = Math.max(
+            maxDisagreementUnderLoad,
+            ...snapshot.inFlight.map((entry) => entry.disagreement),
+          );
           maxHeartbeatAgeMs = Math.max(maxHeartbeatAgeMs, snapshot.heartbeatAgeMs);
         }
         const elapsed = Date.now() - startedAt;
@@ -163,7 +176,11 @@ async function main(): Promise<void> {
 
     const disruptions = (async () => {
       await sleep(durationMs * 0.3);
-      const kill: Window = { name: `${cluster.agentId(0)} SIGKILL + restart`, startAt: Date.now(), endAt: Number.POSITIVE_INFINITY };
+      const kill: Window = {
+        name: `${cluster.agentId(0)} SIGKILL + restart`,
+        startAt: Date.now(),
+        endAt: Number.POSITIVE_INFINITY,
+      };
       windows.push(kill);
       await cluster.killAgent(0);
       await sleep(5_000);

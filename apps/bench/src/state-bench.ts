@@ -26,7 +26,10 @@ const JOIN_TOKEN = 'iop-state-bench-join-token';
 const scale = Number(process.env.BENCH_SCALE ?? '1');
 const PG_URL = process.env.BENCH_PG_URL ?? '';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? '';
-const POLICY = { name: 'bench', limits: { requestsPerMinute: 1_000_000, tokensPerMinute: 1_000_000_000, maxConcurrentStreams: 1000 } };
+const POLICY = {
+  name: 'bench',
+  limits: { requestsPerMinute: 1_000_000, tokensPerMinute: 1_000_000_000, maxConcurrentStreams: 1000 },
+};
 
 interface Stack {
   edge: Proc;
@@ -56,7 +59,18 @@ async function startStack(env: NodeJS.ProcessEnv): Promise<Stack> {
   const edge = launch(
     'edge',
     'apps/edge/dist/main.js',
-    ['--port', '0', '--tunnel-port', '0', '--api-keys', PLAIN_KEY, '--join-tokens', JOIN_TOKEN, '--admin-keys', ADMIN_KEY],
+    [
+      '--port',
+      '0',
+      '--tunnel-port',
+      '0',
+      '--api-keys',
+      PLAIN_KEY,
+      '--join-tokens',
+      JOIN_TOKEN,
+      '--admin-keys',
+      ADMIN_KEY,
+    ],
     { IOP_LOG_LEVEL: 'info', IOP_DATA_DIR: dataDir, ...env },
   );
   all.push(edge);
@@ -82,7 +96,8 @@ async function createKey(origin: string): Promise<string> {
     headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
     body: JSON.stringify(POLICY),
   });
-  if (response.status !== 201) throw new Error(`creating the bench key failed: ${response.status} ${await response.text()}`);
+  if (response.status !== 201)
+    throw new Error(`creating the bench key failed: ${response.status} ${await response.text()}`);
   return ((await response.json()) as { key: string }).key;
 }
 
@@ -97,7 +112,10 @@ async function measure(label: string, stack: Stack, apiKey: string, concurrency:
   };
   await runWorkload({ ...base, requests: Math.max(300, concurrency * 4) });
   const before = procStats(stack.edge.child.pid!);
-  const { results, wallMs } = await runWorkload({ ...base, requests: Math.round((concurrency === 1 ? 1000 : 3000) * scale) });
+  const { results, wallMs } = await runWorkload({
+    ...base,
+    requests: Math.round((concurrency === 1 ? 1000 : 3000) * scale),
+  });
   const after = procStats(stack.edge.child.pid!);
   const latency = summarize(results.filter((result) => result.ok).map((result) => result.latencyMs));
   const errors = results.filter((result) => !result.ok).length;
@@ -106,8 +124,13 @@ async function measure(label: string, stack: Stack, apiKey: string, concurrency:
 }
 
 async function main(): Promise<void> {
-  console.log(`iop shared-state benchmark — ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, scale ${scale}`);
-  const rows = ['| storage | conc | req/s | p50 ms | p99 ms | edge CPU ms/req | errors |', '|---|---|---|---|---|---|---|'];
+  console.log(
+    `iop shared-state benchmark — ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, scale ${scale}`,
+  );
+  const rows = [
+    '| storage | conc | req/s | p50 ms | p99 ms | edge CPU ms/req | errors |',
+    '|---|---|---|---|---|---|---|',
+  ];
   const embedded = await startStack({});
   try {
     const key = await createKey(embedded.origin);

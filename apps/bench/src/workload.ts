@@ -26,7 +26,8 @@ export interface WorkloadOptions {
   onProgress?: (done: number, results: readonly RequestResult[]) => void;
 }
 
-const WORDS = 'the a little cat dog sun ran jumped over happy tree house bird sky play friend said big small red blue'.split(' ');
+const WORDS =
+  'the a little cat dog sun ran jumped over happy tree house bird sky play friend said big small red blue'.split(' ');
 
 function draw(range: Range): number {
   return range.min + Math.floor(Math.random() * (range.max - range.min + 1));
@@ -51,12 +52,14 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRes
   const next = () => {
     if (started >= options.requests || performance.now() > deadline) return undefined;
     started++;
-    return sendRequest(dispatcher, options.origin, { ...options.spec, prompt: prompt(draw(options.promptWords)), maxTokens: draw(options.maxTokens) }).then(
-      (result) => {
-        results.push(result);
-        options.onProgress?.(results.length, results);
-      },
-    );
+    return sendRequest(dispatcher, options.origin, {
+      ...options.spec,
+      prompt: prompt(draw(options.promptWords)),
+      maxTokens: draw(options.maxTokens),
+    }).then((result) => {
+      results.push(result);
+      options.onProgress?.(results.length, results);
+    });
   };
   const begin = performance.now();
   if (options.mode.kind === 'closed') {

@@ -12,7 +12,15 @@ import { stacked, type UsageSeries } from './usage-series.js';
 /** Colour-blind-safe palette (Okabe & Ito, 2008). */
 const COLOURS = ['#0072B2', '#E69F00', '#009E73', '#CC79A7', '#56B4E9', '#D55E00', '#F0E442', '#000000'];
 
-export function UsageChart({ data, format, title }: { data: UsageSeries; format: (value: number) => string; title: string }) {
+export function UsageChart({
+  data,
+  format,
+  title,
+}: {
+  data: UsageSeries;
+  format: (value: number) => string;
+  title: string;
+}) {
   const box = useRef<HTMLDivElement>(null);
   useEffect(() => {
     const element = box.current;
@@ -26,7 +34,10 @@ export function UsageChart({ data, format, title }: { data: UsageSeries; format:
       width: Math.max(320, element.clientWidth),
       height: 280,
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
-      scales: { x: { time: true, range: (_u, min, max) => [min - 43_200, max + 43_200] }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] } },
+      scales: {
+        x: { time: true, range: (_u, min, max) => [min - 43_200, max + 43_200] },
+        y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] },
+      },
       axes: [{}, { values: (_u, ticks) => ticks.map((tick) => format(tick)), size: 80 }],
       series: [
         { label: 'Day', value: (_u, ts) => (ts === null ? '—' : new Date(ts * 1000).toISOString().slice(0, 10)) },
@@ -36,7 +47,8 @@ export function UsageChart({ data, format, title }: { data: UsageSeries; format:
           fill: COLOURS[i % COLOURS.length],
           paths: bars,
           points: { show: false },
-          value: (_u: uPlot, _v: number | null, _si: number, index: number | null) => (index === null ? '—' : format(entry.values[index] ?? 0)),
+          value: (_u: uPlot, _v: number | null, _si: number, index: number | null) =>
+            index === null ? '—' : format(entry.values[index] ?? 0),
         })),
       ],
       cursor: { drag: { x: false, y: false } },

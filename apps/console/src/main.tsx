@@ -65,7 +65,8 @@ function Login({ onIn, notice }: { onIn: () => void; notice: string | undefined 
           />
         </p>
         <p id="admin-key-help" class="muted small">
-          One of the edge's <code>adminKeys</code>. It is sent once; the browser keeps only a session cookie it cannot read.
+          One of the edge's <code>adminKeys</code>. It is sent once; the browser keeps only a session cookie it cannot
+          read.
         </p>
         {error === undefined ? null : (
           <p class="error" role="alert">

@@ -31,7 +31,8 @@ export function metricOf(row: UsageRow, metric: Metric): number {
 /** Every UTC day from `from` to `to` inclusive, as `YYYY-MM-DD`. */
 export function daysBetween(from: string, to: string): string[] {
   const days: string[] = [];
-  for (let ms = Date.parse(`${from}T00:00:00Z`); ms <= Date.parse(`${to}T00:00:00Z`); ms += DAY_MS) days.push(new Date(ms).toISOString().slice(0, 10));
+  for (let ms = Date.parse(`${from}T00:00:00Z`); ms <= Date.parse(`${to}T00:00:00Z`); ms += DAY_MS)
+    days.push(new Date(ms).toISOString().slice(0, 10));
   return days;
 }
 
@@ -45,7 +46,13 @@ export function groupName(row: UsageRow, dimension: Dimension): string {
  * @param rows rows with `day` and `dimension` set.
  * @param range the first and last day shown (`YYYY-MM-DD`); default the rows' own.
  */
-export function usageSeries(rows: readonly UsageRow[], dimension: Dimension, metric: Metric, range?: { from: string; to: string }, maxSeries = 8): UsageSeries {
+export function usageSeries(
+  rows: readonly UsageRow[],
+  dimension: Dimension,
+  metric: Metric,
+  range?: { from: string; to: string },
+  maxSeries = 8,
+): UsageSeries {
   const dated = rows.filter((row) => typeof row.day === 'string');
   const sortedDays = dated.map((row) => row.day as string).sort();
   const from = range?.from ?? sortedDays[0];
@@ -62,16 +69,26 @@ export function usageSeries(rows: readonly UsageRow[], dimension: Dimension, met
     values[at] = (values[at] ?? 0) + metricOf(row, metric);
     byName.set(name, values);
   }
-  const all = [...byName].map(([name, values]) => ({ name, values, total: values.reduce((sum, value) => sum + value, 0) }));
+  const all = [...byName].map(([name, values]) => ({
+    name,
+    values,
+    total: values.reduce((sum, value) => sum + value, 0),
+  }));
   all.sort((a, b) => b.total - a.total || a.name.localeCompare(b.name));
   if (all.length <= maxSeries) return { days, series: all };
   const kept = all.slice(0, maxSeries - 1);
   const rest = all.slice(maxSeries - 1);
   const values = days.map((_day, i) => rest.reduce((sum, entry) => sum + (entry.values[i] ?? 0), 0));
-  return { days, series: [...kept, { name: `other (${rest.length})`, values, total: values.reduce((sum, value) => sum + value, 0) }] };
+  return {
+    days,
+    series: [...kept, { name: `other (${rest.length})`, values, total: values.reduce((sum, value) => sum + value, 0) }],
+  };
 }
 
-/** Running sums from the last series to the first: series i's bar reaches the sum of series i..n (a stacked bar chart drawn back to front). */
+/**
+ * Running sums from the last series to the first: series i's bar reaches the sum of series i..n (a stacked bar chart
+ * drawn back to front).
+ */
 export function stacked(series: UsageSeries['series']): number[][] {
   const out: number[][] = series.map((entry) => [...entry.values]);
   for (let i = out.length - 2; i >= 0; i--) out[i] = out[i]!.map((value, day) => value + (out[i + 1]![day] ?? 0));

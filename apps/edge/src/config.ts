@@ -5,7 +5,16 @@
  * the flags and variables; an invalid config is refused with every problem named by its path
  * (`gate.models.qwen3.filters[0]`), never half applied.
  */
-import { ConfigError, compileSchema, layerFromEnv, layerFromFlags, mergeConfigLayers, readConfigFile, withSources, type ConfigLayer } from '@iop/core';
+import {
+  ConfigError,
+  compileSchema,
+  layerFromEnv,
+  layerFromFlags,
+  mergeConfigLayers,
+  readConfigFile,
+  withSources,
+  type ConfigLayer,
+} from '@iop/core';
 import { gateConfigProblems } from '@iop/stream-gate';
 import type { GateSection } from './gate/gate-registry.js';
 import { poolConfigProblems, type PoolConfig } from './pool/pool-config.js';
@@ -37,7 +46,10 @@ export interface EdgeConfig {
       maxUnauthenticatedStreams: number;
     };
   };
-  /** Client API keys (`Authorization: Bearer`, `x-api-key`, or `x-goog-api-key` and `?key=` on Gemini paths). Empty = no auth (a warning is logged). */
+  /**
+   * Client API keys (`Authorization: Bearer`, `x-api-key`, or `x-goog-api-key` and `?key=` on Gemini paths). Empty = no
+   * auth (a warning is logged).
+   */
   apiKeys: string[];
   /**
    * Client API keys with policy (name, owner, allowed models, limits, budget, expiry): see
@@ -72,7 +84,10 @@ export interface EdgeConfig {
   bodyTimeoutMs: number;
   /** How often agents send heartbeats, ms; an agent silent for 3 intervals is dropped. */
   heartbeatIntervalMs: number;
-  /** Run accepted: longest wait for an agent to acknowledge an assigned run (its ACCEPTED frame), ms. Not retried on the same agent. */
+  /**
+   * Run accepted: longest wait for an agent to acknowledge an assigned run (its ACCEPTED frame), ms. Not retried on the
+   * same agent.
+   */
   runAcceptedTimeoutMs: number;
   /**
    * Time to first byte of a streamed backend request, from ACCEPTED to the first body byte, ms
@@ -81,24 +96,38 @@ export interface EdgeConfig {
    * clock, the agent's own default (`--first-byte-timeout-ms`).
    */
   firstByteTimeoutMs: number;
-  /** Longest silence of the backend between body slices, ms (enforced by the agent; time the client holds the stream back does not count). */
+  /**
+   * Longest silence of the backend between body slices, ms (enforced by the agent; time the client holds the stream
+   * back does not count).
+   */
   idleTimeoutMs: number;
-  /** Total time of a request across all its attempts and backoffs, ms: then 504 (in-band error once streaming), run cancelled. */
+  /**
+   * Total time of a request across all its attempts and backoffs, ms: then 504 (in-band error once streaming), run
+   * cancelled.
+   */
   requestDeadlineMs: number;
-  /** Longest wait for a client that stopped reading to take more of a stream, ms: then the run is cancelled (backend slot released) and the response ends with an in-dialect error. */
+  /**
+   * Longest wait for a client that stopped reading to take more of a stream, ms: then the run is cancelled (backend
+   * slot released) and the response ends with an in-dialect error.
+   */
   writeStallTimeoutMs: number;
   /** Attempts on other agents when a run fails before its first byte (tunnel failures, 5xx). */
   maxAttempts: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** JSON lines or pino-pretty text; default pretty on a terminal, JSON otherwise. */
   logFormat?: 'json' | 'pretty';
-  /** Stored Responses (`store: true`): embedded SQLite in `dataDir` (env IOP_DATA_DIR, default ./.iop-data), or memory. */
+  /**
+   * Stored Responses (`store: true`): embedded SQLite in `dataDir` (env IOP_DATA_DIR, default ./.iop-data), or memory.
+   */
   responsesStore: {
     kind: 'sqlite' | 'memory';
     dataDir?: string;
     maxAgeMs: number;
     maxRows: number;
-    /** Largest stored record (input items, conversation, Response), bytes of its JSON; a request whose input alone exceeds it is refused with 413. Default 16 MiB. */
+    /**
+     * Largest stored record (input items, conversation, Response), bytes of its JSON; a request whose input alone
+     * exceeds it is refused with 413. Default 16 MiB.
+     */
     maxResponseBytes: number;
     /** All stored records together, bytes; the oldest are removed beyond it. Default 2 GiB. */
     maxTotalBytes: number;
@@ -112,7 +141,10 @@ export interface EdgeConfig {
     enabled: boolean;
     /** A connection with no response running that receives nothing for this long is closed (1000), ms. */
     idleTimeoutMs: number;
-    /** A ping this often keeps proxies from cutting a quiet connection; one not answered by the next is a dead peer, terminated (0 = none), ms. */
+    /**
+     * A ping this often keeps proxies from cutting a quiet connection; one not answered by the next is a dead peer,
+     * terminated (0 = none), ms.
+     */
     pingIntervalMs: number;
     /** Open connections per client key; one more is refused with 429. */
     maxConnectionsPerKey: number;
@@ -138,7 +170,10 @@ export interface EdgeConfig {
   consoleSessionTtlMs: number;
   /** Graceful shutdown (SIGTERM): longest wait for in-flight streams before they are ended with an error, ms. */
   shutdownDeadlineMs: number;
-  /** Old generation's limit after a full collection, percent over the live heap; 0 = V8's adaptive factor. Applied at start (`applyHeapGrowth`, @iop/core). Default 30. */
+  /**
+   * Old generation's limit after a full collection, percent over the live heap; 0 = V8's adaptive factor. Applied at
+   * start (`applyHeapGrowth`, @iop/core). Default 30.
+   */
   heapGrowthPercent: number;
   /** After start, how long a model nothing serves yet is a 503 (agents reconnecting), not a 404, ms. */
   startupGraceMs: number;
@@ -148,9 +183,13 @@ export interface EdgeConfig {
    * `pool.retry.maxAttempts` defaults to the top-level `maxAttempts`.
    */
   pool: PoolConfig;
-  /** Price table per model, USD per million tokens: the ledger's cost and money budgets (ledger/pricing.ts). Reloadable. */
+  /**
+   * Price table per model, USD per million tokens: the ledger's cost and money budgets (ledger/pricing.ts). Reloadable.
+   */
   pricing: PricingConfig;
-  /** Prometheus metrics: opt-in per-key series with a bounded `key` label (telemetry/key-labels.ts). Needs a restart. */
+  /**
+   * Prometheus metrics: opt-in per-key series with a bounded `key` label (telemetry/key-labels.ts). Needs a restart.
+   */
   metrics: { keyLabels: KeyLabelsConfig };
 }
 
@@ -188,7 +227,12 @@ function crossCheck(config: EdgeConfig, schemaProblems: readonly string[]): stri
       `responsesStore.maxResponseBytes (${config.responsesStore.maxResponseBytes}) must not exceed responsesStore.maxTotalBytes (${config.responsesStore.maxTotalBytes})`,
     );
   }
-  if (clean('maxRequestBytesInFlight') && clean('maxBodyBytes') && config.maxRequestBytesInFlight > 0 && config.maxRequestBytesInFlight < config.maxBodyBytes) {
+  if (
+    clean('maxRequestBytesInFlight') &&
+    clean('maxBodyBytes') &&
+    config.maxRequestBytesInFlight > 0 &&
+    config.maxRequestBytesInFlight < config.maxBodyBytes
+  ) {
     problems.push(
       `maxRequestBytesInFlight (${config.maxRequestBytesInFlight}) must be 0 (no budget) or at least maxBodyBytes (${config.maxBodyBytes}): a body at the limit could never be read`,
     );
@@ -221,10 +265,16 @@ export function resolveConfig(...layers: Array<Record<string, unknown>>): EdgeCo
   const merged = mergeConfigLayers(...layers);
   // pool.retry.maxAttempts follows the top-level maxAttempts unless the pool section sets it.
   const pool = merged.pool as { retry?: { maxAttempts?: unknown } } | undefined;
-  if (merged.maxAttempts !== undefined && (typeof pool !== 'object' || pool === null || pool.retry?.maxAttempts === undefined)) {
-    merged.pool = mergeConfigLayers(typeof pool === 'object' && pool !== null ? (pool as Record<string, unknown>) : {}, {
-      retry: { maxAttempts: merged.maxAttempts },
-    });
+  if (
+    merged.maxAttempts !== undefined &&
+    (typeof pool !== 'object' || pool === null || pool.retry?.maxAttempts === undefined)
+  ) {
+    merged.pool = mergeConfigLayers(
+      typeof pool === 'object' && pool !== null ? (pool as Record<string, unknown>) : {},
+      {
+        retry: { maxAttempts: merged.maxAttempts },
+      },
+    );
   }
   const readProblems = layers.flatMap((layer) => layerInfo.get(layer)?.problems ?? []);
   const { value, problems } = checkSchema(merged);

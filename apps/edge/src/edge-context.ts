@@ -25,7 +25,9 @@ export interface EdgeContext {
   knownModel(model: string): string;
   /** The inference requests being served now (`GET /admin/requests`). */
   requests: InFlightRequests;
-  /** Keys, limits, the usage ledger and the stores behind them (storage/shared-state.ts); absent in bare test contexts. */
+  /**
+   * Keys, limits, the usage ledger and the stores behind them (storage/shared-state.ts); absent in bare test contexts.
+   */
   state?: SharedState;
   /** The edge-wide budget of request bytes in flight (`maxRequestBytesInFlight`); absent in bare test contexts. */
   bodyBudget?: BodyBudget;

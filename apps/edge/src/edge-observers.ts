@@ -10,7 +10,8 @@ import type { AgentSession } from './tunnel/agent-session.js';
 /** Agent counts: a connected agent is healthy unless draining or ejected / probing in some group. */
 export function agentCounts(sessions: readonly AgentSession[], pool: PoolSnapshot): AgentCounts {
   const unhealthy = new Set<string>();
-  for (const group of pool.groups) for (const provider of group.providers) if (provider.outlier.state !== 'healthy') unhealthy.add(provider.id);
+  for (const group of pool.groups)
+    for (const provider of group.providers) if (provider.outlier.state !== 'healthy') unhealthy.add(provider.id);
   let draining = 0;
   let healthy = 0;
   for (const session of sessions) {

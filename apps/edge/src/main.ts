@@ -38,7 +38,8 @@ async function main(): Promise<void> {
   const flags = program.opts<Record<string, string | boolean | undefined>>();
   const configPath = (flags.config as string | undefined) ?? (process.env.IOP_CONFIG || undefined);
   const fromFlags = configFromFlags(givenFlags());
-  const load = () => resolveConfig(configPath === undefined ? {} : readConfigFile(configPath), configFromEnv(process.env), fromFlags);
+  const load = () =>
+    resolveConfig(configPath === undefined ? {} : readConfigFile(configPath), configFromEnv(process.env), fromFlags);
   let config;
   try {
     config = load();
@@ -58,8 +59,14 @@ async function main(): Promise<void> {
     try {
       const result = edge.reload(load());
       if (result.restartRequired.length > 0)
-        logger.warn({ trigger, settings: result.restartRequired }, 'config reload: these settings need a restart; running values kept');
-      logger.info({ trigger, changed: result.changed, ...(result.pool === undefined ? {} : { pool: result.pool }) }, 'config reloaded');
+        logger.warn(
+          { trigger, settings: result.restartRequired },
+          'config reload: these settings need a restart; running values kept',
+        );
+      logger.info(
+        { trigger, changed: result.changed, ...(result.pool === undefined ? {} : { pool: result.pool }) },
+        'config reloaded',
+      );
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       logger.error({ trigger, error: message }, 'config reload refused: the running config is kept');

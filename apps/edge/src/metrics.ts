@@ -29,7 +29,8 @@ import { KeyLabels, type KeyLabelsConfig } from './telemetry/key-labels.js';
 
 /** `kind` label of each frame kind: its enum name in lower case (`response_start`, `body`, …). */
 const FRAME_KIND_LABELS: string[] = [];
-for (const [name, value] of Object.entries(ProviderTunnelFrame_Kind)) if (typeof value === 'number') FRAME_KIND_LABELS[value] = name.toLowerCase();
+for (const [name, value] of Object.entries(ProviderTunnelFrame_Kind))
+  if (typeof value === 'number') FRAME_KIND_LABELS[value] = name.toLowerCase();
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
@@ -82,7 +83,13 @@ export interface AgentCounts {
   healthy: number;
   draining: number;
   /** Per agent: runs in flight and its max concurrency. */
-  agents: Array<{ agent: string; inFlight: number; maxConcurrency: number; queued: number; kvCacheUsage: number | undefined }>;
+  agents: Array<{
+    agent: string;
+    inFlight: number;
+    maxConcurrency: number;
+    queued: number;
+    kvCacheUsage: number | undefined;
+  }>;
 }
 
 export class EdgeMetrics {
@@ -202,7 +209,8 @@ export class EdgeMetrics {
       const frames = this.tunnelTally.frames;
       for (let kind = 0; kind < frames.length; kind++) {
         const count = frames[kind];
-        if (count !== undefined && count > 0) this.tunnelFrames.inc({ kind: FRAME_KIND_LABELS[kind] ?? String(kind) }, count);
+        if (count !== undefined && count > 0)
+          this.tunnelFrames.inc({ kind: FRAME_KIND_LABELS[kind] ?? String(kind) }, count);
       }
     },
   });
@@ -221,34 +229,58 @@ export class EdgeMetrics {
   readonly genAiDuration = new Histogram({
     name: 'gen_ai_server_request_duration_seconds',
     help: 'GenAI server request duration (OpenTelemetry gen_ai.server.request.duration).',
-    labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_response_model', 'error_type'] as const,
+    labelNames: [
+      'gen_ai_operation_name',
+      'gen_ai_provider_name',
+      'gen_ai_request_model',
+      'gen_ai_response_model',
+      'error_type',
+    ] as const,
     buckets: [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92],
     registers: [this.registry],
   });
   readonly genAiTtft = new Histogram({
     name: 'gen_ai_server_time_to_first_token_seconds',
     help: 'Time to generate the first token (OpenTelemetry gen_ai.server.time_to_first_token).',
-    labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_response_model'] as const,
+    labelNames: [
+      'gen_ai_operation_name',
+      'gen_ai_provider_name',
+      'gen_ai_request_model',
+      'gen_ai_response_model',
+    ] as const,
     buckets: [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10],
     registers: [this.registry],
   });
   readonly genAiTpot = new Histogram({
     name: 'gen_ai_server_time_per_output_token_seconds',
     help: 'Time per output token after the first (OpenTelemetry gen_ai.server.time_per_output_token).',
-    labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_response_model'] as const,
+    labelNames: [
+      'gen_ai_operation_name',
+      'gen_ai_provider_name',
+      'gen_ai_request_model',
+      'gen_ai_response_model',
+    ] as const,
     buckets: [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5],
     registers: [this.registry],
   });
   readonly genAiTokens = new Histogram({
     name: 'gen_ai_client_token_usage',
     help: 'Tokens per request by gen_ai_token_type input or output (OpenTelemetry gen_ai.client.token.usage).',
-    labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_response_model', 'gen_ai_token_type'] as const,
+    labelNames: [
+      'gen_ai_operation_name',
+      'gen_ai_provider_name',
+      'gen_ai_request_model',
+      'gen_ai_response_model',
+      'gen_ai_token_type',
+    ] as const,
     buckets: [1, 4, 16, 64, 256, 1024, 4096, 16_384, 65_536, 262_144, 1_048_576, 4_194_304, 16_777_216, 67_108_864],
     registers: [this.registry],
   });
 
   /** The per-key series and their bounded `key` label, when `metrics.keyLabels.enabled`. */
-  private readonly perKey: { labels: KeyLabels; requests: Counter<'key' | 'model' | 'status'>; tokens: Counter<'key' | 'model' | 'kind'> } | undefined;
+  private readonly perKey:
+    | { labels: KeyLabels; requests: Counter<'key' | 'model' | 'status'>; tokens: Counter<'key' | 'model' | 'kind'> }
+    | undefined;
 
   constructor(options: { keyLabels?: KeyLabelsConfig | undefined } = {}) {
     if (options.keyLabels?.enabled === true) {
@@ -272,7 +304,10 @@ export class EdgeMetrics {
     collectDefaultMetrics({ register: this.registry, prefix: 'iop_edge_', eventLoopMonitoringPrecision: 100 });
   }
 
-  /** Reads agent counts at every scrape (`iop_agents`, `iop_pool_agent_in_flight_runs`, `iop_pool_agent_max_concurrency`). */
+  /**
+   * Reads agent counts at every scrape (`iop_agents`, `iop_pool_agent_in_flight_runs`,
+   * `iop_pool_agent_max_concurrency`).
+   */
   observeAgents(read: () => AgentCounts): void {
     this.readAgents = read;
   }
@@ -295,12 +330,23 @@ export class EdgeMetrics {
     });
     this.duration.observe(base, o.durationSeconds);
     const provider = o.providerName ?? 'none';
-    const genAi = { gen_ai_operation_name: 'chat', gen_ai_provider_name: provider, gen_ai_request_model: model, gen_ai_response_model: served };
+    const genAi = {
+      gen_ai_operation_name: 'chat',
+      gen_ai_provider_name: provider,
+      gen_ai_request_model: model,
+      gen_ai_response_model: served,
+    };
     if (this.perKey !== undefined && o.keyId !== undefined) this.recordKey(this.perKey, o);
     if (o.errorType !== undefined) {
       // `error.type` only on errors (the conventions): a success's series have no such label.
       this.genAiDuration.observe(
-        { gen_ai_operation_name: 'chat', gen_ai_provider_name: provider, gen_ai_request_model: model, gen_ai_response_model: served, error_type: o.errorType },
+        {
+          gen_ai_operation_name: 'chat',
+          gen_ai_provider_name: provider,
+          gen_ai_request_model: model,
+          gen_ai_response_model: served,
+          error_type: o.errorType,
+        },
         o.durationSeconds,
       );
       return;

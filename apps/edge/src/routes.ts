@@ -28,11 +28,18 @@ export interface DialectRegistration {
   mount?: (app: Express, store: GuardedResponseStore) => void;
 }
 
-/** The registry. The order matters only where two dialects declare one endpoint (`GET /v1/models`): the first answers failures there. */
+/**
+ * The registry. The order matters only where two dialects declare one endpoint (`GET /v1/models`): the first answers
+ * failures there.
+ */
 export const DIALECTS: readonly DialectRegistration[] = [
   { dialect: chatDialect },
   { dialect: anthropicDialect },
-  { dialect: responsesDialect, hooks: (edge, store) => responsesInferenceRoute(store, edge), mount: mountResponsesRetrieval },
+  {
+    dialect: responsesDialect,
+    hooks: (edge, store) => responsesInferenceRoute(store, edge),
+    mount: mountResponsesRetrieval,
+  },
   { dialect: gemini.geminiDialect },
 ];
 
@@ -48,7 +55,12 @@ export interface DialectRoutes {
   extra: Array<(app: Express, edge: EdgeContext) => void>;
 }
 
-function handlerFor(edge: EdgeContext, dialect: Dialect, endpoint: DialectEndpoint, hooks: Pick<InferenceRoute, 'prepare' | 'onResult'>): EndpointHandler {
+function handlerFor(
+  edge: EdgeContext,
+  dialect: Dialect,
+  endpoint: DialectEndpoint,
+  hooks: Pick<InferenceRoute, 'prepare' | 'onResult'>,
+): EndpointHandler {
   switch (endpoint.role) {
     case 'inference':
       return inferenceHandler({ dialect, passthrough: endpoint.passthrough === true, ...hooks }, edge);
@@ -61,7 +73,11 @@ function handlerFor(edge: EdgeContext, dialect: Dialect, endpoint: DialectEndpoi
   }
 }
 
-export function buildDialectRoutes(edge: EdgeContext, responses: ResponseStore, registrations: readonly DialectRegistration[] = DIALECTS): DialectRoutes {
+export function buildDialectRoutes(
+  edge: EdgeContext,
+  responses: ResponseStore,
+  registrations: readonly DialectRegistration[] = DIALECTS,
+): DialectRoutes {
   // Store outages become 503s with Retry-After, and refuse the next store before it runs.
   const store = guardedStore(responses, edge.logger);
   const entries: Array<RouteEntry<EndpointHandler>> = [];

@@ -70,10 +70,19 @@ function listen(server: http.Server | http2.Http2Server, port: number, host: str
   return new Promise((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
       if (error.code === 'EADDRINUSE')
-        reject(new ConfigError(`cannot listen on ${host}:${port}: the address is in use by another process; choose another with ${flag}`));
+        reject(
+          new ConfigError(
+            `cannot listen on ${host}:${port}: the address is in use by another process; choose another with ${flag}`,
+          ),
+        );
       else if (error.code === 'EACCES')
-        reject(new ConfigError(`cannot listen on ${host}:${port}: permission denied (ports below 1024 need privileges); choose another with ${flag}`));
-      else if (error.code === 'EADDRNOTAVAIL') reject(new ConfigError(`cannot listen on ${host}:${port}: no such local address; check the host setting`));
+        reject(
+          new ConfigError(
+            `cannot listen on ${host}:${port}: permission denied (ports below 1024 need privileges); choose another with ${flag}`,
+          ),
+        );
+      else if (error.code === 'EADDRNOTAVAIL')
+        reject(new ConfigError(`cannot listen on ${host}:${port}: no such local address; check the host setting`));
       else reject(error);
     };
     server.once('error', onError);
@@ -84,18 +93,30 @@ function listen(server: http.Server | http2.Http2Server, port: number, host: str
   });
 }
 
-export async function startEdge(config: EdgeConfig, logger: Logger = createLogger(config.logLevel, undefined, config.logFormat)): Promise<RunningEdge> {
+export async function startEdge(
+  config: EdgeConfig,
+  logger: Logger = createLogger(config.logLevel, undefined, config.logFormat),
+): Promise<RunningEdge> {
   const registry = new AgentRegistry();
   const metrics = new EdgeMetrics({ keyLabels: config.metrics.keyLabels });
   const runs = new RunRegistry();
-  const pool = new ProviderPool({ config: config.pool, registry, runs, metrics: metrics.registry, logger, startupGraceMs: config.startupGraceMs });
+  const pool = new ProviderPool({
+    config: config.pool,
+    registry,
+    runs,
+    metrics: metrics.registry,
+    logger,
+    startupGraceMs: config.startupGraceMs,
+  });
   const knownModel = (model: string) => {
     const resolved = pool.resolver.resolveModel(model);
     if (!resolved.implicit) return resolved.group.name;
     return registry.forModel(model).length > 0 ? model : 'unknown';
   };
   // Reads the gates in use at the time of the attempt (set below, replaced on a config reload).
-  const gateSink = createGateSink(new GateMetrics(metrics), metrics, logger, knownModel, (model) => policyLabel(context.gates.policyOf(model)));
+  const gateSink = createGateSink(new GateMetrics(metrics), metrics, logger, knownModel, (model) =>
+    policyLabel(context.gates.policyOf(model)),
+  );
   const buildGates = (section: EdgeConfig['gate']): GateRegistry => {
     try {
       return new GateRegistry(section, gateSink);
@@ -156,7 +177,9 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
     // get a JSON error body instead of an empty one.
     if (!socket.writable) return socket.destroy();
     const { status, reason, message } = clientErrorOf(error.code);
-    const body = JSON.stringify({ error: { message, type: 'invalid_request_error', param: null, code: status === 408 ? 'request_timeout' : null } });
+    const body = JSON.stringify({
+      error: { message, type: 'invalid_request_error', param: null, code: status === 408 ? 'request_timeout' : null },
+    });
     socket.end(
       `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
     );
@@ -178,7 +201,8 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   });
   const adapter = connectNodeAdapter({
     routes: tunnelRoutes(control),
-    contextValues: (req) => createContextValues().set(TUNNEL_CONNECTION, (req as http2.Http2ServerRequest).stream?.session),
+    contextValues: (req) =>
+      createContextValues().set(TUNNEL_CONNECTION, (req as http2.Http2ServerRequest).stream?.session),
     // What the edge reads through Connect: Control messages (Register, Heartbeat: small; read
     // whole before the join token can be checked, so kept small). gRPC calls take the raw handlers.
     readMaxBytes: CONNECT_READ_MAX_BYTES,
@@ -199,8 +223,16 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   guard.attach(tunnelServer);
 
   const port = await listen(httpServer, config.port, config.host, '--port / IOP_PORT');
-  const tunnelPort = await listen(tunnelServer, config.tunnel.port, config.tunnel.host, '--tunnel-port / IOP_TUNNEL_PORT');
-  logger.info({ port, tunnelPort, host: config.host, tunnelHost: config.tunnel.host, tls, version: EDGE_VERSION }, 'edge listening');
+  const tunnelPort = await listen(
+    tunnelServer,
+    config.tunnel.port,
+    config.tunnel.host,
+    '--tunnel-port / IOP_TUNNEL_PORT',
+  );
+  logger.info(
+    { port, tunnelPort, host: config.host, tunnelHost: config.tunnel.host, tls, version: EDGE_VERSION },
+    'edge listening',
+  );
 
   let closing: Promise<void> | undefined;
   const close = (deadlineMs = context.config.shutdownDeadlineMs) => {
@@ -211,7 +243,9 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
       // WebSockets close (1001) after their current response; the HTTP server's close waits for them.
       sockets.drain();
       let httpDone = false;
-      const httpClosed = new Promise<void>((resolve) => httpServer.close(() => resolve())).then(() => (httpDone = true));
+      const httpClosed = new Promise<void>((resolve) => httpServer.close(() => resolve())).then(
+        () => (httpDone = true),
+      );
       // Keep-alive connections become idle as their last response ends: close them as they do.
       httpServer.closeIdleConnections();
       const idleSweep = setInterval(() => httpServer.closeIdleConnections(), 50);
@@ -227,7 +261,10 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
       httpServer.closeAllConnections();
       sockets.terminate();
       for (const session of context.registry.all()) session.close();
-      await Promise.race([new Promise<void>((resolve) => tunnelServer.close(() => resolve())), sleep(1_000, undefined, { unref: true })]);
+      await Promise.race([
+        new Promise<void>((resolve) => tunnelServer.close(() => resolve())),
+        sleep(1_000, undefined, { unref: true }),
+      ]);
       await state.close(5_000);
       await pool.close();
     })();
@@ -242,9 +279,14 @@ export async function startEdge(config: EdgeConfig, logger: Logger = createLogge
   return { port, tunnelPort, context, close, reload };
 }
 
-/** The answer to a request Node refused before express saw it: headers too large, too slow (Node's `requestTimeout`), or malformed. */
+/**
+ * The answer to a request Node refused before express saw it: headers too large, too slow (Node's `requestTimeout`), or
+ * malformed.
+ */
 function clientErrorOf(code: string | undefined): { status: number; reason: string; message: string } {
-  if (code === 'HPE_HEADER_OVERFLOW') return { status: 431, reason: 'Request Header Fields Too Large', message: 'request headers too large' };
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, reason: 'Request Timeout', message: 'the request did not arrive in time' };
+  if (code === 'HPE_HEADER_OVERFLOW')
+    return { status: 431, reason: 'Request Header Fields Too Large', message: 'request headers too large' };
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return { status: 408, reason: 'Request Timeout', message: 'the request did not arrive in time' };
   return { status: 400, reason: 'Bad Request', message: 'malformed HTTP request' };
 }

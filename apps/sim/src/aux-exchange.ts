@@ -23,7 +23,8 @@ export interface AuxRequest {
 
 /** A JSON object body, else a 400. */
 export function objectBody(body: unknown): Record<string, unknown> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new SimInputError('the request body must be a JSON object');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new SimInputError('the request body must be a JSON object');
   return body as Record<string, unknown>;
 }
 
@@ -47,7 +48,12 @@ export function servedModel(
  * Resolves the knobs and applies a fault that answers before any output.
  * @returns undefined when the request was answered (a fault), else its knobs and fault.
  */
-export function beginAux(context: SimContext, exchange: Exchange, suffixKnobs: Partial<Knobs> | undefined, promptTokens: number): AuxRequest | undefined {
+export function beginAux(
+  context: SimContext,
+  exchange: Exchange,
+  suffixKnobs: Partial<Knobs> | undefined,
+  promptTokens: number,
+): AuxRequest | undefined {
   const knobs = resolveKnobs(context, exchange, suffixKnobs);
   const fault = drawFault(knobs, exchange.record.id);
   if (fault !== 'none') context.log.markFault(exchange.record, fault);
@@ -77,7 +83,12 @@ export function beginAux(context: SimContext, exchange: Exchange, suffixKnobs: P
 }
 
 /** Sends `body` (serialized JSON) after `delayMs`, with the request's mid-stream fault applied. */
-export function answerJsonLater(exchange: Exchange, body: string, delayMs: number, fault: MidStreamFault | undefined): void {
+export function answerJsonLater(
+  exchange: Exchange,
+  body: string,
+  delayMs: number,
+  fault: MidStreamFault | undefined,
+): void {
   if (fault === 'stall') return;
   const respond = () => {
     if (exchange.res.destroyed) return;

@@ -97,12 +97,19 @@ export function handleChatCompletion(context: SimContext, exchange: Exchange, bo
     case 'no-response':
       return; // the socket stays open until the client or the server closes it
     case 'context-length':
-      sendError(exchange, 400, contextLengthMessage(knobs.maxModelLen, promptTokens, request.maxTokens ?? knobs.maxModelLen));
+      sendError(
+        exchange,
+        400,
+        contextLengthMessage(knobs.maxModelLen, promptTokens, request.maxTokens ?? knobs.maxModelLen),
+      );
       return;
     default:
       break;
   }
-  if (promptTokens >= knobs.maxModelLen || (request.maxTokens !== undefined && promptTokens + request.maxTokens > knobs.maxModelLen)) {
+  if (
+    promptTokens >= knobs.maxModelLen ||
+    (request.maxTokens !== undefined && promptTokens + request.maxTokens > knobs.maxModelLen)
+  ) {
     sendError(exchange, 400, contextLengthMessage(knobs.maxModelLen, promptTokens, request.maxTokens ?? 0));
     return;
   }
@@ -135,7 +142,13 @@ export function handleChatCompletion(context: SimContext, exchange: Exchange, bo
     // Under a profile the GPU model decides TTFT and ITL; a slow-first-token fault still delays the first token.
     const gpuTiming = { ...timing, ttftMs: fault === 'slow-first-token' ? ttftMs : 0 };
     if (request.stream)
-      streamOnGpu(context.gpu, exchange, request.messages, plan, streamOptions(exchange, request, knobs, promptTokens, gpuTiming, context.log.stats));
+      streamOnGpu(
+        context.gpu,
+        exchange,
+        request.messages,
+        plan,
+        streamOptions(exchange, request, knobs, promptTokens, gpuTiming, context.log.stats),
+      );
     else
       respondOnGpu(
         context.gpu,
@@ -143,12 +156,14 @@ export function handleChatCompletion(context: SimContext, exchange: Exchange, bo
         request.messages,
         plan,
         gpuTiming.ttftMs,
-        () => respondNow(exchange, request, plan, promptTokens, midStreamFault, Math.min(knobs.cachedTokens, promptTokens)),
+        () =>
+          respondNow(exchange, request, plan, promptTokens, midStreamFault, Math.min(knobs.cachedTokens, promptTokens)),
         midStreamFault === 'stall',
       );
     return;
   }
-  if (request.stream) streamCompletion(exchange, plan, streamOptions(exchange, request, knobs, promptTokens, timing, context.log.stats));
+  if (request.stream)
+    streamCompletion(exchange, plan, streamOptions(exchange, request, knobs, promptTokens, timing, context.log.stats));
   else
     respondCompletion(
       exchange,
@@ -186,7 +201,13 @@ function streamOptions(
   );
   return {
     framer,
-    options: { ...timing, usageChunk, framing: knobs.framing, onServerClose: () => (exchange.closedByServer = true), stats },
+    options: {
+      ...timing,
+      usageChunk,
+      framing: knobs.framing,
+      onServerClose: () => (exchange.closedByServer = true),
+      stats,
+    },
   };
 }
 
@@ -207,7 +228,16 @@ function respondNow(
   cachedTokens: number,
 ): void {
   if (exchange.res.destroyed) return;
-  const body = JSON.stringify(renderChatCompletion(completionId(), Math.floor(Date.now() / 1000), request.model, plan, promptTokens, cachedTokens));
+  const body = JSON.stringify(
+    renderChatCompletion(
+      completionId(),
+      Math.floor(Date.now() / 1000),
+      request.model,
+      plan,
+      promptTokens,
+      cachedTokens,
+    ),
+  );
   sendJsonWithFault(exchange, body, fault);
 }
 

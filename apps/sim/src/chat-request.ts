@@ -1,6 +1,6 @@
 /**
- * Reading a `POST /v1/chat/completions` body (docs/protocols.md "Chat request") into the few fields the sim
- * acts on. Unknown fields are ignored, as vLLM does (docs/protocols.md "Backend extras"). Validation mirrors vLLM's 400s.
+ * Reading a `POST /v1/chat/completions` body (docs/protocols.md "Chat request") into the few fields the sim acts on.
+ * Unknown fields are ignored, as vLLM does (docs/protocols.md "Backend extras"). Validation mirrors vLLM's 400s.
  */
 import { SimInputError } from './sim-error.js';
 import { contentText } from './tokenizer.js';
@@ -38,7 +38,8 @@ function readResponseFormat(value: unknown): ChatRequest['responseFormat'] {
 function optionalTokenCount(body: Record<string, unknown>, field: string): number | undefined {
   const value = body[field];
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value)) throw new SimInputError(`'${field}' must be an integer`, { param: field });
+  if (typeof value !== 'number' || !Number.isSafeInteger(value))
+    throw new SimInputError(`'${field}' must be an integer`, { param: field });
   if (value < 1) throw new SimInputError(`max_tokens must be at least 1, got ${value}.`, { param: field });
   return value;
 }
@@ -57,7 +58,8 @@ function readTools(value: unknown): DeclaredTool[] {
   for (const tool of value as unknown[]) {
     const fn = (tool as { type?: unknown; function?: { name?: unknown; parameters?: unknown } } | null)?.function;
     if ((tool as { type?: unknown } | null)?.type !== 'function') continue; // custom tools have no schema to fill
-    if (typeof fn?.name !== 'string') throw new SimInputError("'tools[].function.name' must be a string", { param: 'tools' });
+    if (typeof fn?.name !== 'string')
+      throw new SimInputError("'tools[].function.name' must be a string", { param: 'tools' });
     tools.push({ name: fn.name, parameters: fn.parameters });
   }
   return tools;
@@ -68,12 +70,15 @@ function readTools(value: unknown): DeclaredTool[] {
  * @throws SimInputError (400) naming the offending field.
  */
 export function readChatRequest(body: unknown): ChatRequest {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new SimInputError('request body must be a JSON object');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new SimInputError('request body must be a JSON object');
   const fields = body as Record<string, unknown>;
-  if (typeof fields.model !== 'string' || fields.model.length === 0) throw new SimInputError("'model' must be a non-empty string", { param: 'model' });
+  if (typeof fields.model !== 'string' || fields.model.length === 0)
+    throw new SimInputError("'model' must be a non-empty string", { param: 'model' });
   if (!Array.isArray(fields.messages)) throw new SimInputError("'messages' must be an array", { param: 'messages' });
   const stream = fields.stream === true;
-  const streamOptions = fields.stream_options as { include_usage?: unknown; continuous_usage_stats?: unknown } | null | undefined;
+  const streamOptions = fields.stream_options as
+    { include_usage?: unknown; continuous_usage_stats?: unknown } | null | undefined;
   if (streamOptions !== undefined && streamOptions !== null && !stream) {
     throw new SimInputError('Stream options can only be defined when `stream=True`.', { param: 'stream_options' });
   }
@@ -120,16 +125,25 @@ export function resolveToolCalls(
     const count = request.tools.length === 0 ? 0 : (knobCount ?? 0);
     return { count: request.parallelToolCalls ? count : Math.min(count, 1), forcedName: undefined };
   }
-  const choice = request.toolChoice as { type?: unknown; function?: { name?: unknown }; allowed_tools?: { mode?: unknown } } | string | null | undefined;
+  const choice = request.toolChoice as
+    { type?: unknown; function?: { name?: unknown }; allowed_tools?: { mode?: unknown } } | string | null | undefined;
   if (request.tools.length === 0 || choice === 'none') return { count: 0, forcedName: undefined };
   let forcedName: string | undefined;
-  if (typeof choice === 'object' && choice !== null && choice.type === 'function' && typeof choice.function?.name === 'string') {
+  if (
+    typeof choice === 'object' &&
+    choice !== null &&
+    choice.type === 'function' &&
+    typeof choice.function?.name === 'string'
+  ) {
     forcedName = choice.function.name;
     if (!request.tools.some((tool) => tool.name === forcedName)) {
       throw new SimInputError(`Tool '${forcedName}' has not been passed in \`tools\`.`, { param: 'tool_choice' });
     }
   }
-  const required = choice === 'required' || forcedName !== undefined || (typeof choice === 'object' && choice?.allowed_tools?.mode === 'required');
+  const required =
+    choice === 'required' ||
+    forcedName !== undefined ||
+    (typeof choice === 'object' && choice?.allowed_tools?.mode === 'required');
   const count = knobCount ?? (required ? 1 : 0);
   return { count: request.parallelToolCalls ? count : Math.min(count, 1), forcedName };
 }

@@ -1,7 +1,7 @@
 /**
- * The non-stream `chat.completion` body (docs/protocols.md "Chat response") rendered from an output plan, with
- * vLLM's extra fields (docs/protocols.md "Backend extras"): `reasoning` and `reasoning_content` on the message, `stop_reason` on
- * the choice, `tool_calls: []` when there are none.
+ * The non-stream `chat.completion` body (docs/protocols.md "Chat response") rendered from an output plan, with vLLM's
+ * extra fields (docs/protocols.md "Backend extras"): `reasoning` and `reasoning_content` on the message, `stop_reason`
+ * on the choice, `tool_calls: []` when there are none.
  */
 import type { OutputPlan } from './output-plan.js';
 
@@ -30,11 +30,23 @@ export interface ChatCompletionJson {
     finish_reason: string;
     stop_reason: string | null;
   }[];
-  usage: { prompt_tokens: number; total_tokens: number; completion_tokens: number; prompt_tokens_details?: { cached_tokens: number } };
+  usage: {
+    prompt_tokens: number;
+    total_tokens: number;
+    completion_tokens: number;
+    prompt_tokens_details?: { cached_tokens: number };
+  };
 }
 
 /** Joins the plan's pieces into one message; `promptTokens` goes into usage. */
-export function renderChatCompletion(id: string, created: number, model: string, plan: OutputPlan, promptTokens: number, cachedTokens = 0): ChatCompletionJson {
+export function renderChatCompletion(
+  id: string,
+  created: number,
+  model: string,
+  plan: OutputPlan,
+  promptTokens: number,
+  cachedTokens = 0,
+): ChatCompletionJson {
   let content: string | null = null;
   let reasoning: string | null = null;
   const toolCalls: ToolCallJson[] = [];

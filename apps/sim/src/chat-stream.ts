@@ -19,7 +19,14 @@ import type { SimStats } from './request-log.js';
 /** Faults that happen after the response has started. */
 export type MidStreamFault = 'stall' | 'cut' | 'malformed' | 'no-done' | 'error-chunk' | 'finish-no-done';
 
-export const MID_STREAM_FAULTS: readonly string[] = ['stall', 'cut', 'malformed', 'no-done', 'error-chunk', 'finish-no-done'] satisfies MidStreamFault[];
+export const MID_STREAM_FAULTS: readonly string[] = [
+  'stall',
+  'cut',
+  'malformed',
+  'no-done',
+  'error-chunk',
+  'finish-no-done',
+] satisfies MidStreamFault[];
 
 export interface ChatStreamOptions {
   ttftMs: number;

@@ -20,7 +20,11 @@ export function setCliVersion(value: string): void {
 }
 
 function program(): Command {
-  const command = iopCommand('iop-sim', version, 'iop-sim: an OpenAI-compatible inference-server simulator (vLLM-shaped) with fault injection.')
+  const command = iopCommand(
+    'iop-sim',
+    version,
+    'iop-sim: an OpenAI-compatible inference-server simulator (vLLM-shaped) with fault injection.',
+  )
     .option('--port <n>', 'TCP port (0 = any free port)', '0')
     .option('--host <addr>', 'listen address', '127.0.0.1')
     .option('--models <a,b>', 'served model names', 'sim-model')
@@ -34,9 +38,15 @@ function program(): Command {
       '--kv-events-endpoint <zmq>',
       'publish KV-cache events (vLLM format) on this ZMQ PUB endpoint, e.g. tcp://127.0.0.1:5557 (port * = any free port; needs --profile)',
     )
-    .option('--kv-events-replay-endpoint <zmq>', 'ZMQ ROUTER endpoint answering replay requests, e.g. tcp://127.0.0.1:5558')
+    .option(
+      '--kv-events-replay-endpoint <zmq>',
+      'ZMQ ROUTER endpoint answering replay requests, e.g. tcp://127.0.0.1:5558',
+    )
     .option('--kv-events-topic <text>', 'topic frame of each message (default empty, as vLLM)')
-    .option('--kv-events-format <array|map>', 'msgpack encoding: array-like structs (default) or tagged maps (newer vLLM)')
+    .option(
+      '--kv-events-format <array|map>',
+      'msgpack encoding: array-like structs (default) or tagged maps (newer vLLM)',
+    )
     .option('--kv-events-buffer-steps <n>', 'batches kept for replay (default 10000)');
   for (const spec of KNOB_SPECS) {
     if (spec.flag) {
@@ -56,7 +66,8 @@ const HELP_AFTER = [
 
 function integerFlag(name: string, raw: string, min: number): number {
   const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < min) throw new RangeError(`--${name}: expected an integer >= ${min}, got '${raw}'`);
+  if (!Number.isSafeInteger(value) || value < min)
+    throw new RangeError(`--${name}: expected an integer >= ${min}, got '${raw}'`);
   return value;
 }
 
@@ -70,7 +81,9 @@ function flagValues(argv: readonly string[]): Record<string, string | boolean | 
   } catch (error) {
     if (error instanceof CommanderError && error.code === 'commander.helpDisplayed') return 'help';
     if (error instanceof CommanderError && error.code === 'commander.version') return 'version';
-    throw new RangeError(error instanceof CommanderError ? error.message.replace(/^error: /, '') : String(error), { cause: error });
+    throw new RangeError(error instanceof CommanderError ? error.message.replace(/^error: /, '') : String(error), {
+      cause: error,
+    });
   }
   const flags: Record<string, string | boolean | undefined> = {};
   for (const option of command.options) {
@@ -102,20 +115,27 @@ export function parseCli(argv: readonly string[]): CliResult {
       .split(',')
       .map((model) => model.trim())
       .filter((model) => model.length > 0);
-  if (typeof flags['request-log-size'] === 'string') result.requestLogSize = integerFlag('request-log-size', flags['request-log-size'], 1);
-  if (typeof flags['max-body-bytes'] === 'string') result.maxBodyBytes = integerFlag('max-body-bytes', flags['max-body-bytes'], 1);
+  if (typeof flags['request-log-size'] === 'string')
+    result.requestLogSize = integerFlag('request-log-size', flags['request-log-size'], 1);
+  if (typeof flags['max-body-bytes'] === 'string')
+    result.maxBodyBytes = integerFlag('max-body-bytes', flags['max-body-bytes'], 1);
   if (typeof flags.profile === 'string') result.profile = flags.profile;
   if (typeof flags['time-scale'] === 'string') {
     const scale = Number(flags['time-scale']);
-    if (!Number.isFinite(scale) || scale <= 0) throw new RangeError(`--time-scale: expected a number > 0, got '${flags['time-scale']}'`);
+    if (!Number.isFinite(scale) || scale <= 0)
+      throw new RangeError(`--time-scale: expected a number > 0, got '${flags['time-scale']}'`);
     result.timeScale = scale;
   }
   const overrides: NonNullable<SimOptions['profileOverrides']> = {};
-  if (typeof flags['max-num-seqs'] === 'string') overrides.maxNumSeqs = integerFlag('max-num-seqs', flags['max-num-seqs'], 1);
-  if (typeof flags['num-gpu-blocks'] === 'string') overrides.numGpuBlocks = integerFlag('num-gpu-blocks', flags['num-gpu-blocks'], 1);
+  if (typeof flags['max-num-seqs'] === 'string')
+    overrides.maxNumSeqs = integerFlag('max-num-seqs', flags['max-num-seqs'], 1);
+  if (typeof flags['num-gpu-blocks'] === 'string')
+    overrides.numGpuBlocks = integerFlag('num-gpu-blocks', flags['num-gpu-blocks'], 1);
   if (Object.keys(overrides).length > 0) {
     if (result.profile === undefined)
-      throw new RangeError(`--${Object.keys(overrides)[0] === 'maxNumSeqs' ? 'max-num-seqs' : 'num-gpu-blocks'} needs --profile`);
+      throw new RangeError(
+        `--${Object.keys(overrides)[0] === 'maxNumSeqs' ? 'max-num-seqs' : 'num-gpu-blocks'} needs --profile`,
+      );
     result.profileOverrides = overrides;
   }
   const kvEvents = kvEventsOptions(flags);
@@ -128,7 +148,9 @@ export function parseCli(argv: readonly string[]): CliResult {
 
 function kvEventsOptions(flags: Record<string, string | boolean | undefined>): SimOptions['kvEvents'] {
   const endpoint = flags['kv-events-endpoint'];
-  const others = ['kv-events-replay-endpoint', 'kv-events-topic', 'kv-events-format', 'kv-events-buffer-steps'].filter((name) => flags[name] !== undefined);
+  const others = ['kv-events-replay-endpoint', 'kv-events-topic', 'kv-events-format', 'kv-events-buffer-steps'].filter(
+    (name) => flags[name] !== undefined,
+  );
   if (typeof endpoint !== 'string') {
     if (others.length > 0) throw new RangeError(`--${others[0]} needs --kv-events-endpoint`);
     return undefined;
@@ -138,10 +160,14 @@ function kvEventsOptions(flags: Record<string, string | boolean | undefined>): S
     throw new RangeError(`--kv-events-format: expected array or map, got '${String(format)}'`);
   return {
     endpoint,
-    ...(typeof flags['kv-events-replay-endpoint'] === 'string' ? { replayEndpoint: flags['kv-events-replay-endpoint'] } : {}),
+    ...(typeof flags['kv-events-replay-endpoint'] === 'string'
+      ? { replayEndpoint: flags['kv-events-replay-endpoint'] }
+      : {}),
     ...(typeof flags['kv-events-topic'] === 'string' ? { topic: flags['kv-events-topic'] } : {}),
     ...(format === undefined ? {} : { format }),
-    ...(typeof flags['kv-events-buffer-steps'] === 'string' ? { bufferSteps: integerFlag('kv-events-buffer-steps', flags['kv-events-buffer-steps'], 1) } : {}),
+    ...(typeof flags['kv-events-buffer-steps'] === 'string'
+      ? { bufferSteps: integerFlag('kv-events-buffer-steps', flags['kv-events-buffer-steps'], 1) }
+      : {}),
   };
 }
 

@@ -21,7 +21,12 @@ export interface TextChoice {
   pieces: string[];
   finishReason: 'stop' | 'length';
   stopReason: string | null;
-  logprobs: { tokens: string[]; token_logprobs: Array<number | null>; top_logprobs: Array<Record<string, number> | null>; text_offset: number[] } | null;
+  logprobs: {
+    tokens: string[];
+    token_logprobs: Array<number | null>;
+    top_logprobs: Array<Record<string, number> | null>;
+    text_offset: number[];
+  } | null;
 }
 
 export interface TextCompletion {
@@ -69,18 +74,33 @@ function events(completion: TextCompletion): Array<{ data: string; token: boolea
               top_logprobs: choice.logprobs.top_logprobs.slice(0, echoed),
               text_offset: choice.logprobs.text_offset.slice(0, echoed),
             };
-      out.push({ data: chunk({ index: choice.index, text: choice.echo, logprobs, finish_reason: null }), token: false, finish: false });
+      out.push({
+        data: chunk({ index: choice.index, text: choice.echo, logprobs, finish_reason: null }),
+        token: false,
+        finish: false,
+      });
       position = echoed;
     }
     choice.pieces.forEach((piece, k) => {
       const last = k === choice.pieces.length - 1;
-      const finish = last ? { finish_reason: choice.finishReason, stop_reason: choice.stopReason } : { finish_reason: null };
-      out.push({ data: chunk({ index: choice.index, text: piece, logprobs: logprobAt(position + k), ...finish }), token: true, finish: last });
+      const finish = last
+        ? { finish_reason: choice.finishReason, stop_reason: choice.stopReason }
+        : { finish_reason: null };
+      out.push({
+        data: chunk({ index: choice.index, text: piece, logprobs: logprobAt(position + k), ...finish }),
+        token: true,
+        finish: last,
+      });
     });
     if (choice.pieces.length === 0)
-      out.push({ data: chunk({ index: choice.index, text: '', logprobs: null, finish_reason: choice.finishReason }), token: false, finish: true });
+      out.push({
+        data: chunk({ index: choice.index, text: '', logprobs: null, finish_reason: choice.finishReason }),
+        token: false,
+        finish: true,
+      });
   }
-  if (completion.usage !== undefined) out.push({ data: JSON.stringify({ ...head, choices: [], usage: completion.usage }), token: false, finish: false });
+  if (completion.usage !== undefined)
+    out.push({ data: JSON.stringify({ ...head, choices: [], usage: completion.usage }), token: false, finish: false });
   return out;
 }
 

@@ -23,17 +23,29 @@ import { countTokens, splitTokens } from './tokenizer.js';
 export const DEFAULT_MAX_TOKENS = 16;
 
 function isTokens(value: unknown): value is number[] {
-  return Array.isArray(value) && value.length > 0 && value.every((token) => Number.isInteger(token) && (token as number) >= 0);
+  return (
+    Array.isArray(value) &&
+    value.length > 0 &&
+    value.every((token) => Number.isInteger(token) && (token as number) >= 0)
+  );
 }
 
 /** The prompts as text (token ids as `<id>` words: the sim has no detokenizer) and their token counts. */
 function readPrompts(prompt: unknown): Array<{ text: string; tokens: number }> {
   const one = (entry: string | number[]) =>
-    typeof entry === 'string' ? { text: entry, tokens: countTokens(entry) } : { text: entry.map((id) => ` <${id}>`).join(''), tokens: entry.length };
+    typeof entry === 'string'
+      ? { text: entry, tokens: countTokens(entry) }
+      : { text: entry.map((id) => ` <${id}>`).join(''), tokens: entry.length };
   if (typeof prompt === 'string' || isTokens(prompt)) return [one(prompt)];
-  if (Array.isArray(prompt) && prompt.length > 0 && prompt.every((entry) => typeof entry === 'string' || isTokens(entry)))
+  if (
+    Array.isArray(prompt) &&
+    prompt.length > 0 &&
+    prompt.every((entry) => typeof entry === 'string' || isTokens(entry))
+  )
     return (prompt as Array<string | number[]>).map(one);
-  throw new SimInputError('prompt must be a string, an array of strings, token ids or arrays of token ids', { param: 'prompt' });
+  throw new SimInputError('prompt must be a string, an array of strings, token ids or arrays of token ids', {
+    param: 'prompt',
+  });
 }
 
 function integer(value: unknown, param: string, min: number, max: number, fallback: number): number {
@@ -50,7 +62,9 @@ function stopsOf(stop: unknown): string[] {
   throw new SimInputError('stop must be a string or an array of strings', { param: 'stop' });
 }
 
-/** Deterministic logprobs of `tokens` (the first `nullFirst` token gets null, as an echoed prompt's first token does). */
+/**
+ * Deterministic logprobs of `tokens` (the first `nullFirst` token gets null, as an echoed prompt's first token does).
+ */
 function logprobsOf(tokens: readonly string[], top: number, seed: number, nullFirst: boolean): TextChoice['logprobs'] {
   const random = seededRandom(seed);
   let offset = 0;
@@ -114,7 +128,10 @@ function planChoices(plan: ChoicePlan): TextChoice[] {
         pieces,
         finishReason: maxTokens === 0 ? 'length' : output.finishReason === 'tool_calls' ? 'stop' : output.finishReason,
         stopReason: output.stopReason,
-        logprobs: logprobs === undefined ? null : logprobsOf([...echoed, ...pieces], Math.max(1, logprobs), mixSeed(seed, index + 0x10000), echo),
+        logprobs:
+          logprobs === undefined
+            ? null
+            : logprobsOf([...echoed, ...pieces], Math.max(1, logprobs), mixSeed(seed, index + 0x10000), echo),
       });
     }
   });
@@ -132,7 +149,8 @@ export function handleCompletions(context: SimContext, exchange: Exchange, raw: 
   const echo = body.echo === true;
   const maxTokens = integer(body.max_tokens, 'max_tokens', echo ? 0 : 1, 1 << 24, DEFAULT_MAX_TOKENS);
   const n = integer(body.n, 'n', 1, 128, 1);
-  const logprobs = body.logprobs === undefined || body.logprobs === null ? undefined : integer(body.logprobs, 'logprobs', 0, 20, 0);
+  const logprobs =
+    body.logprobs === undefined || body.logprobs === null ? undefined : integer(body.logprobs, 'logprobs', 0, 20, 0);
   const stop = stopsOf(body.stop);
   const longest = Math.max(...prompts.map((prompt) => prompt.tokens + suffixTokens));
   const request = beginAux(context, exchange, served.suffixKnobs, longest);
@@ -143,7 +161,11 @@ export function handleCompletions(context: SimContext, exchange: Exchange, raw: 
   const completionTokens = choices.reduce((sum, choice) => sum + choice.pieces.length, 0);
   const promptTokens = prompts.reduce((sum, prompt) => sum + prompt.tokens + suffixTokens, 0);
   exchange.record.output = { finishReason: choices[0]!.finishReason, promptTokens, completionTokens, toolCalls: [] };
-  const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+  const usage = {
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
+  };
   const id = `cmpl-${randomUUID().replaceAll('-', '')}`;
   const created = Math.floor(Date.now() / 1000);
   const scale = context.timeScale;

@@ -25,7 +25,10 @@ function requestList(records: readonly RequestRecord[]): string {
       try {
         return JSON.stringify(record);
       } catch (error) {
-        return JSON.stringify({ ...record, body: { unserializable: error instanceof Error ? error.message : 'cannot serialize' } });
+        return JSON.stringify({
+          ...record,
+          body: { unserializable: error instanceof Error ? error.message : 'cannot serialize' },
+        });
       }
     });
     return `{"object":"list","data":[${data.join(',')}]}`;
@@ -76,13 +79,18 @@ export function handleControl(context: SimContext, exchange: Exchange, path: str
       sendJson(
         exchange,
         200,
-        JSON.stringify({ ...context.log.stats, queuedFaults: context.faults.list().reduce((sum, entry) => sum + entry.remaining, 0), gpu: gpuStats(context) }),
+        JSON.stringify({
+          ...context.log.stats,
+          queuedFaults: context.faults.list().reduce((sum, entry) => sum + entry.remaining, 0),
+          gpu: gpuStats(context),
+        }),
       );
       return;
     case 'POST /_sim/kv-events/drop': {
       const count = (body as { count?: unknown } | undefined)?.count;
       if (context.kvEvents === undefined) sendError(exchange, 404, 'KV events are off (--kv-events-endpoint)');
-      else if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 1) sendError(exchange, 400, "'count' must be an integer >= 1", 'count');
+      else if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 1)
+        sendError(exchange, 400, "'count' must be an integer >= 1", 'count');
       else {
         context.kvEvents.dropNext(count);
         sendJson(exchange, 200, JSON.stringify({ dropping: count }));

@@ -19,12 +19,20 @@ export const MAX_DIMENSIONS = 8192;
 type Input = string | number[];
 
 function isTokens(value: unknown): value is number[] {
-  return Array.isArray(value) && value.length > 0 && value.every((token) => Number.isInteger(token) && (token as number) >= 0);
+  return (
+    Array.isArray(value) &&
+    value.length > 0 &&
+    value.every((token) => Number.isInteger(token) && (token as number) >= 0)
+  );
 }
 
 function readInputs(input: unknown): Input[] {
   if ((typeof input === 'string' && input !== '') || isTokens(input)) return [input];
-  if (Array.isArray(input) && input.length > 0 && input.every((entry) => (typeof entry === 'string' && entry !== '') || isTokens(entry)))
+  if (
+    Array.isArray(input) &&
+    input.length > 0 &&
+    input.every((entry) => (typeof entry === 'string' && entry !== '') || isTokens(entry))
+  )
     return input as Input[];
   throw new SimInputError('input must be a non-empty string, an array of them, or token ids', { param: 'input' });
 }
@@ -52,7 +60,8 @@ export function handleEmbeddings(context: SimContext, exchange: Exchange, raw: u
   if (!Number.isInteger(dimensions) || (dimensions as number) < 1 || (dimensions as number) > MAX_DIMENSIONS)
     throw new SimInputError(`dimensions must be an integer in [1, ${MAX_DIMENSIONS}]`, { param: 'dimensions' });
   const format = body.encoding_format ?? 'float';
-  if (format !== 'float' && format !== 'base64') throw new SimInputError("encoding_format must be 'float' or 'base64'", { param: 'encoding_format' });
+  if (format !== 'float' && format !== 'base64')
+    throw new SimInputError("encoding_format must be 'float' or 'base64'", { param: 'encoding_format' });
   const tokens = inputs.map((input) => (typeof input === 'string' ? countTokens(input) : input.length));
   const promptTokens = tokens.reduce((sum, count) => sum + count, 0);
   const request = beginAux(context, exchange, served.suffixKnobs, Math.max(...tokens));

@@ -18,12 +18,22 @@ export interface Exchange {
 /** Writes a complete JSON response; `body` is already serialized. */
 export function sendJson(exchange: Exchange, status: number, body: string, headers: OutgoingHttpHeaders = {}): void {
   exchange.record.status = status;
-  exchange.res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  exchange.res.writeHead(status, {
+    ...headers,
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+  });
   exchange.res.end(body);
 }
 
 /** Writes a vLLM-shaped error (`{"error":{message,type,param,code}}`). */
-export function sendError(exchange: Exchange, status: number, message: string, param: string | null = null, headers?: OutgoingHttpHeaders): void {
+export function sendError(
+  exchange: Exchange,
+  status: number,
+  message: string,
+  param: string | null = null,
+  headers?: OutgoingHttpHeaders,
+): void {
   sendJson(exchange, status, JSON.stringify(vllmError(status, message, param)), headers);
 }
 

@@ -22,12 +22,14 @@ export class FaultQueue {
    * @throws SimInputError naming the bad field.
    */
   push(body: unknown): QueuedFault {
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new SimInputError('fault body must be a JSON object');
+    if (body === null || typeof body !== 'object' || Array.isArray(body))
+      throw new SimInputError('fault body must be a JSON object');
     const { fault, count = 1, ...rest } = body as Record<string, unknown>;
     if (typeof fault !== 'string' || !(FAULT_NAMES as readonly string[]).includes(fault)) {
       throw new SimInputError(`'fault' must be one of ${FAULT_NAMES.join('|')}`, { param: 'fault' });
     }
-    if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 1) throw new SimInputError("'count' must be an integer >= 1", { param: 'count' });
+    if (typeof count !== 'number' || !Number.isSafeInteger(count) || count < 1)
+      throw new SimInputError("'count' must be an integer >= 1", { param: 'count' });
     const knobs: Partial<Knobs> = { fault: fault as FaultName };
     for (const [name, value] of Object.entries(rest)) {
       if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {

@@ -13,10 +13,18 @@ import type { OutputPlan } from './output-plan.js';
 import { blockHashes } from './kv-cache.js';
 import { promptTokenIds } from './tokenizer.js';
 
-/** Longest real wait between progress updates of a non-stream generation (ms), so KV usage and batch changes are followed. */
+/**
+ * Longest real wait between progress updates of a non-stream generation (ms), so KV usage and batch changes are
+ * followed.
+ */
 const SILENT_TICK_MS = 100;
 
-function newSequence(scheduler: GpuScheduler, messages: readonly unknown[], promptTokens: number, onAdmit: (delayMs: number) => void): Sequence {
+function newSequence(
+  scheduler: GpuScheduler,
+  messages: readonly unknown[],
+  promptTokens: number,
+  onAdmit: (delayMs: number) => void,
+): Sequence {
   const tokenIds = promptTokenIds(messages);
   return new Sequence(promptTokens, blockHashes(tokenIds, scheduler.profile.blockSize), tokenIds, onAdmit);
 }
@@ -27,11 +35,23 @@ function endReason(exchange: Exchange, plan: OutputPlan): FinishedReason {
 }
 
 /** Streams `plan` paced by the scheduler. */
-export function streamOnGpu(scheduler: GpuScheduler, exchange: Exchange, messages: readonly unknown[], plan: OutputPlan, setup: StreamSetup): void {
+export function streamOnGpu(
+  scheduler: GpuScheduler,
+  exchange: Exchange,
+  messages: readonly unknown[],
+  plan: OutputPlan,
+  setup: StreamSetup,
+): void {
   const extraTtftMs = setup.options.ttftMs;
   // onAdmit runs from `submit` below, once the writer exists.
-  const sequence = newSequence(scheduler, messages, exchange.record.output?.promptTokens ?? 0, (delayMs) => writer.begin(Math.max(delayMs, extraTtftMs)));
-  const writer = new ChatStream(exchange.res, plan, setup.framer, { ...setup.options, itl: () => scheduler.itlMs(), progress: sequence });
+  const sequence = newSequence(scheduler, messages, exchange.record.output?.promptTokens ?? 0, (delayMs) =>
+    writer.begin(Math.max(delayMs, extraTtftMs)),
+  );
+  const writer = new ChatStream(exchange.res, plan, setup.framer, {
+    ...setup.options,
+    itl: () => scheduler.itlMs(),
+    progress: sequence,
+  });
   exchange.record.status = 200;
   writer.open();
   exchange.onClose = () => {

@@ -71,7 +71,10 @@ export const GPU_A10G_7B: Readonly<GpuProfile> = Object.freeze({
   maxModelLen: 32_768,
 });
 
-export const GPU_PROFILES: Readonly<Record<string, Readonly<GpuProfile>>> = Object.freeze({ [GPU_H100_8B.name]: GPU_H100_8B, [GPU_A10G_7B.name]: GPU_A10G_7B });
+export const GPU_PROFILES: Readonly<Record<string, Readonly<GpuProfile>>> = Object.freeze({
+  [GPU_H100_8B.name]: GPU_H100_8B,
+  [GPU_A10G_7B.name]: GPU_A10G_7B,
+});
 
 /** Decode step time (simulated ms) with `running` sequences in the batch (at least 1). */
 export function decodeStepMs(profile: Readonly<GpuProfile>, running: number): number {
@@ -89,7 +92,8 @@ export function prefillMs(profile: Readonly<GpuProfile>, tokens: number): number
  */
 export function resolveProfile(name: string, overrides: Partial<GpuProfile> = {}): Readonly<GpuProfile> {
   const base = GPU_PROFILES[name];
-  if (base === undefined) throw new RangeError(`unknown profile '${name}' (known: ${Object.keys(GPU_PROFILES).join(', ')})`);
+  if (base === undefined)
+    throw new RangeError(`unknown profile '${name}' (known: ${Object.keys(GPU_PROFILES).join(', ')})`);
   const profile = { ...base, ...overrides };
   if (!Number.isSafeInteger(profile.maxNumSeqs) || profile.maxNumSeqs < 1)
     throw new RangeError(`max-num-seqs must be an integer >= 1, got ${profile.maxNumSeqs}`);

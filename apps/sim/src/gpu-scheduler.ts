@@ -66,7 +66,8 @@ export class GpuScheduler {
     private readonly onEnd: (end: SequenceEnd) => void = () => undefined,
     kvObserver?: KvCacheObserver,
   ) {
-    if (!(timeScale > 0) || !Number.isFinite(timeScale)) throw new RangeError(`time-scale must be a number > 0, got ${timeScale}`);
+    if (!(timeScale > 0) || !Number.isFinite(timeScale))
+      throw new RangeError(`time-scale must be a number > 0, got ${timeScale}`);
     this.prefixCache = new PagedKvCache(profile.numGpuBlocks, profile.blockSize, kvObserver);
   }
 
@@ -110,7 +111,8 @@ export class GpuScheduler {
   /** Gives every running sequence the blocks its generated tokens now fill (evicting cached blocks as vLLM would). */
   private growRunning(): void {
     for (const sequence of this.running) {
-      if (sequence.allocation !== undefined) this.prefixCache.grow(sequence.allocation, sequence.promptTokens, sequence.generatedTokens);
+      if (sequence.allocation !== undefined)
+        this.prefixCache.grow(sequence.allocation, sequence.promptTokens, sequence.generatedTokens);
     }
   }
 
@@ -142,7 +144,9 @@ export class GpuScheduler {
     // busy period, since prompts that arrive together are prefilled in the same engine steps.
     const uncached = sequence.promptTokens - sequence.cachedTokens;
     const busy = this.prefillBusyUntil > now;
-    const costMs = busy ? prefillMs(this.profile, uncached) - this.profile.prefillOverheadMs : prefillMs(this.profile, uncached);
+    const costMs = busy
+      ? prefillMs(this.profile, uncached) - this.profile.prefillOverheadMs
+      : prefillMs(this.profile, uncached);
     this.prefillBusyUntil = (busy ? this.prefillBusyUntil : now) + costMs * this.timeScale;
     sequence.firstTokenAt = this.prefillBusyUntil;
     this.running.add(sequence);

@@ -15,10 +15,10 @@ import { FRAMINGS, type Framing } from './framed-output.js';
 export type ContentMode = 'lorem' | 'echo';
 
 /**
- * Where reasoning text goes: `fields` = `delta.reasoning` and `delta.reasoning_content` (vLLM with a
- * reasoning parser, docs/protocols.md "Backend extras"); `think-tags` = `<think>…</think>` inside content (vLLM without a parser);
- * `think-close-only` = reasoning words then only `</think>` inside content (templates that put the
- * opening tag in the prompt, e.g. Qwen3, DeepSeek-R1).
+ * Where reasoning text goes: `fields` = `delta.reasoning` and `delta.reasoning_content` (vLLM with a reasoning parser,
+ * docs/protocols.md "Backend extras"); `think-tags` = `<think>…</think>` inside content (vLLM without a parser);
+ * `think-close-only` = reasoning words then only `</think>` inside content (templates that put the opening tag in the
+ * prompt, e.g. Qwen3, DeepSeek-R1).
  */
 export type ReasoningFormat = 'fields' | 'think-tags' | 'think-close-only';
 
@@ -56,9 +56,15 @@ export interface Knobs {
   content: ContentMode;
   /** Parallel tool calls to emit when the request declares tools; `undefined` = decide from `tool_choice`. */
   toolCalls: number | undefined;
-  /** Plan tool calls as if `tool_choice` were `auto` (Ollama and several vLLM tool parsers ignore it): `tool-calls` alone decides. */
+  /**
+   * Plan tool calls as if `tool_choice` were `auto` (Ollama and several vLLM tool parsers ignore it): `tool-calls`
+   * alone decides.
+   */
   ignoreToolChoice: boolean;
-  /** The finish label sent instead of the planned one (e.g. `tool_calls` on a text answer, as some tool parsers do); `undefined` = as planned. */
+  /**
+   * The finish label sent instead of the planned one (e.g. `tool_calls` on a text answer, as some tool parsers do);
+   * `undefined` = as planned.
+   */
   finishLabel: FinishLabel | undefined;
   /** Share (0..1) of tool calls that get invalid arguments. */
   invalidToolArgs: number;
@@ -73,11 +79,17 @@ export interface Knobs {
   repeat: boolean;
   /** Usage on every stream chunk (vLLM `continuous_usage_stats`). */
   continuousUsage: boolean;
-  /** SSE framing on the wire: `lf`, `crlf`, `split` (events cut across TCP reads), `crlf-split`, `multiline` (data over several lines). */
+  /**
+   * SSE framing on the wire: `lf`, `crlf`, `split` (events cut across TCP reads), `crlf-split`, `multiline` (data over
+   * several lines).
+   */
   framing: Framing;
   /** Usage chunk in every stream even without `stream_options.include_usage` (vLLM `--enable-force-include-usage`). */
   forceUsage: boolean;
-  /** Prompt tokens reported as served from the prefix cache (`usage.prompt_tokens_details.cached_tokens`, vLLM `--enable-prompt-tokens-details`), at most the prompt's; 0 omits the field. */
+  /**
+   * Prompt tokens reported as served from the prefix cache (`usage.prompt_tokens_details.cached_tokens`, vLLM
+   * `--enable-prompt-tokens-details`), at most the prompt's; 0 omits the field.
+   */
   cachedTokens: number;
   fault: FaultName;
   /** Tokens emitted before a mid-stream fault; `undefined` = half of the planned tokens. */
@@ -164,8 +176,20 @@ function oneOf<T extends string>(name: string, allowed: readonly T[], raw: strin
 }
 
 export const KNOB_SPECS: readonly KnobSpec[] = [
-  { name: 'ttft-ms', flag: false, values: '<ms>', describe: 'time to first token', parse: (raw) => ({ ttftMs: nonNegativeNumber('ttft-ms', raw) }) },
-  { name: 'itl-ms', flag: false, values: '<ms>', describe: 'inter-token latency', parse: (raw) => ({ itlMs: nonNegativeNumber('itl-ms', raw) }) },
+  {
+    name: 'ttft-ms',
+    flag: false,
+    values: '<ms>',
+    describe: 'time to first token',
+    parse: (raw) => ({ ttftMs: nonNegativeNumber('ttft-ms', raw) }),
+  },
+  {
+    name: 'itl-ms',
+    flag: false,
+    values: '<ms>',
+    describe: 'inter-token latency',
+    parse: (raw) => ({ itlMs: nonNegativeNumber('itl-ms', raw) }),
+  },
   {
     name: 'instant',
     flag: true,
@@ -234,7 +258,9 @@ export const KNOB_SPECS: readonly KnobSpec[] = [
     flag: false,
     values: 'fields|think-tags|think-close-only',
     describe: 'delta.reasoning + delta.reasoning_content, or <think> tags inside content',
-    parse: (raw) => ({ reasoningFormat: oneOf<ReasoningFormat>('reasoning-format', ['fields', 'think-tags', 'think-close-only'], raw) }),
+    parse: (raw) => ({
+      reasoningFormat: oneOf<ReasoningFormat>('reasoning-format', ['fields', 'think-tags', 'think-close-only'], raw),
+    }),
   },
   {
     name: 'think-tags',
@@ -289,10 +315,17 @@ export const KNOB_SPECS: readonly KnobSpec[] = [
     name: 'cached-tokens',
     flag: false,
     values: '<n>',
-    describe: 'prompt tokens reported as cached in usage.prompt_tokens_details.cached_tokens (at most the prompt; 0 omits it)',
+    describe:
+      'prompt tokens reported as cached in usage.prompt_tokens_details.cached_tokens (at most the prompt; 0 omits it)',
     parse: (raw) => ({ cachedTokens: nonNegativeInteger('cached-tokens', raw) }),
   },
-  { name: 'fault', flag: false, values: FAULT_NAMES.join('|'), describe: 'fault to inject', parse: (raw) => ({ fault: oneOf('fault', FAULT_NAMES, raw) }) },
+  {
+    name: 'fault',
+    flag: false,
+    values: FAULT_NAMES.join('|'),
+    describe: 'fault to inject',
+    parse: (raw) => ({ fault: oneOf('fault', FAULT_NAMES, raw) }),
+  },
   {
     name: 'fault-after',
     flag: false,
@@ -333,7 +366,9 @@ export const KNOB_SPECS: readonly KnobSpec[] = [
 const SPECS_BY_NAME = new Map(KNOB_SPECS.map((spec) => [spec.name, spec]));
 
 /** The `x-sim-<name>` header of every knob, precomputed for the per-request lookup. */
-const HEADER_NAMES: readonly (readonly [string, KnobSpec])[] = KNOB_SPECS.map((spec) => [`x-sim-${spec.name}`, spec] as const);
+const HEADER_NAMES: readonly (readonly [string, KnobSpec])[] = KNOB_SPECS.map(
+  (spec) => [`x-sim-${spec.name}`, spec] as const,
+);
 
 /**
  * Parses one knob. `raw` undefined means the flag form (`@repeat`). Accepts camelCase names too
@@ -343,12 +378,15 @@ const HEADER_NAMES: readonly (readonly [string, KnobSpec])[] = KNOB_SPECS.map((s
 export function parseKnob(name: string, raw: string | undefined): Partial<Knobs> {
   const spec = SPECS_BY_NAME.get(name) ?? SPECS_BY_NAME.get(kebabCase(name));
   if (spec === undefined) throw new SimInputError(`unknown sim knob '${name}'`);
-  if (raw === undefined && !spec.flag) throw new SimInputError(`sim knob '${name}' needs a value (${spec.name}=${spec.values})`);
+  if (raw === undefined && !spec.flag)
+    throw new SimInputError(`sim knob '${name}' needs a value (${spec.name}=${spec.values})`);
   return spec.parse(raw ?? 'true');
 }
 
 /** Knob overrides from `x-sim-*` request headers (node lower-cases header names). */
-export function knobsFromHeaders(headers: Readonly<Record<string, string | string[] | undefined>>): Partial<Knobs> | undefined {
+export function knobsFromHeaders(
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+): Partial<Knobs> | undefined {
   let overrides: Partial<Knobs> | undefined;
   for (const [header, spec] of HEADER_NAMES) {
     const value = headers[header];

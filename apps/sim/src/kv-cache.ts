@@ -79,7 +79,8 @@ export class PagedKvCache {
     readonly blockSize: number,
     private readonly observer?: KvCacheObserver,
   ) {
-    if (!Number.isSafeInteger(numBlocks) || numBlocks < 1) throw new RangeError(`numBlocks must be an integer >= 1, got ${numBlocks}`);
+    if (!Number.isSafeInteger(numBlocks) || numBlocks < 1)
+      throw new RangeError(`numBlocks must be an integer >= 1, got ${numBlocks}`);
   }
 
   /** Cached blocks (referenced or free). */
@@ -148,7 +149,8 @@ export class PagedKvCache {
   /** Grows an allocation to hold `generatedTokens` output tokens (one block per `blockSize`), evicting as needed. */
   grow(allocation: KvAllocation, promptTokens: number, generatedTokens: number): void {
     if (allocation.released) return;
-    const total = this.promptBlocks(promptTokens + generatedTokens, allocation.hashes.length) - allocation.hashes.length;
+    const total =
+      this.promptBlocks(promptTokens + generatedTokens, allocation.hashes.length) - allocation.hashes.length;
     if (total <= allocation.privateBlocks) return;
     this.referenced += total - allocation.privateBlocks;
     allocation.privateBlocks = total;

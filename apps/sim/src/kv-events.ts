@@ -54,7 +54,8 @@ function seqBytes(seq: number): Buffer {
 
 function encodeEvent(event: Event, format: KvEventsFormat): unknown {
   if (format === 'array') {
-    if (event.kind === 'stored') return ['BlockStored', event.hashes, event.parent, event.tokenIds, event.blockSize, null, 'GPU'];
+    if (event.kind === 'stored')
+      return ['BlockStored', event.hashes, event.parent, event.tokenIds, event.blockSize, null, 'GPU'];
     if (event.kind === 'removed') return ['BlockRemoved', event.hashes, 'GPU'];
     return ['AllBlocksCleared'];
   }
@@ -97,7 +98,8 @@ export class KvEventPublisher {
     this.bufferSteps = options.bufferSteps ?? 10_000;
     this.router = options.replayEndpoint === undefined ? undefined : new Router({ linger: 0 });
     this.observer = {
-      stored: (hashes, parent, tokenIds, blockSize) => this.add({ kind: 'stored', hashes, parent, tokenIds, blockSize }),
+      stored: (hashes, parent, tokenIds, blockSize) =>
+        this.add({ kind: 'stored', hashes, parent, tokenIds, blockSize }),
       removed: (hashes) => this.add({ kind: 'removed', hashes }),
       cleared: () => this.add({ kind: 'cleared' }),
     };
@@ -130,7 +132,10 @@ export class KvEventPublisher {
     return this.nextSeq;
   }
 
-  /** Leaves the next `count` batches out of the PUB stream (they stay in the replay buffer), as a subscriber that fell behind its high-water mark loses them. */
+  /**
+   * Leaves the next `count` batches out of the PUB stream (they stay in the replay buffer), as a subscriber that fell
+   * behind its high-water mark loses them.
+   */
   dropNext(count: number): void {
     this.dropping += count;
   }

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * `iop-sim` entry point: parses the command line, starts the sim, prints one JSON line
- * `{"event":"ready","port":<n>,"host":"...","kvEventsEndpoint"?,"kvEventsReplayEndpoint"?}` (its readiness line) to stdout, and closes on SIGTERM/SIGINT.
+ * `{"event":"ready","port":<n>,"host":"...","kvEventsEndpoint"?,"kvEventsReplayEndpoint"?}` (its readiness line) to
+ * stdout, and closes on SIGTERM/SIGINT.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,7 +10,8 @@ import { helpText, parseCli, setCliVersion } from './cli.js';
 import { startSim } from './server.js';
 
 /** The sim's version, from its package.json. */
-const SIM_VERSION = (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
+const SIM_VERSION = (JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version: string })
+  .version;
 
 async function main(): Promise<void> {
   setCliVersion(SIM_VERSION);
@@ -31,7 +33,10 @@ async function main(): Promise<void> {
     return;
   }
   const sim = await startSim(parsed.options);
-  const kvEvents = sim.kvEvents === undefined ? {} : { kvEventsEndpoint: sim.kvEvents.endpoint, kvEventsReplayEndpoint: sim.kvEvents.replayEndpoint };
+  const kvEvents =
+    sim.kvEvents === undefined
+      ? {}
+      : { kvEventsEndpoint: sim.kvEvents.endpoint, kvEventsReplayEndpoint: sim.kvEvents.replayEndpoint };
   process.stdout.write(`${JSON.stringify({ event: 'ready', port: sim.port, host: sim.host, ...kvEvents })}\n`);
   const shutdown = (): void => {
     sim.close().then(

@@ -29,7 +29,10 @@ export function parseModelName(requested: string): ModelName {
     if (item.length === 0) continue;
     const equals = item.indexOf('=');
     try {
-      Object.assign(knobs, equals < 0 ? parseKnob(item, undefined) : parseKnob(item.slice(0, equals), item.slice(equals + 1)));
+      Object.assign(
+        knobs,
+        equals < 0 ? parseKnob(item, undefined) : parseKnob(item.slice(0, equals), item.slice(equals + 1)),
+      );
     } catch (error) {
       if (error instanceof SimInputError) throw new SimInputError(`model suffix: ${error.message}`, { param: 'model' });
       throw error;

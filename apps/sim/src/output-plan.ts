@@ -10,7 +10,13 @@ import type { Knobs } from './knobs.js';
 import { LOREM_WORDS, REPEATED_NGRAM, SPACED_LOREM_WORDS } from './lorem.js';
 import { randomIndex, type Random } from './prng.js';
 import { splitTokens } from './tokenizer.js';
-import { generateToolCall, INVALID_ARGUMENTS_KINDS, type DeclaredTool, type GeneratedToolCall, type InvalidArgumentsKind } from './tool-arguments.js';
+import {
+  generateToolCall,
+  INVALID_ARGUMENTS_KINDS,
+  type DeclaredTool,
+  type GeneratedToolCall,
+  type InvalidArgumentsKind,
+} from './tool-arguments.js';
 
 export type Piece =
   | { kind: 'reasoning'; text: string }
@@ -71,9 +77,18 @@ class PieceBudget {
   }
 }
 
-function addWords(budget: PieceBudget, kind: 'reasoning' | 'content', count: number, random: Random, first: boolean): void {
+function addWords(
+  budget: PieceBudget,
+  kind: 'reasoning' | 'content',
+  count: number,
+  random: Random,
+  first: boolean,
+): void {
   for (let i = 0; i < count; i++) {
-    const word = first && i === 0 ? LOREM_WORDS[randomIndex(random, LOREM_WORDS.length)]! : SPACED_LOREM_WORDS[randomIndex(random, SPACED_LOREM_WORDS.length)]!;
+    const word =
+      first && i === 0
+        ? LOREM_WORDS[randomIndex(random, LOREM_WORDS.length)]!
+        : SPACED_LOREM_WORDS[randomIndex(random, SPACED_LOREM_WORDS.length)]!;
     if (!budget.add({ kind, text: word })) return;
   }
 }
@@ -103,7 +118,8 @@ function addContent(budget: PieceBudget, input: PlanInput): void {
     return;
   }
   if (input.jsonText !== undefined) {
-    for (let i = 0; i < input.jsonText.length; i += 4) if (!budget.add({ kind: 'content', text: input.jsonText.slice(i, i + 4) })) return;
+    for (let i = 0; i < input.jsonText.length; i += 4)
+      if (!budget.add({ kind: 'content', text: input.jsonText.slice(i, i + 4) })) return;
     return;
   }
   if (knobs.content === 'echo') {
@@ -122,10 +138,17 @@ function planToolCalls(input: PlanInput): PlannedToolCall[] {
   let invalidCount = 0;
   const calls: PlannedToolCall[] = [];
   for (let i = 0; i < input.toolCallCount; i++) {
-    const tool = input.forcedToolName === undefined ? tools[i % tools.length]! : (tools.find((entry) => entry.name === input.forcedToolName) ?? tools[0]!);
+    const tool =
+      input.forcedToolName === undefined
+        ? tools[i % tools.length]!
+        : (tools.find((entry) => entry.name === input.forcedToolName) ?? tools[0]!);
     let invalid: InvalidArgumentsKind | null = null;
-    if (random() < knobs.invalidToolArgs) invalid = INVALID_ARGUMENTS_KINDS[(start + invalidCount++) % INVALID_ARGUMENTS_KINDS.length]!;
-    calls.push({ id: `chatcmpl-tool-${randomUUID().replaceAll('-', '')}`, ...generateToolCall(tool, random, invalid, undeclaredName) });
+    if (random() < knobs.invalidToolArgs)
+      invalid = INVALID_ARGUMENTS_KINDS[(start + invalidCount++) % INVALID_ARGUMENTS_KINDS.length]!;
+    calls.push({
+      id: `chatcmpl-tool-${randomUUID().replaceAll('-', '')}`,
+      ...generateToolCall(tool, random, invalid, undeclaredName),
+    });
   }
   return calls;
 }
@@ -152,7 +175,8 @@ function addToolCalls(budget: PieceBudget, calls: readonly PlannedToolCall[], xm
   }
   calls.forEach((call, index) => {
     if (!budget.add({ kind: 'tool-call-start', index, id: call.id, name: call.name })) return;
-    for (const text of fragments(call.arguments, ARGUMENT_FRAGMENT_CHARS)) if (!budget.add({ kind: 'tool-call-arguments', index, text })) return;
+    for (const text of fragments(call.arguments, ARGUMENT_FRAGMENT_CHARS))
+      if (!budget.add({ kind: 'tool-call-arguments', index, text })) return;
   });
 }
 

@@ -94,7 +94,8 @@ export class RequestLog {
 
   /** @param capacity records kept (default 10,000). */
   constructor(private readonly capacity = 10_000) {
-    if (!Number.isSafeInteger(capacity) || capacity < 1) throw new RangeError(`request log capacity must be an integer >= 1, got ${capacity}`);
+    if (!Number.isSafeInteger(capacity) || capacity < 1)
+      throw new RangeError(`request log capacity must be an integer >= 1, got ${capacity}`);
     this.ring = new Array<RequestRecord | undefined>(capacity);
   }
 

@@ -31,13 +31,15 @@ export function simScore(query: string, document: string): number {
 
 function readTexts(value: unknown, param: string): string[] {
   if (typeof value === 'string') return [value];
-  if (Array.isArray(value) && value.length > 0 && value.every((entry) => typeof entry === 'string')) return value as string[];
+  if (Array.isArray(value) && value.length > 0 && value.every((entry) => typeof entry === 'string'))
+    return value as string[];
   throw new SimInputError(`${param} must be a string or a non-empty array of strings`, { param });
 }
 
 function documentText(value: unknown, index: number): string {
   if (typeof value === 'string') return value;
-  if (typeof value === 'object' && value !== null && typeof (value as { text?: unknown }).text === 'string') return (value as { text: string }).text;
+  if (typeof value === 'object' && value !== null && typeof (value as { text?: unknown }).text === 'string')
+    return (value as { text: string }).text;
   throw new SimInputError(`documents.${index} must be a string or {text}`, { param: `documents.${index}` });
 }
 
@@ -45,12 +47,15 @@ export function handleRerank(context: SimContext, exchange: Exchange, raw: unkno
   const body = objectBody(raw);
   const served = servedModel(context, exchange, body);
   if (served === undefined) return;
-  if (typeof body.query !== 'string' || body.query === '') throw new SimInputError('query must be a non-empty string', { param: 'query' });
-  if (!Array.isArray(body.documents) || body.documents.length === 0) throw new SimInputError('documents must be a non-empty array', { param: 'documents' });
+  if (typeof body.query !== 'string' || body.query === '')
+    throw new SimInputError('query must be a non-empty string', { param: 'query' });
+  if (!Array.isArray(body.documents) || body.documents.length === 0)
+    throw new SimInputError('documents must be a non-empty array', { param: 'documents' });
   const query = body.query;
   const documents = body.documents.map(documentText);
   const topN = body.top_n ?? 0;
-  if (!Number.isInteger(topN) || (topN as number) < 0) throw new SimInputError('top_n must be a non-negative integer', { param: 'top_n' });
+  if (!Number.isInteger(topN) || (topN as number) < 0)
+    throw new SimInputError('top_n must be a non-negative integer', { param: 'top_n' });
   const pairTokens = documents.map((text) => countTokens(query) + countTokens(text));
   const request = beginAux(context, exchange, served.suffixKnobs, Math.max(...pairTokens));
   if (request === undefined) return;
@@ -74,7 +79,8 @@ export function handleScore(context: SimContext, exchange: Exchange, raw: unknow
   if (served === undefined) return;
   const first = readTexts(body.text_1, 'text_1');
   const second = readTexts(body.text_2, 'text_2');
-  if (first.length > 1 && first.length !== second.length) throw new SimInputError('text_1 and text_2 must have the same length', { param: 'text_2' });
+  if (first.length > 1 && first.length !== second.length)
+    throw new SimInputError('text_1 and text_2 must have the same length', { param: 'text_2' });
   const pairs = second.map((text, index) => [first.length === 1 ? first[0]! : first[index]!, text] as const);
   const pairTokens = pairs.map(([a, b]) => countTokens(a) + countTokens(b));
   const request = beginAux(context, exchange, served.suffixKnobs, Math.max(...pairTokens));

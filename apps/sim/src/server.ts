@@ -80,7 +80,9 @@ function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer | unde
       }
       chunks.push(chunk);
     });
-    req.on('end', () => resolve(chunks.length === 0 ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
+    req.on('end', () =>
+      resolve(chunks.length === 0 ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)),
+    );
     req.on('error', reject);
   });
 }
@@ -177,17 +179,31 @@ export async function startSim(options: SimOptions = {}): Promise<SimServer> {
     throw new RangeError(`models must be non-empty names without '@', got ${JSON.stringify(models)}`);
   }
   const timeScale = options.timeScale ?? 1;
-  if (!(timeScale > 0) || !Number.isFinite(timeScale)) throw new RangeError(`timeScale must be a number > 0, got ${timeScale}`);
+  if (!(timeScale > 0) || !Number.isFinite(timeScale))
+    throw new RangeError(`timeScale must be a number > 0, got ${timeScale}`);
   const profile = options.profile === undefined ? undefined : resolveProfile(options.profile, options.profileOverrides);
-  const profileKnobs: Partial<Knobs> = profile === undefined ? {} : { outputTokens: profile.outputTokens, maxModelLen: profile.maxModelLen };
+  const profileKnobs: Partial<Knobs> =
+    profile === undefined ? {} : { outputTokens: profile.outputTokens, maxModelLen: profile.maxModelLen };
   const defaults: Knobs = Object.freeze({ ...DEFAULT_KNOBS, ...profileKnobs, ...options.knobs });
   const log = new RequestLog(options.requestLogSize);
   let metrics: VllmMetrics | undefined;
-  if (options.kvEvents !== undefined && profile === undefined) throw new RangeError('KV events need a GPU profile (--profile)');
+  if (options.kvEvents !== undefined && profile === undefined)
+    throw new RangeError('KV events need a GPU profile (--profile)');
   const kvEvents = options.kvEvents === undefined ? undefined : await KvEventPublisher.start(options.kvEvents);
-  const gpu = profile === undefined ? undefined : new GpuScheduler(profile, timeScale, (end) => metrics?.observe(end), kvEvents?.observer);
+  const gpu =
+    profile === undefined
+      ? undefined
+      : new GpuScheduler(profile, timeScale, (end) => metrics?.observe(end), kvEvents?.observer);
   if (gpu !== undefined) metrics = new VllmMetrics(gpu, log.stats, models[0]!);
-  const context: SimContext = { models: new Set(models), defaults, log, faults: new FaultQueue(), timeScale, gpu, kvEvents };
+  const context: SimContext = {
+    models: new Set(models),
+    defaults,
+    log,
+    faults: new FaultQueue(),
+    timeScale,
+    gpu,
+    kvEvents,
+  };
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const modelsJson = modelsBody(models, defaults.maxModelLen);
 

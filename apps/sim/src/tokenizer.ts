@@ -46,7 +46,8 @@ export function contentText(content: unknown): string {
 export function countMessageTokens(messages: readonly unknown[]): number {
   let count = 0;
   for (const message of messages) {
-    if (message !== null && typeof message === 'object') count += countTokens(contentText((message as { content?: unknown }).content));
+    if (message !== null && typeof message === 'object')
+      count += countTokens(contentText((message as { content?: unknown }).content));
   }
   return count;
 }

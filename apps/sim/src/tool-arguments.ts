@@ -10,7 +10,12 @@ import { LOREM_WORDS } from './lorem.js';
 export type InvalidArgumentsKind = 'not-json' | 'wrong-type' | 'missing-required' | 'undeclared-tool';
 
 /** Order in which invalid tool calls alternate. */
-export const INVALID_ARGUMENTS_KINDS: readonly InvalidArgumentsKind[] = ['not-json', 'wrong-type', 'missing-required', 'undeclared-tool'];
+export const INVALID_ARGUMENTS_KINDS: readonly InvalidArgumentsKind[] = [
+  'not-json',
+  'wrong-type',
+  'missing-required',
+  'undeclared-tool',
+];
 
 /** A function tool declared in the request. */
 export interface DeclaredTool {
@@ -37,7 +42,8 @@ function asSchema(value: unknown): Schema | undefined {
 function schemaType(schema: Schema): string | undefined {
   const type = schema.type;
   if (typeof type === 'string') return type;
-  if (Array.isArray(type)) return type.find((entry): entry is string => typeof entry === 'string' && entry !== 'null') ?? 'null';
+  if (Array.isArray(type))
+    return type.find((entry): entry is string => typeof entry === 'string' && entry !== 'null') ?? 'null';
   if (schema.properties !== undefined) return 'object';
   if (schema.items !== undefined) return 'array';
   return undefined;
@@ -81,7 +87,8 @@ export function sampleValue(schemaValue: unknown, random: Random, depth = 0): un
     case 'array': {
       const minItems = typeof schema.minItems === 'number' ? schema.minItems : 1;
       const items: unknown[] = [];
-      if (depth < MAX_DEPTH) for (let i = 0; i < Math.max(1, minItems); i++) items.push(sampleValue(schema.items, random, depth + 1));
+      if (depth < MAX_DEPTH)
+        for (let i = 0; i < Math.max(1, minItems); i++) items.push(sampleValue(schema.items, random, depth + 1));
       return items;
     }
     case 'object':
@@ -92,7 +99,9 @@ export function sampleValue(schemaValue: unknown, random: Random, depth = 0): un
 }
 
 function requiredNames(schema: Schema): string[] {
-  return Array.isArray(schema.required) ? schema.required.filter((name): name is string => typeof name === 'string') : [];
+  return Array.isArray(schema.required)
+    ? schema.required.filter((name): name is string => typeof name === 'string')
+    : [];
 }
 
 function propertySchema(schema: Schema, name: string): unknown {
@@ -118,7 +127,12 @@ function wrongTypeValue(schemaValue: unknown): unknown {
  * `wrong-type` and `missing-required` need a required property; without one they fall back to
  * `not-json`. `undeclaredName` is used for `undeclared-tool`.
  */
-export function generateToolCall(tool: DeclaredTool, random: Random, invalid: InvalidArgumentsKind | null, undeclaredName: string): GeneratedToolCall {
+export function generateToolCall(
+  tool: DeclaredTool,
+  random: Random,
+  invalid: InvalidArgumentsKind | null,
+  undeclaredName: string,
+): GeneratedToolCall {
   const schema = asSchema(tool.parameters) ?? {};
   const values = sampleObject(schema, random, 0);
   const firstRequired = requiredNames(schema)[0];

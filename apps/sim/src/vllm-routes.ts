@@ -12,7 +12,15 @@ export function modelsBody(models: readonly string[], maxModelLen: number): stri
   const created = Math.floor(Date.now() / 1000);
   return JSON.stringify({
     object: 'list',
-    data: models.map((id) => ({ id, object: 'model', created, owned_by: 'iop-sim', root: id, parent: null, max_model_len: maxModelLen })),
+    data: models.map((id) => ({
+      id,
+      object: 'model',
+      created,
+      owned_by: 'iop-sim',
+      root: id,
+      parent: null,
+      max_model_len: maxModelLen,
+    })),
   });
 }
 
@@ -23,7 +31,8 @@ export function modelsBody(models: readonly string[], maxModelLen: number): stri
  * @throws SimInputError (400) without `prompt` or `messages`.
  */
 export function handleTokenize(context: SimContext, exchange: Exchange, body: unknown): void {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw new SimInputError('request body must be a JSON object');
+  if (body === null || typeof body !== 'object' || Array.isArray(body))
+    throw new SimInputError('request body must be a JSON object');
   const fields = body as { model?: unknown; prompt?: unknown; messages?: unknown; return_token_strs?: unknown };
   if (fields.model !== undefined) {
     if (typeof fields.model !== 'string') throw new SimInputError("'model' must be a string", { param: 'model' });
@@ -39,10 +48,15 @@ export function handleTokenize(context: SimContext, exchange: Exchange, body: un
   else if (Array.isArray(fields.messages)) {
     strings = [];
     for (const message of fields.messages as unknown[]) {
-      for (const token of splitTokens(contentText((message as { content?: unknown } | null)?.content))) strings.push(token);
+      for (const token of splitTokens(contentText((message as { content?: unknown } | null)?.content)))
+        strings.push(token);
     }
   } else throw new SimInputError("either 'prompt' (string) or 'messages' (array) is required", { param: 'prompt' });
-  const response: Record<string, unknown> = { count: strings.length, max_model_len: context.defaults.maxModelLen, tokens: strings.map(tokenId) };
+  const response: Record<string, unknown> = {
+    count: strings.length,
+    max_model_len: context.defaults.maxModelLen,
+    tokens: strings.map(tokenId),
+  };
   if (fields.return_token_strs === true) response.token_strs = strings;
   sendJson(exchange, 200, JSON.stringify(response));
 }

@@ -57,4 +57,11 @@ export const DROPPED_REQUEST_HEADERS = new Set([
 ]);
 
 /** Response headers that describe the backend hop only. */
-export const DROPPED_RESPONSE_HEADERS = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'trailer']);
+export const DROPPED_RESPONSE_HEADERS = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'upgrade',
+  'trailer',
+]);

@@ -14,7 +14,11 @@ export function acceptedFrame(runId: string): ProviderTunnelFrame {
 }
 
 /** The backend answered: its status and headers (lower-case names). */
-export function responseStartFrame(runId: string, status: number, headers: Record<string, string>): ProviderTunnelFrame {
+export function responseStartFrame(
+  runId: string,
+  status: number,
+  headers: Record<string, string>,
+): ProviderTunnelFrame {
   return tunnelFrame({ runId, kind: FrameKind.RESPONSE_START, status, headers });
 }
 

@@ -11,7 +11,13 @@
  */
 import type { Pool } from 'undici';
 import type { IncomingHttpHeaders } from 'node:http';
-import { DROPPED_REQUEST_HEADERS, DROPPED_RESPONSE_HEADERS, type BackendCall, type BackendRequest, type BackendResponse } from './backend-call.js';
+import {
+  DROPPED_REQUEST_HEADERS,
+  DROPPED_RESPONSE_HEADERS,
+  type BackendCall,
+  type BackendRequest,
+  type BackendResponse,
+} from './backend-call.js';
 
 export interface OpenAiClientOptions {
   /**

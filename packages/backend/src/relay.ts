@@ -145,7 +145,10 @@ export async function relayBackend(
  * back by slow clients, multiplied the agent's writes and left it at 3–4× its memory. Any other
  * async iterable (the embedded backend's) is read with `for await`.
  */
-function readBody(body: AsyncIterable<Uint8Array>, onSlice: (slice: Uint8Array) => Promise<void> | undefined): Promise<void> {
+function readBody(
+  body: AsyncIterable<Uint8Array>,
+  onSlice: (slice: Uint8Array) => Promise<void> | undefined,
+): Promise<void> {
   if (!(body instanceof Readable)) return iterateBody(body, onSlice);
   return new Promise<void>((resolve, reject) => {
     let held = false;
@@ -166,7 +169,10 @@ function readBody(body: AsyncIterable<Uint8Array>, onSlice: (slice: Uint8Array) 
   });
 }
 
-async function iterateBody(body: AsyncIterable<Uint8Array>, onSlice: (slice: Uint8Array) => Promise<void> | undefined): Promise<void> {
+async function iterateBody(
+  body: AsyncIterable<Uint8Array>,
+  onSlice: (slice: Uint8Array) => Promise<void> | undefined,
+): Promise<void> {
   for await (const slice of body) {
     const full = onSlice(slice);
     if (full !== undefined) await full;

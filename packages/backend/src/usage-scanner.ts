@@ -206,7 +206,8 @@ export class UsageScanner {
     if (slice.length >= TAIL_BYTES) {
       // A byte loop: for these few bytes cheaper than a native `copy` call.
       const tail = this.tail;
-      for (let index = 0, from = slice.length - TAIL_BYTES; index < TAIL_BYTES; index++) tail[index] = slice[from + index]!;
+      for (let index = 0, from = slice.length - TAIL_BYTES; index < TAIL_BYTES; index++)
+        tail[index] = slice[from + index]!;
       this.tailLength = TAIL_BYTES;
       return;
     }

@@ -19,7 +19,12 @@ async function serve(handler: (req: http.IncomingMessage, res: http.ServerRespon
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      requests.push({ method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString() });
+      requests.push({
+        method: req.method!,
+        url: req.url!,
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString(),
+      });
       handler(req, res);
     });
   });
@@ -63,7 +68,12 @@ async function collect(body: AsyncIterable<Uint8Array>): Promise<string> {
 describe('OpenAiClient', () => {
   it('sends the request under the base path with its own key, and returns status, end-to-end headers and the body', async () => {
     const { backend, client } = await setup((_req, res) => {
-      res.writeHead(201, { 'content-type': 'application/json', 'x-backend': 'yes', connection: 'keep-alive', 'keep-alive': 'timeout=5' });
+      res.writeHead(201, {
+        'content-type': 'application/json',
+        'x-backend': 'yes',
+        connection: 'keep-alive',
+        'keep-alive': 'timeout=5',
+      });
       res.end('{"id":"chatcmpl-1"}');
     }, '/prefix/v1/');
     const response = await client.handle(request());

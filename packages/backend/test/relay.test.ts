@@ -16,14 +16,21 @@ const enc = (text: string): Uint8Array => new TextEncoder().encode(text);
 const text = (frame: ProviderTunnelFrame): string => Buffer.from(frame.body).toString('utf8');
 
 /** A backend answering 200 with `body(signal)` as an SSE body (or failing with `error`). */
-function backend(body: (signal: AbortSignal) => AsyncIterable<Uint8Array>, error?: unknown): BackendCall & { seen: BackendRequest[] } {
+function backend(
+  body: (signal: AbortSignal) => AsyncIterable<Uint8Array>,
+  error?: unknown,
+): BackendCall & { seen: BackendRequest[] } {
   const seen: BackendRequest[] = [];
   return {
     seen,
     handle(call) {
       seen.push(call);
       if (error !== undefined) return Promise.reject(error);
-      return Promise.resolve({ status: 200, headers: { 'content-type': 'text/event-stream' }, body: body(call.signal) });
+      return Promise.resolve({
+        status: 200,
+        headers: { 'content-type': 'text/event-stream' },
+        body: body(call.signal),
+      });
     },
   };
 }
@@ -55,7 +62,11 @@ function readable(slices: string[], gapMs = 0): (signal: AbortSignal) => Readabl
 }
 
 /** Relays into a sink that records every frame and is never full. */
-async function collect(call: BackendCall, controller = new AbortController(), options: Partial<RelayRequest> = {}): Promise<ProviderTunnelFrame[]> {
+async function collect(
+  call: BackendCall,
+  controller = new AbortController(),
+  options: Partial<RelayRequest> = {},
+): Promise<ProviderTunnelFrame[]> {
   const out: ProviderTunnelFrame[] = [];
   await relayBackend(call, { ...request, ...options }, controller, (frame) => {
     out.push(frame);
@@ -72,7 +83,13 @@ describe('relayBackend', () => {
     ['a Node Readable', readable],
   ])('relays RESPONSE_START, each body slice of %s, the usage found in the body, then END', async (_kind, body) => {
     const frames = await collect(backend(body(['data: {"choices":[]}\n\n', USAGE])));
-    expect(frames.map((frame) => frame.kind)).toEqual([FrameKind.RESPONSE_START, FrameKind.BODY, FrameKind.BODY, FrameKind.USAGE, FrameKind.END]);
+    expect(frames.map((frame) => frame.kind)).toEqual([
+      FrameKind.RESPONSE_START,
+      FrameKind.BODY,
+      FrameKind.BODY,
+      FrameKind.USAGE,
+      FrameKind.END,
+    ]);
     expect(frames[0]).toMatchObject({ runId: 'run_1', status: 200, headers: { 'content-type': 'text/event-stream' } });
     expect(text(frames[1]!)).toBe('data: {"choices":[]}\n\n');
     expect(text(frames[2]!)).toBe(USAGE);
@@ -117,7 +134,10 @@ describe('relayBackend', () => {
     expect(all.startsWith(firstRead)).toBe(true);
     // The source pushes the other slices one timer tick apart: wait until it has pushed them all
     // (a relay that read on would keep the body's buffer below that, and this waits in vain).
-    for (const deadline = Date.now() + 5_000; bodyStream!.readableLength < all.length - firstRead.length && Date.now() < deadline;)
+    for (
+      const deadline = Date.now() + 5_000;
+      bodyStream!.readableLength < all.length - firstRead.length && Date.now() < deadline;
+    )
       await new Promise((resolve) => setTimeout(resolve, 5));
     expect(bodyStream!.readableLength).toBe(all.length - firstRead.length); // the rest waits in the body
     // RESPONSE_START and the one slice that filled the sink, nothing more.
@@ -134,22 +154,31 @@ describe('relayBackend', () => {
     // Held for 3× the idle timeout by the consumer: no idle_timeout.
     let release: (() => void) | undefined;
     const held: ProviderTunnelFrame[] = [];
-    const heldRun = relayBackend(backend(readable(['data: a\n\n', 'data: b\n\n'])), { ...request, idleTimeoutMs: 30 }, new AbortController(), (frame) => {
-      held.push(frame);
-      if (frame.kind !== FrameKind.BODY || release !== undefined) return undefined;
-      setTimeout(() => release!(), 90);
-      return new Promise<void>((resolve) => (release = resolve));
-    });
+    const heldRun = relayBackend(
+      backend(readable(['data: a\n\n', 'data: b\n\n'])),
+      { ...request, idleTimeoutMs: 30 },
+      new AbortController(),
+      (frame) => {
+        held.push(frame);
+        if (frame.kind !== FrameKind.BODY || release !== undefined) return undefined;
+        setTimeout(() => release!(), 90);
+        return new Promise<void>((resolve) => (release = resolve));
+      },
+    );
     await heldRun;
     expect(held.at(-1)!.kind).toBe(FrameKind.END);
     // A backend silent for longer than the idle timeout after its first slice.
-    const silent = await collect(backend(readable(['data: a\n\n', 'data: b\n\n'], 80)), new AbortController(), { idleTimeoutMs: 30 });
+    const silent = await collect(backend(readable(['data: a\n\n', 'data: b\n\n'], 80)), new AbortController(), {
+      idleTimeoutMs: 30,
+    });
     expect(silent.map((frame) => frame.kind)).toEqual([FrameKind.RESPONSE_START, FrameKind.BODY, FrameKind.ERROR]);
     expect(silent[2]!.errorCode).toBe('idle_timeout');
   });
 
   it('no first byte within the first-byte timeout is first_byte_timeout', async () => {
-    const frames = await collect(backend(readable(['data: late\n\n'], 100)), new AbortController(), { firstByteTimeoutMs: 20 });
+    const frames = await collect(backend(readable(['data: late\n\n'], 100)), new AbortController(), {
+      firstByteTimeoutMs: 20,
+    });
     expect(frames.map((frame) => frame.kind)).toEqual([FrameKind.RESPONSE_START, FrameKind.ERROR]);
     expect(frames[1]!.errorCode).toBe('first_byte_timeout');
   });

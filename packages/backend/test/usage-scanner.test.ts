@@ -42,9 +42,17 @@ describe('UsageScanner', () => {
 
   test('spaced JSON (`"usage": {`), CRLF lines, and a last event without a trailing newline', () => {
     const spaced = enc('data: {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 4}}\r\n\r\n');
-    expect(scan('sse', [spaced])).toEqual({ promptTokens: 3, completionTokens: 4, cachedTokens: 0, reasoningTokens: 0 });
+    expect(scan('sse', [spaced])).toEqual({
+      promptTokens: 3,
+      completionTokens: 4,
+      cachedTokens: 0,
+      reasoningTokens: 0,
+    });
     const unterminated = enc(chunk('a') + 'data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}');
-    expect(scan('sse', splitAt(unterminated, [unterminated.length - 5]))).toMatchObject({ promptTokens: 1, completionTokens: 2 });
+    expect(scan('sse', splitAt(unterminated, [unterminated.length - 5]))).toMatchObject({
+      promptTokens: 1,
+      completionTokens: 2,
+    });
   });
 
   test('vLLM continuous usage: the last usage wins', () => {
@@ -74,7 +82,12 @@ describe('UsageScanner', () => {
     );
     fc.assert(
       fc.property(fc.array(fc.nat(body.length), { maxLength: 8 }), (offsets) => {
-        expect(scan('json', splitAt(body, offsets))).toEqual({ promptTokens: 12, completionTokens: 7, cachedTokens: 2, reasoningTokens: 0 });
+        expect(scan('json', splitAt(body, offsets))).toEqual({
+          promptTokens: 12,
+          completionTokens: 7,
+          cachedTokens: 2,
+          reasoningTokens: 0,
+        });
       }),
     );
     expect(usageOfJson('{"error":{"message":"x"}}')).toBeUndefined();

@@ -18,7 +18,10 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
   private closed = false;
   private failure: unknown = undefined;
 
-  /** @param highWaterMark queued values at which `push` starts returning a promise; Infinity = never (unbounded producer). */
+  /**
+   * @param highWaterMark queued values at which `push` starts returning a promise; Infinity = never (unbounded
+   * producer).
+   */
   constructor(private readonly highWaterMark = 16) {}
 
   get size(): number {
@@ -94,7 +97,9 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
   next(): Promise<IteratorResult<T>> {
     if (this.size > 0) return Promise.resolve({ value: this.take(), done: false });
     if (this.closed) {
-      return this.failure !== undefined ? Promise.reject(this.failure) : Promise.resolve({ value: undefined, done: true });
+      return this.failure !== undefined
+        ? Promise.reject(this.failure)
+        : Promise.resolve({ value: undefined, done: true });
     }
     return new Promise((resolve, reject) => {
       this.waitingConsumer = resolve;

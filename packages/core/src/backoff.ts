@@ -42,5 +42,7 @@ export interface BackoffDelayOptions {
 export function backoffDelayMs(attempt: number, options: BackoffDelayOptions): number {
   const ceiling = Math.min(options.capMs, options.baseMs * 2 ** Math.min(Math.max(0, attempt), 30));
   const random = options.random ?? Math.random;
-  return options.jitter === 'equal' ? Math.floor(ceiling / 2 + (random() * ceiling) / 2) : Math.floor(random() * ceiling);
+  return options.jitter === 'equal'
+    ? Math.floor(ceiling / 2 + (random() * ceiling) / 2)
+    : Math.floor(random() * ceiling);
 }

@@ -9,7 +9,9 @@ import type { IopError } from './errors.js';
 import type { StreamEvent } from './events.js';
 import type { InferenceRequest } from './request.js';
 
-/** A dialect's own name (`openai-chat`, `anthropic-messages`, `gemini`…): the metrics label and the ledger's `dialect`. */
+/**
+ * A dialect's own name (`openai-chat`, `anthropic-messages`, `gemini`…): the metrics label and the ledger's `dialect`.
+ */
 export type DialectName = string;
 
 /**
@@ -33,7 +35,10 @@ export interface DialectEndpoint {
   role: EndpointRole;
   /** The operation's name, for the decoder (`streamGenerateContent`); defaults to the role. */
   operation?: string;
-  /** `inference` only: the client's dialect is the backend's (OpenAI Chat), so bytes may be relayed when no gate filter needs the content. */
+  /**
+   * `inference` only: the client's dialect is the backend's (OpenAI Chat), so bytes may be relayed when no gate filter
+   * needs the content.
+   */
   passthrough?: boolean;
 }
 
@@ -111,7 +116,10 @@ export interface EncodeContext {
  * One instance per response; it keeps the per-stream state (block indexes, sequence numbers).
  */
 export interface StreamEncoder {
-  /** The stream's `content-type`; `text/event-stream; charset=utf-8` when absent (Gemini without `alt=sse`: a JSON array). */
+  /**
+   * The stream's `content-type`; `text/event-stream; charset=utf-8` when absent (Gemini without `alt=sse`: a JSON
+   * array).
+   */
   readonly contentType?: string;
   /** Encodes one event; returns the SSE text to write now ("" when nothing is due yet). */
   push(event: StreamEvent): string;
@@ -173,7 +181,9 @@ export interface Dialect {
   decodeRequest(body: unknown, target?: RequestTarget): InferenceRequest;
   /** Sets this dialect's rate-limit response headers for `state` through `set`. */
   rateLimitHeaders(state: RateLimitState, nowMs: number, set: (name: string, value: string) => void): void;
-  /** The `model-list` response body; `query` carries paging parameters. @throws IopError 400 for a bad page parameter. */
+  /**
+   * The `model-list` response body; `query` carries paging parameters. @throws IopError 400 for a bad page parameter.
+   */
   modelList?(models: readonly ModelListing[], query: URLSearchParams): unknown;
   /** The `model-get` response body, or undefined when `id` is not listed (the edge answers 404). */
   modelInfo?(models: readonly ModelListing[], id: string): unknown;

@@ -104,10 +104,10 @@ export function codeOfStatus(status: number): ErrorCode {
 }
 
 /**
- * Whether a failure with this HTTP status may succeed on another attempt: 408, 409, 429, and 5xx
- * except 501 (Not Implemented) and 505 (HTTP Version Not Supported), which are properties of the
- * backend, not faults (both official SDKs retry 408, 409, 429 and 5xx; docs/protocols.md "Chat errors"). The one retryability rule: the pool's retry policy, the
- * stream gate's recovery and `IopError.retryable` all ask it.
+ * Whether a failure with this HTTP status may succeed on another attempt: 408, 409, 429, and 5xx except 501 (Not
+ * Implemented) and 505 (HTTP Version Not Supported), which are properties of the backend, not faults (both official
+ * SDKs retry 408, 409, 429 and 5xx; docs/protocols.md "Chat errors"). The one retryability rule: the pool's retry
+ * policy, the stream gate's recovery and `IopError.retryable` all ask it.
  */
 export function isRetryableStatus(status: number): boolean {
   return status === 408 || status === 409 || status === 429 || (status >= 500 && status !== 501 && status !== 505);
@@ -159,7 +159,9 @@ export function toIopError(error: unknown): IopError {
   return new IopError('internal', 'internal error', { cause: error });
 }
 
-/** Client-supplied text quoted in an error message, cut to `maxChars` (default 200) so errors never echo megabytes back. */
+/**
+ * Client-supplied text quoted in an error message, cut to `maxChars` (default 200) so errors never echo megabytes back.
+ */
 export function excerpt(text: string, maxChars = 200): string {
   return text.length <= maxChars ? text : `${text.slice(0, maxChars)}… (${text.length} characters)`;
 }

@@ -126,7 +126,14 @@ export interface ErrorEvent {
   param?: string;
 }
 
-export type StreamEvent = ResponseStartEvent | TextDeltaEvent | ReasoningDeltaEvent | ToolCallDeltaEvent | UsageEvent | FinishEvent | ErrorEvent;
+export type StreamEvent =
+  | ResponseStartEvent
+  | TextDeltaEvent
+  | ReasoningDeltaEvent
+  | ToolCallDeltaEvent
+  | UsageEvent
+  | FinishEvent
+  | ErrorEvent;
 
 export type StreamEventType = StreamEvent['type'];
 

@@ -39,7 +39,8 @@ export const HEAP_GROWTH_PERCENT_SCHEMA = Type.Integer({
  * @throws RangeError for a percent outside 0–400 or not an integer (the config schema keeps it in range).
  */
 export function applyHeapGrowth(percent: number, execArgv: readonly string[] = process.execArgv): number | undefined {
-  if (!Number.isInteger(percent) || percent < 0 || percent > 400) throw new RangeError(`heapGrowthPercent must be an integer from 0 to 400, got ${percent}`);
+  if (!Number.isInteger(percent) || percent < 0 || percent > 400)
+    throw new RangeError(`heapGrowthPercent must be an integer from 0 to 400, got ${percent}`);
   if (execArgv.some((arg) => /^--heap[-_]growing[-_]percent(=|$)/.test(arg))) return undefined;
   // V8 reads the flag each time it sets a new old-generation limit, so setting it at run time takes
   // effect from the next full collection on (unlike the young generation's size, fixed at start).

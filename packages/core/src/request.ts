@@ -106,7 +106,9 @@ export interface ToolDefinition {
 export type ToolChoice = { type: 'auto' } | { type: 'none' } | { type: 'required' } | { type: 'tool'; name: string };
 
 export type ResponseFormat =
-  { type: 'text' } | { type: 'json_object' } | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict?: boolean; description?: string };
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict?: boolean; description?: string };
 
 /** Reasoning switch: `enabled: false` turns a thinking model's reasoning off. */
 export interface ReasoningConfig {
@@ -129,7 +131,10 @@ export interface InferenceRequest {
   tools?: ToolDefinition[];
   toolChoice?: ToolChoice;
   parallelToolCalls?: boolean;
-  /** Output token limit (Chat `max_completion_tokens`/`max_tokens`, Responses `max_output_tokens`, Anthropic `max_tokens`). */
+  /**
+   * Output token limit (Chat `max_completion_tokens`/`max_tokens`, Responses `max_output_tokens`, Anthropic
+   * `max_tokens`).
+   */
   maxOutputTokens?: number;
   temperature?: number;
   topP?: number;

@@ -12,7 +12,10 @@ export function registerTracerProvider(serviceName: string, serviceVersion: stri
   const resource = defaultResource()
     .merge(resourceFromAttributes({ 'service.name': serviceName, 'service.version': serviceVersion }))
     .merge(detectResources({ detectors: [envDetector] }));
-  const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
+  const provider = new NodeTracerProvider({
+    resource,
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
+  });
   provider.register();
   return {
     shutdown: async () => {

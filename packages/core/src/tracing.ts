@@ -16,7 +16,16 @@
  * request beyond the API's non-recording span).
  */
 import type * as TracingSdkModule from './tracing-sdk.js';
-import { ROOT_CONTEXT, SpanStatusCode, context, propagation, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  ROOT_CONTEXT,
+  SpanStatusCode,
+  context,
+  propagation,
+  trace,
+  type Context,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 
 export interface TracingOptions {
   /** `service.name` unless `OTEL_SERVICE_NAME` says otherwise, e.g. `iop-edge`. */
@@ -97,7 +106,11 @@ export function failSpan(span: Span, error: unknown, type?: string): void {
   if (!span.isRecording()) return;
   const message = error instanceof Error ? error.message : String(error);
   span.setStatus({ code: SpanStatusCode.ERROR, message });
-  span.setAttribute('error.type', type ?? (error instanceof Error ? (((error as { code?: unknown }).code as string | undefined) ?? error.name) : 'error'));
+  span.setAttribute(
+    'error.type',
+    type ??
+      (error instanceof Error ? (((error as { code?: unknown }).code as string | undefined) ?? error.name) : 'error'),
+  );
 }
 
 /** `trace_id` and `span_id` of the active span, for log lines; undefined outside a sampled span. */

@@ -2,7 +2,8 @@ import { backoffDelayMs, sleep } from '../src/backoff.js';
 
 describe('backoffDelayMs', () => {
   test('full jitter: uniform below a ceiling that doubles up to the cap', () => {
-    const at = (attempt: number, random: number) => backoffDelayMs(attempt, { baseMs: 100, capMs: 1_000, random: () => random });
+    const at = (attempt: number, random: number) =>
+      backoffDelayMs(attempt, { baseMs: 100, capMs: 1_000, random: () => random });
     expect([0, 1, 2, 3, 4, 40].map((attempt) => at(attempt, 0.999_999))).toEqual([99, 199, 399, 799, 999, 999]);
     expect(at(3, 0)).toBe(0);
   });

@@ -2,9 +2,16 @@ import { IopError, errorEventOf, iopErrorOf } from '@iop/core';
 
 describe('errorEventOf / iopErrorOf', () => {
   it('keeps code, message, Retry-After and param across the stream; the status follows the code', () => {
-    const error = new IopError('model_not_found', 'The model `x` does not exist or no provider serves it', { param: 'model' });
+    const error = new IopError('model_not_found', 'The model `x` does not exist or no provider serves it', {
+      param: 'model',
+    });
     const event = errorEventOf(error);
-    expect(event).toEqual({ type: 'error', code: 'model_not_found', message: 'The model `x` does not exist or no provider serves it', param: 'model' });
+    expect(event).toEqual({
+      type: 'error',
+      code: 'model_not_found',
+      message: 'The model `x` does not exist or no provider serves it',
+      param: 'model',
+    });
     const back = iopErrorOf(event);
     expect(back).toBeInstanceOf(IopError);
     expect({ code: back.code, status: back.status, param: back.param, message: back.message }).toEqual({

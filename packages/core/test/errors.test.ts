@@ -1,4 +1,12 @@
-import { ErrorCodes, IopError, codeOfStatus, isRetryableCode, isRetryableStatus, statusOf, type ErrorCode } from '@iop/core';
+import {
+  ErrorCodes,
+  IopError,
+  codeOfStatus,
+  isRetryableCode,
+  isRetryableStatus,
+  statusOf,
+  type ErrorCode,
+} from '@iop/core';
 
 describe('errors', () => {
   it('maps every code to one HTTP status', () => {
@@ -28,7 +36,11 @@ describe('errors', () => {
 
   it('derives an IopError status from its code, whatever the options', () => {
     expect(new IopError('rate_limited', 'slow down', { retryAfterSeconds: 2 }).status).toBe(429);
-    expect(new IopError('overloaded', 'queue full', { retryAfterSeconds: 1 })).toMatchObject({ code: 'overloaded', status: 429, retryAfterSeconds: 1 });
+    expect(new IopError('overloaded', 'queue full', { retryAfterSeconds: 1 })).toMatchObject({
+      code: 'overloaded',
+      status: 429,
+      retryAfterSeconds: 1,
+    });
     expect(new IopError('no_capacity', 'busy').status).toBe(503);
   });
 

@@ -18,7 +18,9 @@ describe('tracingEnabled (OpenTelemetry SDK environment variables)', () => {
 
 describe('traceFieldsOf (W3C Trace Context traceparent)', () => {
   it('gives the trace id of a sampled traceparent only', () => {
-    expect(traceFieldsOf({ traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' })).toEqual({ trace_id: '4bf92f3577b34da6a3ce929d0e0e4736' });
+    expect(traceFieldsOf({ traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' })).toEqual({
+      trace_id: '4bf92f3577b34da6a3ce929d0e0e4736',
+    });
     expect(traceFieldsOf({ traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00' })).toEqual({});
     expect(traceFieldsOf({ traceparent: 'garbage' })).toEqual({});
     expect(traceFieldsOf({})).toEqual({});

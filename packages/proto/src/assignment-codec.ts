@@ -14,7 +14,14 @@
  * protobuf-es.
  */
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
-import { EdgeMessageSchema, PrefixKeySchema, RunAssignmentSchema, type EdgeMessage, type PrefixKey, type RunAssignment } from './gen/iop/v1/tunnel_pb.js';
+import {
+  EdgeMessageSchema,
+  PrefixKeySchema,
+  RunAssignmentSchema,
+  type EdgeMessage,
+  type PrefixKey,
+  type RunAssignment,
+} from './gen/iop/v1/tunnel_pb.js';
 import {
   FALLBACK,
   ascii,
@@ -78,7 +85,10 @@ export function runAssignment(init: RunAssignmentInit): RunAssignment {
     idempotencyKey: init.idempotencyKey ?? '',
     firstByteTimeoutMs: init.firstByteTimeoutMs ?? 0,
     idleTimeoutMs: init.idleTimeoutMs ?? 0,
-    prefixKeys: init.prefixKeys === undefined || init.prefixKeys.length === 0 ? [] : init.prefixKeys.map((entry) => prefixKey(entry.key, entry.messages)),
+    prefixKeys:
+      init.prefixKeys === undefined || init.prefixKeys.length === 0
+        ? []
+        : init.prefixKeys.map((entry) => prefixKey(entry.key, entry.messages)),
   };
 }
 
@@ -118,11 +128,15 @@ function writeVarint53(out: Buffer, offset: number, value: number): number {
   return offset;
 }
 
-/** Encoded size of each PrefixKey (field 16) without its tag and length; undefined for a key over 53 bits or a count that is not a uint32. */
+/**
+ * Encoded size of each PrefixKey (field 16) without its tag and length; undefined for a key over 53 bits or a count
+ * that is not a uint32.
+ */
 function prefixKeySizes(keys: readonly PrefixKey[]): number[] | undefined {
   const sizes: number[] = [];
   for (const entry of keys) {
-    if (entry.key > MAX_SAFE_KEY || entry.key < 0n || !isPlainUint32(entry.messages) || hasUnknown(entry)) return undefined;
+    if (entry.key > MAX_SAFE_KEY || entry.key < 0n || !isPlainUint32(entry.messages) || hasUnknown(entry))
+      return undefined;
     const key = Number(entry.key);
     sizes.push((key === 0 ? 0 : 1 + varintSize53(key)) + uint32FieldSize(entry.messages));
   }
@@ -137,7 +151,9 @@ const MAX_SAFE_KEY = BigInt(Number.MAX_SAFE_INTEGER);
  * same message).
  */
 function encodeAssign(assignment: RunAssignment, split: boolean, prefixSizes: readonly number[]): Buffer[] {
-  const stringBytes = STRING_FIELDS.map(([, field]) => (assignment[field].length === 0 ? 0 : Buffer.byteLength(assignment[field])));
+  const stringBytes = STRING_FIELDS.map(([, field]) =>
+    assignment[field].length === 0 ? 0 : Buffer.byteLength(assignment[field]),
+  );
   let size = 0;
   for (const bytes of stringBytes) if (bytes > 0) size += stringFieldSize(bytes);
   const headers = mapFieldSizes(assignment.headers);
@@ -184,7 +200,9 @@ function encodeAssign(assignment: RunAssignment, split: boolean, prefixSizes: re
 const NO_PREFIX_KEYS: readonly number[] = [];
 
 /** The assignment and its prefix keys' sizes when the fast codec encodes this message (else protobuf-es does). */
-function fastAssignment(message: EdgeMessage): { assignment: RunAssignment; prefixSizes: readonly number[] } | undefined {
+function fastAssignment(
+  message: EdgeMessage,
+): { assignment: RunAssignment; prefixSizes: readonly number[] } | undefined {
   const assignment = message.message.case === 'assign' ? message.message.value : undefined;
   if (
     assignment === undefined ||
@@ -218,7 +236,9 @@ export function encodeEdgeMessageParts(message: EdgeMessage, splitBodyBytes: num
  */
 export function encodeEdgeMessage(message: EdgeMessage): Buffer {
   const fast = fastAssignment(message);
-  return fast === undefined ? grpcFrame(toBinary(EdgeMessageSchema, message)) : encodeAssign(fast.assignment, false, fast.prefixSizes)[0]!;
+  return fast === undefined
+    ? grpcFrame(toBinary(EdgeMessageSchema, message))
+    : encodeAssign(fast.assignment, false, fast.prefixSizes)[0]!;
 }
 
 /** RunAssignment fields 1–10 from `state.offset` to `end`; undefined for anything this codec does not read. */
@@ -266,7 +286,8 @@ function decodeFast(bytes: Uint8Array): EdgeMessage | undefined {
   if (buffer.length < 2 || buffer[0] !== 0x12) return undefined;
   const state = { offset: 1 };
   const length = readLength(buffer, state);
-  if (length === FALLBACK || state.offset + length !== buffer.length) return undefined; // a second field: protobuf-es merges or replaces
+  // a second field: protobuf-es merges or replaces
+  if (length === FALLBACK || state.offset + length !== buffer.length) return undefined;
   const assignment = decodeAssignment(buffer, buffer.length, state);
   return assignment === undefined ? undefined : edgeMessage({ case: 'assign', value: assignment });
 }

@@ -13,7 +13,13 @@
  * a field repeated, an unexpected wire type, a kind outside 0–127 — goes through protobuf-es.
  */
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
-import { ProviderTunnelFrameSchema, UsageSchema, type ProviderTunnelFrame, type ProviderTunnelFrame_Kind, type Usage } from './gen/iop/v1/tunnel_pb.js';
+import {
+  ProviderTunnelFrameSchema,
+  UsageSchema,
+  type ProviderTunnelFrame,
+  type ProviderTunnelFrame_Kind,
+  type Usage,
+} from './gen/iop/v1/tunnel_pb.js';
 import {
   FALLBACK,
   ascii,
@@ -80,7 +86,10 @@ function usageMessage(init: NonNullable<FrameInit['usage']>): Usage {
 
 function usageSize(usage: Usage): number {
   return (
-    uint32FieldSize(usage.promptTokens) + uint32FieldSize(usage.completionTokens) + uint32FieldSize(usage.cachedTokens) + uint32FieldSize(usage.reasoningTokens)
+    uint32FieldSize(usage.promptTokens) +
+    uint32FieldSize(usage.completionTokens) +
+    uint32FieldSize(usage.cachedTokens) +
+    uint32FieldSize(usage.reasoningTokens)
   );
 }
 
@@ -88,7 +97,8 @@ function usageSize(usage: Usage): number {
 function encodable(frame: ProviderTunnelFrame): boolean {
   const unknown = (frame as { $unknown?: unknown[] }).$unknown;
   if (unknown !== undefined && unknown.length > 0) return false;
-  if (!(frame.kind >= 0 && frame.kind < 0x80 && Number.isInteger(frame.kind)) || !isPlainUint32(frame.status)) return false;
+  if (!(frame.kind >= 0 && frame.kind < 0x80 && Number.isInteger(frame.kind)) || !isPlainUint32(frame.status))
+    return false;
   const usage = frame.usage;
   if (usage === undefined) return true;
   const usageUnknown = (usage as { $unknown?: unknown[] }).$unknown;

@@ -84,7 +84,8 @@ export class GrpcMessageReader {
     let offset = 0;
     while (buffer.length - offset >= 5) {
       const length = buffer.readUInt32BE(offset + 1);
-      if (length > this.maxMessageBytes) throw new GrpcMessageError(`gRPC message of ${length} bytes exceeds the ${this.maxMessageBytes}-byte limit`);
+      if (length > this.maxMessageBytes)
+        throw new GrpcMessageError(`gRPC message of ${length} bytes exceeds the ${this.maxMessageBytes}-byte limit`);
       if (buffer.length - offset - 5 < length) break;
       onMessage({ compressed: buffer[offset] === 1, payload: buffer.subarray(offset + 5, offset + 5 + length) });
       offset += 5 + length;

@@ -84,7 +84,12 @@ export function ascii(bytes: Buffer, start: number, end: number): string | typeo
   return start === end ? '' : bytes.toString('latin1', start, end);
 }
 
-export function decodeMapEntry(bytes: Buffer, end: number, state: { offset: number }, headers: Record<string, string>): boolean {
+export function decodeMapEntry(
+  bytes: Buffer,
+  end: number,
+  state: { offset: number },
+  headers: Record<string, string>,
+): boolean {
   let key = '';
   let value = '';
   while (state.offset < end) {
@@ -103,7 +108,10 @@ export function decodeMapEntry(bytes: Buffer, end: number, state: { offset: numb
   return true;
 }
 
-/** Sizes of a `map<string, string>` field's entries: [keyBytes, valueBytes, entryBytes] per entry, and the field's total bytes. */
+/**
+ * Sizes of a `map<string, string>` field's entries: [keyBytes, valueBytes, entryBytes] per entry, and the field's total
+ * bytes.
+ */
 export function mapFieldSizes(map: Record<string, string>): { total: number; sizes: number[] | undefined } {
   let total = 0;
   let sizes: number[] | undefined;
@@ -117,8 +125,17 @@ export function mapFieldSizes(map: Record<string, string>): { total: number; siz
   return { total, sizes };
 }
 
-/** Writes a `map<string, string>` field (one entry per key, tag byte `tag`) sized by `mapFieldSizes`; returns the next offset. */
-export function writeMapField(out: Buffer, offset: number, tag: number, map: Record<string, string>, sizes: number[]): number {
+/**
+ * Writes a `map<string, string>` field (one entry per key, tag byte `tag`) sized by `mapFieldSizes`; returns the next
+ * offset.
+ */
+export function writeMapField(
+  out: Buffer,
+  offset: number,
+  tag: number,
+  map: Record<string, string>,
+  sizes: number[],
+): number {
   let index = 0;
   for (const key in map) {
     const keyBytes = sizes[index++]!;
@@ -131,7 +148,10 @@ export function writeMapField(out: Buffer, offset: number, tag: number, map: Rec
   return offset;
 }
 
-/** Starts a gRPC length-prefixed message of `size` payload bytes (gRPC over HTTP/2 "Length-Prefixed-Message", uncompressed); the payload goes from offset 5. */
+/**
+ * Starts a gRPC length-prefixed message of `size` payload bytes (gRPC over HTTP/2 "Length-Prefixed-Message",
+ * uncompressed); the payload goes from offset 5.
+ */
 export function grpcMessageBuffer(size: number): Buffer {
   const out = Buffer.allocUnsafe(5 + size);
   out[0] = 0;

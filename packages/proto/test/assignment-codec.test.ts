@@ -27,12 +27,15 @@ const init: fc.Arbitrary<RunAssignmentInit> = fc.record(
     firstByteTimeoutMs: uint32,
     idleTimeoutMs: uint32,
     // kv-events agents only; such an assignment goes through protobuf-es
-    prefixKeys: fc.array(fc.record({ key: fc.bigInt({ min: 0n, max: 2n ** 53n - 1n }), messages: uint32 }), { maxLength: 3 }),
+    prefixKeys: fc.array(fc.record({ key: fc.bigInt({ min: 0n, max: 2n ** 53n - 1n }), messages: uint32 }), {
+      maxLength: 3,
+    }),
   },
   { requiredKeys: ['runId'] },
 );
 
-const reference = (assignment: RunAssignmentInit) => create(EdgeMessageSchema, { message: { case: 'assign', value: create(RunAssignmentSchema, assignment) } });
+const reference = (assignment: RunAssignmentInit) =>
+  create(EdgeMessageSchema, { message: { case: 'assign', value: create(RunAssignmentSchema, assignment) } });
 const ours = (assignment: RunAssignmentInit) => edgeMessage({ case: 'assign', value: runAssignment(assignment) });
 
 describe('EdgeMessage assignment codec (against protobuf-es)', () => {
@@ -72,7 +75,9 @@ describe('EdgeMessage assignment codec (against protobuf-es)', () => {
   });
 
   it('encodes the other Control messages through protobuf-es', () => {
-    const cancel = create(EdgeMessageSchema, { message: { case: 'cancel', value: create(CancelRunSchema, { runId: 'run_1', reason: 'client gone' }) } });
+    const cancel = create(EdgeMessageSchema, {
+      message: { case: 'cancel', value: create(CancelRunSchema, { runId: 'run_1', reason: 'client gone' }) },
+    });
     expect(encodeEdgeMessage(cancel).equals(grpcFrame(toBinary(EdgeMessageSchema, cancel)))).toBe(true);
     expect(decodeEdgeMessage(encodeEdgeMessage(cancel).subarray(5))).toEqual(cancel);
   });
@@ -107,6 +112,8 @@ describe('EdgeMessage assignment codec (against protobuf-es)', () => {
 
   it('writes an assignment as EdgeMessage field 2 holding run_id, method, body (protobuf binary encoding)', () => {
     const bytes = encodeEdgeMessage(ours({ runId: 'r', method: 'GET', body: Buffer.from('x'), idleTimeoutMs: 5 }));
-    expect([...bytes]).toEqual([0, 0, 0, 0, 15, 0x12, 13, 0x0a, 1, 0x72, 0x22, 3, 0x47, 0x45, 0x54, 0x3a, 1, 0x78, 0x50, 5]);
+    expect([...bytes]).toEqual([
+      0, 0, 0, 0, 15, 0x12, 13, 0x0a, 1, 0x72, 0x22, 3, 0x47, 0x45, 0x54, 0x3a, 1, 0x78, 0x50, 5,
+    ]);
   });
 });

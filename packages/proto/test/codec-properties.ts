@@ -4,7 +4,11 @@
  */
 import fc from 'fast-check';
 
-export const uint32 = fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 300 }), fc.integer({ min: 0, max: 0xffffffff }));
+export const uint32 = fc.oneof(
+  fc.constant(0),
+  fc.integer({ min: 0, max: 300 }),
+  fc.integer({ min: 0, max: 0xffffffff }),
+);
 
 export const text = fc.oneof(
   fc.constant(''),
@@ -30,7 +34,11 @@ export const stringMap = fc.dictionary(
  * the known-field paths more often), a message equal to `reference`'s or an error where it throws.
  * @param encoded real encodings (payloads, without the gRPC prefix) to mutate.
  */
-export function decodesAnyBytesAs(decode: (bytes: Buffer) => unknown, reference: (bytes: Buffer) => unknown, encoded: fc.Arbitrary<Buffer>): void {
+export function decodesAnyBytesAs(
+  decode: (bytes: Buffer) => unknown,
+  reference: (bytes: Buffer) => unknown,
+  encoded: fc.Arbitrary<Buffer>,
+): void {
   const outcome = (run: () => unknown) => {
     try {
       return { ok: run() };
@@ -39,11 +47,13 @@ export function decodesAnyBytesAs(decode: (bytes: Buffer) => unknown, reference:
     }
   };
   const random = fc.uint8Array({ maxLength: 60 }).map((bytes) => Buffer.from(bytes));
-  const mutated = fc.tuple(encoded, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 })).map(([payload, edits]) => {
-    const bytes = Buffer.from(payload);
-    for (const [at, value] of edits) if (bytes.length > 0) bytes[at % bytes.length] = value;
-    return bytes;
-  });
+  const mutated = fc
+    .tuple(encoded, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 4 }))
+    .map(([payload, edits]) => {
+      const bytes = Buffer.from(payload);
+      for (const [at, value] of edits) if (bytes.length > 0) bytes[at % bytes.length] = value;
+      return bytes;
+    });
   fc.assert(
     fc.property(fc.oneof(random, mutated), (bytes) => {
       expect(outcome(() => decode(bytes))).toEqual(outcome(() => reference(bytes)));

@@ -1,9 +1,20 @@
 import fc from 'fast-check';
 import { decodesAnyBytesAs, stringMap, text, uint32 } from './codec-properties';
 import { create, equals, fromBinary, toBinary } from '@bufbuild/protobuf';
-import { ProviderTunnelFrameSchema, ProviderTunnelFrame_Kind, decodeFrame, encodeFrameMessage, grpcFrame, tunnelFrame, type FrameInit } from '@iop/proto';
+import {
+  ProviderTunnelFrameSchema,
+  ProviderTunnelFrame_Kind,
+  decodeFrame,
+  encodeFrameMessage,
+  grpcFrame,
+  tunnelFrame,
+  type FrameInit,
+} from '@iop/proto';
 
-const usage = fc.record({ promptTokens: uint32, completionTokens: uint32, cachedTokens: uint32, reasoningTokens: uint32 }, { requiredKeys: [] });
+const usage = fc.record(
+  { promptTokens: uint32, completionTokens: uint32, cachedTokens: uint32, reasoningTokens: uint32 },
+  { requiredKeys: [] },
+);
 const init: fc.Arbitrary<FrameInit> = fc.record(
   {
     runId: text,
@@ -62,14 +73,18 @@ describe('ProviderTunnelFrame codec (against protobuf-es)', () => {
   });
 
   it('returns the body as a view of the input, without copying', () => {
-    const payload = encodeFrameMessage(tunnelFrame({ runId: 'run_1', kind: ProviderTunnelFrame_Kind.BODY, body: Buffer.from('data: {}\n\n') })).subarray(5);
+    const payload = encodeFrameMessage(
+      tunnelFrame({ runId: 'run_1', kind: ProviderTunnelFrame_Kind.BODY, body: Buffer.from('data: {}\n\n') }),
+    ).subarray(5);
     const frame = decodeFrame(payload);
     expect(Buffer.from(frame.body).toString()).toBe('data: {}\n\n');
     expect(frame.body.buffer).toBe(payload.buffer);
   });
 
   it('writes a BODY frame as run_id, kind, body (protobuf binary encoding)', () => {
-    const bytes = encodeFrameMessage(tunnelFrame({ runId: 'r', kind: ProviderTunnelFrame_Kind.BODY, body: Buffer.from('ab') }));
+    const bytes = encodeFrameMessage(
+      tunnelFrame({ runId: 'r', kind: ProviderTunnelFrame_Kind.BODY, body: Buffer.from('ab') }),
+    );
     expect([...bytes]).toEqual([0, 0, 0, 0, 9, 0x0a, 1, 0x72, 0x10, 2, 0x2a, 2, 0x61, 0x62]);
   });
 });

@@ -6,7 +6,10 @@ const wire = Buffer.concat(payloads.map((payload) => grpcFrame(payload)));
 
 function readAll(chunks: Buffer[], reader = new GrpcMessageReader()): GrpcMessage[] {
   const out: GrpcMessage[] = [];
-  for (const chunk of chunks) reader.push(chunk, (message) => out.push({ compressed: message.compressed, payload: Buffer.from(message.payload) }));
+  for (const chunk of chunks)
+    reader.push(chunk, (message) =>
+      out.push({ compressed: message.compressed, payload: Buffer.from(message.payload) }),
+    );
   return out;
 }
 
@@ -42,6 +45,8 @@ describe('GrpcMessageReader (gRPC Length-Prefixed-Message framing)', () => {
   it('reports the compressed flag and refuses a length over the limit', () => {
     const compressed = Buffer.from([1, 0, 0, 0, 1, 9]);
     expect(readAll([compressed])).toEqual([{ compressed: true, payload: Buffer.from([9]) }]);
-    expect(() => new GrpcMessageReader(10).push(Buffer.from([0, 0, 0, 0, 11]), () => undefined)).toThrow(GrpcMessageError);
+    expect(() => new GrpcMessageReader(10).push(Buffer.from([0, 0, 0, 0, 11]), () => undefined)).toThrow(
+      GrpcMessageError,
+    );
   });
 });

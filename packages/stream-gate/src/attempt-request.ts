@@ -58,7 +58,11 @@ export function correctivePatch(text: string): RequestPatch {
  * Rebuilds the request for an attempt: the original's messages, then each patch's message, then
  * the prefill as a final assistant message. Returns the original itself when there is nothing to add.
  */
-export function buildAttemptRequest(original: InferenceRequest, patches: readonly RequestPatch[], prefill: string | undefined): InferenceRequest {
+export function buildAttemptRequest(
+  original: InferenceRequest,
+  patches: readonly RequestPatch[],
+  prefill: string | undefined,
+): InferenceRequest {
   if (patches.length === 0 && prefill === undefined) return original;
   const messages: Message[] = original.messages.slice();
   for (const patch of patches) messages.push(patch.message);

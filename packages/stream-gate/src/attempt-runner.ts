@@ -98,7 +98,10 @@ export async function* runAttempt(setup: AttemptSetup, record: AttemptRecord): A
       }
 
       for (const item of batch) {
-        if ((item.type === 'text-delta' || item.type === 'reasoning-delta') && (item.text === '' || (continuation && item.type === 'reasoning-delta'))) {
+        if (
+          (item.type === 'text-delta' || item.type === 'reasoning-delta') &&
+          (item.text === '' || (continuation && item.type === 'reasoning-delta'))
+        ) {
           continue; // nothing to release (an empty delta), or reasoning after the client already has text
         }
         const terminal = item.type === 'finish';
@@ -146,7 +149,11 @@ function releaseLimit(policy: ReleasePolicy, queue: ReleaseQueue, holdStart: rea
   return limit;
 }
 
-function heldBytes(queue: ReleaseQueue, transformers: readonly NamedTransformer[], validators: readonly NamedValidator[]): number {
+function heldBytes(
+  queue: ReleaseQueue,
+  transformers: readonly NamedTransformer[],
+  validators: readonly NamedValidator[],
+): number {
   let total = queue.heldBytes;
   for (const transformer of transformers) total += transformer.instance.heldBytes;
   for (const validator of validators) total += validator.instance.heldBytes ?? 0;

@@ -94,6 +94,10 @@ export interface ValidatorFilter {
 export type GateFilter = TransformerFilter | ValidatorFilter;
 
 /** Builds a rejection (shorthand used by the built-in filters). */
-export function reject(reason: string, recovery: RecoveryDirective, extra: Omit<Rejection, 'verdict' | 'reason' | 'recovery'> = {}): Rejection {
+export function reject(
+  reason: string,
+  recovery: RecoveryDirective,
+  extra: Omit<Rejection, 'verdict' | 'reason' | 'recovery'> = {},
+): Rejection {
   return { verdict: 'reject', reason, recovery, ...extra };
 }

@@ -21,9 +21,16 @@ export interface ModelGateConfig extends Partial<GateBudgets> {
  * Creates the gate for a model group from its config.
  * @throws IopError `invalid_request` (400) naming the bad field (unknown filter or policy, budget out of range).
  */
-export function createGateFromConfig(config: ModelGateConfig, options: Pick<StreamGateOptions, 'sink' | 'clock'> = {}): StreamGate {
+export function createGateFromConfig(
+  config: ModelGateConfig,
+  options: Pick<StreamGateOptions, 'sink' | 'clock'> = {},
+): StreamGate {
   if (config.policy !== undefined && !RELEASE_POLICIES.includes(config.policy)) {
-    throw new IopError('invalid_request', `policy must be one of ${RELEASE_POLICIES.join(', ')}, got "${config.policy}"`, { param: 'policy' });
+    throw new IopError(
+      'invalid_request',
+      `policy must be one of ${RELEASE_POLICIES.join(', ')}, got "${config.policy}"`,
+      { param: 'policy' },
+    );
   }
   const budgets: Partial<GateBudgets> = {};
   if (config.maxAttempts !== undefined) budgets.maxAttempts = config.maxAttempts;
@@ -37,7 +44,10 @@ export function createGateFromConfig(config: ModelGateConfig, options: Pick<Stre
   });
 }
 
-/** A filter in a config: its name, or `{ name, options }` (options are checked when the gate is built: `gateConfigProblems`). */
+/**
+ * A filter in a config: its name, or `{ name, options }` (options are checked when the gate is built:
+ * `gateConfigProblems`).
+ */
 const filterSpecSchema = Type.Unsafe<FilterSpec>({
   if: { type: 'string' },
   then: { enum: [...FILTER_NAMES] },
@@ -51,8 +61,14 @@ const filterSpecSchema = Type.Unsafe<FilterSpec>({
 
 const modelGateConfigSchema = Type.Object(
   {
-    filters: Type.Array(filterSpecSchema, { description: `Filters in order: a name (${FILTER_NAMES.join(', ')}) or { name, options }.` }),
-    policy: Type.Optional(stringEnum(RELEASE_POLICIES, { description: 'When events reach the client: passthrough, evidence-tail (default) or buffered.' })),
+    filters: Type.Array(filterSpecSchema, {
+      description: `Filters in order: a name (${FILTER_NAMES.join(', ')}) or { name, options }.`,
+    }),
+    policy: Type.Optional(
+      stringEnum(RELEASE_POLICIES, {
+        description: 'When events reach the client: passthrough, evidence-tail (default) or buffered.',
+      }),
+    ),
     maxAttempts: Type.Optional(
       Type.Integer({
         minimum: 1,
@@ -61,7 +77,11 @@ const modelGateConfigSchema = Type.Object(
       }),
     ),
     maxTotalMs: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: BUDGET_LIMITS.maxTotalMs, description: `Wall time for all attempts, ms (default ${DEFAULT_BUDGETS.maxTotalMs}).` }),
+      Type.Integer({
+        minimum: 1,
+        maximum: BUDGET_LIMITS.maxTotalMs,
+        description: `Wall time for all attempts, ms (default ${DEFAULT_BUDGETS.maxTotalMs}).`,
+      }),
     ),
     maxHeldBytes: Type.Optional(
       Type.Integer({
@@ -90,7 +110,8 @@ export function gateConfigProblems(config: ModelGateConfig, path: string): strin
   } catch (error) {
     if (!(error instanceof IopError)) return [`${path}: ${error instanceof Error ? error.message : String(error)}`];
     const param = error.param;
-    if (param !== undefined && error.message.startsWith(`${param}: `)) return [`${path}.${param}: ${error.message.slice(param.length + 2)}`];
+    if (param !== undefined && error.message.startsWith(`${param}: `))
+      return [`${path}.${param}: ${error.message.slice(param.length + 2)}`];
     return [`${path}${param === undefined ? '' : `.${param}`}: ${error.message}`];
   }
 }

@@ -58,8 +58,10 @@ export function parseGateHeader(value: string): GateOverrides {
       continue;
     }
     const budget = BUDGET_KEYS[key];
-    if (budget === undefined) throw invalid(`unknown key "${key}" (known: policy, ${Object.keys(BUDGET_KEYS).join(', ')})`);
-    if (!/^[0-9]{1,10}$/.test(item) || Number(item) < 1) throw invalid(`${key} must be a positive integer, got "${item}"`);
+    if (budget === undefined)
+      throw invalid(`unknown key "${key}" (known: policy, ${Object.keys(BUDGET_KEYS).join(', ')})`);
+    if (!/^[0-9]{1,10}$/.test(item) || Number(item) < 1)
+      throw invalid(`${key} must be a positive integer, got "${item}"`);
     overrides[budget] = Number(item);
   }
   return overrides;

@@ -13,10 +13,13 @@ import type { ErrorCode, ErrorEvent } from '@iop/core';
 import type { AttemptEnd } from './attempt-runner.js';
 
 /** A failed end of an attempt, plus the gate's own time-budget failure. */
-export type AttemptFailure = Exclude<AttemptEnd, { kind: 'finished' } | { kind: 'aborted' }> | { kind: 'timeout'; maxTotalMs: number };
+export type AttemptFailure =
+  Exclude<AttemptEnd, { kind: 'finished' } | { kind: 'aborted' }> | { kind: 'timeout'; maxTotalMs: number };
 
 export type RecoveryStep =
-  { kind: 'retry'; patch: string | undefined; avoidProvider: boolean } | { kind: 'continue'; patch: string | undefined } | { kind: 'fail'; error: ErrorEvent };
+  | { kind: 'retry'; patch: string | undefined; avoidProvider: boolean }
+  | { kind: 'continue'; patch: string | undefined }
+  | { kind: 'fail'; error: ErrorEvent };
 
 export interface RecoveryState {
   /** Whether any event has reached the client. */
@@ -38,13 +41,19 @@ export function failureError(failure: AttemptFailure, attempts: number): ErrorEv
   const after = attempts > 1 ? ` (after ${attempts} attempts)` : '';
   switch (failure.kind) {
     case 'rejected':
-      return errorEvent(failure.rejection.code ?? 'upstream_error', `model output rejected by ${failure.filter}: ${failure.rejection.reason}${after}`);
+      return errorEvent(
+        failure.rejection.code ?? 'upstream_error',
+        `model output rejected by ${failure.filter}: ${failure.rejection.reason}${after}`,
+      );
     case 'upstream-error':
       return attempts > 1 ? { ...failure.error, message: failure.error.message + after } : failure.error;
     case 'cut':
       return errorEvent('upstream_error', failure.message + after);
     case 'over-budget':
-      return errorEvent('upstream_error', `model output exceeded the held-bytes budget (${failure.heldBytes} bytes held)${after}`);
+      return errorEvent(
+        'upstream_error',
+        `model output exceeded the held-bytes budget (${failure.heldBytes} bytes held)${after}`,
+      );
     case 'timeout':
       return errorEvent('timeout', `the request exceeded its time budget of ${failure.maxTotalMs} ms${after}`);
   }

@@ -15,7 +15,12 @@ export function eventBytes(event: StreamEvent): number {
     case 'reasoning-delta':
       return EVENT_OVERHEAD_BYTES + Buffer.byteLength(event.text);
     case 'tool-call-delta':
-      return EVENT_OVERHEAD_BYTES + Buffer.byteLength(event.argumentsDelta) + (event.name?.length ?? 0) + (event.id?.length ?? 0);
+      return (
+        EVENT_OVERHEAD_BYTES +
+        Buffer.byteLength(event.argumentsDelta) +
+        (event.name?.length ?? 0) +
+        (event.id?.length ?? 0)
+      );
     default:
       return EVENT_OVERHEAD_BYTES;
   }

@@ -87,8 +87,16 @@ export function createStreamGate(options: StreamGateOptions): StreamGate {
       // turned into an error for output the client has not seen.
       // A forced tool call is held until it shows, even under `passthrough`: text released first
       // could no longer be retried when no call follows.
-      const streamPolicy = applied.policy === 'passthrough' && forcesToolCall(request.toolChoice) ? 'evidence-tail' : applied.policy;
-      return new GateRunImpl(settings, request.stream ? streamPolicy : 'buffered', applied.budgets, request, dispatcher, runOptions);
+      const streamPolicy =
+        applied.policy === 'passthrough' && forcesToolCall(request.toolChoice) ? 'evidence-tail' : applied.policy;
+      return new GateRunImpl(
+        settings,
+        request.stream ? streamPolicy : 'buffered',
+        applied.budgets,
+        request,
+        dispatcher,
+        runOptions,
+      );
     },
   };
 }
@@ -165,7 +173,10 @@ class GateRunImpl implements GateRun {
               controller.signal,
             );
           } catch (error) {
-            end = { kind: 'cut', message: `dispatch failed: ${error instanceof Error ? error.message : String(error)}` };
+            end = {
+              kind: 'cut',
+              message: `dispatch failed: ${error instanceof Error ? error.message : String(error)}`,
+            };
           }
           if (dispatched !== undefined) {
             run = runAttempt(
@@ -228,7 +239,9 @@ class GateRunImpl implements GateRun {
           return;
         }
         const failure: AttemptFailure =
-          end.kind === 'aborted' || clock.now() - startedAt >= this.budgets.maxTotalMs ? { kind: 'timeout', maxTotalMs: this.budgets.maxTotalMs } : end;
+          end.kind === 'aborted' || clock.now() - startedAt >= this.budgets.maxTotalMs
+            ? { kind: 'timeout', maxTotalMs: this.budgets.maxTotalMs }
+            : end;
         // A refused dispatch reached no provider: it ends the request and is not counted.
         const refused = dispatched?.refused === true;
         const step = decideRecovery(failure, {

@@ -16,7 +16,8 @@ function turn(text: string, reason: 'stop' | 'length' = 'stop'): StreamEvent[] {
   return events;
 }
 
-const textOf = (events: readonly StreamEvent[]) => events.map((event) => (event.type === 'text-delta' ? event.text : '')).join('');
+const textOf = (events: readonly StreamEvent[]) =>
+  events.map((event) => (event.type === 'text-delta' ? event.text : '')).join('');
 const TOOL_TURN = 'I will read it.\n<read_file>\n<path>src/a.ts</path>\n</read_file>';
 
 describe('agent-output policy', () => {
@@ -46,7 +47,9 @@ describe('agent-output policy', () => {
       expect(dispatcher.attempts).toHaveLength(2);
       const patch = dispatcher.attempts[1]!.request.messages.at(-1)!;
       expect(patch.role).toBe('user');
-      expect(JSON.stringify(patch.content)).toContain('read_file, execute_command, attempt_completion, ask_followup_question');
+      expect(JSON.stringify(patch.content)).toContain(
+        'read_file, execute_command, attempt_completion, ask_followup_question',
+      );
       // streamBuffer: the rejected turn never reached the client.
       expect(textOf(released)).toBe(TOOL_TURN);
     }
@@ -59,20 +62,37 @@ describe('agent-output policy', () => {
       { type: 'finish', reason: 'tool_calls', raw: 'tool_calls' },
     ];
     const filters = createFilters([{ name: 'agent-output', options: { mode: 'strict' } }]);
-    expect((await runGate({ filters, scripts: [{ events: native }], request: request({ tools: [timeTool] }) })).dispatcher.attempts).toHaveLength(1);
-    expect((await runGate({ filters, scripts: [{ events: turn('cut sho', 'length') }], request: request() })).dispatcher.attempts).toHaveLength(1);
+    expect(
+      (await runGate({ filters, scripts: [{ events: native }], request: request({ tools: [timeTool] }) })).dispatcher
+        .attempts,
+    ).toHaveLength(1);
+    expect(
+      (await runGate({ filters, scripts: [{ events: turn('cut sho', 'length') }], request: request() })).dispatcher
+        .attempts,
+    ).toHaveLength(1);
   });
 
   it('xmlCompletionTool: a plain answer is wrapped in attempt_completion; a tool turn is left alone', async () => {
     const filters = createFilters([{ name: 'agent-output', options: { mode: 'xmlCompletionTool', xmlTools } }]);
-    const plain = await runGate({ filters, scripts: [{ events: turn('  The bug was an off-by-one.\n') }], request: request() });
-    expect(textOf(plain.released)).toBe('<attempt_completion>\n<result>\nThe bug was an off-by-one.\n</result>\n</attempt_completion>');
+    const plain = await runGate({
+      filters,
+      scripts: [{ events: turn('  The bug was an off-by-one.\n') }],
+      request: request(),
+    });
+    expect(textOf(plain.released)).toBe(
+      '<attempt_completion>\n<result>\nThe bug was an off-by-one.\n</result>\n</attempt_completion>',
+    );
     const tool = await runGate({ filters, scripts: [{ events: turn(TOOL_TURN) }], request: request() });
     expect(textOf(tool.released)).toBe(TOOL_TURN);
-    const custom = createFilters([{ name: 'agent-output', options: { mode: 'xmlCompletionTool', completionTool: 'finish', resultParameter: 'answer' } }]);
-    expect(textOf((await runGate({ filters: custom, scripts: [{ events: turn('ok') }], request: request() })).released)).toBe(
-      '<finish>\n<answer>\nok\n</answer>\n</finish>',
-    );
+    const custom = createFilters([
+      {
+        name: 'agent-output',
+        options: { mode: 'xmlCompletionTool', completionTool: 'finish', resultParameter: 'answer' },
+      },
+    ]);
+    expect(
+      textOf((await runGate({ filters: custom, scripts: [{ events: turn('ok') }], request: request() })).released),
+    ).toBe('<finish>\n<answer>\nok\n</answer>\n</finish>');
   });
 
   it('a bad config is refused naming the filter', () => {
@@ -80,6 +100,8 @@ describe('agent-output policy', () => {
     expect(() => createFilters([{ name: 'agent-output', options: { mode: 'loose' as never } }])).toThrow(
       /filters\[0\]: agent-output: mode must be one of strict, streamBuffer, xmlCompletionTool/,
     );
-    expect(() => createFilters([{ name: 'agent-output', options: { mode: 'strict', xmlTools: ['not a name'] } }])).toThrow(/not an XML element name/);
+    expect(() =>
+      createFilters([{ name: 'agent-output', options: { mode: 'strict', xmlTools: ['not a name'] } }]),
+    ).toThrow(/not an XML element name/);
   });
 });

@@ -15,7 +15,11 @@ import { fixture, request, runGate, textOf } from './helpers';
 const person = {
   type: 'json_schema' as const,
   name: 'person',
-  schema: { type: 'object', properties: { name: { type: 'string' }, age: { type: 'integer' } }, required: ['name', 'age'] },
+  schema: {
+    type: 'object',
+    properties: { name: { type: 'string' }, age: { type: 'integer' } },
+    required: ['name', 'age'],
+  },
 };
 
 describe('structured output', () => {
@@ -44,7 +48,10 @@ describe('structured output', () => {
       budgets: { maxAttempts: 1 },
     });
     expect(objectFormat.released).toEqual([
-      expect.objectContaining({ type: 'error', message: 'model output rejected by structured-output: the answer must be a JSON object' }),
+      expect.objectContaining({
+        type: 'error',
+        message: 'model output rejected by structured-output: the answer must be a JSON object',
+      }),
     ]);
     const plain = await runGate({ filters: [structuredOutput()], scripts: [{ events: array }] });
     expect(textOf(plain.released)).toBe('[1, 2]');
@@ -60,9 +67,13 @@ describe('degeneration', () => {
       policy: 'buffered',
     });
     expect(loop.released).toEqual([
-      expect.objectContaining({ type: 'error', message: 'model output rejected by degeneration: output repeats a 3-token unit 85 times' }),
+      expect.objectContaining({
+        type: 'error',
+        message: 'model output rejected by degeneration: output repeats a 3-token unit 85 times',
+      }),
     ]);
-    const prose = 'The cat sat on the mat. The dog sat on the log. '.repeat(3) + 'Then they all went home for the night. ';
+    const prose =
+      'The cat sat on the mat. The dog sat on the log. '.repeat(3) + 'Then they all went home for the night. ';
     const events: StreamEvent[] = [
       fixture('degenerate-loop')[0]!,
       ...prose.match(/.{1,7}/gs)!.map((t) => ({ type: 'text-delta' as const, text: t })),
@@ -78,8 +89,16 @@ describe('degeneration', () => {
       ...Array.from({ length: 1000 }, () => ({ type: 'text-delta' as const, text: 'abcabcabcabcabcabc' })),
       { type: 'finish', reason: 'stop', raw: 'stop' },
     ];
-    const { released } = await runGate({ filters: [degenerationGuard()], scripts: [{ events }], budgets: { maxAttempts: 1 }, policy: 'buffered' });
-    expect(released[0]).toMatchObject({ type: 'error', message: expect.stringMatching(/degeneration: output repeats a \d+-token unit/) });
+    const { released } = await runGate({
+      filters: [degenerationGuard()],
+      scripts: [{ events }],
+      budgets: { maxAttempts: 1 },
+      policy: 'buffered',
+    });
+    expect(released[0]).toMatchObject({
+      type: 'error',
+      message: expect.stringMatching(/degeneration: output repeats a \d+-token unit/),
+    });
   });
 });
 
@@ -127,19 +146,34 @@ describe('x-iop-gate header', () => {
       policy: 'buffered',
       budgets: { ...DEFAULT_BUDGETS, maxAttempts: 1 },
     });
-    expect(() => applyGateOverrides('evidence-tail', DEFAULT_BUDGETS, { maxAttempts: 5 })).toThrow('x-iop-gate: attempts=5 exceeds the configured limit 3');
+    expect(() => applyGateOverrides('evidence-tail', DEFAULT_BUDGETS, { maxAttempts: 5 })).toThrow(
+      'x-iop-gate: attempts=5 exceeds the configured limit 3',
+    );
   });
 });
 
 describe('config', () => {
   it('builds filters by name and rejects unknown ones', () => {
     expect(
-      createFilters(['reasoning', { name: 'text-tool-calls', options: { formats: ['hermes', 'mistral'] } }, 'tool-calls', 'empty-output']).map(
-        (filter) => `${filter.kind}:${filter.name}`,
-      ),
-    ).toEqual(['transformer:reasoning', 'transformer:text-tool-calls', 'transformer:tool-call-normalizer', 'validator:tool-calls', 'validator:empty-output']);
+      createFilters([
+        'reasoning',
+        { name: 'text-tool-calls', options: { formats: ['hermes', 'mistral'] } },
+        'tool-calls',
+        'empty-output',
+      ]).map((filter) => `${filter.kind}:${filter.name}`),
+    ).toEqual([
+      'transformer:reasoning',
+      'transformer:text-tool-calls',
+      'transformer:tool-call-normalizer',
+      'validator:tool-calls',
+      'validator:empty-output',
+    ]);
     expect(() => createFilters(['reasoning', 'loops' as never])).toThrow('filters[1]: unknown filter "loops"');
-    expect(() => createFilters([{ name: 'text-tool-calls', options: { formats: ['xml' as never] } }])).toThrow(/unknown text tool-call format "xml"/);
-    expect(() => createGateFromConfig({ filters: [], maxAttempts: 0 })).toThrow('maxAttempts must be an integer from 1 to 10, got 0');
+    expect(() => createFilters([{ name: 'text-tool-calls', options: { formats: ['xml' as never] } }])).toThrow(
+      /unknown text tool-call format "xml"/,
+    );
+    expect(() => createGateFromConfig({ filters: [], maxAttempts: 0 })).toThrow(
+      'maxAttempts must be an integer from 1 to 10, got 0',
+    );
   });
 });

@@ -22,13 +22,19 @@ describe('peak held bytes in the attempt report', () => {
     for (const policy of ['passthrough', 'evidence-tail'] as const) {
       const { sink, released } = await runGate({ filters: [], policy, scripts: [{ events: answer }] });
       expect(released).toEqual(answer);
-      expect(sink.attempts[0]!.peakHeldBytes).toBe(Math.max(bytes([start, text(parts[0]!)]), ...parts.slice(1).map((part) => bytes([text(part)]))));
+      expect(sink.attempts[0]!.peakHeldBytes).toBe(
+        Math.max(bytes([start, text(parts[0]!)]), ...parts.slice(1).map((part) => bytes([text(part)]))),
+      );
     }
   });
 
   it('reports the peak of each attempt separately when an attempt is retried', async () => {
     const long = [start, text('x'.repeat(1000)), text('y'), finish];
-    const { sink } = await runGate({ filters: [], policy: 'buffered', scripts: [{ events: long.slice(0, 3), throwAfter: true }, { events: answer }] });
+    const { sink } = await runGate({
+      filters: [],
+      policy: 'buffered',
+      scripts: [{ events: long.slice(0, 3), throwAfter: true }, { events: answer }],
+    });
     expect(sink.attempts.map((report) => [report.outcome, report.peakHeldBytes])).toEqual([
       ['retried', bytes(long.slice(0, 3))],
       ['answered', bytes(answer)],

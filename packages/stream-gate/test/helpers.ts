@@ -2,7 +2,17 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { InferenceRequest, StreamEvent } from '@iop/core';
-import type { AttemptRequest, Clock, DispatchedAttempt, Dispatcher, GateFilter, GateSink, ReleasePolicy, GateBudgets, RunOptions } from '@iop/stream-gate';
+import type {
+  AttemptRequest,
+  Clock,
+  DispatchedAttempt,
+  Dispatcher,
+  GateFilter,
+  GateSink,
+  ReleasePolicy,
+  GateBudgets,
+  RunOptions,
+} from '@iop/stream-gate';
 import { createStreamGate } from '@iop/stream-gate';
 
 export function fixture(name: string): StreamEvent[] {
@@ -109,7 +119,9 @@ export async function runGate(options: {
     ...(options.clock ? { clock: options.clock } : {}),
   });
   const scripts = options.scripts;
-  const dispatcher = new FakeDispatcher(typeof scripts === 'function' ? scripts : (attempt) => scripts[Math.min(attempt.attempt, scripts.length) - 1]!);
+  const dispatcher = new FakeDispatcher(
+    typeof scripts === 'function' ? scripts : (attempt) => scripts[Math.min(attempt.attempt, scripts.length) - 1]!,
+  );
   const run = gate.run(options.request ?? request(), dispatcher, { requestId: 'req_test', ...options.run });
   const released = await collect(run);
   return { released, dispatcher, sink, committed: run.committed };
@@ -159,7 +171,11 @@ export function rechunk(events: readonly StreamEvent[], cuts: readonly number[])
       let first = true;
       for (const point of [...nextCuts(event.argumentsDelta.length), event.argumentsDelta.length]) {
         const piece = event.argumentsDelta.slice(last, point);
-        out.push(first ? { ...event, argumentsDelta: piece } : { type: 'tool-call-delta', index: event.index, argumentsDelta: piece });
+        out.push(
+          first
+            ? { ...event, argumentsDelta: piece }
+            : { type: 'tool-call-delta', index: event.index, argumentsDelta: piece },
+        );
         first = false;
         last = point;
       }

@@ -4,7 +4,12 @@ import { createFilters } from '@iop/stream-gate';
 import { request, runGate } from './helpers';
 
 const filters = createFilters(['structured-output']);
-const schema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false };
+const schema = {
+  type: 'object',
+  properties: { city: { type: 'string' } },
+  required: ['city'],
+  additionalProperties: false,
+};
 
 /** `text` as text deltas cut at `cuts`, then a stop finish. */
 function answer(text: string, cuts: readonly number[] = []): StreamEvent[] {
@@ -19,7 +24,8 @@ function answer(text: string, cuts: readonly number[] = []): StreamEvent[] {
   return events;
 }
 
-const textOf = (events: readonly StreamEvent[]) => events.map((event) => (event.type === 'text-delta' ? event.text : '')).join('');
+const textOf = (events: readonly StreamEvent[]) =>
+  events.map((event) => (event.type === 'text-delta' ? event.text : '')).join('');
 
 describe('JSON mode: one value in a single Markdown code fence', () => {
   it.each([
@@ -48,20 +54,35 @@ describe('JSON mode: one value in a single Markdown code fence', () => {
       request: request({ responseFormat: { type: 'json_object' } }),
     });
     expect(textOf(fenced.released)).toBe('{"a":[1,2]}');
-    const bare = await runGate({ filters, scripts: [{ events: answer(' {"a":"```"}') }], request: request({ responseFormat: { type: 'json_object' } }) });
+    const bare = await runGate({
+      filters,
+      scripts: [{ events: answer(' {"a":"```"}') }],
+      request: request({ responseFormat: { type: 'json_object' } }),
+    });
     expect(textOf(bare.released)).toBe(' {"a":"```"}');
     expect(bare.dispatcher.attempts).toHaveLength(1);
   });
 
   it('prose around the fence is not a single fenced value: retried as invalid', async () => {
-    const scripts = [{ events: answer('Here you go:\n```json\n{"city":"Paris"}\n```') }, { events: answer('{"city":"Oslo"}') }];
-    const { released, dispatcher } = await runGate({ filters, scripts, request: request({ responseFormat: { type: 'json_schema', name: 'w', schema } }) });
+    const scripts = [
+      { events: answer('Here you go:\n```json\n{"city":"Paris"}\n```') },
+      { events: answer('{"city":"Oslo"}') },
+    ];
+    const { released, dispatcher } = await runGate({
+      filters,
+      scripts,
+      request: request({ responseFormat: { type: 'json_schema', name: 'w', schema } }),
+    });
     expect(dispatcher.attempts).toHaveLength(2);
     expect(textOf(released)).toBe('{"city":"Oslo"}');
   });
 
   it('text responses are left alone', async () => {
-    const { released } = await runGate({ filters, scripts: [{ events: answer('```js\nx()\n```') }], request: request() });
+    const { released } = await runGate({
+      filters,
+      scripts: [{ events: answer('```js\nx()\n```') }],
+      request: request(),
+    });
     expect(textOf(released)).toBe('```js\nx()\n```');
   });
 });

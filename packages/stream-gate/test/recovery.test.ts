@@ -19,23 +19,30 @@ const answer = [
 describe('recovery', () => {
   it('with invalid tool arguments on 30% of attempts, releases only schema-valid calls or a clean error', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 3, maxLength: 3 }), async (draws) => {
-        const { released, dispatcher } = await runGate({
-          filters: toolCallFilters(),
-          request: request({ tools: [weatherTool] }),
-          scripts: (attempt) => ({ events: fixture(draws[attempt.attempt - 1]! < 0.3 ? 'tool-call-schema-invalid' : 'tool-call-valid') }),
-        });
-        const firstValid = draws.findIndex((draw) => draw >= 0.3);
-        if (firstValid === -1) {
-          expect(released).toEqual([expect.objectContaining({ type: 'error', code: 'upstream_error' })]);
-          expect(dispatcher.attempts).toHaveLength(3);
-        } else {
-          expect(dispatcher.attempts).toHaveLength(firstValid + 1);
-          expect(toolCallsOf(released)).toEqual([{ index: 0, name: 'get_weather', arguments: '{"city": "Paris", "unit": "celsius"}' }]);
-          expect(released.filter((event) => event.type === 'response-start')).toHaveLength(1);
-          expect(released.at(-2)).toMatchObject({ type: 'finish' });
-        }
-      }),
+      fc.asyncProperty(
+        fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 3, maxLength: 3 }),
+        async (draws) => {
+          const { released, dispatcher } = await runGate({
+            filters: toolCallFilters(),
+            request: request({ tools: [weatherTool] }),
+            scripts: (attempt) => ({
+              events: fixture(draws[attempt.attempt - 1]! < 0.3 ? 'tool-call-schema-invalid' : 'tool-call-valid'),
+            }),
+          });
+          const firstValid = draws.findIndex((draw) => draw >= 0.3);
+          if (firstValid === -1) {
+            expect(released).toEqual([expect.objectContaining({ type: 'error', code: 'upstream_error' })]);
+            expect(dispatcher.attempts).toHaveLength(3);
+          } else {
+            expect(dispatcher.attempts).toHaveLength(firstValid + 1);
+            expect(toolCallsOf(released)).toEqual([
+              { index: 0, name: 'get_weather', arguments: '{"city": "Paris", "unit": "celsius"}' },
+            ]);
+            expect(released.filter((event) => event.type === 'response-start')).toHaveLength(1);
+            expect(released.at(-2)).toMatchObject({ type: 'finish' });
+          }
+        },
+      ),
       { numRuns: 40 },
     );
   });
@@ -86,12 +93,22 @@ describe('recovery', () => {
       scripts: (attempt: AttemptRequest) =>
         attempt.attempt === 1
           ? { events: answer.slice(0, 3), throwAfter: true }
-          : { events: [{ ...start, id: 'chatcmpl-2' }, text('is sunny.'), finish, { type: 'usage', usage: { inputTokens: 14, outputTokens: 3 } }] },
+          : {
+              events: [
+                { ...start, id: 'chatcmpl-2' },
+                text('is sunny.'),
+                finish,
+                { type: 'usage', usage: { inputTokens: 14, outputTokens: 3 } },
+              ],
+            },
       run: { canContinue: true },
     });
     const continuation = dispatcher.attempts[1]!;
     expect(continuation.prefill).toBe('The weather in Paris ');
-    expect(continuation.request.messages.at(-1)).toEqual({ role: 'assistant', content: [{ type: 'text', text: 'The weather in Paris ' }] });
+    expect(continuation.request.messages.at(-1)).toEqual({
+      role: 'assistant',
+      content: [{ type: 'text', text: 'The weather in Paris ' }],
+    });
     expect(released.filter((event) => event.type === 'response-start')).toEqual([start]);
     expect(textOf(released)).toBe('The weather in Paris is sunny.');
     expect(released.at(-2)).toEqual(finish);
@@ -100,7 +117,9 @@ describe('recovery', () => {
   });
 
   it('released text is always a prefix of the final answer, wherever the stream is cut (property)', async () => {
-    const words = 'Paris is sunny today with a light breeze from the west and no rain expected'.split(' ').map((word) => `${word} `);
+    const words = 'Paris is sunny today with a light breeze from the west and no rain expected'
+      .split(' ')
+      .map((word) => `${word} `);
     const full = words.join('');
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 1, max: words.length - 1 }), fc.boolean(), async (cut, canContinue) => {
@@ -131,7 +150,10 @@ describe('recovery', () => {
       run: { canContinue: true },
     });
     expect(dispatcher.attempts).toHaveLength(1);
-    expect(released.at(-1)).toMatchObject({ type: 'error', message: expect.stringMatching(/degeneration: output repeats a 3-token unit/) });
+    expect(released.at(-1)).toMatchObject({
+      type: 'error',
+      message: expect.stringMatching(/degeneration: output repeats a 3-token unit/),
+    });
     expect(textOf(released).startsWith('Here is the answer. I am sorry.')).toBe(true);
   });
 
@@ -143,7 +165,11 @@ describe('recovery', () => {
     });
     expect(dispatcher.attempts).toHaveLength(2);
     expect(released).toEqual([
-      { type: 'error', code: 'upstream_error', message: 'model output rejected by empty-output: empty output (finish reason stop) (after 2 attempts)' },
+      {
+        type: 'error',
+        code: 'upstream_error',
+        message: 'model output rejected by empty-output: empty output (finish reason stop) (after 2 attempts)',
+      },
     ]);
   });
 
@@ -180,7 +206,9 @@ describe('recovery', () => {
       ],
     });
     expect(dispatcher.attempts).toHaveLength(1);
-    expect(released).toEqual([{ type: 'error', code: 'timeout', message: 'the request exceeded its time budget of 1000 ms' }]);
+    expect(released).toEqual([
+      { type: 'error', code: 'timeout', message: 'the request exceeded its time budget of 1000 ms' },
+    ]);
   });
 
   it('keeps held bytes bounded under a 10 MB degenerate stream', async () => {
@@ -194,10 +222,25 @@ describe('recovery', () => {
       }
       yield finish;
     }
-    const gate = createStreamGate({ filters: [], policy: 'buffered', budgets: { maxHeldBytes: 1024 * 1024, maxAttempts: 1 } });
+    const gate = createStreamGate({
+      filters: [],
+      policy: 'buffered',
+      budgets: { maxHeldBytes: 1024 * 1024, maxAttempts: 1 },
+    });
     const out: StreamEvent[] = [];
-    for await (const event of gate.run(request(), { dispatch: () => ({ events: flood() }) }, { requestId: 'req_flood' })) out.push(event);
-    expect(out).toEqual([expect.objectContaining({ type: 'error', code: 'upstream_error', message: expect.stringMatching(/held-bytes budget/) })]);
+    for await (const event of gate.run(
+      request(),
+      { dispatch: () => ({ events: flood() }) },
+      { requestId: 'req_flood' },
+    ))
+      out.push(event);
+    expect(out).toEqual([
+      expect.objectContaining({
+        type: 'error',
+        code: 'upstream_error',
+        message: expect.stringMatching(/held-bytes budget/),
+      }),
+    ]);
     expect(yielded).toBeLessThan(1024 * 1024 + 2 * chunk.length);
   });
 
@@ -212,7 +255,9 @@ describe('recovery', () => {
       }
     }
     const gate = createStreamGate({ filters: [], policy: 'passthrough' });
-    const dispatcher = { dispatch: (_attempt: AttemptRequest, signal: AbortSignal) => ((signalSeen = signal), { events: upstream() }) };
+    const dispatcher = {
+      dispatch: (_attempt: AttemptRequest, signal: AbortSignal) => ((signalSeen = signal), { events: upstream() }),
+    };
     for await (const event of gate.run(request(), dispatcher, { requestId: 'req_stop' })) {
       if (event.type === 'text-delta') break;
     }

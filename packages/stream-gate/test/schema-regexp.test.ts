@@ -60,7 +60,11 @@ describe('SchemaCache on the linear engine', () => {
   });
 
   it('runs patternProperties and propertyNames on it too', () => {
-    const validate = compiled({ type: 'object', patternProperties: { '^(x+)+$': { type: 'integer' } }, propertyNames: { pattern: '^(x+)+y?$' } });
+    const validate = compiled({
+      type: 'object',
+      patternProperties: { '^(x+)+$': { type: 'integer' } },
+      propertyNames: { pattern: '^(x+)+y?$' },
+    });
     const evilKey = `${'x'.repeat(30)}!`;
     const started = performance.now();
     expect(validate({ [evilKey]: 'not checked by patternProperties' })).toBe(false); // propertyNames rejects the key
@@ -111,7 +115,10 @@ describe('SchemaCache on the linear engine', () => {
   });
 
   it('reports a schema whose pattern RE2 cannot compile as not compilable', () => {
-    const result = new SchemaCache().get({ type: 'object', properties: { p: { type: 'string', pattern: '^(?=.*\\d).{8,}$' } } });
+    const result = new SchemaCache().get({
+      type: 'object',
+      properties: { p: { type: 'string', pattern: '^(?=.*\\d).{8,}$' } },
+    });
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.error).toMatch(/needs a backtracking regex engine/);
   });
@@ -119,7 +126,10 @@ describe('SchemaCache on the linear engine', () => {
 
 describe('tool-call validation with a pattern RE2 cannot compile', () => {
   it('disables the check for that tool with a warning and releases the call', async () => {
-    const tool = { name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string', pattern: '^(\\w)\\1$' } } } };
+    const tool = {
+      name: 'get_weather',
+      parameters: { type: 'object', properties: { city: { type: 'string', pattern: '^(\\w)\\1$' } } },
+    };
     const { released, sink, dispatcher } = await runGate({
       filters: toolCallFilters(),
       scripts: [{ events: fixture('tool-call-valid') }],
@@ -128,6 +138,8 @@ describe('tool-call validation with a pattern RE2 cannot compile', () => {
     expect(dispatcher.attempts).toHaveLength(1);
     expect(released.at(-2)).toEqual({ type: 'finish', reason: 'tool_calls', raw: 'tool_calls' });
     expect(sink.warnings).toHaveLength(1);
-    expect(sink.warnings[0]!.message).toMatch(/schema of tool get_weather cannot be compiled, arguments not checked: .*needs a backtracking regex engine/);
+    expect(sink.warnings[0]!.message).toMatch(
+      /schema of tool get_weather cannot be compiled, arguments not checked: .*needs a backtracking regex engine/,
+    );
   });
 });

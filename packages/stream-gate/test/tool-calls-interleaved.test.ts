@@ -10,7 +10,9 @@ const ARGUMENTS = ['{"city":"Paris","unit":"celsius"}', '{"city":"Oslo"}'];
 function interleaved(order: readonly boolean[], cuts: readonly number[]): StreamEvent[] {
   const queues: StreamEvent[][] = ARGUMENTS.map((text, index) => {
     const points = [...new Set(cuts.map((cut) => cut % text.length))].filter((p) => p > 0).sort((a, b) => a - b);
-    const parts: StreamEvent[] = [{ type: 'tool-call-delta', index, id: `call_${index}`, name: 'get_weather', argumentsDelta: '' }];
+    const parts: StreamEvent[] = [
+      { type: 'tool-call-delta', index, id: `call_${index}`, name: 'get_weather', argumentsDelta: '' },
+    ];
     let last = 0;
     for (const point of [...points, text.length]) {
       parts.push({ type: 'tool-call-delta', index, argumentsDelta: text.slice(last, point) });
@@ -21,7 +23,8 @@ function interleaved(order: readonly boolean[], cuts: readonly number[]): Stream
   const events: StreamEvent[] = [{ type: 'response-start', id: 'r', model: 'm', created: 1 }];
   let draw = 0;
   while (queues.some((queue) => queue.length > 0)) {
-    const pick = queues[0]!.length === 0 ? 1 : queues[1]!.length === 0 ? 0 : order[draw++ % Math.max(order.length, 1)] ? 1 : 0;
+    const pick =
+      queues[0]!.length === 0 ? 1 : queues[1]!.length === 0 ? 0 : order[draw++ % Math.max(order.length, 1)] ? 1 : 0;
     events.push(queues[pick]!.shift()!);
   }
   events.push({ type: 'finish', reason: 'tool_calls', raw: 'tool_calls' });
@@ -31,18 +34,22 @@ function interleaved(order: readonly boolean[], cuts: readonly number[]): Stream
 describe('tool calls whose fragments interleave by index', () => {
   it('any interleaving passes on the first attempt with each call’s own arguments (no "{}" inserted)', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.boolean(), { maxLength: 16 }), fc.array(fc.nat({ max: 40 }), { maxLength: 4 }), async (order, cuts) => {
-        const { released, dispatcher } = await runGate({
-          filters: toolCallFilters(),
-          scripts: [{ events: interleaved(order, cuts) }],
-          request: request({ tools }),
-        });
-        expect(dispatcher.attempts).toHaveLength(1);
-        expect(toolCallsOf(released)).toEqual([
-          { index: 0, name: 'get_weather', arguments: ARGUMENTS[0] },
-          { index: 1, name: 'get_weather', arguments: ARGUMENTS[1] },
-        ]);
-      }),
+      fc.asyncProperty(
+        fc.array(fc.boolean(), { maxLength: 16 }),
+        fc.array(fc.nat({ max: 40 }), { maxLength: 4 }),
+        async (order, cuts) => {
+          const { released, dispatcher } = await runGate({
+            filters: toolCallFilters(),
+            scripts: [{ events: interleaved(order, cuts) }],
+            request: request({ tools }),
+          });
+          expect(dispatcher.attempts).toHaveLength(1);
+          expect(toolCallsOf(released)).toEqual([
+            { index: 0, name: 'get_weather', arguments: ARGUMENTS[0] },
+            { index: 1, name: 'get_weather', arguments: ARGUMENTS[1] },
+          ]);
+        },
+      ),
       { numRuns: 60 },
     );
   });
@@ -72,9 +79,15 @@ describe('tool calls whose fragments interleave by index', () => {
       { type: 'tool-call-delta', index: 0, argumentsDelta: '{"city":"Par' },
       { type: 'finish', reason: 'length', raw: 'length' },
     ];
-    const { released, dispatcher } = await runGate({ filters: toolCallFilters(), scripts: [{ events }], request: request({ tools }) });
+    const { released, dispatcher } = await runGate({
+      filters: toolCallFilters(),
+      scripts: [{ events }],
+      request: request({ tools }),
+    });
     expect(dispatcher.attempts).toHaveLength(1);
     expect(toolCallsOf(released)).toEqual([{ index: 0, name: 'get_weather', arguments: '{"city":"Par' }]);
-    expect(released.filter((event) => event.type === 'finish')).toEqual([{ type: 'finish', reason: 'length', raw: 'length' }]);
+    expect(released.filter((event) => event.type === 'finish')).toEqual([
+      { type: 'finish', reason: 'length', raw: 'length' },
+    ]);
   });
 });

@@ -7,10 +7,23 @@ const valid = fixture('tool-call-valid');
 
 describe('tool-call validation', () => {
   it('releases a schema-valid call with its finish and usage', async () => {
-    const { released, dispatcher } = await runGate({ filters, scripts: [{ events: valid }], request: request({ tools }) });
+    const { released, dispatcher } = await runGate({
+      filters,
+      scripts: [{ events: valid }],
+      request: request({ tools }),
+    });
     expect(dispatcher.attempts).toHaveLength(1);
-    expect(toolCallsOf(released)).toEqual([{ index: 0, name: 'get_weather', arguments: '{"city": "Paris", "unit": "celsius"}' }]);
-    expect(released.map((event) => event.type)).toEqual(['response-start', 'tool-call-delta', 'tool-call-delta', 'tool-call-delta', 'finish', 'usage']);
+    expect(toolCallsOf(released)).toEqual([
+      { index: 0, name: 'get_weather', arguments: '{"city": "Paris", "unit": "celsius"}' },
+    ]);
+    expect(released.map((event) => event.type)).toEqual([
+      'response-start',
+      'tool-call-delta',
+      'tool-call-delta',
+      'tool-call-delta',
+      'finish',
+      'usage',
+    ]);
   });
 
   it.each([
@@ -25,7 +38,12 @@ describe('tool-call validation', () => {
     });
     expect(dispatcher.attempts).toHaveLength(2);
     expect(sink.attempts[0]!.reason).toMatch(reason);
-    expect(sink.attempts[0]).toMatchObject({ outcome: 'retried', filter: 'tool-calls', wasted: true, committed: false });
+    expect(sink.attempts[0]).toMatchObject({
+      outcome: 'retried',
+      filter: 'tool-calls',
+      wasted: true,
+      committed: false,
+    });
     const retry = dispatcher.attempts[1]!;
     expect(retry.idempotencyKey).toBe('req_test:2');
     const patch = retry.request.messages.at(-1)!;
@@ -34,7 +52,9 @@ describe('tool-call validation', () => {
     // the original request is untouched and shared, not copied
     expect(retry.request.messages[0]).toBe(dispatcher.attempts[0]!.request.messages[0]);
     expect(dispatcher.attempts[0]!.request.messages).toHaveLength(1);
-    expect(toolCallsOf(released)).toEqual([{ index: 0, name: 'get_weather', arguments: '{"city": "Paris", "unit": "celsius"}' }]);
+    expect(toolCallsOf(released)).toEqual([
+      { index: 0, name: 'get_weather', arguments: '{"city": "Paris", "unit": "celsius"}' },
+    ]);
     expect(released.filter((event) => event.type === 'response-start')).toHaveLength(1);
   });
 
@@ -48,13 +68,21 @@ describe('tool-call validation', () => {
       { index: 0, name: 'get_time', arguments: '{}' },
       { index: 1, name: 'get_weather', arguments: '{"city":"Oslo"}' },
     ]);
-    expect(released.find((event) => event.type === 'finish')).toEqual({ type: 'finish', reason: 'tool_calls', raw: 'stop' });
+    expect(released.find((event) => event.type === 'finish')).toEqual({
+      type: 'finish',
+      reason: 'tool_calls',
+      raw: 'stop',
+    });
     // the text before the calls streamed before the calls validated
     expect(released[1]).toEqual({ type: 'text-delta', text: 'Checking both.' });
   });
 
   it('respects tool_choice required, a named tool and none', async () => {
-    const text = [valid[0]!, { type: 'text-delta' as const, text: 'It is sunny.' }, { type: 'finish' as const, reason: 'stop' as const, raw: 'stop' }];
+    const text = [
+      valid[0]!,
+      { type: 'text-delta' as const, text: 'It is sunny.' },
+      { type: 'finish' as const, reason: 'stop' as const, raw: 'stop' },
+    ];
     const required = await runGate({
       filters,
       scripts: [{ events: text }],
@@ -63,7 +91,11 @@ describe('tool-call validation', () => {
       policy: 'buffered',
     });
     expect(required.released).toEqual([
-      { type: 'error', code: 'upstream_error', message: 'model output rejected by tool-choice: tool_choice is required but no tool was called' },
+      {
+        type: 'error',
+        code: 'upstream_error',
+        message: 'model output rejected by tool-choice: tool_choice is required but no tool was called',
+      },
     ]);
     const named = await runGate({
       filters,
@@ -71,7 +103,10 @@ describe('tool-call validation', () => {
       request: request({ tools, toolChoice: { type: 'tool', name: 'get_time' } }),
       budgets: { maxAttempts: 1 },
     });
-    expect(named.released.at(-1)).toMatchObject({ type: 'error', message: expect.stringMatching(/tool_choice names get_time/) });
+    expect(named.released.at(-1)).toMatchObject({
+      type: 'error',
+      message: expect.stringMatching(/tool_choice names get_time/),
+    });
     const none = await runGate({
       filters,
       scripts: [{ events: valid }, { events: text }],
@@ -106,14 +141,26 @@ describe('tool-call validation', () => {
       ['{"at":"2026-01-05T10:00:00Z","room":"b204"}', false],
       ['{"at":"2026-01-05T10:00:00Z","tags":{"Team":1}}', false],
     ] as const) {
-      const { released } = await runGate({ filters, scripts: [{ events: call(args) }], request: request({ tools: [tool] }), budgets: { maxAttempts: 1 } });
+      const { released } = await runGate({
+        filters,
+        scripts: [{ events: call(args) }],
+        request: request({ tools: [tool] }),
+        budgets: { maxAttempts: 1 },
+      });
       expect(released.at(-1)!.type).toBe(ok ? 'finish' : 'error');
     }
   });
 
   it('disables the check for a schema ajv cannot compile, with a warning', async () => {
-    const broken = { name: 'get_weather', parameters: { type: 'object', properties: { city: { $ref: '#/$defs/missing' } } } };
-    const { released, sink } = await runGate({ filters, scripts: [{ events: fixture('tool-call-schema-invalid') }], request: request({ tools: [broken] }) });
+    const broken = {
+      name: 'get_weather',
+      parameters: { type: 'object', properties: { city: { $ref: '#/$defs/missing' } } },
+    };
+    const { released, sink } = await runGate({
+      filters,
+      scripts: [{ events: fixture('tool-call-schema-invalid') }],
+      request: request({ tools: [broken] }),
+    });
     expect(released.at(-2)).toEqual({ type: 'finish', reason: 'tool_calls', raw: 'tool_calls' });
     expect(sink.warnings).toHaveLength(1);
     expect(sink.warnings[0]!.message).toMatch(/schema of tool get_weather cannot be compiled/);
@@ -121,7 +168,11 @@ describe('tool-call validation', () => {
 
   it('accepts draft-07 schemas and compiles each schema once', () => {
     const cache = new SchemaCache(2);
-    const schema = { $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', properties: { n: { type: 'integer' } } };
+    const schema = {
+      $schema: 'http://json-schema.org/draft-07/schema#',
+      type: 'object',
+      properties: { n: { type: 'integer' } },
+    };
     const first = cache.get(schema);
     expect(first.ok).toBe(true);
     expect(cache.get(schema)).toBe(first);

@@ -57,7 +57,9 @@ describe('tool-choice filter', () => {
     ['tool:get_weather', 'prose', 'reject: tool_choice names get_weather but no tool was called'],
     ['tool:get_weather', 'time', 'reject: tool get_time called although tool_choice names get_weather'],
   ])('tool_choice %s answered with %s: %s', (choiceName, answer, expected) => {
-    const choice: ToolChoice = choiceName.startsWith('tool:') ? { type: 'tool', name: choiceName.slice(5) } : ({ type: choiceName } as ToolChoice);
+    const choice: ToolChoice = choiceName.startsWith('tool:')
+      ? { type: 'tool', name: choiceName.slice(5) }
+      : ({ type: choiceName } as ToolChoice);
     expect(verdictOf(choice, ANSWERS[answer]!)).toBe(expected);
   });
 
@@ -83,8 +85,15 @@ describe('tool-choice filter', () => {
       request: request({ tools, toolChoice: { type: 'required' } }),
     });
     expect(dispatcher.attempts).toHaveLength(2);
-    expect(sink.attempts[0]).toMatchObject({ outcome: 'retried', filter: 'tool-choice', wasted: true, committed: false });
-    expect(JSON.stringify(dispatcher.attempts[1]!.request.messages.at(-1))).toMatch(/must call one of the available tools/);
+    expect(sink.attempts[0]).toMatchObject({
+      outcome: 'retried',
+      filter: 'tool-choice',
+      wasted: true,
+      committed: false,
+    });
+    expect(JSON.stringify(dispatcher.attempts[1]!.request.messages.at(-1))).toMatch(
+      /must call one of the available tools/,
+    );
     expect(textOf(released)).toBe('Let me check.');
     expect(toolCallsOf(released)).toEqual([{ index: 0, name: 'get_time', arguments: '{}' }]);
     expect(released.at(-1)).toMatchObject({ type: 'finish', reason: 'tool_calls' });
@@ -103,7 +112,8 @@ describe('tool-choice filter', () => {
         {
           type: 'error',
           code: 'upstream_error',
-          message: 'model output rejected by tool-choice: tool_choice names get_weather but no tool was called (after 3 attempts)',
+          message:
+            'model output rejected by tool-choice: tool_choice names get_weather but no tool was called (after 3 attempts)',
         },
       ]);
     }

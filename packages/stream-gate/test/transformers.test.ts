@@ -7,14 +7,22 @@ const tools = [weatherTool, timeTool];
 
 describe('reasoning extraction', () => {
   it('turns a leading <think> block split across chunks into reasoning', async () => {
-    const { released } = await runGate({ filters: [reasoningExtraction()], scripts: [{ events: fixture('think-in-content') }] });
+    const { released } = await runGate({
+      filters: [reasoningExtraction()],
+      scripts: [{ events: fixture('think-in-content') }],
+    });
     expect(reasoningOf(released)).toBe('The user greets me.');
     expect(textOf(released)).toBe('Hello! How can I help?');
-    expect(released.findIndex((event) => event.type === 'reasoning-delta')).toBeLessThan(released.findIndex((event) => event.type === 'text-delta'));
+    expect(released.findIndex((event) => event.type === 'reasoning-delta')).toBeLessThan(
+      released.findIndex((event) => event.type === 'text-delta'),
+    );
   });
 
   it('handles the close-tag-only form when the template opened the block', async () => {
-    const { released } = await runGate({ filters: [reasoningExtraction({ openTagInPrompt: true })], scripts: [{ events: fixture('think-close-only') }] });
+    const { released } = await runGate({
+      filters: [reasoningExtraction({ openTagInPrompt: true })],
+      scripts: [{ events: fixture('think-close-only') }],
+    });
     expect(reasoningOf(released)).toBe('Short question, short answer.\n');
     expect(textOf(released)).toBe('42');
   });
@@ -34,7 +42,13 @@ describe('reasoning extraction', () => {
   it('starts in text when reasoning is disabled, even with openTagInPrompt', async () => {
     const { released } = await runGate({
       filters: [reasoningExtraction({ openTagInPrompt: true })],
-      scripts: [{ events: fixture('think-close-only').filter((event) => event.type !== 'text-delta' || !event.text.includes('</think>')) }],
+      scripts: [
+        {
+          events: fixture('think-close-only').filter(
+            (event) => event.type !== 'text-delta' || !event.text.includes('</think>'),
+          ),
+        },
+      ],
       request: request({ reasoning: { enabled: false } }),
     });
     expect(reasoningOf(released)).toBe('');
@@ -62,8 +76,13 @@ describe('text tool calls', () => {
     });
     expect(textOf(released)).toBe('');
     expect(toolCallsOf(released)).toEqual(calls);
-    for (const event of released) if (event.type === 'tool-call-delta') expect(event.id).toMatch(/^call_[A-Za-z0-9]{24}$/);
-    expect(released.find((event) => event.type === 'finish')).toEqual({ type: 'finish', reason: 'tool_calls', raw: 'stop' });
+    for (const event of released)
+      if (event.type === 'tool-call-delta') expect(event.id).toMatch(/^call_[A-Za-z0-9]{24}$/);
+    expect(released.find((event) => event.type === 'finish')).toEqual({
+      type: 'finish',
+      reason: 'tool_calls',
+      raw: 'stop',
+    });
   });
 
   it('rejects an unreadable call and retries with a patch', async () => {
@@ -90,7 +109,11 @@ describe('text tool calls', () => {
       { type: 'text-delta', text: '<tool_call>{"name":"get_time","arguments":{}}</tool_call>\nDone.' },
       { type: 'finish', reason: 'stop', raw: 'stop' },
     ];
-    const { released } = await runGate({ filters: [textToolCalls()], scripts: [{ events }], request: request({ tools }) });
+    const { released } = await runGate({
+      filters: [textToolCalls()],
+      scripts: [{ events }],
+      request: request({ tools }),
+    });
     expect(textOf(released)).toBe('a < b and <toolbox> stays.Done.');
     expect(toolCallsOf(released)).toEqual([{ index: 0, name: 'get_time', arguments: '{}' }]);
   });
@@ -115,22 +138,39 @@ describe('chunking invariance (property)', () => {
     ],
   ];
 
-  it.each(['passthrough', 'evidence-tail', 'buffered'] as const)('any split of deltas yields the same answer (%s)', async (policy) => {
-    const filters = () => [reasoningExtraction(), textToolCalls({ formats: ['hermes', 'mistral'] }), ...toolCallFilters()];
-    for (const [, events] of sources) {
-      const reference = (await runGate({ filters: filters(), scripts: [{ events }], request: request({ tools }), policy })).released;
-      await fc.assert(
-        fc.asyncProperty(fc.array(fc.double({ min: 0, max: 0.999, noNaN: true }), { maxLength: 12 }), async (cuts) => {
-          const { released } = await runGate({ filters: filters(), scripts: [{ events: rechunk(events, cuts) }], request: request({ tools }), policy });
-          expect(textOf(released)).toBe(textOf(reference));
-          expect(reasoningOf(released)).toBe(reasoningOf(reference));
-          expect(toolCallsOf(released).map(({ name, arguments: args }) => [name, args])).toEqual(
-            toolCallsOf(reference).map(({ name, arguments: args }) => [name, args]),
-          );
-          expect(released.at(-1)!.type).toBe(reference.at(-1)!.type);
-        }),
-        { numRuns: 60 },
-      );
-    }
-  });
+  it.each(['passthrough', 'evidence-tail', 'buffered'] as const)(
+    'any split of deltas yields the same answer (%s)',
+    async (policy) => {
+      const filters = () => [
+        reasoningExtraction(),
+        textToolCalls({ formats: ['hermes', 'mistral'] }),
+        ...toolCallFilters(),
+      ];
+      for (const [, events] of sources) {
+        const reference = (
+          await runGate({ filters: filters(), scripts: [{ events }], request: request({ tools }), policy })
+        ).released;
+        await fc.assert(
+          fc.asyncProperty(
+            fc.array(fc.double({ min: 0, max: 0.999, noNaN: true }), { maxLength: 12 }),
+            async (cuts) => {
+              const { released } = await runGate({
+                filters: filters(),
+                scripts: [{ events: rechunk(events, cuts) }],
+                request: request({ tools }),
+                policy,
+              });
+              expect(textOf(released)).toBe(textOf(reference));
+              expect(reasoningOf(released)).toBe(reasoningOf(reference));
+              expect(toolCallsOf(released).map(({ name, arguments: args }) => [name, args])).toEqual(
+                toolCallsOf(reference).map(({ name, arguments: args }) => [name, args]),
+              );
+              expect(released.at(-1)!.type).toBe(reference.at(-1)!.type);
+            },
+          ),
+          { numRuns: 60 },
+        );
+      }
+    },
+  );
 });

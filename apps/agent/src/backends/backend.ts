@@ -39,7 +39,10 @@ export type BackendKind = 'openai' | 'llamacpp';
 export interface ChatTokenizeOptions {
   /** The request's `tools` (a chat template renders them into the prompt). */
   tools?: unknown;
-  /** Append the assistant turn's opening (true for a whole prompt as it was served, false for a leading part of it). Default true. */
+  /**
+   * Append the assistant turn's opening (true for a whole prompt as it was served, false for a leading part of it).
+   * Default true.
+   */
   addGenerationPrompt?: boolean;
   signal?: AbortSignal;
 }

@@ -21,7 +21,15 @@
  */
 import { Pool } from 'undici';
 import { OpenAiClient } from '@iop/backend';
-import type { Backend, BackendMetrics, BackendRequest, BackendResponse, ChatTokenizeOptions, ModelInfo, ServedApi } from './backend.js';
+import type {
+  Backend,
+  BackendMetrics,
+  BackendRequest,
+  BackendResponse,
+  ChatTokenizeOptions,
+  ModelInfo,
+  ServedApi,
+} from './backend.js';
 import { parseVllmMetrics } from './prometheus-metrics.js';
 
 export interface OpenAiBackendOptions {
@@ -92,13 +100,22 @@ export class OpenAiBackend implements Backend {
     }
     this.capabilities = (await this.answersTokenize(models[0]!.id)) ? ['tokenize'] : [];
     const given = this.options.apis;
-    return Promise.all(models.map(async (model) => ({ ...model, ...(given === undefined ? await this.probeApis(model.id) : { apis: given }) })));
+    return Promise.all(
+      models.map(async (model) => ({
+        ...model,
+        ...(given === undefined ? await this.probeApis(model.id) : { apis: given }),
+      })),
+    );
   }
 
   /** The APIs `model` is served with, from route probes (see the module docstring); `{}` when a probe failed. */
   private async probeApis(model: string): Promise<{ apis?: ServedApi[] }> {
     const probe = (path: string) => this.hasRoute(path, model);
-    const [completions, embeddings, rerank] = await Promise.all([probe('/v1/completions'), probe('/v1/embeddings'), probe('/v1/rerank')]);
+    const [completions, embeddings, rerank] = await Promise.all([
+      probe('/v1/completions'),
+      probe('/v1/embeddings'),
+      probe('/v1/rerank'),
+    ]);
     const chat = completions === true ? true : await probe('/v1/chat/completions');
     const found: Array<[ServedApi, boolean | undefined]> = [
       ['chat', chat],
@@ -112,7 +129,10 @@ export class OpenAiBackend implements Backend {
     return { apis };
   }
 
-  /** Whether the server has the route `path` for `model` (a validation error) or not (404, 405, 501); undefined when the probe failed. */
+  /**
+   * Whether the server has the route `path` for `model` (a validation error) or not (404, 405, 501); undefined when the
+   * probe failed.
+   */
   private async hasRoute(path: string, model: string): Promise<boolean | undefined> {
     try {
       const response = await this.probePool.request({
@@ -157,15 +177,27 @@ export class OpenAiBackend implements Backend {
     }
   }
 
-  /** `POST /tokenize {model, messages, tools?, add_generation_prompt}` on the probe connections (vLLM, SGLang): the prompt's `tokens`. */
-  async tokenizeChat(model: string, messages: readonly unknown[], options: ChatTokenizeOptions = {}): Promise<number[]> {
+  /**
+   * `POST /tokenize {model, messages, tools?, add_generation_prompt}` on the probe connections (vLLM, SGLang): the
+   * prompt's `tokens`.
+   */
+  async tokenizeChat(
+    model: string,
+    messages: readonly unknown[],
+    options: ChatTokenizeOptions = {},
+  ): Promise<number[]> {
     const { signal, tools, addGenerationPrompt = true } = options;
     const timeout = AbortSignal.timeout(this.probeTimeoutMs);
     const response = await this.probePool.request({
       method: 'POST',
       path: `${this.pathPrefix}/tokenize`,
       headers: { ...this.authHeaders(), 'content-type': 'application/json' },
-      body: JSON.stringify({ model, messages, ...(tools === undefined ? {} : { tools }), add_generation_prompt: addGenerationPrompt }),
+      body: JSON.stringify({
+        model,
+        messages,
+        ...(tools === undefined ? {} : { tools }),
+        add_generation_prompt: addGenerationPrompt,
+      }),
       signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
     });
     if (response.statusCode !== 200) {
@@ -173,7 +205,8 @@ export class OpenAiBackend implements Backend {
       throw new Error(`POST /tokenize answered ${response.statusCode}`);
     }
     const tokens = ((await response.body.json()) as { tokens?: unknown } | null)?.tokens;
-    if (!Array.isArray(tokens) || !tokens.every((id) => Number.isInteger(id))) throw new Error('POST /tokenize answered without integer `tokens`');
+    if (!Array.isArray(tokens) || !tokens.every((id) => Number.isInteger(id)))
+      throw new Error('POST /tokenize answered without integer `tokens`');
     return tokens as number[];
   }
 

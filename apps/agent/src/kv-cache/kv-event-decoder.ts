@@ -41,7 +41,11 @@ export interface DecodeLimits {
   maxBlocksPerEvent: number;
 }
 
-export const DEFAULT_DECODE_LIMITS: Readonly<DecodeLimits> = Object.freeze({ maxBatchBytes: 8 * 1024 * 1024, maxEvents: 100_000, maxBlocksPerEvent: 65_536 });
+export const DEFAULT_DECODE_LIMITS: Readonly<DecodeLimits> = Object.freeze({
+  maxBatchBytes: 8 * 1024 * 1024,
+  maxEvents: 100_000,
+  maxBlocksPerEvent: 65_536,
+});
 
 /** Why a batch was refused (the label of the agent's dropped-batch metric). */
 export type DecodeFailure = 'oversized' | 'malformed';
@@ -64,20 +68,26 @@ const malformed = (message: string): never => {
 export function hashKey(value: unknown): string {
   if (typeof value === 'number' && Number.isSafeInteger(value)) return value.toString();
   if (typeof value === 'bigint') return value.toString();
-  if (value instanceof Uint8Array && value.length > 0 && value.length <= 64) return Buffer.from(value.buffer, value.byteOffset, value.length).toString('hex');
+  if (value instanceof Uint8Array && value.length > 0 && value.length <= 64)
+    return Buffer.from(value.buffer, value.byteOffset, value.length).toString('hex');
   return malformed(`a block hash must be an integer or 1-64 bytes, got ${typeof value}`);
 }
 
 function hashList(value: unknown, limits: DecodeLimits): string[] {
   if (!Array.isArray(value)) return malformed('block_hashes must be an array');
   if (value.length > limits.maxBlocksPerEvent)
-    throw new KvEventDecodeError('oversized', `${value.length} block hashes in one event (limit ${limits.maxBlocksPerEvent})`);
+    throw new KvEventDecodeError(
+      'oversized',
+      `${value.length} block hashes in one event (limit ${limits.maxBlocksPerEvent})`,
+    );
   return value.map(hashKey);
 }
 
 function tokenList(value: unknown): number[] {
   if (!Array.isArray(value)) return malformed('token_ids must be an array');
-  for (const id of value) if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 0) malformed('token_ids must be non-negative integers');
+  for (const id of value)
+    if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 0)
+      malformed('token_ids must be non-negative integers');
   return value as number[];
 }
 
@@ -97,8 +107,17 @@ interface Fields {
 
 function fieldsOf(raw: unknown): Fields {
   if (Array.isArray(raw)) {
-    // Positional: BlockStored(block_hashes, parent_block_hash, token_ids, block_size, lora_id, medium), BlockRemoved(block_hashes, medium).
-    return { tag: raw[0], blockHashes: raw[1], parent: raw[2], tokenIds: raw[3], blockSize: raw[4], storedMedium: raw[6], medium: raw[2] };
+    // Positional: BlockStored(block_hashes, parent_block_hash, token_ids, block_size, lora_id, medium),
+    // BlockRemoved(block_hashes, medium).
+    return {
+      tag: raw[0],
+      blockHashes: raw[1],
+      parent: raw[2],
+      tokenIds: raw[3],
+      blockSize: raw[4],
+      storedMedium: raw[6],
+      medium: raw[2],
+    };
   }
   if (raw !== null && typeof raw === 'object') {
     const map = raw as Record<string, unknown>;
@@ -125,7 +144,8 @@ function decodeEvent(raw: unknown, limits: DecodeLimits): KvEvent | 'unknown' | 
       if (typeof blockSize !== 'number' || !Number.isSafeInteger(blockSize) || blockSize < 1 || blockSize > 4096)
         return malformed('block_size must be an integer in 1..4096');
       const tokenIds = tokenList(fields.tokenIds);
-      if (tokenIds.length !== hashes.length * blockSize) return malformed(`${tokenIds.length} token ids for ${hashes.length} blocks of ${blockSize}`);
+      if (tokenIds.length !== hashes.length * blockSize)
+        return malformed(`${tokenIds.length} token ids for ${hashes.length} blocks of ${blockSize}`);
       const parent = fields.parent === null || fields.parent === undefined ? null : hashKey(fields.parent);
       return { type: 'stored', hashes, parent, tokenIds, blockSize };
     }
@@ -146,7 +166,8 @@ function decodeEvent(raw: unknown, limits: DecodeLimits): KvEvent | 'unknown' | 
  *   KVEventBatch (the whole batch is refused: its events may not be applied in part).
  */
 export function decodeKvEventBatch(payload: Uint8Array, limits: DecodeLimits = DEFAULT_DECODE_LIMITS): KvEventBatch {
-  if (payload.length > limits.maxBatchBytes) throw new KvEventDecodeError('oversized', `a batch of ${payload.length} bytes (limit ${limits.maxBatchBytes})`);
+  if (payload.length > limits.maxBatchBytes)
+    throw new KvEventDecodeError('oversized', `a batch of ${payload.length} bytes (limit ${limits.maxBatchBytes})`);
   let raw: unknown;
   try {
     raw = decode(payload, {
@@ -166,7 +187,8 @@ export function decodeKvEventBatch(payload: Uint8Array, limits: DecodeLimits = D
   else return malformed('a batch must be an array or a map');
   if (typeof ts !== 'number' && typeof ts !== 'bigint') return malformed('ts must be a number');
   if (!Array.isArray(events)) return malformed('events must be an array');
-  if (events.length > limits.maxEvents) throw new KvEventDecodeError('oversized', `${events.length} events in one batch (limit ${limits.maxEvents})`);
+  if (events.length > limits.maxEvents)
+    throw new KvEventDecodeError('oversized', `${events.length} events in one batch (limit ${limits.maxEvents})`);
   const decoded: KvEvent[] = [];
   let unknown = 0;
   for (const event of events) {

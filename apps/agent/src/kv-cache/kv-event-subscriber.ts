@@ -21,7 +21,14 @@
  * The topic filter is `topic` (default: every topic).
  */
 import { Dealer, Subscriber } from 'zeromq';
-import { decodeKvEventBatch, KvEventDecodeError, DEFAULT_DECODE_LIMITS, type DecodeLimits, type KvEventBatch, type DecodeFailure } from './kv-event-decoder.js';
+import {
+  decodeKvEventBatch,
+  KvEventDecodeError,
+  DEFAULT_DECODE_LIMITS,
+  type DecodeLimits,
+  type KvEventBatch,
+  type DecodeFailure,
+} from './kv-event-decoder.js';
 
 export type ResyncReason = 'gap' | 'restart' | 'reconnect' | 'replay_timeout';
 
@@ -144,7 +151,8 @@ export class KvEventSubscriber {
         const reply = await dealer.receive();
         const seqFrame = reply.length === 3 ? reply[1]! : reply[0]!;
         const payload = reply.length === 3 ? reply[2]! : reply[1];
-        if (seqFrame === undefined || seqFrame.length !== 8 || payload === undefined) throw new Error('a replay reply that is not [seq, payload]');
+        if (seqFrame === undefined || seqFrame.length !== 8 || payload === undefined)
+          throw new Error('a replay reply that is not [seq, payload]');
         const seq = seqFrame.readBigInt64BE();
         if (seq === END_SEQ) break;
         if (seq < next) continue;

@@ -92,7 +92,10 @@ export class KvResidency {
       );
     }
     this.subscriber.start();
-    this.options.logger.info({ endpoint: this.options.events.endpoint, replayEndpoint: this.options.events.replayEndpoint }, 'kv events: subscribed');
+    this.options.logger.info(
+      { endpoint: this.options.events.endpoint, replayEndpoint: this.options.events.replayEndpoint },
+      'kv events: subscribed',
+    );
   }
 
   close(): void {
@@ -117,7 +120,10 @@ export class KvResidency {
     void this.drain();
   }
 
-  /** The whole state for an edge that has just registered this agent (the first report resets); empty when nothing is resident. */
+  /**
+   * The whole state for an edge that has just registered this agent (the first report resets); empty when nothing is
+   * resident.
+   */
   snapshotReports(): ResidencyReport[] {
     if (this.prefixes.size === 0) return [];
     return this.prefixes.snapshot(MAX_PREFIXES_PER_REPORT).map(toReport);
@@ -141,7 +147,8 @@ export class KvResidency {
     if (this.mapping) return;
     this.mapping = true;
     try {
-      for (let run = this.queue.shift(); run !== undefined && !this.closed; run = this.queue.shift()) await this.map(run);
+      for (let run = this.queue.shift(); run !== undefined && !this.closed; run = this.queue.shift())
+        await this.map(run);
     } finally {
       this.mapping = false;
     }
@@ -153,7 +160,9 @@ export class KvResidency {
     let messages: unknown[];
     let tools: unknown;
     try {
-      const parsed = JSON.parse(Buffer.from(run.body.buffer, run.body.byteOffset, run.body.byteLength).toString('utf8')) as {
+      const parsed = JSON.parse(
+        Buffer.from(run.body.buffer, run.body.byteOffset, run.body.byteLength).toString('utf8'),
+      ) as {
         messages?: unknown;
         tools?: unknown;
       };
@@ -166,12 +175,18 @@ export class KvResidency {
     for (const { key, messages: count } of run.keys) {
       const whole = count === 0 || count >= messages.length;
       try {
-        // The prompt as the chat template built it: the tools, and the assistant turn's opening only after the whole conversation.
-        const tokens = await tokenize.call(this.options.backend, run.model, whole ? messages : messages.slice(0, count), {
-          tools,
-          addGenerationPrompt: whole,
-          signal: this.abort.signal,
-        });
+        // The prompt as the chat template built it: the tools, and the assistant turn's opening only after the whole
+        // conversation.
+        const tokens = await tokenize.call(
+          this.options.backend,
+          run.model,
+          whole ? messages : messages.slice(0, count),
+          {
+            tools,
+            addGenerationPrompt: whole,
+            signal: this.abort.signal,
+          },
+        );
         this.prefixes.mapped(key, this.blocks.cachedPrefix(tokens), this.blocks.blockSize ?? 0);
         this.counts.mapped++;
       } catch (error) {
@@ -187,7 +202,11 @@ export class KvResidency {
     if (this.reportTimer !== undefined || this.closed) return;
     this.reportTimer = setTimeout(() => {
       this.reportTimer = undefined;
-      for (let delta = this.prefixes.takeReport(MAX_PREFIXES_PER_REPORT); delta !== undefined; delta = this.prefixes.takeReport(MAX_PREFIXES_PER_REPORT)) {
+      for (
+        let delta = this.prefixes.takeReport(MAX_PREFIXES_PER_REPORT);
+        delta !== undefined;
+        delta = this.prefixes.takeReport(MAX_PREFIXES_PER_REPORT)
+      ) {
         this.counts.reports++;
         this.options.broadcast(toReport(delta));
       }
@@ -199,6 +218,8 @@ export class KvResidency {
 function toReport(delta: ResidencyDelta): ResidencyReport {
   return create(ResidencyReportSchema, {
     reset: delta.reset,
-    prefixes: delta.prefixes.map((change) => create(PrefixResidencySchema, { key: BigInt(change.key), cachedTokens: change.cachedTokens })),
+    prefixes: delta.prefixes.map((change) =>
+      create(PrefixResidencySchema, { key: BigInt(change.key), cachedTokens: change.cachedTokens }),
+    ),
   });
 }

@@ -48,7 +48,8 @@ export class PrefixResidency {
   evicted = 0;
 
   constructor(readonly maxPrefixes: number) {
-    if (!Number.isSafeInteger(maxPrefixes) || maxPrefixes < 1) throw new RangeError(`maxPrefixes must be an integer >= 1, got ${maxPrefixes}`);
+    if (!Number.isSafeInteger(maxPrefixes) || maxPrefixes < 1)
+      throw new RangeError(`maxPrefixes must be an integer >= 1, got ${maxPrefixes}`);
   }
 
   get size(): number {
@@ -132,11 +133,15 @@ export class PrefixResidency {
     return { reset, prefixes };
   }
 
-  /** The whole state as reports of at most `limit` keys each, the first one `reset` (for an edge that has just registered this agent). */
+  /**
+   * The whole state as reports of at most `limit` keys each, the first one `reset` (for an edge that has just
+   * registered this agent).
+   */
   snapshot(limit: number): ResidencyDelta[] {
     const all = [...this.entries].map(([key, entry]) => ({ key, cachedTokens: entry.chain.length * entry.blockSize }));
     const reports: ResidencyDelta[] = [{ reset: true, prefixes: all.slice(0, limit) }];
-    for (let from = limit; from < all.length; from += limit) reports.push({ reset: false, prefixes: all.slice(from, from + limit) });
+    for (let from = limit; from < all.length; from += limit)
+      reports.push({ reset: false, prefixes: all.slice(from, from + limit) });
     return reports;
   }
 

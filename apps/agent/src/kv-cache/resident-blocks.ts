@@ -43,7 +43,8 @@ export class ResidentBlocks {
   overflowed = 0;
 
   constructor(readonly maxBlocks: number) {
-    if (!Number.isSafeInteger(maxBlocks) || maxBlocks < 1) throw new RangeError(`maxBlocks must be an integer >= 1, got ${maxBlocks}`);
+    if (!Number.isSafeInteger(maxBlocks) || maxBlocks < 1)
+      throw new RangeError(`maxBlocks must be an integer >= 1, got ${maxBlocks}`);
   }
 
   get size(): number {

@@ -118,7 +118,8 @@ export class AgentMetrics {
         const figures = state.kvEvents?.();
         if (figures === undefined) return;
         this.reset();
-        for (const result of ['received', 'applied', 'replayed', 'dropped'] as const) this.inc({ result }, figures[result]);
+        for (const result of ['received', 'applied', 'replayed', 'dropped'] as const)
+          this.inc({ result }, figures[result]);
       },
     });
     new Counter({

@@ -28,7 +28,12 @@ function json(res: http.ServerResponse, status: number, body: unknown): void {
  * Listens on `host:port` (0 = any free port).
  * @throws Error naming the address and `--metrics-port` when the port is taken or not allowed.
  */
-export async function startHealthServer(host: string, port: number, metrics: AgentMetrics, state: AgentState): Promise<HealthServer> {
+export async function startHealthServer(
+  host: string,
+  port: number,
+  metrics: AgentMetrics,
+  state: AgentState,
+): Promise<HealthServer> {
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path !== '/healthz' && path !== '/readyz' && path !== '/metrics')
@@ -56,7 +61,12 @@ export async function startHealthServer(host: string, port: number, metrics: Age
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
-      const reason = error.code === 'EADDRINUSE' ? 'the address is in use by another process' : error.code === 'EACCES' ? 'permission denied' : error.message;
+      const reason =
+        error.code === 'EADDRINUSE'
+          ? 'the address is in use by another process'
+          : error.code === 'EACCES'
+            ? 'permission denied'
+            : error.message;
       reject(
         new Error(
           `cannot listen on ${host}:${port} for /healthz and /metrics: ${reason}; choose another with --metrics-port (IOP_METRICS_PORT) or turn it off with --metrics-port off`,

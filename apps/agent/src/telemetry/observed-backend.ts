@@ -32,7 +32,8 @@ export class ObservedBackend implements Backend {
     private readonly observed: AgentMetrics,
   ) {
     if (inner.metrics !== undefined) this.metrics = () => inner.metrics!();
-    if (inner.tokenizeChat !== undefined) this.tokenizeChat = (model, messages, options) => inner.tokenizeChat!(model, messages, options);
+    if (inner.tokenizeChat !== undefined)
+      this.tokenizeChat = (model, messages, options) => inner.tokenizeChat!(model, messages, options);
   }
 
   /** The inner backend's `/tokenize`, when it has one. */
@@ -60,13 +61,25 @@ export class ObservedBackend implements Backend {
       'iop.agent.run',
       {
         kind: SpanKind.SERVER,
-        attributes: { 'iop.request_id': request.requestId, 'gen_ai.request.model': model, 'http.request.method': request.method, 'url.path': request.path },
+        attributes: {
+          'iop.request_id': request.requestId,
+          'gen_ai.request.model': model,
+          'http.request.method': request.method,
+          'url.path': request.path,
+        },
       },
       parent,
     );
     const call = tracer().startSpan(
       'iop.backend.request',
-      { kind: SpanKind.CLIENT, attributes: { 'http.request.method': request.method, 'url.path': request.path, 'iop.backend.kind': this.inner.kind } },
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'http.request.method': request.method,
+          'url.path': request.path,
+          'iop.backend.kind': this.inner.kind,
+        },
+      },
       trace.setSpan(parent, run),
     );
     const headers = injectHeaders(request.headers, call);

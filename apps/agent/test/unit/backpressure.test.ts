@@ -11,7 +11,12 @@ const TOTAL_BYTES = 64 << 20;
 const SLICE_BYTES = 64 << 10;
 
 /** A backend that writes TOTAL_BYTES as fast as its socket takes them, honouring `drain`. */
-async function startFloodBackend(): Promise<{ server: http.Server; url: string; written: () => number; digest: () => string }> {
+async function startFloodBackend(): Promise<{
+  server: http.Server;
+  url: string;
+  written: () => number;
+  digest: () => string;
+}> {
   let written = 0;
   const hash = createHash('sha256');
   let digest = '';
@@ -40,7 +45,12 @@ async function startFloodBackend(): Promise<{ server: http.Server; url: string; 
     pump();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, written: () => written, digest: () => digest };
+  return {
+    server,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    written: () => written,
+    digest: () => digest,
+  };
 }
 
 describe('backpressure', () => {
@@ -60,7 +70,13 @@ describe('backpressure', () => {
     await edge.start();
     backend = await startFloodBackend();
     const logs = captureLogs();
-    agent = await startAgent({ edgeUrl: edge.url, joinToken: 't', backend: 'openai', backendUrl: backend.url, logger: logs.logger });
+    agent = await startAgent({
+      edgeUrl: edge.url,
+      joinToken: 't',
+      backend: 'openai',
+      backendUrl: backend.url,
+      logger: logs.logger,
+    });
     await agent.agent.registered;
     let release!: () => void;
     edge.runGate = new Promise((resolve) => (release = resolve));

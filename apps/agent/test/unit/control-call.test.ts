@@ -7,7 +7,14 @@ import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { Http2SessionManager } from '@connectrpc/connect-node';
 import { AsyncQueue } from '@iop/core';
-import { DEFAULT_MAX_MESSAGE_BYTES, encodeEdgeMessage, edgeMessage, runAssignment, type AgentMessage, type EdgeMessage } from '@iop/proto';
+import {
+  DEFAULT_MAX_MESSAGE_BYTES,
+  encodeEdgeMessage,
+  edgeMessage,
+  runAssignment,
+  type AgentMessage,
+  type EdgeMessage,
+} from '@iop/proto';
 import { controlCall } from '../../src/control-call';
 
 let server: http2.Http2Server;

@@ -35,7 +35,11 @@ it('answers /healthz at once and /readyz 503 with its reason while no edge has i
   expect((await fetch(`${url}/healthz`)).status).toBe(200);
   const ready = await fetch(`${url}/readyz`);
   expect(ready.status).toBe(503);
-  expect(await ready.json()).toEqual({ status: 'not registered with any edge', edges: [{ edge: 'http://127.0.0.1:1', registered: false }], inFlight: 0 });
+  expect(await ready.json()).toEqual({
+    status: 'not registered with any edge',
+    edges: [{ edge: 'http://127.0.0.1:1', registered: false }],
+    inFlight: 0,
+  });
   handle.setDraining(true);
   expect(((await (await fetch(`${url}/readyz`)).json()) as { status: string }).status).toBe('draining');
   const metrics = await (await fetch(`${url}/metrics`)).text();
@@ -60,8 +64,15 @@ it('a default metrics port that is taken is logged and the agent runs without it
   try {
     handle = await startAgent({ ...base, metricsPort: blocker.port, metricsPortRequired: false, logger: logs.logger });
     expect(handle.metricsPort).toBeUndefined();
-    expect(logs.lines.some((line) => line.msg === 'no /healthz and /metrics port: the default one is taken; set --metrics-port')).toBe(true);
-    expect(logs.lines.find((line) => line.msg === 'agent starting')).toMatchObject({ backend: 'openai', maxConcurrency: 16 });
+    expect(
+      logs.lines.some(
+        (line) => line.msg === 'no /healthz and /metrics port: the default one is taken; set --metrics-port',
+      ),
+    ).toBe(true);
+    expect(logs.lines.find((line) => line.msg === 'agent starting')).toMatchObject({
+      backend: 'openai',
+      maxConcurrency: 16,
+    });
   } finally {
     blocker.close();
   }

@@ -26,7 +26,12 @@ afterAll(async () => {
   await backend.close();
 });
 
-async function call(path: string, body: unknown, signal = new AbortController().signal, method = 'POST'): Promise<BackendResponse> {
+async function call(
+  path: string,
+  body: unknown,
+  signal = new AbortController().signal,
+  method = 'POST',
+): Promise<BackendResponse> {
   return backend.handle({
     method,
     path,
@@ -96,20 +101,33 @@ describe('LlamaCppBackend (stories260K.gguf)', () => {
     }[];
     expect(chunks[0]!.choices[0]!.delta).toEqual({ role: 'assistant', content: '' });
     expect(new Set(chunks.map((chunk) => chunk.id)).size).toBe(1);
-    expect(chunks.every((chunk) => chunk.object === 'chat.completion.chunk' && chunk.model === 'stories260K')).toBe(true);
+    expect(chunks.every((chunk) => chunk.object === 'chat.completion.chunk' && chunk.model === 'stories260K')).toBe(
+      true,
+    );
     const content = chunks.map((chunk) => (chunk.choices[0]?.delta.content as string | undefined) ?? '').join('');
     expect(content.length).toBeGreaterThan(0);
     const last = chunks.at(-2)!;
     expect(last.choices[0]).toMatchObject({ delta: {}, finish_reason: 'length' });
     const usageChunk = chunks.at(-1)!;
     expect(usageChunk.choices).toEqual([]);
-    expect(usageChunk.usage).toEqual({ prompt_tokens: tokenized.count, completion_tokens: 12, total_tokens: tokenized.count + 12 });
+    expect(usageChunk.usage).toEqual({
+      prompt_tokens: tokenized.count,
+      completion_tokens: 12,
+      total_tokens: tokenized.count + 12,
+    });
     expect(chunks.slice(0, -1).every((chunk) => chunk.usage === null)).toBe(true);
   }, 20_000);
 
   test('non-stream: a stop sequence cuts the output before it, finish_reason stop; seed and temperature accepted', async () => {
     const base = JSON.parse(
-      await text(await call('/v1/chat/completions', { model: 'stories260K', messages: MESSAGES, max_completion_tokens: 30, temperature: 0 })),
+      await text(
+        await call('/v1/chat/completions', {
+          model: 'stories260K',
+          messages: MESSAGES,
+          max_completion_tokens: 30,
+          temperature: 0,
+        }),
+      ),
     ) as {
       object: string;
       choices: { message: { role: string; content: string }; finish_reason: string }[];
@@ -124,7 +142,15 @@ describe('LlamaCppBackend (stories260K.gguf)', () => {
     const stop = words[Math.min(3, words.length - 1)]!;
     const cut = JSON.parse(
       await text(
-        await call('/v1/chat/completions', { model: 'stories260K', messages: MESSAGES, max_tokens: 30, temperature: 0, stop: [stop], seed: 7, top_p: 0.9 }),
+        await call('/v1/chat/completions', {
+          model: 'stories260K',
+          messages: MESSAGES,
+          max_tokens: 30,
+          temperature: 0,
+          stop: [stop],
+          seed: 7,
+          top_p: 0.9,
+        }),
       ),
     ) as typeof base;
     expect(cut.choices[0]!.finish_reason).toBe('stop');
@@ -152,15 +178,26 @@ describe('LlamaCppBackend (stories260K.gguf)', () => {
     const response = await call('/v1/chat/completions', { model: 'stories260K', messages: MESSAGES, temperature: 5 });
     expect(response.status).toBe(400);
     expect(JSON.parse(await text(response))).toEqual({
-      error: { message: 'temperature must be a number in [0, 2]', type: 'invalid_request_error', param: 'temperature', code: null },
+      error: {
+        message: 'temperature must be a number in [0, 2]',
+        type: 'invalid_request_error',
+        param: 'temperature',
+        code: null,
+      },
     });
-    const models = JSON.parse(await text(await call('/v1/models', undefined, undefined, 'GET'))) as { data: { id: string }[] };
+    const models = JSON.parse(await text(await call('/v1/models', undefined, undefined, 'GET'))) as {
+      data: { id: string }[];
+    };
     expect(models.data.map((model) => model.id)).toEqual(['stories260K']);
   });
 
   test('abort stops generation promptly', async () => {
     const controller = new AbortController();
-    const response = await call('/v1/chat/completions', { model: 'stories260K', messages: MESSAGES, stream: true, max_tokens: 1500 }, controller.signal);
+    const response = await call(
+      '/v1/chat/completions',
+      { model: 'stories260K', messages: MESSAGES, stream: true, max_tokens: 1500 },
+      controller.signal,
+    );
     const iterator = response.body[Symbol.asyncIterator]();
     await iterator.next();
     const abortedAt = performance.now();
@@ -177,14 +214,32 @@ describe('LlamaCppBackend (stories260K.gguf)', () => {
     const edge = new TestEdge({ joinToken: 't' });
     await edge.start();
     const logs = captureLogs();
-    const agent = await startAgent({ edgeUrl: edge.url, joinToken: 't', backendInstance: backend, logger: logs.logger, maxConcurrency: 2 });
+    const agent = await startAgent({
+      edgeUrl: edge.url,
+      joinToken: 't',
+      backendInstance: backend,
+      logger: logs.logger,
+      maxConcurrency: 2,
+    });
     try {
       await agent.agent.registered;
-      expect(edge.registrations[0]).toMatchObject({ backend: 'llamacpp', capabilities: ['tokenize'], maxConcurrency: 2 });
-      expect(edge.registrations[0]!.models.map((model) => [model.id, model.contextLength])).toEqual([['stories260K', 2048]]);
+      expect(edge.registrations[0]).toMatchObject({
+        backend: 'llamacpp',
+        capabilities: ['tokenize'],
+        maxConcurrency: 2,
+      });
+      expect(edge.registrations[0]!.models.map((model) => [model.id, model.contextLength])).toEqual([
+        ['stories260K', 2048],
+      ]);
       edge.assign({
         runId: 'e1',
-        body: JSON.stringify({ model: 'stories260K', messages: MESSAGES, stream: true, stream_options: { include_usage: true }, max_tokens: 8 }),
+        body: JSON.stringify({
+          model: 'stories260K',
+          messages: MESSAGES,
+          stream: true,
+          stream_options: { include_usage: true },
+          max_tokens: 8,
+        }),
       });
       await waitFor(() => edge.runs.get('e1')?.ended === true, 10_000, 'run end');
       const frames = edge.runs.get('e1')!.frames;
@@ -192,7 +247,9 @@ describe('LlamaCppBackend (stories260K.gguf)', () => {
       expect(frames[1]).toMatchObject({ kind: Kind.RESPONSE_START, status: 200 });
       expect(frames.at(-2)).toMatchObject({ kind: Kind.USAGE, usage: { completionTokens: 8 } });
       expect(frames.at(-1)!.kind).toBe(Kind.END);
-      const body = Buffer.concat(frames.filter((frame) => frame.kind === Kind.BODY).map((frame) => frame.body)).toString();
+      const body = Buffer.concat(
+        frames.filter((frame) => frame.kind === Kind.BODY).map((frame) => frame.body),
+      ).toString();
       expect(body.endsWith('data: [DONE]\n\n')).toBe(true);
     } finally {
       // The backend is shared with the other tests: stop the agent without closing it.

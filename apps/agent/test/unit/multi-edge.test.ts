@@ -16,7 +16,9 @@ async function startBackend(): Promise<{ server: http.Server; url: string }> {
     request.resume();
     request.on('end', () => {
       if (request.url === '/v1/models') {
-        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data: [{ id: 'm' }] }));
+        response
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ object: 'list', data: [{ id: 'm' }] }));
         return;
       }
       response.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -63,8 +65,17 @@ describe('agent with several edges', () => {
     expect(edges.map((edge) => edge.registrations[0]!.agentId)).toEqual(['ha-1', 'ha-1']);
     edges[0]!.assign({ runId: 'from-a' });
     edges[1]!.assign({ runId: 'from-b' });
-    await waitFor(() => edges[0]!.runs.get('from-a')?.ended === true && edges[1]!.runs.get('from-b')?.ended === true, 5_000, 'both runs');
-    expect(edges[0]!.runs.get('from-a')!.frames.map((frame) => frame.kind)).toEqual([Kind.ACCEPTED, Kind.RESPONSE_START, Kind.BODY, Kind.END]);
+    await waitFor(
+      () => edges[0]!.runs.get('from-a')?.ended === true && edges[1]!.runs.get('from-b')?.ended === true,
+      5_000,
+      'both runs',
+    );
+    expect(edges[0]!.runs.get('from-a')!.frames.map((frame) => frame.kind)).toEqual([
+      Kind.ACCEPTED,
+      Kind.RESPONSE_START,
+      Kind.BODY,
+      Kind.END,
+    ]);
     expect(edges[0]!.runs.has('from-b')).toBe(false);
     expect(edges[1]!.runs.has('from-a')).toBe(false);
   });
@@ -82,7 +93,11 @@ describe('agent with several edges', () => {
 
   test('a restarted edge gets the agent back, with its models, while the other keeps serving', async () => {
     await edges[1]!.stop();
-    await waitFor(() => logs.lines.some((line) => line.msg === 'reconnecting' && line.edge === edges[1]!.url), 5_000, 'reconnecting to B');
+    await waitFor(
+      () => logs.lines.some((line) => line.msg === 'reconnecting' && line.edge === edges[1]!.url),
+      5_000,
+      'reconnecting to B',
+    );
     edges[0]!.assign({ runId: 'a-during' });
     await waitFor(() => edges[0]!.runs.get('a-during')?.ended === true, 5_000, 'run on A while B is down');
     await edges[1]!.start();
@@ -100,12 +115,16 @@ describe('edge list and reconnect jitter', () => {
     expect(options.edgeUrls).toEqual(['http://a:8081', 'https://b:8081']);
     expect(options.edgeUrl).toBe('http://a:8081');
     expect(options.reconnectJitterMs).toBe(1_000);
-    expect(() => resolveAgentOptions({ edgeUrl: 'http://a:8081,grpc://b' })).toThrow('edgeUrls[1] must match pattern "^https?://"');
+    expect(() => resolveAgentOptions({ edgeUrl: 'http://a:8081,grpc://b' })).toThrow(
+      'edgeUrls[1] must match pattern "^https?://"',
+    );
   });
 
   test('after a lost connection the delay adds a uniform draw in [0, lostConnectionJitterMs)', () => {
     expect(new Backoff({ lostConnectionJitterMs: 1_000, random: () => 0.5 }).nextAfterLostConnection()).toBe(500 + 125);
     expect(new Backoff({ lostConnectionJitterMs: 1_000, random: () => 0 }).nextAfterLostConnection()).toBe(0);
-    expect(new Backoff({ lostConnectionJitterMs: 1_000, random: () => 0.999999 }).nextAfterLostConnection()).toBe(999 + 249);
+    expect(new Backoff({ lostConnectionJitterMs: 1_000, random: () => 0.999999 }).nextAfterLostConnection()).toBe(
+      999 + 249,
+    );
   });
 });

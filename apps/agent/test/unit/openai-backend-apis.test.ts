@@ -28,12 +28,20 @@ async function server(
   });
   await new Promise<void>((resolve) => instance.listen(0, '127.0.0.1', resolve));
   const { port } = instance.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, posts, close: () => new Promise((resolve) => instance.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    posts,
+    close: () => new Promise((resolve) => instance.close(() => resolve())),
+  };
 }
 
 async function apisOf(routes: Record<string, number>, missing?: number, apis?: Array<'chat' | 'embeddings'>) {
   const running = await server(routes, missing);
-  const agent = new OpenAiBackend({ baseUrl: running.url, probeTimeoutMs: 2_000, ...(apis === undefined ? {} : { apis }) });
+  const agent = new OpenAiBackend({
+    baseUrl: running.url,
+    probeTimeoutMs: 2_000,
+    ...(apis === undefined ? {} : { apis }),
+  });
   try {
     const [model] = await agent.models();
     return { apis: model!.apis, posts: running.posts };

@@ -17,23 +17,30 @@ async function recordingServer(): Promise<{ url: string; paths: string[]; close:
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, paths, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    paths,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
 
 describe('OpenAiBackend base URL', () => {
-  test.each(['', '/', '/v1', '/v1/'])('base URL ending in %j reaches /v1/models, never /v1/v1/models', async (suffix) => {
-    const server = await recordingServer();
-    const backend = new OpenAiBackend({ baseUrl: server.url + suffix, probeTimeoutMs: 2_000 });
-    try {
-      const models = await backend.models();
-      expect(models).toEqual([{ id: 'm', contextLength: 4096 }]);
-      expect(server.paths[0]).toBe('/v1/models');
-      expect(server.paths.some((path) => path.includes('/v1/v1'))).toBe(false);
-    } finally {
-      await backend.close();
-      await server.close();
-    }
-  });
+  test.each(['', '/', '/v1', '/v1/'])(
+    'base URL ending in %j reaches /v1/models, never /v1/v1/models',
+    async (suffix) => {
+      const server = await recordingServer();
+      const backend = new OpenAiBackend({ baseUrl: server.url + suffix, probeTimeoutMs: 2_000 });
+      try {
+        const models = await backend.models();
+        expect(models).toEqual([{ id: 'm', contextLength: 4096 }]);
+        expect(server.paths[0]).toBe('/v1/models');
+        expect(server.paths.some((path) => path.includes('/v1/v1'))).toBe(false);
+      } finally {
+        await backend.close();
+        await server.close();
+      }
+    },
+  );
 
   test('a path prefix before /v1 is kept', async () => {
     const server = await recordingServer();

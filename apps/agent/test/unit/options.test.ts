@@ -27,7 +27,12 @@ describe('resolveAgentOptions', () => {
     });
     expect(env.problems).toEqual([]);
     const options = resolveAgentOptions(env.values as Record<string, string>);
-    expect(options).toMatchObject({ modelsPath: '/opt/models:/srv/gguf', modelCache: '/var/cache/iop', downloadProbeTimeoutMs: 1500, logFormat: 'json' });
+    expect(options).toMatchObject({
+      modelsPath: '/opt/models:/srv/gguf',
+      modelCache: '/var/cache/iop',
+      downloadProbeTimeoutMs: 1500,
+      logFormat: 'json',
+    });
     expect(resolveAgentOptions({}).downloadProbeTimeoutMs).toBe(5_000);
     expect(() => resolveAgentOptions({ logFormat: 'xml' })).toThrow(/logFormat must be one of "json", "pretty"/);
   });
@@ -49,15 +54,25 @@ describe('resolveAgentOptions', () => {
 
   test('errors name the setting and its limits, all at once', () => {
     expect(() => resolveAgentOptions({ maxConcurrency: '0' })).toThrow(ConfigError);
-    expect(() => resolveAgentOptions({ maxConcurrency: '0' })).toThrow('invalid agent options: maxConcurrency must be >= 1');
+    expect(() => resolveAgentOptions({ maxConcurrency: '0' })).toThrow(
+      'invalid agent options: maxConcurrency must be >= 1',
+    );
     expect(() => resolveAgentOptions({ threads: '1.5' })).toThrow('threads must be integer');
     expect(() => resolveAgentOptions({ backend: 'vllm' })).toThrow('backend must be one of "openai", "llamacpp"');
-    expect(() => resolveAgentOptions({ backend: 'openai' })).toThrow('backendUrl is required with backend openai (--backend-url)');
+    expect(() => resolveAgentOptions({ backend: 'openai' })).toThrow(
+      'backendUrl is required with backend openai (--backend-url)',
+    );
     expect(() => resolveAgentOptions({ edgeUrl: 'grpc://x' })).toThrow('edgeUrls[0] must match pattern "^https?://"');
-    expect(() => resolveAgentOptions({ labels: 'novalue' })).toThrow('labels (--labels) must be k=v pairs separated by commas, got "novalue"');
-    expect(() => resolveAgentOptions({ gpu: 'tpu' })).toThrow('gpu must be one of "auto", "none", "cuda", "vulkan", "metal"');
+    expect(() => resolveAgentOptions({ labels: 'novalue' })).toThrow(
+      'labels (--labels) must be k=v pairs separated by commas, got "novalue"',
+    );
+    expect(() => resolveAgentOptions({ gpu: 'tpu' })).toThrow(
+      'gpu must be one of "auto", "none", "cuda", "vulkan", "metal"',
+    );
     // Every problem in one message, each named by its setting.
-    expect(() => resolveAgentOptions({ maxConcurrency: '0', gpu: 'tpu', metricsPort: 70000, labels: { 'bad key': 'x' } })).toThrow(
+    expect(() =>
+      resolveAgentOptions({ maxConcurrency: '0', gpu: 'tpu', metricsPort: 70000, labels: { 'bad key': 'x' } }),
+    ).toThrow(
       'invalid agent options: gpu must be one of "auto", "none", "cuda", "vulkan", "metal"; maxConcurrency must be >= 1; labels key "bad key" must match pattern "^[A-Za-z0-9][A-Za-z0-9_.\\-/]{0,62}$"; metricsPort must be <= 65535',
     );
   });
@@ -65,24 +80,56 @@ describe('resolveAgentOptions', () => {
   test("the flags and variables come from the schema, with the edge's names for shared settings and the old names as aliases", () => {
     const byField = new Map(AGENT_BINDINGS.map((binding) => [binding.field, binding]));
     expect(byField.get('logLevel')).toMatchObject({ flag: '--log-level', env: 'IOP_LOG_LEVEL' });
-    expect(byField.get('shutdownDeadlineMs')).toMatchObject({ flag: '--shutdown-deadline-ms', env: 'IOP_SHUTDOWN_DEADLINE_MS' });
-    expect(byField.get('edgeUrls')).toMatchObject({ flag: '--edge-urls', env: 'IOP_EDGE_URLS', aliases: [{ flag: '--edge', env: 'IOP_EDGE_URL' }] });
-    expect(byField.get('heartbeatMs')?.aliases).toEqual([{ flag: '--heartbeat-interval-ms', env: 'IOP_HEARTBEAT_INTERVAL_MS' }]);
+    expect(byField.get('shutdownDeadlineMs')).toMatchObject({
+      flag: '--shutdown-deadline-ms',
+      env: 'IOP_SHUTDOWN_DEADLINE_MS',
+    });
+    expect(byField.get('edgeUrls')).toMatchObject({
+      flag: '--edge-urls',
+      env: 'IOP_EDGE_URLS',
+      aliases: [{ flag: '--edge', env: 'IOP_EDGE_URL' }],
+    });
+    expect(byField.get('heartbeatMs')?.aliases).toEqual([
+      { flag: '--heartbeat-interval-ms', env: 'IOP_HEARTBEAT_INTERVAL_MS' },
+    ]);
     // Every setting of the schema has a flag and a variable.
-    expect([...new Set([...byField.keys()].map((field) => field.split('.')[0]))].sort()).toEqual(Object.keys(AGENT_CONFIG_SCHEMA.properties).sort());
-    expect(byField.get('kvEvents.replayEndpoint')).toMatchObject({ flag: '--kv-events-replay-endpoint', env: 'IOP_KV_EVENTS_REPLAY_ENDPOINT' });
+    expect([...new Set([...byField.keys()].map((field) => field.split('.')[0]))].sort()).toEqual(
+      Object.keys(AGENT_CONFIG_SCHEMA.properties).sort(),
+    );
+    expect(byField.get('kvEvents.replayEndpoint')).toMatchObject({
+      flag: '--kv-events-replay-endpoint',
+      env: 'IOP_KV_EVENTS_REPLAY_ENDPOINT',
+    });
   });
 
   test('kvEvents: nested settings, strings read as the flags are, unset by default', () => {
-    expect(resolveAgentOptions({}).kvEvents).toEqual({ endpoint: undefined, replayEndpoint: undefined, topic: '', maxBlocks: 1_000_000, maxPrefixes: 10_000 });
-    const options = resolveAgentOptions({ kvEvents: { endpoint: 'tcp://127.0.0.1:5557', replayEndpoint: 'tcp://127.0.0.1:5558', maxBlocks: '5000' } });
-    expect(options.kvEvents).toMatchObject({ endpoint: 'tcp://127.0.0.1:5557', replayEndpoint: 'tcp://127.0.0.1:5558', maxBlocks: 5000 });
-    expect(() => resolveAgentOptions({ kvEvents: { endpoint: 'http://127.0.0.1:5557' } })).toThrow(/kvEvents\.endpoint/);
+    expect(resolveAgentOptions({}).kvEvents).toEqual({
+      endpoint: undefined,
+      replayEndpoint: undefined,
+      topic: '',
+      maxBlocks: 1_000_000,
+      maxPrefixes: 10_000,
+    });
+    const options = resolveAgentOptions({
+      kvEvents: { endpoint: 'tcp://127.0.0.1:5557', replayEndpoint: 'tcp://127.0.0.1:5558', maxBlocks: '5000' },
+    });
+    expect(options.kvEvents).toMatchObject({
+      endpoint: 'tcp://127.0.0.1:5557',
+      replayEndpoint: 'tcp://127.0.0.1:5558',
+      maxBlocks: 5000,
+    });
+    expect(() => resolveAgentOptions({ kvEvents: { endpoint: 'http://127.0.0.1:5557' } })).toThrow(
+      /kvEvents\.endpoint/,
+    );
     expect(() => resolveAgentOptions({ kvEvents: { maxPrefixes: '0' } })).toThrow(/kvEvents\.maxPrefixes/);
   });
 
   test('env < flags, the rule name over its alias', () => {
-    const env = layerFromEnv(AGENT_BINDINGS, { IOP_EDGE_URL: 'http://old:1', IOP_EDGE_URLS: 'http://a:1,http://b:2', IOP_MAX_CONCURRENCY: '8' });
+    const env = layerFromEnv(AGENT_BINDINGS, {
+      IOP_EDGE_URL: 'http://old:1',
+      IOP_EDGE_URLS: 'http://a:1,http://b:2',
+      IOP_MAX_CONCURRENCY: '8',
+    });
     const flags = layerFromFlags(
       AGENT_BINDINGS,
       new Map([
@@ -97,7 +144,9 @@ describe('resolveAgentOptions', () => {
     expect(options.maxConcurrency).toBe(12);
     expect(options.metricsPort).toBeUndefined();
     expect(options.labels).toEqual({ gpu: 'l4' });
-    expect(resolveAgentOptions(layerFromFlags(AGENT_BINDINGS, new Map([['--metrics-port', '9100']])).values).metricsPort).toBe(9100);
+    expect(
+      resolveAgentOptions(layerFromFlags(AGENT_BINDINGS, new Map([['--metrics-port', '9100']])).values).metricsPort,
+    ).toBe(9100);
   });
 });
 

@@ -21,7 +21,11 @@ import {
 import { RunCall, type RunConnection } from '../../src/run-call';
 import { sleep } from '@iop/core';
 
-type Handler = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, frames: ProviderTunnelFrame[]) => void;
+type Handler = (
+  stream: http2.ServerHttp2Stream,
+  headers: http2.IncomingHttpHeaders,
+  frames: ProviderTunnelFrame[],
+) => void;
 
 let server: http2.Http2Server;
 let connection: Http2SessionManager;
@@ -43,7 +47,11 @@ afterEach(async () => {
 });
 
 /** Reads the request's frames as they arrive. */
-function readFrames(stream: http2.ServerHttp2Stream, frames: ProviderTunnelFrame[], onFrame?: (frame: ProviderTunnelFrame) => void): void {
+function readFrames(
+  stream: http2.ServerHttp2Stream,
+  frames: ProviderTunnelFrame[],
+  onFrame?: (frame: ProviderTunnelFrame) => void,
+): void {
   const reader = new GrpcMessageReader();
   stream.on('data', (chunk: Buffer) =>
     reader.push(chunk, (message) => {
@@ -54,7 +62,8 @@ function readFrames(stream: http2.ServerHttp2Stream, frames: ProviderTunnelFrame
   );
 }
 
-const frame = (kind: Kind, body = ''): ProviderTunnelFrame => create(ProviderTunnelFrameSchema, { runId: 'run_1', kind, body: Buffer.from(body) });
+const frame = (kind: Kind, body = ''): ProviderTunnelFrame =>
+  create(ProviderTunnelFrameSchema, { runId: 'run_1', kind, body: Buffer.from(body) });
 
 /**
  * Drives a Run call as the relay does: each frame pushed as the source produces it, the next one
@@ -78,14 +87,19 @@ async function* framesOf(list: ProviderTunnelFrame[]): AsyncGenerator<ProviderTu
   for (const item of list) yield item;
 }
 
-/** An edge that records each DATA frame's size (Node emits one 'data' per DATA frame) and the frames, and answers OK at the end of stream. */
+/**
+ * An edge that records each DATA frame's size (Node emits one 'data' per DATA frame) and the frames, and answers OK at
+ * the end of stream.
+ */
 function countingDataFrames(): { chunks: number[]; received: ProviderTunnelFrame[] } {
   const chunks: number[] = [];
   const received: ProviderTunnelFrame[] = [];
   handler = (stream) => {
     stream.on('data', (chunk: Buffer) => chunks.push(chunk.length));
     readFrames(stream, received);
-    stream.on('end', () => stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '0' }, { endStream: true }));
+    stream.on('end', () =>
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '0' }, { endStream: true }),
+    );
   };
   return { chunks, received };
 }
@@ -95,10 +109,19 @@ describe('RunCall', () => {
     const received: ProviderTunnelFrame[] = [];
     handler = (stream) =>
       readFrames(stream, received, (item) => {
-        if (item.kind === Kind.END) stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '0' }, { endStream: true });
+        if (item.kind === Kind.END)
+          stream.respond(
+            { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '0' },
+            { endStream: true },
+          );
       });
     const early = jest.fn();
-    await sendRun(connection, 'ses_test', framesOf([frame(Kind.ACCEPTED), frame(Kind.RESPONSE_START), frame(Kind.END)]), early);
+    await sendRun(
+      connection,
+      'ses_test',
+      framesOf([frame(Kind.ACCEPTED), frame(Kind.RESPONSE_START), frame(Kind.END)]),
+      early,
+    );
     expect(received.map((item) => item.kind)).toEqual([Kind.ACCEPTED, Kind.RESPONSE_START, Kind.END]);
     expect(early).not.toHaveBeenCalled();
   });
@@ -119,7 +142,13 @@ describe('RunCall', () => {
       yield frame(Kind.END);
     }
     await sendRun(connection, 'ses_test', frames(), jest.fn());
-    expect(received.map((item) => item.kind)).toEqual([Kind.ACCEPTED, Kind.RESPONSE_START, Kind.BODY, Kind.USAGE, Kind.END]);
+    expect(received.map((item) => item.kind)).toEqual([
+      Kind.ACCEPTED,
+      Kind.RESPONSE_START,
+      Kind.BODY,
+      Kind.USAGE,
+      Kind.END,
+    ]);
     // One DATA frame each: ACCEPTED alone, then the four others together (Node emits one 'data' per DATA frame).
     expect(chunks).toHaveLength(2);
   });
@@ -145,7 +174,14 @@ describe('RunCall', () => {
       yield frame(Kind.END);
     }
     await sendRun(connection, 'ses_test', frames(), jest.fn());
-    expect(received.map((item) => item.kind)).toEqual([Kind.ACCEPTED, Kind.RESPONSE_START, Kind.BODY, Kind.BODY, Kind.USAGE, Kind.END]);
+    expect(received.map((item) => item.kind)).toEqual([
+      Kind.ACCEPTED,
+      Kind.RESPONSE_START,
+      Kind.BODY,
+      Kind.BODY,
+      Kind.USAGE,
+      Kind.END,
+    ]);
     // ACCEPTED; RESPONSE_START with the first token (one turn); the last token alone; USAGE with END.
     expect(chunks).toHaveLength(4);
   });
@@ -163,7 +199,12 @@ describe('RunCall', () => {
       });
     };
     const early = jest.fn();
-    await sendRun(connection, 'ses_test', framesOf([frame(Kind.RESPONSE_START), frame(Kind.BODY, 'data: {"x":1}\n\n'), frame(Kind.END)]), early);
+    await sendRun(
+      connection,
+      'ses_test',
+      framesOf([frame(Kind.RESPONSE_START), frame(Kind.BODY, 'data: {"x":1}\n\n'), frame(Kind.END)]),
+      early,
+    );
     expect(requestHeaders[':path']).toBe(RUN_PATH);
     expect(requestHeaders[':method']).toBe('POST');
     expect(requestHeaders['content-type']).toBe('application/grpc+proto');
@@ -199,7 +240,9 @@ describe('RunCall', () => {
       yield frame(Kind.BODY, 'b');
     }
     const early = jest.fn((_error: ConnectError) => closed!());
-    const error = (await sendRun(connection, 'ses_test', frames(), early).catch((caught: unknown) => caught)) as ConnectError;
+    const error = (await sendRun(connection, 'ses_test', frames(), early).catch(
+      (caught: unknown) => caught,
+    )) as ConnectError;
     expect(error).toBeInstanceOf(ConnectError);
     expect(error.code).toBe(Code.Canceled);
     expect(error.rawMessage).toBe('run cancelled by the edge');
@@ -223,7 +266,9 @@ describe('RunCall', () => {
   test('RST_STREAM CANCEL from the edge is Code.Canceled', async () => {
     handler = (stream) => stream.close(http2.constants.NGHTTP2_CANCEL);
     const { frames, early } = waitingRun();
-    const reset = (await sendRun(connection, 'ses_test', frames, early).catch((caught: unknown) => caught)) as ConnectError;
+    const reset = (await sendRun(connection, 'ses_test', frames, early).catch(
+      (caught: unknown) => caught,
+    )) as ConnectError;
     expect(reset.code).toBe(Code.Canceled);
     expect(early).toHaveBeenCalledTimes(1);
   }, 5_000);
@@ -231,7 +276,9 @@ describe('RunCall', () => {
   test('a lost connection is Code.Unavailable', async () => {
     handler = (stream) => stream.session?.destroy();
     const { frames, early } = waitingRun();
-    const lost = (await sendRun(connection, 'ses_test', frames, early).catch((caught: unknown) => caught)) as ConnectError;
+    const lost = (await sendRun(connection, 'ses_test', frames, early).catch(
+      (caught: unknown) => caught,
+    )) as ConnectError;
     expect(lost.code).toBe(Code.Unavailable);
     expect(lost.rawMessage).toBe('the connection to the edge was lost');
     expect(early).toHaveBeenCalledTimes(1);

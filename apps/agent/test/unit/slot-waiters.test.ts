@@ -4,7 +4,11 @@ describe('SlotWaiters', () => {
   beforeEach(() => jest.useFakeTimers());
   afterEach(() => jest.useRealTimers());
 
-  const held = (runId: string, log: string[]) => ({ runId, start: () => log.push(`start ${runId}`), reject: () => log.push(`reject ${runId}`) });
+  const held = (runId: string, log: string[]) => ({
+    runId,
+    start: () => log.push(`start ${runId}`),
+    reject: () => log.push(`reject ${runId}`),
+  });
 
   it('starts held assignments first in, first out as slots free, and refuses past maxHeld', () => {
     const log: string[] = [];

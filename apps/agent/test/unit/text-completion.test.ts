@@ -15,12 +15,18 @@ interface Call {
 
 /** A LlamaCompletion that emits `chunks` one by one (one token each), stopping early when its signal aborts. */
 function fakeLibrary(chunks: string[], calls: Call[]): NodeLlamaCpp {
-  type Options = { onTextChunk?: (text: string) => void; onToken?: (tokens: number[]) => void; signal?: AbortSignal; maxTokens?: number };
+  type Options = {
+    onTextChunk?: (text: string) => void;
+    onToken?: (tokens: number[]) => void;
+    signal?: AbortSignal;
+    maxTokens?: number;
+  };
   const run = (options: Options) => {
     let response = '';
     for (const [index, chunk] of chunks.entries()) {
       if (options.signal?.aborted === true) return { response, metadata: { stopReason: 'abort' } };
-      if (options.maxTokens !== undefined && index >= options.maxTokens) return { response, metadata: { stopReason: 'maxTokens' } };
+      if (options.maxTokens !== undefined && index >= options.maxTokens)
+        return { response, metadata: { stopReason: 'maxTokens' } };
       options.onToken?.([index]);
       options.onTextChunk?.(chunk);
       response += chunk;
@@ -67,7 +73,11 @@ async function run(body: Record<string, unknown>, chunks = [' the', ' cat', ' sa
 describe('embedded legacy completions', () => {
   it('non-stream: prompt × n choices, echo first, usage of every prompt once and every token', async () => {
     const { text, calls, done } = await run({ prompt: ['A', [5, 6]], n: 2, echo: true, max_tokens: 3 });
-    const answer = JSON.parse(text) as { object: string; choices: Array<{ index: number; text: string; finish_reason: string }>; usage: unknown };
+    const answer = JSON.parse(text) as {
+      object: string;
+      choices: Array<{ index: number; text: string; finish_reason: string }>;
+      usage: unknown;
+    };
     expect(answer.object).toBe('text_completion');
     expect(answer.choices.map((choice) => [choice.index, choice.text, choice.finish_reason])).toEqual([
       [0, 'A the cat sat', 'length'],
@@ -88,14 +98,25 @@ describe('embedded legacy completions', () => {
 
   it('suffix goes to the infill call (prefix, suffix) on a model with FIM tokens', async () => {
     expect(supportsInfill(model)).toBe(true);
-    expect(supportsInfill({ tokens: { infill: { prefix: null, suffix: null, middle: null } } } as unknown as LlamaModel)).toBe(false);
+    expect(
+      supportsInfill({ tokens: { infill: { prefix: null, suffix: null, middle: null } } } as unknown as LlamaModel),
+    ).toBe(false);
     const { calls } = await run({ prompt: 'def f():', suffix: '  return x', max_tokens: 2 });
     expect(calls).toEqual([{ kind: 'infill', prefix: 'def f():', suffix: '  return x' }]);
   });
 
   it('streams text_completion chunks whose texts join to the non-stream text, a finish chunk per choice, one usage chunk, [DONE]', async () => {
-    const whole = JSON.parse((await run({ prompt: 'x', n: 2, stop: ['sat'] })).text) as { choices: Array<{ text: string }>; usage: unknown };
-    const { text, response } = await run({ prompt: 'x', n: 2, stop: ['sat'], stream: true, stream_options: { include_usage: true } });
+    const whole = JSON.parse((await run({ prompt: 'x', n: 2, stop: ['sat'] })).text) as {
+      choices: Array<{ text: string }>;
+      usage: unknown;
+    };
+    const { text, response } = await run({
+      prompt: 'x',
+      n: 2,
+      stop: ['sat'],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     expect(response.headers['content-type']).toBe('text/event-stream');
     const events = text.split('\n\n').filter((event) => event !== '');
     expect(events.at(-1)).toBe('data: [DONE]');

@@ -19,7 +19,10 @@ interface BackendCall {
   closedAt?: number;
 }
 
-/** A small OpenAI-like backend: `/v1/chat/completions` streams SSE_PARTS with 20 ms gaps; `/hang` sends headers then nothing. */
+/**
+ * A small OpenAI-like backend: `/v1/chat/completions` streams SSE_PARTS with 20 ms gaps; `/hang` sends headers then
+ * nothing.
+ */
 async function startBackend(): Promise<{ server: http.Server; url: string; calls: BackendCall[] }> {
   const calls: BackendCall[] = [];
   const server = http.createServer((request, response) => {
@@ -41,7 +44,9 @@ async function startBackend(): Promise<{ server: http.Server; url: string; calls
       }
       if (request.url === '/metrics') {
         response.writeHead(200, { 'content-type': 'text/plain' });
-        response.end('# HELP x\nvllm:kv_cache_usage_perc{model_name="m"} 0.25\nvllm:num_requests_waiting{model_name="m"} 3\n');
+        response.end(
+          '# HELP x\nvllm:kv_cache_usage_perc{model_name="m"} 0.25\nvllm:num_requests_waiting{model_name="m"} 3\n',
+        );
         return;
       }
       if (request.url === '/slow') {
@@ -122,7 +127,13 @@ describe('agent tunnel client (openai backend)', () => {
     expect(registered.session).toBe('sess_1…'); // a prefix: the whole id is the Run credential
     // Heartbeats flow at the edge's interval and carry vLLM's load figures from /metrics.
     await waitFor(() => edge.heartbeats.length >= 2, 2_000, 'heartbeats');
-    expect(edge.heartbeats[0]).toMatchObject({ inFlight: 0, queued: 0, draining: false, kvCacheUsage: 0.25, backendWaiting: 3 });
+    expect(edge.heartbeats[0]).toMatchObject({
+      inFlight: 0,
+      queued: 0,
+      draining: false,
+      kvCacheUsage: 0.25,
+      backendWaiting: 3,
+    });
   });
 
   test('relays a run: RESPONSE_START, BODY with the exact bytes, USAGE, END; client credentials stripped', async () => {
@@ -130,7 +141,13 @@ describe('agent tunnel client (openai backend)', () => {
     edge.assign({
       runId: 'r1',
       body: '{"model":"m","stream":true}',
-      headers: { 'content-type': 'application/json', authorization: 'Bearer client', 'x-api-key': 'client', cookie: 'a=b', 'x-request-id': 'req_r1' },
+      headers: {
+        'content-type': 'application/json',
+        authorization: 'Bearer client',
+        'x-api-key': 'client',
+        cookie: 'a=b',
+        'x-request-id': 'req_r1',
+      },
     });
     await waitFor(() => edge.runs.get('r1')?.ended === true, 5_000, 'run end');
     const [accepted, ...frames] = edge.runs.get('r1')!.frames;
@@ -144,7 +161,10 @@ describe('agent tunnel client (openai backend)', () => {
     expect(Buffer.concat(bodies.map((frame) => frame.body)).toString()).toBe(SSE_PARTS.join(''));
     expect(bodies.length).toBeGreaterThanOrEqual(2); // slices relayed as they came, not buffered
     const tail = frames.slice(-2);
-    expect(tail[0]).toMatchObject({ kind: Kind.USAGE, usage: { promptTokens: 11, completionTokens: 2, cachedTokens: 4, reasoningTokens: 1 } });
+    expect(tail[0]).toMatchObject({
+      kind: Kind.USAGE,
+      usage: { promptTokens: 11, completionTokens: 2, cachedTokens: 4, reasoningTokens: 1 },
+    });
     expect(tail[1]).toMatchObject({ kind: Kind.END, runId: 'r1' });
     expect(frames.every((frame) => frame.runId === 'r1')).toBe(true);
     const call = backend.calls.find((entry) => entry.path === '/v1/chat/completions')!;
@@ -213,7 +233,11 @@ describe('agent tunnel client (openai backend)', () => {
     edge.assign({ runId: 'long', path: '/hang' });
     await waitFor(() => agent!.agent.inFlight === 1, 2_000, 'run in flight');
     edge.send({ case: 'drain', value: { drain: true, deregister: false } });
-    await waitFor(() => edge.heartbeats.some((beat) => beat.draining && beat.inFlight === 1), 2_000, 'draining heartbeat');
+    await waitFor(
+      () => edge.heartbeats.some((beat) => beat.draining && beat.inFlight === 1),
+      2_000,
+      'draining heartbeat',
+    );
     edge.assign({ runId: 'new' });
     await waitFor(() => edge.rejections.length === 1, 2_000, 'rejection');
     expect(edge.rejections[0]).toMatchObject({ runId: 'new', reason: 'draining' });

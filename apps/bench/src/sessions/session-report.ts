@@ -33,7 +33,11 @@ export interface PolicySummary {
 }
 
 function histogram(values: Iterable<number>): hdr.Histogram | undefined {
-  const histogram = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: 3 });
+  const histogram = hdr.build({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: 3_600_000_000,
+    numberOfSignificantValueDigits: 3,
+  });
   let count = 0;
   for (const value of values) {
     histogram.recordValue(Math.max(1, Math.round(value * 1000)));
@@ -58,16 +62,25 @@ export function summarize(run: PolicyRun): PolicySummary {
     ttftMs:
       ttft === undefined
         ? null
-        : { p50: ms(ttft.getValueAtPercentile(50)), p90: ms(ttft.getValueAtPercentile(90)), p99: ms(ttft.getValueAtPercentile(99)), mean: ms(ttft.mean) },
+        : {
+            p50: ms(ttft.getValueAtPercentile(50)),
+            p90: ms(ttft.getValueAtPercentile(90)),
+            p99: ms(ttft.getValueAtPercentile(99)),
+            mean: ms(ttft.mean),
+          },
     itlP99Ms: itl === undefined ? null : ms(itl.getValueAtPercentile(99)),
     outputTokensPerS: run.wallMs > 0 ? (outputTokens * 1000) / run.wallMs : 0,
-    cacheHitShare: run.measured === undefined || run.measured.queriedTokens === 0 ? null : run.measured.hitTokens / run.measured.queriedTokens,
+    cacheHitShare:
+      run.measured === undefined || run.measured.queriedTokens === 0
+        ? null
+        : run.measured.hitTokens / run.measured.queriedTokens,
     idealHitShare: run.ideal.queriedTokens === 0 ? 0 : run.ideal.hitTokens / run.ideal.queriedTokens,
     perAgent,
   };
 }
 
-const fixed = (value: number | null | undefined, digits = 0) => (value === null || value === undefined ? '–' : value.toFixed(digits));
+const fixed = (value: number | null | undefined, digits = 0) =>
+  value === null || value === undefined ? '–' : value.toFixed(digits);
 const percent = (value: number | null) => (value === null ? '–' : `${(value * 100).toFixed(1)} %`);
 
 /** The side-by-side table (Markdown, so it pastes into the docs as is). */
@@ -108,15 +121,25 @@ export function formatTable(summaries: readonly PolicySummary[]): string {
 
 /** The raw samples (messages left out: they can be megabytes) as JSON. */
 export function writeSamples(path: string, runs: readonly PolicyRun[]): void {
-  const data = runs.map((run) => ({ policy: run.policy, wallMs: run.wallMs, samples: run.samples.map(({ messages: _messages, ...sample }) => sample) }));
+  const data = runs.map((run) => ({
+    policy: run.policy,
+    wallMs: run.wallMs,
+    samples: run.samples.map(({ messages: _messages, ...sample }) => sample),
+  }));
   writeFileSync(path, `${JSON.stringify(data)}\n`);
 }
 
 /** An SVG of the TTFT CDF of each policy (log-scale x). */
 export async function ttftCdfSvg(runs: readonly PolicyRun[], title: string): Promise<string> {
   const points = runs.flatMap((run) => {
-    const values = run.samples.flatMap((sample) => (sample.ok && sample.ttftMs !== undefined ? [sample.ttftMs] : [])).sort((a, b) => a - b);
-    return values.map((ttft, index) => ({ policy: run.policy, ttft: Math.max(1, ttft), share: (index + 1) / values.length }));
+    const values = run.samples
+      .flatMap((sample) => (sample.ok && sample.ttftMs !== undefined ? [sample.ttftMs] : []))
+      .sort((a, b) => a - b);
+    return values.map((ttft, index) => ({
+      policy: run.policy,
+      ttft: Math.max(1, ttft),
+      share: (index + 1) / values.length,
+    }));
   });
   const spec: vega.Spec = {
     $schema: 'https://vega.github.io/schema/vega/v5.json',

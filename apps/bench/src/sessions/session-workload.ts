@@ -80,8 +80,14 @@ export function syntheticSessions(options: SyntheticOptions): Session[] {
     const project = index % options.projects;
     const turns: SessionTurn[] = [];
     for (let turn = 0; turn < options.turns; turn++) {
-      const user: ChatMessage = { role: 'user', content: `session ${index} turn ${turn}: ${words(random, between(random, options.userTokens))}` };
-      const start = turn === 0 ? Math.floor((options.rampMs * index) / Math.max(1, options.sessions)) : between(random, options.thinkMs);
+      const user: ChatMessage = {
+        role: 'user',
+        content: `session ${index} turn ${turn}: ${words(random, between(random, options.userTokens))}`,
+      };
+      const start =
+        turn === 0
+          ? Math.floor((options.rampMs * index) / Math.max(1, options.sessions))
+          : between(random, options.thinkMs);
       turns.push({
         messages: turn === 0 ? [{ role: 'system', content: systems[project]! }, user] : [user],
         replace: false,
@@ -126,7 +132,8 @@ export function replaySessions(path: string, defaultMaxTokens: number): Session[
     } catch (error) {
       throw new Error(`${path}:${index + 1}: not JSON (${(error as Error).message})`, { cause: error });
     }
-    if (!Array.isArray(line.messages) || line.messages.length === 0) throw new Error(`${path}:${index + 1}: "messages" must be a non-empty array`);
+    if (!Array.isArray(line.messages) || line.messages.length === 0)
+      throw new Error(`${path}:${index + 1}: "messages" must be a non-empty array`);
     const id = typeof line.session_id === 'string' && line.session_id !== '' ? line.session_id : `line-${index + 1}`;
     const at = timeOf(line.timestamp);
     firstAt ??= at;

@@ -17,7 +17,10 @@ export interface Outcome {
   behaviour: Behaviour;
   /** Completed as the behaviour intends: a whole answer, or (abort) cut by the client itself. */
   ok: boolean;
-  /** Why it failed: `http <status> <code or type>`, `in-band <type>`, `connection`, `timeout`, `truncated` (a stream that ended without its final event). */
+  /**
+   * Why it failed: `http <status> <code or type>`, `in-band <type>`, `connection`, `timeout`, `truncated` (a stream
+   * that ended without its final event).
+   */
   errorClass?: string;
   /** The client was told to come back later (it could not connect, or got a 429/503/529 refusal): its worker pauses. */
   backOff?: true;
@@ -40,11 +43,13 @@ export interface ClientOptions {
   seed: number;
 }
 
-const WORDS = 'the a ship sailed over quiet water while gulls circled near harbour lights and old sailors told stories'.split(' ');
+const WORDS =
+  'the a ship sailed over quiet water while gulls circled near harbour lights and old sailors told stories'.split(' ');
 /** A few long shared prefixes (system-prompt-like), so the sims' prefix caches see hits. */
 const PREFIXES = Array.from(
   { length: 4 },
-  (_, k) => `House rules ${k}: ${Array.from({ length: 300 }, (_, i) => WORDS[(i * (k + 3)) % WORDS.length]).join(' ')}.`,
+  (_, k) =>
+    `House rules ${k}: ${Array.from({ length: 300 }, (_, i) => WORDS[(i * (k + 3)) % WORDS.length]).join(' ')}.`,
 );
 
 /** Pause of a worker after a connection error or a 429/503/529 refusal (ms). */
@@ -53,15 +58,21 @@ const BACK_OFF_STATUSES = new Set([429, 503, 529]);
 
 /** Whether the error tells the client to come back later: no connection (not a timeout), or a 429/503/529 refusal. */
 export function backsOff(error: unknown): boolean {
-  if (error instanceof OpenAI.APIConnectionTimeoutError || error instanceof Anthropic.APIConnectionTimeoutError) return false;
+  if (error instanceof OpenAI.APIConnectionTimeoutError || error instanceof Anthropic.APIConnectionTimeoutError)
+    return false;
   if (error instanceof OpenAI.APIConnectionError || error instanceof Anthropic.APIConnectionError) return true;
-  return (error instanceof OpenAI.APIError || error instanceof Anthropic.APIError) && error.status !== undefined && BACK_OFF_STATUSES.has(error.status);
+  return (
+    (error instanceof OpenAI.APIError || error instanceof Anthropic.APIError) &&
+    error.status !== undefined &&
+    BACK_OFF_STATUSES.has(error.status)
+  );
 }
 
 /** An error's class as the report groups it. */
 export function classify(error: unknown): string {
   if (error instanceof OpenAI.APIUserAbortError || error instanceof Anthropic.APIUserAbortError) return 'aborted';
-  if (error instanceof OpenAI.APIConnectionTimeoutError || error instanceof Anthropic.APIConnectionTimeoutError) return 'timeout';
+  if (error instanceof OpenAI.APIConnectionTimeoutError || error instanceof Anthropic.APIConnectionTimeoutError)
+    return 'timeout';
   if (error instanceof OpenAI.APIConnectionError || error instanceof Anthropic.APIConnectionError) return 'connection';
   if (error instanceof OpenAI.APIError) {
     const type = error.code ?? error.type ?? '';
@@ -86,8 +97,20 @@ export class SoakClients {
     private readonly onOutcome: (outcome: Outcome) => void,
   ) {
     // No SDK retries: every failure is counted once, as the edge answered it.
-    this.openai = new OpenAI({ baseURL: `${options.origin}/v1`, apiKey: options.apiKey, maxRetries: 0, timeout: 600_000, logLevel: 'off' });
-    this.anthropic = new Anthropic({ baseURL: options.origin, apiKey: options.apiKey, maxRetries: 0, timeout: 600_000, logLevel: 'off' });
+    this.openai = new OpenAI({
+      baseURL: `${options.origin}/v1`,
+      apiKey: options.apiKey,
+      maxRetries: 0,
+      timeout: 600_000,
+      logLevel: 'off',
+    });
+    this.anthropic = new Anthropic({
+      baseURL: options.origin,
+      apiKey: options.apiKey,
+      maxRetries: 0,
+      timeout: 600_000,
+      logLevel: 'off',
+    });
     this.random = seededRandom(options.seed);
   }
 
@@ -124,13 +147,18 @@ export class SoakClients {
     const stream = this.random() < 0.5;
     const roll = this.random();
     const behaviour: Behaviour =
-      roll < this.options.abortShare ? 'abort' : stream && roll < this.options.abortShare + this.options.slowReaderShare ? 'slow-reader' : 'normal';
+      roll < this.options.abortShare
+        ? 'abort'
+        : stream && roll < this.options.abortShare + this.options.slowReaderShare
+          ? 'slow-reader'
+          : 'normal';
     const prompt = `${PREFIXES[Math.floor(this.random() * PREFIXES.length)]} Question ${Math.floor(this.random() * 1e6)}: tell a long story.`;
     const maxTokens = this.draw(this.options.maxTokens);
     const pauseMs = behaviour === 'slow-reader' ? this.draw(this.options.pauseMs) : 0;
     const controller = new AbortController();
     this.controllers.add(controller);
-    const abortTimer = behaviour === 'abort' ? setTimeout(() => controller.abort(), this.draw(this.options.abortAfterMs)) : undefined;
+    const abortTimer =
+      behaviour === 'abort' ? setTimeout(() => controller.abort(), this.draw(this.options.abortAfterMs)) : undefined;
     const outcome: Outcome = { dialect, stream, behaviour, ok: false, startedAt: Date.now(), endedAt: 0 };
     try {
       const finished = await this.request(dialect, stream, prompt, maxTokens, pauseMs, controller.signal);
@@ -156,7 +184,14 @@ export class SoakClients {
   }
 
   /** Sends one request; resolves true when the whole answer arrived (a finish reason / final event). */
-  private async request(dialect: SoakDialect, stream: boolean, prompt: string, maxTokens: number, pauseMs: number, signal: AbortSignal): Promise<boolean> {
+  private async request(
+    dialect: SoakDialect,
+    stream: boolean,
+    prompt: string,
+    maxTokens: number,
+    pauseMs: number,
+    signal: AbortSignal,
+  ): Promise<boolean> {
     const model = this.options.model;
     let paused = pauseMs === 0;
     const maybePause = async () => {
@@ -168,7 +203,10 @@ export class SoakClients {
       case 'chat': {
         const messages = [{ role: 'user' as const, content: prompt }];
         if (!stream)
-          return (await this.openai.chat.completions.create({ model, messages, max_tokens: maxTokens }, { signal })).choices[0]?.finish_reason != null;
+          return (
+            (await this.openai.chat.completions.create({ model, messages, max_tokens: maxTokens }, { signal }))
+              .choices[0]?.finish_reason != null
+          );
         let finished = false;
         for await (const chunk of await this.openai.chat.completions.create(
           { model, messages, max_tokens: maxTokens, stream: true, stream_options: { include_usage: true } },
@@ -181,7 +219,10 @@ export class SoakClients {
       }
       case 'responses': {
         if (!stream) {
-          const response = await this.openai.responses.create({ model, input: prompt, max_output_tokens: maxTokens, store: false }, { signal });
+          const response = await this.openai.responses.create(
+            { model, input: prompt, max_output_tokens: maxTokens, store: false },
+            { signal },
+          );
           return response.status === 'completed' || response.status === 'incomplete';
         }
         let finished = false;
@@ -190,16 +231,24 @@ export class SoakClients {
           { signal },
         )) {
           if (event.type === 'response.completed' || event.type === 'response.incomplete') finished = true;
-          if (event.type === 'response.failed' || event.type === 'error') throw new OpenAI.APIError(undefined, { type: event.type }, event.type, undefined);
+          if (event.type === 'response.failed' || event.type === 'error')
+            throw new OpenAI.APIError(undefined, { type: event.type }, event.type, undefined);
           await maybePause();
         }
         return finished;
       }
       case 'messages': {
         const messages = [{ role: 'user' as const, content: prompt }];
-        if (!stream) return (await this.anthropic.messages.create({ model, max_tokens: maxTokens, messages }, { signal })).stop_reason != null;
+        if (!stream)
+          return (
+            (await this.anthropic.messages.create({ model, max_tokens: maxTokens, messages }, { signal }))
+              .stop_reason != null
+          );
         let finished = false;
-        for await (const event of await this.anthropic.messages.create({ model, max_tokens: maxTokens, messages, stream: true }, { signal })) {
+        for await (const event of await this.anthropic.messages.create(
+          { model, max_tokens: maxTokens, messages, stream: true },
+          { signal },
+        )) {
           if (event.type === 'message_stop') finished = true;
           await maybePause();
         }

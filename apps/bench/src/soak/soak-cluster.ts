@@ -107,7 +107,8 @@ export class SoakCluster {
     for (;;) {
       const loads = await readAgentLoads(this.origin, ADMIN_KEY).catch(() => []);
       if (new Set(loads.map((load) => load.id)).size >= count) return;
-      if (Date.now() > deadline) throw new Error(`only ${loads.length} of ${count} agents joined within ${timeoutMs} ms`);
+      if (Date.now() > deadline)
+        throw new Error(`only ${loads.length} of ${count} agents joined within ${timeoutMs} ms`);
       await sleep(200);
     }
   }

@@ -25,13 +25,21 @@ export interface AgentLoad {
  */
 /** The agent's own count is its runs for this edge (`load.agentInFlight`), or all edges' before its first heartbeat. */
 export async function readAgentLoads(origin: string, adminKey: string): Promise<AgentLoad[]> {
-  const response = await request(`${origin}/admin/agents`, { headers: { authorization: `Bearer ${adminKey}` }, headersTimeout: 5_000, bodyTimeout: 5_000 });
+  const response = await request(`${origin}/admin/agents`, {
+    headers: { authorization: `Bearer ${adminKey}` },
+    headersTimeout: 5_000,
+    bodyTimeout: 5_000,
+  });
   if (response.statusCode !== 200) {
     await response.body.dump();
     throw new Error(`GET /admin/agents: HTTP ${response.statusCode}`);
   }
   const body = (await response.body.json()) as {
-    data: Array<{ id: string; load: { inFlight: number; reportedInFlight: number; agentInFlight?: number | null }; health: { lastHeartbeatAt: number } }>;
+    data: Array<{
+      id: string;
+      load: { inFlight: number; reportedInFlight: number; agentInFlight?: number | null };
+      health: { lastHeartbeatAt: number };
+    }>;
   };
   return body.data.map((agent) => ({
     id: agent.id,
@@ -53,8 +61,17 @@ export interface BackendLoad {
 
 export async function readBackendLoad(simUrl: string): Promise<BackendLoad> {
   const response = await request(`${simUrl}/_sim/stats`, { headersTimeout: 5_000, bodyTimeout: 5_000 });
-  const stats = (await response.body.json()) as { completionsInFlight: number; completionsAborted: number; gpu: { running: number; waiting: number } | null };
-  return { inFlight: stats.completionsInFlight, aborted: stats.completionsAborted, running: stats.gpu?.running ?? 0, waiting: stats.gpu?.waiting ?? 0 };
+  const stats = (await response.body.json()) as {
+    completionsInFlight: number;
+    completionsAborted: number;
+    gpu: { running: number; waiting: number } | null;
+  };
+  return {
+    inFlight: stats.completionsInFlight,
+    aborted: stats.completionsAborted,
+    running: stats.gpu?.running ?? 0,
+    waiting: stats.gpu?.waiting ?? 0,
+  };
 }
 
 /** One agent's three in-flight counts at one instant. */
@@ -73,7 +90,11 @@ export interface InFlightSample {
  * Joins the edge's rows (summed over sessions of one id) with the sims' counts; agent `ids[i]`
  * runs in front of `backends[i]`. An agent the edge does not list counts 0 at the edge.
  */
-export function joinInFlight(ids: readonly string[], loads: readonly AgentLoad[], backends: readonly BackendLoad[]): InFlightSample[] {
+export function joinInFlight(
+  ids: readonly string[],
+  loads: readonly AgentLoad[],
+  backends: readonly BackendLoad[],
+): InFlightSample[] {
   return ids.map((id, index) => {
     const sessions = loads.filter((load) => load.id === id);
     const edge = sessions.reduce((sum, load) => sum + load.edgeInFlight, 0);

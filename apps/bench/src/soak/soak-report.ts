@@ -35,7 +35,10 @@ function overlaps(outcome: Outcome, windows: readonly Window[]): boolean {
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((cell, column) => Math.max(cell.length, ...rows.map((row) => row[column]!.length)));
-  const line = (cells: string[]) => cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ');
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!)))
+      .join('  ');
   return [line(header), ...rows.map(line)].join('\n');
 }
 
@@ -53,7 +56,10 @@ export function soakPassed(summary: SoakSummary): boolean {
 }
 
 export function formatSummary(summary: SoakSummary): string {
-  const classes = new Map<string, { total: number; ok: number; failed: number; disrupted: number; reasons: Map<string, number> }>();
+  const classes = new Map<
+    string,
+    { total: number; ok: number; failed: number; disrupted: number; reasons: Map<string, number> }
+  >();
   for (const outcome of summary.outcomes) {
     const key = `${outcome.dialect} ${outcome.stream ? 'stream' : 'non-stream'} ${outcome.behaviour}`;
     const entry = classes.get(key) ?? { total: 0, ok: 0, failed: 0, disrupted: 0, reasons: new Map<string, number>() };
@@ -68,17 +74,32 @@ export function formatSummary(summary: SoakSummary): string {
   }
   const rows = [...classes.entries()]
     .sort(([a], [b]) => a.localeCompare(b))
-    .map(([key, entry]) => [key, String(entry.total), String(entry.ok), String(entry.failed), String(entry.disrupted), top(entry.reasons)]);
+    .map(([key, entry]) => [
+      key,
+      String(entry.total),
+      String(entry.ok),
+      String(entry.failed),
+      String(entry.disrupted),
+      top(entry.reasons),
+    ]);
   const total = summary.outcomes.length;
   const ok = summary.outcomes.filter((outcome) => outcome.ok).length;
   const failed = summary.outcomes.filter((outcome) => !outcome.ok);
-  rows.push(['all', String(total), String(ok), String(total - ok), String(failed.filter((outcome) => overlaps(outcome, summary.windows)).length), '']);
+  rows.push([
+    'all',
+    String(total),
+    String(ok),
+    String(total - ok),
+    String(failed.filter((outcome) => overlaps(outcome, summary.windows)).length),
+    '',
+  ]);
 
   const orphans = summary.atRest.reduce((sum, sample) => sum + sample.orphans, 0);
   const restDisagreement = Math.max(0, ...summary.atRest.map((sample) => sample.disagreement));
   const resourceRows = summary.resourcesStart.map((start) => {
     const end = summary.resourcesEnd.find((sample) => sample.name === start.name);
-    const fmt = (value: number | undefined, digits = 0) => (value === undefined || Number.isNaN(value) ? '–' : value.toFixed(digits));
+    const fmt = (value: number | undefined, digits = 0) =>
+      value === undefined || Number.isNaN(value) ? '–' : value.toFixed(digits);
     return [
       start.name,
       fmt(start.rssMiB, 1),
@@ -98,7 +119,11 @@ export function formatSummary(summary: SoakSummary): string {
       ['figure', 'value', 'check'],
       [
         ['orphaned backend requests at rest (sim in flight, no edge run)', String(orphans), verdict(orphans === 0)],
-        ['largest edge/agent/backend in-flight disagreement at rest', String(restDisagreement), verdict(restDisagreement === 0)],
+        [
+          'largest edge/agent/backend in-flight disagreement at rest',
+          String(restDisagreement),
+          verdict(restDisagreement === 0),
+        ],
         ['largest in-flight disagreement under load (heartbeat-delayed)', String(summary.maxDisagreementUnderLoad), ''],
         [
           'time for the counts to settle after the load (ms)',
@@ -112,7 +137,9 @@ export function formatSummary(summary: SoakSummary): string {
     ),
     '',
     'at rest, per agent: ' +
-      summary.atRest.map((sample) => `${sample.id} edge ${sample.edge} / agent ${sample.reported} / backend ${sample.backend}`).join('; '),
+      summary.atRest
+        .map((sample) => `${sample.id} edge ${sample.edge} / agent ${sample.reported} / backend ${sample.backend}`)
+        .join('; '),
     '',
     table(['process', 'RSS MiB start', 'RSS MiB end', 'fds start', 'fds end', ''], resourceRows),
   ].join('\n');

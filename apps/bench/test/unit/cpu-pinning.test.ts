@@ -28,27 +28,40 @@ describe('onCpus', () => {
   });
 
   it('prefixes taskset with the CPU list', () => {
-    expect(onCpus('1', ['node', 'main.js', '--port', '0'])).toEqual(['taskset', '-c', '1', 'node', 'main.js', '--port', '0']);
+    expect(onCpus('1', ['node', 'main.js', '--port', '0'])).toEqual([
+      'taskset',
+      '-c',
+      '1',
+      'node',
+      'main.js',
+      '--port',
+      '0',
+    ]);
   });
 
-  (tasksetPresent && multiCore ? it : it.skip)('starts a child whose pid is the program and whose threads stay on the CPUs', async () => {
-    const [command, ...args] = onCpus('0', [process.execPath, '-e', 'setTimeout(() => {}, 5000)']);
-    const child = spawn(command, args, { stdio: 'ignore' });
-    try {
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(readFileSync(`/proc/${child.pid!}/comm`, 'utf8').trim()).toBe('node');
-      expect(allowedCpus(child.pid!)).toBe('0');
-      pinProcess(child.pid!, '1');
-      expect(allowedCpus(child.pid!)).toBe('1');
-    } finally {
-      child.kill('SIGKILL');
-    }
-  });
+  (tasksetPresent && multiCore ? it : it.skip)(
+    'starts a child whose pid is the program and whose threads stay on the CPUs',
+    async () => {
+      const [command, ...args] = onCpus('0', [process.execPath, '-e', 'setTimeout(() => {}, 5000)']);
+      const child = spawn(command, args, { stdio: 'ignore' });
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(readFileSync(`/proc/${child.pid!}/comm`, 'utf8').trim()).toBe('node');
+        expect(allowedCpus(child.pid!)).toBe('0');
+        pinProcess(child.pid!, '1');
+        expect(allowedCpus(child.pid!)).toBe('1');
+      } finally {
+        child.kill('SIGKILL');
+      }
+    },
+  );
 });
 
 describe('pinProcess', () => {
   (tasksetPresent ? it : it.skip)('throws with taskset’s reason for a CPU this machine does not have', () => {
     const missing = String(os.availableParallelism() + 64);
-    expect(() => pinProcess(process.pid, missing)).toThrow(new RegExp(`taskset -a -c -p ${missing} ${process.pid} failed: .*Invalid argument`));
+    expect(() => pinProcess(process.pid, missing)).toThrow(
+      new RegExp(`taskset -a -c -p ${missing} ${process.pid} failed: .*Invalid argument`),
+    );
   });
 });

@@ -21,7 +21,9 @@ process_start_time_seconds 1700000000
 describe('Prometheus text parsing', () => {
   it('reads names, labels (quotes unescaped) and values', () => {
     const samples = scrape([0, 0, 0], 0, 2);
-    expect(samples.find((sample) => sample.labels.model === 'b "x"' && sample.name === 'iop_gate_held_bytes_sum')?.value).toBe(100);
+    expect(
+      samples.find((sample) => sample.labels.model === 'b "x"' && sample.name === 'iop_gate_held_bytes_sum')?.value,
+    ).toBe(100);
     expect(sumOf(samples, 'iop_gate_attempts_total', { outcome: 'retried' })).toBe(2);
     expect(sumOf(samples, 'iop_gate_attempts_total')).toBe(9);
     expect(sumOf(samples, 'process_start_time_seconds')).toBe(1_700_000_000);

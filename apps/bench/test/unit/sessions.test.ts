@@ -18,8 +18,24 @@ const OPTIONS = {
   seed: 7,
 };
 
-function sample(messages: SessionSample['messages'], sentAtMs: number, extra: Partial<SessionSample> = {}): SessionSample {
-  return { session: 's', project: 'p', turn: 0, sentAtMs, ok: true, status: 200, itlMs: [], latencyMs: 1, outputTokens: 1, messages, ...extra };
+function sample(
+  messages: SessionSample['messages'],
+  sentAtMs: number,
+  extra: Partial<SessionSample> = {},
+): SessionSample {
+  return {
+    session: 's',
+    project: 'p',
+    turn: 0,
+    sentAtMs,
+    ok: true,
+    status: 200,
+    itlMs: [],
+    latencyMs: 1,
+    outputTokens: 1,
+    messages,
+    ...extra,
+  };
 }
 
 describe('syntheticSessions', () => {
@@ -35,7 +51,11 @@ describe('syntheticSessions', () => {
     expect(words).toBeLessThanOrEqual(600 + 10);
     for (const session of sessions) {
       expect(session.turns).toHaveLength(3);
-      expect(session.turns.slice(1).every((turn) => turn.messages.length === 1 && turn.messages[0]!.role === 'user' && !turn.replace)).toBe(true);
+      expect(
+        session.turns
+          .slice(1)
+          .every((turn) => turn.messages.length === 1 && turn.messages[0]!.role === 'user' && !turn.replace),
+      ).toBe(true);
       expect(session.turns.slice(1).every((turn) => turn.delayMs >= 5 && turn.delayMs <= 10)).toBe(true);
     }
   });
@@ -52,7 +72,11 @@ describe('replaySessions', () => {
         JSON.stringify({ session_id: 'a', timestamp: 1000, messages, max_tokens: 50 }),
         JSON.stringify({ session_id: 'b', timestamp: '1970-01-01T00:00:01.500Z', messages }),
         '',
-        JSON.stringify({ session_id: 'a', timestamp: 4000, messages: [...messages, { role: 'assistant', content: 'yo' }] }),
+        JSON.stringify({
+          session_id: 'a',
+          timestamp: 4000,
+          messages: [...messages, { role: 'assistant', content: 'yo' }],
+        }),
         JSON.stringify({ messages }),
       ].join('\n'),
     );
@@ -86,7 +110,12 @@ describe('idealCache', () => {
 describe('session report', () => {
   it('summarizes percentiles, throughput and hit shares per policy, and draws the CDF', async () => {
     const samples = Array.from({ length: 100 }, (_, i) =>
-      sample([{ role: 'user', content: 'x' }], i, { ttftMs: i + 1, itlMs: [5], outputTokens: 10, agent: i % 2 === 0 ? 'a' : 'b' }),
+      sample([{ role: 'user', content: 'x' }], i, {
+        ttftMs: i + 1,
+        itlMs: [5],
+        outputTokens: 10,
+        agent: i % 2 === 0 ? 'a' : 'b',
+      }),
     );
     samples.push(sample([{ role: 'user', content: 'x' }], 200, { ok: false, status: 503 }));
     const summary = summarize({
@@ -109,7 +138,10 @@ describe('session report', () => {
     expect(summary.ttftMs!.p99).toBeCloseTo(99, 0);
     expect(summary.itlP99Ms).toBeCloseTo(5, 1);
     expect(formatTable([summary])).toContain('| p2c | 101 | 1 | 50 |');
-    const svg = await ttftCdfSvg([{ policy: 'p2c', samples, wallMs: 10_000, ideal: { queriedTokens: 1, hitTokens: 0 } }], 'TTFT');
+    const svg = await ttftCdfSvg(
+      [{ policy: 'p2c', samples, wallMs: 10_000, ideal: { queriedTokens: 1, hitTokens: 0 } }],
+      'TTFT',
+    );
     expect(svg.startsWith('<svg')).toBe(true);
     expect(svg).toContain('p2c');
   });

@@ -7,8 +7,17 @@ describe('soak clients back off', () => {
     const headers = new Headers();
     expect(backsOff(new OpenAI.APIConnectionError({ message: 'refused' }))).toBe(true);
     expect(backsOff(new OpenAI.APIConnectionTimeoutError())).toBe(false);
-    expect([429, 500, 503].map((status) => backsOff(OpenAI.APIError.generate(status, { error: { type: 'x' } }, 'm', headers)))).toEqual([true, false, true]);
-    const overloaded = Anthropic.APIError.generate(529, { type: 'error', error: { type: 'overloaded_error', message: 'm' } }, 'm', headers);
+    expect(
+      [429, 500, 503].map((status) =>
+        backsOff(OpenAI.APIError.generate(status, { error: { type: 'x' } }, 'm', headers)),
+      ),
+    ).toEqual([true, false, true]);
+    const overloaded = Anthropic.APIError.generate(
+      529,
+      { type: 'error', error: { type: 'overloaded_error', message: 'm' } },
+      'm',
+      headers,
+    );
     expect(backsOff(overloaded)).toBe(true);
     expect(classify(overloaded)).toBe('http 529 overloaded_error');
     expect(backsOff(new Error('http 529'))).toBe(false);

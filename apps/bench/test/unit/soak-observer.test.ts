@@ -25,8 +25,24 @@ describe('soak in-flight agreement', () => {
     const summary: SoakSummary = {
       outcomes: [
         { dialect: 'chat', stream: true, behaviour: 'normal', ok: true, startedAt: 0, endedAt: 10 },
-        { dialect: 'chat', stream: true, behaviour: 'normal', ok: false, errorClass: 'http 503 no_capacity', startedAt: 100, endedAt: 110 },
-        { dialect: 'messages', stream: false, behaviour: 'abort', ok: false, errorClass: 'connection', startedAt: 500, endedAt: 600 },
+        {
+          dialect: 'chat',
+          stream: true,
+          behaviour: 'normal',
+          ok: false,
+          errorClass: 'http 503 no_capacity',
+          startedAt: 100,
+          endedAt: 110,
+        },
+        {
+          dialect: 'messages',
+          stream: false,
+          behaviour: 'abort',
+          ok: false,
+          errorClass: 'connection',
+          startedAt: 500,
+          endedAt: 600,
+        },
       ],
       windows: [{ name: 'edge restart', startAt: 550, endAt: 700 }],
       maxDisagreementUnderLoad: 5,
@@ -46,6 +62,11 @@ describe('soak in-flight agreement', () => {
     expect(text).toMatch(/all\s+3\s+1\s+2\s+1/);
     expect(text).toMatch(/orphaned backend requests at rest.*\s0\s+ok/);
     expect(text).toMatch(/edge\s+80\.0\s+90\.3\s+28\s+30\s+restarted/);
-    expect(soakPassed({ ...summary, atRest: [{ id: 'agent-1', edge: 0, reported: 0, backend: 1, disagreement: 1, orphans: 1 }] })).toBe(false);
+    expect(
+      soakPassed({
+        ...summary,
+        atRest: [{ id: 'agent-1', edge: 0, reported: 0, backend: 1, disagreement: 1, orphans: 1 }],
+      }),
+    ).toBe(false);
   });
 });

@@ -6,16 +6,30 @@ import { usePoll } from '../poll.js';
 import type { Agent, List } from '../types.js';
 import { ErrorNote, Labels, Share } from '../ui.js';
 
-function DrainButton({ agent, onDone, announce }: { agent: Agent; onDone: () => void; announce: (message: string) => void }) {
+function DrainButton({
+  agent,
+  onDone,
+  announce,
+}: {
+  agent: Agent;
+  onDone: () => void;
+  announce: (message: string) => void;
+}) {
   const [busy, setBusy] = useState(false);
   const draining = agent.drain.draining;
   const act = async () => {
     setBusy(true);
     try {
       await post(`/admin/agents/${encodeURIComponent(agent.id)}/${draining ? 'undrain' : 'drain'}`);
-      announce(draining ? `Agent ${agent.id} takes runs again.` : `Agent ${agent.id} is draining: it finishes its runs and takes no new ones.`);
+      announce(
+        draining
+          ? `Agent ${agent.id} takes runs again.`
+          : `Agent ${agent.id} is draining: it finishes its runs and takes no new ones.`,
+      );
     } catch (error) {
-      announce(`Could not ${draining ? 'undrain' : 'drain'} ${agent.id}: ${error instanceof Error ? error.message : String(error)}`);
+      announce(
+        `Could not ${draining ? 'undrain' : 'drain'} ${agent.id}: ${error instanceof Error ? error.message : String(error)}`,
+      );
     } finally {
       setBusy(false);
       onDone();
@@ -47,7 +61,9 @@ export function AgentsView({ announce }: { announce: (message: string) => void }
     <section aria-labelledby="agents-title">
       <h2 id="agents-title">Agents {data === undefined ? '' : `(${agents.length})`}</h2>
       <ErrorNote error={error} />
-      {data !== undefined && agents.length === 0 ? <p>No agent is connected. Start one with `iop-agent --edge …`.</p> : null}
+      {data !== undefined && agents.length === 0 ? (
+        <p>No agent is connected. Start one with `iop-agent --edge …`.</p>
+      ) : null}
       {agents.length > 0 ? (
         <div class="scroll" tabIndex={0} role="region" aria-label="Agents table">
           <table>
@@ -84,13 +100,20 @@ export function AgentsView({ announce }: { announce: (message: string) => void }
                       {agent.models.map((model) => (
                         <li key={model.id}>
                           {model.id}
-                          {model.contextLength === null ? '' : <span class="muted small"> · {formatCount(model.contextLength)} ctx</span>}
+                          {model.contextLength === null ? (
+                            ''
+                          ) : (
+                            <span class="muted small"> · {formatCount(model.contextLength)} ctx</span>
+                          )}
                         </li>
                       ))}
                     </ul>
                   </td>
                   <td>
-                    <Share value={agent.maxConcurrency > 0 ? agent.load.inFlight / agent.maxConcurrency : null} label={`${agent.id} load`} />
+                    <Share
+                      value={agent.maxConcurrency > 0 ? agent.load.inFlight / agent.maxConcurrency : null}
+                      label={`${agent.id} load`}
+                    />
                     <div class="small">
                       {agent.load.inFlight} / {agent.maxConcurrency}
                     </div>
@@ -99,7 +122,9 @@ export function AgentsView({ announce }: { announce: (message: string) => void }
                   <td>
                     <Share value={agent.load.kvCacheUsage} label={`${agent.id} KV-cache use`} />
                   </td>
-                  <td title={formatTime(agent.health.lastHeartbeatAt)}>{formatDuration(agent.health.heartbeatAgeMs)} ago</td>
+                  <td title={formatTime(agent.health.lastHeartbeatAt)}>
+                    {formatDuration(agent.health.heartbeatAgeMs)} ago
+                  </td>
                   <td>{formatCount(agent.runsServed)}</td>
                   <td>
                     <Labels labels={agent.labels} />

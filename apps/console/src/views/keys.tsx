@@ -26,7 +26,15 @@ function SecretOnce({ shown, onDismiss }: { shown: ApiKeyWithSecret; onDismiss: 
       <p>Copy it now: it is shown this once. The edge keeps only its SHA-256.</p>
       <p>
         <label for="secret-value">Secret</label>
-        <input id="secret-value" class="mono" type="text" readOnly value={shown.key} size={60} data-testid="key-secret" />
+        <input
+          id="secret-value"
+          class="mono"
+          type="text"
+          readOnly
+          value={shown.key}
+          size={60}
+          data-testid="key-secret"
+        />
       </p>
       <p class="actions">
         <button type="button" onClick={() => void copy()}>
@@ -79,19 +87,43 @@ function CreateKey({ onCreated }: { onCreated: (created: ApiKeyWithSecret) => vo
       <div class="fields">
         <p>
           <label for="key-name">Name</label>
-          <input id="key-name" name="name" required maxLength={200} value={name} onInput={(event) => setName(event.currentTarget.value)} />
+          <input
+            id="key-name"
+            name="name"
+            required
+            maxLength={200}
+            value={name}
+            onInput={(event) => setName(event.currentTarget.value)}
+          />
         </p>
         <p>
           <label for="key-owner">Owner (optional)</label>
-          <input id="key-owner" name="owner" maxLength={200} value={owner} onInput={(event) => setOwner(event.currentTarget.value)} />
+          <input
+            id="key-owner"
+            name="owner"
+            maxLength={200}
+            value={owner}
+            onInput={(event) => setOwner(event.currentTarget.value)}
+          />
         </p>
         <p>
           <label for="key-models">Models (comma-separated; empty: all)</label>
-          <input id="key-models" name="models" value={models} onInput={(event) => setModels(event.currentTarget.value)} />
+          <input
+            id="key-models"
+            name="models"
+            value={models}
+            onInput={(event) => setModels(event.currentTarget.value)}
+          />
         </p>
         <p>
           <label for="key-expires">Expires (optional)</label>
-          <input id="key-expires" name="expires" type="datetime-local" value={expires} onInput={(event) => setExpires(event.currentTarget.value)} />
+          <input
+            id="key-expires"
+            name="expires"
+            type="datetime-local"
+            value={expires}
+            onInput={(event) => setExpires(event.currentTarget.value)}
+          />
         </p>
       </div>
       <ErrorNote error={error} />
@@ -180,10 +212,19 @@ export function KeysView({ announce }: { announce: (message: string) => void }) 
                         <span class="muted small">in the config file</span>
                       ) : state === 'revoked' ? null : (
                         <>
-                          <button type="button" onClick={() => void act(key, 'rotate')} aria-label={`Rotate key ${key.name}`}>
+                          <button
+                            type="button"
+                            onClick={() => void act(key, 'rotate')}
+                            aria-label={`Rotate key ${key.name}`}
+                          >
                             Rotate
                           </button>
-                          <button type="button" class="danger" onClick={() => void act(key, 'revoke')} aria-label={`Revoke key ${key.name}`}>
+                          <button
+                            type="button"
+                            class="danger"
+                            onClick={() => void act(key, 'revoke')}
+                            aria-label={`Revoke key ${key.name}`}
+                          >
                             Revoke
                           </button>
                         </>

@@ -1,4 +1,7 @@
-/** The provider pool: model groups, their targets and routing, providers with load and outlier state, queues, retry budget. */
+/**
+ * The provider pool: model groups, their targets and routing, providers with load and outlier state, queues, retry
+ * budget.
+ */
 import { get } from '../api.js';
 import { formatCount, formatDuration, formatPercent } from '../format.js';
 import { usePoll } from '../poll.js';
@@ -32,7 +35,10 @@ function Group({ group }: { group: PoolGroup }) {
           ],
           ['Fallbacks', group.fallbacks.length > 0 ? group.fallbacks.join(' → ') : '—'],
           ['Context fallback', group.contextFallback ?? '—'],
-          ['Queue', `${group.queue.waiting} waiting (at most ${group.queue.maxQueued}, ${formatDuration(group.queue.maxWaitMs)})`],
+          [
+            'Queue',
+            `${group.queue.waiting} waiting (at most ${group.queue.maxQueued}, ${formatDuration(group.queue.maxWaitMs)})`,
+          ],
           [
             'Prefix affinity',
             `${formatCount(group.affinity.warm)} warm / ${formatCount(group.affinity.cold)} cold (${formatPercent(group.affinity.warmShare)})`,
@@ -107,10 +113,17 @@ export function PoolView() {
                 'Retry budget',
                 `${formatCount(data.retryBudget.retries)} retries of ${formatCount(data.retryBudget.requests)} requests; ${formatCount(data.retryBudget.available)} more allowed now`,
               ],
-              ['Queue refusals', `${formatCount(data.queue.rejectedFull)} full, ${formatCount(data.queue.rejectedTimeout)} timed out`],
+              [
+                'Queue refusals',
+                `${formatCount(data.queue.rejectedFull)} full, ${formatCount(data.queue.rejectedTimeout)} timed out`,
+              ],
             ]}
           />
-          {data.groups.length === 0 ? <p>No model group and no served model yet.</p> : data.groups.map((group) => <Group key={group.name} group={group} />)}
+          {data.groups.length === 0 ? (
+            <p>No model group and no served model yet.</p>
+          ) : (
+            data.groups.map((group) => <Group key={group.name} group={group} />)
+          )}
         </>
       )}
     </section>

@@ -38,7 +38,11 @@ async function loadUsage(dimension: Dimension, fromMs: number): Promise<Loaded> 
     get<List<UsageRow>>(`/admin/usage?group_by=${dimension}&from=${fromMs}`),
     dimension === 'key' ? get<List<ApiKey>>('/admin/keys').catch(() => undefined) : undefined,
   ]);
-  return { daily: daily.data, totals: totals.data, names: new Map((keys?.data ?? []).map((key) => [key.id, key.name])) };
+  return {
+    daily: daily.data,
+    totals: totals.data,
+    names: new Map((keys?.data ?? []).map((key) => [key.id, key.name])),
+  };
 }
 
 /** The range's sums over every group. */
@@ -66,19 +70,29 @@ export function UsageView() {
     if (data === undefined) return undefined;
     const built = usageSeries(data.daily, dimension, shownMetric, range);
     // Keys by their names in the legend (ids are in the table).
-    return { ...built, series: built.series.map((entry) => ({ ...entry, name: data.names.get(entry.name) ?? entry.name })) };
+    return {
+      ...built,
+      series: built.series.map((entry) => ({ ...entry, name: data.names.get(entry.name) ?? entry.name })),
+    };
   }, [data, dimension, shownMetric, range]);
   const format = shownMetric === 'cost_usd' ? formatUsd : formatCount;
-  const totals = [...(data?.totals ?? [])].sort((a, b) => b.input_tokens + b.output_tokens - (a.input_tokens + a.output_tokens));
+  const totals = [...(data?.totals ?? [])].sort(
+    (a, b) => b.input_tokens + b.output_tokens - (a.input_tokens + a.output_tokens),
+  );
   const label = DIMENSIONS.find(([value]) => value === dimension)![1];
-  const metricName = shownMetric === 'cost_usd' ? 'Cost (USD)' : shownMetric === 'requests' ? 'Requests' : 'Tokens (input + output)';
+  const metricName =
+    shownMetric === 'cost_usd' ? 'Cost (USD)' : shownMetric === 'requests' ? 'Requests' : 'Tokens (input + output)';
   return (
     <section aria-labelledby="usage-title">
       <h2 id="usage-title">Usage{withCost ? ' and cost' : ''}</h2>
       <form class="controls" onSubmit={(event) => event.preventDefault()}>
         <p>
           <label for="usage-range">Range</label>
-          <select id="usage-range" value={String(days)} onChange={(event) => setDays(Number(event.currentTarget.value))}>
+          <select
+            id="usage-range"
+            value={String(days)}
+            onChange={(event) => setDays(Number(event.currentTarget.value))}
+          >
             <option value="7">Last 7 days</option>
             <option value="30">Last 30 days</option>
             <option value="90">Last 90 days</option>
@@ -88,14 +102,24 @@ export function UsageView() {
           <legend>By</legend>
           {DIMENSIONS.map(([value, text]) => (
             <label key={value} class="choice">
-              <input type="radio" name="usage-dimension" value={value} checked={dimension === value} onChange={() => setDimension(value)} />
+              <input
+                type="radio"
+                name="usage-dimension"
+                value={value}
+                checked={dimension === value}
+                onChange={() => setDimension(value)}
+              />
               {text}
             </label>
           ))}
         </fieldset>
         <p>
           <label for="usage-metric">Show</label>
-          <select id="usage-metric" value={shownMetric} onChange={(event) => setMetric(event.currentTarget.value as Metric)}>
+          <select
+            id="usage-metric"
+            value={shownMetric}
+            onChange={(event) => setMetric(event.currentTarget.value as Metric)}
+          >
             <option value="tokens">Tokens</option>
             <option value="requests">Requests</option>
             {withCost ? <option value="cost_usd">Cost (USD)</option> : null}
@@ -145,14 +169,18 @@ export function UsageView() {
                 <tr key={groupName(row, dimension)}>
                   <th scope="row">
                     {groupName(row, dimension)}
-                    {data?.names.has(groupName(row, dimension)) ? <div class="small muted">{data.names.get(groupName(row, dimension))}</div> : null}
+                    {data?.names.has(groupName(row, dimension)) ? (
+                      <div class="small muted">{data.names.get(groupName(row, dimension))}</div>
+                    ) : null}
                   </th>
                   <td class="num">{formatCount(row.requests)}</td>
                   <td class="num">{formatCount(row.input_tokens)}</td>
                   <td class="num">{formatCount(row.cached_tokens)}</td>
                   <td class="num">{formatCount(row.output_tokens)}</td>
                   <td class="num">{formatCount(row.errors)}</td>
-                  {withCost ? <td class="num">{typeof row.cost_usd === 'number' ? formatUsd(row.cost_usd) : '—'}</td> : null}
+                  {withCost ? (
+                    <td class="num">{typeof row.cost_usd === 'number' ? formatUsd(row.cost_usd) : '—'}</td>
+                  ) : null}
                 </tr>
               ))}
             </tbody>

@@ -54,7 +54,9 @@ describe('usageSeries', () => {
   });
 
   it('property: the series keep every unit of the rows in range, and the first stacked row is the daily total', () => {
-    const day = fc.integer({ min: 0, max: 20 }).map((offset) => new Date(Date.UTC(2026, 10, 20 + offset)).toISOString().slice(0, 10));
+    const day = fc
+      .integer({ min: 0, max: 20 })
+      .map((offset) => new Date(Date.UTC(2026, 10, 20 + offset)).toISOString().slice(0, 10));
     const rows = fc.array(
       fc
         .record({ day, key: fc.constantFrom('a', 'b', 'c', 'd', null), input: fc.nat(1000), output: fc.nat(1000) })
@@ -67,10 +69,16 @@ describe('usageSeries', () => {
         const built = usageSeries(list, 'key', 'tokens', range, maxSeries);
         const inRange = list.filter((entry) => entry.day! >= range.from && entry.day! <= range.to);
         const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
-        expect(sum(built.series.map((entry) => entry.total))).toBe(sum(inRange.map((entry) => metricOf(entry, 'tokens'))));
+        expect(sum(built.series.map((entry) => entry.total))).toBe(
+          sum(inRange.map((entry) => metricOf(entry, 'tokens'))),
+        );
         expect(built.series.length).toBeLessThanOrEqual(maxSeries);
         const top = stacked(built.series)[0] ?? built.days.map(() => 0);
-        expect(top).toEqual(built.days.map((d) => sum(inRange.filter((entry) => entry.day === d).map((entry) => metricOf(entry, 'tokens')))));
+        expect(top).toEqual(
+          built.days.map((d) =>
+            sum(inRange.filter((entry) => entry.day === d).map((entry) => metricOf(entry, 'tokens'))),
+          ),
+        );
       }),
     );
   });

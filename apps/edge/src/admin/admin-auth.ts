@@ -13,12 +13,20 @@ import { IopError, secretIn } from '@iop/core';
 import { checkSameOrigin, sessionOf } from '../console/console-auth.js';
 import type { ConsoleSessions } from '../console/console-sessions.js';
 
-/** @returns express middleware; failures are `authentication` IopErrors (401), and `permission` (403) for a console call failing its CSRF checks. */
+/**
+ * @returns express middleware; failures are `authentication` IopErrors (401), and `permission` (403) for a console call
+ * failing its CSRF checks.
+ */
 export function adminAuth(keys: () => readonly string[], sessions?: ConsoleSessions) {
   return function adminAuthMiddleware(req: Request, _res: Response, next: NextFunction): void {
     const configured = keys();
     if (configured.length === 0)
-      return next(new IopError('authentication', 'the admin API is disabled: no admin keys configured (adminKeys / IOP_ADMIN_KEYS)'));
+      return next(
+        new IopError(
+          'authentication',
+          'the admin API is disabled: no admin keys configured (adminKeys / IOP_ADMIN_KEYS)',
+        ),
+      );
     if (req.headers.authorization === undefined && sessions !== undefined) {
       const session = sessionOf(req, sessions, configured);
       if (session !== undefined) {
@@ -32,7 +40,8 @@ export function adminAuth(keys: () => readonly string[], sessions?: ConsoleSessi
     }
     const match = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
     const given = match?.[1]?.trim();
-    if (given === undefined || given === '') return next(new IopError('authentication', 'missing admin key: send `Authorization: Bearer <admin key>`'));
+    if (given === undefined || given === '')
+      return next(new IopError('authentication', 'missing admin key: send `Authorization: Bearer <admin key>`'));
     if (!secretIn(given, configured)) return next(new IopError('authentication', 'invalid admin key'));
     next();
   };

@@ -34,11 +34,15 @@ function deregisterParam(req: Request): boolean {
   const value = req.query.deregister;
   if (value === undefined || value === 'false') return false;
   if (value === 'true') return true;
-  throw new IopError('invalid_request', 'query parameter `deregister` must be `true` or `false`', { param: 'deregister' });
+  throw new IopError('invalid_request', 'query parameter `deregister` must be `true` or `false`', {
+    param: 'deregister',
+  });
 }
 
 /** Each agent's outlier state per model group, keyed by agent id (an agent provider's id). */
-function poolHealthByAgent(snapshot: PoolSnapshot): Map<string, Array<{ group: string; outlier: PoolProviderSnapshot['outlier'] }>> {
+function poolHealthByAgent(
+  snapshot: PoolSnapshot,
+): Map<string, Array<{ group: string; outlier: PoolProviderSnapshot['outlier'] }>> {
   const byAgent = new Map<string, Array<{ group: string; outlier: PoolProviderSnapshot['outlier'] }>>();
   for (const group of snapshot.groups) {
     for (const provider of group.providers) {
@@ -80,13 +84,19 @@ export function mountAdmin(app: Express, edge: EdgeContext, sessions?: ConsoleSe
     const deregister = deregisterParam(req);
     const sessions = sessionsNamed(edge, String(req.params.id));
     for (const session of sessions) session.drain(true, deregister);
-    edge.logger.info({ agentId: req.params.id, sessions: sessions.map((session) => sessionTag(session.sessionId)), deregister }, 'admin: agent draining');
+    edge.logger.info(
+      { agentId: req.params.id, sessions: sessions.map((session) => sessionTag(session.sessionId)), deregister },
+      'admin: agent draining',
+    );
     res.json({ object: 'list', data: views(sessions) });
   });
   app.post('/admin/agents/:id/undrain', (req: Request, res: Response) => {
     const sessions = sessionsNamed(edge, String(req.params.id));
     for (const session of sessions) session.drain(false);
-    edge.logger.info({ agentId: req.params.id, sessions: sessions.map((session) => sessionTag(session.sessionId)) }, 'admin: agent undrained');
+    edge.logger.info(
+      { agentId: req.params.id, sessions: sessions.map((session) => sessionTag(session.sessionId)) },
+      'admin: agent undrained',
+    );
     res.json({ object: 'list', data: views(sessions) });
   });
   mountKeyRoutes(app, edge);

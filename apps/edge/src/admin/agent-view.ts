@@ -35,7 +35,9 @@ export interface AgentView {
     lastHeartbeatAt: number;
     /** Age of the last heartbeat when the view was built, ms. */
     heartbeatAgeMs: number;
-    /** Outlier state in each model group the agent serves (from the pool's snapshot); null when it has served none yet. */
+    /**
+     * Outlier state in each model group the agent serves (from the pool's snapshot); null when it has served none yet.
+     */
     pool: unknown;
   };
   version: string;

@@ -1,18 +1,18 @@
 /**
- * Config reload (SIGHUP, or a change of the config file with `--watch-config`) without dropping a
- * stream. Reloadable settings take effect for the next request: client API keys (`apiKeys`, `keys`),
- * agent join tokens (`joinTokens`, checked at each Register; connected agents stay), admin keys
- * (`adminKeys`), the stream gate (`gate`), `logLevel`, the per-request knobs `maxAttempts`,
- * `runAcceptedTimeoutMs`, `firstByteTimeoutMs`, `idleTimeoutMs`, `requestDeadlineMs`, `writeStallTimeoutMs`, `shutdownDeadlineMs`, the price table (`pricing`), and the whole provider pool
- * (`pool`): model groups, aliases, targets and their weights and labels, fallbacks, queues, direct
- * providers, retry, outlier-ejection and prefix-affinity settings (see `ProviderPool.applyReload`
- * for what happens to queued waiters, runs in flight and per-group state). Everything else (listen
- * addresses and ports, TLS files, `maxBodyBytes`, `maxRequestBytesInFlight`, `bodyTimeoutMs`, `heartbeatIntervalMs`, `responsesStore`) needs a
- * restart: a change there is reported in `restartRequired` and the running value is kept.
+ * Config reload (SIGHUP, or a change of the config file with `--watch-config`) without dropping a stream. Reloadable
+ * settings take effect for the next request: client API keys (`apiKeys`, `keys`), agent join tokens (`joinTokens`,
+ * checked at each Register; connected agents stay), admin keys (`adminKeys`), the stream gate (`gate`), `logLevel`, the
+ * per-request knobs `maxAttempts`, `runAcceptedTimeoutMs`, `firstByteTimeoutMs`, `idleTimeoutMs`, `requestDeadlineMs`,
+ * `writeStallTimeoutMs`, `shutdownDeadlineMs`, the price table (`pricing`), and the whole provider pool (`pool`): model
+ * groups, aliases, targets and their weights and labels, fallbacks, queues, direct providers, retry, outlier-ejection
+ * and prefix-affinity settings (see `ProviderPool.applyReload` for what happens to queued waiters, runs in flight and
+ * per-group state). Everything else (listen addresses and ports, TLS files, `maxBodyBytes`, `maxRequestBytesInFlight`,
+ * `bodyTimeoutMs`, `heartbeatIntervalMs`, `responsesStore`) needs a restart: a change there is reported in
+ * `restartRequired` and the running value is kept.
  *
- * The swap is atomic for a request: the new gate registry and pool state are built and validated
- * first (an invalid section throws and nothing changes), then assigned in one synchronous step.
- * Requests in flight keep the gate and the provider they started with; connected agents stay.
+ * The swap is atomic for a request: the new gate registry and pool state are built and validated first (an invalid
+ * section throws and nothing changes), then assigned in one synchronous step. Requests in flight keep the gate and the
+ * provider they started with; connected agents stay.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { EdgeConfig } from '../config.js';
@@ -55,7 +55,10 @@ export interface ReloadResult {
  * change that only follows `maxAttempts` is applied but not reported as a pool change.
  */
 function poolChanged(current: EdgeConfig, next: EdgeConfig): boolean {
-  const withoutAttempts = (config: EdgeConfig) => ({ ...config.pool, retry: { ...config.pool.retry, maxAttempts: undefined } });
+  const withoutAttempts = (config: EdgeConfig) => ({
+    ...config.pool,
+    retry: { ...config.pool.retry, maxAttempts: undefined },
+  });
   if (!jsonEqual(withoutAttempts(current), withoutAttempts(next))) return true;
   return current.pool.retry.maxAttempts !== next.pool.retry.maxAttempts && current.maxAttempts === next.maxAttempts;
 }
@@ -66,9 +69,15 @@ function poolChanged(current: EdgeConfig, next: EdgeConfig): boolean {
  * @throws whatever `buildGates` throws, or ConfigError for an invalid pool section — then nothing
  *   has changed.
  */
-export function applyConfigReload(edge: EdgeContext, next: EdgeConfig, buildGates: (section: EdgeConfig['gate']) => GateRegistry): ReloadResult {
+export function applyConfigReload(
+  edge: EdgeContext,
+  next: EdgeConfig,
+  buildGates: (section: EdgeConfig['gate']) => GateRegistry,
+): ReloadResult {
   const current = edge.config;
-  const changed = RELOADABLE_KEYS.filter((key) => (key === 'pool' ? poolChanged(current, next) : !isDeepStrictEqual(current[key], next[key])));
+  const changed = RELOADABLE_KEYS.filter((key) =>
+    key === 'pool' ? poolChanged(current, next) : !isDeepStrictEqual(current[key], next[key]),
+  );
   const restartRequired = (Object.keys(next) as Array<keyof EdgeConfig>).filter(
     (key) => !(RELOADABLE_KEYS as readonly string[]).includes(key) && !isDeepStrictEqual(current[key], next[key]),
   );
@@ -76,10 +85,16 @@ export function applyConfigReload(edge: EdgeContext, next: EdgeConfig, buildGate
   // Last step that may throw: the pool state is built and validated before anything is swapped.
   const pool = jsonEqual(current.pool, next.pool) ? undefined : edge.pool.prepareReload(next.pool);
   const merged: EdgeConfig = { ...current };
-  for (const key of RELOADABLE_KEYS) (merged as unknown as Record<string, unknown>)[key] = key === 'pool' && pool !== undefined ? pool.config : next[key];
+  for (const key of RELOADABLE_KEYS)
+    (merged as unknown as Record<string, unknown>)[key] =
+      key === 'pool' && pool !== undefined ? pool.config : next[key];
   edge.config = merged;
   edge.gates = gates;
   const poolChanges = pool === undefined ? undefined : edge.pool.applyReload(pool);
   if (edge.logger.level !== next.logLevel) edge.logger.level = next.logLevel;
-  return { changed, restartRequired, ...(poolChanges === undefined || !changed.includes('pool') ? {} : { pool: compactChanges(poolChanges) }) };
+  return {
+    changed,
+    restartRequired,
+    ...(poolChanges === undefined || !changed.includes('pool') ? {} : { pool: compactChanges(poolChanges) }),
+  };
 }

@@ -24,11 +24,18 @@ import type { SharedState } from '../storage/shared-state.js';
 
 const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
 const ajv = new Ajv({ allErrors: true });
-const validateCreate: ValidateFunction = ajv.compile({ type: 'object', additionalProperties: false, required: ['name'], properties: KEY_POLICY_PROPERTIES });
+const validateCreate: ValidateFunction = ajv.compile({
+  type: 'object',
+  additionalProperties: false,
+  required: ['name'],
+  properties: KEY_POLICY_PROPERTIES,
+});
 const validatePatch: ValidateFunction = ajv.compile({
   type: 'object',
   additionalProperties: false,
-  properties: Object.fromEntries(Object.entries(KEY_POLICY_PROPERTIES).map(([name, schema]) => [name, name === 'name' ? schema : nullable(schema)])),
+  properties: Object.fromEntries(
+    Object.entries(KEY_POLICY_PROPERTIES).map(([name, schema]) => [name, name === 'name' ? schema : nullable(schema)]),
+  ),
 });
 
 /** The public view of a key: never its secret or hash. */
@@ -50,16 +57,21 @@ export function keyView(record: ApiKeyRecord): Record<string, unknown> {
 
 function parseBody(req: Request, validate: ValidateFunction): KeyInput {
   if (!validate(req.body)) {
-    const problems = (validate.errors ?? []).map((error) => `${error.instancePath || '/'} ${error.message ?? 'is invalid'}`);
+    const problems = (validate.errors ?? []).map(
+      (error) => `${error.instancePath || '/'} ${error.message ?? 'is invalid'}`,
+    );
     throw new IopError('invalid_request', `invalid key: ${problems.join('; ')}`);
   }
   const body = req.body as Record<string, unknown>;
   const input: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(body)) if (name !== 'expiresAt') input[name] = value === null ? undefined : value;
+  for (const [name, value] of Object.entries(body))
+    if (name !== 'expiresAt') input[name] = value === null ? undefined : value;
   if (typeof body.expiresAt === 'string') {
     const expiresAtMs = Date.parse(body.expiresAt);
     if (Number.isNaN(expiresAtMs))
-      throw new IopError('invalid_request', `expiresAt is not an RFC 3339 time: ${JSON.stringify(body.expiresAt)}`, { param: 'expiresAt' });
+      throw new IopError('invalid_request', `expiresAt is not an RFC 3339 time: ${JSON.stringify(body.expiresAt)}`, {
+        param: 'expiresAt',
+      });
     input.expiresAtMs = expiresAtMs;
   } else if (body.expiresAt === null) {
     input.expiresAtMs = undefined;
@@ -73,7 +85,8 @@ function requireState(edge: EdgeContext): SharedState {
 }
 
 async function managedKey(state: SharedState, edge: EdgeContext, id: string): Promise<ApiKeyRecord> {
-  if (edge.config.keys.some((key) => key.id === id)) throw new IopError('invalid_request', `key \`${id}\` comes from the config file: change it there`);
+  if (edge.config.keys.some((key) => key.id === id))
+    throw new IopError('invalid_request', `key \`${id}\` comes from the config file: change it there`);
   const record = await state.keyStore.byId(id);
   if (record === undefined) throw new IopError('not_found', `no key \`${id}\``);
   return record;
@@ -128,7 +141,8 @@ export function mountKeyRoutes(app: Express, edge: EdgeContext): void {
     if (current.revokedAtMs === undefined && changes !== undefined && Object.keys(changes).length > 0)
       await state.keyStore.update(current.id, parseBody(req, validatePatch));
     const rotated = await state.keyStore.rotate(current.id);
-    if (rotated === undefined) throw new IopError('invalid_request', `key \`${current.id}\` is revoked: create a new one`);
+    if (rotated === undefined)
+      throw new IopError('invalid_request', `key \`${current.id}\` is revoked: create a new one`);
     await state.broadcastInvalidate(rotated.previousHash);
     edge.logger.info({ keyId: current.id }, 'admin: key rotated');
     res.json({ ...keyView(rotated.record), key: rotated.key });

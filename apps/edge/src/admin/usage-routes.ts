@@ -18,17 +18,23 @@ import { GROUPS, queryUsage, type UsageGroup } from '../ledger/usage-query.js';
 function timeParam(req: Request, name: string): number | undefined {
   const value = req.query[name];
   if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new IopError('invalid_request', `\`${name}\` must be one value`, { param: name });
+  if (typeof value !== 'string')
+    throw new IopError('invalid_request', `\`${name}\` must be one value`, { param: name });
   const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
   if (!Number.isFinite(ms))
-    throw new IopError('invalid_request', `\`${name}\` must be an RFC 3339 time or ms since the epoch, got ${JSON.stringify(value)}`, { param: name });
+    throw new IopError(
+      'invalid_request',
+      `\`${name}\` must be an RFC 3339 time or ms since the epoch, got ${JSON.stringify(value)}`,
+      { param: name },
+    );
   return ms;
 }
 
 function groupsParam(req: Request): UsageGroup[] {
   const value = req.query.group_by;
   if (value === undefined || value === '') return [];
-  if (typeof value !== 'string') throw new IopError('invalid_request', '`group_by` must be one comma-separated value', { param: 'group_by' });
+  if (typeof value !== 'string')
+    throw new IopError('invalid_request', '`group_by` must be one comma-separated value', { param: 'group_by' });
   const groups = value.split(',').map((part) => part.trim());
   // Own keys only: `in` would also accept Object.prototype's names (`__proto__`, `toString`).
   const unknown = groups.filter((group) => !Object.hasOwn(GROUPS, group));
@@ -56,6 +62,10 @@ export function mountUsageRoutes(app: Express, edge: EdgeContext): void {
       ...(toMs === undefined ? {} : { toMs }),
       ...(key === undefined ? {} : { keyId: key }),
     });
-    res.json({ object: 'list', data, ledger: { queued: state.ledger.queued, dropped: state.ledger.dropped, written: state.ledger.written } });
+    res.json({
+      object: 'list',
+      data,
+      ledger: { queued: state.ledger.queued, dropped: state.ledger.dropped, written: state.ledger.written },
+    });
   });
 }

@@ -19,7 +19,11 @@ export const CSRF_HEADER = 'x-csrf-token';
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The session of the request's cookie, or undefined. */
-export function sessionOf(req: Request, sessions: ConsoleSessions, adminKeys: readonly string[]): ConsoleSession | undefined {
+export function sessionOf(
+  req: Request,
+  sessions: ConsoleSessions,
+  adminKeys: readonly string[],
+): ConsoleSession | undefined {
   const header = req.headers.cookie;
   if (header === undefined) return undefined;
   return sessions.get(parse(header)[SESSION_COOKIE], adminKeys);
@@ -43,7 +47,10 @@ export function checkSameOrigin(req: Request, session: ConsoleSession): void {
   if (SAFE_METHODS.has(req.method)) return;
   const token = req.get(CSRF_HEADER);
   if (token === undefined || !sameToken(token, session.csrfToken))
-    throw new IopError('permission', `missing or wrong ${CSRF_HEADER} header: the console sends the token its session was given`);
+    throw new IopError(
+      'permission',
+      `missing or wrong ${CSRF_HEADER} header: the console sends the token its session was given`,
+    );
   const source = req.get('origin') ?? req.get('referer');
   if (source === undefined || !namesThisEdge(req, source))
     throw new IopError('permission', 'cross-origin request refused: the Origin header does not name this edge');
@@ -61,12 +68,18 @@ export function namesThisEdge(req: Request, origin: string): boolean {
   return host === req.get('host') || forwarded.includes(host);
 }
 
-/** True when the browser reached the edge over TLS (directly, or through a proxy that says so): the cookie is then `Secure`. */
+/**
+ * True when the browser reached the edge over TLS (directly, or through a proxy that says so): the cookie is then
+ * `Secure`.
+ */
 function overTls(req: Request): boolean {
   return req.secure || req.get('x-forwarded-proto') === 'https' || (req.get('origin') ?? '').startsWith('https:');
 }
 
-/** Sets the session cookie: HttpOnly, SameSite=Strict, Path=/ (the console and `/admin`), Secure over TLS, expiring with the session. */
+/**
+ * Sets the session cookie: HttpOnly, SameSite=Strict, Path=/ (the console and `/admin`), Secure over TLS, expiring with
+ * the session.
+ */
 export function setSessionCookie(req: Request, res: Response, session: ConsoleSession): void {
   res.cookie(SESSION_COOKIE, session.id, {
     httpOnly: true,

@@ -44,7 +44,11 @@ export function consoleDistDir(): string | undefined {
 }
 
 function sessionBody(session: ConsoleSession): Record<string, unknown> {
-  return { object: 'console_session', csrf_token: session.csrfToken, expires_at: new Date(session.expiresAt).toISOString() };
+  return {
+    object: 'console_session',
+    csrf_token: session.csrfToken,
+    expires_at: new Date(session.expiresAt).toISOString(),
+  };
 }
 
 function securityHeaders(_req: Request, res: Response, next: NextFunction): void {
@@ -60,18 +64,29 @@ function securityHeaders(_req: Request, res: Response, next: NextFunction): void
 function checkLoginOrigin(req: Request): void {
   const origin = req.get('origin');
   if (origin === undefined) return; // not a browser's fetch: a script holding the key anyway
-  if (!namesThisEdge(req, origin)) throw new IopError('permission', 'cross-origin login refused: the Origin header does not name this edge');
+  if (!namesThisEdge(req, origin))
+    throw new IopError('permission', 'cross-origin login refused: the Origin header does not name this edge');
 }
 
-export function mountConsole(app: Express, edge: EdgeContext, sessions: ConsoleSessions, distDir = consoleDistDir()): void {
+export function mountConsole(
+  app: Express,
+  edge: EdgeContext,
+  sessions: ConsoleSessions,
+  distDir = consoleDistDir(),
+): void {
   const json = express.json({ limit: '4kb' });
   app.use('/console', securityHeaders);
   app.post('/console/api/login', json, (req: Request, res: Response) => {
     checkLoginOrigin(req);
     const keys = edge.config.adminKeys;
-    if (keys.length === 0) throw new IopError('authentication', 'the console is disabled: no admin keys configured (adminKeys / IOP_ADMIN_KEYS)');
+    if (keys.length === 0)
+      throw new IopError(
+        'authentication',
+        'the console is disabled: no admin keys configured (adminKeys / IOP_ADMIN_KEYS)',
+      );
     const given = (req.body as { key?: unknown } | undefined)?.key;
-    if (typeof given !== 'string' || given === '') throw new IopError('invalid_request', 'send `{"key": "<admin key>"}`', { param: 'key' });
+    if (typeof given !== 'string' || given === '')
+      throw new IopError('invalid_request', 'send `{"key": "<admin key>"}`', { param: 'key' });
     if (!secretIn(given, keys)) {
       edge.logger.warn({ ip: req.ip }, 'console: login refused (not an admin key)');
       throw new IopError('authentication', 'invalid admin key');
@@ -97,10 +112,15 @@ export function mountConsole(app: Express, edge: EdgeContext, sessions: ConsoleS
     res.status(204).end();
   });
   // Express matches `/console/` here too (non-strict routing): only the bare path is redirected.
-  app.get('/console', (req: Request, res: Response, next: NextFunction) => (req.path === '/console' ? res.redirect(301, '/console/') : next()));
+  app.get('/console', (req: Request, res: Response, next: NextFunction) =>
+    req.path === '/console' ? res.redirect(301, '/console/') : next(),
+  );
   if (distDir === undefined || !fs.existsSync(path.join(distDir, 'index.html'))) {
     app.get('/console/', () => {
-      throw new IopError('not_found', 'the console is not built: run `npm run build` (it builds apps/console into apps/console/dist)');
+      throw new IopError(
+        'not_found',
+        'the console is not built: run `npm run build` (it builds apps/console into apps/console/dist)',
+      );
     });
     return;
   }

@@ -88,7 +88,10 @@ export class ConsoleSessions {
     this.sessions.delete(adminKeyHash(id));
   }
 
-  /** Drops expired sessions (insertion order is creation order, and every session has the same lifetime at its creation). */
+  /**
+   * Drops expired sessions (insertion order is creation order, and every session has the same lifetime at its
+   * creation).
+   */
   private sweep(): void {
     const now = this.now();
     for (const [hash, session] of this.sessions) if (session.expiresAt <= now) this.sessions.delete(hash);

@@ -42,7 +42,9 @@ export interface EdgeDispatcherOptions {
    * attempt or discards it: every attempt's backend work is billed (http/usage-recorder.ts).
    */
   onAttempt?: () => AttemptUsage;
-  /** Providers never to pick for this request (those that say they do not serve chat: passthrough-apis/served-apis.ts). */
+  /**
+   * Providers never to pick for this request (those that say they do not serve chat: passthrough-apis/served-apis.ts).
+   */
   withoutApi?: ReadonlySet<string> | undefined;
 }
 
@@ -64,7 +66,9 @@ export class EdgeDispatcher implements Dispatcher {
   private attempts: RequestAttempts | undefined;
   /** The last attempt's failure before its first byte (or its mid-stream run error). */
   private lastFailure: { failure: AttemptFailure; error: IopError } | undefined;
-  /** Admission control refused the request: the gate's further attempts get the same answer at once (no second wait). */
+  /**
+   * Admission control refused the request: the gate's further attempts get the same answer at once (no second wait).
+   */
   private refusal: IopError | undefined;
   private group: ModelGroup | undefined;
 
@@ -91,14 +95,21 @@ export class EdgeDispatcher implements Dispatcher {
     const attempts = this.attempts;
     if (last === undefined || attempts === undefined) return undefined;
     const { edge, log, deadline } = this.options;
-    const verdict = await scheduleRetry({ pool: edge.pool, group: this.group!, attempts, avoid, deadline, signal, log, fields: { gate: true } }, last.failure);
+    const verdict = await scheduleRetry(
+      { pool: edge.pool, group: this.group!, attempts, avoid, deadline, signal, log, fields: { gate: true } },
+      last.failure,
+    );
     if (verdict.action !== 'retry') return last.error;
     // Only an allowed retry clears the failure: a refused one stays, so later gate attempts are refused too.
     this.lastFailure = undefined;
     return undefined;
   }
 
-  private async *attemptEvents(attempt: AttemptRequest, signal: AbortSignal, state: { provider?: string; refused?: boolean }): AsyncGenerator<StreamEvent> {
+  private async *attemptEvents(
+    attempt: AttemptRequest,
+    signal: AbortSignal,
+    state: { provider?: string; refused?: boolean },
+  ): AsyncGenerator<StreamEvent> {
     const { edge, requestId, log } = this.options;
     const { pool } = edge;
     this.group ??= pool.resolve(attempt.request.model);
@@ -120,7 +131,9 @@ export class EdgeDispatcher implements Dispatcher {
         toolIdFormat: pool.toolIdFormatOf(model),
         billingHeader: edge.config.billingHeader,
       });
-      this.options.onWarnings?.(fitted.warning === undefined ? backend.warnings : [...backend.warnings, fitted.warning]);
+      this.options.onWarnings?.(
+        fitted.warning === undefined ? backend.warnings : [...backend.warnings, fitted.warning],
+      );
       if (attempt.prefill !== undefined) {
         // vLLM / SGLang: continue the final assistant message instead of starting a new turn.
         backend.body.continue_final_message = true;
@@ -186,7 +199,12 @@ export class EdgeDispatcher implements Dispatcher {
         restoreToolIds(toolIds!, (event) => {
           if (billed !== undefined) {
             if (event.type === 'usage') billed.usage = event.usage;
-            else if (event.type === 'text-delta' || event.type === 'reasoning-delta' || event.type === 'tool-call-delta') billed.generated++;
+            else if (
+              event.type === 'text-delta' ||
+              event.type === 'reasoning-delta' ||
+              event.type === 'tool-call-delta'
+            )
+              billed.generated++;
           }
           pending.push(event);
         }),

@@ -17,11 +17,18 @@ export interface GateSection {
  * model (they depend on the model's chat template and on the server's parsers).
  */
 export const DEFAULT_GATE: GateSection = {
-  default: { filters: ['tool-calls', 'structured-output', 'degeneration', 'empty-output'], policy: 'evidence-tail', maxAttempts: 3 },
+  default: {
+    filters: ['tool-calls', 'structured-output', 'degeneration', 'empty-output'],
+    policy: 'evidence-tail',
+    maxAttempts: 3,
+  },
   models: {},
 };
 
-/** A policy as one bounded metric label: the release policy, then `+` and the `agent-output` mode if any (`buffered+strict`). */
+/**
+ * A policy as one bounded metric label: the release policy, then `+` and the `agent-output` mode if any
+ * (`buffered+strict`).
+ */
 export function policyLabel(policy: { release: string; agentOutput?: string }): string {
   return policy.agentOutput === undefined ? policy.release : `${policy.release}+${policy.agentOutput}`;
 }
@@ -35,7 +42,8 @@ export class GateRegistry {
   /** @throws IopError (400) naming the bad field of a gate config. */
   constructor(section: GateSection, sink: GateSink) {
     this.fallback = { gate: createGateFromConfig(section.default, { sink }), config: section.default };
-    for (const [model, config] of Object.entries(section.models)) this.gates.set(model, { gate: createGateFromConfig(config, { sink }), config });
+    for (const [model, config] of Object.entries(section.models))
+      this.gates.set(model, { gate: createGateFromConfig(config, { sink }), config });
   }
 
   gateFor(model: string): StreamGate {
@@ -47,7 +55,9 @@ export class GateRegistry {
     const { config } = this.gates.get(model) ?? this.fallback;
     const agent = config.filters.find((spec) => filterName(spec) === 'agent-output');
     const mode = typeof agent === 'object' ? (agent.options as { mode?: string } | undefined)?.mode : undefined;
-    return mode === undefined ? { release: config.policy ?? 'evidence-tail' } : { release: config.policy ?? 'evidence-tail', agentOutput: mode };
+    return mode === undefined
+      ? { release: config.policy ?? 'evidence-tail' }
+      : { release: config.policy ?? 'evidence-tail', agentOutput: mode };
   }
 
   /**

@@ -53,7 +53,10 @@ export function createGateSink(
     verdict(report) {
       gateMetrics.verdicts.inc({ model: knownModel(report.model), filter: report.filter, verdict: report.verdict });
       if (report.verdict === 'reject')
-        log.info({ requestId: report.requestId, attempt: report.attempt, filter: report.filter, reason: report.reason }, 'gate rejected an attempt');
+        log.info(
+          { requestId: report.requestId, attempt: report.attempt, filter: report.filter, reason: report.reason },
+          'gate rejected an attempt',
+        );
     },
     attempt(report) {
       const model = knownModel(report.model);
@@ -62,7 +65,8 @@ export function createGateSink(
       if (report.wasted && report.usage !== undefined) {
         const policy = policyOf(report.model);
         const add = (kind: string, value: number | undefined) => {
-          if (value !== undefined && value > 0) metrics.tokens.inc({ model, kind, attempt: 'failed', mode: 'normalized', policy }, value);
+          if (value !== undefined && value > 0)
+            metrics.tokens.inc({ model, kind, attempt: 'failed', mode: 'normalized', policy }, value);
         };
         add('prompt', report.usage.inputTokens);
         add('completion', report.usage.outputTokens);

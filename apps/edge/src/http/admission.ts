@@ -38,7 +38,12 @@ const NOTHING: RequestAdmission = { complete: () => {} };
  * @throws IopError `permission` (403) for a model the key may not use, `LimitRefusal` (429) when a
  * limit or the budget is reached, `no_capacity` (503) when the shared counters fail closed.
  */
-export async function admitRequest(edge: EdgeContext, res: Response, dialect: Dialect, model: string): Promise<RequestAdmission> {
+export async function admitRequest(
+  edge: EdgeContext,
+  res: Response,
+  dialect: Dialect,
+  model: string,
+): Promise<RequestAdmission> {
   const state = edge.state;
   if (state === undefined) return NOTHING;
   const context = locals(res);
@@ -69,7 +74,12 @@ export async function admitRequest(edge: EdgeContext, res: Response, dialect: Di
     }
   }
   if (refusal !== undefined) {
-    ledgerRow(edge, res, dialect, model, identity.keyId, { status: refusal, usage: undefined, attempts: 0, durationMs: performance.now() - context.startedAt });
+    ledgerRow(edge, res, dialect, model, identity.keyId, {
+      status: refusal,
+      usage: undefined,
+      attempts: 0,
+      durationMs: performance.now() - context.startedAt,
+    });
     throw new IopError('permission', `this API key may not use the model ${JSON.stringify(model)}`);
   }
   let done = false;
@@ -87,7 +97,15 @@ export async function admitRequest(edge: EdgeContext, res: Response, dialect: Di
   };
 }
 
-function ledgerRow(edge: EdgeContext, res: Response, dialect: Dialect, model: string, keyId: string, summary: RunSummary, costUsd = 0): void {
+function ledgerRow(
+  edge: EdgeContext,
+  res: Response,
+  dialect: Dialect,
+  model: string,
+  keyId: string,
+  summary: RunSummary,
+  costUsd = 0,
+): void {
   const usage = summary.usage;
   edge.state?.ledger.record({
     tsMs: Date.now(),

@@ -32,7 +32,8 @@ function allowedMethods(app: Express, path: string): string[] {
   const methods = new Set<string>();
   for (const layer of (app.router as unknown as { stack: RouteLayer[] }).stack) {
     if (layer.route === undefined || !layer.match(path)) continue;
-    for (const [method, on] of Object.entries(layer.route.methods)) if (on && method !== '_all') methods.add(method.toUpperCase());
+    for (const [method, on] of Object.entries(layer.route.methods))
+      if (on && method !== '_all') methods.add(method.toUpperCase());
   }
   return [...methods];
 }
@@ -58,9 +59,11 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
     // Direct providers serve requests without any agent: an edge with one taking runs is ready.
     const directProviders = edge.pool.direct.filter((provider) => provider.accepting).length;
     const ready = agents + directProviders > 0;
-    res
-      .status(ready ? 200 : 503)
-      .json({ status: ready ? 'ready' : all.length > 0 ? 'every agent is draining' : 'no agents connected', agents, directProviders });
+    res.status(ready ? 200 : 503).json({
+      status: ready ? 'ready' : all.length > 0 ? 'every agent is draining' : 'no agents connected',
+      agents,
+      directProviders,
+    });
   });
   app.get('/metrics', async (_req, res, next) => {
     try {
@@ -90,7 +93,9 @@ export function createApp(edge: EdgeContext, routes: DialectRoutes): Express {
     const allowed = [...new Set([...allowedMethods(app, req.path), ...routes.table.allowed(req.path)])];
     if (allowed.length === 0) return next(new IopError('not_found', `no route for ${req.method} ${req.path}`));
     res.setHeader('allow', allowed.join(', '));
-    next(new IopError('method_not_allowed', `${req.method} is not allowed on ${req.path}; use ${allowed.join(' or ')}`));
+    next(
+      new IopError('method_not_allowed', `${req.method} is not allowed on ${req.path}; use ${allowed.join(' or ')}`),
+    );
   });
   app.use(errorHandler(routes.dialectForPath));
   return app;

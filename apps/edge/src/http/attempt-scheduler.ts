@@ -31,7 +31,8 @@ export interface RetryContext {
   fields?: Record<string, unknown>;
 }
 
-export type RetryVerdict = { action: 'retry' } | { action: 'fallback'; group: ModelGroup } | { action: 'fail'; reason: string };
+export type RetryVerdict =
+  { action: 'retry' } | { action: 'fallback'; group: ModelGroup } | { action: 'fail'; reason: string };
 
 /**
  * Decides the retry of `failure` and, for a retry, waits its backoff (returns early when `signal`
@@ -39,7 +40,11 @@ export type RetryVerdict = { action: 'retry' } | { action: 'fallback'; group: Mo
  */
 export async function scheduleRetry(context: RetryContext, failure: AttemptFailure): Promise<RetryVerdict> {
   const { pool, group, attempts, avoid, log } = context;
-  const fields = { ...context.fields, attempt: attempts.count, failure: failure.kind === 'status' ? failure.status : (failure.detail ?? failure.kind) };
+  const fields = {
+    ...context.fields,
+    attempt: attempts.count,
+    failure: failure.kind === 'status' ? failure.status : (failure.detail ?? failure.kind),
+  };
   const retryable = isRetryable(failure) && !isContextOverflow(failure);
   if (retryable && !pool.accepting(group)) {
     log.warn(fields, 'attempt failed; no provider of the group takes a retry (ejected, draining or gone)');
@@ -56,7 +61,11 @@ export async function scheduleRetry(context: RetryContext, failure: AttemptFailu
   if (decision.action === 'fail') {
     if (decision.budgetExhausted === true) pool.metrics.retries.inc({ group: group.name, reason: 'budget_exhausted' });
     // A client error the backend found (400 for `max_tokens: -5`) is the client's, not the edge's trouble.
-    (failure.kind === 'status' && failure.status < 500 ? log.info : log.warn).call(log, { ...fields, reason: decision.reason }, 'attempt failed; not retried');
+    (failure.kind === 'status' && failure.status < 500 ? log.info : log.warn).call(
+      log,
+      { ...fields, reason: decision.reason },
+      'attempt failed; not retried',
+    );
     return { action: 'fail', reason: decision.reason };
   }
   if (decision.action === 'fallback') {
@@ -67,7 +76,10 @@ export async function scheduleRetry(context: RetryContext, failure: AttemptFailu
     return { action: 'fallback', group: fallback };
   }
   pool.metrics.retries.inc({ group: group.name, reason: 'retry' });
-  log.warn({ ...fields, delayMs: decision.delayMs, reason: decision.reason }, 'attempt failed before its first byte; retrying');
+  log.warn(
+    { ...fields, delayMs: decision.delayMs, reason: decision.reason },
+    'attempt failed before its first byte; retrying',
+  );
   await sleep(decision.delayMs, context.signal);
   return { action: 'retry' };
 }

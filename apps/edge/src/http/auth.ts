@@ -38,7 +38,10 @@ export function presentedKey(req: Request, sources: KeySources = DEFAULT_KEY_SOU
 
 /** How a client on these sources is told to send its key (the 401's message). */
 export function keyHint(sources: KeySources): string {
-  const ways = ['`Authorization: Bearer <key>`', ...(sources.named ?? sources.headers).map((name) => `\`${name}: <key>\``)];
+  const ways = [
+    '`Authorization: Bearer <key>`',
+    ...(sources.named ?? sources.headers).map((name) => `\`${name}: <key>\``),
+  ];
   if (sources.queryParam !== undefined) ways.push(`\`?${sources.queryParam}=<key>\``);
   return ways.length === 1 ? ways[0]! : `${ways.slice(0, -1).join(', ')} or ${ways.at(-1)!}`;
 }

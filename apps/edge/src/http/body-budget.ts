@@ -29,7 +29,8 @@ export class BodyBudget {
     readonly maxBytes: number,
     registry?: Registry,
   ) {
-    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0) throw new RangeError(`maxBytes must be an integer >= 0, got ${maxBytes}`);
+    if (!Number.isSafeInteger(maxBytes) || maxBytes < 0)
+      throw new RangeError(`maxBytes must be an integer >= 0, got ${maxBytes}`);
     if (registry === undefined) return;
     const held = () => this.heldBytes;
     new Gauge({
@@ -69,8 +70,12 @@ export class BodyBudget {
 
   /** The client's error for a body the budget cannot take (503 `no_capacity`, `Retry-After`). */
   refusal(): IopError {
-    return new IopError('no_capacity', `the edge holds as many request bytes as it may (maxRequestBytesInFlight: ${this.maxBytes} bytes); retry shortly`, {
-      retryAfterSeconds: BODY_BUDGET_RETRY_AFTER_SECONDS,
-    });
+    return new IopError(
+      'no_capacity',
+      `the edge holds as many request bytes as it may (maxRequestBytesInFlight: ${this.maxBytes} bytes); retry shortly`,
+      {
+        retryAfterSeconds: BODY_BUDGET_RETRY_AFTER_SECONDS,
+      },
+    );
   }
 }

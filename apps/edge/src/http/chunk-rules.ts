@@ -1,26 +1,27 @@
 /**
- * The rules a relayed Chat Completions stream must follow whatever the backend's framing
- * (docs/protocols.md "Chat stream", "Chat errors"), applied to one parsed chunk. The byte scanner (`SseGuard`) calls this only
- * for the rare chunks that need it: those carrying a non-null `usage` or an `error` key, and SSE
- * events whose data spans several `data:` lines.
+ * The rules a relayed Chat Completions stream must follow whatever the backend's framing (docs/protocols.md "Chat
+ * stream", "Chat errors"), applied to one parsed chunk. The byte scanner (`SseGuard`) calls this only for the rare
+ * chunks that need it: those carrying a non-null `usage` or an `error` key, and SSE events whose data spans several
+ * `data:` lines.
  *
- * - An error chunk (`{"error":{…}}`, vLLM, SGLang, llama.cpp server and Ollama alike; or any data
- *   of an SSE `event: error`) ends the stream as a failure.
- * - Usage, with `stream_options.include_usage`: exactly one final chunk `{…, choices: [], usage}`.
- *   A usage object on a chunk that has choices (llama.cpp server puts it on the finish chunk;
- *   vLLM `continuous_usage_stats` on every chunk) is taken off that chunk (`usage: null`, as
- *   OpenAI sends it) and kept; a usage chunk without a `choices` key gets `choices: []`. The last
- *   usage seen wins and goes out once, right before `[DONE]`.
+ * - An error chunk (`{"error":{…}}`, vLLM, SGLang, llama.cpp server and Ollama alike; or any data of an SSE `event:
+ *   error`) ends the stream as a failure.
+ * - Usage, with `stream_options.include_usage`: exactly one final chunk `{…, choices: [], usage}`. A usage object on a
+ *   chunk that has choices (llama.cpp server puts it on the finish chunk; vLLM `continuous_usage_stats` on every chunk)
+ *   is taken off that chunk (`usage: null`, as OpenAI sends it) and kept; a usage chunk without a `choices` key gets
+ *   `choices: []`. The last usage seen wins and goes out once, right before `[DONE]`.
  * - Usage the client did not ask for is removed (a usage-only chunk is dropped).
- * - The finish reason follows what was delivered (`deliveredFinishReason`): `tool_calls` on an
- *   answer that relayed no tool call is `stop`, `stop` after tool calls is `tool_calls`
- *   (`withDeliveredFinish`; the scanner sends only such chunks here).
+ * - The finish reason follows what was delivered (`deliveredFinishReason`): `tool_calls` on an answer that relayed no
+ *   tool call is `stop`, `stop` after tool calls is `tool_calls` (`withDeliveredFinish`; the scanner sends only such
+ *   chunks here).
  */
 import { IopError, deliveredFinishReason, iopErrorOf, sseFrame, sseJson } from '@iop/core';
 import { errorEventFromUpstream } from '../dialects.js';
 
 export type ChunkVerdict =
-  /** `original`: send the event as it came; a Buffer: send it instead (a complete SSE event); `none`: drop the event. */
+  /**
+   * `original`: send the event as it came; a Buffer: send it instead (a complete SSE event); `none`: drop the event.
+   */
   { kind: 'emit'; bytes: Buffer | 'original' | 'none'; finished: boolean } | { kind: 'error'; error: IopError };
 
 type JsonObject = Record<string, unknown>;
@@ -89,7 +90,10 @@ export function deliveredAnswer(body: Buffer): Buffer {
 export class ChunkRules {
   /** The usage chunk to send before `[DONE]` (include_usage only): parsed, or a conformant chunk's own bytes. */
   private heldUsage: JsonObject | Buffer | undefined;
-  /** The last usage object parsed here (multi-line events, usage on a chunk with choices): billing's fallback when the agent's usage scan missed it. */
+  /**
+   * The last usage object parsed here (multi-line events, usage on a chunk with choices): billing's fallback when the
+   * agent's usage scan missed it.
+   */
   parsedUsage: JsonObject | undefined;
 
   constructor(private readonly includeUsage: boolean) {}
@@ -100,8 +104,15 @@ export class ChunkRules {
    */
   apply(chunk: unknown, options: { errorEvent: boolean; reframe: boolean }): ChunkVerdict {
     if (!isObject(chunk))
-      return { kind: 'error', error: new IopError('upstream_error', 'upstream failure: the backend sent a stream chunk that is not a JSON object') };
-    if (chunk.error !== undefined && chunk.error !== null) return { kind: 'error', error: iopErrorOf(errorEventFromUpstream(chunk.error)) };
+      return {
+        kind: 'error',
+        error: new IopError(
+          'upstream_error',
+          'upstream failure: the backend sent a stream chunk that is not a JSON object',
+        ),
+      };
+    if (chunk.error !== undefined && chunk.error !== null)
+      return { kind: 'error', error: iopErrorOf(errorEventFromUpstream(chunk.error)) };
     if (options.errorEvent) return { kind: 'error', error: iopErrorOf(errorEventFromUpstream(chunk)) };
     const finished = hasFinishReason(chunk);
     const usage = chunk.usage;
@@ -111,7 +122,11 @@ export class ChunkRules {
     const hasChoices = Array.isArray(choices) && choices.length > 0;
     if (this.includeUsage) this.heldUsage = { ...chunk, choices: [], usage };
     if (!hasChoices) return { kind: 'emit', bytes: 'none', finished };
-    return { kind: 'emit', bytes: dataEvent(this.includeUsage ? { ...chunk, usage: null } : withoutUsage(chunk)), finished };
+    return {
+      kind: 'emit',
+      bytes: dataEvent(this.includeUsage ? { ...chunk, usage: null } : withoutUsage(chunk)),
+      finished,
+    };
   }
 
   /** A chunk already of the form `{…, choices: [], usage: {…}}` (its JSON text); kept only with include_usage. */

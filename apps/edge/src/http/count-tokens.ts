@@ -1,10 +1,10 @@
 /**
- * A dialect's `count-tokens` endpoint (Anthropic `POST /v1/messages/count_tokens`, docs/protocols.md
- * "Token counting": `{input_tokens}`; Gemini `:countTokens`: `{totalTokens}`): the prompt tokens of a
- * request without running it, decoded and encoded by the dialect's `countTokens`. Exact when a provider of the model can tokenize (vLLM's
- * `/tokenize` with the chat template applied, the embedded llama.cpp tokenizer): the request is
- * rendered as the chat body the backend would get and tokenized there. Otherwise a documented
- * estimate. The `x-iop-token-count` header says which (`exact` | `estimate`).
+ * A dialect's `count-tokens` endpoint (Anthropic `POST /v1/messages/count_tokens`, docs/protocols.md "Token counting":
+ * `{input_tokens}`; Gemini `:countTokens`: `{totalTokens}`): the prompt tokens of a request without running it, decoded
+ * and encoded by the dialect's `countTokens`. Exact when a provider of the model can tokenize (vLLM's `/tokenize` with
+ * the chat template applied, the embedded llama.cpp tokenizer): the request is rendered as the chat body the backend
+ * would get and tokenized there. Otherwise a documented estimate. The `x-iop-token-count` header says which (`exact` |
+ * `estimate`).
  */
 import type { NextFunction, Request, Response } from 'express';
 import type { EdgeContext } from '../edge-context.js';
@@ -50,19 +50,28 @@ export function countTokensHandler(edge: EdgeContext, dialect: Dialect) {
   return async function countTokens(req: Request, res: Response, next: NextFunction): Promise<void> {
     const { requestId, log, target } = locals(res);
     try {
-      if (codec === undefined || target === undefined) throw new IopError('internal', `${dialect.name} declares a count-tokens endpoint without a codec`);
+      if (codec === undefined || target === undefined)
+        throw new IopError('internal', `${dialect.name} declares a count-tokens endpoint without a codec`);
       const request = codec.decode(parseJsonObject(req.body), target);
       const group = edge.pool.resolve(request.model);
       if (edge.pool.candidates(group).size === 0) throw edge.pool.noProviderError(request.model);
       let count: number | undefined;
-      if (group.targets.some((target) => edge.registry.forModel(target.model).some((session) => session.capabilities.has('tokenize')))) {
+      if (
+        group.targets.some((target) =>
+          edge.registry.forModel(target.model).some((session) => session.capabilities.has('tokenize')),
+        )
+      ) {
         const chat = toBackendChatRequest({ ...request, stream: false }, { model: request.model, stream: false }).body;
         try {
           count = await tokenizeOnProvider(
             edge,
             requestId,
             request.model,
-            { model: request.model, messages: chat.messages, ...(chat.tools === undefined ? {} : { tools: chat.tools }) },
+            {
+              model: request.model,
+              messages: chat.messages,
+              ...(chat.tools === undefined ? {} : { tools: chat.tools }),
+            },
             log,
           );
         } catch (error) {

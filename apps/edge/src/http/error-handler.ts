@@ -12,12 +12,17 @@ import { locals } from './request-context.js';
 
 /** A path parameter with broken percent-encoding (express's router throws URIError): the client's fault. */
 function pathDecodeError(error: unknown): IopError | undefined {
-  return error instanceof URIError ? new IopError('invalid_request', 'the request path has invalid percent-encoding') : undefined;
+  return error instanceof URIError
+    ? new IopError('invalid_request', 'the request path has invalid percent-encoding')
+    : undefined;
 }
 
 export function errorHandler(dialectFor: (path: string) => Dialect) {
   return function errorHandlerMiddleware(error: unknown, req: Request, res: Response, _next: NextFunction): void {
-    const iopError = error instanceof IopError ? error : (bodyParserError(error) ?? bodyDecodeError(error) ?? pathDecodeError(error) ?? toIopError(error));
+    const iopError =
+      error instanceof IopError
+        ? error
+        : (bodyParserError(error) ?? bodyDecodeError(error) ?? pathDecodeError(error) ?? toIopError(error));
     const { requestId, log } = locals(res);
     if (iopError.status >= 500 && !(error instanceof IopError)) log.error({ err: error }, 'unhandled error');
     else log.info({ code: iopError.code, status: iopError.status, message: iopError.message }, 'request failed');

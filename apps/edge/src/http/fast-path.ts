@@ -80,7 +80,10 @@ export function withInferenceFastPath(app: Express, edge: EdgeContext, routes: D
  * slow dictionary-mode objects (about 5 KB of allocation per request); express's own routing still
  * sets its prototypes, which carry the same methods.
  */
-export function expressServerClasses(app: Express): { IncomingMessage: typeof http.IncomingMessage; ServerResponse: typeof http.ServerResponse } {
+export function expressServerClasses(app: Express): {
+  IncomingMessage: typeof http.IncomingMessage;
+  ServerResponse: typeof http.ServerResponse;
+} {
   class ExpressRequest extends http.IncomingMessage {}
   // Typed as Node's class: a subclass cannot restate ServerResponse's generic constructor signature.
   const ExpressResponse = class extends http.ServerResponse {} as typeof http.ServerResponse;
@@ -92,6 +95,11 @@ export function expressServerClasses(app: Express): { IncomingMessage: typeof ht
 /** Defines on `target` the own properties of `source` and of its prototypes below `stop` (the nearer one wins). */
 function copyChain(target: object, source: object, stop: object): void {
   const chain: object[] = [];
-  for (let proto: object | null = source; proto !== null && proto !== stop; proto = Object.getPrototypeOf(proto) as object | null) chain.push(proto);
+  for (
+    let proto: object | null = source;
+    proto !== null && proto !== stop;
+    proto = Object.getPrototypeOf(proto) as object | null
+  )
+    chain.push(proto);
   for (const proto of chain.reverse()) Object.defineProperties(target, Object.getOwnPropertyDescriptors(proto));
 }

@@ -31,7 +31,16 @@ export class InFlightRequests {
 
   /** Tracks a request; the returned entry is updated in place and given back to `close`. */
   open(id: string, dialect: string, keyId: string | undefined, now = Date.now()): InFlightRequest {
-    const entry: InFlightRequest = { id, dialect, model: null, servedModel: null, agent: null, keyId: keyId ?? null, attempts: 0, startedAt: now };
+    const entry: InFlightRequest = {
+      id,
+      dialect,
+      model: null,
+      servedModel: null,
+      agent: null,
+      keyId: keyId ?? null,
+      attempts: 0,
+      startedAt: now,
+    };
     this.entries.add(entry);
     return entry;
   }
@@ -44,6 +53,10 @@ export class InFlightRequests {
   list(now = Date.now()): Array<InFlightRequest & { ageMs: number; phase: 'queued' | 'running' }> {
     return [...this.entries]
       .sort((a, b) => a.startedAt - b.startedAt)
-      .map((entry) => ({ ...entry, ageMs: Math.max(0, now - entry.startedAt), phase: entry.attempts === 0 ? 'queued' : 'running' }));
+      .map((entry) => ({
+        ...entry,
+        ageMs: Math.max(0, now - entry.startedAt),
+        phase: entry.attempts === 0 ? 'queued' : 'running',
+      }));
   }
 }

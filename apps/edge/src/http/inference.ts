@@ -29,24 +29,46 @@ import { firstChunkFailure, relay } from './relay.js';
 import { writeNormalized } from './normalized.js';
 import { UsageRecorder } from './usage-recorder.js';
 import { otelContext } from '@iop/core';
-import { endRequestSpan, nameRequestSpan, startRequestSpan, type RequestOutcome } from '../telemetry/request-tracing.js';
+import {
+  endRequestSpan,
+  nameRequestSpan,
+  startRequestSpan,
+  type RequestOutcome,
+} from '../telemetry/request-tracing.js';
 import { admitRequest, type RequestAdmission } from './admission.js';
 
 export interface InferenceRoute {
   dialect: Dialect;
   /** The client's dialect is the backend's (OpenAI Chat): relay bytes unless a gate filter needs the content. */
   passthrough: boolean;
-  /** A JSON API always relayed as it is, never through the gate (embeddings, completions, rerank, score: passthrough-apis/). */
+  /**
+   * A JSON API always relayed as it is, never through the gate (embeddings, completions, rerank, score:
+   * passthrough-apis/).
+   */
   relayed?: PassthroughApi;
-  /** Stateful dialects (Responses): adjust the decoded request before dispatch (e.g. prepend stored history); `context` carries the request's owner. */
-  prepare?: (request: InferenceRequest, body: Record<string, unknown>, context: RequestLocals) => Promise<InferenceRequest> | InferenceRequest;
+  /**
+   * Stateful dialects (Responses): adjust the decoded request before dispatch (e.g. prepend stored history); `context`
+   * carries the request's owner.
+   */
+  prepare?: (
+    request: InferenceRequest,
+    body: Record<string, unknown>,
+    context: RequestLocals,
+  ) => Promise<InferenceRequest> | InferenceRequest;
   /** Receives the final response object of a normalized answer (e.g. to store it for `context.owner`). */
-  onResult?: (result: unknown, request: InferenceRequest, body: Record<string, unknown>, context: RequestLocals) => void | Promise<void>;
+  onResult?: (
+    result: unknown,
+    request: InferenceRequest,
+    body: Record<string, unknown>,
+    context: RequestLocals,
+  ) => void | Promise<void>;
 }
 
 export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
   const metricLabels = (model: string) => ({ dialect: route.dialect.name, model: edge.knownModel(model) });
-  /** The status the client gets for an error: the dialect's (Anthropic renders `overloaded` and `no_capacity` as 529). */
+  /**
+   * The status the client gets for an error: the dialect's (Anthropic renders `overloaded` and `no_capacity` as 529).
+   */
   const clientStatus = (error: IopError) => route.dialect.errorResponse(error, '').status;
 
   // Each request runs inside its span's context (telemetry/request-tracing.ts), so the pool's and
@@ -67,7 +89,13 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
     return otelContext.with(traced.context, () => serve(req, res, next, outcome, traced.span.isRecording()));
   };
 
-  async function serve(req: Request, res: Response, next: NextFunction, outcome: RequestOutcome, spanRecording: boolean): Promise<void> {
+  async function serve(
+    req: Request,
+    res: Response,
+    next: NextFunction,
+    outcome: RequestOutcome,
+    spanRecording: boolean,
+  ): Promise<void> {
     const context = locals(res);
     const { requestId, log, startedAt } = context;
     const tracked = edge.requests.open(requestId, route.dialect.name, context.identity?.keyId);
@@ -124,11 +152,19 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
     let streamError: string | undefined; // a stream that ended with an in-band error (status 200)
     /** The status a stream that failed after its first byte is counted with (its HTTP status was 200). */
     let inBandStatus: number | undefined;
-    /** How the answer was produced, for the completion log and the metrics: bytes relayed, or normalized through the gate (and its policy); set when the path is chosen. */
-    let responseMode: { mode: 'passthrough' } | { mode: 'normalized'; policy: ReturnType<EdgeContext['gates']['policyOf']> } | undefined;
+    /**
+     * How the answer was produced, for the completion log and the metrics: bytes relayed, or normalized through the
+     * gate (and its policy); set when the path is chosen.
+     */
+    let responseMode:
+      | { mode: 'passthrough' }
+      | { mode: 'normalized'; policy: ReturnType<EdgeContext['gates']['policyOf']> }
+      | undefined;
     const responseLabels = (): ResponseLabels => {
       if (responseMode === undefined) return NO_RESPONSE_MODE;
-      return responseMode.mode === 'passthrough' ? PASSTHROUGH_LABELS : { mode: 'normalized', policy: policyLabel(responseMode.policy) };
+      return responseMode.mode === 'passthrough'
+        ? PASSTHROUGH_LABELS
+        : { mode: 'normalized', policy: policyLabel(responseMode.policy) };
     };
     res.once('close', () => inFlight?.dec());
     const usage = new UsageRecorder(edge.metrics);
@@ -186,7 +222,10 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       try {
         const relayedApi =
           route.relayed ??
-          (route.passthrough && overrides === undefined && !edge.gates.needsContent(askedModel, body) && !edge.pool.restrictsToolIds(askedModel)
+          (route.passthrough &&
+          overrides === undefined &&
+          !edge.gates.needsContent(askedModel, body) &&
+          !edge.pool.restrictsToolIds(askedModel)
             ? chatPassthrough
             : undefined);
         if (relayedApi !== undefined) {
@@ -233,7 +272,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
             rewriter,
             answer: opened.answer,
             finishAnswer: peek.finishAnswer,
-            // A non-stream answer is read for them only while its span records (a stream's come from its guard at no cost).
+            // A non-stream answer is read for them only while its span records (a stream's come from its guard at no
+            // cost).
             ...(peek.stream || spanRecording ? { finishReasons } : {}),
             signal: abort.signal,
             writeStallTimeoutMs: edge.config.writeStallTimeoutMs,
@@ -251,7 +291,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
           nameRequestSpan(model);
           const warnings = new Set(request.warnings);
           const setWarnings = () => {
-            if (warnings.size > 0 && !res.headersSent) res.setHeader('x-iop-warnings', headerValue([...warnings].join('; ')));
+            if (warnings.size > 0 && !res.headersSent)
+              res.setHeader('x-iop-warnings', headerValue([...warnings].join('; ')));
           };
           setWarnings();
           if (warnings.size > 0) log.warn({ warnings: request.warnings }, 'request translated with warnings');
@@ -296,7 +337,9 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
             ...(overrides === undefined ? {} : { overrides }),
             onFirstByte,
             finishReasons,
-            ...(route.onResult === undefined ? {} : { onResult: (result: unknown) => route.onResult!(result, request, body, context) }),
+            ...(route.onResult === undefined
+              ? {}
+              : { onResult: (result: unknown) => route.onResult!(result, request, body, context) }),
           });
           endedInBand(failure, current?.runId);
         }
@@ -311,7 +354,8 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
       const tokens = usage.flush(metricLabels(model).model, responseLabels());
       const durationMs = performance.now() - startedAt;
       const status = finalStatus();
-      const failed = res.statusCode >= 400 ? String(res.statusCode) : (streamError ?? (status === 499 ? 'client_gone' : undefined));
+      const failed =
+        res.statusCode >= 400 ? String(res.statusCode) : (streamError ?? (status === 499 ? 'client_gone' : undefined));
       edge.metrics.recordRequest({
         ...metricLabels(model),
         servedModel,
@@ -361,7 +405,12 @@ export function inferenceHandler(route: InferenceRoute, edge: EdgeContext) {
         });
         const tokens = usage.flush(metricLabels(model).model, responseLabels(), 'failed');
         log.info(
-          { model, durationMs: Math.round((performance.now() - startedAt) * 10) / 10, usage: tokens, usageEstimated: usage.estimated || undefined },
+          {
+            model,
+            durationMs: Math.round((performance.now() - startedAt) * 10) / 10,
+            usage: tokens,
+            usageEstimated: usage.estimated || undefined,
+          },
           'client disconnected before the answer',
         );
         return;

@@ -40,9 +40,12 @@ export function parseJsonObject(body: unknown): Record<string, unknown> {
   try {
     value = JSON.parse(body.toString('utf8'));
   } catch (error) {
-    throw invalidRequest(`malformed JSON in the request body: ${error instanceof Error ? error.message : 'parse error'}`);
+    throw invalidRequest(
+      `malformed JSON in the request body: ${error instanceof Error ? error.message : 'parse error'}`,
+    );
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalidRequest('the request body must be a JSON object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw invalidRequest('the request body must be a JSON object');
   return value as Record<string, unknown>;
 }
 
@@ -52,9 +55,13 @@ export function bodyParserError(error: unknown): IopError | undefined {
   const type = (error as { type: unknown }).type;
   if (type === 'entity.too.large') {
     const limit = (error as { limit?: number }).limit;
-    return new IopError('request_too_large', `request body too large${limit === undefined ? '' : `: the limit is ${limit} bytes`}`);
+    return new IopError(
+      'request_too_large',
+      `request body too large${limit === undefined ? '' : `: the limit is ${limit} bytes`}`,
+    );
   }
-  if (type === 'encoding.unsupported' || type === 'charset.unsupported') return invalidRequest('unsupported content encoding');
+  if (type === 'encoding.unsupported' || type === 'charset.unsupported')
+    return invalidRequest('unsupported content encoding');
   if (type === 'request.aborted') return invalidRequest('the client aborted the request body');
   return undefined;
 }
@@ -67,7 +74,9 @@ export function bodyDecodeError(error: unknown): IopError | undefined {
   if (typeof error !== 'object' || error === null) return undefined;
   const { status, expose, code } = error as { status?: unknown; expose?: unknown; code?: unknown };
   if (typeof status === 'number' && status >= 400 && status < 500 && expose === true) {
-    return invalidRequest(`the request body could not be decoded${typeof code === 'string' ? ` (${code})` : ''}: check its content-encoding`);
+    return invalidRequest(
+      `the request body could not be decoded${typeof code === 'string' ? ` (${code})` : ''}: check its content-encoding`,
+    );
   }
   return undefined;
 }
@@ -152,7 +161,10 @@ export function readBody(req: IncomingMessage, limits: BodyLimits, res?: ServerR
             // The rest of the body never came: answer, then close the connection (it is mid-request).
             res?.setHeader('connection', 'close');
             reject(
-              new IopError('request_timeout', `the request body did not arrive within ${timeoutMs} ms (${received} bytes received); send it faster or in full`),
+              new IopError(
+                'request_timeout',
+                `the request body did not arrive within ${timeoutMs} ms (${received} bytes received); send it faster or in full`,
+              ),
             );
           }, timeoutMs)
         : undefined;

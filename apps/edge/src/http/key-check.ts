@@ -39,7 +39,10 @@ function plainIdentity(key: string): KeyIdentity {
   return identity;
 }
 
-/** `sourcesFor(path)`: where a request on `path` may carry its key (the dialect registry's; `x-api-key` and Bearer without one). */
+/**
+ * `sourcesFor(path)`: where a request on `path` may carry its key (the dialect registry's; `x-api-key` and Bearer
+ * without one).
+ */
 export function keyCheck(edge: EdgeContext, sourcesFor?: (path: string) => KeySources) {
   return async function keyCheckMiddleware(req: Request, res: Response, next: NextFunction): Promise<void> {
     const context = res.locals as RequestLocals;
@@ -55,7 +58,8 @@ export function keyCheck(edge: EdgeContext, sourcesFor?: (path: string) => KeySo
         return next();
       }
       const directory = state?.keys;
-      const anyKeys = plain.length > 0 || (directory !== undefined && (directory.hasConfigKeys || (await directory.storeHasKeys())));
+      const anyKeys =
+        plain.length > 0 || (directory !== undefined && (directory.hasConfigKeys || (await directory.storeHasKeys())));
       if (!anyKeys) {
         context.owner = OPEN_EDGE_OWNER;
         context.identity = OPEN_IDENTITY;
@@ -63,7 +67,8 @@ export function keyCheck(edge: EdgeContext, sourcesFor?: (path: string) => KeySo
       }
       if (given === undefined) return next(new IopError('authentication', `missing API key: send ${keyHint(sources)}`));
       const record = await directory?.lookup(given);
-      if (record === undefined || record.keyHash !== hashKey(given)) return next(new IopError('authentication', 'invalid API key'));
+      if (record === undefined || record.keyHash !== hashKey(given))
+        return next(new IopError('authentication', 'invalid API key'));
       const unusable = unusableReason(record, Date.now());
       if (unusable !== undefined) return next(new IopError('authentication', unusable));
       context.owner = responsesOwnerOf(record);

@@ -21,7 +21,10 @@ export class ModelRewriter {
 
   /** The bytes to send now for `chunk` (may hold back a few bytes until the next call). */
   push(chunk: Uint8Array): Buffer {
-    const data = this.carry === undefined ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([this.carry, chunk]);
+    const data =
+      this.carry === undefined
+        ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+        : Buffer.concat([this.carry, chunk]);
     this.carry = undefined;
     let parts: Buffer[] | undefined;
     let from = 0;

@@ -13,7 +13,8 @@ import { locals } from './request-context.js';
 export function modelListHandler(edge: EdgeContext, dialect: Dialect) {
   return function modelList(_req: Request, res: Response, next: NextFunction): void {
     try {
-      if (dialect.modelList === undefined) throw new IopError('internal', `${dialect.name} declares a model-list endpoint without modelList`);
+      if (dialect.modelList === undefined)
+        throw new IopError('internal', `${dialect.name} declares a model-list endpoint without modelList`);
       res.json(dialect.modelList(listModels(edge.pool.catalog), locals(res).target?.query ?? new URLSearchParams()));
     } catch (error) {
       next(error);
@@ -25,9 +26,11 @@ export function modelGetHandler(edge: EdgeContext, dialect: Dialect) {
   return function modelGet(_req: Request, res: Response, next: NextFunction): void {
     try {
       const id = locals(res).target?.params.model ?? '';
-      if (dialect.modelInfo === undefined) throw new IopError('internal', `${dialect.name} declares a model-get endpoint without modelInfo`);
+      if (dialect.modelInfo === undefined)
+        throw new IopError('internal', `${dialect.name} declares a model-get endpoint without modelInfo`);
       const info = dialect.modelInfo(listModels(edge.pool.catalog), id);
-      if (info === undefined) throw new IopError('model_not_found', `model ${JSON.stringify(id)} is not served here`, { param: 'model' });
+      if (info === undefined)
+        throw new IopError('model_not_found', `model ${JSON.stringify(id)} is not served here`, { param: 'model' });
       res.json(info);
     } catch (error) {
       next(error);

@@ -7,7 +7,16 @@
  * released event list.
  */
 import type { Response } from 'express';
-import { IopError, errorEventOf, iopErrorOf, toIopError, type Dialect, type EncodeContext, type StreamEncoder, type StreamEvent } from '@iop/core';
+import {
+  IopError,
+  errorEventOf,
+  iopErrorOf,
+  toIopError,
+  type Dialect,
+  type EncodeContext,
+  type StreamEncoder,
+  type StreamEvent,
+} from '@iop/core';
 import type { Dispatcher, GateOverrides, StreamGate } from '@iop/stream-gate';
 import { drained, endStalled } from './drained.js';
 import { stopError } from './request-deadline.js';
@@ -55,7 +64,8 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
   const iterator = run[Symbol.asyncIterator]();
   const note = (event: StreamEvent) => {
     if (event.type === 'usage') usage.recordAnswer(event.usage);
-    else if (event.type === 'finish') options.finishReasons?.push(event.reason === 'other' && event.raw !== null ? event.raw : event.reason);
+    else if (event.type === 'finish')
+      options.finishReasons?.push(event.reason === 'other' && event.raw !== null ? event.raw : event.reason);
   };
 
   if (!options.stream) {
@@ -108,7 +118,10 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
     if (backpressure) {
       backpressure = false;
       if (!(await drained(res, options.writeStallTimeoutMs))) {
-        const error = new IopError('timeout', `the client read nothing for ${options.writeStallTimeoutMs} ms; the stream was ended`);
+        const error = new IopError(
+          'timeout',
+          `the client read nothing for ${options.writeStallTimeoutMs} ms; the stream was ended`,
+        );
         options.stop?.(error);
         void iterator.return?.(undefined);
         endStalled(res, encoder.push(errorEventOf(error)) + encoder.end(), options.writeStallTimeoutMs ?? 0);

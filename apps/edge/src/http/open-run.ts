@@ -1,25 +1,24 @@
 /**
- * Opens a run for a client request on the provider pool and waits until it is safe to commit to
- * it: the backend answered 2xx AND its first body frame arrived. Everything before that point is
- * invisible to the client, so failures are retried here (passthrough path) or handed to the
- * stream gate as errors (normalized path, `onlyFallback`: the gate's commit boundary decides).
+ * Opens a run for a client request on the provider pool and waits until it is safe to commit to it: the backend
+ * answered 2xx AND its first body frame arrived. Everything before that point is invisible to the client, so failures
+ * are retried here (passthrough path) or handed to the stream gate as errors (normalized path, `onlyFallback`: the
+ * gate's commit boundary decides).
  *
  * Where and when a failed attempt is retried is `scheduleRetry`'s decision (attempt-scheduler.ts,
- * docs/decisions/004-attempt-lifecycle.md); this loop only runs attempts and reports them. Every
- * run it stops waiting for (failed attempt, deadline, client gone) is cancelled at its agent.
+ * docs/decisions/004-attempt-lifecycle.md); this loop only runs attempts and reports them. Every run it stops waiting
+ * for (failed attempt, deadline, client gone) is cancelled at its agent.
  *
- * Per failed attempt (`RetryPolicy.decide`; docs/decisions/003-provider-pool.md "Failure handling: one commit boundary"):
- * - connection failure, reset, agent lost, run rejected, 5xx, 429, a run-accepted or first-byte
- *   timeout (on another provider only): retried with jittered backoff (a `Retry-After` as floor;
- *   a 429 / 503 without one from hundreds of ms), within `maxAttempts`, the deadline and the
- *   pool-wide retry budget, on another provider when there is one, else on the SAME provider
- *   after the backoff (equal jitter, so never at once). Not retried when no provider of the group
- *   takes requests any more (the one that failed was just ejected as an outlier, or is draining
- *   or gone): the client gets the failure itself, not a 503 about the pool.
- * - 400 `context_length_exceeded`: never retried on the same model; the group's
- *   `contextFallback` (a longer-context group) serves it when configured.
- * - other 4xx: the client's fault, returned at once.
- * Each verdict feeds the group's outlier detector.
+ * Per failed attempt (`RetryPolicy.decide`; docs/decisions/003-provider-pool.md "Failure handling: one commit
+ * boundary"):
+ * - connection failure, reset, agent lost, run rejected, 5xx, 429, a run-accepted or first-byte timeout (on another
+ *   provider only): retried with jittered backoff (a `Retry-After` as floor; a 429 / 503 without one from hundreds of
+ *   ms), within `maxAttempts`, the deadline and the pool-wide retry budget, on another provider when there is one, else
+ *   on the SAME provider after the backoff (equal jitter, so never at once). Not retried when no provider of the group
+ *   takes requests any more (the one that failed was just ejected as an outlier, or is draining or gone): the client
+ *   gets the failure itself, not a 503 about the pool.
+ * - 400 `context_length_exceeded`: never retried on the same model; the group's `contextFallback` (a longer-context
+ *   group) serves it when configured.
+ * - other 4xx: the client's fault, returned at once. Each verdict feeds the group's outlier detector.
  */
 import { IopError } from '@iop/core';
 import type { ProviderTunnelFrame, Usage as FrameUsage } from '@iop/proto';
@@ -28,7 +27,13 @@ import type { ModelGroup } from '../pool/pool-config.js';
 import type { RunStream } from '../pool/run-stream.js';
 import type { PoolPick, ProviderPool } from '../pool/provider-pool.js';
 import { looksLikeJsonObject } from './json-body.js';
-import { failureOfRunError, isContextOverflow, outcomeOf, type AttemptFailure, type RequestAttempts } from '../pool/retry-policy.js';
+import {
+  failureOfRunError,
+  isContextOverflow,
+  outcomeOf,
+  type AttemptFailure,
+  type RequestAttempts,
+} from '../pool/retry-policy.js';
 import { scheduleRetry } from './attempt-scheduler.js';
 import { stopError, type RequestDeadline } from './request-deadline.js';
 import type { RunRequest } from '../pool/run-stream.js';
@@ -125,7 +130,9 @@ function statusFailure(error: IopError, start: ProviderTunnelFrame): AttemptFail
  * a reset stream, retried.
  */
 function firstBodyFailure(error: IopError): AttemptFailure {
-  return error.code === 'upstream_error' ? { kind: 'reset', detail: 'malformed first chunk' } : { kind: 'status', status: error.status };
+  return error.code === 'upstream_error'
+    ? { kind: 'reset', detail: 'malformed first chunk' }
+    : { kind: 'status', status: error.status };
 }
 
 /** A non-stream answer read to its END (`wholeBody`). */
@@ -135,7 +142,8 @@ export interface WholeAnswer {
 }
 
 type AttemptResult =
-  { start: ProviderTunnelFrame; first: ProviderTunnelFrame | undefined; answer?: WholeAnswer } | { error: IopError; failure: AttemptFailure };
+  | { start: ProviderTunnelFrame; first: ProviderTunnelFrame | undefined; answer?: WholeAnswer }
+  | { error: IopError; failure: AttemptFailure };
 
 /** Reads a 2xx answer to its END; a body that breaks first is the attempt's failure. */
 async function wholeAnswer(run: RunStream, start: ProviderTunnelFrame): Promise<AttemptResult> {
@@ -144,14 +152,21 @@ async function wholeAnswer(run: RunStream, start: ProviderTunnelFrame): Promise<
   for (;;) {
     const next = await run.frames.next();
     if (next.done === true)
-      return { error: new IopError('upstream_error', 'upstream failure: the answer ended before its end'), failure: { kind: 'reset', detail: 'ended' } };
+      return {
+        error: new IopError('upstream_error', 'upstream failure: the answer ended before its end'),
+        failure: { kind: 'reset', detail: 'ended' },
+      };
     const frame = next.value;
-    if (frame.kind === FrameKind.ERROR) return { error: runFailure(frame), failure: failureOfRunError(frame.errorCode) };
+    if (frame.kind === FrameKind.ERROR)
+      return { error: runFailure(frame), failure: failureOfRunError(frame.errorCode) };
     if (frame.kind === FrameKind.BODY) parts.push(frame.body);
     else if (frame.kind === FrameKind.USAGE) usage = frame.usage;
     else if (frame.kind === FrameKind.END) break;
   }
-  const body = parts.length === 1 ? Buffer.from(parts[0]!.buffer, parts[0]!.byteOffset, parts[0]!.byteLength) : Buffer.concat(parts);
+  const body =
+    parts.length === 1
+      ? Buffer.from(parts[0]!.buffer, parts[0]!.byteOffset, parts[0]!.byteLength)
+      : Buffer.concat(parts);
   if (!looksLikeJsonObject(body)) {
     return {
       error: new IopError('upstream_error', 'upstream failure: the backend sent a malformed response body'),
@@ -161,8 +176,15 @@ async function wholeAnswer(run: RunStream, start: ProviderTunnelFrame): Promise<
   return { start, first: undefined, answer: { body, usage } };
 }
 
-/** Runs one attempt up to its commit point (the first body frame, or with `wholeBody` the END); returns the opened run or the failure. */
-async function attemptOnce(run: RunStream, wholeBody: boolean, checkFirst: OpenRunRequest['checkFirst']): Promise<AttemptResult> {
+/**
+ * Runs one attempt up to its commit point (the first body frame, or with `wholeBody` the END); returns the opened run
+ * or the failure.
+ */
+async function attemptOnce(
+  run: RunStream,
+  wholeBody: boolean,
+  checkFirst: OpenRunRequest['checkFirst'],
+): Promise<AttemptResult> {
   const head = await run.frames.next();
   const frame = head.done === true ? undefined : head.value;
   if (frame?.kind === FrameKind.RESPONSE_START) {
@@ -173,13 +195,17 @@ async function attemptOnce(run: RunStream, wholeBody: boolean, checkFirst: OpenR
     if (wholeBody) return wholeAnswer(run, frame);
     const next = await run.frames.next();
     const first = next.done === true ? undefined : next.value;
-    if (first?.kind === FrameKind.ERROR) return { error: runFailure(first), failure: failureOfRunError(first.errorCode) };
+    if (first?.kind === FrameKind.ERROR)
+      return { error: runFailure(first), failure: failureOfRunError(first.errorCode) };
     const rejected = first?.kind === FrameKind.BODY ? checkFirst?.(first.body) : undefined;
     if (rejected !== undefined) return { error: rejected, failure: firstBodyFailure(rejected) };
     return { start: frame, first };
   }
   if (frame === undefined)
-    return { error: new IopError('upstream_error', 'the run ended without a response'), failure: { kind: 'no_response', detail: 'ended' } };
+    return {
+      error: new IopError('upstream_error', 'the run ended without a response'),
+      failure: { kind: 'no_response', detail: 'ended' },
+    };
   return { error: runFailure(frame), failure: failureOfRunError(frame.errorCode) };
 }
 
@@ -202,7 +228,12 @@ function stop(run: RunStream, reason: string): void {
  *   request deadline passed; the last attempt's failure (the backend's status and message, or a
  *   tunnel / timeout error) when no retry is left.
  */
-export async function openRun(pool: ProviderPool, request: OpenRunRequest, log: Logger, onRun: (run: RunStream, pick: PoolPick) => void): Promise<OpenedRun> {
+export async function openRun(
+  pool: ProviderPool,
+  request: OpenRunRequest,
+  log: Logger,
+  onRun: (run: RunStream, pick: PoolPick) => void,
+): Promise<OpenedRun> {
   const {
     bodyFor,
     affinityKey,
@@ -231,17 +262,26 @@ export async function openRun(pool: ProviderPool, request: OpenRunRequest, log: 
       // A non-stream answer's first byte is the whole answer: it may take the rest of the deadline.
       const remainingMs = deadline?.remainingMs();
       const firstByteTimeoutMs =
-        remainingMs === undefined ? base.firstByteTimeoutMs : wholeBody ? remainingMs : Math.min(base.firstByteTimeoutMs ?? remainingMs, remainingMs);
-      const acquired = await pool.acquire(group, { exclude, affinityKey, prefixKeys, ...(signal === undefined ? {} : { signal }) }, (pick) =>
-        pick.provider.start({
-          ...base,
-          prefixKeys,
-          firstByteTimeoutMs,
-          model: pick.model,
-          body: bodyFor(pick.model),
-          idempotencyKey:
-            call === 1 && request.idempotencyKey !== undefined ? request.idempotencyKey : `${request.idempotencyKey ?? request.requestId}:${number}`,
-        }),
+        remainingMs === undefined
+          ? base.firstByteTimeoutMs
+          : wholeBody
+            ? remainingMs
+            : Math.min(base.firstByteTimeoutMs ?? remainingMs, remainingMs);
+      const acquired = await pool.acquire(
+        group,
+        { exclude, affinityKey, prefixKeys, ...(signal === undefined ? {} : { signal }) },
+        (pick) =>
+          pick.provider.start({
+            ...base,
+            prefixKeys,
+            firstByteTimeoutMs,
+            model: pick.model,
+            body: bodyFor(pick.model),
+            idempotencyKey:
+              call === 1 && request.idempotencyKey !== undefined
+                ? request.idempotencyKey
+                : `${request.idempotencyKey ?? request.requestId}:${number}`,
+          }),
       );
       const { run, pick, ticket } = acquired;
       group = acquired.group;
@@ -252,7 +292,14 @@ export async function openRun(pool: ProviderPool, request: OpenRunRequest, log: 
       const result = await attemptOnce(run, wholeBody, checkFirst);
       if ('start' in result && !aborted(signal)) {
         pool.report(group, ticket, 'success');
-        return { run, start: result.start, first: result.first, model: pick.model, group, ...(result.answer === undefined ? {} : { answer: result.answer }) };
+        return {
+          run,
+          start: result.start,
+          first: result.first,
+          model: pick.model,
+          group,
+          ...(result.answer === undefined ? {} : { answer: result.answer }),
+        };
       }
       stop(run, 'attempt failed');
       if (!('failure' in result)) throw stopError(signal, new IopError('upstream_error', 'the request was stopped'));
@@ -262,7 +309,17 @@ export async function openRun(pool: ProviderPool, request: OpenRunRequest, log: 
       if (aborted(signal)) throw stopError(signal, error);
       if (onlyFallback && !isContextOverflow(failure)) throw error;
       const verdict = await scheduleRetry(
-        { pool, group, attempts, avoid, maxAttempts, deadline, signal, log, fields: { providerId: pick.provider.id, model: pick.model } },
+        {
+          pool,
+          group,
+          attempts,
+          avoid,
+          maxAttempts,
+          deadline,
+          signal,
+          log,
+          fields: { providerId: pick.provider.id, model: pick.model },
+        },
         failure,
       );
       if (verdict.action === 'fail') throw error;

@@ -20,7 +20,12 @@ const USAGE_FIELD = Buffer.from(',"stream_options":{"include_usage":true}');
  *   `validateChatPassthrough` as `peek`).
  * @param served the backend's model id for this attempt.
  */
-export function passthroughBody(raw: Buffer, body: Record<string, unknown>, peek: ChatPassthroughRequest, served: string): Buffer {
+export function passthroughBody(
+  raw: Buffer,
+  body: Record<string, unknown>,
+  peek: ChatPassthroughRequest,
+  served: string,
+): Buffer {
   const askUsage = peek.stream && !peek.includeUsage;
   if (served === peek.model && peek.maxTokensRewrite === undefined) {
     if (!askUsage) return raw;
@@ -36,7 +41,10 @@ export function passthroughBody(raw: Buffer, body: Record<string, unknown>, peek
   }
   if (askUsage) {
     const options = body.stream_options;
-    changed.stream_options = { ...(typeof options === 'object' && options !== null ? options : {}), include_usage: true };
+    changed.stream_options = {
+      ...(typeof options === 'object' && options !== null ? options : {}),
+      include_usage: true,
+    };
   }
   return Buffer.from(JSON.stringify(changed));
 }

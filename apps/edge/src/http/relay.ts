@@ -49,7 +49,10 @@ export interface RelayOptions {
   signal?: AbortSignal | undefined;
   /** A client that takes nothing for this long ends the stream: run cancelled, in-band error, ms. */
   writeStallTimeoutMs?: number | undefined;
-  /** Receives the answer's `finish_reason` values (a stream's from its guard; a non-stream body is parsed for them only when given). */
+  /**
+   * Receives the answer's `finish_reason` values (a stream's from its guard; a non-stream body is parsed for them only
+   * when given).
+   */
   finishReasons?: string[] | undefined;
 }
 
@@ -64,7 +67,12 @@ function contentType(start: ProviderTunnelFrame, stream: boolean): string {
  * Relays a run to the client. Returns the failure that ended a stream early (in-band error sent),
  * or undefined when the answer was complete.
  */
-export async function relay(handle: RunStream, start: ProviderTunnelFrame, res: Response, options: RelayOptions): Promise<IopError | undefined> {
+export async function relay(
+  handle: RunStream,
+  start: ProviderTunnelFrame,
+  res: Response,
+  options: RelayOptions,
+): Promise<IopError | undefined> {
   res.status(start.status);
   res.setHeader('content-type', headerValue(contentType(start, options.stream)));
   // What the backend could not honour (the embedded backend: n > 1, logprobs) reaches the client.
@@ -76,7 +84,12 @@ export async function relay(handle: RunStream, start: ProviderTunnelFrame, res: 
   if (answer === undefined) throw new IopError('internal', 'a non-stream relay needs the answer openRun read');
   options.usage.record(answer.usage);
   // A JSON API's own rewrite (embeddings encoding, rerank order), else Chat's finish-reason rule.
-  const body = options.finishAnswer === undefined ? deliveredAnswer(answer.body) : start.status >= 300 ? answer.body : options.finishAnswer(answer.body);
+  const body =
+    options.finishAnswer === undefined
+      ? deliveredAnswer(answer.body)
+      : start.status >= 300
+        ? answer.body
+        : options.finishAnswer(answer.body);
   if (options.finishReasons !== undefined) options.finishReasons.push(...finishReasonsOfBody(body));
   if (options.rewriter === undefined) res.end(body);
   else res.end(Buffer.concat([options.rewriter.push(body), options.rewriter.end()]));
@@ -114,7 +127,12 @@ async function relayStream(handle: RunStream, res: Response, options: RelayOptio
   }
 }
 
-async function relayGuarded(handle: RunStream, res: Response, options: RelayOptions, guard: SseGuard): Promise<IopError | undefined> {
+async function relayGuarded(
+  handle: RunStream,
+  res: Response,
+  options: RelayOptions,
+  guard: SseGuard,
+): Promise<IopError | undefined> {
   res.setHeader('cache-control', 'no-cache');
   // openRun hands over the first frame with the run: when it is body bytes, the headers leave with
   // them in one write (a separate header write per stream was ~10 % of the edge's CPU at 64
@@ -131,11 +149,16 @@ async function relayGuarded(handle: RunStream, res: Response, options: RelayOpti
    */
   const send = (bytes: Buffer): boolean | Promise<boolean> => {
     if (bytes.length === 0 || res.destroyed) return true;
-    return res.write(rewriter === undefined ? bytes : rewriter.push(bytes)) || drained(res, options.writeStallTimeoutMs);
+    return (
+      res.write(rewriter === undefined ? bytes : rewriter.push(bytes)) || drained(res, options.writeStallTimeoutMs)
+    );
   };
   /** A client that stopped reading: the run is cancelled (its backend slot released) and the stream ended in band. */
   const stalled = (): IopError => {
-    const failure = new IopError('timeout', `the client read nothing for ${options.writeStallTimeoutMs} ms; the stream was ended`);
+    const failure = new IopError(
+      'timeout',
+      `the client read nothing for ${options.writeStallTimeoutMs} ms; the stream was ended`,
+    );
     handle.cancel('client stopped reading');
     endStalled(res, sseJson(toOpenAIErrorBody(failure)), options.writeStallTimeoutMs ?? 0);
     return failure;
@@ -179,7 +202,11 @@ async function relayGuarded(handle: RunStream, res: Response, options: RelayOpti
     if (sent !== true && !(await sent)) return stalled();
     if (ended.failure !== undefined) failure = ended.failure;
     else if (ended.complete) failure = undefined;
-    else failure ??= runFailure({ errorCode: 'backend_reset', errorMessage: 'the upstream stream ended before [DONE]' } as ProviderTunnelFrame);
+    else
+      failure ??= runFailure({
+        errorCode: 'backend_reset',
+        errorMessage: 'the upstream stream ended before [DONE]',
+      } as ProviderTunnelFrame);
   }
   const held = rewriter?.end();
   if (held !== undefined && held.length > 0 && !res.destroyed) res.write(held);

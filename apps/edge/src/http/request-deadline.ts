@@ -16,7 +16,10 @@ export class RequestDeadline {
   /** @param timeoutMs the request deadline, ms (config `requestDeadlineMs`). */
   constructor(readonly timeoutMs: number) {
     this.expiresAt = performance.now() + timeoutMs;
-    this.timer = setTimeout(() => this.stop(new IopError('timeout', `the request did not complete within its ${timeoutMs} ms deadline`)), timeoutMs);
+    this.timer = setTimeout(
+      () => this.stop(new IopError('timeout', `the request did not complete within its ${timeoutMs} ms deadline`)),
+      timeoutMs,
+    );
     this.timer.unref();
   }
 

@@ -27,7 +27,14 @@ import type { Express, NextFunction, Request, Response } from 'express';
 import { IopError, type InferenceRequest } from '@iop/core';
 import type { EdgeContext } from '../edge-context.js';
 import type { Dialect } from '@iop/core';
-import { responseRecordOf, responsesDialect, storedResponseOf, withHistory, type ResponseObject, type StoredResponse } from '../dialects.js';
+import {
+  responseRecordOf,
+  responsesDialect,
+  storedResponseOf,
+  withHistory,
+  type ResponseObject,
+  type StoredResponse,
+} from '../dialects.js';
 import { keepResponse, type InputItemsQuery, type ResponseStore } from '../responses-store/index.js';
 import type { GuardedResponseStore } from '../responses-store/guarded-store.js';
 import type { InferenceRoute } from './inference.js';
@@ -37,9 +44,13 @@ function notFound(id: string, param?: string): IopError {
   return new IopError('not_found', `Response with id '${id}' not found.`, param === undefined ? {} : { param });
 }
 
-/** The request's owner. @throws IopError internal when the API key check did not run (a wiring bug: never fall back to a shared owner). */
+/**
+ * The request's owner. @throws IopError internal when the API key check did not run (a wiring bug: never fall back to a
+ * shared owner).
+ */
 function ownerOf(context: RequestLocals): string {
-  if (context.owner === undefined) throw new IopError('internal', 'the request has no owner: the API key check did not run');
+  if (context.owner === undefined)
+    throw new IopError('internal', 'the request has no owner: the API key check did not run');
   return context.owner;
 }
 
@@ -84,7 +95,11 @@ export interface ResponsesRouteOptions {
 }
 
 /** The inference route: prepends stored history for `previous_response_id`, stores the result. */
-export function responsesInferenceRoute(store: GuardedResponseStore, edge: EdgeContext, options: ResponsesRouteOptions = {}): InferenceRoute {
+export function responsesInferenceRoute(
+  store: GuardedResponseStore,
+  edge: EdgeContext,
+  options: ResponsesRouteOptions = {},
+): InferenceRoute {
   const { recent } = options;
   return {
     dialect: options.dialect ?? responsesDialect,
@@ -101,7 +116,9 @@ export function responsesInferenceRoute(store: GuardedResponseStore, edge: EdgeC
       const previousId = body.previous_response_id;
       if (previousId === undefined || previousId === null) return request;
       if (typeof previousId !== 'string' || previousId.length === 0)
-        throw new IopError('invalid_request', 'previous_response_id must be a non-empty string', { param: 'previous_response_id' });
+        throw new IopError('invalid_request', 'previous_response_id must be a non-empty string', {
+          param: 'previous_response_id',
+        });
       const previous = recent?.get(previousId) ?? (await store.get(previousId, ownerOf(context)));
       if (previous === undefined) throw notFound(previousId, 'previous_response_id');
       if (stored) refuseUnstorable(inputBytes + estimateJsonBytes(previous.conversation), maxResponseBytes);
@@ -146,7 +163,8 @@ function listQuery(req: Request): InputItemsQuery {
     query.limit = value;
   }
   if (order !== undefined) {
-    if (order !== 'asc' && order !== 'desc') throw new IopError('invalid_request', "order must be 'asc' or 'desc'", { param: 'order' });
+    if (order !== 'asc' && order !== 'desc')
+      throw new IopError('invalid_request', "order must be 'asc' or 'desc'", { param: 'order' });
     query.order = order;
   }
   return query;

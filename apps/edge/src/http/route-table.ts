@@ -121,7 +121,11 @@ export class RouteTable<T> {
    * The endpoint `method` and `url` (path and query, as sent) ask for, if any; `HEAD` matches `GET`.
    * @throws URIError when a path parameter has broken percent-encoding (the error handler's 400).
    */
-  match(method: string, url: string, headers: Readonly<Record<string, string | string[] | undefined>> = {}): RouteMatch<T> | undefined {
+  match(
+    method: string,
+    url: string,
+    headers: Readonly<Record<string, string | string[] | undefined>> = {},
+  ): RouteMatch<T> | undefined {
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
     const query = q < 0 ? NO_QUERY : new URLSearchParams(url.slice(q + 1));

@@ -1,34 +1,31 @@
 /**
- * Makes a relayed Chat Completions SSE stream (passthrough path) spec-conformant whatever the
- * backend's framing (docs/protocols.md "Chat stream", "Chat errors"; the SSE event-stream format of the WHATWG HTML standard,
- * §9.2.6), while ordinary chunks pass as the backend's own bytes:
+ * Makes a relayed Chat Completions SSE stream (passthrough path) spec-conformant whatever the backend's framing
+ * (docs/protocols.md "Chat stream", "Chat errors"; the SSE event-stream format of the WHATWG HTML standard, §9.2.6),
+ * while ordinary chunks pass as the backend's own bytes:
  *
- * - Events are split at blank lines (LF or CRLF line ends). An event whose data spans several
- *   `data:` lines (valid SSE: the lines are joined with `\n`) is parsed and re-sent on one line.
- * - A one-line `data:` event must carry `[DONE]` or a JSON object (first byte `{`, last byte `}`);
- *   anything else is a malformed chunk: the stream ends there as a failure.
- * - Each one-line event is scanned once, byte by byte, for the keys `"usage"`, `"error"` and
- *   `"finish_reason"` (string contents are skipped); only a chunk whose `usage` or `error` value is not `null`
- *   is JSON-parsed and handed to `ChunkRules` (usage and error rules). A non-null
- *   `finish_reason` marks a choice finished; once every choice is (`choices`: 1, or a legacy
- *   completion's prompts × `n`), a stream cut after it is complete, and gets its usage chunk and
- *   `[DONE]` from `end()`.
- * - The finish reason follows what was relayed: the scan notes a non-empty `tool_calls` array, and a
- *   `finish_reason` of `"tool_calls"` with none relayed before (or `"stop"` after one) sends that
- *   one chunk through `ChunkRules` to be rewritten (`withDeliveredFinish`); every other chunk
- *   costs only the byte comparison of its label. Tool calls are tracked per stream, not per
- *   choice (`n` > 1 streams share one flag).
+ * - Events are split at blank lines (LF or CRLF line ends). An event whose data spans several `data:` lines (valid SSE:
+ *   the lines are joined with `\n`) is parsed and re-sent on one line.
+ * - A one-line `data:` event must carry `[DONE]` or a JSON object (first byte `{`, last byte `}`); anything else is a
+ *   malformed chunk: the stream ends there as a failure.
+ * - Each one-line event is scanned once, byte by byte, for the keys `"usage"`, `"error"` and `"finish_reason"` (string
+ *   contents are skipped); only a chunk whose `usage` or `error` value is not `null` is JSON-parsed and handed to
+ *   `ChunkRules` (usage and error rules). A non-null `finish_reason` marks a choice finished; once every choice is
+ *   (`choices`: 1, or a legacy completion's prompts × `n`), a stream cut after it is complete, and gets its usage chunk
+ *   and `[DONE]` from `end()`.
+ * - The finish reason follows what was relayed: the scan notes a non-empty `tool_calls` array, and a `finish_reason` of
+ *   `"tool_calls"` with none relayed before (or `"stop"` after one) sends that one chunk through `ChunkRules` to be
+ *   rewritten (`withDeliveredFinish`); every other chunk costs only the byte comparison of its label. Tool calls are
+ *   tracked per stream, not per choice (`n` > 1 streams share one flag).
  * - Nothing after `[DONE]` is sent.
- * - Chunks of generated output (a non-empty `content`, `reasoning_content` or `reasoning`, or
- *   `tool_calls`; a legacy completion's `text`) are counted (`generatedChunks`): the output-token estimate of a stream that
- *   ends without its usage chunk.
+ * - Chunks of generated output (a non-empty `content`, `reasoning_content` or `reasoning`, or `tool_calls`; a legacy
+ *   completion's `text`) are counted (`generatedChunks`): the output-token estimate of a stream that ends without its
+ *   usage chunk.
  *
- * Built on bytes rather than on eventsource-parser (which iop's normalized path uses): this path
- * must send the backend's bytes unchanged and uncopied, and a string parser would decode and
- * re-encode every chunk.
+ * Built on bytes rather than on eventsource-parser (which iop's normalized path uses): this path must send the
+ * backend's bytes unchanged and uncopied, and a string parser would decode and re-encode every chunk.
  *
- * Only complete events are passed on: a frame that ends mid-event holds that part until the next
- * frame (backends write an event per write, so this costs no latency in practice).
+ * Only complete events are passed on: a frame that ends mid-event holds that part until the next frame (backends write
+ * an event per write, so this costs no latency in practice).
  */
 import { IopError, SSE_DONE } from '@iop/core';
 import { ChunkRules, withDeliveredFinish } from './chunk-rules.js';
@@ -95,7 +92,9 @@ function matchesAt(data: Buffer, at: number, to: number, key: Buffer): boolean {
   return true;
 }
 
-/** Where a value starts after a key ending at `i` (whitespace, colon, whitespace); -1 when no colon follows (not a key). */
+/**
+ * Where a value starts after a key ending at `i` (whitespace, colon, whitespace); -1 when no colon follows (not a key).
+ */
 function valueStart(data: Buffer, i: number, to: number): number {
   while (i < to && (data[i] === SPACE || data[i] === TAB)) i++;
   if (i >= to || data[i] !== COLON) return -1;
@@ -104,7 +103,10 @@ function valueStart(data: Buffer, i: number, to: number): number {
   return i < to ? i : -1;
 }
 
-/** Whether the key at `i` is one of generated output with a value that holds some: a non-empty string, or (`tool_calls`) an array. */
+/**
+ * Whether the key at `i` is one of generated output with a value that holds some: a non-empty string, or (`tool_calls`)
+ * an array.
+ */
 function generatedValue(data: Buffer, i: number, to: number): boolean {
   for (const key of GENERATED_STRING_KEYS) {
     if (!matchesAt(data, i, to, key)) continue;
@@ -136,10 +138,12 @@ function chunkGenerated(chunk: unknown): boolean {
   const choices = (chunk as { choices?: unknown } | null)?.choices;
   if (!Array.isArray(choices)) return false;
   for (const choice of choices) {
-    if (typeof (choice as { text?: unknown } | null)?.text === 'string' && (choice as { text: string }).text !== '') return true;
+    if (typeof (choice as { text?: unknown } | null)?.text === 'string' && (choice as { text: string }).text !== '')
+      return true;
     const delta = (choice as { delta?: Record<string, unknown> } | null)?.delta;
     if (typeof delta !== 'object' || delta === null) continue;
-    for (const key of ['content', 'reasoning_content', 'reasoning']) if (typeof delta[key] === 'string' && delta[key] !== '') return true;
+    for (const key of ['content', 'reasoning_content', 'reasoning'])
+      if (typeof delta[key] === 'string' && delta[key] !== '') return true;
     if (Array.isArray(delta.tool_calls) && delta.tool_calls.length > 0) return true;
   }
   return false;
@@ -156,11 +160,11 @@ function chunkToolCalls(chunk: unknown): boolean {
 }
 
 /**
- * One pass over a chunk's bytes for the first byte of the values of `"finish_reason"`, `"usage"`
- * and `"error"` (-1 when absent), and whether it carries generated output: a non-empty
- * `content`, `reasoning_content` or `reasoning` string, or a `tool_calls` array. A JSON string
- * cannot hold an unescaped `"`, so a match followed by a colon is a key. A plain loop: for lines of a few hundred bytes it is several times faster
- * than `Buffer.indexOf` with a Buffer needle, whose native call costs more than the scan.
+ * One pass over a chunk's bytes for the first byte of the values of `"finish_reason"`, `"usage"` and `"error"` (-1 when
+ * absent), and whether it carries generated output: a non-empty `content`, `reasoning_content` or `reasoning` string,
+ * or a `tool_calls` array. A JSON string cannot hold an unescaped `"`, so a match followed by a colon is a key. A plain
+ * loop: for lines of a few hundred bytes it is several times faster than `Buffer.indexOf` with a Buffer needle, whose
+ * native call costs more than the scan.
  */
 class ChunkKeys {
   finish = -1;
@@ -177,15 +181,20 @@ class ChunkKeys {
     for (let i = from; i < to; i++) {
       if (data[i] !== QUOTE) continue;
       const first = i + 1 < to ? data[i + 1] : 0;
-      if (first === LOWER_F && this.finish === -1 && matchesAt(data, i, to, FINISH_KEY)) this.finish = valueStart(data, i + FINISH_KEY.length, to);
-      else if (first === LOWER_U && this.usage === -1 && matchesAt(data, i, to, USAGE_KEY)) this.usage = valueStart(data, i + USAGE_KEY.length, to);
-      else if (first === LOWER_E && this.error === -1 && matchesAt(data, i, to, ERROR_KEY)) this.error = valueStart(data, i + ERROR_KEY.length, to);
-      else if (first === LOWER_C && this.choices === -1 && matchesAt(data, i, to, CHOICES_KEY)) this.choices = valueStart(data, i + CHOICES_KEY.length, to);
+      if (first === LOWER_F && this.finish === -1 && matchesAt(data, i, to, FINISH_KEY))
+        this.finish = valueStart(data, i + FINISH_KEY.length, to);
+      else if (first === LOWER_U && this.usage === -1 && matchesAt(data, i, to, USAGE_KEY))
+        this.usage = valueStart(data, i + USAGE_KEY.length, to);
+      else if (first === LOWER_E && this.error === -1 && matchesAt(data, i, to, ERROR_KEY))
+        this.error = valueStart(data, i + ERROR_KEY.length, to);
+      else if (first === LOWER_C && this.choices === -1 && matchesAt(data, i, to, CHOICES_KEY))
+        this.choices = valueStart(data, i + CHOICES_KEY.length, to);
       else if (first === LOWER_T && !this.toolCalls && matchesAt(data, i, to, TOOL_CALLS_KEY)) {
         // Looked for even after other output in the chunk: the finish reason depends on it.
         this.toolCalls = generatedValue(data, i, to);
         if (this.toolCalls) this.generated = true;
-      } else if (!this.generated && (first === LOWER_C || first === LOWER_R || first === LOWER_T)) this.generated = generatedValue(data, i, to);
+      } else if (!this.generated && (first === LOWER_C || first === LOWER_R || first === LOWER_T))
+        this.generated = generatedValue(data, i, to);
       // Skip the rest of this string (keys and values alike) up to its closing quote.
       for (i++; i < to && data[i] !== QUOTE; i++) if (data[i] === BACKSLASH) i++;
     }
@@ -197,13 +206,22 @@ export class SseGuard {
   private readonly rules: ChunkRules;
   /** `data: [DONE]` has passed: nothing more is sent. */
   sawDone = false;
-  /** Chunks with a non-null `finish_reason` that have passed (one per choice: vLLM, SGLang, llama.cpp send a choice per chunk). */
+  /**
+   * Chunks with a non-null `finish_reason` that have passed (one per choice: vLLM, SGLang, llama.cpp send a choice per
+   * chunk).
+   */
   private finishes = 0;
   /** Finish reasons a complete answer has: its choices (legacy completions: prompts × `n`). */
   private readonly choices: number;
-  /** The `finish_reason` values that passed, one per finished choice, in order (at most `MAX_FINISH_REASONS`; the request span's `gen_ai.response.finish_reasons`). */
+  /**
+   * The `finish_reason` values that passed, one per finished choice, in order (at most `MAX_FINISH_REASONS`; the
+   * request span's `gen_ai.response.finish_reasons`).
+   */
   readonly finishReasons: string[] = [];
-  /** Chunks of generated output passed (non-empty content, reasoning or tool calls: one token each by default in vLLM, SGLang, llama.cpp server). */
+  /**
+   * Chunks of generated output passed (non-empty content, reasoning or tool calls: one token each by default in vLLM,
+   * SGLang, llama.cpp server).
+   */
   generatedChunks = 0;
   /** A chunk with a non-empty `tool_calls` array has passed (the finish reason must then say `tool_calls`). */
   private sawToolCall = false;
@@ -233,7 +251,10 @@ export class SseGuard {
 
   push(chunk: Uint8Array): GuardResult {
     if (this.sawDone) return { safe: EMPTY, failure: undefined };
-    const data = this.partial === undefined ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : Buffer.concat([this.partial, chunk]);
+    const data =
+      this.partial === undefined
+        ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+        : Buffer.concat([this.partial, chunk]);
     this.partial = undefined;
     return this.scan(data, false);
   }
@@ -254,7 +275,11 @@ export class SseGuard {
     if (!this.sawFinish) return { ...result, complete: false };
     this.sawDone = true;
     const usage = this.rules.takeUsage();
-    return { safe: Buffer.concat(usage === undefined ? [result.safe, DONE_EVENT] : [result.safe, usage, DONE_EVENT]), failure: undefined, complete: true };
+    return {
+      safe: Buffer.concat(usage === undefined ? [result.safe, DONE_EVENT] : [result.safe, usage, DONE_EVENT]),
+      failure: undefined,
+      complete: true,
+    };
   }
 
   /** Scans whole events of `data`; `final`: the buffer is the stream's last bytes (an unterminated event counts). */
@@ -280,7 +305,10 @@ export class SseGuard {
         if (this.dataLines > 0) {
           const outcome = this.dispatch(data);
           if (outcome === 'fail' || outcome instanceof IopError) {
-            const safe = parts === undefined ? data.subarray(emitFrom, eventStart) : Buffer.concat([...parts, data.subarray(emitFrom, eventStart)]);
+            const safe =
+              parts === undefined
+                ? data.subarray(emitFrom, eventStart)
+                : Buffer.concat([...parts, data.subarray(emitFrom, eventStart)]);
             this.partial = undefined;
             return { safe, failure: outcome === 'fail' ? malformed() : outcome };
           }
@@ -291,7 +319,10 @@ export class SseGuard {
             emitFrom = next;
           }
           if (this.sawDone) {
-            const safe = parts === undefined ? data.subarray(emitFrom, next) : Buffer.concat([...parts, data.subarray(emitFrom, next)]);
+            const safe =
+              parts === undefined
+                ? data.subarray(emitFrom, next)
+                : Buffer.concat([...parts, data.subarray(emitFrom, next)]);
             return { safe, failure: undefined };
           }
         }
@@ -362,7 +393,13 @@ export class SseGuard {
     const hasUsage = keys.usage !== -1 && data[keys.usage] !== LOWER_N;
     const hasError = this.errorEvent || (keys.error !== -1 && data[keys.error] !== LOWER_N);
     if (!hasUsage && !hasError && !misLabelled) return 'original';
-    if (!hasError && !misLabelled && keys.choices !== -1 && data[keys.choices] === OPEN_BRACKET && data[keys.choices + 1] === CLOSE_BRACKET) {
+    if (
+      !hasError &&
+      !misLabelled &&
+      keys.choices !== -1 &&
+      data[keys.choices] === OPEN_BRACKET &&
+      data[keys.choices + 1] === CLOSE_BRACKET
+    ) {
       // Already the conformant usage chunk (vLLM, SGLang, llama.cpp server): held as it came, unparsed.
       this.rules.holdUsageEvent(data.subarray(from, to));
       return 'none';
@@ -387,7 +424,11 @@ export class SseGuard {
    * output and tool calls are counted here); `misLabelled`: its finish reason disagrees with the
    * tool calls relayed (rewritten, so its bytes are re-sent).
    */
-  private applyRules(payload: string, multiLine: boolean, misLabelled: boolean): 'original' | 'none' | 'fail' | IopError | Buffer[] {
+  private applyRules(
+    payload: string,
+    multiLine: boolean,
+    misLabelled: boolean,
+  ): 'original' | 'none' | 'fail' | IopError | Buffer[] {
     let chunk: unknown;
     try {
       chunk = JSON.parse(payload);
@@ -402,7 +443,12 @@ export class SseGuard {
     }
     if (multiLine || misLabelled) {
       const saw = this.sawToolCall;
-      if (typeof chunk === 'object' && chunk !== null && withDeliveredFinish(chunk as Record<string, unknown>, () => saw)) reframe = true;
+      if (
+        typeof chunk === 'object' &&
+        chunk !== null &&
+        withDeliveredFinish(chunk as Record<string, unknown>, () => saw)
+      )
+        reframe = true;
     }
     const verdict = this.rules.apply(chunk, { errorEvent: this.errorEvent, reframe });
     if (verdict.kind === 'error') return verdict.error;
@@ -410,7 +456,8 @@ export class SseGuard {
       this.finishes++;
       // A one-line chunk's finish reason was recorded by `dispatch`, unless rewritten here.
       if (multiLine || misLabelled)
-        for (const reason of finishReasonsOf(chunk)) if (this.finishReasons.length < MAX_FINISH_REASONS) this.finishReasons.push(reason);
+        for (const reason of finishReasonsOf(chunk))
+          if (this.finishReasons.length < MAX_FINISH_REASONS) this.finishReasons.push(reason);
     }
     return verdict.bytes === 'original' || verdict.bytes === 'none' ? verdict.bytes : [verdict.bytes];
   }

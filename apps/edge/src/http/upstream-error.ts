@@ -10,7 +10,11 @@ import { normalizeUpstreamError } from '../dialects.js';
 /** At most this much of an error body is read, bytes. */
 const MAX_ERROR_BODY_BYTES = 64 * 1024;
 
-export async function readUpstreamError(handle: Pick<RunStream, 'frames'>, status: number, retryAfter: string | undefined): Promise<IopError> {
+export async function readUpstreamError(
+  handle: Pick<RunStream, 'frames'>,
+  status: number,
+  retryAfter: string | undefined,
+): Promise<IopError> {
   const parts: Uint8Array[] = [];
   let size = 0;
   for await (const frame of handle.frames) {
@@ -28,7 +32,10 @@ export async function readUpstreamError(handle: Pick<RunStream, 'frames'>, statu
   const error = normalizeUpstreamError(status, body);
   const seconds = retryAfter === undefined ? undefined : Number(retryAfter);
   if (seconds !== undefined && Number.isFinite(seconds) && error.retryAfterSeconds === undefined) {
-    return new IopError(error.code, error.message, { retryAfterSeconds: seconds, ...(error.param === undefined ? {} : { param: error.param }) });
+    return new IopError(error.code, error.message, {
+      retryAfterSeconds: seconds,
+      ...(error.param === undefined ? {} : { param: error.param }),
+    });
   }
   return error;
 }

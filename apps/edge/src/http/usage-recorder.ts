@@ -22,7 +22,13 @@ export interface AttemptUsage {
   generated: number;
 }
 
-const USAGE_FIELDS = ['inputTokens', 'outputTokens', 'cachedInputTokens', 'cacheWriteTokens', 'reasoningTokens'] as const;
+const USAGE_FIELDS = [
+  'inputTokens',
+  'outputTokens',
+  'cachedInputTokens',
+  'cacheWriteTokens',
+  'reasoningTokens',
+] as const;
 
 export class UsageRecorder {
   private readonly attempts: AttemptUsage[] = [];
@@ -35,7 +41,10 @@ export class UsageRecorder {
 
   constructor(private readonly metrics: EdgeMetrics) {}
 
-  /** A new attempt (the gate's dispatcher, per attempt); `record`, `recordHub` and `countGenerated` apply to the last one. */
+  /**
+   * A new attempt (the gate's dispatcher, per attempt); `record`, `recordHub` and `countGenerated` apply to the last
+   * one.
+   */
   beginAttempt(): AttemptUsage {
     const attempt: AttemptUsage = { usage: undefined, generated: 0 };
     this.attempts.push(attempt);
@@ -63,7 +72,10 @@ export class UsageRecorder {
     this.current().usage = usage;
   }
 
-  /** The usage the answer carries to the client (the gate's `usage` event: its released attempts'); what the counters get. */
+  /**
+   * The usage the answer carries to the client (the gate's `usage` event: its released attempts'); what the counters
+   * get.
+   */
   recordAnswer(usage: HubUsage): void {
     this.flushed = false;
     this.answer = usage;
@@ -113,15 +125,16 @@ export class UsageRecorder {
   }
 
   /**
-   * Adds the answer's usage (`recordAnswer`'s, else the last attempt's) to the counters, labelled with how the answer was
-   * produced; `attempt` is "answer" or "failed" (a stream that ended in an error). Once per usage
-   * recorded. Returns what the request is billed (`value`), or undefined when the counters had it already.
+   * Adds the answer's usage (`recordAnswer`'s, else the last attempt's) to the counters, labelled with how the answer
+   * was produced; `attempt` is "answer" or "failed" (a stream that ended in an error). Once per usage recorded. Returns
+   * what the request is billed (`value`), or undefined when the counters had it already.
    */
   flush(model: string, response: ResponseLabels, attempt: 'answer' | 'failed' = 'answer'): HubUsage | undefined {
     const usage = this.answer ?? this.attempts.at(-1)?.usage;
     if (usage === undefined || this.flushed) return undefined;
     const add = (kind: string, value: number | undefined) => {
-      if (value !== undefined && value > 0) this.metrics.tokens.inc({ model, kind, attempt, mode: response.mode, policy: response.policy }, value);
+      if (value !== undefined && value > 0)
+        this.metrics.tokens.inc({ model, kind, attempt, mode: response.mode, policy: response.policy }, value);
     };
     add('prompt', usage.inputTokens);
     add('completion', usage.outputTokens);

@@ -21,7 +21,9 @@ export type BudgetPeriod = 'day' | 'month' | 'total';
 export interface KeyBudget {
   /** Tokens (input + output) allowed per period. */
   maxTokens?: number;
-  /** US dollars allowed per period: the cost of the key's requests at the price table (`pricing`, ledger/pricing.ts). */
+  /**
+   * US dollars allowed per period: the cost of the key's requests at the price table (`pricing`, ledger/pricing.ts).
+   */
   maxCostUsd?: number;
   /** `day` and `month` reset at 00:00 UTC of the day / the 1st of the month; `total` never. */
   period: BudgetPeriod;
@@ -29,7 +31,10 @@ export interface KeyBudget {
 
 /** What is kept per key besides its hash. */
 export interface KeySettings {
-  /** Allowed model names as the client sends them (groups, aliases, served names); `*` and `?` globs. Empty or absent = every model. */
+  /**
+   * Allowed model names as the client sends them (groups, aliases, served names); `*` and `?` globs. Empty or absent =
+   * every model.
+   */
   models?: string[];
   limits?: KeyLimits;
   budget?: KeyBudget;
@@ -93,7 +98,8 @@ export function modelAllowed(settings: KeySettings, names: readonly string[]): b
 /** Why a key cannot be used now, or undefined when it can. */
 export function unusableReason(record: ApiKeyRecord, nowMs: number): string | undefined {
   if (record.revokedAtMs !== undefined) return 'this API key has been revoked';
-  if (record.expiresAtMs !== undefined && record.expiresAtMs <= nowMs) return `this API key expired at ${new Date(record.expiresAtMs).toISOString()}`;
+  if (record.expiresAtMs !== undefined && record.expiresAtMs <= nowMs)
+    return `this API key expired at ${new Date(record.expiresAtMs).toISOString()}`;
   return undefined;
 }
 
@@ -101,7 +107,9 @@ export function unusableReason(record: ApiKeyRecord, nowMs: number): string | un
 export function budgetPeriodStart(period: BudgetPeriod, nowMs: number): number {
   if (period === 'total') return 0;
   const date = new Date(nowMs);
-  return period === 'day' ? Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate()) : Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1);
+  return period === 'day'
+    ? Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate())
+    : Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1);
 }
 
 /** The end of that period, ms (Infinity for `total`). */

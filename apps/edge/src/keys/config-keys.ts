@@ -75,13 +75,17 @@ export function recordsOfConfigKeys(keys: readonly ConfigKey[]): ApiKeyRecord[] 
   const hashes = new Set<string>();
   return keys.map((entry) => {
     const keyHash = entry.keyHash ?? hashKey(entry.key!);
-    if (ids.has(entry.id)) throw new ConfigError(`invalid edge config: /keys repeats the id ${JSON.stringify(entry.id)}`);
-    if (hashes.has(keyHash)) throw new ConfigError(`invalid edge config: /keys repeats a key (id ${JSON.stringify(entry.id)})`);
+    if (ids.has(entry.id))
+      throw new ConfigError(`invalid edge config: /keys repeats the id ${JSON.stringify(entry.id)}`);
+    if (hashes.has(keyHash))
+      throw new ConfigError(`invalid edge config: /keys repeats a key (id ${JSON.stringify(entry.id)})`);
     ids.add(entry.id);
     hashes.add(keyHash);
     const expiresAtMs = entry.expiresAt === undefined ? undefined : Date.parse(entry.expiresAt);
     if (expiresAtMs !== undefined && Number.isNaN(expiresAtMs))
-      throw new ConfigError(`invalid edge config: /keys ${JSON.stringify(entry.id)} expiresAt is not an RFC 3339 time: ${JSON.stringify(entry.expiresAt)}`);
+      throw new ConfigError(
+        `invalid edge config: /keys ${JSON.stringify(entry.id)} expiresAt is not an RFC 3339 time: ${JSON.stringify(entry.expiresAt)}`,
+      );
     return {
       id: entry.id,
       name: entry.name,

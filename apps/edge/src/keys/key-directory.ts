@@ -73,7 +73,8 @@ export class KeyDirectory {
     const store = this.options.store;
     if (store === undefined) return false;
     const now = this.now();
-    if (this.activeStoreKeys !== undefined && now - this.activeStoreKeys.fetchedAtMs < this.options.cacheTtlMs) return this.activeStoreKeys.value;
+    if (this.activeStoreKeys !== undefined && now - this.activeStoreKeys.fetchedAtMs < this.options.cacheTtlMs)
+      return this.activeStoreKeys.value;
     const value = await store.hasActiveKeys().catch(() => true);
     this.activeStoreKeys = { value, fetchedAtMs: now };
     return value;
@@ -113,7 +114,9 @@ export class KeyDirectory {
         );
       }
       if (this.options.failureMode === 'open' && cached !== undefined) return cached.record;
-      throw new IopError('no_capacity', 'shared state unavailable: the key store cannot be reached; retry shortly', { retryAfterSeconds: 1 });
+      throw new IopError('no_capacity', 'shared state unavailable: the key store cannot be reached; retry shortly', {
+        retryAfterSeconds: 1,
+      });
     }
   }
 }

@@ -40,7 +40,8 @@ function fromRow(row: Row): ApiKeyRecord {
   };
 }
 
-const settingsOf = (input: KeySettings): string => JSON.stringify({ models: input.models, limits: input.limits, budget: input.budget });
+const settingsOf = (input: KeySettings): string =>
+  JSON.stringify({ models: input.models, limits: input.limits, budget: input.budget });
 const COLUMNS = 'id, key_hash, name, owner, settings, created_at_ms, expires_at_ms, revoked_at_ms';
 
 export class KeyStore {
@@ -82,28 +83,39 @@ export class KeyStore {
     const current = await this.byId(id);
     if (current === undefined) return undefined;
     const next = { ...current, ...patch };
-    await this.db.execute('UPDATE api_keys SET name = $2, owner = $3, settings = $4, expires_at_ms = $5, updated_at_ms = $6 WHERE id = $1', [
-      id,
-      next.name,
-      next.owner,
-      settingsOf(next),
-      next.expiresAtMs ?? null,
-      now,
-    ]);
+    await this.db.execute(
+      'UPDATE api_keys SET name = $2, owner = $3, settings = $4, expires_at_ms = $5, updated_at_ms = $6 WHERE id = $1',
+      [id, next.name, next.owner, settingsOf(next), next.expiresAtMs ?? null, now],
+    );
     return this.byId(id);
   }
 
   /** Marks the key revoked (kept for the ledger's names); false for an unknown id. */
   async revoke(id: string, now = Date.now()): Promise<boolean> {
-    return (await this.db.execute('UPDATE api_keys SET revoked_at_ms = COALESCE(revoked_at_ms, $2), updated_at_ms = $2 WHERE id = $1', [id, now])) > 0;
+    return (
+      (await this.db.execute(
+        'UPDATE api_keys SET revoked_at_ms = COALESCE(revoked_at_ms, $2), updated_at_ms = $2 WHERE id = $1',
+        [id, now],
+      )) > 0
+    );
   }
 
-  /** A new secret for the same key id (its settings, ledger rows and stored Responses stay); the old secret stops working. */
-  async rotate(id: string, now = Date.now()): Promise<{ key: string; record: ApiKeyRecord; previousHash: string } | undefined> {
+  /**
+   * A new secret for the same key id (its settings, ledger rows and stored Responses stay); the old secret stops
+   * working.
+   */
+  async rotate(
+    id: string,
+    now = Date.now(),
+  ): Promise<{ key: string; record: ApiKeyRecord; previousHash: string } | undefined> {
     const current = await this.byId(id);
     if (current === undefined || current.revokedAtMs !== undefined) return undefined;
     const key = generateKey();
-    await this.db.execute('UPDATE api_keys SET key_hash = $2, updated_at_ms = $3 WHERE id = $1', [id, hashKey(key), now]);
+    await this.db.execute('UPDATE api_keys SET key_hash = $2, updated_at_ms = $3 WHERE id = $1', [
+      id,
+      hashKey(key),
+      now,
+    ]);
     return { key, record: (await this.byId(id))!, previousHash: current.keyHash };
   }
 }

@@ -34,12 +34,17 @@ export interface PricingConfig {
   models: Record<string, ModelPrice>;
 }
 
-const usdPerMillion = (description: string) => Type.Number({ minimum: 0, maximum: 1_000_000, description: `${description}, USD per million tokens.` });
+const usdPerMillion = (description: string) =>
+  Type.Number({ minimum: 0, maximum: 1_000_000, description: `${description}, USD per million tokens.` });
 
 export const MODEL_PRICE_SCHEMA = Type.Object(
   {
     input: usdPerMillion('Prompt tokens'),
-    cachedInput: Type.Optional(usdPerMillion('Prompt tokens the backend reports as cached (prompt_tokens_details.cached_tokens); default the input price')),
+    cachedInput: Type.Optional(
+      usdPerMillion(
+        'Prompt tokens the backend reports as cached (prompt_tokens_details.cached_tokens); default the input price',
+      ),
+    ),
     output: usdPerMillion('Completion tokens (reasoning included)'),
   },
   { additionalProperties: false },
@@ -49,13 +54,15 @@ export const PRICING_SCHEMA = Type.Object(
   {
     models: Type.Record(Type.String({ minLength: 1 }), MODEL_PRICE_SCHEMA, {
       default: {},
-      description: 'Prices by model: the name the client sends, else its group name, else the served model id; a model without an entry costs 0. Reloadable.',
+      description:
+        'Prices by model: the name the client sends, else its group name, else the served model id; a model without an entry costs 0. Reloadable.',
     }),
   },
   {
     additionalProperties: false,
     default: {},
-    description: 'Price table of the usage ledger (cost_usd) and money budgets (keys budget.maxCostUsd), US dollars per million tokens.',
+    description:
+      'Price table of the usage ledger (cost_usd) and money budgets (keys budget.maxCostUsd), US dollars per million tokens.',
   },
 );
 
@@ -70,11 +77,16 @@ export function costOf(price: ModelPrice | undefined, usage: Usage | undefined):
   if (price === undefined || usage === undefined) return 0;
   const input = usage.inputTokens ?? 0;
   const cached = Math.min(input, usage.cachedInputTokens ?? 0);
-  const perMillion = (input - cached) * price.input + cached * (price.cachedInput ?? price.input) + (usage.outputTokens ?? 0) * price.output;
+  const perMillion =
+    (input - cached) * price.input +
+    cached * (price.cachedInput ?? price.input) +
+    (usage.outputTokens ?? 0) * price.output;
   return perMillion / 1_000_000;
 }
 
-/** Money is counted (budgets, shared counters) in integer units of 10⁻⁹ USD: a token at $0.01 per million is 10 units. */
+/**
+ * Money is counted (budgets, shared counters) in integer units of 10⁻⁹ USD: a token at $0.01 per million is 10 units.
+ */
 export const NANO_USD_PER_USD = 1_000_000_000;
 
 /** `usd` in counter units (rounded to the nearest nano-dollar). */

@@ -121,7 +121,10 @@ export class UsageLedger {
     const maxAgeMs = options.maxAgeMs ?? 0;
     if (maxAgeMs > 0) {
       void this.prune(maxAgeMs).catch(() => {});
-      this.pruneTimer = setInterval(() => void this.prune(maxAgeMs).catch(() => {}), options.pruneIntervalMs ?? 3_600_000);
+      this.pruneTimer = setInterval(
+        () => void this.prune(maxAgeMs).catch(() => {}),
+        options.pruneIntervalMs ?? 3_600_000,
+      );
       this.pruneTimer.unref();
     }
   }
@@ -188,7 +191,9 @@ export class UsageLedger {
     for (const row of batch) params.push(...values(row));
     let sql = this.insertSql.get(batch.length);
     if (sql === undefined) {
-      const tuples = batch.map((_, row) => `(${COLUMNS.map((_column, index) => `$${row * COLUMNS.length + index + 1}`).join(', ')})`);
+      const tuples = batch.map(
+        (_, row) => `(${COLUMNS.map((_column, index) => `$${row * COLUMNS.length + index + 1}`).join(', ')})`,
+      );
       sql = `INSERT INTO usage_ledger (${COLUMNS.join(', ')}) VALUES ${tuples.join(', ')}`;
       this.insertSql.set(batch.length, sql);
     }

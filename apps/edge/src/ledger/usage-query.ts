@@ -71,14 +71,29 @@ export async function queryUsage(db: SqlDatabase, query: UsageQuery): Promise<Us
             ? Number(value)
             : value;
     }
-    for (const total of ['requests', 'input_tokens', 'output_tokens', 'cached_tokens', 'reasoning_tokens', 'errors', 'estimated_requests', 'cost_usd'] as const)
+    for (const total of [
+      'requests',
+      'input_tokens',
+      'output_tokens',
+      'cached_tokens',
+      'reasoning_tokens',
+      'errors',
+      'estimated_requests',
+      'cost_usd',
+    ] as const)
       out[total] = Number(row[total] ?? 0);
     return out as unknown as UsageGroupRow;
   });
 }
 
-/** What a key has used since `sinceMs`: input + output tokens and cost, USD (seeds an in-memory budget after a restart). */
-export async function usedSince(db: SqlDatabase, keyId: string, sinceMs: number): Promise<{ tokens: number; costUsd: number }> {
+/**
+ * What a key has used since `sinceMs`: input + output tokens and cost, USD (seeds an in-memory budget after a restart).
+ */
+export async function usedSince(
+  db: SqlDatabase,
+  keyId: string,
+  sinceMs: number,
+): Promise<{ tokens: number; costUsd: number }> {
   const [row] = await db.query<{ tokens: string | number | null; cost: string | number | null }>(
     'SELECT COALESCE(SUM(input_tokens + output_tokens), 0) AS tokens, COALESCE(SUM(cost_usd), 0) AS cost FROM usage_ledger WHERE key_id = $1 AND ts_ms >= $2',
     [keyId, sinceMs],

@@ -35,11 +35,19 @@ export class FailoverCounterStore implements CounterStore {
       if (now - this.lastWarnMs >= WARN_EVERY_MS) {
         this.lastWarnMs = now;
         const message = error instanceof Error ? error.message : String(error);
-        if (this.mode === 'open') this.logger.warn({ operation, error: message }, "shared counters unavailable: failing open on this edge's own counters");
+        if (this.mode === 'open')
+          this.logger.warn(
+            { operation, error: message },
+            "shared counters unavailable: failing open on this edge's own counters",
+          );
         else this.logger.error({ operation, error: message }, 'shared counters unavailable: failing closed (503)');
       }
       if (this.mode === 'closed')
-        throw new IopError('no_capacity', 'shared state unavailable: the rate-limit store cannot be reached; retry shortly', { retryAfterSeconds: 1 });
+        throw new IopError(
+          'no_capacity',
+          'shared state unavailable: the rate-limit store cannot be reached; retry shortly',
+          { retryAfterSeconds: 1 },
+        );
       return local();
     }
   }

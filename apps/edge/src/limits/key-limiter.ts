@@ -18,7 +18,13 @@
  * `retryAfterSeconds`; the caller writes `state` as the dialect's rate-limit headers.
  */
 import { IopError, newId } from '@iop/core';
-import { budgetPeriodEnd, budgetPeriodStart, type ApiKeyRecord, type BudgetPeriod, type KeyBudget } from '../keys/api-key.js';
+import {
+  budgetPeriodEnd,
+  budgetPeriodStart,
+  type ApiKeyRecord,
+  type BudgetPeriod,
+  type KeyBudget,
+} from '../keys/api-key.js';
 import { NANO_USD_PER_USD, nanoUsd } from '../ledger/pricing.js';
 import type { CounterStore } from './counter-store.js';
 import type { RateLimitState } from '@iop/core';
@@ -77,7 +83,9 @@ export class KeyLimiter {
     clearInterval(this.renewal);
   }
 
-  /** Extends every stream lease held now (each renewal in one round trip; a failed one is retried at the next period). */
+  /**
+   * Extends every stream lease held now (each renewal in one round trip; a failed one is retried at the next period).
+   */
   async renew(): Promise<void> {
     if (this.held.size === 0) return;
     const leases = new Map<string, string[]>();
@@ -120,7 +128,11 @@ export class KeyLimiter {
         const used = await this.counters.get(tokenKey);
         state.tokens = { limit: limits.tokensPerMinute, remaining: limits.tokensPerMinute - used, resetAtMs };
         if (used >= limits.tokensPerMinute)
-          throw new LimitRefusal(`rate limit reached: key "${record.name}" used ${used} of ${limits.tokensPerMinute} tokens per minute`, retryAfter, state);
+          throw new LimitRefusal(
+            `rate limit reached: key "${record.name}" used ${used} of ${limits.tokensPerMinute} tokens per minute`,
+            retryAfter,
+            state,
+          );
       }
       if (limits?.requestsPerMinute !== undefined) {
         const count = await this.counters.add(requestKey, 1, 2 * MINUTE_MS);
@@ -128,7 +140,11 @@ export class KeyLimiter {
         state.requests = { limit: limits.requestsPerMinute, remaining: limits.requestsPerMinute - count, resetAtMs };
         if (count > limits.requestsPerMinute) {
           state.requests.remaining = 0;
-          throw new LimitRefusal(`rate limit reached: key "${record.name}" allows ${limits.requestsPerMinute} requests per minute`, retryAfter, state);
+          throw new LimitRefusal(
+            `rate limit reached: key "${record.name}" allows ${limits.requestsPerMinute} requests per minute`,
+            retryAfter,
+            state,
+          );
         }
       }
       if (limits?.maxConcurrentStreams !== undefined) {
@@ -136,7 +152,11 @@ export class KeyLimiter {
         const leaseId = newId('lease_', 16);
         const result = await this.counters.acquireSlot(key, leaseId, limits.maxConcurrentStreams, this.streamLeaseMs);
         if (!result.acquired)
-          throw new LimitRefusal(`concurrency limit reached: key "${record.name}" allows ${limits.maxConcurrentStreams} concurrent streams`, 1, state);
+          throw new LimitRefusal(
+            `concurrency limit reached: key "${record.name}" allows ${limits.maxConcurrentStreams} concurrent streams`,
+            1,
+            state,
+          );
         slot = { key, leaseId };
         this.hold(key, leaseId);
       }
@@ -152,12 +172,25 @@ export class KeyLimiter {
         finished = true;
         const work: Array<Promise<unknown>> = [];
         if (slot !== undefined) work.push(this.release(slot.key, slot.leaseId));
-        if (tokens > 0 && limits?.tokensPerMinute !== undefined) work.push(this.counters.add(tokenKey, tokens, 2 * MINUTE_MS));
+        if (tokens > 0 && limits?.tokensPerMinute !== undefined)
+          work.push(this.counters.add(tokenKey, tokens, 2 * MINUTE_MS));
         if (tokens > 0 && budget?.maxTokens !== undefined)
-          work.push(this.counters.add(this.budgetKey('tokens', record.id, budget.period, now), tokens, this.budgetTtl(budget.period, now)));
+          work.push(
+            this.counters.add(
+              this.budgetKey('tokens', record.id, budget.period, now),
+              tokens,
+              this.budgetTtl(budget.period, now),
+            ),
+          );
         const cost = nanoUsd(costUsd);
         if (cost > 0 && budget?.maxCostUsd !== undefined)
-          work.push(this.counters.add(this.budgetKey('cost', record.id, budget.period, now), cost, this.budgetTtl(budget.period, now)));
+          work.push(
+            this.counters.add(
+              this.budgetKey('cost', record.id, budget.period, now),
+              cost,
+              this.budgetTtl(budget.period, now),
+            ),
+          );
         // Counting after the answer must never fail the answer: a store that is down loses these counts.
         await Promise.allSettled(work);
       },
@@ -165,19 +198,32 @@ export class KeyLimiter {
   }
 
   /** @throws LimitRefusal when the period's tokens or cost have reached the budget. */
-  private async checkBudget(record: ApiKeyRecord, budget: KeyBudget, now: number, state: RateLimitState): Promise<void> {
+  private async checkBudget(
+    record: ApiKeyRecord,
+    budget: KeyBudget,
+    now: number,
+    state: RateLimitState,
+  ): Promise<void> {
     const period = budget.period === 'total' ? 'total' : `per-${budget.period}`;
     const end = budgetPeriodEnd(budget.period, now);
     const retry = Number.isFinite(end) ? Math.ceil((end - now) / 1000) : 86_400;
     if (budget.maxTokens !== undefined) {
       const used = await this.budgetUsed('tokens', record.id, budget.period, now);
       if (used >= budget.maxTokens)
-        throw new LimitRefusal(`budget exhausted: key "${record.name}" has used ${used} of its ${budget.maxTokens}-token ${period} budget`, retry, state);
+        throw new LimitRefusal(
+          `budget exhausted: key "${record.name}" has used ${used} of its ${budget.maxTokens}-token ${period} budget`,
+          retry,
+          state,
+        );
     }
     if (budget.maxCostUsd !== undefined) {
       const spent = await this.budgetUsed('cost', record.id, budget.period, now);
       if (spent >= nanoUsd(budget.maxCostUsd))
-        throw new LimitRefusal(`budget exhausted: key "${record.name}" has spent $${usd(spent)} of its $${budget.maxCostUsd} ${period} budget`, retry, state);
+        throw new LimitRefusal(
+          `budget exhausted: key "${record.name}" has spent $${usd(spent)} of its $${budget.maxCostUsd} ${period} budget`,
+          retry,
+          state,
+        );
     }
   }
 

@@ -92,13 +92,9 @@ export class RedisCounterStore implements CounterStore {
 
   async acquireSlot(key: string, leaseId: string, max: number, leaseMs: number): Promise<SlotResult> {
     const now = Date.now();
-    const [acquired, count] = await (this.redis as unknown as { iopAcquireSlot(...args: Array<string | number>): Promise<[number, number]> }).iopAcquireSlot(
-      this.prefix + key,
-      now,
-      now + leaseMs,
-      leaseId,
-      max,
-    );
+    const [acquired, count] = await (
+      this.redis as unknown as { iopAcquireSlot(...args: Array<string | number>): Promise<[number, number]> }
+    ).iopAcquireSlot(this.prefix + key, now, now + leaseMs, leaseId, max);
     return { acquired: acquired === 1, count };
   }
 
@@ -108,7 +104,10 @@ export class RedisCounterStore implements CounterStore {
 
   async renewSlots(leases: ReadonlyMap<string, readonly string[]>, leaseMs: number): Promise<void> {
     const now = Date.now();
-    const pipeline = this.redis.pipeline() as unknown as { iopRenewSlots(...args: Array<string | number>): void; exec(): Promise<unknown> };
+    const pipeline = this.redis.pipeline() as unknown as {
+      iopRenewSlots(...args: Array<string | number>): void;
+      exec(): Promise<unknown>;
+    };
     for (const [key, ids] of leases) pipeline.iopRenewSlots(this.prefix + key, now, now + leaseMs, ...ids);
     await pipeline.exec();
   }

@@ -16,12 +16,19 @@ function backendBody(body: Record<string, unknown>, request: AuxiliaryRequest, s
   const changed: Record<string, unknown> = { ...body, ...request.backendFields, model: served };
   if (request.stream && !request.includeUsage) {
     const options = body.stream_options;
-    changed.stream_options = { ...(typeof options === 'object' && options !== null ? options : {}), include_usage: true };
+    changed.stream_options = {
+      ...(typeof options === 'object' && options !== null ? options : {}),
+      include_usage: true,
+    };
   }
   return Buffer.from(JSON.stringify(changed));
 }
 
-function relayed(body: Record<string, unknown>, request: AuxiliaryRequest, finishAnswer?: (answer: Buffer) => Buffer): PassthroughRequest {
+function relayed(
+  body: Record<string, unknown>,
+  request: AuxiliaryRequest,
+  finishAnswer?: (answer: Buffer) => Buffer,
+): PassthroughRequest {
   return {
     model: request.model,
     stream: request.stream,
@@ -51,4 +58,6 @@ export const rerankPassthrough = api('rerank', '/v1/rerank', (body) => {
   return relayed(body, request, (answer) => openaiAuxiliary.orderRerankAnswer(answer, request));
 });
 
-export const scorePassthrough = api('rerank', '/v1/score', (body) => relayed(body, openaiAuxiliary.readScoreRequest(body)));
+export const scorePassthrough = api('rerank', '/v1/score', (body) =>
+  relayed(body, openaiAuxiliary.readScoreRequest(body)),
+);

@@ -27,7 +27,10 @@ export const chatPassthrough: PassthroughApi = {
   },
 };
 
-/** The prompt estimate of a passthrough Chat body (decoded only for this, off the hot path); by its bytes when it does not decode. */
+/**
+ * The prompt estimate of a passthrough Chat body (decoded only for this, off the hot path); by its bytes when it does
+ * not decode.
+ */
 function passthroughPromptTokens(dialect: Dialect, body: Record<string, unknown>, raw: Buffer): number {
   try {
     return estimateRequestTokens(dialect.decodeRequest(body));

@@ -27,7 +27,10 @@ export interface PassthroughRequest {
   bodyFor(servedModel: string): Uint8Array;
   /** The prompt's token estimate, for a request billed without the backend's usage. */
   promptTokens(): number;
-  /** Rewrites a whole non-stream 2xx answer for the client (e.g. embeddings as base64); @throws IopError `upstream_error`. */
+  /**
+   * Rewrites a whole non-stream 2xx answer for the client (e.g. embeddings as base64); @throws IopError
+   * `upstream_error`.
+   */
   finishAnswer?(body: Buffer): Buffer;
   /** Prefix-affinity key (routing requests that share a prompt prefix to one provider). */
   affinityKey?(prefixMessages: number): number | undefined;

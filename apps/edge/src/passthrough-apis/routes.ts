@@ -14,7 +14,9 @@ import type { InferenceRoute } from '../http/inference.js';
 import { completionsPassthrough, embeddingsPassthrough, rerankPassthrough, scorePassthrough } from './auxiliary.js';
 import type { PassthroughApi } from './passthrough-api.js';
 
-/** OpenAI's envelope and rate-limit headers under the API's own name; its endpoints are listed here, not by the dialect. */
+/**
+ * OpenAI's envelope and rate-limit headers under the API's own name; its endpoints are listed here, not by the dialect.
+ */
 function dialectNamed(name: string): Dialect {
   return { ...chatDialect, name, endpoints: [], pathPrefixes: [] };
 }
@@ -37,4 +39,7 @@ export const PASSTHROUGH_API_ENDPOINTS: ReadonlyArray<{ endpoint: DialectEndpoin
   ['/v2/rerank', rerank],
   ['/v1/score', score],
   ['/score', score],
-].map(([path, served]) => ({ endpoint: { method: 'POST', path: path as string, role: 'inference' }, route: served as InferenceRoute }));
+].map(([path, served]) => ({
+  endpoint: { method: 'POST', path: path as string, role: 'inference' },
+  route: served as InferenceRoute,
+}));

@@ -34,9 +34,13 @@ export function providersWithoutApi(pool: ProviderPool, model: string, api: Serv
   let answer = byApi.answers.get(api);
   if (answer === undefined) byApi.answers.set(api, (answer = decide(pool, group, api)));
   if ('servedInstead' in answer)
-    throw new IopError('invalid_request', `The model \`${excerpt(model)}\` does not serve ${ENDPOINTS[api]}; it serves ${answer.servedInstead}.`, {
-      param: 'model',
-    });
+    throw new IopError(
+      'invalid_request',
+      `The model \`${excerpt(model)}\` does not serve ${ENDPOINTS[api]}; it serves ${answer.servedInstead}.`,
+      {
+        param: 'model',
+      },
+    );
   return answer.without;
 }
 

@@ -104,7 +104,13 @@ export class AdmissionQueue {
    * @throws QueueRefusal (`overloaded`) when the queue is full or `maxWaitMs` passes; the
    *   signal's reason when it aborts; whatever `tryAcquire` throws; the `close` reason once closed.
    */
-  acquire<T>(group: string, queue: QueueConfig, tryAcquire: () => T | undefined, signal?: AbortSignal, retry = false): Promise<T> {
+  acquire<T>(
+    group: string,
+    queue: QueueConfig,
+    tryAcquire: () => T | undefined,
+    signal?: AbortSignal,
+    retry = false,
+  ): Promise<T> {
     if (signal?.aborted === true) return Promise.reject(signal.reason);
     if (this.closedWith !== undefined) return Promise.reject(this.closedWith);
     const waiting = this.groups.get(group);
@@ -122,7 +128,15 @@ export class AdmissionQueue {
       return Promise.reject(this.refusal('full', `the queue of \`${group}\` is full (${waiting?.size ?? 0} waiting)`));
     }
     return new Promise<T>((resolve, reject) => {
-      const waiter: Waiter = { retry, tryAcquire, resolve: resolve as (value: unknown) => void, reject, timer: undefined, signal, onAbort: undefined };
+      const waiter: Waiter = {
+        retry,
+        tryAcquire,
+        resolve: resolve as (value: unknown) => void,
+        reject,
+        timer: undefined,
+        signal,
+        onAbort: undefined,
+      };
       waiter.timer = this.timers.setTimeout(() => {
         this.rejectedTimeout++;
         this.remove(group, waiter);

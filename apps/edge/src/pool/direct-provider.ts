@@ -155,7 +155,8 @@ export class DirectProvider implements PoolProvider {
 
   private async execute(run: DirectRun, request: RunRequest): Promise<void> {
     const headers: Record<string, string> = { ...(request.headers ?? {}) };
-    if (request.idempotencyKey !== undefined && request.idempotencyKey !== '') headers['idempotency-key'] = request.idempotencyKey;
+    if (request.idempotencyKey !== undefined && request.idempotencyKey !== '')
+      headers['idempotency-key'] = request.idempotencyKey;
     injectActive(headers); // the attempt's traceparent (telemetry/request-tracing.ts), for servers that trace
     try {
       await relayBackend(
@@ -168,7 +169,9 @@ export class DirectProvider implements PoolProvider {
           headers,
           body: request.body,
           firstByteTimeoutMs:
-            request.firstByteTimeoutMs !== undefined && request.firstByteTimeoutMs > 0 ? request.firstByteTimeoutMs : this.config.firstByteTimeoutMs,
+            request.firstByteTimeoutMs !== undefined && request.firstByteTimeoutMs > 0
+              ? request.firstByteTimeoutMs
+              : this.config.firstByteTimeoutMs,
           idleTimeoutMs: this.config.idleTimeoutMs,
         },
         run.controller,

@@ -103,7 +103,8 @@ export class ModelCatalog {
         if (!out.has(session) && hasLabels(session, labels)) out.set(session, target);
       }
       for (const provider of this.directProviders) {
-        if (!out.has(provider) && provider.serves(target.model) && hasLabels(provider, labels)) out.set(provider, target);
+        if (!out.has(provider) && provider.serves(target.model) && hasLabels(provider, labels))
+          out.set(provider, target);
       }
     }
     return out;
@@ -112,14 +113,16 @@ export class ModelCatalog {
   /** Largest context length any provider reports for the served model `model`, tokens (0 = unknown). */
   contextLength(model: string): number {
     let length = 0;
-    for (const session of this.options.registry.forModel(model)) length = Math.max(length, session.contextLength(model) ?? 0);
+    for (const session of this.options.registry.forModel(model))
+      length = Math.max(length, session.contextLength(model) ?? 0);
     return length;
   }
 
   /** The tool-call id format the served model `model` needs (`alnum9` when any target says so). */
   toolIdFormatOf(model: string): 'any' | 'alnum9' {
     for (const group of this.poolConfig.modelGroups) {
-      for (const target of group.targets) if (target.model === model && target.toolIdFormat === 'alnum9') return 'alnum9';
+      for (const target of group.targets)
+        if (target.model === model && target.toolIdFormat === 'alnum9') return 'alnum9';
     }
     return 'any';
   }
@@ -151,6 +154,8 @@ export class ModelCatalog {
       return new IopError('no_capacity', `no provider of \`${excerpt(name)}\` is connected now; retry shortly`, {
         retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS,
       });
-    return new IopError('model_not_found', `The model \`${excerpt(name)}\` does not exist or no provider serves it`, { param: 'model' });
+    return new IopError('model_not_found', `The model \`${excerpt(name)}\` does not exist or no provider serves it`, {
+      param: 'model',
+    });
   }
 }

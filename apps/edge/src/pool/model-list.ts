@@ -22,7 +22,12 @@ import type { ModelGroup } from './pool-config.js';
 import type { ModelCatalog } from './model-catalog.js';
 import type { PoolProvider } from './provider.js';
 
-const entry = (id: string, providers: number, contextLength: number, apis: ReadonlySet<string> | undefined): ModelListing => ({
+const entry = (
+  id: string,
+  providers: number,
+  contextLength: number,
+  apis: ReadonlySet<string> | undefined,
+): ModelListing => ({
   id,
   created: 0,
   contextLength: contextLength > 0 ? contextLength : null,
@@ -40,7 +45,10 @@ function addApis(into: Set<string> | undefined, provider: PoolProvider, model: s
 }
 
 /** Accepting providers of the first group of `group` and its fallbacks that has any, with its context length. */
-function serving(catalog: ModelCatalog, group: ModelGroup): { providers: number; contextLength: number; apis: Set<string> | undefined } | undefined {
+function serving(
+  catalog: ModelCatalog,
+  group: ModelGroup,
+): { providers: number; contextLength: number; apis: Set<string> | undefined } | undefined {
   for (const candidate of [group, ...group.fallbacks.map((name) => catalog.resolver.group(name))]) {
     if (candidate === undefined) continue;
     let providers = 0;
@@ -64,7 +72,8 @@ export function listModels(catalog: ModelCatalog): ModelListing[] {
   for (const group of catalog.config.modelGroups) {
     const served = serving(catalog, group);
     if (served === undefined) continue;
-    for (const name of [group.name, ...group.aliases]) out.push(entry(name, served.providers, served.contextLength, served.apis));
+    for (const name of [group.name, ...group.aliases])
+      out.push(entry(name, served.providers, served.contextLength, served.apis));
   }
   const byModel = new Map<string, { providers: number; apis: Set<string> | undefined }>();
   const count = (model: string, provider: PoolProvider) => {

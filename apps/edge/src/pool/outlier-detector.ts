@@ -174,7 +174,14 @@ export class OutlierDetector {
   private entry(providerId: string): Entry {
     let entry = this.entries.get(providerId);
     if (entry === undefined) {
-      entry = { state: 'healthy', consecutiveFailures: 0, ejections: 0, ejectedUntil: 0, recoveredAt: 0, reason: undefined };
+      entry = {
+        state: 'healthy',
+        consecutiveFailures: 0,
+        ejections: 0,
+        ejectedUntil: 0,
+        recoveredAt: 0,
+        reason: undefined,
+      };
       this.entries.set(providerId, entry);
     }
     return entry;
@@ -183,7 +190,8 @@ export class OutlierDetector {
   /** Ejects (the caller has counted it in `out`). */
   private eject(providerId: string, entry: Entry, cause: string): void {
     const now = this.now();
-    if (entry.state === 'healthy' && entry.ejections > 0 && now - entry.recoveredAt >= this.config.maxEjectionMs) entry.ejections = 0;
+    if (entry.state === 'healthy' && entry.ejections > 0 && now - entry.recoveredAt >= this.config.maxEjectionMs)
+      entry.ejections = 0;
     entry.ejections++;
     const durationMs = Math.min(this.config.baseEjectionMs * entry.ejections, this.config.maxEjectionMs);
     entry.ejectedUntil = now + durationMs;

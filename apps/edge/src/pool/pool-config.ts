@@ -1,20 +1,17 @@
 /**
- * The pool section of the edge config: model groups (a client-facing name and aliases over one or
- * more served models, with fallbacks, a queue and an optional gate), direct OpenAI-compatible
- * providers, and the retry, outlier-ejection and prefix-affinity settings. Its schema (`POOL_SCHEMA`,
- * TypeBox, see @iop/core's config-schema.ts) is part of the edge config schema; defaults are filled in; cross-references (fallbacks, contextFallback, unique names and aliases) are
- * checked after the schema. `ModelResolver.resolveModel(name)` maps a client's `model` to its group.
+ * The pool section of the edge config: model groups (a client-facing name and aliases over one or more served models,
+ * with fallbacks, a queue and an optional gate), direct OpenAI-compatible providers, and the retry, outlier-ejection
+ * and prefix-affinity settings. Its schema (`POOL_SCHEMA`, TypeBox, see @iop/core's config-schema.ts) is part of the
+ * edge config schema; defaults are filled in; cross-references (fallbacks, contextFallback, unique names and aliases)
+ * are checked after the schema. `ModelResolver.resolveModel(name)` maps a client's `model` to its group.
  *
- * Example:
- *   { "modelGroups": [{ "name": "qwen3-8b", "aliases": ["gpt-4o-mini"],
- *       "targets": [{ "model": "Qwen/Qwen3-8B", "agents": { "labels": { "gpu": "l4" } }, "weight": 1 }],
- *       "fallbacks": ["qwen3-32b"], "contextFallback": "qwen3-8b-128k",
- *       "queue": { "maxQueued": 256, "maxWaitMs": 30000 } }],
- *     "directProviders": [{ "id": "vllm-a", "baseUrl": "http://10.0.0.5:8000/v1", "models": ["Qwen/Qwen3-8B"],
- *       "maxConcurrency": 64, "weight": 1 }],
- *     "retry": { "maxAttempts": 3, "budgetRatio": 0.2, "minRetriesPerSecond": 5, "baseBackoffMs": 50, "overloadBackoffBaseMs": 500, "maxBackoffMs": 2000 },
- *     "outlier": { "consecutiveFailures": 5, "baseEjectionMs": 10000, "maxEjectionMs": 300000, "maxEjectedPercent": 50 },
- *     "affinity": { "enabled": true, "prefixMessages": 2, "loadFactor": 1.25 } }
+ * Example: { "modelGroups": [{ "name": "qwen3-8b", "aliases": ["gpt-4o-mini"], "targets": [{ "model": "Qwen/Qwen3-8B",
+ * "agents": { "labels": { "gpu": "l4" } }, "weight": 1 }], "fallbacks": ["qwen3-32b"], "contextFallback":
+ * "qwen3-8b-128k", "queue": { "maxQueued": 256, "maxWaitMs": 30000 } }], "directProviders": [{ "id": "vllm-a",
+ * "baseUrl": "http://10.0.0.5:8000/v1", "models": ["Qwen/Qwen3-8B"], "maxConcurrency": 64, "weight": 1 }], "retry": {
+ * "maxAttempts": 3, "budgetRatio": 0.2, "minRetriesPerSecond": 5, "baseBackoffMs": 50, "overloadBackoffBaseMs": 500,
+ * "maxBackoffMs": 2000 }, "outlier": { "consecutiveFailures": 5, "baseEjectionMs": 10000, "maxEjectionMs": 300000,
+ * "maxEjectedPercent": 50 }, "affinity": { "enabled": true, "prefixMessages": 2, "loadFactor": 1.25 } }
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { compileSchema, stringEnum, type Assert, type SameShape } from '@iop/core';
@@ -65,7 +62,10 @@ export interface DirectProviderConfig {
   labels: Record<string, string>;
   /** Longest wait for a TCP/TLS connection, ms (default 10 000). */
   connectTimeoutMs: number;
-  /** No first body byte within this time fails the attempt, ms (default 120 000; the edge's `firstByteTimeoutMs` wins when > 0). */
+  /**
+   * No first body byte within this time fails the attempt, ms (default 120 000; the edge's `firstByteTimeoutMs` wins
+   * when > 0).
+   */
   firstByteTimeoutMs: number;
   /** No body byte for this long (between chunks) fails the run, ms (default 60 000). */
   idleTimeoutMs: number;
@@ -87,14 +87,27 @@ export interface PoolConfig {
   retry: RetryConfig;
   outlier: OutlierConfig;
   affinity: AffinityConfig;
-  /** How a request without an affinity key picks among a group's providers: `p2c` (live load) or `round-robin` (a baseline for comparisons). */
+  /**
+   * How a request without an affinity key picks among a group's providers: `p2c` (live load) or `round-robin` (a
+   * baseline for comparisons).
+   */
   balancer: 'p2c' | 'round-robin';
 }
 
 const queueSchema = Type.Object(
   {
-    maxQueued: Type.Integer({ minimum: 0, maximum: 100_000, default: 256, description: 'Waiters allowed (0 = refuse at once when no slot is free).' }),
-    maxWaitMs: Type.Integer({ minimum: 0, maximum: 600_000, default: 30_000, description: 'Longest wait for a slot, ms.' }),
+    maxQueued: Type.Integer({
+      minimum: 0,
+      maximum: 100_000,
+      default: 256,
+      description: 'Waiters allowed (0 = refuse at once when no slot is free).',
+    }),
+    maxWaitMs: Type.Integer({
+      minimum: 0,
+      maximum: 600_000,
+      default: 30_000,
+      description: 'Longest wait for a slot, ms.',
+    }),
   },
   { additionalProperties: false, default: {} },
 );
@@ -103,11 +116,22 @@ const labelsSchema = Type.Record(Type.String(), Type.String());
 
 const modelTargetSchema = Type.Object(
   {
-    model: Type.String({ minLength: 1, description: 'Served model id as the backends register it (e.g. `Qwen/Qwen3-8B`).' }),
+    model: Type.String({
+      minLength: 1,
+      description: 'Served model id as the backends register it (e.g. `Qwen/Qwen3-8B`).',
+    }),
     agents: Type.Optional(
-      Type.Object({ labels: labelsSchema }, { additionalProperties: false, description: 'Only providers carrying these labels serve this target.' }),
+      Type.Object(
+        { labels: labelsSchema },
+        { additionalProperties: false, description: 'Only providers carrying these labels serve this target.' },
+      ),
     ),
-    weight: Type.Number({ exclusiveMinimum: 0, maximum: 1000, default: 1, description: "Share of the group's traffic relative to the other targets." }),
+    weight: Type.Number({
+      exclusiveMinimum: 0,
+      maximum: 1000,
+      default: 1,
+      description: "Share of the group's traffic relative to the other targets.",
+    }),
     toolIdFormat: Type.Optional(
       stringEnum(['any', 'alnum9'] as const, {
         description:
@@ -121,15 +145,25 @@ const modelTargetSchema = Type.Object(
 const modelGroupSchema = Type.Object(
   {
     name: Type.String({ minLength: 1, description: 'Client-facing model name.' }),
-    aliases: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Other client-facing names of the group.' }),
+    aliases: Type.Array(Type.String({ minLength: 1 }), {
+      default: [],
+      description: 'Other client-facing names of the group.',
+    }),
     targets: Type.Array(modelTargetSchema, { minItems: 1 }),
     fallbacks: Type.Array(Type.String({ minLength: 1 }), {
       default: [],
       description: 'Groups tried, in order, when no provider of this one can take the request.',
     }),
-    contextFallback: Type.Optional(Type.String({ minLength: 1, description: "Group a request goes to when its prompt exceeds this group's context length." })),
+    contextFallback: Type.Optional(
+      Type.String({
+        minLength: 1,
+        description: "Group a request goes to when its prompt exceeds this group's context length.",
+      }),
+    ),
     queue: queueSchema,
-    gate: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Stream-gate settings of the group.' })),
+    gate: Type.Optional(
+      Type.Record(Type.String(), Type.Unknown(), { description: 'Stream-gate settings of the group.' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -137,18 +171,27 @@ const modelGroupSchema = Type.Object(
 const directProviderSchema = Type.Object(
   {
     id: Type.String({ minLength: 1 }),
-    baseUrl: Type.String({ pattern: '^https?://[^\\s/]+', description: 'OpenAI-compatible base URL, `http(s)://…/v1`.' }),
+    baseUrl: Type.String({
+      pattern: '^https?://[^\\s/]+',
+      description: 'OpenAI-compatible base URL, `http(s)://…/v1`.',
+    }),
     apiKey: Type.Optional(Type.String({ minLength: 1 })),
     models: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'Served model ids.' }),
     maxConcurrency: Type.Integer({ minimum: 1, maximum: 100_000, default: 16 }),
     weight: Type.Number({ exclusiveMinimum: 0, maximum: 1000, default: 1 }),
     labels: Type.Record(Type.String(), Type.String(), { default: {} }),
-    connectTimeoutMs: Type.Integer({ minimum: 1, maximum: 600_000, default: 10_000, description: 'Longest wait for a TCP/TLS connection, ms.' }),
+    connectTimeoutMs: Type.Integer({
+      minimum: 1,
+      maximum: 600_000,
+      default: 10_000,
+      description: 'Longest wait for a TCP/TLS connection, ms.',
+    }),
     firstByteTimeoutMs: Type.Integer({
       minimum: 1,
       maximum: 3_600_000,
       default: 120_000,
-      description: "No first body byte within this time fails the attempt, ms (the edge's `firstByteTimeoutMs` wins when > 0).",
+      description:
+        "No first body byte within this time fails the attempt, ms (the edge's `firstByteTimeoutMs` wins when > 0).",
     }),
     idleTimeoutMs: Type.Integer({
       minimum: 1,
@@ -168,34 +211,83 @@ const retrySchema = Type.Object(
       default: 3,
       description: 'Attempts per request, the first included (1 = no retry); defaults to the top-level `maxAttempts`.',
     }),
-    budgetRatio: Type.Number({ minimum: 0, maximum: 10, default: 0.2, description: 'Pool-wide retries per client request.' }),
-    minRetriesPerSecond: Type.Number({ minimum: 0, maximum: 10_000, default: 5, description: 'Pool-wide retries per second allowed whatever the traffic.' }),
-    baseBackoffMs: Type.Integer({ minimum: 0, maximum: 60_000, default: 50, description: 'Backoff of the first retry before jitter, ms.' }),
+    budgetRatio: Type.Number({
+      minimum: 0,
+      maximum: 10,
+      default: 0.2,
+      description: 'Pool-wide retries per client request.',
+    }),
+    minRetriesPerSecond: Type.Number({
+      minimum: 0,
+      maximum: 10_000,
+      default: 5,
+      description: 'Pool-wide retries per second allowed whatever the traffic.',
+    }),
+    baseBackoffMs: Type.Integer({
+      minimum: 0,
+      maximum: 60_000,
+      default: 50,
+      description: 'Backoff of the first retry before jitter, ms.',
+    }),
     overloadBackoffBaseMs: Type.Integer({
       minimum: 0,
       maximum: 60_000,
       default: 500,
-      description: 'Backoff of the first retry of a 429 / 503 without `Retry-After` on the same provider, before jitter, ms.',
+      description:
+        'Backoff of the first retry of a 429 / 503 without `Retry-After` on the same provider, before jitter, ms.',
     }),
-    maxBackoffMs: Type.Integer({ minimum: 0, maximum: 600_000, default: 2000, description: 'Largest backoff, ms; also the longest `Retry-After` waited for.' }),
+    maxBackoffMs: Type.Integer({
+      minimum: 0,
+      maximum: 600_000,
+      default: 2000,
+      description: 'Largest backoff, ms; also the longest `Retry-After` waited for.',
+    }),
   },
   { additionalProperties: false, default: {} },
 );
 
 const outlierSchema = Type.Object(
   {
-    consecutiveFailures: Type.Integer({ minimum: 1, maximum: 1000, default: 5, description: 'Failures in a row that eject a provider.' }),
-    baseEjectionMs: Type.Integer({ minimum: 1, maximum: 3_600_000, default: 10_000, description: 'First ejection time, ms.' }),
-    maxEjectionMs: Type.Integer({ minimum: 1, maximum: 86_400_000, default: 300_000, description: 'Longest ejection time, ms.' }),
-    maxEjectedPercent: Type.Number({ minimum: 0, maximum: 100, default: 50, description: "Largest share of a group's providers out at once, percent." }),
+    consecutiveFailures: Type.Integer({
+      minimum: 1,
+      maximum: 1000,
+      default: 5,
+      description: 'Failures in a row that eject a provider.',
+    }),
+    baseEjectionMs: Type.Integer({
+      minimum: 1,
+      maximum: 3_600_000,
+      default: 10_000,
+      description: 'First ejection time, ms.',
+    }),
+    maxEjectionMs: Type.Integer({
+      minimum: 1,
+      maximum: 86_400_000,
+      default: 300_000,
+      description: 'Longest ejection time, ms.',
+    }),
+    maxEjectedPercent: Type.Number({
+      minimum: 0,
+      maximum: 100,
+      default: 50,
+      description: "Largest share of a group's providers out at once, percent.",
+    }),
   },
   { additionalProperties: false, default: {} },
 );
 
 const affinitySchema = Type.Object(
   {
-    enabled: Type.Boolean({ default: true, description: 'Route requests that share a prompt prefix to the same provider (bounded load).' }),
-    prefixMessages: Type.Integer({ minimum: 1, maximum: 64, default: 2, description: 'Leading messages hashed into the affinity key.' }),
+    enabled: Type.Boolean({
+      default: true,
+      description: 'Route requests that share a prompt prefix to the same provider (bounded load).',
+    }),
+    prefixMessages: Type.Integer({
+      minimum: 1,
+      maximum: 64,
+      default: 2,
+      description: 'Leading messages hashed into the affinity key.',
+    }),
     loadFactor: Type.Number({ minimum: 1, maximum: 100, default: 1.25, description: 'Bounded-load factor c >= 1.' }),
   },
   { additionalProperties: false, default: {} },
@@ -205,22 +297,28 @@ const poolSchema = Type.Object(
   {
     modelGroups: Type.Array(modelGroupSchema, {
       default: [],
-      description: 'Model groups: a client-facing name and aliases over one or more served models, with fallbacks, a queue and an optional gate.',
+      description:
+        'Model groups: a client-facing name and aliases over one or more served models, with fallbacks, a queue and an optional gate.',
     }),
-    directProviders: Type.Array(directProviderSchema, { default: [], description: 'OpenAI-compatible servers the edge calls directly (no agent).' }),
+    directProviders: Type.Array(directProviderSchema, {
+      default: [],
+      description: 'OpenAI-compatible servers the edge calls directly (no agent).',
+    }),
     queue: { ...queueSchema, description: 'Queue of a model served without a group.' },
     retry: retrySchema,
     outlier: outlierSchema,
     affinity: affinitySchema,
     balancer: stringEnum(['p2c', 'round-robin'] as const, {
       default: 'p2c',
-      description: 'Without an affinity key: power of two choices on live load (p2c), or round-robin (a baseline to compare routing with).',
+      description:
+        'Without an affinity key: power of two choices on live load (p2c), or round-robin (a baseline to compare routing with).',
     }),
   },
   {
     additionalProperties: false,
     default: {},
-    description: 'Provider pool: model groups and aliases, direct providers, fallbacks, queue, retry, outlier ejection and prefix affinity.',
+    description:
+      'Provider pool: model groups and aliases, direct providers, fallbacks, queue, retry, outlier ejection and prefix affinity.',
   },
 );
 
@@ -237,7 +335,9 @@ const _shape: [
   Assert<Static<typeof retrySchema> extends RetryConfig ? true : false>,
 ] = [true, true, true, true, true, true, true, true];
 
-/** The pool section's schema (part of the edge config schema, `config-schema.ts`), typed by the checked `PoolConfig`. */
+/**
+ * The pool section's schema (part of the edge config schema, `config-schema.ts`), typed by the checked `PoolConfig`.
+ */
 export const POOL_SCHEMA = Type.Unsafe<PoolConfig>(poolSchema);
 
 const checkSchema = compileSchema(POOL_SCHEMA);
@@ -267,22 +367,28 @@ function crossCheck(pool: PoolConfig, at: string): string[] {
   const problems: string[] = [];
   const names = new Map<string, string>();
   pool.modelGroups.forEach((group, i) => {
-    for (const [field, name] of [['name', group.name] as const, ...group.aliases.map((alias, j) => [`aliases[${j}]`, alias] as const)]) {
+    for (const [field, name] of [
+      ['name', group.name] as const,
+      ...group.aliases.map((alias, j) => [`aliases[${j}]`, alias] as const),
+    ]) {
       const previous = names.get(name);
-      if (previous !== undefined) problems.push(`${at}modelGroups[${i}].${field} \`${name}\` is already used by ${previous}`);
+      if (previous !== undefined)
+        problems.push(`${at}modelGroups[${i}].${field} \`${name}\` is already used by ${previous}`);
       else names.set(name, `${at}modelGroups[${i}]`);
     }
   });
   const groupNames = new Set(pool.modelGroups.map((group) => group.name));
   pool.modelGroups.forEach((group, i) => {
     group.fallbacks.forEach((fallback, j) => {
-      if (!groupNames.has(fallback)) problems.push(`${at}modelGroups[${i}].fallbacks[${j}] \`${fallback}\` is not a model group name`);
+      if (!groupNames.has(fallback))
+        problems.push(`${at}modelGroups[${i}].fallbacks[${j}] \`${fallback}\` is not a model group name`);
       if (fallback === group.name) problems.push(`${at}modelGroups[${i}].fallbacks[${j}] names its own group`);
     });
     if (group.contextFallback !== undefined) {
       if (!groupNames.has(group.contextFallback))
         problems.push(`${at}modelGroups[${i}].contextFallback \`${group.contextFallback}\` is not a model group name`);
-      if (group.contextFallback === group.name) problems.push(`${at}modelGroups[${i}].contextFallback names its own group`);
+      if (group.contextFallback === group.name)
+        problems.push(`${at}modelGroups[${i}].contextFallback names its own group`);
     }
   });
   const ids = new Set<string>();
@@ -290,8 +396,10 @@ function crossCheck(pool: PoolConfig, at: string): string[] {
     if (ids.has(provider.id)) problems.push(`${at}directProviders[${i}].id \`${provider.id}\` is already used`);
     ids.add(provider.id);
   });
-  if (pool.retry.maxBackoffMs < pool.retry.baseBackoffMs) problems.push(`${at}retry.maxBackoffMs must be >= ${at}retry.baseBackoffMs`);
-  if (pool.outlier.maxEjectionMs < pool.outlier.baseEjectionMs) problems.push(`${at}outlier.maxEjectionMs must be >= ${at}outlier.baseEjectionMs`);
+  if (pool.retry.maxBackoffMs < pool.retry.baseBackoffMs)
+    problems.push(`${at}retry.maxBackoffMs must be >= ${at}retry.baseBackoffMs`);
+  if (pool.outlier.maxEjectionMs < pool.outlier.baseEjectionMs)
+    problems.push(`${at}outlier.maxEjectionMs must be >= ${at}outlier.baseEjectionMs`);
   return problems;
 }
 
@@ -322,7 +430,13 @@ export class ModelResolver {
   resolveModel(name: string): ResolvedModel {
     const group = this.byName.get(name);
     if (group !== undefined) return { group, targets: group.targets, implicit: false };
-    const implicit: ModelGroup = { name, aliases: [], targets: [{ model: name, weight: 1 }], fallbacks: [], queue: this.config.queue };
+    const implicit: ModelGroup = {
+      name,
+      aliases: [],
+      targets: [{ model: name, weight: 1 }],
+      fallbacks: [],
+      queue: this.config.queue,
+    };
     return { group: implicit, targets: implicit.targets, implicit: true };
   }
 

@@ -19,7 +19,13 @@
 import type { AdmissionQueue } from './admission-queue.js';
 import type { DirectProvider } from './direct-provider.js';
 import type { ModelCatalog } from './model-catalog.js';
-import { ModelResolver, parsePoolConfig, type DirectProviderConfig, type ModelGroup, type PoolConfig } from './pool-config.js';
+import {
+  ModelResolver,
+  parsePoolConfig,
+  type DirectProviderConfig,
+  type ModelGroup,
+  type PoolConfig,
+} from './pool-config.js';
 import { RetryPolicy } from './retry-policy.js';
 import type { RetryBudget } from './retry-budget.js';
 import type { Clock, Random } from './provider.js';
@@ -46,7 +52,14 @@ export interface PoolConfigChanges {
  */
 export function jsonEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return false;
+  if (
+    typeof a !== 'object' ||
+    typeof b !== 'object' ||
+    a === null ||
+    b === null ||
+    Array.isArray(a) !== Array.isArray(b)
+  )
+    return false;
   const left = a as Record<string, unknown>;
   const right = b as Record<string, unknown>;
   const keys = Object.keys(left);
@@ -98,7 +111,9 @@ export function diffPoolConfig(current: PoolConfig, next: PoolConfig): PoolConfi
     aliasesRemoved: [...aliasesBefore].filter((alias) => !aliasesAfter.has(alias)),
     directAdded: added(directBefore, directAfter),
     directRemoved: added(directAfter, directBefore),
-    directChanged: [...directAfter].filter(([id, provider]) => directBefore.has(id) && !jsonEqual(directBefore.get(id), provider)).map(([id]) => id),
+    directChanged: [...directAfter]
+      .filter(([id, provider]) => directBefore.has(id) && !jsonEqual(directBefore.get(id), provider))
+      .map(([id]) => id),
     settings: SETTINGS.filter((setting) => !jsonEqual(current[setting], next[setting])),
   };
 }

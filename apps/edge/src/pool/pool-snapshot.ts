@@ -55,7 +55,13 @@ export interface PoolGroupState {
   affinity: PrefixAffinity;
 }
 
-const HEALTHY: Omit<OutlierSnapshot, 'providerId'> = { state: 'healthy', consecutiveFailures: 0, ejections: 0, ejectedUntil: undefined, reason: undefined };
+const HEALTHY: Omit<OutlierSnapshot, 'providerId'> = {
+  state: 'healthy',
+  consecutiveFailures: 0,
+  ejections: 0,
+  ejectedUntil: undefined,
+  reason: undefined,
+};
 
 /**
  * One group's snapshot: its configuration, the providers serving each target with their load and

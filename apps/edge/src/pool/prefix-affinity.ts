@@ -102,7 +102,8 @@ function feedMessage(hash: number, message: Message): number {
  * @param prefixMessages how many leading messages to hash (≥ 1; default config 2 = system + first user turn).
  */
 export function affinityKey(request: InferenceRequest, prefixMessages: number): number {
-  if (request.promptCacheKey !== undefined && request.promptCacheKey !== '') return hashString(`k:${request.promptCacheKey}`);
+  if (request.promptCacheKey !== undefined && request.promptCacheKey !== '')
+    return hashString(`k:${request.promptCacheKey}`);
   let hash = FNV_OFFSET;
   const count = Math.min(prefixMessages, request.messages.length);
   for (let i = 0; i < count; i++) {
@@ -212,7 +213,8 @@ export class PrefixAffinity {
     }
     if (byId.size === 0) return undefined;
     const within = (provider: P) =>
-      provider.inFlight + provider.load.queued < Math.ceil((this.loadFactor * (totalLoad + 1) * provider.maxConcurrency * provider.weight) / totalCapacity);
+      provider.inFlight + provider.load.queued <
+      Math.ceil((this.loadFactor * (totalLoad + 1) * provider.maxConcurrency * provider.weight) / totalCapacity);
     const last = this.lastServer.get(key);
     const home = last === undefined ? undefined : byId.get(last);
     if (home !== undefined && within(home)) return home;
@@ -262,7 +264,12 @@ export class PrefixAffinity {
 
   private ringFor(candidates: readonly RoutedProvider[]): Ring {
     const current = this.ring;
-    if (current !== undefined && current.members.size === candidates.length && candidates.every((p) => current.members.has(p.id))) return current;
+    if (
+      current !== undefined &&
+      current.members.size === candidates.length &&
+      candidates.every((p) => current.members.has(p.id))
+    )
+      return current;
     const ids = candidates.map((p) => p.id).sort();
     const pointsPerId = candidates.map((p) => Math.max(1, Math.round(this.virtualNodes * p.weight)));
     const weightOf = new Map(candidates.map((p, i) => [p.id, pointsPerId[i]!]));

@@ -32,7 +32,9 @@ export interface PrefixKeys {
   readonly messages: readonly number[];
   /** Messages in the body: `messages[i] === total` for the whole prompt's key. */
   readonly total: number;
-  /** Whether the first message is a system (or developer) message: `keys[0]` then names a prompt many sessions share. */
+  /**
+   * Whether the first message is a system (or developer) message: `keys[0]` then names a prompt many sessions share.
+   */
   readonly leadingSystem: boolean;
 }
 
@@ -93,7 +95,9 @@ class Collector {
   }
 
   result(): PrefixKeys | undefined {
-    return this.keys.length === 0 ? undefined : { keys: this.keys, messages: this.counts, total: this.total, leadingSystem: this.leadingSystem };
+    return this.keys.length === 0
+      ? undefined
+      : { keys: this.keys, messages: this.counts, total: this.total, leadingSystem: this.leadingSystem };
   }
 }
 

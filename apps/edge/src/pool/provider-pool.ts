@@ -71,7 +71,10 @@ export interface ProviderPoolOptions {
 }
 
 export interface AcquireOptions extends RouteOptions {
-  /** Provider ids to avoid (already tried); ignored when no other provider has a free slot now (a retry then goes back to one it tried). */
+  /**
+   * Provider ids to avoid (already tried); ignored when no other provider has a free slot now (a retry then goes back
+   * to one it tried).
+   */
   exclude?: ReadonlySet<string> | undefined;
   signal?: AbortSignal;
 }
@@ -86,9 +89,13 @@ export interface AcquiredRun {
 
 /** Every provider of the group is gone, draining or ejected: waiting in the queue would only delay this answer. */
 function noneAccepting(name: string): IopError {
-  return new IopError('no_capacity', `no provider of \`${excerpt(name)}\` is taking requests (disconnected, draining or unhealthy)`, {
-    retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS,
-  });
+  return new IopError(
+    'no_capacity',
+    `no provider of \`${excerpt(name)}\` is taking requests (disconnected, draining or unhealthy)`,
+    {
+      retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS,
+    },
+  );
 }
 
 export class ProviderPool {
@@ -129,8 +136,22 @@ export class ProviderPool {
       now,
       startupGraceMs: options.startupGraceMs,
     });
-    this.router = new Router({ catalog: this.catalog, metrics: this.metrics, logger: options.logger, now, random, residency: this.residency });
-    this.reloader = new PoolReloader({ catalog: this.catalog, router: this.router, queue: this.queue, makeDirect, now, random });
+    this.router = new Router({
+      catalog: this.catalog,
+      metrics: this.metrics,
+      logger: options.logger,
+      now,
+      random,
+      residency: this.residency,
+    });
+    this.reloader = new PoolReloader({
+      catalog: this.catalog,
+      router: this.router,
+      queue: this.queue,
+      makeDirect,
+      now,
+      random,
+    });
     options.registry.addListener((session, change) => {
       this.catalog.agentChanged(session, change);
       if (session.capabilities.has(KV_EVENTS_CAPABILITY)) this.kvEventsAgents += change === 'added' ? 1 : -1;
@@ -246,7 +267,11 @@ export class ProviderPool {
    *   waiting in the queue once that happens (at the next notify); `overloaded` (`QueueRefusal`,
    *   `Retry-After`) when the queue is full or the wait runs out; the signal's reason when it aborts.
    */
-  async acquire(group: ModelGroup, options: AcquireOptions, start: (pick: PoolPick) => RunStream): Promise<AcquiredRun> {
+  async acquire(
+    group: ModelGroup,
+    options: AcquireOptions,
+    start: (pick: PoolPick) => RunStream,
+  ): Promise<AcquiredRun> {
     const { router } = this;
     group = router.current(group);
     let snapshot = new CandidateSnapshot(this.catalog);
@@ -268,7 +293,8 @@ export class ProviderPool {
       // A waiter may outlive a reload: it routes by the group as configured now.
       const head = router.current(served);
       const acquired =
-        this.tryStart(head, snapshot, options, retry, attemptTrace, start) ?? this.tryFallbacks(head, snapshot, options, retry, attemptTrace, start);
+        this.tryStart(head, snapshot, options, retry, attemptTrace, start) ??
+        this.tryFallbacks(head, snapshot, options, retry, attemptTrace, start);
       // A waiter whose last provider left (or began to drain, or was ejected) gets the answer a new
       // request gets now, at the next notify, instead of a 429 when its wait runs out.
       if (acquired === undefined && !router.anyAccepting(head, snapshot)) throw noneAccepting(group.name);
@@ -345,10 +371,13 @@ export class ProviderPool {
   }
 
   snapshot(): PoolSnapshot {
-    const resident = (provider: PoolProvider) => (provider.sessionId === undefined ? 0 : this.residency.sizeOf(provider.sessionId));
+    const resident = (provider: PoolProvider) =>
+      provider.sessionId === undefined ? 0 : this.residency.sizeOf(provider.sessionId);
     const groups = this.router
       .groupStates()
-      .map((state) => groupSnapshot(state, (group) => this.catalog.candidates(group), this.queue.size(state.group.name), resident));
+      .map((state) =>
+        groupSnapshot(state, (group) => this.catalog.candidates(group), this.queue.size(state.group.name), resident),
+      );
     const { rejectedFull, rejectedTimeout } = this.queue.stats();
     return { groups, retryBudget: this.retry.budget.snapshot(), queue: { rejectedFull, rejectedTimeout } };
   }
@@ -361,10 +390,17 @@ export class ProviderPool {
    */
   stopAdmitting(): void {
     this.stopped = true;
-    this.queue.close(new IopError('no_capacity', 'the edge is shutting down; retry on another edge', { retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS }));
+    this.queue.close(
+      new IopError('no_capacity', 'the edge is shutting down; retry on another edge', {
+        retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS,
+      }),
+    );
   }
 
-  /** False once `stopAdmitting` ran (the edge is shutting down): no new agent joins it either (tunnel/tunnel-service.ts). */
+  /**
+   * False once `stopAdmitting` ran (the edge is shutting down): no new agent joins it either
+   * (tunnel/tunnel-service.ts).
+   */
   get admitting(): boolean {
     return !this.stopped;
   }
@@ -388,7 +424,9 @@ export class ProviderPool {
   ): AcquiredRun | undefined {
     const pick =
       this.router.pick(group, snapshot, options) ??
-      (retry ? this.router.pick(group, snapshot, { affinityKey: options.affinityKey, prefixKeys: options.prefixKeys }) : undefined);
+      (retry
+        ? this.router.pick(group, snapshot, { affinityKey: options.affinityKey, prefixKeys: options.prefixKeys })
+        : undefined);
     if (pick === undefined) return undefined;
     const ticket = this.router.started(group, pick.provider.id);
     return { run: trace.started(pick.provider, pick.model, () => start(pick)), pick, group, ticket };
@@ -405,7 +443,8 @@ export class ProviderPool {
   ): AcquiredRun | undefined {
     for (const name of group.fallbacks) {
       const fallback = this.router.group(name);
-      const acquired = fallback === undefined ? undefined : this.tryStart(fallback, snapshot, options, retry, trace, start);
+      const acquired =
+        fallback === undefined ? undefined : this.tryStart(fallback, snapshot, options, retry, trace, start);
       if (acquired !== undefined) return acquired;
     }
     return undefined;

@@ -54,7 +54,10 @@ export interface PoolProvider {
 }
 
 /** The part of a provider the pickers read (P2C, prefix affinity); tests pass plain objects. */
-export type RoutedProvider = Pick<PoolProvider, 'id' | 'maxConcurrency' | 'inFlight' | 'weight' | 'labels' | 'load' | 'available'> & {
+export type RoutedProvider = Pick<
+  PoolProvider,
+  'id' | 'maxConcurrency' | 'inFlight' | 'weight' | 'labels' | 'load' | 'available'
+> & {
   readonly sessionId?: string | undefined;
 };
 
@@ -65,7 +68,10 @@ export type Clock = () => number;
 export type Random = () => number;
 
 /** Whether `provider` carries every label in `required` with the same value (no requirement = true). */
-export function hasLabels(provider: Pick<PoolProvider, 'labels'>, required: Readonly<Record<string, string>> | undefined): boolean {
+export function hasLabels(
+  provider: Pick<PoolProvider, 'labels'>,
+  required: Readonly<Record<string, string>> | undefined,
+): boolean {
   if (required === undefined) return true;
   for (const key in required) {
     if (provider.labels[key] !== required[key]) return false;
@@ -73,7 +79,10 @@ export function hasLabels(provider: Pick<PoolProvider, 'labels'>, required: Read
   return true;
 }
 
-/** The label that names what a provider runs, as OpenTelemetry's `gen_ai.provider.name` (e.g. `vllm`, `sglang`, `ollama`). */
+/**
+ * The label that names what a provider runs, as OpenTelemetry's `gen_ai.provider.name` (e.g. `vllm`, `sglang`,
+ * `ollama`).
+ */
 export const PROVIDER_NAME_LABEL = 'gen_ai.provider.name';
 
 /**

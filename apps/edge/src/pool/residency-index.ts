@@ -128,15 +128,25 @@ export class ResidencyIndex implements ResidencySink {
 
   private check(report: ReportedResidency): ResidencyRefusal | undefined {
     if (report.prefixes.length > this.maxPrefixesPerReport) {
-      return { reason: 'too_many_prefixes', detail: `${report.prefixes.length} prefixes in one report, at most ${this.maxPrefixesPerReport}` };
+      return {
+        reason: 'too_many_prefixes',
+        detail: `${report.prefixes.length} prefixes in one report, at most ${this.maxPrefixesPerReport}`,
+      };
     }
     for (const prefix of report.prefixes) {
       const key = prefix.key;
       if (typeof key === 'bigint' ? key < 0n || key > MAX_KEY : !Number.isSafeInteger(key) || key < 0) {
         return { reason: 'bad_key', detail: `key ${String(key)} is not a 53-bit prefix key` };
       }
-      if (!Number.isInteger(prefix.cachedTokens) || prefix.cachedTokens < 0 || prefix.cachedTokens > this.maxCachedTokens) {
-        return { reason: 'absurd_tokens', detail: `${prefix.cachedTokens} cached tokens for one prefix, at most ${this.maxCachedTokens}` };
+      if (
+        !Number.isInteger(prefix.cachedTokens) ||
+        prefix.cachedTokens < 0 ||
+        prefix.cachedTokens > this.maxCachedTokens
+      ) {
+        return {
+          reason: 'absurd_tokens',
+          detail: `${prefix.cachedTokens} cached tokens for one prefix, at most ${this.maxCachedTokens}`,
+        };
       }
     }
     return undefined;

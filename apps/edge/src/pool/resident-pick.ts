@@ -40,15 +40,18 @@ export function pickResident<P extends ResidentCandidate>(
     eligible++;
     totalLoad += loadOf(provider);
     totalCapacity += provider.maxConcurrency * provider.weight;
-    if (provider.sessionId !== undefined && index.sizeOf(provider.sessionId) > 0) bySession.set(provider.sessionId, provider);
+    if (provider.sessionId !== undefined && index.sizeOf(provider.sessionId) > 0)
+      bySession.set(provider.sessionId, provider);
   }
   if (bySession.size === 0 || eligible === 0) return undefined;
-  const bound = (provider: P) => Math.ceil((loadFactor * (totalLoad + 1) * provider.maxConcurrency * provider.weight) / totalCapacity);
+  const bound = (provider: P) =>
+    Math.ceil((loadFactor * (totalLoad + 1) * provider.maxConcurrency * provider.weight) / totalCapacity);
   const scored = new Map<string, number>();
   for (let i = keys.keys.length - 1; i >= 0 && scored.size < bySession.size; i--) {
     const holders = index.holders(keys.keys[i]!);
     if (holders === undefined) continue;
-    for (const [session, tokens] of holders) if (bySession.has(session) && !scored.has(session)) scored.set(session, tokens);
+    for (const [session, tokens] of holders)
+      if (bySession.has(session) && !scored.has(session)) scored.set(session, tokens);
   }
   let best: P | undefined;
   let bestTokens = 0;

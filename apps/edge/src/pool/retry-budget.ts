@@ -57,7 +57,8 @@ export class RetryBudget {
    * @throws RangeError when a value is negative.
    */
   configure(config: Pick<RetryBudgetConfig, 'budgetRatio' | 'minRetriesPerSecond'>): void {
-    if (!(config.budgetRatio >= 0) || !(config.minRetriesPerSecond >= 0)) throw new RangeError('retry budget: budgetRatio and minRetriesPerSecond must be ≥ 0');
+    if (!(config.budgetRatio >= 0) || !(config.minRetriesPerSecond >= 0))
+      throw new RangeError('retry budget: budgetRatio and minRetriesPerSecond must be ≥ 0');
     const windowMs = this.bucketMs * BUCKETS;
     this.config = { budgetRatio: config.budgetRatio, minRetriesPerSecond: config.minRetriesPerSecond, windowMs };
     this.reserve = (config.minRetriesPerSecond * windowMs) / 1000;
@@ -78,7 +79,11 @@ export class RetryBudget {
 
   snapshot(): RetryBudgetSnapshot {
     this.advance();
-    return { requests: sum(this.requests), retries: sum(this.retries), available: Math.max(0, Math.floor(this.available())) };
+    return {
+      requests: sum(this.requests),
+      retries: sum(this.retries),
+      available: Math.max(0, Math.floor(this.available())),
+    };
   }
 
   private available(): number {

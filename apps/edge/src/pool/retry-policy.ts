@@ -1,36 +1,31 @@
 /**
- * Which failed attempts are retried, when, and where. A retry is only possible before the first
- * byte reached the client (docs/decisions/003-provider-pool.md "Failure handling: one commit boundary"); the caller asks `decide()` after each failed
- * attempt and either retries (after `delayMs`, on a provider not yet tried when there is one), re-routes to the
+ * Which failed attempts are retried, when, and where. A retry is only possible before the first byte reached the client
+ * (docs/decisions/003-provider-pool.md "Failure handling: one commit boundary"); the caller asks `decide()` after each
+ * failed attempt and either retries (after `delayMs`, on a provider not yet tried when there is one), re-routes to the
  * group's `contextFallback`, or gives the client the failure.
  *
- * Retryable (another provider may well succeed): connect failure, reset / tunnel lost, rejection
- * for capacity, no response / first-byte timeout, and a status core's `isRetryableStatus` allows
- * (408, 409, 429 honouring `Retry-After`, 5xx except 501 and 505, properties of the backend, not
- * faults). Not retryable: every other 4xx, the
- * client's own fault; a 400 `context_length_exceeded` is not retried on the same model but goes
- * once to the group's `contextFallback` (a longer-context group) when one is configured.
+ * Retryable (another provider may well succeed): connect failure, reset / tunnel lost, rejection for capacity, no
+ * response / first-byte timeout, and a status core's `isRetryableStatus` allows (408, 409, 429 honouring `Retry-After`,
+ * 5xx except 501 and 505, properties of the backend, not faults). Not retryable: every other 4xx, the client's own
+ * fault; a 400 `context_length_exceeded` is not retried on the same model but goes once to the group's
+ * `contextFallback` (a longer-context group) when one is configured.
  *
- * Where: another provider when the group has one (the caller passes the tried ones as the
- * picker's `exclude`); when it has none (a single provider, or all others tried), the SAME provider
- * after the backoff, as Envoy's and gRPC's retry policies do: a transient 5xx / 429 / reset is
- * most often gone a moment later. The caller gives up instead when no provider can take the
- * request at all (ejected as an outlier, draining, gone).
+ * Where: another provider when the group has one (the caller passes the tried ones as the picker's `exclude`); when it
+ * has none (a single provider, or all others tried), the SAME provider after the backoff, as Envoy's and gRPC's retry
+ * policies do: a transient 5xx / 429 / reset is most often gone a moment later. The caller gives up instead when no
+ * provider can take the request at all (ejected as an outlier, draining, gone).
  *
- * Delay: full-jitter exponential backoff, `random() × min(maxBackoffMs, baseBackoffMs × 2^(r−1))`
- * for the r-th retry (AWS Architecture Blog, "Exponential Backoff and Jitter", 2015); on the same
- * provider "equal jitter" instead, `ceiling/2 + random() × ceiling/2`, so it is never asked again at
- * once. A call the transport reset before the agent accepted the run (`isResetBeforeAccepted`)
- * is retried at once, without backoff, on another provider or the same one. A 429 or 503
- * without `Retry-After` retried on the same provider backs off from
- * `overloadBackoffBaseMs` (hundreds of ms) instead of `baseBackoffMs`: a rate-limited or
- * overloaded server is not asked again within tens of milliseconds. A timeout (the run was not
- * accepted, or no first byte came) is never retried on the same provider: the client would wait
- * a second full timeout for the same silence. No retry starts when its backoff would end past the
- * request's deadline (`remainingMs`). A `Retry-After` (429, 503…) is a floor, and one longer than `maxBackoffMs` ends the
- * retries (the client gets the status and its `Retry-After`: holding its connection longer helps
- * nobody). Each request has at most `maxAttempts` attempts, and every retry must also pass the
- * pool-wide `RetryBudget`.
+ * Delay: full-jitter exponential backoff, `random() × min(maxBackoffMs, baseBackoffMs × 2^(r−1))` for the r-th retry
+ * (AWS Architecture Blog, "Exponential Backoff and Jitter", 2015); on the same provider "equal jitter" instead,
+ * `ceiling/2 + random() × ceiling/2`, so it is never asked again at once. A call the transport reset before the agent
+ * accepted the run (`isResetBeforeAccepted`) is retried at once, without backoff, on another provider or the same one.
+ * A 429 or 503 without `Retry-After` retried on the same provider backs off from `overloadBackoffBaseMs` (hundreds of
+ * ms) instead of `baseBackoffMs`: a rate-limited or overloaded server is not asked again within tens of milliseconds. A
+ * timeout (the run was not accepted, or no first byte came) is never retried on the same provider: the client would
+ * wait a second full timeout for the same silence. No retry starts when its backoff would end past the request's
+ * deadline (`remainingMs`). A `Retry-After` (429, 503…) is a floor, and one longer than `maxBackoffMs` ends the retries
+ * (the client gets the status and its `Retry-After`: holding its connection longer helps nobody). Each request has at
+ * most `maxAttempts` attempts, and every retry must also pass the pool-wide `RetryBudget`.
  */
 import { backoffDelayMs, isRetryableStatus } from '@iop/core';
 import type { AttemptOutcome } from './outlier-detector.js';
@@ -46,7 +41,10 @@ export interface RetryConfig {
   minRetriesPerSecond: number;
   /** Backoff of the first retry before jitter, ms. */
   baseBackoffMs: number;
-  /** Backoff of the first retry of a 429 / 503 without `Retry-After` on the same provider, before jitter, ms (default 500). */
+  /**
+   * Backoff of the first retry of a 429 / 503 without `Retry-After` on the same provider, before jitter, ms (default
+   * 500).
+   */
   overloadBackoffBaseMs?: number;
   /** Largest backoff, ms; also the longest `Retry-After` waited for. */
   maxBackoffMs: number;
@@ -189,7 +187,12 @@ export class RetryPolicy {
    * jitter in `[ceiling/2, ceiling)` when `sameProvider` (the provider that just failed is asked again).
    */
   backoffMs(retry: number, sameProvider = false, baseMs = this.config.baseBackoffMs): number {
-    return backoffDelayMs(retry - 1, { baseMs, capMs: this.config.maxBackoffMs, jitter: sameProvider ? 'equal' : 'full', random: this.random });
+    return backoffDelayMs(retry - 1, {
+      baseMs,
+      capMs: this.config.maxBackoffMs,
+      jitter: sameProvider ? 'equal' : 'full',
+      random: this.random,
+    });
   }
 
   /**
@@ -207,7 +210,12 @@ export class RetryPolicy {
   decide(
     attempts: RequestAttempts,
     failure: AttemptFailure,
-    options: { contextFallback?: string | undefined; maxAttempts?: number; sameProvider?: boolean; remainingMs?: number } = {},
+    options: {
+      contextFallback?: string | undefined;
+      maxAttempts?: number;
+      sameProvider?: boolean;
+      remainingMs?: number;
+    } = {},
   ): RetryDecision {
     if (isContextOverflow(failure)) {
       if (options.contextFallback === undefined || attempts.fallbackUsed)
@@ -220,18 +228,34 @@ export class RetryPolicy {
     if (!isRetryable(failure)) return { action: 'fail', reason: `${what} is not retryable` };
     const retryAfterMs = failure.kind === 'status' ? parseRetryAfterMs(failure.retryAfter, this.now()) : undefined;
     if (retryAfterMs !== undefined && retryAfterMs > this.config.maxBackoffMs) {
-      return { action: 'fail', reason: `${what} asks to wait ${retryAfterMs} ms, longer than the ${this.config.maxBackoffMs} ms backoff limit`, retryAfterMs };
+      return {
+        action: 'fail',
+        reason: `${what} asks to wait ${retryAfterMs} ms, longer than the ${this.config.maxBackoffMs} ms backoff limit`,
+        retryAfterMs,
+      };
     }
     if (attempts.count >= Math.min(this.config.maxAttempts, options.maxAttempts ?? Number.POSITIVE_INFINITY))
       return { action: 'fail', reason: `${what} after ${attempts.count} attempts (the limit)` };
     const sameProvider = options.sameProvider === true;
-    if (sameProvider && failure.kind === 'timeout') return { action: 'fail', reason: `${failure.detail ?? 'timeout'} is not retried on the same provider` };
-    const overloaded = failure.kind === 'status' && (failure.status === 429 || failure.status === 503) && retryAfterMs === undefined;
-    const baseMs = sameProvider && overloaded ? Math.max(this.config.baseBackoffMs, this.config.overloadBackoffBaseMs ?? 500) : this.config.baseBackoffMs;
-    const delayMs = isResetBeforeAccepted(failure) ? 0 : Math.max(retryAfterMs ?? 0, this.backoffMs(attempts.count, sameProvider, baseMs));
+    if (sameProvider && failure.kind === 'timeout')
+      return { action: 'fail', reason: `${failure.detail ?? 'timeout'} is not retried on the same provider` };
+    const overloaded =
+      failure.kind === 'status' && (failure.status === 429 || failure.status === 503) && retryAfterMs === undefined;
+    const baseMs =
+      sameProvider && overloaded
+        ? Math.max(this.config.baseBackoffMs, this.config.overloadBackoffBaseMs ?? 500)
+        : this.config.baseBackoffMs;
+    const delayMs = isResetBeforeAccepted(failure)
+      ? 0
+      : Math.max(retryAfterMs ?? 0, this.backoffMs(attempts.count, sameProvider, baseMs));
     if (options.remainingMs !== undefined && delayMs >= options.remainingMs)
       return { action: 'fail', reason: `${what}; a retry after ${delayMs} ms would pass the request deadline` };
-    if (!this.budget.tryRetry()) return { action: 'fail', reason: `${what}; the pool's retry budget is spent`, budgetExhausted: true };
-    return { action: 'retry', delayMs, reason: `${what} on attempt ${attempts.count}${sameProvider ? '; retried on the same provider' : ''}` };
+    if (!this.budget.tryRetry())
+      return { action: 'fail', reason: `${what}; the pool's retry budget is spent`, budgetExhausted: true };
+    return {
+      action: 'retry',
+      delayMs,
+      reason: `${what} on attempt ${attempts.count}${sameProvider ? '; retried on the same provider' : ''}`,
+    };
   }
 }

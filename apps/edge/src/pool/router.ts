@@ -71,7 +71,9 @@ export class Router {
     if (!resolved.implicit) return this.stateOf(resolved.group).group;
     const known = this.states.get(name);
     if (known !== undefined) return known.group;
-    return this.options.catalog.candidates(resolved.group).size > 0 ? this.stateOf(resolved.group).group : resolved.group;
+    return this.options.catalog.candidates(resolved.group).size > 0
+      ? this.stateOf(resolved.group).group
+      : resolved.group;
   }
 
   /** The configured group called `name`, if any. */
@@ -117,7 +119,10 @@ export class Router {
     if (candidates.providers.length === 0) return undefined;
     const state = this.stateOf(group);
     for (const provider of candidates.providers) state.outliers.add(provider.id);
-    const pickOptions: PickOptions = { exclude: options.exclude, allow: (provider) => state.outliers.allows(provider.id) };
+    const pickOptions: PickOptions = {
+      exclude: options.exclude,
+      allow: (provider) => state.outliers.allows(provider.id),
+    };
     let chosen: PoolProvider | undefined;
     if (options.prefixKeys !== undefined && !this.options.residency.empty) {
       chosen = pickResident(
@@ -127,14 +132,20 @@ export class Router {
         this.options.catalog.config.affinity.loadFactor,
         pickOptions,
       )?.provider;
-      this.options.metrics.residencyPicks.inc({ group: group.name, result: chosen === undefined ? 'fallback' : 'resident' });
+      this.options.metrics.residencyPicks.inc({
+        group: group.name,
+        result: chosen === undefined ? 'fallback' : 'resident',
+      });
     }
     if (chosen !== undefined) return { provider: chosen, model: candidates.targets.get(chosen)!.model };
     if (options.affinityKey !== undefined && this.options.catalog.config.affinity.enabled) {
       chosen = state.affinity.pick(options.affinityKey, candidates.providers, pickOptions);
     } else {
       const providers = group.targets.length > 1 ? this.drawTarget(candidates, pickOptions) : candidates.providers;
-      chosen = this.options.catalog.config.balancer === 'round-robin' ? this.roundRobin.pick(providers, pickOptions) : this.picker.pick(providers, pickOptions);
+      chosen =
+        this.options.catalog.config.balancer === 'round-robin'
+          ? this.roundRobin.pick(providers, pickOptions)
+          : this.picker.pick(providers, pickOptions);
     }
     return chosen === undefined ? undefined : { provider: chosen, model: candidates.targets.get(chosen)!.model };
   }
@@ -181,7 +192,8 @@ export class Router {
         if (loadFactorChanged) state.affinity = new PrefixAffinity({ loadFactor: config.affinity.loadFactor });
         continue;
       }
-      for (const entry of state.outliers.snapshot()) this.options.metrics.ejected.remove({ group: name, provider: entry.providerId });
+      for (const entry of state.outliers.snapshot())
+        this.options.metrics.ejected.remove({ group: name, provider: entry.providerId });
       this.states.delete(name);
       removed.push(name);
     }
@@ -196,14 +208,17 @@ export class Router {
 
   private accepts(candidates: GroupCandidates): boolean {
     const state = this.stateOf(candidates.group);
-    for (const provider of candidates.providers) if (provider.accepting && state.outliers.allows(provider.id)) return true;
+    for (const provider of candidates.providers)
+      if (provider.accepting && state.outliers.allows(provider.id)) return true;
     return false;
   }
 
   /** Providers of one target, drawn by target weight among targets with an eligible provider. */
   private drawTarget(candidates: GroupCandidates, options: PickOptions): readonly PoolProvider[] {
     const { group, targets, providers } = candidates;
-    const open = group.targets.filter((target) => providers.some((provider) => targets.get(provider) === target && isEligible(provider, options)));
+    const open = group.targets.filter((target) =>
+      providers.some((provider) => targets.get(provider) === target && isEligible(provider, options)),
+    );
     if (open.length <= 1) return providers;
     let draw = this.options.random() * open.reduce((sum, target) => sum + target.weight, 0);
     let chosen: ModelTarget = open[open.length - 1]!;
@@ -224,7 +239,10 @@ export class Router {
       state = {
         group,
         implicit: this.options.catalog.resolver.group(group.name) === undefined,
-        outliers: new OutlierDetector(config.outlier, { now: this.options.now, onChange: this.outlierListener(group.name) }),
+        outliers: new OutlierDetector(config.outlier, {
+          now: this.options.now,
+          onChange: this.outlierListener(group.name),
+        }),
         affinity: new PrefixAffinity({ loadFactor: config.affinity.loadFactor }),
       };
       this.states.set(group.name, state);

@@ -19,7 +19,10 @@ export interface RunRequest {
   idempotencyKey?: string;
   /** Give up when the agent has not accepted the run (ACCEPTED, or any first frame) within this time, ms. */
   acceptedTimeoutMs: number;
-  /** Give up when no first body byte arrives within this time after ACCEPTED, ms (0 = the agent's default only); passed to the agent too. */
+  /**
+   * Give up when no first body byte arrives within this time after ACCEPTED, ms (0 = the agent's default only); passed
+   * to the agent too.
+   */
   firstByteTimeoutMs?: number;
   /** Passed to the agent: longest silence of the backend between body slices, ms (0 = agent default). */
   idleTimeoutMs?: number;

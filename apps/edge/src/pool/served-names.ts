@@ -15,7 +15,8 @@ export class ServedNames {
 
   /** @throws RangeError when `capacity` is not a positive integer. */
   constructor(private readonly capacity = DEFAULT_SERVED_NAMES_CAPACITY) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('served names: capacity must be a positive integer');
+    if (!Number.isInteger(capacity) || capacity < 1)
+      throw new RangeError('served names: capacity must be a positive integer');
   }
 
   /** Records `name` as served now (the most recent). */

@@ -14,7 +14,8 @@
 import { IopError } from '@iop/core';
 import type { RawData } from 'ws';
 
-export type ClientEvent = { type: 'response.create'; body: Record<string, unknown>; generate: boolean } | { type: 'response.processed' };
+export type ClientEvent =
+  { type: 'response.create'; body: Record<string, unknown>; generate: boolean } | { type: 'response.processed' };
 
 function invalid(message: string, param?: string): IopError {
   return new IopError('invalid_request', message, param === undefined ? {} : { param });
@@ -39,12 +40,15 @@ export function parseClientEvent(data: RawData, isBinary: boolean): ClientEvent 
   } catch (error) {
     throw invalid(`the message is not valid JSON: ${error instanceof Error ? error.message : 'parse error'}`);
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalid('a client event must be a JSON object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw invalid('a client event must be a JSON object');
   const { type, ...fields } = value as Record<string, unknown>;
   if (type === 'response.processed') return { type };
   if (typeof type !== 'string') throw invalid('a client event needs a string `type`: "response.create"', 'type');
-  if (type !== 'response.create') throw invalid(`unknown client event type '${type.slice(0, 64)}': the only one is "response.create"`, 'type');
-  if (fields.background === true) throw invalid('background responses are not supported over a WebSocket', 'background');
+  if (type !== 'response.create')
+    throw invalid(`unknown client event type '${type.slice(0, 64)}': the only one is "response.create"`, 'type');
+  if (fields.background === true)
+    throw invalid('background responses are not supported over a WebSocket', 'background');
   const { generate, stream: _stream, background: _background, ...body } = fields;
   if (generate !== undefined && typeof generate !== 'boolean') throw invalid('generate must be a boolean', 'generate');
   return { type, body: { ...body, stream: true }, generate: generate !== false };

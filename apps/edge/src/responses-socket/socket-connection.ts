@@ -1,33 +1,35 @@
 /**
- * One Responses WebSocket connection (docs/protocols.md "Responses over WebSocket"): its
- * `response.create` messages run one at a time, each through the edge's one inference pipeline
- * (http/inference.ts with the Responses route of http/responses-routes.ts) with a
- * `SocketResponse` as its writer, after the same request context and key check middleware as
- * `POST /v1/responses` (the key is checked again per response: a key revoked mid-connection stops
- * working at its next response).
+ * One Responses WebSocket connection (docs/protocols.md "Responses over WebSocket"): its `response.create` messages run
+ * one at a time, each through the edge's one inference pipeline (http/inference.ts with the Responses route of
+ * http/responses-routes.ts) with a `SocketResponse` as its writer, after the same request context and key check
+ * middleware as `POST /v1/responses` (the key is checked again per response: a key revoked mid-connection stops working
+ * at its next response).
  *
- * - Sequence: responses follow each other on the connection (OpenAI's mode without `stream_id`
- *   runs one at a time). A `response.create` that comes after the running response's terminal
- *   event (while the edge still stores it) waits for it; one that comes before gets a 409 `error`
- *   event (Codex CLI never sends the next before `response.completed`). Other messages get their
- *   own `error` event and the connection stays usable.
- * - `previous_response_id`: the connection keeps its most recent response in memory (with
- *   `store: false` too), found before the store; other ids come from the store as over HTTP.
- * - `generate: false`: a warm-up answered with `response.created`, `response.in_progress` and
- *   `response.completed` (no output, zero usage) without a backend run; its id continues the
- *   conversation (its input kept as the connection's most recent response).
- * - Close: the client's close mid-response stops it as a client that hung up (backend run
- *   cancelled, usage recorded, ledger row 499). With no response running, `idleTimeoutMs` of
- *   silence closes the connection (1000). A ping every `pingIntervalMs` keeps proxies from cutting
- *   a quiet connection; a peer that leaves one unanswered until the next is terminated. `drain()` (edge shutdown) closes it with 1001 after the
- *   current response.
+ * - Sequence: responses follow each other on the connection (OpenAI's mode without `stream_id` runs one at a time). A
+ *   `response.create` that comes after the running response's terminal event (while the edge still stores it) waits for
+ *   it; one that comes before gets a 409 `error` event (Codex CLI never sends the next before `response.completed`).
+ *   Other messages get their own `error` event and the connection stays usable.
+ * - `previous_response_id`: the connection keeps its most recent response in memory (with `store: false` too), found
+ *   before the store; other ids come from the store as over HTTP.
+ * - `generate: false`: a warm-up answered with `response.created`, `response.in_progress` and `response.completed` (no
+ *   output, zero usage) without a backend run; its id continues the conversation (its input kept as the connection's
+ *   most recent response).
+ * - Close: the client's close mid-response stops it as a client that hung up (backend run cancelled, usage recorded,
+ *   ledger row 499). With no response running, `idleTimeoutMs` of silence closes the connection (1000). A ping every
+ *   `pingIntervalMs` keeps proxies from cutting a quiet connection; a peer that leaves one unanswered until the next is
+ *   terminated. `drain()` (edge shutdown) closes it with 1001 after the current response.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Request, Response, NextFunction } from 'express';
 import type { RawData, WebSocket } from 'ws';
 import { IopError, type StreamEvent } from '@iop/core';
 import type { EdgeContext } from '../edge-context.js';
-import { createResponsesLinesEncoder, responsesDialect, type ResponseObject, type StoredResponse } from '../dialects.js';
+import {
+  createResponsesLinesEncoder,
+  responsesDialect,
+  type ResponseObject,
+  type StoredResponse,
+} from '../dialects.js';
 import { errorHandler } from '../http/error-handler.js';
 import { modelAllowed } from '../keys/api-key.js';
 import { inferenceHandler, type InferenceRoute } from '../http/inference.js';
@@ -103,7 +105,9 @@ export class SocketConnection {
     this.startPings(edge.config.websocket.pingIntervalMs);
   }
 
-  /** Pings every `intervalMs`; a peer that did not answer the last ping (RFC 6455 §5.5.2, §5.5.3) is gone: terminated. */
+  /**
+   * Pings every `intervalMs`; a peer that did not answer the last ping (RFC 6455 §5.5.2, §5.5.3) is gone: terminated.
+   */
   private startPings(intervalMs: number): void {
     if (intervalMs === 0) return;
     let answered = true;
@@ -139,10 +143,15 @@ export class SocketConnection {
       if (this.draining) throw new IopError('no_capacity', 'the edge is shutting down: open a new connection');
       if (this.current === undefined) return this.serve(event.body, event.generate);
       if (!this.current.terminalSent || this.next !== undefined)
-        throw new IopError('conflict', 'a response is already running on this connection: send the next response.create after its terminal event');
+        throw new IopError(
+          'conflict',
+          'a response is already running on this connection: send the next response.create after its terminal event',
+        );
       this.next = { body: event.body, generate: event.generate };
     } catch (error) {
-      this.sendError(error instanceof IopError ? error : new IopError('invalid_request', 'the message could not be read'));
+      this.sendError(
+        error instanceof IopError ? error : new IopError('invalid_request', 'the message could not be read'),
+      );
     } finally {
       if (this.current === undefined) this.armIdle();
     }
@@ -178,7 +187,10 @@ export class SocketConnection {
     });
   }
 
-  /** `generate: false`: the request is decoded and the key's model permission checked (403); no model runs, nothing is billed; the response completes empty. */
+  /**
+   * `generate: false`: the request is decoded and the key's model permission checked (403); no model runs, nothing is
+   * billed; the response completes empty.
+   */
   private async warmUp(body: Record<string, unknown>, res: Response): Promise<void> {
     const context = locals(res);
     let request = responsesDialect.decodeRequest(body);
@@ -186,7 +198,12 @@ export class SocketConnection {
     if (record !== undefined && !modelAllowed(record, [request.model, this.edge.knownModel(request.model)]))
       throw new IopError('permission', `this API key may not use the model ${JSON.stringify(request.model)}`);
     request = (await this.route.prepare?.(request, body, context)) ?? request;
-    const encoder = createResponsesLinesEncoder({ requestId: context.requestId, model: request.model, request, createdAt: Math.floor(Date.now() / 1000) });
+    const encoder = createResponsesLinesEncoder({
+      requestId: context.requestId,
+      model: request.model,
+      request,
+      createdAt: Math.floor(Date.now() / 1000),
+    });
     const events: StreamEvent[] = [
       { type: 'usage', usage: { inputTokens: 0, outputTokens: 0 } },
       { type: 'finish', reason: 'stop', raw: null },
@@ -207,7 +224,15 @@ export class SocketConnection {
       const value = headers[name.toLowerCase()];
       return Array.isArray(value) ? value.join(', ') : value;
     };
-    return { headers, method: 'POST', url: '/v1/responses', path: '/v1/responses', originalUrl: '/v1/responses', body, get } as unknown as Request;
+    return {
+      headers,
+      method: 'POST',
+      url: '/v1/responses',
+      path: '/v1/responses',
+      originalUrl: '/v1/responses',
+      body,
+      get,
+    } as unknown as Request;
   }
 
   private sendError(error: IopError): void {

@@ -67,7 +67,9 @@ export class SocketResponse extends EventEmitter {
     return this;
   }
 
-  /** Sends each complete line of `text` as a text message. @returns false while the socket's buffer is over the mark. */
+  /**
+   * Sends each complete line of `text` as a text message. @returns false while the socket's buffer is over the mark.
+   */
   write(text: string): boolean {
     if (this.destroyed || this.writableEnded) return false;
     this.headersSent = true;
@@ -126,7 +128,10 @@ export class SocketResponse extends EventEmitter {
     });
   }
 
-  /** Ended, and the socket's buffer under the mark: finished (a client that reads nothing never finishes one; http/drained.ts's `endStalled` then destroys it). */
+  /**
+   * Ended, and the socket's buffer under the mark: finished (a client that reads nothing never finishes one;
+   * http/drained.ts's `endStalled` then destroys it).
+   */
   private settle(): void {
     if (!this.writableEnded || this.writableFinished || this.destroyed) return;
     if (this.socket.bufferedAmount >= this.highWaterMark) {
@@ -146,9 +151,18 @@ export class SocketResponse extends EventEmitter {
 }
 
 /** The in-band error event of an OpenAI error body (`{error:{message,type,param,code}}`) answered with `status`. */
-export function errorEvent(status: number, body: unknown, headers: ReadonlyMap<string, HeaderValue> = new Map()): Record<string, unknown> {
+export function errorEvent(
+  status: number,
+  body: unknown,
+  headers: ReadonlyMap<string, HeaderValue> = new Map(),
+): Record<string, unknown> {
   let error = typeof body === 'object' && body !== null && 'error' in body ? (body as { error: unknown }).error : body;
-  if (status === 404 && typeof error === 'object' && error !== null && (error as { param?: unknown }).param === 'previous_response_id') {
+  if (
+    status === 404 &&
+    typeof error === 'object' &&
+    error !== null &&
+    (error as { param?: unknown }).param === 'previous_response_id'
+  ) {
     // On a socket an unknown or unusable previous_response_id is 400 `previous_response_not_found`
     // (OpenAI's WebSocket mode guide), which Codex CLI answers by sending the full input again.
     status = 400;
@@ -156,6 +170,8 @@ export function errorEvent(status: number, body: unknown, headers: ReadonlyMap<s
   }
   const event: Record<string, unknown> = { type: 'error', status, error };
   if (headers.size > 0)
-    event.headers = Object.fromEntries([...headers].map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : String(value)]));
+    event.headers = Object.fromEntries(
+      [...headers].map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : String(value)]),
+    );
   return event;
 }

@@ -41,7 +41,12 @@ export class ResponsesSocketServer {
     private readonly edge: EdgeContext,
     private readonly store: ResponseStore,
   ) {
-    this.server = new WebSocketServer({ noServer: true, clientTracking: false, perMessageDeflate: false, maxPayload: edge.config.websocket.maxMessageBytes });
+    this.server = new WebSocketServer({
+      noServer: true,
+      clientTracking: false,
+      perMessageDeflate: false,
+      maxPayload: edge.config.websocket.maxMessageBytes,
+    });
     this.check = keyCheck(edge);
   }
 
@@ -74,23 +79,44 @@ export class ResponsesSocketServer {
     const path = (req.url ?? '').split('?', 1)[0];
     const config = this.edge.config.websocket;
     if (path !== RESPONSES_SOCKET_PATH)
-      return this.refuse(socket, new IopError('not_found', `no WebSocket endpoint at ${path}; Responses over WebSocket is ${RESPONSES_SOCKET_PATH}`));
-    if (!config.enabled) return this.refuse(socket, new IopError('invalid_request', 'WebSockets are turned off on this edge: use POST /v1/responses'), 426);
-    if (this.closing) return this.refuse(socket, new IopError('no_capacity', 'the edge is shutting down', { retryAfterSeconds: 1 }));
+      return this.refuse(
+        socket,
+        new IopError(
+          'not_found',
+          `no WebSocket endpoint at ${path}; Responses over WebSocket is ${RESPONSES_SOCKET_PATH}`,
+        ),
+      );
+    if (!config.enabled)
+      return this.refuse(
+        socket,
+        new IopError('invalid_request', 'WebSockets are turned off on this edge: use POST /v1/responses'),
+        426,
+      );
+    if (this.closing)
+      return this.refuse(socket, new IopError('no_capacity', 'the edge is shutting down', { retryAfterSeconds: 1 }));
     const context = await this.keyOf(req);
     if (context instanceof IopError) return this.refuse(socket, context);
-    if (this.closing) return this.refuse(socket, new IopError('no_capacity', 'the edge is shutting down', { retryAfterSeconds: 1 }));
+    if (this.closing)
+      return this.refuse(socket, new IopError('no_capacity', 'the edge is shutting down', { retryAfterSeconds: 1 }));
     // An open edge (no keys) has no per-key cap: every client would share one.
     const keyId = context.identity?.keyId ?? OPEN_IDENTITY.keyId;
     if (keyId !== OPEN_IDENTITY.keyId && (this.perKey.get(keyId) ?? 0) >= config.maxConnectionsPerKey)
       return this.refuse(
         socket,
-        new IopError('rate_limited', `this key has ${config.maxConnectionsPerKey} WebSocket connections open, the most it may`, { retryAfterSeconds: 1 }),
+        new IopError(
+          'rate_limited',
+          `this key has ${config.maxConnectionsPerKey} WebSocket connections open, the most it may`,
+          { retryAfterSeconds: 1 },
+        ),
       );
     if (this.open.size >= config.maxConnections)
       return this.refuse(
         socket,
-        new IopError('no_capacity', `the edge has ${config.maxConnections} WebSocket connections open, the most it takes`, { retryAfterSeconds: 1 }),
+        new IopError(
+          'no_capacity',
+          `the edge has ${config.maxConnections} WebSocket connections open, the most it takes`,
+          { retryAfterSeconds: 1 },
+        ),
       );
     // Counted in handleUpgrade's callback, which `ws` calls synchronously (no verifyClient): no
     // other upgrade passes the checks above in between.
@@ -134,9 +160,17 @@ export class ResponsesSocketServer {
     const rendered = responsesDialect.errorResponse(error, requestId);
     const code = status ?? rendered.status;
     this.edge.metrics.websocketRefusals.inc({ status: String(code) });
-    this.edge.logger.info({ status: code, code: error.code, error: error.message, requestId }, 'websocket upgrade refused');
+    this.edge.logger.info(
+      { status: code, code: error.code, error: error.message, requestId },
+      'websocket upgrade refused',
+    );
     const body = JSON.stringify(rendered.body);
-    const headers = { ...rendered.headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'close' };
+    const headers = {
+      ...rendered.headers,
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(body)),
+      connection: 'close',
+    };
     const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}`);
     socket.end(`HTTP/1.1 ${code} ${STATUS_CODES[code] ?? 'Error'}\r\n${lines.join('\r\n')}\r\n\r\n${body}`);
   }

@@ -101,7 +101,10 @@ const guarded = new WeakMap<ResponseStore, GuardedResponseStore>();
  * The one guarded store of `responses` (every route, HTTP and WebSocket, sees the same outages);
  * failures are logged at warn on `logger`.
  */
-export function guardedStore(responses: ResponseStore, logger: { warn(fields: object, message: string): void }): GuardedResponseStore {
+export function guardedStore(
+  responses: ResponseStore,
+  logger: { warn(fields: object, message: string): void },
+): GuardedResponseStore {
   if (responses instanceof GuardedResponseStore) return responses;
   let store = guarded.get(responses);
   if (store === undefined) {

@@ -81,7 +81,12 @@ export class MemoryResponseStore implements ResponseStore {
   private prune(): void {
     const cutoff = this.retention.now() - this.retention.maxAgeMs;
     for (const [id, entry] of this.entries) {
-      if (entry.storedAtMs > cutoff && this.entries.size <= this.retention.maxRows && this.totalBytes <= this.retention.maxTotalBytes) break;
+      if (
+        entry.storedAtMs > cutoff &&
+        this.entries.size <= this.retention.maxRows &&
+        this.totalBytes <= this.retention.maxTotalBytes
+      )
+        break;
       this.remove(id);
     }
   }

@@ -44,7 +44,8 @@ export function shareRecord(record: StoredResponse): SharedRecord {
     if (typeof value !== 'object' || value === null) return value;
     const out: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(value)) {
-      if (key === '__proto__') Object.defineProperty(out, key, { value: visit(item), enumerable: true, writable: true, configurable: true });
+      if (key === '__proto__')
+        Object.defineProperty(out, key, { value: visit(item), enumerable: true, writable: true, configurable: true });
       else out[key] = visit(item);
     }
     return out;

@@ -48,14 +48,17 @@ export class SqlResponseStore implements ResponseStore {
     if (!Number.isSafeInteger(this.pruneEveryPuts) || this.pruneEveryPuts < 1)
       throw new RangeError(`pruneEveryPuts must be an integer >= 1, got ${this.pruneEveryPuts}`);
     const pruneIntervalMs = options.pruneIntervalMs ?? 60_000;
-    if (!Number.isFinite(pruneIntervalMs) || pruneIntervalMs < 0) throw new RangeError(`pruneIntervalMs must be >= 0, got ${pruneIntervalMs}`);
+    if (!Number.isFinite(pruneIntervalMs) || pruneIntervalMs < 0)
+      throw new RangeError(`pruneIntervalMs must be >= 0, got ${pruneIntervalMs}`);
     if (pruneIntervalMs > 0) {
       this.timer = setInterval(() => void this.prune().catch(() => {}), pruneIntervalMs);
       this.timer.unref();
     }
   }
 
-  /** @throws IopError `request_too_large` when the record's stored text is over `maxResponseBytes` (nothing is stored). */
+  /**
+   * @throws IopError `request_too_large` when the record's stored text is over `maxResponseBytes` (nothing is stored).
+   */
   async put(record: StoredResponse, owner: string): Promise<void> {
     const text = encodeRecord(record);
     const bytes = Buffer.byteLength(text);
@@ -89,13 +92,19 @@ export class SqlResponseStore implements ResponseStore {
     return record === undefined ? undefined : pageInputItems(record.inputItems, query);
   }
 
-  /** Deletes expired rows, the oldest beyond `maxRows` and the oldest beyond `maxTotalBytes`; resolves with how many went. */
+  /**
+   * Deletes expired rows, the oldest beyond `maxRows` and the oldest beyond `maxTotalBytes`; resolves with how many
+   * went.
+   */
   async prune(): Promise<number> {
     this.putsSincePrune = 0;
-    const expired = await this.db.execute('DELETE FROM responses WHERE stored_at_ms <= $1', [this.retention.now() - this.retention.maxAgeMs]);
-    const overflow = await this.db.execute('DELETE FROM responses WHERE id IN (SELECT id FROM responses ORDER BY stored_at_ms DESC, id DESC OFFSET $1)', [
-      this.retention.maxRows,
+    const expired = await this.db.execute('DELETE FROM responses WHERE stored_at_ms <= $1', [
+      this.retention.now() - this.retention.maxAgeMs,
     ]);
+    const overflow = await this.db.execute(
+      'DELETE FROM responses WHERE id IN (SELECT id FROM responses ORDER BY stored_at_ms DESC, id DESC OFFSET $1)',
+      [this.retention.maxRows],
+    );
     // Newest first, a running total of sizes: every row from the one that crosses the budget on goes.
     const oversize = await this.db.execute(
       'DELETE FROM responses WHERE id IN (SELECT id FROM (SELECT id, SUM(bytes) OVER (ORDER BY stored_at_ms DESC, id DESC) AS newer_bytes FROM responses) sized WHERE newer_bytes > $1)',

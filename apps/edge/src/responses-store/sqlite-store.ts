@@ -44,7 +44,10 @@ export function defaultDataDir(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 export interface SqliteStoreOptions extends RetentionOptions {
-  /** Directory of `responses.sqlite` (created if missing). Default `defaultDataDir()`. Use `:memory:` for a throwaway database. */
+  /**
+   * Directory of `responses.sqlite` (created if missing). Default `defaultDataDir()`. Use `:memory:` for a throwaway
+   * database.
+   */
   dataDir?: string;
   /** Prune after this many puts. Default 100. */
   pruneEveryPuts?: number;
@@ -66,7 +69,8 @@ CREATE INDEX IF NOT EXISTS responses_stored_at ON responses (stored_at_ms);
 function migrate(db: Database.Database): void {
   db.exec(SCHEMA);
   const columns = db.prepare<[], { name: string }>("SELECT name FROM pragma_table_info('responses')").all();
-  if (!columns.some((column) => column.name === 'owner')) db.exec("ALTER TABLE responses ADD COLUMN owner TEXT NOT NULL DEFAULT ''");
+  if (!columns.some((column) => column.name === 'owner'))
+    db.exec("ALTER TABLE responses ADD COLUMN owner TEXT NOT NULL DEFAULT ''");
   if (!columns.some((column) => column.name === 'bytes')) {
     db.exec('ALTER TABLE responses ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0');
     db.exec('UPDATE responses SET bytes = length(CAST(record AS BLOB))');
@@ -98,7 +102,8 @@ export class SqliteResponseStore implements ResponseStore {
     if (!Number.isSafeInteger(this.pruneEveryPuts) || this.pruneEveryPuts < 1)
       throw new RangeError(`pruneEveryPuts must be an integer >= 1, got ${this.pruneEveryPuts}`);
     const pruneIntervalMs = options.pruneIntervalMs ?? 60_000;
-    if (!Number.isFinite(pruneIntervalMs) || pruneIntervalMs < 0) throw new RangeError(`pruneIntervalMs must be >= 0, got ${pruneIntervalMs}`);
+    if (!Number.isFinite(pruneIntervalMs) || pruneIntervalMs < 0)
+      throw new RangeError(`pruneIntervalMs must be >= 0, got ${pruneIntervalMs}`);
     const dataDir = options.dataDir ?? defaultDataDir();
     let file = ':memory:';
     if (dataDir !== ':memory:') {
@@ -111,7 +116,9 @@ export class SqliteResponseStore implements ResponseStore {
     this.db.pragma(`cache_size = ${SQLITE_CACHE_SIZE}`);
     this.db.transaction(() => migrate(this.db)).immediate();
     this.statements = {
-      put: this.db.prepare('INSERT OR REPLACE INTO responses (id, stored_at_ms, record, owner, bytes) VALUES (?, ?, ?, ?, ?)'),
+      put: this.db.prepare(
+        'INSERT OR REPLACE INTO responses (id, stored_at_ms, record, owner, bytes) VALUES (?, ?, ?, ?, ?)',
+      ),
       bytesOf: this.db.prepare('SELECT bytes FROM responses WHERE id = ?'),
       totalBytes: this.db.prepare('SELECT SUM(bytes) AS total FROM responses'),
       // The newest rows whose running total fits stay; the older rest goes.
@@ -121,7 +128,9 @@ export class SqliteResponseStore implements ResponseStore {
       get: this.db.prepare('SELECT stored_at_ms, record FROM responses WHERE id = ? AND owner = ?'),
       delete: this.db.prepare('DELETE FROM responses WHERE id = ? AND owner = ?'),
       deleteExpired: this.db.prepare('DELETE FROM responses WHERE stored_at_ms <= ?'),
-      deleteOverflow: this.db.prepare('DELETE FROM responses WHERE id IN (SELECT id FROM responses ORDER BY stored_at_ms DESC, rowid DESC LIMIT -1 OFFSET ?)'),
+      deleteOverflow: this.db.prepare(
+        'DELETE FROM responses WHERE id IN (SELECT id FROM responses ORDER BY stored_at_ms DESC, rowid DESC LIMIT -1 OFFSET ?)',
+      ),
     };
     this.totalBytes = this.statements.totalBytes.get()?.total ?? 0;
     if (pruneIntervalMs > 0) {
@@ -130,7 +139,9 @@ export class SqliteResponseStore implements ResponseStore {
     }
   }
 
-  /** @throws IopError `request_too_large` when the record's stored text is over `maxResponseBytes` (nothing is stored). */
+  /**
+   * @throws IopError `request_too_large` when the record's stored text is over `maxResponseBytes` (nothing is stored).
+   */
   async put(record: StoredResponse, owner: string): Promise<void> {
     this.putText(record.id, encodeRecord(record), owner);
   }
@@ -176,7 +187,10 @@ export class SqliteResponseStore implements ResponseStore {
     this.putsSincePrune = 0;
     const expired = this.statements.deleteExpired.run(this.retention.now() - this.retention.maxAgeMs).changes;
     const overflow = this.statements.deleteOverflow.run(this.retention.maxRows).changes;
-    const oversize = this.totalBytes > this.retention.maxTotalBytes ? this.statements.deleteBeyondBytes.run(this.retention.maxTotalBytes).changes : 0;
+    const oversize =
+      this.totalBytes > this.retention.maxTotalBytes
+        ? this.statements.deleteBeyondBytes.run(this.retention.maxTotalBytes).changes
+        : 0;
     this.totalBytes = this.statements.totalBytes.get()?.total ?? 0;
     return expired + overflow + oversize;
   }

@@ -17,7 +17,8 @@ export interface StoreRequest {
   method: StoreMethod;
   args: unknown[];
 }
-export type StoreAnswer = { id: number; value: unknown } | { id: number; error: { code: string | undefined; message: string } };
+export type StoreAnswer =
+  { id: number; value: unknown } | { id: number; error: { code: string | undefined; message: string } };
 /** The first message: the store opened (or could not: the worker then exits). */
 export type StoreReady = { ready: true } | { ready: false; message: string };
 
@@ -27,7 +28,10 @@ if (parentPort !== null) {
   try {
     store = new SqliteResponseStore(workerData as SqliteStoreOptions);
   } catch (error) {
-    port.postMessage({ ready: false, message: error instanceof Error ? error.message : String(error) } satisfies StoreReady);
+    port.postMessage({
+      ready: false,
+      message: error instanceof Error ? error.message : String(error),
+    } satisfies StoreReady);
     process.exit(1);
   }
   port.postMessage({ ready: true } satisfies StoreReady);
@@ -43,7 +47,10 @@ if (parentPort !== null) {
       (error: unknown) =>
         port.postMessage({
           id: request.id,
-          error: { code: error instanceof IopError ? error.code : undefined, message: error instanceof Error ? error.message : String(error) },
+          error: {
+            code: error instanceof IopError ? error.code : undefined,
+            message: error instanceof Error ? error.message : String(error),
+          },
         } satisfies StoreAnswer),
     );
   });

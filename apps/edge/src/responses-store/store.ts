@@ -1,14 +1,13 @@
 /**
- * The response store: finished Responses kept for `previous_response_id`,
- * `GET /v1/responses/{id}` and `GET /v1/responses/{id}/input_items` (docs/protocols.md "Responses request", "Responses input and Chat messages").
- * Records are `StoredResponse`s (@iop/dialects `openaiResponses`): the Response object, its input
- * items (with ids) and the resolved conversation, instructions excluded.
+ * The response store: finished Responses kept for `previous_response_id`, `GET /v1/responses/{id}` and `GET
+ * /v1/responses/{id}/input_items` (docs/protocols.md "Responses request", "Responses input and Chat messages"). Records
+ * are `StoredResponse`s (@iop/dialects `openaiResponses`): the Response object, its input items (with ids) and the
+ * resolved conversation, instructions excluded.
  *
- * Every record has an owner (OpenAI scopes stored responses to the project/key): the edge passes
- * the SHA-256 of the client API key (`ownerOfKey`, http/auth.ts), or `''` when it has no keys. A
- * read, page or delete with another owner answers exactly as for an unknown id. Owners compare
- * exactly: records stored by an open edge (`''`, and rows from before owners existed) are readable
- * by nobody once keys are configured, and retention removes them in time.
+ * Every record has an owner (OpenAI scopes stored responses to the project/key): the edge passes the SHA-256 of the
+ * client API key (`ownerOfKey`, http/auth.ts), or `''` when it has no keys. A read, page or delete with another owner
+ * answers exactly as for an unknown id. Owners compare exactly: records stored by an open edge (`''`, and rows from
+ * before owners existed) are readable by nobody once keys are configured, and retention removes them in time.
  */
 // Not the '@iop/core' barrel: this module is also loaded by the store's worker thread (sqlite-worker.ts).
 import { IopError } from '@iop/core/errors';
@@ -83,13 +82,18 @@ export interface ResolvedRetention {
 export function resolveRetention(options: RetentionOptions = {}): ResolvedRetention {
   const maxAgeMs = options.maxAgeMs ?? DEFAULT_MAX_AGE_MS;
   const maxRows = options.maxRows ?? DEFAULT_MAX_ROWS;
-  if (!Number.isFinite(maxAgeMs) || maxAgeMs <= 0) throw new RangeError(`maxAgeMs must be a positive number of ms, got ${maxAgeMs}`);
-  if (!Number.isSafeInteger(maxRows) || maxRows < 1) throw new RangeError(`maxRows must be an integer >= 1, got ${maxRows}`);
+  if (!Number.isFinite(maxAgeMs) || maxAgeMs <= 0)
+    throw new RangeError(`maxAgeMs must be a positive number of ms, got ${maxAgeMs}`);
+  if (!Number.isSafeInteger(maxRows) || maxRows < 1)
+    throw new RangeError(`maxRows must be an integer >= 1, got ${maxRows}`);
   const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   const maxTotalBytes = options.maxTotalBytes ?? DEFAULT_MAX_TOTAL_BYTES;
-  if (!Number.isSafeInteger(maxTotalBytes) || maxTotalBytes < 1) throw new RangeError(`maxTotalBytes must be an integer >= 1, got ${maxTotalBytes}`);
+  if (!Number.isSafeInteger(maxTotalBytes) || maxTotalBytes < 1)
+    throw new RangeError(`maxTotalBytes must be an integer >= 1, got ${maxTotalBytes}`);
   if (!Number.isSafeInteger(maxResponseBytes) || maxResponseBytes < 1 || maxResponseBytes > maxTotalBytes) {
-    throw new RangeError(`maxResponseBytes must be an integer from 1 to maxTotalBytes (${maxTotalBytes}), got ${maxResponseBytes}`);
+    throw new RangeError(
+      `maxResponseBytes must be an integer from 1 to maxTotalBytes (${maxTotalBytes}), got ${maxResponseBytes}`,
+    );
   }
   return { maxAgeMs, maxRows, maxResponseBytes, maxTotalBytes, now: options.now ?? Date.now };
 }
@@ -105,7 +109,8 @@ export function recordTooLarge(bytes: number, maxResponseBytes: number): IopErro
 /** Pages a record's input items (OpenAI list semantics: `after` is exclusive, `has_more` when items remain). */
 export function pageInputItems(items: readonly StoredInputItem[], query: InputItemsQuery = {}): InputItemsPage {
   const limit = query.limit ?? DEFAULT_LIMIT;
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new RangeError(`limit must be an integer between 1 and ${MAX_LIMIT}, got ${limit}`);
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIMIT)
+    throw new RangeError(`limit must be an integer between 1 and ${MAX_LIMIT}, got ${limit}`);
   const ordered = query.order === 'asc' ? items : [...items].reverse();
   let start = 0;
   if (query.after !== undefined) {
@@ -126,7 +131,11 @@ export function pageInputItems(items: readonly StoredInputItem[], query: InputIt
  * Keeps a finished response for `owner` unless its request said `store:false` (then nothing is
  * kept). `record` is `openaiResponses.storedResponseOf(request, response)`, undefined for `store:false`.
  */
-export async function keepResponse(store: ResponseStore, record: StoredResponse | undefined, owner: string): Promise<boolean> {
+export async function keepResponse(
+  store: ResponseStore,
+  record: StoredResponse | undefined,
+  owner: string,
+): Promise<boolean> {
   if (record === undefined) return false;
   await store.put(record, owner);
   return true;

@@ -39,7 +39,10 @@ export class WorkerResponseStore implements ResponseStore {
   private closed = false;
   private startCount = 0;
 
-  /** When the last start failed (ms, `performance.now()`) and why; calls until `restartDelayMs` later fail with it at once. */
+  /**
+   * When the last start failed (ms, `performance.now()`) and why; calls until `restartDelayMs` later fail with it at
+   * once.
+   */
   private lastStartFailure: { at: number; error: unknown } | undefined;
 
   /**
@@ -86,7 +89,8 @@ export class WorkerResponseStore implements ResponseStore {
   private async call(method: StoreMethod, args: unknown[]): Promise<unknown> {
     if (this.closed) throw new IopError('internal', 'the Responses store is closed');
     const failed = this.lastStartFailure;
-    if (this.worker === undefined && failed !== undefined && performance.now() - failed.at < this.restartDelayMs) throw failed.error;
+    if (this.worker === undefined && failed !== undefined && performance.now() - failed.at < this.restartDelayMs)
+      throw failed.error;
     this.worker ??= this.start().then(
       (worker) => {
         this.lastStartFailure = undefined;
@@ -103,7 +107,10 @@ export class WorkerResponseStore implements ResponseStore {
 
   private send(worker: Worker, method: StoreMethod, args: unknown[]): Promise<unknown> {
     // It stopped between the start and this call: a message to it would never be answered.
-    if (worker !== this.live) return Promise.reject(new IopError('internal', 'the Responses store worker stopped; the next call starts a new one'));
+    if (worker !== this.live)
+      return Promise.reject(
+        new IopError('internal', 'the Responses store worker stopped; the next call starts a new one'),
+      );
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject, worker });
@@ -146,7 +153,10 @@ export class WorkerResponseStore implements ResponseStore {
       this.live = undefined;
       this.worker = undefined;
     }
-    const failure = new IopError('internal', `the Responses store worker stopped (${error.message}); the next call starts a new one`);
+    const failure = new IopError(
+      'internal',
+      `the Responses store worker stopped (${error.message}); the next call starts a new one`,
+    );
     for (const [id, pending] of this.pending) {
       if (pending.worker !== worker) continue;
       this.pending.delete(id);

@@ -72,7 +72,12 @@ CREATE TABLE responses (
 CREATE INDEX responses_stored_at ON responses (stored_at_ms);`,
   },
   { version: 2, name: 'api_keys', sqlite: API_KEYS('TEXT', 'INTEGER'), postgres: API_KEYS('TEXT', 'BIGINT') },
-  { version: 3, name: 'usage_ledger', sqlite: LEDGER('INTEGER', 'INTEGER PRIMARY KEY AUTOINCREMENT'), postgres: LEDGER('BIGINT', 'BIGSERIAL PRIMARY KEY') },
+  {
+    version: 3,
+    name: 'usage_ledger',
+    sqlite: LEDGER('INTEGER', 'INTEGER PRIMARY KEY AUTOINCREMENT'),
+    postgres: LEDGER('BIGINT', 'BIGSERIAL PRIMARY KEY'),
+  },
   {
     version: 4,
     name: 'responses_bytes',
@@ -116,12 +121,15 @@ export async function migrate(db: SqlDatabase, migrations: readonly Migration[] 
       await tx.execute('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
       if (db.schema !== undefined) await tx.execute(`CREATE SCHEMA IF NOT EXISTS ${db.schema}`);
     }
-    await tx.execute('CREATE TABLE IF NOT EXISTS iop_schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)');
+    await tx.execute(
+      'CREATE TABLE IF NOT EXISTS iop_schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)',
+    );
     const rows = await tx.query<{ version: number }>('SELECT version FROM iop_schema_migrations');
     const applied = new Set(rows.map((row) => Number(row.version)));
     const newest = Math.max(0, ...applied);
     const known = Math.max(0, ...migrations.map((migration) => migration.version));
-    if (newest > known) throw new Error(`the database schema is at version ${newest}, newer than this edge's ${known}: upgrade the edge`);
+    if (newest > known)
+      throw new Error(`the database schema is at version ${newest}, newer than this edge's ${known}: upgrade the edge`);
     const done: number[] = [];
     for (const migration of migrations) {
       if (applied.has(migration.version)) continue;
@@ -131,7 +139,11 @@ export async function migrate(db: SqlDatabase, migrations: readonly Migration[] 
         .map((part) => part.trim())
         .filter((part) => part.length > 0))
         await tx.execute(statement);
-      await tx.execute('INSERT INTO iop_schema_migrations (version, name, applied_at_ms) VALUES ($1, $2, $3)', [migration.version, migration.name, Date.now()]);
+      await tx.execute('INSERT INTO iop_schema_migrations (version, name, applied_at_ms) VALUES ($1, $2, $3)', [
+        migration.version,
+        migration.name,
+        Date.now(),
+      ]);
       done.push(migration.version);
     }
     return done;

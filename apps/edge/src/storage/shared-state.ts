@@ -18,7 +18,12 @@ import { MemoryCounterStore, type CounterStore } from '../limits/counter-store.j
 import { FailoverCounterStore } from '../limits/failover-counter-store.js';
 import { KeyLimiter } from '../limits/key-limiter.js';
 import { RedisCounterStore } from '../limits/redis-counter-store.js';
-import { MemoryResponseStore, WorkerResponseStore, defaultDataDir, type ResponseStore } from '../responses-store/index.js';
+import {
+  MemoryResponseStore,
+  WorkerResponseStore,
+  defaultDataDir,
+  type ResponseStore,
+} from '../responses-store/index.js';
 import { resolve as resolvePath } from 'node:path';
 import { SqlResponseStore } from '../responses-store/sql-store.js';
 import { migrate } from './migrations.js';
@@ -42,7 +47,8 @@ const INVALIDATE = 'invalidate:';
 async function openSql(config: EdgeConfig, logger: Logger): Promise<SqlDatabase> {
   const sql = config.storage.sql;
   if (sql.kind === 'sqlite') {
-    const dataDir = config.responsesStore.kind === 'memory' ? ':memory:' : (config.responsesStore.dataDir ?? defaultDataDir());
+    const dataDir =
+      config.responsesStore.kind === 'memory' ? ':memory:' : (config.responsesStore.dataDir ?? defaultDataDir());
     let db: SqliteDatabase;
     try {
       db = new SqliteDatabase(dataDir);
@@ -60,7 +66,8 @@ async function openSql(config: EdgeConfig, logger: Logger): Promise<SqlDatabase>
   });
   try {
     const applied = await migrate(db);
-    if (applied.length > 0) logger.info({ applied, database: 'postgres', schema: db.schema }, 'schema migrations applied');
+    if (applied.length > 0)
+      logger.info({ applied, database: 'postgres', schema: db.schema }, 'schema migrations applied');
   } catch (error) {
     await db.close().catch(() => {});
     const where = new URL(sql.url!);
@@ -112,7 +119,12 @@ export async function openSharedState(config: EdgeConfig, logger: Logger, regist
   }
 
   const keyStore = new KeyStore(sql);
-  const keys = new KeyDirectory({ store: keyStore, cacheTtlMs: config.storage.keyCacheTtlMs, failureMode: config.storage.onFailure, logger });
+  const keys = new KeyDirectory({
+    store: keyStore,
+    cacheTtlMs: config.storage.keyCacheTtlMs,
+    failureMode: config.storage.onFailure,
+    logger,
+  });
   keys.setConfigKeys(recordsOfConfigKeys(config.keys));
   shared.onMessage((message) => {
     if (message.startsWith(INVALIDATE)) keys.invalidate(message.slice(INVALIDATE.length));
@@ -136,7 +148,10 @@ export async function openSharedState(config: EdgeConfig, logger: Logger, regist
       writeErrors.inc();
       if (Date.now() - lastWarnMs < 10_000) return;
       lastWarnMs = Date.now();
-      logger.warn({ error: error instanceof Error ? error.message : String(error), queued: ledger.queued }, 'usage ledger write failed; rows kept and retried');
+      logger.warn(
+        { error: error instanceof Error ? error.message : String(error), queued: ledger.queued },
+        'usage ledger write failed; rows kept and retried',
+      );
     },
   });
   new Gauge({
@@ -150,7 +165,9 @@ export async function openSharedState(config: EdgeConfig, logger: Logger, regist
 
   const limiter = new KeyLimiter(shared, {
     // In memory a restart would forget what a budget has used: the ledger tells it again.
-    ...(config.storage.counters.kind === 'memory' ? { usedSince: (keyId: string, sinceMs: number) => usedSince(sql, keyId, sinceMs) } : {}),
+    ...(config.storage.counters.kind === 'memory'
+      ? { usedSince: (keyId: string, sinceMs: number) => usedSince(sql, keyId, sinceMs) }
+      : {}),
   });
 
   return {

@@ -112,7 +112,10 @@ export class SqliteDatabase implements SqlDatabase {
 export interface PostgresOptions {
   /** `postgres://user@host:port/database`. */
   url: string;
-  /** Schema holding iop's tables (created if missing); default `public`. Lets several deployments or tests share one database. */
+  /**
+   * Schema holding iop's tables (created if missing); default `public`. Lets several deployments or tests share one
+   * database.
+   */
   schema?: string;
   /** Connections per edge. Default 10. */
   poolSize?: number;
@@ -131,7 +134,8 @@ export class PostgresDatabase implements SqlDatabase {
   /** @throws RangeError when the schema is not a plain lower-case identifier. */
   constructor(options: PostgresOptions) {
     this.schema = options.schema ?? 'public';
-    if (!IDENTIFIER.test(this.schema)) throw new RangeError(`storage.sql.schema must match ${IDENTIFIER.source}, got ${JSON.stringify(this.schema)}`);
+    if (!IDENTIFIER.test(this.schema))
+      throw new RangeError(`storage.sql.schema must match ${IDENTIFIER.source}, got ${JSON.stringify(this.schema)}`);
     const timeoutMs = options.timeoutMs ?? 5_000;
     // pg is loaded only for PostgreSQL: the default SQLite edge keeps its 30 modules out of memory.
     // eslint-disable-next-line @typescript-eslint/no-require-imports

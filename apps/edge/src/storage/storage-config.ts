@@ -30,38 +30,69 @@ const storageSchema = Type.Object(
       {
         kind: stringEnum(['sqlite', 'postgres'] as const, {
           default: 'sqlite',
-          description: 'Stored Responses, managed keys and the usage ledger: `sqlite` (embedded, in the data directory) or `postgres`.',
+          description:
+            'Stored Responses, managed keys and the usage ledger: `sqlite` (embedded, in the data directory) or `postgres`.',
         }),
-        url: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL URL (kind `postgres`).' })),
+        url: Type.Optional(
+          Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL URL (kind `postgres`).' }),
+        ),
         schema: Type.Optional(Type.String({ pattern: '^[a-z_][a-z0-9_]{0,62}$', description: 'PostgreSQL schema.' })),
-        poolSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'PostgreSQL connections this edge opens at most (default 10).' })),
+        poolSize: Type.Optional(
+          Type.Integer({
+            minimum: 1,
+            maximum: 1000,
+            description: 'PostgreSQL connections this edge opens at most (default 10).',
+          }),
+        ),
       },
-      { additionalProperties: false, default: {}, if: { properties: { kind: { const: 'postgres' } }, required: ['kind'] }, then: { required: ['url'] } },
+      {
+        additionalProperties: false,
+        default: {},
+        if: { properties: { kind: { const: 'postgres' } }, required: ['kind'] },
+        then: { required: ['url'] },
+      },
     ),
     counters: Type.Object(
       {
         kind: stringEnum(['memory', 'redis'] as const, {
           default: 'memory',
-          description: 'Rate-limit windows, budgets, stream slots and revocations: `memory` (this edge only) or `redis`.',
+          description:
+            'Rate-limit windows, budgets, stream slots and revocations: `memory` (this edge only) or `redis`.',
         }),
         url: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis URL (kind `redis`).' })),
         keyPrefix: Type.Optional(
           Type.String({
             maxLength: 100,
-            description: 'Prefix of every Redis key this edge writes (default `iop:`); edges that share counters use the same one.',
+            description:
+              'Prefix of every Redis key this edge writes (default `iop:`); edges that share counters use the same one.',
           }),
         ),
       },
-      { additionalProperties: false, default: {}, if: { properties: { kind: { const: 'redis' } }, required: ['kind'] }, then: { required: ['url'] } },
+      {
+        additionalProperties: false,
+        default: {},
+        if: { properties: { kind: { const: 'redis' } }, required: ['kind'] },
+        then: { required: ['url'] },
+      },
     ),
     onFailure: stringEnum(['open', 'closed'] as const, {
       default: 'open',
       description: "When the shared store fails: `open` (a warning, this edge's own counters) or `closed` (503).",
     }),
-    keyCacheTtlMs: Type.Integer({ minimum: 0, maximum: 600_000, default: 2_000, description: 'How long an edge trusts a key looked up in the store, ms.' }),
+    keyCacheTtlMs: Type.Integer({
+      minimum: 0,
+      maximum: 600_000,
+      default: 2_000,
+      description: 'How long an edge trusts a key looked up in the store, ms.',
+    }),
     ledger: Type.Object(
       {
-        batchSize: Type.Integer({ minimum: 1, maximum: 1000, default: 200, description: 'Ledger rows written in one INSERT at most.' }),
+        batchSize: Type.Integer({
+          minimum: 1,
+          maximum: 1000,
+          default: 200,
+          description: 'Ledger rows written in one INSERT at most.',
+        }),
         flushIntervalMs: Type.Integer({
           minimum: 10,
           maximum: 600_000,
@@ -72,9 +103,14 @@ const storageSchema = Type.Object(
           minimum: 1000,
           maximum: 10_000_000,
           default: 50_000,
-          description: 'Ledger rows held while the database is slow or down; beyond it new rows are dropped and counted (iop_usage_ledger_dropped_total).',
+          description:
+            'Ledger rows held while the database is slow or down; beyond it new rows are dropped and counted (iop_usage_ledger_dropped_total).',
         }),
-        maxAgeMs: Type.Integer({ minimum: 0, default: 0, description: 'Ledger rows older are deleted (hourly); 0 keeps all.' }),
+        maxAgeMs: Type.Integer({
+          minimum: 0,
+          default: 0,
+          description: 'Ledger rows older are deleted (hourly); 0 keeps all.',
+        }),
       },
       { additionalProperties: false, default: {} },
     ),

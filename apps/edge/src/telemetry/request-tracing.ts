@@ -36,11 +36,23 @@ interface AttemptCount {
 }
 
 /** Starts the request span (parent: the client's `traceparent`); returns it and the context to run the request in. */
-export function startRequestSpan(headers: IncomingHttpHeaders, path: string, requestId: string): { span: Span; context: Context } {
+export function startRequestSpan(
+  headers: IncomingHttpHeaders,
+  path: string,
+  requestId: string,
+): { span: Span; context: Context } {
   const parent = extractContext(headers);
   const span = tracer().startSpan(
     'chat',
-    { kind: SpanKind.SERVER, attributes: { 'gen_ai.operation.name': 'chat', 'http.request.method': 'POST', 'url.path': path, 'iop.request_id': requestId } },
+    {
+      kind: SpanKind.SERVER,
+      attributes: {
+        'gen_ai.operation.name': 'chat',
+        'http.request.method': 'POST',
+        'url.path': path,
+        'iop.request_id': requestId,
+      },
+    },
     parent,
   );
   const counter: AttemptCount = { count: 0 };
@@ -66,7 +78,13 @@ export interface RequestOutcome {
 }
 
 /** Ends the request span with the response's status, served model, provider, usage and finish reasons. */
-export function endRequestSpan(span: Span, status: number, servedModel: string | undefined, agent: string | undefined, outcome?: RequestOutcome): void {
+export function endRequestSpan(
+  span: Span,
+  status: number,
+  servedModel: string | undefined,
+  agent: string | undefined,
+  outcome?: RequestOutcome,
+): void {
   if (!span.isRecording()) return;
   span.setAttribute('http.response.status_code', status);
   if (servedModel !== undefined) span.setAttribute('gen_ai.response.model', servedModel);
@@ -75,8 +93,10 @@ export function endRequestSpan(span: Span, status: number, servedModel: string |
   const usage = outcome?.usage;
   if (usage?.inputTokens !== undefined) span.setAttribute('gen_ai.usage.input_tokens', usage.inputTokens);
   if (usage?.outputTokens !== undefined) span.setAttribute('gen_ai.usage.output_tokens', usage.outputTokens);
-  if (usage?.cachedInputTokens !== undefined && usage.cachedInputTokens > 0) span.setAttribute('gen_ai.usage.cache_read.input_tokens', usage.cachedInputTokens);
-  if (outcome?.finishReasons !== undefined && outcome.finishReasons.length > 0) span.setAttribute('gen_ai.response.finish_reasons', outcome.finishReasons);
+  if (usage?.cachedInputTokens !== undefined && usage.cachedInputTokens > 0)
+    span.setAttribute('gen_ai.usage.cache_read.input_tokens', usage.cachedInputTokens);
+  if (outcome?.finishReasons !== undefined && outcome.finishReasons.length > 0)
+    span.setAttribute('gen_ai.response.finish_reasons', outcome.finishReasons);
   if (status >= 500) span.setAttributes({ 'error.type': String(status) }).setStatus({ code: SpanStatusCode.ERROR });
   span.end();
 }
@@ -92,7 +112,11 @@ export class AttemptTrace {
     const parent = otelContext.active();
     const counter = parent.getValue(ATTEMPTS) as AttemptCount | undefined;
     const number = counter === undefined ? 1 : ++counter.count;
-    this.span = tracer().startSpan('iop.attempt', { attributes: { 'iop.attempt': number, 'iop.group': group } }, parent);
+    this.span = tracer().startSpan(
+      'iop.attempt',
+      { attributes: { 'iop.attempt': number, 'iop.group': group } },
+      parent,
+    );
     this.context = otelTrace.setSpan(parent, this.span).setValue(ATTEMPT_SPAN, this.span);
   }
 
@@ -100,7 +124,11 @@ export class AttemptTrace {
    * Records the queue wait and the pick, then calls `start` (which sends the run) inside the
    * attempt's context, so the tunnel span is its child even when a queue notification runs it.
    */
-  started<T>(provider: { id: string; kind: 'agent' | 'direct'; providerName: string }, model: string, start: () => T): T {
+  started<T>(
+    provider: { id: string; kind: 'agent' | 'direct'; providerName: string },
+    model: string,
+    start: () => T,
+  ): T {
     if (!this.span.isRecording()) return start();
     const now = Date.now();
     tracer().startSpan('iop.queue', { startTime: this.queuedAt }, this.context).end(now);
@@ -119,7 +147,11 @@ export class AttemptTrace {
         this.context,
       )
       .end();
-    this.span.setAttributes({ 'iop.provider.id': provider.id, 'gen_ai.provider.name': provider.providerName, 'gen_ai.response.model': model });
+    this.span.setAttributes({
+      'iop.provider.id': provider.id,
+      'gen_ai.provider.name': provider.providerName,
+      'gen_ai.response.model': model,
+    });
     const result = otelContext.with(this.context, start);
     if (provider.kind === 'direct') this.end();
     return result;
@@ -130,8 +162,14 @@ export class AttemptTrace {
     if (this.ended) return;
     if (this.span.isRecording()) {
       const code = (error as { code?: unknown }).code;
-      this.span.setAttribute('error.type', typeof code === 'string' ? code : error instanceof Error ? error.name : 'error');
-      this.span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+      this.span.setAttribute(
+        'error.type',
+        typeof code === 'string' ? code : error instanceof Error ? error.name : 'error',
+      );
+      this.span.setStatus({
+        code: SpanStatusCode.ERROR,
+        message: error instanceof Error ? error.message : String(error),
+      });
     }
     this.end();
   }
@@ -158,7 +196,11 @@ export function traceTunnelRun(
   const active = otelContext.active();
   const attempt = active.getValue(ATTEMPT_SPAN) as Span | undefined;
   if (attempt === undefined || !attempt.isRecording()) return { headers, bind: () => undefined };
-  const span = tracer().startSpan('iop.tunnel.run', { kind: SpanKind.CLIENT, attributes: { 'iop.provider.id': agentId } }, active);
+  const span = tracer().startSpan(
+    'iop.tunnel.run',
+    { kind: SpanKind.CLIENT, attributes: { 'iop.provider.id': agentId } },
+    active,
+  );
   return {
     headers: injectHeaders(headers ?? {}, span),
     bind: (runId, finished) => {

@@ -22,7 +22,9 @@ import { sessionTag } from '@iop/proto';
 import type { AgentSession } from './agent-session.js';
 
 /** The HTTP/2 connection a tunnel call arrived on (set by server.ts through connect-node's `contextValues`). */
-export const TUNNEL_CONNECTION = createContextKey<Http2Session | undefined>(undefined, { description: 'the HTTP/2 session of a tunnel call' });
+export const TUNNEL_CONNECTION = createContextKey<Http2Session | undefined>(undefined, {
+  description: 'the HTTP/2 session of a tunnel call',
+});
 
 /** How long the holder of an id has to answer a PING before a new Register takes the id, ms. */
 export const OWNER_PING_TIMEOUT_MS = 3_000;
@@ -30,7 +32,10 @@ export const OWNER_PING_TIMEOUT_MS = 3_000;
 export interface AgentIdentitiesOptions {
   /** The sessions connected now. */
   sessions: () => Iterable<AgentSession>;
-  /** The heartbeat period, ms: a session without a connection to ping counts as alive while it heartbeats within 2 periods. */
+  /**
+   * The heartbeat period, ms: a session without a connection to ping counts as alive while it heartbeats within 2
+   * periods.
+   */
   heartbeatIntervalMs: number;
   pingTimeoutMs?: number;
   logger: Logger;
@@ -83,7 +88,10 @@ export class AgentIdentities {
     for (const session of earlier) {
       const owner = this.owners.get(session);
       if (presented !== undefined && owner !== undefined && secretEquals(presented, owner.tokenDigest)) {
-        logger.info({ agentId, session: sessionTag(session.sessionId) }, 'agent resumed on a new connection: its earlier session is closed');
+        logger.info(
+          { agentId, session: sessionTag(session.sessionId) },
+          'agent resumed on a new connection: its earlier session is closed',
+        );
         continue;
       }
       if (await this.alive(session, owner)) {
@@ -91,16 +99,23 @@ export class AgentIdentities {
           { agentId, session: sessionTag(session.sessionId), resumeToken: presented === undefined ? 'none' : 'wrong' },
           'agent refused: its id is held by a live session',
         );
-        throw new ConnectError(`agent id ${agentId} is in use by a live session; a reconnect of the same agent presents its resume_token`, Code.AlreadyExists);
+        throw new ConnectError(
+          `agent id ${agentId} is in use by a live session; a reconnect of the same agent presents its resume_token`,
+          Code.AlreadyExists,
+        );
       }
-      logger.warn({ agentId, session: sessionTag(session.sessionId) }, 'the earlier session of this agent id does not answer: the new session takes the id');
+      logger.warn(
+        { agentId, session: sessionTag(session.sessionId) },
+        'the earlier session of this agent id does not answer: the new session takes the id',
+      );
     }
     return earlier;
   }
 
   private alive(session: AgentSession, owner: Owner | undefined): Promise<boolean> {
     const connection = owner?.connection;
-    if (connection === undefined) return Promise.resolve(Date.now() - session.lastHeartbeatAt < 2 * this.options.heartbeatIntervalMs);
+    if (connection === undefined)
+      return Promise.resolve(Date.now() - session.lastHeartbeatAt < 2 * this.options.heartbeatIntervalMs);
     if (connection.destroyed || connection.closed) return Promise.resolve(false);
     const timeoutMs = this.options.pingTimeoutMs ?? OWNER_PING_TIMEOUT_MS;
     return new Promise((resolve) => {

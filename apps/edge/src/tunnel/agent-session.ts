@@ -5,7 +5,16 @@
  * through the run registry and returns its `RunHandle` (a `RunStream`).
  */
 import { create } from '@bufbuild/protobuf';
-import { CancelRunSchema, DrainSchema, edgeMessage, type EdgeMessage, type Heartbeat, type ModelInfo, type Register, type RunAssignment } from '@iop/proto';
+import {
+  CancelRunSchema,
+  DrainSchema,
+  edgeMessage,
+  type EdgeMessage,
+  type Heartbeat,
+  type ModelInfo,
+  type Register,
+  type RunAssignment,
+} from '@iop/proto';
 import { AsyncQueue } from '@iop/core';
 import { providerNameOf, weightOfLabels, type PoolProvider } from '../pool/provider.js';
 import type { RunRequest, RunStream } from '../pool/run-stream.js';
@@ -17,7 +26,10 @@ export interface AgentLoad {
   reportedInFlight: number;
   /** Requests queued inside the agent. */
   queued: number;
-  /** Runs the agent holds for this edge (this session), as it last reported; undefined from agents that do not report it. */
+  /**
+   * Runs the agent holds for this edge (this session), as it last reported; undefined from agents that do not report
+   * it.
+   */
   sessionInFlight: number | undefined;
   /** The agent's backend requests in flight (every edge it serves), as it last reported. */
   backendInFlight: number | undefined;
@@ -120,7 +132,10 @@ export class AgentSession implements PoolProvider {
   /** Assigns a run to the agent now (counts in `inFlight` at once), with the attempt's trace context. */
   start(request: RunRequest): RunStream {
     const traced = traceTunnelRun(request.headers, this.agentId);
-    const handle = this.runs.start(this, traced.headers === request.headers ? request : { ...request, headers: traced.headers });
+    const handle = this.runs.start(
+      this,
+      traced.headers === request.headers ? request : { ...request, headers: traced.headers },
+    );
     traced.bind(handle.runId, handle.isFinished);
     return handle;
   }
@@ -167,7 +182,8 @@ export class AgentSession implements PoolProvider {
    * this edge's runs or another edge's: until its next load report, count the rest as others'.
    */
   onRunRejected(reason: string): void {
-    if (reason === 'at_capacity') this.othersInFlight = Math.max(this.othersInFlight, this.maxConcurrency - this.inFlight);
+    if (reason === 'at_capacity')
+      this.othersInFlight = Math.max(this.othersInFlight, this.maxConcurrency - this.inFlight);
   }
 
   /**
@@ -178,7 +194,8 @@ export class AgentSession implements PoolProvider {
     this.inFlight++;
     this.totalRuns++;
     const message = edgeMessage({ case: 'assign', value: assignment });
-    if (assignment.body.length >= LARGE_ASSIGNMENT_BYTES) this.large.add(assignment.runId, message, assignment.body.length, onSent ?? noop);
+    if (assignment.body.length >= LARGE_ASSIGNMENT_BYTES)
+      this.large.add(assignment.runId, message, assignment.body.length, onSent ?? noop);
     else this.send(message);
   }
 

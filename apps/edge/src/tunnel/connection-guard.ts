@@ -86,7 +86,10 @@ export class ConnectionGuard {
    * Call for each new stream before handling it. Returns false when the stream was refused
    * (reset with REFUSED_STREAM); the caller must not handle it then.
    */
-  admitStream(session: Http2Session | undefined, stream: { close(code: number): void; once(event: 'close', listener: () => void): unknown }): boolean {
+  admitStream(
+    session: Http2Session | undefined,
+    stream: { close(code: number): void; once(event: 'close', listener: () => void): unknown },
+  ): boolean {
     if (session === undefined) return true;
     const entry = this.pending.get(session);
     if (entry === undefined) return true;
@@ -118,7 +121,10 @@ export class ConnectionGuard {
       if (!this.pending.has(session)) return;
       this.pending.delete(session);
       this.refused.inc({ reason: 'register_timeout' });
-      logger.info({ remote: session.socket?.remoteAddress, registerTimeoutMs }, 'tunnel connection closed: no agent registered on it in time');
+      logger.info(
+        { remote: session.socket?.remoteAddress, registerTimeoutMs },
+        'tunnel connection closed: no agent registered on it in time',
+      );
       session.goaway(constants.NGHTTP2_CANCEL);
       session.destroy();
     }, registerTimeoutMs);

@@ -47,13 +47,19 @@ const READ_AHEAD_MESSAGES = 64;
 export const WRITE_SLICE_BYTES = 1024 * 1024;
 
 /** Writes `parts` slice by slice, each after the previous one completed; false when the stream closed first. */
-async function writeSliced(stream: ServerHttp2Stream, parts: readonly Buffer[], closed: Promise<unknown>): Promise<boolean> {
+async function writeSliced(
+  stream: ServerHttp2Stream,
+  parts: readonly Buffer[],
+  closed: Promise<unknown>,
+): Promise<boolean> {
   stream.uncork(); // the slices leave now, not with the rest of the tick's messages
   for (const bytes of parts) {
     for (let offset = 0; offset < bytes.length; offset += WRITE_SLICE_BYTES) {
       if (stream.destroyed) return false;
       const slice = bytes.subarray(offset, offset + WRITE_SLICE_BYTES);
-      const written = new Promise<boolean>((resolve) => stream.write(slice, (error) => resolve(error === undefined || error === null)));
+      const written = new Promise<boolean>((resolve) =>
+        stream.write(slice, (error) => resolve(error === undefined || error === null)),
+      );
       if (!(await Promise.race([written, closed.then(() => false)]))) return false;
     }
   }
@@ -107,7 +113,10 @@ export function handleControlStream(stream: ServerHttp2Stream, control: ControlH
     try {
       reader.push(chunk, onMessage);
     } catch (error) {
-      finish(error instanceof GrpcMessageError ? Code.ResourceExhausted : Code.Internal, error instanceof Error ? error.message : 'bad message');
+      finish(
+        error instanceof GrpcMessageError ? Code.ResourceExhausted : Code.Internal,
+        error instanceof Error ? error.message : 'bad message',
+      );
     }
   };
   stream.on('data', onData);
@@ -154,7 +163,8 @@ async function answer(
       closed ??= new Promise((resolve) => stream.once('close', resolve));
       if (parts.length > 1) {
         if (!(await writeSliced(stream, parts, closed))) break;
-      } else if (!stream.write(parts[0])) await Promise.race([new Promise((resolve) => stream.once('drain', resolve)), closed]);
+      } else if (!stream.write(parts[0]))
+        await Promise.race([new Promise((resolve) => stream.once('drain', resolve)), closed]);
     }
     finish(0);
   } catch (error) {

@@ -7,7 +7,11 @@
 import { constants, type ServerHttp2Stream } from 'node:http2';
 import type { Code } from '@connectrpc/connect';
 
-const RESPONSE_HEADERS = { ':status': 200, 'content-type': 'application/grpc', 'grpc-accept-encoding': 'identity' } as const;
+const RESPONSE_HEADERS = {
+  ':status': 200,
+  'content-type': 'application/grpc',
+  'grpc-accept-encoding': 'identity',
+} as const;
 
 /** Sends the response headers of a call that answers messages (its status follows as trailers: `endCall`). */
 export function respondWithMessages(stream: ServerHttp2Stream): void {
@@ -29,7 +33,12 @@ export function okTrailersOnly(stream: ServerHttp2Stream): void {
 export function trailersOnly(stream: ServerHttp2Stream, code: Code, message: string): void {
   if (stream.destroyed || stream.closed || stream.headersSent) return;
   stream.respond(
-    { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeURIComponent(message) },
+    {
+      ':status': 200,
+      'content-type': 'application/grpc',
+      'grpc-status': String(code),
+      'grpc-message': encodeURIComponent(message),
+    },
     { endStream: true },
   );
   // The client may still be writing; stop its side too.
@@ -50,7 +59,8 @@ export function endCall(stream: ServerHttp2Stream, code: Code | 0, message = '')
     respondWithMessages(stream);
   }
   if (stream.writableEnded) return;
-  const trailers = code === 0 ? { 'grpc-status': '0' } : { 'grpc-status': String(code), 'grpc-message': encodeURIComponent(message) };
+  const trailers =
+    code === 0 ? { 'grpc-status': '0' } : { 'grpc-status': String(code), 'grpc-message': encodeURIComponent(message) };
   stream.once('wantTrailers', () => {
     if (!stream.destroyed) stream.sendTrailers(trailers);
   });

@@ -29,7 +29,13 @@ import type { AgentSession } from './agent-session.js';
 export { FrameKind };
 
 /** Error codes of synthesized ERROR frames (the agent's own codes pass through unchanged). */
-export type TunnelErrorCode = 'agent_disconnected' | 'run_rejected' | 'run_call_reset' | 'run_accepted_timeout' | 'first_byte_timeout' | 'edge_shutdown';
+export type TunnelErrorCode =
+  | 'agent_disconnected'
+  | 'run_rejected'
+  | 'run_call_reset'
+  | 'run_accepted_timeout'
+  | 'first_byte_timeout'
+  | 'edge_shutdown';
 
 /** A run on a tunnelled agent: its frames as the agent's Run call delivers them, and its clocks. */
 export class RunHandle implements RunStream {
@@ -39,7 +45,10 @@ export class RunHandle implements RunStream {
   /** The agent accepted the run (ACCEPTED or any first frame). */
   accepted = false;
   private acceptedTimeoutMs = 0;
-  /** Called once when the edge ended the run itself (timeout, cancel), given by `RunRegistry.attach`: the Run stream handler closes the run's stream. */
+  /**
+   * Called once when the edge ended the run itself (timeout, cancel), given by `RunRegistry.attach`: the Run stream
+   * handler closes the run's stream.
+   */
   private onCancelled: (() => void) | undefined;
   private finished = false;
   private sawBody = false;
@@ -91,7 +100,11 @@ export class RunHandle implements RunStream {
   private armAccepted(queueAllowanceMs = 0): void {
     const acceptedTimeoutMs = this.acceptedTimeoutMs;
     this.timer = setTimeout(() => {
-      if (!this.accepted) this.failWith('run_accepted_timeout', `agent ${this.session.agentId} did not accept the run within ${acceptedTimeoutMs} ms`);
+      if (!this.accepted)
+        this.failWith(
+          'run_accepted_timeout',
+          `agent ${this.session.agentId} did not accept the run within ${acceptedTimeoutMs} ms`,
+        );
     }, acceptedTimeoutMs + queueAllowanceMs);
     this.timer.unref();
   }
@@ -110,7 +123,9 @@ export class RunHandle implements RunStream {
     return pending;
   }
 
-  /** Ends the run with a synthesized ERROR frame (tunnel-level failure); the agent is told to stop unless `fromAgent`. */
+  /**
+   * Ends the run with a synthesized ERROR frame (tunnel-level failure); the agent is told to stop unless `fromAgent`.
+   */
   failWith(code: TunnelErrorCode, message: string, fromAgent = false): void {
     if (this.finished) return;
     void this.frames.push(errorFrame(this.runId, code, message));
@@ -129,7 +144,8 @@ export class RunHandle implements RunStream {
     const timeoutMs = this.firstByteTimeoutMs;
     if (timeoutMs <= 0) return;
     this.timer = setTimeout(() => {
-      if (!this.sawBody) this.failWith('first_byte_timeout', `no first byte from agent ${this.session.agentId} within ${timeoutMs} ms`);
+      if (!this.sawBody)
+        this.failWith('first_byte_timeout', `no first byte from agent ${this.session.agentId} within ${timeoutMs} ms`);
     }, timeoutMs);
     this.timer.unref();
   }
@@ -173,7 +189,11 @@ export class RunRegistry {
     const runId = newId('run_');
     const handle = new RunHandle(runId, session, this.onFinish);
     this.runs.set(runId, handle);
-    handle.armTimeouts(request.acceptedTimeoutMs, request.firstByteTimeoutMs ?? 0, session.queueAllowanceMs(request.body.length));
+    handle.armTimeouts(
+      request.acceptedTimeoutMs,
+      request.firstByteTimeoutMs ?? 0,
+      session.queueAllowanceMs(request.body.length),
+    );
     session.assign(
       runAssignment({
         runId,
@@ -187,7 +207,12 @@ export class RunRegistry {
         firstByteTimeoutMs: request.firstByteTimeoutMs ?? 0,
         idleTimeoutMs: request.idleTimeoutMs ?? 0,
         ...(request.prefixKeys !== undefined && session.capabilities.has(KV_EVENTS_CAPABILITY)
-          ? { prefixKeys: keysToMap(request.prefixKeys).map((entry) => ({ key: BigInt(entry.key), messages: entry.messages })) }
+          ? {
+              prefixKeys: keysToMap(request.prefixKeys).map((entry) => ({
+                key: BigInt(entry.key),
+                messages: entry.messages,
+              })),
+            }
           : {}),
       }),
       () => handle.sent(),
@@ -206,12 +231,16 @@ export class RunRegistry {
     return handle;
   }
 
-  /** The agent refused the run (RunRejected); a Run call reset before the edge saw it fails as `run_call_reset` (retried at once), and only before ACCEPTED. */
+  /**
+   * The agent refused the run (RunRejected); a Run call reset before the edge saw it fails as `run_call_reset` (retried
+   * at once), and only before ACCEPTED.
+   */
   reject(runId: string, reason: string): void {
     const handle = this.runs.get(runId);
     if (handle === undefined) return;
     if (reason !== RUN_CALL_RESET_REASON) handle.failWith('run_rejected', reason, true);
-    else if (!handle.accepted) handle.failWith('run_call_reset', `the run's call to the agent was reset before the agent accepted it`, true);
+    else if (!handle.accepted)
+      handle.failWith('run_call_reset', `the run's call to the agent was reset before the agent accepted it`, true);
   }
 
   /**
@@ -227,7 +256,8 @@ export class RunRegistry {
   /** The agent's Control stream ended: every run of it fails. */
   failSession(session: AgentSession): void {
     for (const handle of [...this.runs.values()]) {
-      if (handle.session === session) handle.failWith('agent_disconnected', `agent ${session.agentId} disconnected`, true);
+      if (handle.session === session)
+        handle.failWith('agent_disconnected', `agent ${session.agentId} disconnected`, true);
     }
   }
 }

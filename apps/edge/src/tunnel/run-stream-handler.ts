@@ -1,21 +1,19 @@
 /**
- * The edge's handler for `iop.v1.TunnelService/Run` over the gRPC protocol. Run is the per-request hot path of the tunnel (one call per run, one message per body
- * slice), so it skips the generic Connect call machinery (async-iterable pipelines, linked abort
- * signals, header conversions); Control over gRPC has a handler
- * of the same kind (control-stream-handler.ts); connect-node serves every other request on the port
- * (a Run in the Connect or gRPC-Web protocol is UNIMPLEMENTED there).
+ * The edge's handler for `iop.v1.TunnelService/Run` over the gRPC protocol. Run is the per-request hot path of the
+ * tunnel (one call per run, one message per body slice), so it skips the generic Connect call machinery (async-iterable
+ * pipelines, linked abort signals, header conversions); Control over gRPC has a handler of the same kind
+ * (control-stream-handler.ts); connect-node serves every other request on the port (a Run in the Connect or gRPC-Web
+ * protocol is UNIMPLEMENTED there).
  *
- * Wire behaviour follows "gRPC over HTTP2" (grpc/grpc PROTOCOL-HTTP2.md): request messages are
- * length-prefixed ProviderTunnelFrames; the answer is a Trailers-Only response (one HEADERS frame,
- * proto/iop/v1/tunnel.proto): `grpc-status: 0` as soon as the run's END or ERROR frame is in (the
- * agent's end of stream follows; waiting for it would cost both sides a wake-up), or the error:
- * UNAUTHENTICATED (before any body is read) without the `iop-session-id` of a connected Control
- * session, NOT_FOUND for an unknown or finished run or one assigned to another session,
- * CANCELLED when the edge dropped the run (its agent then aborts the backend request),
- * UNIMPLEMENTED for a compressed message, RESOURCE_EXHAUSTED for a message over
- * `RUN_MAX_MESSAGE_BYTES`, INTERNAL for a frame that does not decode or a stream that ends inside a
- * message. Backpressure: while the run's consumer is behind, the stream is paused,
- * so HTTP/2 flow control holds the agent (and through it the backend).
+ * Wire behaviour follows "gRPC over HTTP2" (grpc/grpc PROTOCOL-HTTP2.md): request messages are length-prefixed
+ * ProviderTunnelFrames; the answer is a Trailers-Only response (one HEADERS frame, proto/iop/v1/tunnel.proto):
+ * `grpc-status: 0` as soon as the run's END or ERROR frame is in (the agent's end of stream follows; waiting for it
+ * would cost both sides a wake-up), or the error: UNAUTHENTICATED (before any body is read) without the
+ * `iop-session-id` of a connected Control session, NOT_FOUND for an unknown or finished run or one assigned to another
+ * session, CANCELLED when the edge dropped the run (its agent then aborts the backend request), UNIMPLEMENTED for a
+ * compressed message, RESOURCE_EXHAUSTED for a message over `RUN_MAX_MESSAGE_BYTES`, INTERNAL for a frame that does not
+ * decode or a stream that ends inside a message. Backpressure: while the run's consumer is behind, the stream is
+ * paused, so HTTP/2 flow control holds the agent (and through it the backend).
  */
 import type { TunnelCounters } from '../edge-observers.js';
 import type { IncomingHttpHeaders, ServerHttp2Stream } from 'node:http2';
@@ -54,7 +52,11 @@ export function handleRunStream(
   const sessionId = headers[RUN_SESSION_HEADER];
   const session = typeof sessionId === 'string' ? sessionOf(sessionId) : undefined;
   if (session === undefined) {
-    trailersOnly(stream, Code.Unauthenticated, `a Run call needs the ${RUN_SESSION_HEADER} of a connected Control session`);
+    trailersOnly(
+      stream,
+      Code.Unauthenticated,
+      `a Run call needs the ${RUN_SESSION_HEADER} of a connected Control session`,
+    );
     return;
   }
   const reader = new GrpcMessageReader(RUN_MAX_MESSAGE_BYTES);
@@ -114,7 +116,10 @@ export function handleRunStream(
     try {
       reader.push(chunk, onMessage);
     } catch (error) {
-      finish(error instanceof GrpcMessageError ? Code.ResourceExhausted : Code.Internal, error instanceof Error ? error.message : 'bad frame');
+      finish(
+        error instanceof GrpcMessageError ? Code.ResourceExhausted : Code.Internal,
+        error instanceof Error ? error.message : 'bad frame',
+      );
       return;
     }
     if (wait !== undefined && !done) {
@@ -129,7 +134,11 @@ export function handleRunStream(
     const truncated = reader.bufferedBytes > 0;
     // The agent ended its side: its run is over, nothing to cancel.
     if (handle !== undefined && !handle.isFinished)
-      handle.failWith('agent_disconnected', truncated ? 'the run stream ended inside a message' : 'the run stream ended without END', true);
+      handle.failWith(
+        'agent_disconnected',
+        truncated ? 'the run stream ended inside a message' : 'the run stream ended without END',
+        true,
+      );
     if (truncated) finish(Code.Internal, `the stream ended inside a message (${reader.bufferedBytes} bytes of it)`);
     else finish(undefined);
   });

@@ -47,7 +47,10 @@ const ignore = () => undefined;
  * Reads one of the tunnel's PEM files.
  * @throws ConfigError naming the file, its setting and why it cannot be read (the edge prints it and exits 1).
  */
-function readPem(file: string, setting: 'tunnel.tlsCertFile (--tls-cert, IOP_TLS_CERT)' | 'tunnel.tlsKeyFile (--tls-key, IOP_TLS_KEY)'): Buffer {
+function readPem(
+  file: string,
+  setting: 'tunnel.tlsCertFile (--tls-cert, IOP_TLS_CERT)' | 'tunnel.tlsKeyFile (--tls-key, IOP_TLS_KEY)',
+): Buffer {
   try {
     return readFileSync(file);
   } catch (error) {
@@ -99,7 +102,8 @@ export function createTunnelServer(options: TunnelServerOptions): http2.Http2Ser
     if (!guard.admitStream(connection, stream)) return true;
     if (run) {
       const sessionId = headers[RUN_SESSION_HEADER];
-      if (typeof sessionId === 'string' && registry.bySessionId(sessionId) !== undefined) guard.authenticate(connection);
+      if (typeof sessionId === 'string' && registry.bySessionId(sessionId) !== undefined)
+        guard.authenticate(connection);
       handleRunStream(stream, headers, runs, (id) => registry.bySessionId(id), options.counters);
     } else handleControlStream(stream, options.control, options.controlMaxMessageBytes);
     return true;
@@ -107,9 +111,12 @@ export function createTunnelServer(options: TunnelServerOptions): http2.Http2Ser
 
   const compatibility = server.listeners('stream') as Array<(...args: unknown[]) => void>;
   server.removeAllListeners('stream');
-  server.on('stream', function dispatch(this: unknown, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ...rest: unknown[]) {
-    if (serveHot(stream, headers)) return;
-    for (const listener of compatibility) Reflect.apply(listener, this, [stream, headers, ...rest]);
-  });
+  server.on(
+    'stream',
+    function dispatch(this: unknown, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ...rest: unknown[]) {
+      if (serveHot(stream, headers)) return;
+      for (const listener of compatibility) Reflect.apply(listener, this, [stream, headers, ...rest]);
+    },
+  );
   return server;
 }

@@ -1,27 +1,33 @@
 /**
- * The edge's Control side of `iop.v1.TunnelService`: gRPC calls are served by
- * control-stream-handler.ts on raw HTTP/2 streams, the Connect and gRPC-Web protocols by
- * connect-node, both through the one `controlHandler` here, so any standard gRPC client can be an
- * agent. Run calls (gRPC) are served by run-stream-handler.ts; a Run in the Connect or gRPC-Web
- * protocol is UNIMPLEMENTED.
+ * The edge's Control side of `iop.v1.TunnelService`: gRPC calls are served by control-stream-handler.ts on raw HTTP/2
+ * streams, the Connect and gRPC-Web protocols by connect-node, both through the one `controlHandler` here, so any
+ * standard gRPC client can be an agent. Run calls (gRPC) are served by run-stream-handler.ts; a Run in the Connect or
+ * gRPC-Web protocol is UNIMPLEMENTED.
  *
- * Control: the first message must be Register with a valid join token, otherwise the call fails
- * with UNAUTHENTICATED (bad token) or INVALID_ARGUMENT (no Register). The edge answers Registered
- * and keeps the stream open for assignments, cancels and drain; when it ends, the agent leaves the
- * pool and its runs fail. An edge that is shutting down refuses Register with UNAVAILABLE. A
- * Control stream that sends no Register within `registerTimeoutMs` fails with DEADLINE_EXCEEDED. An agent id belongs to its live session (agent-identity.ts): a
- * second Register of a live id is refused with ALREADY_EXISTS unless it presents the session's
- * resume token, or the old session does not answer a PING; then the new session replaces the
- * old one, whose runs fail. Unauthenticated connections are bounded by connection-guard.ts.
- * Session ids are credentials: logs show a prefix only. A `ResidencyReport` (agents with the
- * `kv-events` capability) goes to the pool's residency index under this stream's own session id,
- * so an agent writes only its own residency; a refused one is logged with its reason.
+ * Control: the first message must be Register with a valid join token, otherwise the call fails with UNAUTHENTICATED
+ * (bad token) or INVALID_ARGUMENT (no Register). The edge answers Registered and keeps the stream open for assignments,
+ * cancels and drain; when it ends, the agent leaves the pool and its runs fail. An edge that is shutting down refuses
+ * Register with UNAVAILABLE. A Control stream that sends no Register within `registerTimeoutMs` fails with
+ * DEADLINE_EXCEEDED. An agent id belongs to its live session (agent-identity.ts): a second Register of a live id is
+ * refused with ALREADY_EXISTS unless it presents the session's resume token, or the old session does not answer a PING;
+ * then the new session replaces the old one, whose runs fail. Unauthenticated connections are bounded by
+ * connection-guard.ts. Session ids are credentials: logs show a prefix only. A `ResidencyReport` (agents with the
+ * `kv-events` capability) goes to the pool's residency index under this stream's own session id, so an agent writes
+ * only its own residency; a refused one is logged with its reason.
  */
 import { create } from '@bufbuild/protobuf';
 import { Code, ConnectError, type ConnectRouter, type HandlerContext } from '@connectrpc/connect';
 import { newId, secretIn } from '@iop/core';
 import type { Http2Session } from 'node:http2';
-import { RegisteredSchema, TunnelService, edgeMessage, type AgentMessage, type EdgeMessage, type ResidencyReport, sessionTag } from '@iop/proto';
+import {
+  RegisteredSchema,
+  TunnelService,
+  edgeMessage,
+  type AgentMessage,
+  type EdgeMessage,
+  type ResidencyReport,
+  sessionTag,
+} from '@iop/proto';
 import type { Logger } from 'pino';
 import { AgentSession } from './agent-session.js';
 import { written } from './large-assignments.js';
@@ -36,12 +42,18 @@ export interface TunnelServiceOptions {
   runs: RunRegistry;
   /** Where each session's residency reports go (the pool's index); absent = reports are ignored. */
   residency?: ResidencySink;
-  /** Accepted join tokens; empty = any agent may join (logged as a warning at start). A getter is read at each Register (config reload). */
+  /**
+   * Accepted join tokens; empty = any agent may join (logged as a warning at start). A getter is read at each Register
+   * (config reload).
+   */
   joinTokens: readonly string[] | (() => readonly string[]);
   heartbeatIntervalMs: number;
   /** A Control stream must send Register within this time, ms. */
   registerTimeoutMs: number;
-  /** Whether the edge takes new agents: false while it shuts down (Register is refused with UNAVAILABLE; the agent tries again, and its other edges serve meanwhile). */
+  /**
+   * Whether the edge takes new agents: false while it shuts down (Register is refused with UNAVAILABLE; the agent tries
+   * again, and its other edges serve meanwhile).
+   */
   admitting?: () => boolean;
   /** Bounds unauthenticated connections; told when a connection proves itself. */
   guard: ConnectionGuard;
@@ -50,10 +62,16 @@ export interface TunnelServiceOptions {
 }
 
 /** The first Control message, or a DEADLINE_EXCEEDED failure after `timeoutMs`. */
-async function firstMessage(iterator: AsyncIterator<AgentMessage>, timeoutMs: number): Promise<IteratorResult<AgentMessage>> {
+async function firstMessage(
+  iterator: AsyncIterator<AgentMessage>,
+  timeoutMs: number,
+): Promise<IteratorResult<AgentMessage>> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new ConnectError(`no Register within ${timeoutMs} ms`, Code.DeadlineExceeded)), timeoutMs);
+    timer = setTimeout(
+      () => reject(new ConnectError(`no Register within ${timeoutMs} ms`, Code.DeadlineExceeded)),
+      timeoutMs,
+    );
   });
   try {
     return await Promise.race([iterator.next(), deadline]);
@@ -82,16 +100,28 @@ export type ControlHandler = (requests: AsyncIterable<AgentMessage>, call: Contr
 
 export function controlHandler(options: TunnelServiceOptions): ControlHandler {
   const { registry, runs, logger, guard } = options;
-  const identities = new AgentIdentities({ sessions: () => registry.all(), heartbeatIntervalMs: options.heartbeatIntervalMs, logger });
+  const identities = new AgentIdentities({
+    sessions: () => registry.all(),
+    heartbeatIntervalMs: options.heartbeatIntervalMs,
+    logger,
+  });
 
-  return async function* control(requests: AsyncIterable<AgentMessage>, context: ControlCall): AsyncIterable<EdgeMessage> {
+  return async function* control(
+    requests: AsyncIterable<AgentMessage>,
+    context: ControlCall,
+  ): AsyncIterable<EdgeMessage> {
     const iterator = requests[Symbol.asyncIterator]();
     const first = await firstMessage(iterator, options.registerTimeoutMs);
     if (first.done === true || first.value.message.case !== 'register') {
       throw new ConnectError('the first Control message must be Register', Code.InvalidArgument);
     }
     const register = first.value.message.value;
-    if (!tokenAccepted(register.joinToken, typeof options.joinTokens === 'function' ? options.joinTokens() : options.joinTokens)) {
+    if (
+      !tokenAccepted(
+        register.joinToken,
+        typeof options.joinTokens === 'function' ? options.joinTokens() : options.joinTokens,
+      )
+    ) {
       logger.warn({ agentId: register.agentId }, 'agent refused: invalid join token');
       throw new ConnectError('invalid join token', Code.Unauthenticated);
     }
@@ -107,7 +137,10 @@ export function controlHandler(options: TunnelServiceOptions): ControlHandler {
     const session = await identities.claim(register.agentId, register.resumeToken, (earlierSessions) => {
       if (context.signal.aborted) throw new ConnectError('the Control stream ended during registration', Code.Canceled);
       for (const earlier of earlierSessions) {
-        logger.warn({ agentId: register.agentId, session: sessionTag(earlier.sessionId) }, 'a new session of this agent replaces its earlier one');
+        logger.warn(
+          { agentId: register.agentId, session: sessionTag(earlier.sessionId) },
+          'a new session of this agent replaces its earlier one',
+        );
         earlier.close();
       }
       const accepted = new AgentSession(register, newId('ses_'), runs);
@@ -155,7 +188,12 @@ export function controlHandler(options: TunnelServiceOptions): ControlHandler {
       const refusal = options.residency?.apply(session.sessionId, report);
       if (refusal !== undefined) {
         logger.warn(
-          { agentId: session.agentId, session: sessionTag(session.sessionId), reason: refusal.reason, detail: refusal.detail },
+          {
+            agentId: session.agentId,
+            session: sessionTag(session.sessionId),
+            reason: refusal.reason,
+            detail: refusal.detail,
+          },
           'residency report refused',
         );
       }

@@ -25,8 +25,16 @@ describe('edge config schema', () => {
         tunnel: { unauthenticated: { maxUnauthenticatedStreams: 0 } },
         logLevel: 'loud',
         bogus: 1,
-        gate: { models: { qwen3: { filters: ['nope'] }, 'Qwen/Qwen3-8B': { filters: [{ name: 'text-tool-calls', options: { formats: ['zz'] } }] } } },
-        pool: { modelGroups: [{ name: 'g', targets: [{ model: 'm' }], fallbacks: ['missing'] }], retry: { budgetRatio: -1 } },
+        gate: {
+          models: {
+            qwen3: { filters: ['nope'] },
+            'Qwen/Qwen3-8B': { filters: [{ name: 'text-tool-calls', options: { formats: ['zz'] } }] },
+          },
+        },
+        pool: {
+          modelGroups: [{ name: 'g', targets: [{ model: 'm' }], fallbacks: ['missing'] }],
+          retry: { budgetRatio: -1 },
+        },
       }),
     );
     expect(message).toMatch(/^invalid edge config: /);
@@ -46,12 +54,18 @@ describe('edge config schema', () => {
     );
     expect(crossChecked).toContain('gate.models["Qwen/Qwen3-8B"].filters[0]: unknown text tool-call format "zz"');
     expect(crossChecked).toContain('pool.modelGroups[0].fallbacks[0] `missing` is not a model group name');
-    expect(crossChecked).toContain('responsesStore.maxResponseBytes (4096) must not exceed responsesStore.maxTotalBytes (2048)');
+    expect(crossChecked).toContain(
+      'responsesStore.maxResponseBytes (4096) must not exceed responsesStore.maxTotalBytes (2048)',
+    );
   });
 
   it('names the variable or flag a bad value came from, and values it cannot read', () => {
     const message = messageOf(() =>
-      resolveConfig({}, configFromEnv({ IOP_PORT: '70000', IOP_POOL_MODEL_GROUPS: '[{' }), configFromFlags(new Map([['--tunnel-port', 'abc']]))),
+      resolveConfig(
+        {},
+        configFromEnv({ IOP_PORT: '70000', IOP_POOL_MODEL_GROUPS: '[{' }),
+        configFromFlags(new Map([['--tunnel-port', 'abc']])),
+      ),
     );
     expect(message).toContain('port must be <= 65535 (from IOP_PORT)');
     expect(message).toContain('pool.modelGroups (IOP_POOL_MODEL_GROUPS) must be JSON');
@@ -77,7 +91,11 @@ describe('edge config schema', () => {
       ),
     );
     expect(config.port).toBe(9200);
-    expect(config.tunnel).toMatchObject({ port: 9001, tlsCertFile: '/new.pem', unauthenticated: { registerTimeoutMs: 2000 } });
+    expect(config.tunnel).toMatchObject({
+      port: 9001,
+      tlsCertFile: '/new.pem',
+      unauthenticated: { registerTimeoutMs: 2000 },
+    });
     expect(config.pool.retry).toMatchObject({ budgetRatio: 0.5, maxBackoffMs: 3000 });
     expect(config.pool.affinity.enabled).toBe(false);
     expect(config.storage.sql).toEqual({ kind: 'postgres', url: 'postgres://db/iop' });
@@ -87,11 +105,17 @@ describe('edge config schema', () => {
     const byField = new Map(EDGE_BINDINGS.map((binding) => [binding.field, binding]));
     expect(byField.get('tunnel.port')).toMatchObject({ flag: '--tunnel-port', env: 'IOP_TUNNEL_PORT', kind: 'number' });
     expect(byField.get('logLevel')).toMatchObject({ flag: '--log-level', env: 'IOP_LOG_LEVEL' });
-    expect(byField.get('pool.modelGroups')).toMatchObject({ flag: '--pool-model-groups', env: 'IOP_POOL_MODEL_GROUPS', kind: 'json' });
+    expect(byField.get('pool.modelGroups')).toMatchObject({
+      flag: '--pool-model-groups',
+      env: 'IOP_POOL_MODEL_GROUPS',
+      kind: 'json',
+    });
     expect(byField.get('responsesStore.dataDir')?.aliases).toEqual([{ flag: '--data-dir', env: 'IOP_DATA_DIR' }]);
-    const names = EDGE_BINDINGS.flatMap((binding) => [binding.flag, binding.env, ...binding.aliases.flatMap((alias) => [alias.flag, alias.env])]).filter(
-      (name) => name !== undefined,
-    );
+    const names = EDGE_BINDINGS.flatMap((binding) => [
+      binding.flag,
+      binding.env,
+      ...binding.aliases.flatMap((alias) => [alias.flag, alias.env]),
+    ]).filter((name) => name !== undefined);
     expect(new Set(names).size).toBe(names.length);
   });
 
@@ -145,8 +169,21 @@ describe('edge config schema', () => {
     expect(JSON.parse(readFileSync(join(ROOT, 'schema/iop-agent.schema.json'), 'utf8'))).toEqual(agent);
     const ajv = new Ajv({ allErrors: true, strict: false });
     const validateEdge = ajv.compile(edge);
-    expect(validateEdge({ $schema: './iop-edge.schema.json', port: 8080, pool: { modelGroups: [{ name: 'g', targets: [{ model: 'm' }] }] } })).toBe(true);
+    expect(
+      validateEdge({
+        $schema: './iop-edge.schema.json',
+        port: 8080,
+        pool: { modelGroups: [{ name: 'g', targets: [{ model: 'm' }] }] },
+      }),
+    ).toBe(true);
     expect(validateEdge({ port: 'x', nope: 1 })).toBe(false);
-    expect(ajv.compile(agent)({ edgeUrls: ['http://edge:8081'], backend: 'openai', backendUrl: 'http://127.0.0.1:8000', labels: { gpu: 'l4' } })).toBe(true);
+    expect(
+      ajv.compile(agent)({
+        edgeUrls: ['http://edge:8081'],
+        backend: 'openai',
+        backendUrl: 'http://127.0.0.1:8000',
+        labels: { gpu: 'l4' },
+      }),
+    ).toBe(true);
   });
 });

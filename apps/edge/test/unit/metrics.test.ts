@@ -17,8 +17,15 @@ const base = {
   status: 200,
   response: { mode: 'normalized' as const, policy: 'evidence-tail' },
 };
-const success = { ...base, durationSeconds: 1.1, ttftSeconds: 0.1, usage: { inputTokens: 30, outputTokens: 11 }, errorType: undefined };
-const genAi = 'gen_ai_operation_name="chat",gen_ai_provider_name="vllm",gen_ai_request_model="house",gen_ai_response_model="Qwen/Qwen3-8B"';
+const success = {
+  ...base,
+  durationSeconds: 1.1,
+  ttftSeconds: 0.1,
+  usage: { inputTokens: 30, outputTokens: 11 },
+  errorType: undefined,
+};
+const genAi =
+  'gen_ai_operation_name="chat",gen_ai_provider_name="vllm",gen_ai_request_model="house",gen_ai_response_model="Qwen/Qwen3-8B"';
 
 it('derives the time per output token from duration, TTFT and completion tokens', async () => {
   const metrics = new EdgeMetrics();
@@ -54,7 +61,9 @@ it('records a failed request with error_type and no latency or token series', as
     response: { mode: 'none', policy: 'none' },
   });
   const text = await metrics.registry.metrics();
-  expect(text).toContain('iop_requests_total{dialect="openai-chat",model="house",served_model="none",agent="none",status="503",mode="none",policy="none"} 1');
+  expect(text).toContain(
+    'iop_requests_total{dialect="openai-chat",model="house",served_model="none",agent="none",status="503",mode="none",policy="none"} 1',
+  );
   expect(text).toContain(
     'gen_ai_server_request_duration_seconds_count{gen_ai_operation_name="chat",gen_ai_provider_name="none",gen_ai_request_model="house",gen_ai_response_model="none",error_type="no_capacity"} 1',
   );

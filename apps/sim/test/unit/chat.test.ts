@@ -10,10 +10,10 @@ afterAll(() => fixture.sim.close());
 
 describe('GET /v1/models', () => {
   it('lists the configured models with max_model_len', async () => {
-    const models = await getJson<{ object: string; data: { id: string; object: string; owned_by: string; max_model_len: number }[] }>(
-      fixture.sim,
-      '/v1/models',
-    );
+    const models = await getJson<{
+      object: string;
+      data: { id: string; object: string; owned_by: string; max_model_len: number }[];
+    }>(fixture.sim, '/v1/models');
     expect(models.object).toBe('list');
     expect(models.data.map((model) => [model.id, model.object, model.owned_by, model.max_model_len])).toEqual([
       ['sim-model', 'model', 'iop-sim', 8192],
@@ -46,10 +46,19 @@ describe('non-stream chat completion', () => {
   });
 
   it('cuts at max_tokens with finish_reason length', async () => {
-    const completion = await fixture.client.chat.completions.create({ model: 'sim-model', messages: USER_MESSAGES, max_tokens: 5 });
+    const completion = await fixture.client.chat.completions.create({
+      model: 'sim-model',
+      messages: USER_MESSAGES,
+      max_tokens: 5,
+    });
     expect(completion.choices[0]!.finish_reason).toBe('length');
     expect(completion.usage!.completion_tokens).toBe(5);
-    const newer = await fixture.client.chat.completions.create({ model: 'sim-model', messages: USER_MESSAGES, max_completion_tokens: 3, max_tokens: 9 });
+    const newer = await fixture.client.chat.completions.create({
+      model: 'sim-model',
+      messages: USER_MESSAGES,
+      max_completion_tokens: 3,
+      max_tokens: 9,
+    });
     expect(newer.usage!.completion_tokens).toBe(3);
   });
 
@@ -80,7 +89,10 @@ describe('non-stream chat completion', () => {
   });
 
   it('puts reasoning in message.reasoning and reasoning_content', async () => {
-    const response = await postRaw(fixture.sim, '/v1/chat/completions', { model: 'sim-model@reasoning=4,output-tokens=2', messages: USER_MESSAGES });
+    const response = await postRaw(fixture.sim, '/v1/chat/completions', {
+      model: 'sim-model@reasoning=4,output-tokens=2',
+      messages: USER_MESSAGES,
+    });
     const message = JSON.parse(response.text).choices[0].message;
     expect(countTokens(message.reasoning)).toBe(4);
     expect(message.reasoning_content).toBe(message.reasoning);
@@ -88,7 +100,10 @@ describe('non-stream chat completion', () => {
   });
 
   it('puts <think> tags inside content with reasoning-format=think-tags, only </think> with think-close-only', async () => {
-    const tags = await fixture.client.chat.completions.create({ model: 'sim-model@reasoning=3,think-tags,output-tokens=2', messages: USER_MESSAGES });
+    const tags = await fixture.client.chat.completions.create({
+      model: 'sim-model@reasoning=3,think-tags,output-tokens=2',
+      messages: USER_MESSAGES,
+    });
     expect(tags.choices[0]!.message.content).toMatch(/^<think>\w+ \w+ \w+<\/think>\n\n\w+ \w+$/);
     const closeOnly = await fixture.client.chat.completions.create({
       model: 'sim-model@reasoning=3,think-close-only,output-tokens=2',
@@ -98,7 +113,11 @@ describe('non-stream chat completion', () => {
   });
 
   it('repeats one n-gram until max_tokens with repeat', async () => {
-    const completion = await fixture.client.chat.completions.create({ model: 'sim-model@repeat', messages: USER_MESSAGES, max_tokens: 10 });
+    const completion = await fixture.client.chat.completions.create({
+      model: 'sim-model@repeat',
+      messages: USER_MESSAGES,
+      max_tokens: 10,
+    });
     expect(completion.choices[0]!.message.content).toBe(' the answer is the the answer is the the answer');
     expect(completion.choices[0]!.finish_reason).toBe('length');
   });
@@ -106,7 +125,11 @@ describe('non-stream chat completion', () => {
 
 describe('streamed chat completion', () => {
   it('accumulates to the same text as the chunks, role first, finish_reason last', async () => {
-    const stream = await fixture.client.chat.completions.create({ model: 'other', messages: USER_MESSAGES, stream: true });
+    const stream = await fixture.client.chat.completions.create({
+      model: 'other',
+      messages: USER_MESSAGES,
+      stream: true,
+    });
     const chunks = [];
     for await (const chunk of stream) chunks.push(chunk);
     expect(chunks[0]!.choices[0]!.delta).toEqual({ role: 'assistant', content: '' });
@@ -195,7 +218,10 @@ describe('streamed chat completion', () => {
 
 describe('errors', () => {
   it('answers an unknown model with a vLLM 404', async () => {
-    const response = await postRaw(fixture.sim, '/v1/chat/completions', { model: 'missing@itl-ms=1', messages: USER_MESSAGES });
+    const response = await postRaw(fixture.sim, '/v1/chat/completions', {
+      model: 'missing@itl-ms=1',
+      messages: USER_MESSAGES,
+    });
     expect(response.status).toBe(404);
     expect(JSON.parse(response.text)).toEqual({
       error: { message: 'The model `missing@itl-ms=1` does not exist.', type: 'NotFoundError', param: null, code: 404 },
@@ -213,9 +239,19 @@ describe('errors', () => {
   it('names the field of an invalid body, knob or stream_options without stream', async () => {
     const missing = await postRaw(fixture.sim, '/v1/chat/completions', { model: 'sim-model' });
     expect(JSON.parse(missing.text).error).toMatchObject({ param: 'messages', code: 400 });
-    const knob = await postRaw(fixture.sim, '/v1/chat/completions', { model: 'sim-model@itl-ms=fast', messages: USER_MESSAGES });
-    expect(JSON.parse(knob.text).error.message).toBe("model suffix: sim knob 'itl-ms': expected a number >= 0, got 'fast'");
-    const header = await postRaw(fixture.sim, '/v1/chat/completions', { model: 'sim-model', messages: USER_MESSAGES }, { 'x-sim-content': 'poetry' });
+    const knob = await postRaw(fixture.sim, '/v1/chat/completions', {
+      model: 'sim-model@itl-ms=fast',
+      messages: USER_MESSAGES,
+    });
+    expect(JSON.parse(knob.text).error.message).toBe(
+      "model suffix: sim knob 'itl-ms': expected a number >= 0, got 'fast'",
+    );
+    const header = await postRaw(
+      fixture.sim,
+      '/v1/chat/completions',
+      { model: 'sim-model', messages: USER_MESSAGES },
+      { 'x-sim-content': 'poetry' },
+    );
     expect(JSON.parse(header.text).error.message).toBe("sim knob 'content': expected one of lorem|echo, got 'poetry'");
     const options = await postRaw(fixture.sim, '/v1/chat/completions', {
       model: 'sim-model',
@@ -226,7 +262,11 @@ describe('errors', () => {
   });
 
   it('refuses a prompt plus max_tokens above max-model-len with vLLM context-length message', async () => {
-    const response = await postRaw(fixture.sim, '/v1/chat/completions', { model: 'sim-model@max-model-len=10', messages: USER_MESSAGES, max_tokens: 5 });
+    const response = await postRaw(fixture.sim, '/v1/chat/completions', {
+      model: 'sim-model@max-model-len=10',
+      messages: USER_MESSAGES,
+      max_tokens: 5,
+    });
     expect(response.status).toBe(400);
     expect(JSON.parse(response.text).error.message).toBe(
       "This model's maximum context length is 10 tokens. However, you requested 13 tokens (8 in the messages, 5 in the completion). Please reduce the length of the messages or completion.",
@@ -242,7 +282,11 @@ describe('errors', () => {
 
 describe('POST /tokenize', () => {
   it('tokenizes a prompt deterministically', async () => {
-    const first = await postRaw(fixture.sim, '/tokenize', { model: 'sim-model', prompt: 'Hello, world!', return_token_strs: true });
+    const first = await postRaw(fixture.sim, '/tokenize', {
+      model: 'sim-model',
+      prompt: 'Hello, world!',
+      return_token_strs: true,
+    });
     const body = JSON.parse(first.text);
     expect(body).toMatchObject({ count: 4, max_model_len: 8192, token_strs: ['Hello', ',', ' world', '!'] });
     expect(body.tokens).toHaveLength(4);
@@ -251,7 +295,9 @@ describe('POST /tokenize', () => {
   });
 
   it('counts messages as the chat prompt tokens', async () => {
-    const body = JSON.parse((await postRaw(fixture.sim, '/tokenize', { model: 'sim-model', messages: USER_MESSAGES })).text);
+    const body = JSON.parse(
+      (await postRaw(fixture.sim, '/tokenize', { model: 'sim-model', messages: USER_MESSAGES })).text,
+    );
     const completion = await fixture.client.chat.completions.create({ model: 'sim-model', messages: USER_MESSAGES });
     expect(body.count).toBe(completion.usage!.prompt_tokens);
   });

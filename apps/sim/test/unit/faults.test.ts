@@ -2,7 +2,16 @@ import OpenAI from 'openai';
 import { startSim } from '../../src/index.js';
 import type { SimStats } from '../../src/index.js';
 import type { RequestRecord } from '../../src/request-log.js';
-import { getJson, postRaw, requests, sseData, startFixture, USER_MESSAGES, waitFor, type Fixture } from './sim-fixture.js';
+import {
+  getJson,
+  postRaw,
+  requests,
+  sseData,
+  startFixture,
+  USER_MESSAGES,
+  waitFor,
+  type Fixture,
+} from './sim-fixture.js';
 
 let fixture: Fixture;
 
@@ -17,7 +26,10 @@ afterEach(async () => {
 const streamBody = (model = 'sim-model') => ({ model, messages: USER_MESSAGES, stream: true });
 
 /** Reads a streamed body until it ends, errors or goes quiet for `quietMs`. */
-async function readStream(response: Response, quietMs = 1_000): Promise<{ text: string; outcome: 'end' | 'error' | 'quiet' }> {
+async function readStream(
+  response: Response,
+  quietMs = 1_000,
+): Promise<{ text: string; outcome: 'end' | 'error' | 'quiet' }> {
   const reader = response.body!.getReader();
   const decoder = new TextDecoder();
   let text = '';
@@ -54,21 +66,35 @@ describe('status faults', () => {
     [500, OpenAI.InternalServerError],
     [503, OpenAI.InternalServerError],
   ])('fault=%i answers that status with Retry-After: 1 and a vLLM error body', async (status, errorClass) => {
-    const response = await postRaw(fixture.sim, '/v1/chat/completions', { model: 'sim-model', messages: USER_MESSAGES }, { 'x-sim-fault': String(status) });
+    const response = await postRaw(
+      fixture.sim,
+      '/v1/chat/completions',
+      { model: 'sim-model', messages: USER_MESSAGES },
+      { 'x-sim-fault': String(status) },
+    );
     expect(response.status).toBe(status);
     expect(response.headers.get('retry-after')).toBe('1');
     expect(JSON.parse(response.text).error.code).toBe(status);
-    await expect(fixture.client.chat.completions.create({ model: `sim-model@fault=${status}`, messages: USER_MESSAGES })).rejects.toBeInstanceOf(errorClass);
+    await expect(
+      fixture.client.chat.completions.create({ model: `sim-model@fault=${status}`, messages: USER_MESSAGES }),
+    ).rejects.toBeInstanceOf(errorClass);
   });
 
   it('omits Retry-After with retry-after=0', async () => {
-    const response = await postRaw(fixture.sim, '/v1/chat/completions', { model: 'sim-model@fault=503,retry-after=0', messages: USER_MESSAGES });
+    const response = await postRaw(fixture.sim, '/v1/chat/completions', {
+      model: 'sim-model@fault=503,retry-after=0',
+      messages: USER_MESSAGES,
+    });
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toBeNull();
   });
 
   it('fault=context-length answers 400 with the vLLM message', async () => {
-    const response = await postRaw(fixture.sim, '/v1/chat/completions', { model: 'sim-model@fault=context-length', messages: USER_MESSAGES, max_tokens: 100 });
+    const response = await postRaw(fixture.sim, '/v1/chat/completions', {
+      model: 'sim-model@fault=context-length',
+      messages: USER_MESSAGES,
+      max_tokens: 100,
+    });
     expect(response.status).toBe(400);
     expect(JSON.parse(response.text).error.message).toBe(
       "This model's maximum context length is 8192 tokens. However, you requested 108 tokens (8 in the messages, 100 in the completion). Please reduce the length of the messages or completion.",
@@ -105,7 +131,8 @@ describe('connection faults', () => {
       stream: true,
     });
     let firstAt = 0;
-    for await (const chunk of stream) if (firstAt === 0 && chunk.choices[0]?.delta.content) firstAt = Date.now() - started;
+    for await (const chunk of stream)
+      if (firstAt === 0 && chunk.choices[0]?.delta.content) firstAt = Date.now() - started;
     expect(firstAt).toBeGreaterThanOrEqual(295);
   });
 });
@@ -135,7 +162,11 @@ describe('mid-stream faults', () => {
   });
 
   it('fault=malformed puts one broken JSON chunk mid-stream and carries on to [DONE]', async () => {
-    const response = await postRaw(fixture.sim, '/v1/chat/completions', streamBody('sim-model@fault=malformed,fault-after=2'));
+    const response = await postRaw(
+      fixture.sim,
+      '/v1/chat/completions',
+      streamBody('sim-model@fault=malformed,fault-after=2'),
+    );
     const data = sseData(response.text);
     expect(data.at(-1)).toBe('[DONE]');
     const broken = data.filter((payload) => {
@@ -150,27 +181,43 @@ describe('mid-stream faults', () => {
     expect(data.indexOf(broken[0]!)).toBe(3);
     await expect(
       (async () => {
-        for await (const _chunk of await fixture.client.chat.completions.create({ model: 'sim-model@fault=malformed', messages: USER_MESSAGES, stream: true }));
+        for await (const _chunk of await fixture.client.chat.completions.create({
+          model: 'sim-model@fault=malformed',
+          messages: USER_MESSAGES,
+          stream: true,
+        }));
       })(),
     ).rejects.toThrow(SyntaxError);
   });
 
   it('fault=no-done ends the body with neither finish_reason nor [DONE]', async () => {
-    const response = await postRaw(fixture.sim, '/v1/chat/completions', streamBody('sim-model@fault=no-done,fault-after=4'));
+    const response = await postRaw(
+      fixture.sim,
+      '/v1/chat/completions',
+      streamBody('sim-model@fault=no-done,fault-after=4'),
+    );
     const data = sseData(response.text);
     expect(data).toHaveLength(5);
     expect(data).not.toContain('[DONE]');
     expect(data.every((payload) => JSON.parse(payload).choices[0].finish_reason === null)).toBe(true);
-    await expect(fixture.client.chat.completions.stream({ model: 'sim-model@fault=no-done', messages: USER_MESSAGES }).finalChatCompletion()).rejects.toThrow(
-      /missing finish_reason/,
-    );
+    await expect(
+      fixture.client.chat.completions
+        .stream({ model: 'sim-model@fault=no-done', messages: USER_MESSAGES })
+        .finalChatCompletion(),
+    ).rejects.toThrow(/missing finish_reason/);
   });
 
   it('fault=error-chunk sends a vLLM in-stream error then [DONE]', async () => {
-    const response = await postRaw(fixture.sim, '/v1/chat/completions', streamBody('sim-model@fault=error-chunk,fault-after=1'));
+    const response = await postRaw(
+      fixture.sim,
+      '/v1/chat/completions',
+      streamBody('sim-model@fault=error-chunk,fault-after=1'),
+    );
     const data = sseData(response.text);
     expect(data).toHaveLength(4);
-    expect(JSON.parse(data[2]!)).toEqual({ error: { message: expect.any(String), type: 'InternalServerError', param: null, code: 500 } });
+    expect(JSON.parse(data[2]!)).toEqual({
+      error: { message: expect.any(String), type: 'InternalServerError', param: null, code: 500 },
+    });
     expect(data[3]).toBe('[DONE]');
     await expect(
       (async () => {
@@ -189,7 +236,10 @@ describe('fault control', () => {
     const queued = await postRaw(fixture.sim, '/_sim/faults', { fault: '503', count: 2, 'retry-after': 0 });
     expect(JSON.parse(queued.text).queued).toMatchObject({ fault: '503', remaining: 2 });
     const statuses: number[] = [];
-    for (let i = 0; i < 3; i++) statuses.push((await postRaw(fixture.sim, '/v1/chat/completions', { model: 'sim-model', messages: USER_MESSAGES })).status);
+    for (let i = 0; i < 3; i++)
+      statuses.push(
+        (await postRaw(fixture.sim, '/v1/chat/completions', { model: 'sim-model', messages: USER_MESSAGES })).status,
+      );
     expect(statuses).toEqual([503, 503, 200]);
   });
 
@@ -197,7 +247,9 @@ describe('fault control', () => {
     await postRaw(fixture.sim, '/_sim/faults', { fault: '500', count: 5 });
     expect((await stats()).queuedFaults).toBe(5);
     await fetch(`${fixture.sim.url}/_sim/faults`, { method: 'DELETE' });
-    expect((await postRaw(fixture.sim, '/v1/chat/completions', { model: 'sim-model', messages: USER_MESSAGES })).status).toBe(200);
+    expect(
+      (await postRaw(fixture.sim, '/v1/chat/completions', { model: 'sim-model', messages: USER_MESSAGES })).status,
+    ).toBe(200);
     const bad = await postRaw(fixture.sim, '/_sim/faults', { fault: 'explode' });
     expect(bad.status).toBe(400);
     expect(JSON.parse(bad.text).error.param).toBe('fault');
@@ -208,7 +260,10 @@ describe('fault control', () => {
       const sim = await startSim({ knobs: { fault: '500', faultRate: 0.5, seed: 3 } });
       try {
         const statuses: number[] = [];
-        for (let i = 0; i < 40; i++) statuses.push((await postRaw(sim, '/v1/chat/completions', { model: 'sim-model', messages: USER_MESSAGES })).status);
+        for (let i = 0; i < 40; i++)
+          statuses.push(
+            (await postRaw(sim, '/v1/chat/completions', { model: 'sim-model', messages: USER_MESSAGES })).status,
+          );
         return statuses;
       } finally {
         await sim.close();
@@ -242,10 +297,22 @@ describe('abort detection and request log', () => {
 
   it('records headers (lower-cased), parsed body, model and completion, and DELETE clears', async () => {
     await fetch(`${fixture.sim.url}/_sim/requests`, { method: 'DELETE' });
-    await postRaw(fixture.sim, '/v1/chat/completions', { model: 'sim-model@itl-ms=0', messages: USER_MESSAGES }, { 'X-Trace-Id': 'abc' });
+    await postRaw(
+      fixture.sim,
+      '/v1/chat/completions',
+      { model: 'sim-model@itl-ms=0', messages: USER_MESSAGES },
+      { 'X-Trace-Id': 'abc' },
+    );
     const [record, ...rest] = await requests(fixture.sim);
     expect(rest).toHaveLength(0);
-    expect(record).toMatchObject({ path: '/v1/chat/completions', model: 'sim-model@itl-ms=0', status: 200, completed: true, aborted: false, abortedAt: null });
+    expect(record).toMatchObject({
+      path: '/v1/chat/completions',
+      model: 'sim-model@itl-ms=0',
+      status: 200,
+      completed: true,
+      aborted: false,
+      abortedAt: null,
+    });
     expect(record!.headers['x-trace-id']).toBe('abc');
     expect(record!.body).toEqual({ model: 'sim-model@itl-ms=0', messages: USER_MESSAGES });
     expect(typeof record!.receivedAt).toBe('number');

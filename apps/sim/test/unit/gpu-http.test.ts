@@ -59,7 +59,8 @@ describe('GPU profile over HTTP', () => {
     const alone = await timedStream(sim, 20);
     const batch = await Promise.all(Array.from({ length: 64 }, () => timedStream(sim!, 20)));
     const batchMedian = batch.sort((a, b) => a - b)[32]!;
-    // Expected: 0.15 s prefill + 19 × 65 ms ≈ 1.4 s alone; 0.15–0.47 s of batched prefill + 19 × 121.7 ms ≈ 2.6 s in the batch (ratio ≈ 1.85).
+    // Expected: 0.15 s prefill + 19 × 65 ms ≈ 1.4 s alone; 0.15–0.47 s of batched prefill + 19 × 121.7 ms ≈ 2.6 s in
+    // the batch (ratio ≈ 1.85).
     expect(alone).toBeGreaterThan(19 * 65 * 0.95);
     expect(batchMedian / alone).toBeGreaterThan(1.35);
     expect(batchMedian / alone).toBeLessThan(3);
@@ -122,7 +123,11 @@ describe('GPU profile over HTTP', () => {
       req.end(body(200, false));
     });
     expect(headersAt).toBeGreaterThan(199 * 6.5 * 2 * 0.95);
-    const second = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(1, false) });
+    const second = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: body(1, false),
+    });
     expect(((await second.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens).toBe(1);
     const gpu = (await stats(sim)).gpu!;
     expect(gpu.prefixCacheQueries).toBeGreaterThan(0);
@@ -142,7 +147,11 @@ describe('GPU profile over HTTP', () => {
       signal: controller.signal,
     }).catch(() => 'aborted');
     await waitFor(async () => (await stats(running)).gpu?.running === 1, 5_000);
-    const second = fetch(`${running.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(5, false) });
+    const second = fetch(`${running.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: body(5, false),
+    });
     await waitFor(async () => (await stats(running)).gpu?.waiting === 1, 5_000);
     await new Promise((resolve) => setTimeout(resolve, 300));
     controller.abort();
@@ -164,7 +173,11 @@ describe('GPU profile over HTTP', () => {
     // 2 s TTFT + 9 × 1 s ITL at scale 0.01: ~110 ms instead of 11 s.
     sim = await startSim({ timeScale: 0.01, knobs: { ttftMs: 2_000, itlMs: 1_000, outputTokens: 10 } });
     const started = performance.now();
-    const response = await fetch(`${sim.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: body(10, false) });
+    const response = await fetch(`${sim.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: body(10, false),
+    });
     expect(response.status).toBe(200);
     await response.text();
     const elapsed = performance.now() - started;

@@ -1,4 +1,13 @@
-import { blockHashes, decodeStepMs, GPU_H100_8B, GpuScheduler, prefillMs, resolveProfile, Sequence, type SequenceEnd } from '../../src/index.js';
+import {
+  blockHashes,
+  decodeStepMs,
+  GPU_H100_8B,
+  GpuScheduler,
+  prefillMs,
+  resolveProfile,
+  Sequence,
+  type SequenceEnd,
+} from '../../src/index.js';
 
 function sequence(promptTokens: number, admitted: number[] = [], hashes: readonly number[] = []): Sequence {
   return new Sequence(promptTokens, hashes, [], (delayMs) => admitted.push(delayMs));
@@ -19,8 +28,12 @@ describe('gpu-h100-8b timing model', () => {
   });
 
   it('rejects an unknown profile and a bad max-num-seqs', () => {
-    expect(() => resolveProfile('gpu-a100-70b')).toThrow("unknown profile 'gpu-a100-70b' (known: gpu-h100-8b, gpu-a10g-7b)");
-    expect(() => resolveProfile('gpu-h100-8b', { maxNumSeqs: 0 })).toThrow('max-num-seqs must be an integer >= 1, got 0');
+    expect(() => resolveProfile('gpu-a100-70b')).toThrow(
+      "unknown profile 'gpu-a100-70b' (known: gpu-h100-8b, gpu-a10g-7b)",
+    );
+    expect(() => resolveProfile('gpu-h100-8b', { maxNumSeqs: 0 })).toThrow(
+      'max-num-seqs must be an integer >= 1, got 0',
+    );
     expect(resolveProfile('gpu-h100-8b', { maxNumSeqs: 8 }).maxNumSeqs).toBe(8);
   });
 });

@@ -8,7 +8,9 @@ import { seededRandom } from '../../src/prng.js';
 describe('model-name suffix', () => {
   it('splits base model and knobs, flags meaning true', () => {
     expect(parseModelName('sim-model')).toEqual({ base: 'sim-model', knobs: undefined });
-    expect(parseModelName('org/sim-model@ttft-ms=200,itl-ms=5.5,repeat,fault=cut,fault-after=3,tool-calls=auto')).toEqual({
+    expect(
+      parseModelName('org/sim-model@ttft-ms=200,itl-ms=5.5,repeat,fault=cut,fault-after=3,tool-calls=auto'),
+    ).toEqual({
       base: 'org/sim-model',
       knobs: { ttftMs: 200, itlMs: 5.5, repeat: true, fault: 'cut', faultAfter: 3, toolCalls: undefined },
     });
@@ -29,7 +31,10 @@ describe('model-name suffix', () => {
 
 describe('x-sim-* headers', () => {
   it('reads knobs from lower-cased headers and ignores the rest', () => {
-    expect(knobsFromHeaders({ 'x-sim-ttft-ms': '50', 'x-sim-content': 'echo', accept: '*/*' })).toEqual({ ttftMs: 50, content: 'echo' });
+    expect(knobsFromHeaders({ 'x-sim-ttft-ms': '50', 'x-sim-content': 'echo', accept: '*/*' })).toEqual({
+      ttftMs: 50,
+      content: 'echo',
+    });
     expect(knobsFromHeaders({ accept: '*/*' })).toBeUndefined();
   });
 });
@@ -118,18 +123,27 @@ describe('output plan', () => {
   it('emits the text before the earliest stop match, which never contains a stop sequence (any text, any stops)', () => {
     const word = fc.string({ minLength: 1, maxLength: 3, unit: fc.constantFrom('a', 'b', ' ', '.') });
     fc.assert(
-      fc.property(fc.string({ maxLength: 40, unit: fc.constantFrom('a', 'b', ' ', '.') }), fc.array(word, { maxLength: 3 }), (text, stop) => {
-        const input = base({ echoText: text, stop });
-        const plan = buildOutputPlan(input);
-        const output = plan.pieces.map((piece) => ('text' in piece ? piece.text : '')).join('');
-        let earliest: string | null = null;
-        for (const sequence of stop) {
-          const at = text.indexOf(sequence);
-          if (at >= 0 && (earliest === null || at < text.indexOf(earliest))) earliest = sequence;
-        }
-        const expected = earliest === null ? text : text.slice(0, text.indexOf(earliest));
-        return output === expected && stop.every((sequence) => !output.includes(sequence)) && plan.stopReason === earliest && plan.finishReason === 'stop';
-      }),
+      fc.property(
+        fc.string({ maxLength: 40, unit: fc.constantFrom('a', 'b', ' ', '.') }),
+        fc.array(word, { maxLength: 3 }),
+        (text, stop) => {
+          const input = base({ echoText: text, stop });
+          const plan = buildOutputPlan(input);
+          const output = plan.pieces.map((piece) => ('text' in piece ? piece.text : '')).join('');
+          let earliest: string | null = null;
+          for (const sequence of stop) {
+            const at = text.indexOf(sequence);
+            if (at >= 0 && (earliest === null || at < text.indexOf(earliest))) earliest = sequence;
+          }
+          const expected = earliest === null ? text : text.slice(0, text.indexOf(earliest));
+          return (
+            output === expected &&
+            stop.every((sequence) => !output.includes(sequence)) &&
+            plan.stopReason === earliest &&
+            plan.finishReason === 'stop'
+          );
+        },
+      ),
     );
   });
 

@@ -10,7 +10,9 @@ function mirror(): { observer: KvCacheObserver; cached: Set<number>; log: string
     log,
     observer: {
       stored: (hashes, parent, tokenIds, blockSize) => {
-        log.push(`stored ${hashes.length} parent=${parent === null ? 'null' : 'set'} tokens=${tokenIds.length}/${blockSize}`);
+        log.push(
+          `stored ${hashes.length} parent=${parent === null ? 'null' : 'set'} tokens=${tokenIds.length}/${blockSize}`,
+        );
         for (const hash of hashes) cached.add(hash);
       },
       removed: (hashes) => {
@@ -54,7 +56,12 @@ describe('PagedKvCache', () => {
     for (const hash of c.hashes) expect(events.cached.has(hash)).toBe(true);
     expect(cache.evictedBlocks).toBe(2);
     // The eviction that made room is told before the block that took it, as vLLM's block pool does.
-    expect(events.log).toEqual(['stored 2 parent=null tokens=4/2', 'stored 2 parent=null tokens=4/2', 'removed 2', 'stored 2 parent=null tokens=4/2']);
+    expect(events.log).toEqual([
+      'stored 2 parent=null tokens=4/2',
+      'stored 2 parent=null tokens=4/2',
+      'removed 2',
+      'stored 2 parent=null tokens=4/2',
+    ]);
   });
 
   it('frees a finished sequence last block first, so its shared head outlives its tail', () => {
@@ -110,7 +117,11 @@ describe('PagedKvCache', () => {
         const cache = new PagedKvCache(numBlocks, 2, events.observer);
         const live: Array<{ allocation: ReturnType<PagedKvCache['allocate']>; prompt: number }> = [];
         for (const entry of steps) {
-          if (entry.op === 'start') live.push({ allocation: cache.allocate(blockHashes(entry.ids, 2), entry.ids, entry.ids.length), prompt: entry.ids.length });
+          if (entry.op === 'start')
+            live.push({
+              allocation: cache.allocate(blockHashes(entry.ids, 2), entry.ids, entry.ids.length),
+              prompt: entry.ids.length,
+            });
           else if (entry.op === 'clear') cache.clear();
           else if (live.length > 0) {
             const target = live[entry.pick % live.length]!;

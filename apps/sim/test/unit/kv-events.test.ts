@@ -11,14 +11,19 @@ import { postRaw, startFixture, type Fixture } from './sim-fixture.js';
 type Batch = { seq: bigint; topic: string; body: unknown };
 
 /** Subscribes and collects batches until `close`. */
-function subscribe(endpoint: string): { batches: Batch[]; next(count: number, timeoutMs?: number): Promise<Batch[]>; close(): void } {
+function subscribe(endpoint: string): {
+  batches: Batch[];
+  next(count: number, timeoutMs?: number): Promise<Batch[]>;
+  close(): void;
+} {
   const socket = new Subscriber();
   socket.connect(endpoint);
   socket.subscribe();
   const batches: Batch[] = [];
   void (async () => {
     try {
-      for await (const [topic, seq, payload] of socket) batches.push({ topic: topic!.toString(), seq: seq!.readBigInt64BE(), body: decode(payload!) });
+      for await (const [topic, seq, payload] of socket)
+        batches.push({ topic: topic!.toString(), seq: seq!.readBigInt64BE(), body: decode(payload!) });
     } catch {
       // closed
     }
@@ -28,7 +33,8 @@ function subscribe(endpoint: string): { batches: Batch[]; next(count: number, ti
     async next(count, timeoutMs = 5_000) {
       const start = Date.now();
       while (batches.length < count) {
-        if (Date.now() - start > timeoutMs) throw new Error(`${batches.length} of ${count} batches within ${timeoutMs} ms`);
+        if (Date.now() - start > timeoutMs)
+          throw new Error(`${batches.length} of ${count} batches within ${timeoutMs} ms`);
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
       return batches.slice(0, count);
@@ -47,7 +53,11 @@ async function untilSubscribed(fixture: Fixture, sub: ReturnType<typeof subscrib
 }
 
 async function chat(fixture: Fixture, content: string): Promise<void> {
-  await fixture.client.chat.completions.create({ model: 'sim-model', max_tokens: 2, messages: [{ role: 'user', content }] });
+  await fixture.client.chat.completions.create({
+    model: 'sim-model',
+    max_tokens: 2,
+    messages: [{ role: 'user', content }],
+  });
 }
 
 const PROMPT = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' '); // 40 tokens: 2 full blocks of 16
@@ -55,7 +65,11 @@ const PROMPT = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' '); // 40
 describe('KV events (array format, the default)', () => {
   let fixture: Fixture;
   beforeAll(async () => {
-    fixture = await startFixture({ profile: 'gpu-h100-8b', timeScale: 0.01, kvEvents: { endpoint: 'tcp://127.0.0.1:*', replayEndpoint: 'tcp://127.0.0.1:*' } });
+    fixture = await startFixture({
+      profile: 'gpu-h100-8b',
+      timeScale: 0.01,
+      kvEvents: { endpoint: 'tcp://127.0.0.1:*', replayEndpoint: 'tcp://127.0.0.1:*' },
+    });
   });
   afterAll(() => fixture.sim.close());
 
@@ -66,8 +80,11 @@ describe('KV events (array format, the default)', () => {
       const before = sub.batches.length;
       await chat(fixture, PROMPT);
       const [batch] = (await sub.next(before + 1)).slice(before);
-      const tokens = (JSON.parse((await postRaw(fixture.sim, '/tokenize', { messages: [{ role: 'user', content: PROMPT }] })).text) as { tokens: number[] })
-        .tokens;
+      const tokens = (
+        JSON.parse(
+          (await postRaw(fixture.sim, '/tokenize', { messages: [{ role: 'user', content: PROMPT }] })).text,
+        ) as { tokens: number[] }
+      ).tokens;
       expect(tokens).toHaveLength(40);
       expect(batch!.topic).toBe('');
       const [ts, events, rank] = batch!.body as [number, unknown[][], number];
@@ -79,7 +96,9 @@ describe('KV events (array format, the default)', () => {
       expect(hashes).toHaveLength(2);
       expect(tokenIds).toEqual(tokens.slice(0, 32));
       // Sequence numbers count batches from 0 without a gap.
-      expect(sub.batches.map((entry) => entry.seq)).toEqual(sub.batches.map((_, i) => BigInt(sub.batches[0]!.seq) + BigInt(i)));
+      expect(sub.batches.map((entry) => entry.seq)).toEqual(
+        sub.batches.map((_, i) => BigInt(sub.batches[0]!.seq) + BigInt(i)),
+      );
 
       // The same prompt again hits its blocks: nothing new to store, no batch.
       const published = sub.batches.length;
@@ -160,9 +179,13 @@ describe('KV events (map format) and eviction', () => {
         if (event.type === 'BlockRemoved') for (const hash of event.block_hashes as unknown[]) cached.delete(hash);
       }
       expect(cached.size).toBeLessThanOrEqual(4);
-      const stats = (await (await fetch(`${fixture.sim.url}/_sim/stats`)).json()) as { gpu: { cachedBlocks: number; evictedBlocks: number } };
+      const stats = (await (await fetch(`${fixture.sim.url}/_sim/stats`)).json()) as {
+        gpu: { cachedBlocks: number; evictedBlocks: number };
+      };
       expect(stats.gpu.cachedBlocks).toBe(cached.size);
-      expect(stats.gpu.evictedBlocks).toBe(removed.reduce((sum, event) => sum + (event.block_hashes as unknown[]).length, 0));
+      expect(stats.gpu.evictedBlocks).toBe(
+        removed.reduce((sum, event) => sum + (event.block_hashes as unknown[]).length, 0),
+      );
     } finally {
       sub.close();
     }
@@ -182,12 +205,19 @@ describe('KV event flags', () => {
       'map',
     ]);
     expect(parsed).toMatchObject({
-      options: { profile: 'gpu-a10g-7b', kvEvents: { endpoint: 'tcp://127.0.0.1:5557', replayEndpoint: 'tcp://127.0.0.1:5558', format: 'map' } },
+      options: {
+        profile: 'gpu-a10g-7b',
+        kvEvents: { endpoint: 'tcp://127.0.0.1:5557', replayEndpoint: 'tcp://127.0.0.1:5558', format: 'map' },
+      },
     });
-    expect(() => parseCli(['--kv-events-endpoint', 'tcp://127.0.0.1:5557'])).toThrow('--kv-events-endpoint needs --profile');
-    expect(() => parseCli(['--profile', 'gpu-h100-8b', '--kv-events-endpoint', 'tcp://x:1', '--kv-events-format', 'json'])).toThrow(
-      "--kv-events-format: expected array or map, got 'json'",
+    expect(() => parseCli(['--kv-events-endpoint', 'tcp://127.0.0.1:5557'])).toThrow(
+      '--kv-events-endpoint needs --profile',
     );
-    expect(() => parseCli(['--profile', 'gpu-h100-8b', '--kv-events-topic', 'kv'])).toThrow('--kv-events-topic needs --kv-events-endpoint');
+    expect(() =>
+      parseCli(['--profile', 'gpu-h100-8b', '--kv-events-endpoint', 'tcp://x:1', '--kv-events-format', 'json']),
+    ).toThrow("--kv-events-format: expected array or map, got 'json'");
+    expect(() => parseCli(['--profile', 'gpu-h100-8b', '--kv-events-topic', 'kv'])).toThrow(
+      '--kv-events-topic needs --kv-events-endpoint',
+    );
   });
 });

@@ -10,7 +10,13 @@ export interface Fixture {
 
 export async function startFixture(options: SimOptions = {}): Promise<Fixture> {
   const sim = await startSim({ port: 0, ...options });
-  const client = new OpenAI({ baseURL: `${sim.url}/v1`, apiKey: 'test-key', maxRetries: 0, timeout: 5_000, logLevel: 'off' });
+  const client = new OpenAI({
+    baseURL: `${sim.url}/v1`,
+    apiKey: 'test-key',
+    maxRetries: 0,
+    timeout: 5_000,
+    logLevel: 'off',
+  });
   return { sim, client };
 }
 
@@ -65,7 +71,11 @@ export const WEATHER_TOOLS = [
       name: 'get_weather',
       parameters: {
         type: 'object',
-        properties: { city: { type: 'string' }, unit: { type: 'string', enum: ['celsius', 'fahrenheit'] }, days: { type: 'integer', minimum: 1, maximum: 7 } },
+        properties: {
+          city: { type: 'string' },
+          unit: { type: 'string', enum: ['celsius', 'fahrenheit'] },
+          days: { type: 'integer', minimum: 1, maximum: 7 },
+        },
         required: ['city', 'unit', 'days'],
       },
     },
@@ -74,7 +84,11 @@ export const WEATHER_TOOLS = [
     type: 'function' as const,
     function: {
       name: 'get_time',
-      parameters: { type: 'object', properties: { zone: { type: 'string' }, precise: { type: 'boolean' } }, required: ['zone', 'precise'] },
+      parameters: {
+        type: 'object',
+        properties: { zone: { type: 'string' }, precise: { type: 'boolean' } },
+        required: ['zone', 'precise'],
+      },
     },
   },
 ];

@@ -24,7 +24,11 @@ function expectValidArguments(name: string, argumentsText: string): void {
 
 describe('native tool calls', () => {
   it('emits N parallel calls whose fragments the SDK reassembles into schema-valid arguments', async () => {
-    const stream = fixture.client.chat.completions.stream({ model: 'sim-model@tool-calls=3', messages: USER_MESSAGES, tools: WEATHER_TOOLS });
+    const stream = fixture.client.chat.completions.stream({
+      model: 'sim-model@tool-calls=3',
+      messages: USER_MESSAGES,
+      tools: WEATHER_TOOLS,
+    });
     let argumentFragments = 0;
     stream.on('chunk', (chunk) => {
       for (const call of chunk.choices[0]?.delta.tool_calls ?? []) if (call.id === undefined) argumentFragments++;
@@ -33,7 +37,11 @@ describe('native tool calls', () => {
     const choice = completion.choices[0]!;
     expect(choice.finish_reason).toBe('tool_calls');
     const calls = choice.message.tool_calls!;
-    expect(calls.map((call) => call.type === 'function' && call.function.name)).toEqual(['get_weather', 'get_time', 'get_weather']);
+    expect(calls.map((call) => call.type === 'function' && call.function.name)).toEqual([
+      'get_weather',
+      'get_time',
+      'get_weather',
+    ]);
     for (const call of calls) {
       expect(call.id).toMatch(/^chatcmpl-tool-[0-9a-f]{32}$/);
       if (call.type === 'function') expectValidArguments(call.function.name, call.function.arguments);
@@ -54,10 +62,21 @@ describe('native tool calls', () => {
       .flatMap((payload) => JSON.parse(payload).choices[0].delta.tool_calls ?? []);
     const firsts = toolDeltas.filter((delta: { id?: string }) => delta.id !== undefined);
     expect(firsts).toEqual([
-      { index: 0, id: expect.stringMatching(/^chatcmpl-tool-/), type: 'function', function: { name: 'get_weather', arguments: '' } },
-      { index: 1, id: expect.stringMatching(/^chatcmpl-tool-/), type: 'function', function: { name: 'get_time', arguments: '' } },
+      {
+        index: 0,
+        id: expect.stringMatching(/^chatcmpl-tool-/),
+        type: 'function',
+        function: { name: 'get_weather', arguments: '' },
+      },
+      {
+        index: 1,
+        id: expect.stringMatching(/^chatcmpl-tool-/),
+        type: 'function',
+        function: { name: 'get_time', arguments: '' },
+      },
     ]);
-    for (const delta of toolDeltas.filter((entry: { id?: string }) => entry.id === undefined)) expect(Object.keys(delta.function)).toEqual(['arguments']);
+    for (const delta of toolDeltas.filter((entry: { id?: string }) => entry.id === undefined))
+      expect(Object.keys(delta.function)).toEqual(['arguments']);
   });
 
   it('makes one call by default for tool_choice required or a named tool, none for auto', async () => {
@@ -74,8 +93,14 @@ describe('native tool calls', () => {
       tools: WEATHER_TOOLS,
       tool_choice: { type: 'function', function: { name: 'get_time' } },
     });
-    expect(named.choices[0]!.message.tool_calls!.map((call) => call.type === 'function' && call.function.name)).toEqual(['get_time', 'get_time']);
-    const auto = await fixture.client.chat.completions.create({ model: 'sim-model', messages: USER_MESSAGES, tools: WEATHER_TOOLS });
+    expect(named.choices[0]!.message.tool_calls!.map((call) => call.type === 'function' && call.function.name)).toEqual(
+      ['get_time', 'get_time'],
+    );
+    const auto = await fixture.client.chat.completions.create({
+      model: 'sim-model',
+      messages: USER_MESSAGES,
+      tools: WEATHER_TOOLS,
+    });
     expect(auto.choices[0]!.message.tool_calls).toEqual([]);
     expect(auto.choices[0]!.finish_reason).toBe('stop');
     const single = await fixture.client.chat.completions.create({
@@ -139,7 +164,12 @@ describe('invalid-tool-args', () => {
   }
 
   it('makes the configured share of calls invalid, alternating the four kinds, reproducibly for a seed', async () => {
-    const body = { model: 'sim-model@tool-calls=200,invalid-tool-args=0.25', messages: USER_MESSAGES, tools: WEATHER_TOOLS, seed: 7 };
+    const body = {
+      model: 'sim-model@tool-calls=200,invalid-tool-args=0.25',
+      messages: USER_MESSAGES,
+      tools: WEATHER_TOOLS,
+      seed: 7,
+    };
     const first = await fixture.client.chat.completions.create(body);
     const kinds = first.choices[0]!.message.tool_calls!.map((call) =>
       call.type === 'function' ? classify(call.function.name, call.function.arguments) : null,
@@ -148,11 +178,18 @@ describe('invalid-tool-args', () => {
     expect(invalid.length).toBeGreaterThan(30);
     expect(invalid.length).toBeLessThan(70);
     const order = ['not-json', 'wrong-type', 'missing-required', 'undeclared-tool'];
-    for (let i = 1; i < invalid.length; i++) expect(order.indexOf(invalid[i]!)).toBe((order.indexOf(invalid[i - 1]!) + 1) % 4);
+    for (let i = 1; i < invalid.length; i++)
+      expect(order.indexOf(invalid[i]!)).toBe((order.indexOf(invalid[i - 1]!) + 1) % 4);
 
     const second = await fixture.client.chat.completions.create(body);
-    expect(second.choices[0]!.message.tool_calls!.map((call) => call.type === 'function' && [call.function.name, call.function.arguments])).toEqual(
-      first.choices[0]!.message.tool_calls!.map((call) => call.type === 'function' && [call.function.name, call.function.arguments]),
+    expect(
+      second.choices[0]!.message.tool_calls!.map(
+        (call) => call.type === 'function' && [call.function.name, call.function.arguments],
+      ),
+    ).toEqual(
+      first.choices[0]!.message.tool_calls!.map(
+        (call) => call.type === 'function' && [call.function.name, call.function.arguments],
+      ),
     );
   });
 
@@ -163,7 +200,9 @@ describe('invalid-tool-args', () => {
     );
     const record = (await requests(fixture.sim)).at(-1)!;
     expect(record.output!.toolCalls.map((call) => call.invalid)).toHaveLength(4);
-    expect(new Set(record.output!.toolCalls.map((call) => call.invalid))).toEqual(new Set(['not-json', 'wrong-type', 'missing-required', 'undeclared-tool']));
+    expect(new Set(record.output!.toolCalls.map((call) => call.invalid))).toEqual(
+      new Set(['not-json', 'wrong-type', 'missing-required', 'undeclared-tool']),
+    );
     for (const call of record.output!.toolCalls) expect(classify(call.name, call.arguments)).toBe(call.invalid);
   });
 });
@@ -191,12 +230,20 @@ describe('tool parsers that ignore tool_choice or mislabel the finish', () => {
   });
 
   it('finish-label=tool_calls: a text answer labelled tool_calls, stream and non-stream', async () => {
-    const completion = await fixture.client.chat.completions.create({ model: 'sim-model@finish-label=tool_calls', messages: USER_MESSAGES });
+    const completion = await fixture.client.chat.completions.create({
+      model: 'sim-model@finish-label=tool_calls',
+      messages: USER_MESSAGES,
+    });
     expect(completion.choices[0]!.message.tool_calls ?? []).toEqual([]);
     expect(completion.choices[0]!.finish_reason).toBe('tool_calls');
-    const stream = await fixture.client.chat.completions.create({ model: 'sim-model@finish-label=tool_calls', messages: USER_MESSAGES, stream: true });
+    const stream = await fixture.client.chat.completions.create({
+      model: 'sim-model@finish-label=tool_calls',
+      messages: USER_MESSAGES,
+      stream: true,
+    });
     const finishes: (string | null)[] = [];
-    for await (const chunk of stream) for (const choice of chunk.choices) if (choice.finish_reason !== null) finishes.push(choice.finish_reason);
+    for await (const chunk of stream)
+      for (const choice of chunk.choices) if (choice.finish_reason !== null) finishes.push(choice.finish_reason);
     expect(finishes).toEqual(['tool_calls']);
   });
 });

@@ -24,7 +24,9 @@ function formatItem(this: Help, term: string, termWidth: number, description: st
   if (!description) return indent + term;
   const width = helper.helpWidth ?? 80;
   const descriptionIndent = indent.length + termWidth + 2;
-  const wrapped = helper.boxWrap(description, width - descriptionIndent).replace(/\n/g, `\n${' '.repeat(descriptionIndent)}`);
+  const wrapped = helper
+    .boxWrap(description, width - descriptionIndent)
+    .replace(/\n/g, `\n${' '.repeat(descriptionIndent)}`);
   if (helper.displayWidth(term) > termWidth) return `${indent}${term}\n${' '.repeat(descriptionIndent)}${wrapped}`;
   return `${indent}${term.padEnd(termWidth + term.length - helper.displayWidth(term))}  ${wrapped}`;
 }
@@ -42,7 +44,10 @@ export function iopCommand(name: string, version: string, description: string): 
     .configureHelp({
       helpWidth: helpWidth(),
       padWidth: (command, helper) =>
-        Math.min(TERM_COLUMN, Math.max(helper.longestOptionTermLength(command, helper), helper.longestArgumentTermLength(command, helper))),
+        Math.min(
+          TERM_COLUMN,
+          Math.max(helper.longestOptionTermLength(command, helper), helper.longestArgumentTermLength(command, helper)),
+        ),
       formatItem,
     });
 }

@@ -20,7 +20,9 @@ export type BindingKind = 'string' | 'number' | 'boolean' | 'list' | 'pairs' | '
 export interface BindingAlias {
   flag?: string;
   env?: string;
-  /** Settings this name also sets (`IOP_STORAGE_POSTGRES_URL` sets `storage.sql.kind` to `postgres`), by dotted path. */
+  /**
+   * Settings this name also sets (`IOP_STORAGE_POSTGRES_URL` sets `storage.sql.kind` to `postgres`), by dotted path.
+   */
   implies?: Record<string, unknown>;
 }
 
@@ -47,20 +49,32 @@ function kindOf(schema: Json): BindingKind {
   const type = schema.type;
   if (type === 'integer' || type === 'number') return 'number';
   if (type === 'boolean') return 'boolean';
-  if (type === 'string' || typeof schema.const === 'string' || (Array.isArray(schema.enum) && schema.enum.every((value) => typeof value === 'string')))
+  if (
+    type === 'string' ||
+    typeof schema.const === 'string' ||
+    (Array.isArray(schema.enum) && schema.enum.every((value) => typeof value === 'string'))
+  )
     return 'string';
   if (type === 'array') return kindOf((schema.items as Json | undefined) ?? {}) === 'string' ? 'list' : 'json';
   const anyOf =
-    (schema.anyOf as Json[] | undefined) ?? (schema.then !== undefined && schema.else !== undefined ? [schema.then as Json, schema.else as Json] : undefined);
+    (schema.anyOf as Json[] | undefined) ??
+    (schema.then !== undefined && schema.else !== undefined ? [schema.then as Json, schema.else as Json] : undefined);
   if (anyOf !== undefined) {
     const kinds = new Set(anyOf.map(kindOf));
     if (kinds.size === 1) return [...kinds][0]!;
     if ([...kinds].every((kind) => kind === 'string' || kind === 'number')) return 'scalar';
   }
-  const values = [schema.additionalProperties, ...Object.values((schema.patternProperties as Json | undefined) ?? {})].filter(
-    (value): value is Json => typeof value === 'object' && value !== null,
-  );
-  if (type === 'object' && schema.properties === undefined && values.length > 0 && values.every((value) => value.type === 'string')) return 'pairs';
+  const values = [
+    schema.additionalProperties,
+    ...Object.values((schema.patternProperties as Json | undefined) ?? {}),
+  ].filter((value): value is Json => typeof value === 'object' && value !== null);
+  if (
+    type === 'object' &&
+    schema.properties === undefined &&
+    values.length > 0 &&
+    values.every((value) => value.type === 'string')
+  )
+    return 'pairs';
   return 'json';
 }
 
@@ -68,11 +82,18 @@ function kindOf(schema: Json): BindingKind {
  * The bindings of every leaf of `schema`.
  * @param aliases older names by dotted path.
  */
-export function configBindings(schema: TSchema, aliases: Record<string, readonly BindingAlias[]> = {}): ConfigBinding[] {
+export function configBindings(
+  schema: TSchema,
+  aliases: Record<string, readonly BindingAlias[]> = {},
+): ConfigBinding[] {
   const out: ConfigBinding[] = [];
   const walk = (node: Json, path: string[]) => {
     const properties = node.properties as Record<string, Json> | undefined;
-    if (node.type === 'object' && properties !== undefined && (path.length === 0 || Object.keys(properties).length > 0)) {
+    if (
+      node.type === 'object' &&
+      properties !== undefined &&
+      (path.length === 0 || Object.keys(properties).length > 0)
+    ) {
       for (const [key, child] of Object.entries(properties)) walk(child, [...path, key]);
       return;
     }
@@ -97,14 +118,22 @@ export function configBindings(schema: TSchema, aliases: Record<string, readonly
 const NUMBER = /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/;
 
 /** A binding's string value as a config value, or a problem naming the source. */
-export function parseBindingValue(binding: ConfigBinding, raw: string, source: string): { value: unknown } | { problem: string } {
+export function parseBindingValue(
+  binding: ConfigBinding,
+  raw: string,
+  source: string,
+): { value: unknown } | { problem: string } {
   const text = raw.trim();
-  const bad = (expected: string) => ({ problem: `${binding.field} (${source}) must be ${expected}, got ${JSON.stringify(raw)}` });
+  const bad = (expected: string) => ({
+    problem: `${binding.field} (${source}) must be ${expected}, got ${JSON.stringify(raw)}`,
+  });
   const json = () => {
     try {
       return { value: JSON.parse(text) as unknown };
     } catch (error) {
-      return { problem: `${binding.field} (${source}) must be JSON: ${error instanceof Error ? error.message : String(error)}` };
+      return {
+        problem: `${binding.field} (${source}) must be JSON: ${error instanceof Error ? error.message : String(error)}`,
+      };
     }
   };
   switch (binding.kind) {
@@ -207,7 +236,10 @@ export function layerFromEnv(bindings: readonly ConfigBinding[], env: NodeJS.Pro
 }
 
 /** The settings given as flags: `flags` maps a flag (`--tunnel-port`, aliases included) to its value. */
-export function layerFromFlags(bindings: readonly ConfigBinding[], flags: ReadonlyMap<string, string | undefined>): ConfigLayer {
+export function layerFromFlags(
+  bindings: readonly ConfigBinding[],
+  flags: ReadonlyMap<string, string | undefined>,
+): ConfigLayer {
   return readLayer(
     bindings,
     (binding) => [
@@ -220,10 +252,13 @@ export function layerFromFlags(bindings: readonly ConfigBinding[], flags: Readon
   );
 }
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Later layers win field by field: objects merge key by key, anything else (lists included) is replaced. */
-export function mergeConfigLayers(...layers: ReadonlyArray<Record<string, unknown> | undefined>): Record<string, unknown> {
+export function mergeConfigLayers(
+  ...layers: ReadonlyArray<Record<string, unknown> | undefined>
+): Record<string, unknown> {
   const merge = (base: Record<string, unknown>, override: Record<string, unknown>): Record<string, unknown> => {
     const out: Record<string, unknown> = { ...base };
     for (const [key, value] of Object.entries(override)) {
@@ -233,18 +268,29 @@ export function mergeConfigLayers(...layers: ReadonlyArray<Record<string, unknow
     }
     return out;
   };
-  return layers.reduce<Record<string, unknown>>((merged, layer) => (layer === undefined ? merged : merge(merged, layer)), {});
+  return layers.reduce<Record<string, unknown>>(
+    (merged, layer) => (layer === undefined ? merged : merge(merged, layer)),
+    {},
+  );
 }
 
 /**
  * Names the variable or flag behind each problem whose path one of them set: `port must be <= 65535
  * (from IOP_PORT)`. `sources`: the layers' source maps, later layers winning.
  */
-export function withSources(problems: readonly string[], sources: ReadonlyArray<ReadonlyMap<string, string> | undefined>): string[] {
+export function withSources(
+  problems: readonly string[],
+  sources: ReadonlyArray<ReadonlyMap<string, string> | undefined>,
+): string[] {
   return problems.map((problem) => {
     for (const map of [...sources].reverse()) {
       for (const [field, name] of map ?? []) {
-        if (problem.startsWith(`${field} `) || problem.startsWith(`${field}.`) || problem.startsWith(`${field}[`) || problem.startsWith(`${field}:`))
+        if (
+          problem.startsWith(`${field} `) ||
+          problem.startsWith(`${field}.`) ||
+          problem.startsWith(`${field}[`) ||
+          problem.startsWith(`${field}:`)
+        )
           return `${problem} (from ${name})`;
       }
     }
@@ -256,9 +302,17 @@ export function withSources(problems: readonly string[], sources: ReadonlyArray<
 export function bindingHelp(binding: ConfigBinding): string {
   const names = [binding.env, ...binding.aliases.map((alias) => alias.env).filter((name) => name !== undefined)];
   const fallback =
-    binding.default === undefined || (typeof binding.default === 'object' && Object.keys(binding.default as object).length === 0)
+    binding.default === undefined ||
+    (typeof binding.default === 'object' && Object.keys(binding.default as object).length === 0)
       ? ''
       : `, default ${typeof binding.default === 'string' ? binding.default : JSON.stringify(binding.default)}`;
-  const kind = binding.kind === 'json' ? ' (JSON)' : binding.kind === 'list' ? ' (comma-separated)' : binding.kind === 'pairs' ? ' (k=v,...)' : '';
+  const kind =
+    binding.kind === 'json'
+      ? ' (JSON)'
+      : binding.kind === 'list'
+        ? ' (comma-separated)'
+        : binding.kind === 'pairs'
+          ? ' (k=v,...)'
+          : '';
   return `${binding.description}${kind} (config ${binding.field}; env ${names.join(', ')}${fallback})`;
 }

@@ -6,7 +6,10 @@ import { readFileSync } from 'node:fs';
 import type * as YamlModule from 'yaml';
 import { ConfigError } from './config-schema.js';
 
-/** The YAML parser, loaded with the first YAML file: a process with a JSON config, or none, keeps yaml's 72 modules out of memory. */
+/**
+ * The YAML parser, loaded with the first YAML file: a process with a JSON config, or none, keeps yaml's 72 modules out
+ * of memory.
+ */
 function parseYaml(text: string): unknown {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const yaml = require('yaml') as typeof YamlModule;
@@ -24,7 +27,8 @@ export function readConfigFile(path: string): Record<string, unknown> {
     throw new ConfigError(`cannot read config file ${path}: ${error instanceof Error ? error.message : String(error)}`);
   }
   if (parsed === null || parsed === undefined) return {};
-  if (typeof parsed !== 'object' || Array.isArray(parsed)) throw new ConfigError(`cannot read config file ${path}: it must hold an object of settings`);
+  if (typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new ConfigError(`cannot read config file ${path}: it must hold an object of settings`);
   const { $schema: _schema, ...settings } = parsed as Record<string, unknown>;
   return settings;
 }

@@ -20,7 +20,10 @@ export function addBindingFlags(
   const options: Array<[string, Option]> = [];
   for (const binding of bindings) {
     const letter = short[binding.flag];
-    const option = new Option(`${letter === undefined ? '' : `${letter}, `}${binding.flag} <value>`, bindingHelp(binding));
+    const option = new Option(
+      `${letter === undefined ? '' : `${letter}, `}${binding.flag} <value>`,
+      bindingHelp(binding),
+    );
     program.addOption(option);
     options.push([binding.flag, option]);
     for (const alias of binding.aliases) {
@@ -30,5 +33,8 @@ export function addBindingFlags(
       options.push([alias.flag, hidden]);
     }
   }
-  return () => new Map(options.map(([flag, option]) => [flag, program.getOptionValue(option.attributeName()) as string | undefined]));
+  return () =>
+    new Map(
+      options.map(([flag, option]) => [flag, program.getOptionValue(option.attributeName()) as string | undefined]),
+    );
 }

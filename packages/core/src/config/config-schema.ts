@@ -51,10 +51,14 @@ export function formatSchemaErrors(errors: readonly ErrorObject[] | null | undef
   const all = errors ?? [];
   for (const error of all) {
     const path = configPath(error.instancePath, prefix);
-    // "must match a schema in anyOf" / "must match "then" schema" add nothing when a more precise error names the same place.
+    // "must match a schema in anyOf" / "must match "then" schema" add nothing when a more precise error names the same
+    // place.
     if (
       (error.keyword === 'anyOf' || error.keyword === 'if' || error.keyword === 'oneOf') &&
-      all.some((other) => other !== error && other.instancePath.startsWith(error.instancePath) && other.keyword !== error.keyword)
+      all.some(
+        (other) =>
+          other !== error && other.instancePath.startsWith(error.instancePath) && other.keyword !== error.keyword,
+      )
     )
       continue;
     let line: string;
@@ -100,8 +104,12 @@ export function compileSchema<S extends TSchema>(schema: S): (raw: unknown, pref
  * default draft), with `$id` and `title`, and a root `$schema` property so a config file may name
  * its schema.
  */
-export function publishedJsonSchema(schema: TSchema, meta: { id: string; title: string; description?: string }): Record<string, unknown> {
-  // A property with a default may be left out of a file: not `required` for an editor (ajv fills the default before it checks).
+export function publishedJsonSchema(
+  schema: TSchema,
+  meta: { id: string; title: string; description?: string },
+): Record<string, unknown> {
+  // A property with a default may be left out of a file: not `required` for an editor (ajv fills the default before it
+  // checks).
   const plain = JSON.parse(JSON.stringify(schema), (_key, value: unknown) => {
     if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
     const node = value as { required?: string[]; properties?: Record<string, { default?: unknown }> };
@@ -125,7 +133,10 @@ export function publishedJsonSchema(schema: TSchema, meta: { id: string; title: 
 }
 
 /** A string enum as one JSON Schema `enum` (one clear error, not one per member). */
-export function stringEnum<const T extends readonly string[]>(values: T, options: Record<string, unknown> = {}): TUnsafe<T[number]> {
+export function stringEnum<const T extends readonly string[]>(
+  values: T,
+  options: Record<string, unknown> = {},
+): TUnsafe<T[number]> {
   return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
 }
 

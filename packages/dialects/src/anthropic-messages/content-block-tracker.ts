@@ -8,7 +8,9 @@
  */
 
 export type OpenBlock =
-  { kind: 'thinking'; index: number; signature: string | undefined } | { kind: 'text'; index: number } | { kind: 'tool_use'; index: number; toolIndex: number };
+  | { kind: 'thinking'; index: number; signature: string | undefined }
+  | { kind: 'text'; index: number }
+  | { kind: 'tool_use'; index: number; toolIndex: number };
 
 export type BlockKind = OpenBlock['kind'];
 

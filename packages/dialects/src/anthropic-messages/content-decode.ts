@@ -1,11 +1,12 @@
 /**
- * Anthropic request content blocks → hub parts (docs/protocols.md "Messages request", "Tool calls and ids", "Tool results", "Images and files").
+ * Anthropic request content blocks → hub parts (docs/protocols.md "Messages request", "Tool calls and ids", "Tool
+ * results", "Images and files").
  *
  * - `text` → TextPart (`cache_control`, `citations` dropped: Anthropic-only).
- * - `image` base64 → `data:<media_type>;base64,<data>` URI; `url` → the URL; `file` → 400 (a
- *   file id is Anthropic's namespace, docs/protocols.md "Images and files").
- * - `document` base64 PDF → FilePart; plain-text and `content` sources → their text/images;
- *   `url` and `file` sources → 400 (no backend can fetch them on the client's behalf).
+ * - `image` base64 → `data:<media_type>;base64,<data>` URI; `url` → the URL; `file` → 400 (a file id is Anthropic's
+ *   namespace, docs/protocols.md "Images and files").
+ * - `document` base64 PDF → FilePart; plain-text and `content` sources → their text/images; `url` and `file` sources →
+ *   400 (no backend can fetch them on the client's behalf).
  * - `tool_use` → ToolCallPart with `input` serialized as the JSON arguments string.
  * - `thinking` / `redacted_thinking` → ReasoningPart (backends drop them; docs/protocols.md "Reasoning").
  * - `tool_result` is handled by the message decoder (it becomes a `tool` message).
@@ -31,7 +32,8 @@ function blockType(block: JsonObject, param: string): string {
 /** A base64 `source.data` (docs/protocols.md "Images and files": a payload that is not base64 gets a 400). */
 function readBase64(value: unknown, param: string): string {
   const data = readString(value, param);
-  if (!isBase64(data)) throw invalidRequest(`${param}: ${data.length === 0 ? 'empty' : 'not valid'} base64 data`, param);
+  if (!isBase64(data))
+    throw invalidRequest(`${param}: ${data.length === 0 ? 'empty' : 'not valid'} base64 data`, param);
   return data;
 }
 
@@ -52,7 +54,8 @@ export function decodeImageBlock(block: JsonObject, param: string): ImagePart {
   }
   if (kind === 'url') {
     const url = readString(source.url, path(sourceParam, 'url'));
-    if (!/^https?:\/\//i.test(url)) throw invalidRequest(`${sourceParam}.url: expected an http(s) URL`, path(sourceParam, 'url'));
+    if (!/^https?:\/\//i.test(url))
+      throw invalidRequest(`${sourceParam}.url: expected an http(s) URL`, path(sourceParam, 'url'));
     return { type: 'image', url };
   }
   if (kind === 'file') {
@@ -71,7 +74,9 @@ export function decodeDocumentBlock(block: JsonObject, param: string): ContentPa
     case 'base64': {
       const mediaType = readEnum(source.media_type, path(sourceParam, 'media_type'), ['application/pdf'] as const);
       const data = readBase64(source.data, path(sourceParam, 'data'));
-      return [title === undefined ? { type: 'file', data, mediaType } : { type: 'file', data, mediaType, filename: title }];
+      return [
+        title === undefined ? { type: 'file', data, mediaType } : { type: 'file', data, mediaType, filename: title },
+      ];
     }
     case 'text':
       return [{ type: 'text', text: readString(source.data, path(sourceParam, 'data')) }];
@@ -89,7 +94,10 @@ export function decodeDocumentBlock(block: JsonObject, param: string): ContentPa
     }
     case 'url':
     case 'file':
-      throw unsupported(`${sourceParam}: '${kind}' document sources are not supported; send the document as base64`, sourceParam);
+      throw unsupported(
+        `${sourceParam}: '${kind}' document sources are not supported; send the document as base64`,
+        sourceParam,
+      );
     default:
       throw invalidRequest(`${sourceParam}.type: unknown document source type '${kind}'`, path(sourceParam, 'type'));
   }
@@ -122,7 +130,10 @@ function toolReferenceText(name: string): TextPart {
   return { type: 'text', text: `Tool ${name} is now available; call it as a function when it helps.` };
 }
 
-/** Names of the tools that `tool_reference` blocks in tool results of `messages` load (not validated: the decoder checks shapes). */
+/**
+ * Names of the tools that `tool_reference` blocks in tool results of `messages` load (not validated: the decoder checks
+ * shapes).
+ */
 export function referencedTools(messages: unknown): Set<string> {
   const names = new Set<string>();
   if (!Array.isArray(messages)) return names;
@@ -138,7 +149,10 @@ export function referencedTools(messages: unknown): Set<string> {
   return names;
 }
 
-/** A `tool_result` block → a hub `tool` message (images and documents stay in its content; docs/protocols.md "Tool results"). */
+/**
+ * A `tool_result` block → a hub `tool` message (images and documents stay in its content; docs/protocols.md "Tool
+ * results").
+ */
 export function decodeToolResultBlock(block: JsonObject, param: string): ToolMessage {
   const toolCallId = readString(block.tool_use_id, path(param, 'tool_use_id'));
   const contentParam = path(param, 'content');
@@ -154,7 +168,8 @@ export function decodeToolResultBlock(block: JsonObject, param: string): ToolMes
       if (type === 'text') content.push(decodeTextBlock(itemBlock, itemParam));
       else if (type === 'image') content.push(decodeImageBlock(itemBlock, itemParam));
       else if (type === 'document') content.push(...decodeDocumentBlock(itemBlock, itemParam));
-      else if (type === 'tool_reference') content.push(toolReferenceText(readString(itemBlock.tool_name, path(itemParam, 'tool_name'))));
+      else if (type === 'tool_reference')
+        content.push(toolReferenceText(readString(itemBlock.tool_name, path(itemParam, 'tool_name'))));
       else throw unsupported(`${itemParam}.type: '${type}' is not supported in a tool result`, path(itemParam, 'type'));
     });
   }
@@ -188,7 +203,10 @@ export function decodeAssistantBlock(block: JsonObject, param: string): Assistan
     case 'tool_result':
       throw invalidRequest(`${param}: '${type}' blocks are not allowed in assistant turns`, path(param, 'type'));
     default:
-      throw unsupported(`${param}.type: content block type '${type}' is not supported (server tools cannot run on this backend)`, path(param, 'type'));
+      throw unsupported(
+        `${param}.type: content block type '${type}' is not supported (server tools cannot run on this backend)`,
+        path(param, 'type'),
+      );
   }
 }
 
@@ -200,7 +218,10 @@ export function decodeSystemContent(value: unknown, param: string): TextPart[] {
     const block = readObject(item, itemParam);
     const type = blockType(block, itemParam);
     if (type !== 'text') {
-      throw invalidRequest(`${itemParam}.type: system content must be text blocks, got '${type}'`, path(itemParam, 'type'));
+      throw invalidRequest(
+        `${itemParam}.type: system content must be text blocks, got '${type}'`,
+        path(itemParam, 'type'),
+      );
     }
     return decodeTextBlock(block, itemParam);
   });

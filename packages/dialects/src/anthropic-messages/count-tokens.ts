@@ -2,9 +2,9 @@
  * `POST /v1/messages/count_tokens` (docs/protocols.md "Token counting"): decode the body, render the text a backend's
  * tokenizer should count, and estimate the count for backends without a tokenizer.
  *
- * The edge asks a node for an exact count (a tokenize run over `renderCountTokensText`) when it
- * can, and otherwise answers with `estimateRequestTokens`; either way it says which in the
- * `x-iop-token-count: exact|estimate` response header (docs/protocols.md "Token counting": never pass an estimate off as exact).
+ * The edge asks a node for an exact count (a tokenize run over `renderCountTokensText`) when it can, and otherwise
+ * answers with `estimateRequestTokens`; either way it says which in the `x-iop-token-count: exact|estimate` response
+ * header (docs/protocols.md "Token counting": never pass an estimate off as exact).
  */
 import type { ContentPart, InferenceRequest, Message } from '@iop/core';
 import { decodeMessagesRequest } from './request-decode.js';

@@ -71,11 +71,19 @@ export function errorResponse(error: IopError, requestId: string): ErrorResponse
   };
   const status = anthropicErrorStatus(error.code);
   // Node knows no reason phrase for 529; clients and proxies show "529 Overloaded".
-  return status === OVERLOADED_STATUS ? { status, statusMessage: 'Overloaded', headers, body } : { status, headers, body };
+  return status === OVERLOADED_STATUS
+    ? { status, statusMessage: 'Overloaded', headers, body }
+    : { status, headers, body };
 }
 
-/** The in-stream form (docs/protocols.md "Messages stream"): `event: error` with `{type:"error", error:{type, message}}`. */
+/**
+ * The in-stream form (docs/protocols.md "Messages stream"): `event: error` with `{type:"error", error:{type,
+ * message}}`.
+ */
 export function errorEventFrame(event: Pick<ErrorEvent, 'code' | 'message'>): string {
-  const body: AnthropicErrorBody = { type: 'error', error: { type: anthropicErrorType(event.code), message: event.message } };
+  const body: AnthropicErrorBody = {
+    type: 'error',
+    error: { type: anthropicErrorType(event.code), message: event.message },
+  };
   return sseJson(body, 'error');
 }

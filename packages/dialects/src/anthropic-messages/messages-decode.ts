@@ -1,18 +1,19 @@
 /**
  * Anthropic `messages` → hub messages (docs/protocols.md "Messages request", "System instructions", "Tool results").
  *
- * - Consecutive turns of the same role are merged, as the Messages API itself does (docs/protocols.md "Messages request").
- * - A user turn's `tool_result` blocks become `tool` messages, in block order, followed by one
- *   `user` message with the turn's other blocks in their order (docs/protocols.md "Tool results": results first).
- * - `role: "system"` messages (docs/protocols.md "Claude Code") become hub `system` messages at their
- *   position; they are never rejected.
- * - A `tool_result` must answer a `tool_use` block of an earlier assistant turn (docs/protocols.md "Tool results"; the API
- *   itself rejects an orphan result), else 400 naming its `tool_use_id`.
- * - Every `tool_use` of an assistant turn must be answered by a `tool_result` in the next user
- *   turn (`role: "system"` messages in between are skipped), else 400 in the API's own words
- *   (docs/protocols.md "Messages request") — before any backend call, not a template error from the backend.
- * - A final assistant turn (a prefill) stays the last message; the backend encoder decides how to
- *   continue it (e.g. vLLM `continue_final_message`) or to refuse it.
+ * - Consecutive turns of the same role are merged, as the Messages API itself does (docs/protocols.md "Messages
+ *   request").
+ * - A user turn's `tool_result` blocks become `tool` messages, in block order, followed by one `user` message with the
+ *   turn's other blocks in their order (docs/protocols.md "Tool results": results first).
+ * - `role: "system"` messages (docs/protocols.md "Claude Code") become hub `system` messages at their position; they
+ *   are never rejected.
+ * - A `tool_result` must answer a `tool_use` block of an earlier assistant turn (docs/protocols.md "Tool results"; the
+ *   API itself rejects an orphan result), else 400 naming its `tool_use_id`.
+ * - Every `tool_use` of an assistant turn must be answered by a `tool_result` in the next user turn (`role: "system"`
+ *   messages in between are skipped), else 400 in the API's own words (docs/protocols.md "Messages request") — before
+ *   any backend call, not a template error from the backend.
+ * - A final assistant turn (a prefill) stays the last message; the backend encoder decides how to continue it (e.g.
+ *   vLLM `continue_final_message`) or to refuse it.
  */
 import type { AssistantMessage, ContentPart, Message, ToolMessage } from '@iop/core';
 import { invalidRequest } from '@iop/core';
@@ -31,7 +32,11 @@ interface PendingUserTurn {
 }
 
 /** Content of a turn: a string (one text block) or an array of blocks, each checked to be an object. */
-function forEachBlock(content: unknown, param: string, onBlock: (block: Record<string, unknown>, blockParam: string) => void): void {
+function forEachBlock(
+  content: unknown,
+  param: string,
+  onBlock: (block: Record<string, unknown>, blockParam: string) => void,
+): void {
   if (typeof content === 'string') {
     onBlock({ type: 'text', text: content }, param);
     return;
@@ -104,7 +109,9 @@ export function decodeMessages(value: unknown, param = 'messages'): Message[] {
 }
 
 function blocksOf(content: unknown): Record<string, unknown>[] {
-  return Array.isArray(content) ? content.filter((block): block is Record<string, unknown> => typeof block === 'object' && block !== null) : [];
+  return Array.isArray(content)
+    ? content.filter((block): block is Record<string, unknown> => typeof block === 'object' && block !== null)
+    : [];
 }
 
 /** Each assistant turn's `tool_use` ids must all have a `tool_result` in the next user turn. @throws IopError 400. */
@@ -114,7 +121,8 @@ function checkToolUsesAnswered(items: readonly unknown[], param: string): void {
     const message = item as Record<string, unknown>;
     if (message.role === 'system') return;
     if (message.role === 'assistant') {
-      for (const block of blocksOf(message.content)) if (block.type === 'tool_use' && typeof block.id === 'string') pending.push(block.id);
+      for (const block of blocksOf(message.content))
+        if (block.type === 'tool_use' && typeof block.id === 'string') pending.push(block.id);
       return;
     }
     if (pending.length > 0) {

@@ -6,7 +6,11 @@
 import type { RateLimitState } from '@iop/core';
 
 /** Sets the `anthropic-ratelimit-*` headers of `state` through `set`. */
-export function anthropicRateLimitHeaders(state: RateLimitState, _nowMs: number, set: (name: string, value: string) => void): void {
+export function anthropicRateLimitHeaders(
+  state: RateLimitState,
+  _nowMs: number,
+  set: (name: string, value: string) => void,
+): void {
   for (const kind of ['requests', 'tokens'] as const) {
     const limit = state[kind];
     if (limit === undefined) continue;

@@ -1,20 +1,22 @@
 /**
- * Anthropic Messages request body → hub `InferenceRequest` (docs/protocols.md "Messages request", "System instructions", "Tool definitions and choice", "Tool calls and ids", "Tool results", "Images and files", "Finish reasons", "Usage", "Reasoning", "Responses input and Chat messages", "What cannot be mapped").
+ * Anthropic Messages request body → hub `InferenceRequest` (docs/protocols.md "Messages request", "System
+ * instructions", "Tool definitions and choice", "Tool calls and ids", "Tool results", "Images and files", "Finish
+ * reasons", "Usage", "Reasoning", "Responses input and Chat messages", "What cannot be mapped").
  *
  * Field decisions (each one documented where Anthropic's behaviour and a chat backend differ):
- * - `max_tokens` is required, an integer ≥ 1. Anthropic also accepts `0` to pre-warm its prompt
- *   cache; a chat backend cannot produce an empty completion, and answering with one token would
- *   change what the client gets, so `0` is a 400 naming `max_tokens` (D policy: 400 over a silent change).
+ * - `max_tokens` is required, an integer ≥ 1. Anthropic also accepts `0` to pre-warm its prompt cache; a chat backend
+ *   cannot produce an empty completion, and answering with one token would change what the client gets, so `0` is a 400
+ *   naming `max_tokens` (D policy: 400 over a silent change).
  * - `temperature` 0–1 and `top_p` 0–1 as Anthropic validates them; `top_k` an integer ≥ 0.
  * - `stop_sequences`: any number of strings (Anthropic sets no count limit; neither does iop).
- * - `thinking`: `enabled` (`budget_tokens` ≥ 1024, Anthropic's minimum) or `adaptive` turn reasoning
- *   on; `disabled` or absent turn it off (a thinking model does not reason unless asked).
- *   The `budget_tokens < max_tokens` rule is not enforced: interleaved thinking lifts it.
+ * - `thinking`: `enabled` (`budget_tokens` ≥ 1024, Anthropic's minimum) or `adaptive` turn reasoning on; `disabled` or
+ *   absent turn it off (a thinking model does not reason unless asked). The `budget_tokens < max_tokens` rule is not
+ *   enforced: interleaved thinking lifts it.
  * - `output_config.effort` → `reasoning.effort`; `output_config.format` json_schema → `responseFormat`.
  * - `metadata.user_id` → `user`.
- * - Tolerated and ignored: `service_tier`, `inference_geo`, top-level `cache_control`;
- *   ignored with a warning: `context_management`, `container` and any field iop does not know.
- *   `mcp_servers` (a non-empty list) is a 400: the backend cannot reach them.
+ * - Tolerated and ignored: `service_tier`, `inference_geo`, top-level `cache_control`; ignored with a warning:
+ *   `context_management`, `container` and any field iop does not know. `mcp_servers` (a non-empty list) is a 400: the
+ *   backend cannot reach them.
  * @throws IopError `invalid_request` / `unsupported_field` (400) with `param` naming the field.
  */
 import type { InferenceRequest, ReasoningConfig, ResponseFormat, ToolDefinition } from '@iop/core';
@@ -66,7 +68,9 @@ function decodeReasoning(body: JsonObject): ReasoningConfig {
     const type = readEnum(thinking.type, 'thinking.type', ['enabled', 'adaptive', 'disabled'] as const);
     if (type === 'enabled') {
       reasoning.enabled = true;
-      reasoning.budgetTokens = readInteger(thinking.budget_tokens, 'thinking.budget_tokens', { min: MIN_THINKING_BUDGET_TOKENS });
+      reasoning.budgetTokens = readInteger(thinking.budget_tokens, 'thinking.budget_tokens', {
+        min: MIN_THINKING_BUDGET_TOKENS,
+      });
     } else if (type === 'adaptive') {
       reasoning.enabled = true;
     }
@@ -76,7 +80,8 @@ function decodeReasoning(body: JsonObject): ReasoningConfig {
   }
   if (!isAbsent(body.output_config)) {
     const outputConfig = readObject(body.output_config, 'output_config');
-    if (!isAbsent(outputConfig.effort)) reasoning.effort = readEnum(outputConfig.effort, 'output_config.effort', EFFORTS);
+    if (!isAbsent(outputConfig.effort))
+      reasoning.effort = readEnum(outputConfig.effort, 'output_config.effort', EFFORTS);
   }
   return reasoning;
 }
@@ -126,13 +131,19 @@ export function decodeMessagesRequest(body: unknown, options: DecodeOptions = {}
   if (options.countTokens !== true) {
     if (root.max_tokens === undefined) throw invalidRequest('max_tokens: field required', 'max_tokens');
     if (root.max_tokens === 0) {
-      throw invalidRequest('max_tokens: 0 (prompt cache pre-warming) is not supported by this backend; use 1 or more', 'max_tokens');
+      throw invalidRequest(
+        'max_tokens: 0 (prompt cache pre-warming) is not supported by this backend; use 1 or more',
+        'max_tokens',
+      );
     }
     request.maxOutputTokens = readInteger(root.max_tokens, 'max_tokens', { min: 1 });
     const budget = request.reasoning?.budgetTokens;
     if (budget !== undefined && budget >= request.maxOutputTokens) {
       // docs/protocols.md "Messages request": `budget_tokens` must be ≥ 1024 and < `max_tokens`.
-      throw invalidRequest(`thinking.budget_tokens: must be less than max_tokens (${request.maxOutputTokens}), got ${budget}`, 'thinking.budget_tokens');
+      throw invalidRequest(
+        `thinking.budget_tokens: must be less than max_tokens (${request.maxOutputTokens}), got ${budget}`,
+        'thinking.budget_tokens',
+      );
     }
     if (!isAbsent(root.stream)) request.stream = readBoolean(root.stream, 'stream');
     if (request.stream) {
@@ -146,7 +157,10 @@ export function decodeMessagesRequest(body: unknown, options: DecodeOptions = {}
     declared = decodeTools(root.tools);
     // Tool search: a deferred tool is offered once a tool_reference loaded it.
     const referenced = declared.some((tool) => tool.deferLoading === true) ? referencedTools(root.messages) : undefined;
-    request.tools = referenced === undefined ? declared : declared.filter((tool) => tool.deferLoading !== true || referenced.has(tool.name));
+    request.tools =
+      referenced === undefined
+        ? declared
+        : declared.filter((tool) => tool.deferLoading !== true || referenced.has(tool.name));
   }
   if (!isAbsent(root.tool_choice)) {
     const decoded = decodeToolChoice(root.tool_choice, declared);
@@ -154,9 +168,12 @@ export function decodeMessagesRequest(body: unknown, options: DecodeOptions = {}
     if (decoded.parallelToolCalls === false) request.parallelToolCalls = false;
   }
   if (!isAbsent(root.stop_sequences)) {
-    request.stop = readArray(root.stop_sequences, 'stop_sequences').map((item, i) => readString(item, path('stop_sequences', i)));
+    request.stop = readArray(root.stop_sequences, 'stop_sequences').map((item, i) =>
+      readString(item, path('stop_sequences', i)),
+    );
   }
-  if (!isAbsent(root.temperature)) request.temperature = readNumber(root.temperature, 'temperature', { min: 0, max: 1 });
+  if (!isAbsent(root.temperature))
+    request.temperature = readNumber(root.temperature, 'temperature', { min: 0, max: 1 });
   if (!isAbsent(root.top_p)) request.topP = readNumber(root.top_p, 'top_p', { min: 0, max: 1 });
   if (!isAbsent(root.top_k)) request.topK = readInteger(root.top_k, 'top_k', { min: 0 });
   const responseFormat = decodeResponseFormat(root);

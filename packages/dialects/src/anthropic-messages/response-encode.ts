@@ -1,17 +1,16 @@
 /**
  * The complete event list → a non-stream Anthropic `Message` (docs/protocols.md "Messages response").
  *
- * Blocks appear in the order the model produced them: consecutive reasoning deltas form one
- * `thinking` block, consecutive text deltas one `text` block, and each tool call (by upstream
- * index) one `tool_use` block at the position of its first fragment.
+ * Blocks appear in the order the model produced them: consecutive reasoning deltas form one `thinking` block,
+ * consecutive text deltas one `text` block, and each tool call (by upstream index) one `tool_use` block at the position
+ * of its first fragment.
  *
- * Tool arguments: the JSON string becomes the `input` object (`""` → `{}`, docs/protocols.md "Tool calls and ids"). Arguments that
- * do not parse to a JSON object cannot be shown to an Anthropic client, whose `input` must be an
- * object; the stream gate normally re-asks the model before this point, so reaching it means the
- * upstream answered garbage: `upstream_error` (502, which the SDK retries), never a silent `{}`
- * that would run the tool with missing arguments. A turn cut by the output limit (`max_tokens`)
- * is the exception: its last call is cut short, and its block keeps the position with `input: {}`
- * (no client runs the tools of a `max_tokens` turn).
+ * Tool arguments: the JSON string becomes the `input` object (`""` → `{}`, docs/protocols.md "Tool calls and ids").
+ * Arguments that do not parse to a JSON object cannot be shown to an Anthropic client, whose `input` must be an object;
+ * the stream gate normally re-asks the model before this point, so reaching it means the upstream answered garbage:
+ * `upstream_error` (502, which the SDK retries), never a silent `{}` that would run the tool with missing arguments. A
+ * turn cut by the output limit (`max_tokens`) is the exception: its last call is cut short, and its block keeps the
+ * position with `input: {}` (no client runs the tools of a `max_tokens` turn).
  */
 import type { EncodeContext, FinishEvent, StreamEvent, Usage } from '@iop/core';
 import { IopError, iopErrorOf, newId } from '@iop/core';
@@ -82,7 +81,12 @@ export function encodeResponse(events: readonly StreamEvent[], context: EncodeCo
       case 'tool-call-delta': {
         const call = toolCalls.get(event.index);
         if (call === undefined) {
-          const block: ToolUseBlock = { type: 'tool_use', id: event.id ?? newId('toolu_'), name: event.name ?? '', input: {} };
+          const block: ToolUseBlock = {
+            type: 'tool_use',
+            id: event.id ?? newId('toolu_'),
+            name: event.name ?? '',
+            input: {},
+          };
           toolCalls.set(event.index, { block, arguments: event.argumentsDelta });
           content.push(block);
           last = block;

@@ -1,32 +1,39 @@
 /**
- * Normalized stream events → Anthropic Messages SSE (docs/protocols.md "Messages stream" and
- * "Responses input and Chat messages", Chat chunks → Anthropic events). Every event is framed with an `event:` line (the TS SDK drops frames without one).
+ * Normalized stream events → Anthropic Messages SSE (docs/protocols.md "Messages stream" and "Responses input and Chat
+ * messages", Chat chunks → Anthropic events). Every event is framed with an `event:` line (the TS SDK drops frames
+ * without one).
  *
- * Grammar emitted:
- *   message_start, ping,
- *   ( content_block_start, content_block_delta*, content_block_stop )*   indexes 0, 1, 2… never interleaved
- *   message_delta {stop_reason, stop_sequence, usage}, message_stop
- * or, on failure at any point, one `event: error` and nothing after it.
+ * Grammar emitted: message_start, ping, ( content_block_start, content_block_delta*, content_block_stop )* indexes 0,
+ * 1, 2… never interleaved message_delta {stop_reason, stop_sequence, usage}, message_stop or, on failure at any point,
+ * one `event: error` and nothing after it.
  *
- * - Reasoning becomes `thinking` blocks only when the request enabled `thinking` (`enabled` or
- *   `adaptive`); otherwise it is dropped: a client never gets a block it did not ask for. With
- *   `thinking.display: "omitted"` a thinking block carries no `thinking_delta`: its text stays
- *   empty and it still ends with its signature (Anthropic's "omitted" display).
+ * - Reasoning becomes `thinking` blocks only when the request enabled `thinking` (`enabled` or `adaptive`); otherwise
+ *   it is dropped: a client never gets a block it did not ask for. With `thinking.display: "omitted"` a thinking block
+ *   carries no `thinking_delta`: its text stays empty and it still ends with its signature (Anthropic's "omitted"
+ *   display).
  * - `message_start.usage.input_tokens` is the backend's prompt count from its first chunk
- *   (`response-start.promptUsage`: vLLM and SGLang send it there when asked for
- *   `continuous_usage_stats`), net of cache; when the backend gave none at the start, the edge's
- *   estimate (`EncodeContext.estimateInputTokens`), corrected by `message_delta`'s final count.
- * - Every switch between reasoning, text and tool calls opens a new block. A thinking block ends
- *   with a `signature_delta` (the upstream's signature, or `UNSIGNED_THINKING_SIGNATURE`).
- * - Tool arguments go out as `input_json_delta` fragments exactly as they arrive. A call with no
- *   arguments streams no delta, so the SDK's `input` stays `{}`.
- * - Tool calls arriving while another tool_use block is open are buffered and released, in
- *   order, when it closes (the upstream may interleave parallel calls).
- * - `message_delta` waits for the usage that follows `finish`: it is sent on the first `usage`
- *   after `finish`, or by `end()`. Its usage is cumulative with `input_tokens` net of cache (docs/protocols.md "Usage").
+ *   (`response-start.promptUsage`: vLLM and SGLang send it there when asked for `continuous_usage_stats`), net of
+ *   cache; when the backend gave none at the start, the edge's estimate (`EncodeContext.estimateInputTokens`),
+ *   corrected by `message_delta`'s final count.
+ * - Every switch between reasoning, text and tool calls opens a new block. A thinking block ends with a
+ *   `signature_delta` (the upstream's signature, or `UNSIGNED_THINKING_SIGNATURE`).
+ * - Tool arguments go out as `input_json_delta` fragments exactly as they arrive. A call with no arguments streams no
+ *   delta, so the SDK's `input` stays `{}`.
+ * - Tool calls arriving while another tool_use block is open are buffered and released, in order, when it closes (the
+ *   upstream may interleave parallel calls).
+ * - `message_delta` waits for the usage that follows `finish`: it is sent on the first `usage` after `finish`, or by
+ *   `end()`. Its usage is cumulative with `input_tokens` net of cache (docs/protocols.md "Usage").
  * - `end()` without a terminal event renders an `api_error` error event, never a made-up stop.
  */
-import type { EncodeContext, FinishEvent, ReasoningDeltaEvent, StreamEncoder, StreamEvent, ToolCallDeltaEvent, Usage } from '@iop/core';
+import type {
+  EncodeContext,
+  FinishEvent,
+  ReasoningDeltaEvent,
+  StreamEncoder,
+  StreamEvent,
+  ToolCallDeltaEvent,
+  Usage,
+} from '@iop/core';
 import { newId, sseJson } from '@iop/core';
 import { ContentBlockTracker } from './content-block-tracker.js';
 import { errorEventFrame } from './errors.js';
@@ -89,7 +96,10 @@ export class AnthropicStreamEncoder implements StreamEncoder {
     if (this.phase === 'done') return '';
     if (this.phase === 'finished') return this.messageEnd();
     this.phase = 'done';
-    return errorEventFrame({ code: 'upstream_error', message: 'the model stream ended before the response was complete' });
+    return errorEventFrame({
+      code: 'upstream_error',
+      message: 'the model stream ended before the response was complete',
+    });
   }
 
   /** Messages are not stored: no result. */
@@ -121,7 +131,10 @@ export class AnthropicStreamEncoder implements StreamEncoder {
       return '';
     }
     const omitted = this.context.request.reasoning?.display === 'omitted';
-    const out = this.start() + this.switchTo('thinking') + (omitted ? '' : this.delta({ type: 'thinking_delta', thinking: event.text }));
+    const out =
+      this.start() +
+      this.switchTo('thinking') +
+      (omitted ? '' : this.delta({ type: 'thinking_delta', thinking: event.text }));
     const block = this.blocks.current;
     if (block?.kind === 'thinking' && event.signature) block.signature = event.signature;
     return out;
@@ -131,7 +144,9 @@ export class AnthropicStreamEncoder implements StreamEncoder {
     if (this.phase === 'finished') return '';
     const current = this.blocks.current;
     if (current?.kind === 'tool_use' && current.toolIndex === event.index) {
-      return event.argumentsDelta.length > 0 ? this.delta({ type: 'input_json_delta', partial_json: event.argumentsDelta }) : '';
+      return event.argumentsDelta.length > 0
+        ? this.delta({ type: 'input_json_delta', partial_json: event.argumentsDelta })
+        : '';
     }
     if (this.bufferedTools.isClosed(event.index)) {
       this.phase = 'done';
@@ -152,11 +167,17 @@ export class AnthropicStreamEncoder implements StreamEncoder {
     if (this.blocks.current?.kind === kind) return '';
     const out = this.closeBlock();
     const index = kind === 'text' ? this.blocks.openText() : this.blocks.openThinking();
-    const block: ContentBlockStart = kind === 'text' ? { type: 'text', text: '' } : { type: 'thinking', thinking: '', signature: '' };
+    const block: ContentBlockStart =
+      kind === 'text' ? { type: 'text', text: '' } : { type: 'thinking', thinking: '', signature: '' };
     return out + sseJson({ type: 'content_block_start', index, content_block: block }, 'content_block_start');
   }
 
-  private openToolUse(toolIndex: number, id: string | undefined, name: string | undefined, argumentsDelta: string): string {
+  private openToolUse(
+    toolIndex: number,
+    id: string | undefined,
+    name: string | undefined,
+    argumentsDelta: string,
+  ): string {
     const index = this.blocks.openToolUse(toolIndex);
     const block: ContentBlockStart = { type: 'tool_use', id: id ?? newId('toolu_'), name: name ?? '', input: {} };
     let out = sseJson({ type: 'content_block_start', index, content_block: block }, 'content_block_start');
@@ -170,7 +191,10 @@ export class AnthropicStreamEncoder implements StreamEncoder {
     if (block === undefined) return '';
     let out = '';
     if (block.kind === 'thinking') {
-      out += this.deltaAt(block.index, { type: 'signature_delta', signature: block.signature ?? UNSIGNED_THINKING_SIGNATURE });
+      out += this.deltaAt(block.index, {
+        type: 'signature_delta',
+        signature: block.signature ?? UNSIGNED_THINKING_SIGNATURE,
+      });
     }
     out += sseJson({ type: 'content_block_stop', index: block.index }, 'content_block_stop');
     if (block.kind === 'tool_use') {

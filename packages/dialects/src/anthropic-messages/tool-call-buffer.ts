@@ -1,9 +1,9 @@
 /**
- * Holds the tool calls that arrive while another tool_use block is open (docs/protocols.md
- * "Responses input and Chat messages", Chat chunks → Anthropic events: tool calls whose fragments
- * interleave by index are buffered until the open block closes). Calls are released in the order their first fragment arrived, each
- * with its arguments joined. It also remembers which upstream indexes already had their block
- * closed, so a late fragment for one of them can be detected rather than misplaced.
+ * Holds the tool calls that arrive while another tool_use block is open (docs/protocols.md "Responses input and Chat
+ * messages", Chat chunks → Anthropic events: tool calls whose fragments interleave by index are buffered until the open
+ * block closes). Calls are released in the order their first fragment arrived, each with its arguments joined. It also
+ * remembers which upstream indexes already had their block closed, so a late fragment for one of them can be detected
+ * rather than misplaced.
  */
 
 export interface BufferedToolCall {

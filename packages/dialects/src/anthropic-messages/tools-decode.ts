@@ -1,14 +1,15 @@
 /**
- * Anthropic `tools` and `tool_choice` → hub tool definitions and choice (docs/protocols.md "Messages request", "Tool definitions and choice").
+ * Anthropic `tools` and `tool_choice` → hub tool definitions and choice (docs/protocols.md "Messages request", "Tool
+ * definitions and choice").
  *
- * - Custom tools (`type` absent, null or `"custom"`): `input_schema` (an object schema, docs/protocols.md "Messages request") is
- *   kept as is, `$schema` and every 2020-12 keyword included (docs/protocols.md "Claude Code"); the backend encoder
- *   strips what its backend cannot take. `cache_control` is dropped; `strict` passes through;
+ * - Custom tools (`type` absent, null or `"custom"`): `input_schema` (an object schema, docs/protocols.md "Messages
+ *   request") is kept as is, `$schema` and every 2020-12 keyword included (docs/protocols.md "Claude Code"); the
+ *   backend encoder strips what its backend cannot take. `cache_control` is dropped; `strict` passes through;
  *   `defer_loading: true` (tool search) marks a tool offered only once a `tool_reference` names it.
- * - Server tools (`web_search_…`, `bash_…`, `text_editor_…`, `code_execution_…`, …): a chat
- *   backend cannot run them, so 400 `unsupported_field` naming `tools.N.type` (docs/protocols.md "What cannot be mapped").
- * - `tool_choice`: auto/any/tool/none → auto/required/tool/none;
- *   `disable_parallel_tool_use: true` → `parallelToolCalls: false` (docs/protocols.md "Tool definitions and choice").
+ * - Server tools (`web_search_…`, `bash_…`, `text_editor_…`, `code_execution_…`, …): a chat backend cannot run them, so
+ *   400 `unsupported_field` naming `tools.N.type` (docs/protocols.md "What cannot be mapped").
+ * - `tool_choice`: auto/any/tool/none → auto/required/tool/none; `disable_parallel_tool_use: true` →
+ *   `parallelToolCalls: false` (docs/protocols.md "Tool definitions and choice").
  */
 import type { ToolChoice, ToolDefinition } from '@iop/core';
 import { IopError, invalidRequest } from '@iop/core';
@@ -35,7 +36,8 @@ export function decodeTools(value: unknown, param = 'tools'): ToolDefinition[] {
     }
     const name = readString(tool.name, path(toolParam, 'name'));
     if (name.length === 0) throw invalidRequest(`${toolParam}.name: must not be empty`, path(toolParam, 'name'));
-    if (seen.has(name)) throw invalidRequest(`${toolParam}.name: tool names must be unique ('${name}')`, path(toolParam, 'name'));
+    if (seen.has(name))
+      throw invalidRequest(`${toolParam}.name: tool names must be unique ('${name}')`, path(toolParam, 'name'));
     seen.add(name);
     const schemaParam = path(toolParam, 'input_schema');
     const parameters = readObject(tool.input_schema, schemaParam);
@@ -44,9 +46,11 @@ export function decodeTools(value: unknown, param = 'tools'): ToolDefinition[] {
       throw invalidRequest(`${schemaParam}.type: must be 'object'`, path(schemaParam, 'type'));
     }
     const definition: ToolDefinition = { name, parameters };
-    if (!isAbsent(tool.description)) definition.description = readString(tool.description, path(toolParam, 'description'));
+    if (!isAbsent(tool.description))
+      definition.description = readString(tool.description, path(toolParam, 'description'));
     if (!isAbsent(tool.strict)) definition.strict = readBoolean(tool.strict, path(toolParam, 'strict'));
-    if (!isAbsent(tool.defer_loading) && readBoolean(tool.defer_loading, path(toolParam, 'defer_loading'))) definition.deferLoading = true;
+    if (!isAbsent(tool.defer_loading) && readBoolean(tool.defer_loading, path(toolParam, 'defer_loading')))
+      definition.deferLoading = true;
     return definition;
   });
 }
@@ -61,7 +65,11 @@ export interface DecodedToolChoice {
  * Decodes `tool_choice`. A `{type:"tool"}` choice must name a declared tool.
  * @throws IopError 400 naming `tool_choice.type`, `tool_choice.name` or `tool_choice.disable_parallel_tool_use`.
  */
-export function decodeToolChoice(value: unknown, tools: readonly ToolDefinition[], param = 'tool_choice'): DecodedToolChoice {
+export function decodeToolChoice(
+  value: unknown,
+  tools: readonly ToolDefinition[],
+  param = 'tool_choice',
+): DecodedToolChoice {
   const choice = readObject(value, param);
   const type = readEnum(choice.type, path(param, 'type'), ['auto', 'any', 'tool', 'none'] as const);
   let toolChoice: ToolChoice;
@@ -76,7 +84,8 @@ export function decodeToolChoice(value: unknown, tools: readonly ToolDefinition[
   }
   const result: DecodedToolChoice = { toolChoice };
   if (!isAbsent(choice.disable_parallel_tool_use)) {
-    if (readBoolean(choice.disable_parallel_tool_use, path(param, 'disable_parallel_tool_use'))) result.parallelToolCalls = false;
+    if (readBoolean(choice.disable_parallel_tool_use, path(param, 'disable_parallel_tool_use')))
+      result.parallelToolCalls = false;
   }
   return result;
 }

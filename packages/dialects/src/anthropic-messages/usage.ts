@@ -28,8 +28,8 @@ export function toAnthropicUsage(usage: Usage | undefined): AnthropicUsage {
 }
 
 /**
- * `message_delta.usage`: cumulative totals. Input and cache fields are present only when the
- * upstream reported a prompt count, so the SDK keeps its `message_start` values otherwise (docs/protocols.md "Messages stream").
+ * `message_delta.usage`: cumulative totals. Input and cache fields are present only when the upstream reported a prompt
+ * count, so the SDK keeps its `message_start` values otherwise (docs/protocols.md "Messages stream").
  */
 export function toMessageDeltaUsage(usage: Usage | undefined): MessageDeltaUsage {
   const delta: MessageDeltaUsage = { output_tokens: usage?.outputTokens ?? 0 };
@@ -47,5 +47,10 @@ export function toMessageDeltaUsage(usage: Usage | undefined): MessageDeltaUsage
  */
 export function startUsage(promptUsage?: Usage, estimate?: () => number): AnthropicUsage {
   if (promptUsage?.inputTokens !== undefined) return { ...toAnthropicUsage(promptUsage), output_tokens: 0 };
-  return { input_tokens: estimate === undefined ? 0 : estimate(), output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+  return {
+    input_tokens: estimate === undefined ? 0 : estimate(),
+    output_tokens: 0,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+  };
 }

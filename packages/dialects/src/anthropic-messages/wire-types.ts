@@ -1,9 +1,10 @@
 /**
- * Anthropic Messages wire types (`POST /v1/messages`), the subset iop reads and writes.
- * Source: docs/protocols.md "Messages request", "Messages response", "Messages stream", "Messages errors" (and the official `@anthropic-ai/sdk` types, `resources/messages/messages.ts`, `resources/shared.ts`).
+ * Anthropic Messages wire types (`POST /v1/messages`), the subset iop reads and writes. Source: docs/protocols.md
+ * "Messages request", "Messages response", "Messages stream", "Messages errors" (and the official `@anthropic-ai/sdk`
+ * types, `resources/messages/messages.ts`, `resources/shared.ts`).
  *
- * Request types describe what a client may send; the decoder still validates every field it
- * reads, because the body is untrusted JSON. Response and stream types describe what iop emits.
+ * Request types describe what a client may send; the decoder still validates every field it reads, because the body is
+ * untrusted JSON. Response and stream types describe what iop emits.
  */
 
 // ---------------------------------------------------------------- request
@@ -75,9 +76,18 @@ export interface RedactedThinkingBlockParam {
 }
 
 export type ContentBlockParam =
-  TextBlockParam | ImageBlockParam | DocumentBlockParam | ToolUseBlockParam | ToolResultBlockParam | ThinkingBlockParam | RedactedThinkingBlockParam;
+  | TextBlockParam
+  | ImageBlockParam
+  | DocumentBlockParam
+  | ToolUseBlockParam
+  | ToolResultBlockParam
+  | ThinkingBlockParam
+  | RedactedThinkingBlockParam;
 
-/** `role: "system"` inside `messages` is what Claude Code sends (docs/protocols.md "Claude Code"); iop folds it into instructions. */
+/**
+ * `role: "system"` inside `messages` is what Claude Code sends (docs/protocols.md "Claude Code"); iop folds it into
+ * instructions.
+ */
 export interface MessageParam {
   role: 'user' | 'assistant' | 'system';
   content: string | ContentBlockParam[];
@@ -98,7 +108,10 @@ export type ToolChoiceParam =
   | { type: 'tool'; name: string; disable_parallel_tool_use?: boolean }
   | { type: 'none' };
 
-export type ThinkingConfigParam = { type: 'enabled'; budget_tokens: number; display?: string } | { type: 'adaptive'; display?: string } | { type: 'disabled' };
+export type ThinkingConfigParam =
+  | { type: 'enabled'; budget_tokens: number; display?: string }
+  | { type: 'adaptive'; display?: string }
+  | { type: 'disabled' };
 
 export interface OutputConfigParam {
   effort?: 'low' | 'medium' | 'high' | 'xhigh' | 'max';
@@ -172,7 +185,9 @@ export interface AnthropicMessage {
 // ---------------------------------------------------------------- stream (docs/protocols.md "Messages stream")
 
 export type ContentBlockStart =
-  { type: 'text'; text: '' } | { type: 'thinking'; thinking: ''; signature: '' } | { type: 'tool_use'; id: string; name: string; input: Record<string, never> };
+  | { type: 'text'; text: '' }
+  | { type: 'thinking'; thinking: ''; signature: '' }
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, never> };
 
 export type ContentBlockDelta =
   | { type: 'text_delta'; text: string }
@@ -180,7 +195,10 @@ export type ContentBlockDelta =
   | { type: 'signature_delta'; signature: string }
   | { type: 'input_json_delta'; partial_json: string };
 
-/** `message_delta.usage`: cumulative totals; the SDK overwrites only the non-null fields (docs/protocols.md "Messages stream"). */
+/**
+ * `message_delta.usage`: cumulative totals; the SDK overwrites only the non-null fields (docs/protocols.md "Messages
+ * stream").
+ */
 export interface MessageDeltaUsage {
   output_tokens: number;
   input_tokens?: number;
@@ -199,7 +217,10 @@ export type AnthropicErrorType =
   | 'timeout_error'
   | 'overloaded_error';
 
-/** Error body (docs/protocols.md "Messages errors"); the same object, without `request_id`, is the data of an `event: error`. */
+/**
+ * Error body (docs/protocols.md "Messages errors"); the same object, without `request_id`, is the data of an `event:
+ * error`.
+ */
 export interface AnthropicErrorBody {
   type: 'error';
   error: { type: AnthropicErrorType; message: string };

@@ -50,21 +50,30 @@ function userPart(part: Record<string, unknown>, param: string): ContentPart {
     const mimeType = readString(field(data, 'mimeType'), path(param, 'inlineData', 'mimeType'));
     const payload = readString(data.data, path(param, 'inlineData', 'data'));
     if (!isBase64(payload))
-      throw invalidRequest(`Invalid value at '${path(param, 'inlineData', 'data')}': not valid base64`, path(param, 'inlineData', 'data'));
-    return mimeType.startsWith('image/') ? { type: 'image', url: `data:${mimeType};base64,${payload}` } : { type: 'file', data: payload, mediaType: mimeType };
+      throw invalidRequest(
+        `Invalid value at '${path(param, 'inlineData', 'data')}': not valid base64`,
+        path(param, 'inlineData', 'data'),
+      );
+    return mimeType.startsWith('image/')
+      ? { type: 'image', url: `data:${mimeType};base64,${payload}` }
+      : { type: 'file', data: payload, mediaType: mimeType };
   }
   const file = field(part, 'fileData');
   if (!isAbsent(file)) {
     const data = readObject(file, path(param, 'fileData'));
     const uri = readString(field(data, 'fileUri'), path(param, 'fileData', 'fileUri'));
     const mimeType = field(data, 'mimeType');
-    if (/^https?:\/\//i.test(uri) && (isAbsent(mimeType) || String(mimeType).startsWith('image/'))) return { type: 'image', url: uri };
+    if (/^https?:\/\//i.test(uri) && (isAbsent(mimeType) || String(mimeType).startsWith('image/')))
+      return { type: 'image', url: uri };
     throw invalidRequest(
       `Invalid value at '${path(param, 'fileData', 'fileUri')}': only http(s) image URIs can be fetched by this backend`,
       path(param, 'fileData', 'fileUri'),
     );
   }
-  throw invalidRequest(`Invalid value at '${param}': a user part needs text, inlineData, fileData or functionResponse`, param);
+  throw invalidRequest(
+    `Invalid value at '${param}': a user part needs text, inlineData, fileData or functionResponse`,
+    param,
+  );
 }
 
 function toolResultText(response: Record<string, unknown>): string {
@@ -76,7 +85,11 @@ function answer(open: OpenCall[], id: string | undefined, name: string, param: s
   const call =
     (id === undefined ? undefined : open.find((candidate) => !candidate.answered && candidate.id === id)) ??
     open.find((candidate) => !candidate.answered && candidate.name === name);
-  if (call === undefined) throw invalidRequest(`Invalid value at '${param}': no earlier functionCall of ${JSON.stringify(name)} is left to answer`, param);
+  if (call === undefined)
+    throw invalidRequest(
+      `Invalid value at '${param}': no earlier functionCall of ${JSON.stringify(name)} is left to answer`,
+      param,
+    );
   call.answered = true;
   return call.id;
 }
@@ -95,7 +108,9 @@ function decodeUser(parts: unknown[], param: string, open: OpenCall[]): Message[
     const result = readObject(response, path(partParam, 'functionResponse'));
     const name = readString(result.name, path(partParam, 'functionResponse', 'name'));
     const id = isAbsent(result.id) ? undefined : readString(result.id, path(partParam, 'functionResponse', 'id'));
-    const body = isAbsent(result.response) ? {} : readObject(result.response, path(partParam, 'functionResponse', 'response'));
+    const body = isAbsent(result.response)
+      ? {}
+      : readObject(result.response, path(partParam, 'functionResponse', 'response'));
     assertJsonDepth(body, path(partParam, 'functionResponse', 'response'));
     const toolCallId = answer(open, id, name, path(partParam, 'functionResponse'));
     out.push({
@@ -121,12 +136,17 @@ function decodeModel(parts: unknown[], param: string, contentIndex: number, open
       const name = readString(fc.name, path(partParam, 'functionCall', 'name'));
       const args = isAbsent(fc.args) ? {} : readObject(fc.args, path(partParam, 'functionCall', 'args'));
       assertJsonDepth(args, path(partParam, 'functionCall', 'args'));
-      const id = isAbsent(fc.id) ? `call_${contentIndex}_${i}` : readString(fc.id, path(partParam, 'functionCall', 'id'));
+      const id = isAbsent(fc.id)
+        ? `call_${contentIndex}_${i}`
+        : readString(fc.id, path(partParam, 'functionCall', 'id'));
       open.push({ id, name, answered: false });
       content.push({ type: 'tool-call', id, name, arguments: JSON.stringify(args), origin: { kind: 'function' } });
     } else if (typeof part.text === 'string') {
       if (part.text.length > 0) content.push({ type: 'text', text: part.text });
-    } else if (!isObject(part) || Object.keys(part).some((key) => key !== 'thoughtSignature' && key !== 'thought_signature')) {
+    } else if (
+      !isObject(part) ||
+      Object.keys(part).some((key) => key !== 'thoughtSignature' && key !== 'thought_signature')
+    ) {
       throw invalidRequest(`Invalid value at '${partParam}': a model part needs text or functionCall`, partParam);
     }
   });
@@ -136,7 +156,8 @@ function decodeModel(parts: unknown[], param: string, contentIndex: number, open
 /** Decodes `contents` (at least one). @throws IopError 400 naming the offending field. */
 export function decodeContents(value: unknown): Message[] {
   const contents = readArray(value, 'contents');
-  if (contents.length === 0) throw invalidRequest("Invalid value at 'contents': contents must not be empty", 'contents');
+  if (contents.length === 0)
+    throw invalidRequest("Invalid value at 'contents': contents must not be empty", 'contents');
   const messages: Message[] = [];
   const open: OpenCall[] = [];
   contents.forEach((item, i) => {
@@ -148,7 +169,11 @@ export function decodeContents(value: unknown): Message[] {
     else if (role === 'model') {
       const message = decodeModel(parts, param, i, open);
       if (message !== undefined) messages.push(message);
-    } else throw invalidRequest(`Invalid value at '${path(param, 'role')}': expected user or model, got ${JSON.stringify(role)}`, path(param, 'role'));
+    } else
+      throw invalidRequest(
+        `Invalid value at '${path(param, 'role')}': expected user or model, got ${JSON.stringify(role)}`,
+        path(param, 'role'),
+      );
   });
   return messages;
 }

@@ -20,7 +20,12 @@ function endpointsOf(version: string): DialectEndpoint[] {
   const models = `/${version}/models`;
   return [
     { method: 'POST', path: `${models}/{model}:generateContent`, role: 'inference', operation: 'generateContent' },
-    { method: 'POST', path: `${models}/{model}:streamGenerateContent`, role: 'inference', operation: 'streamGenerateContent' },
+    {
+      method: 'POST',
+      path: `${models}/{model}:streamGenerateContent`,
+      role: 'inference',
+      operation: 'streamGenerateContent',
+    },
     { method: 'POST', path: `${models}/{model}:countTokens`, role: 'count-tokens', operation: 'countTokens' },
     { method: 'GET', path: models, role: 'model-list' },
     // `GET /v1/models/{id}` is OpenAI's "retrieve model": Google's `models.get` only under its own versions.
@@ -35,7 +40,8 @@ export const geminiDialect: Dialect = {
   keyHeaders: ['x-goog-api-key'],
   keyQueryParam: 'key',
   // `GET /v1/models` from a Gemini client (apiVersion "v1"): Google's SDK headers or `?key=`.
-  claims: (headers, query) => headers['x-goog-api-key'] !== undefined || headers['x-goog-api-client'] !== undefined || query.has('key'),
+  claims: (headers, query) =>
+    headers['x-goog-api-key'] !== undefined || headers['x-goog-api-client'] !== undefined || query.has('key'),
   decodeRequest: decodeGenerateContentRequest,
   // Google documents no rate-limit response headers (its 429 carries `RetryInfo`); iop sends the
   // `x-ratelimit-*` headers it sends OpenAI clients.

@@ -10,7 +10,8 @@ import { fieldReaders, typeName, type FieldWording, type JsonObject } from '../s
 export const geminiWording: FieldWording = {
   wrongType: (param, expected, value) => `Invalid value at '${param}': expected ${expected}, got ${typeName(value)}`,
   notInteger: (param, value) => `Invalid value at '${param}': expected an integer, got ${JSON.stringify(value)}`,
-  outOfRange: (param, value, range) => `Invalid value at '${param}': ${value} is out of range [${range.min ?? '-inf'}, ${range.max ?? 'inf'}]`,
+  outOfRange: (param, value, range) =>
+    `Invalid value at '${param}': ${value} is out of range [${range.min ?? '-inf'}, ${range.max ?? 'inf'}]`,
   notOneOf: (param, allowed) => `Invalid value at '${param}': expected one of ${allowed.join(', ')}`,
 };
 

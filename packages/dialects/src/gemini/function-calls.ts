@@ -21,7 +21,12 @@ export class FunctionCallCollector {
 
   push(event: ToolCallDeltaEvent): void {
     const call = this.calls.get(event.index);
-    if (call === undefined) this.calls.set(event.index, { id: event.id ?? newId('call_'), name: event.name ?? '', arguments: event.argumentsDelta });
+    if (call === undefined)
+      this.calls.set(event.index, {
+        id: event.id ?? newId('call_'),
+        name: event.name ?? '',
+        arguments: event.argumentsDelta,
+      });
     else call.arguments += event.argumentsDelta;
   }
 

@@ -32,8 +32,12 @@ export function geminiModelList(models: readonly ModelListing[], query: URLSearc
   const pageSize = size === null || size === '' ? DEFAULT_PAGE : Number(size);
   const offset = token === null || token === '' ? 0 : Number(token);
   if (!Number.isInteger(pageSize) || pageSize < 0)
-    throw invalidRequest(`Invalid value at 'pageSize': expected a non-negative integer, got ${JSON.stringify(size)}`, 'pageSize');
-  if (!Number.isInteger(offset) || offset < 0) throw invalidRequest(`Invalid value at 'pageToken': not a page token this server issued`, 'pageToken');
+    throw invalidRequest(
+      `Invalid value at 'pageSize': expected a non-negative integer, got ${JSON.stringify(size)}`,
+      'pageSize',
+    );
+  if (!Number.isInteger(offset) || offset < 0)
+    throw invalidRequest(`Invalid value at 'pageToken': not a page token this server issued`, 'pageToken');
   const end = offset + Math.min(pageSize === 0 ? DEFAULT_PAGE : pageSize, MAX_PAGE);
   const page: ListModelsResponse = { models: models.slice(offset, end).map(toModel) };
   if (end < models.length) page.nextPageToken = String(end);

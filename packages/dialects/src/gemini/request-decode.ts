@@ -33,7 +33,16 @@ import type { GeminiState } from './wire-types.js';
 
 const { readArray, readBoolean, readInteger, readNumber, readObject, readString, readEnum } = geminiFields;
 
-const KNOWN = new Set(['contents', 'systemInstruction', 'tools', 'toolConfig', 'generationConfig', 'safetySettings', 'cachedContent', 'model']);
+const KNOWN = new Set([
+  'contents',
+  'systemInstruction',
+  'tools',
+  'toolConfig',
+  'generationConfig',
+  'safetySettings',
+  'cachedContent',
+  'model',
+]);
 const IGNORED = new Set(['safetySettings', 'serviceTier', 'labels', 'store']);
 const LEVELS = ['THINKING_LEVEL_UNSPECIFIED', 'MINIMAL', 'LOW', 'MEDIUM', 'HIGH'] as const;
 const GC = 'generationConfig';
@@ -71,14 +80,21 @@ function decodeResponseFormat(config: JsonObject): ResponseFormat | undefined {
   const schema = field(config, 'responseSchema');
   if (mime === 'text/plain') {
     if (!isAbsent(jsonSchema) || !isAbsent(schema))
-      throw invalidRequest(`Invalid value at '${path(GC, 'responseMimeType')}': a response schema needs application/json`, path(GC, 'responseMimeType'));
+      throw invalidRequest(
+        `Invalid value at '${path(GC, 'responseMimeType')}': a response schema needs application/json`,
+        path(GC, 'responseMimeType'),
+      );
     return undefined;
   }
   if (mime !== 'application/json')
-    throw unsupported(`${JSON.stringify(mime)} is not supported by this backend; use application/json or text/plain`, path(GC, 'responseMimeType'));
+    throw unsupported(
+      `${JSON.stringify(mime)} is not supported by this backend; use application/json or text/plain`,
+      path(GC, 'responseMimeType'),
+    );
   let decoded: JsonObject | undefined;
   if (!isAbsent(jsonSchema)) decoded = readObject(jsonSchema, path(GC, 'responseJsonSchema'));
-  else if (!isAbsent(schema)) decoded = readObject(toJsonSchema(readObject(schema, path(GC, 'responseSchema'))), path(GC, 'responseSchema'));
+  else if (!isAbsent(schema))
+    decoded = readObject(toJsonSchema(readObject(schema, path(GC, 'responseSchema'))), path(GC, 'responseSchema'));
   if (decoded === undefined) return { type: 'json_object' };
   assertJsonDepth(decoded, path(GC, 'responseSchema'));
   return { type: 'json_schema', name: 'response', schema: decoded, strict: true };
@@ -87,20 +103,30 @@ function decodeResponseFormat(config: JsonObject): ResponseFormat | undefined {
 function decodeGenerationConfig(value: unknown, request: InferenceRequest, state: GeminiState): void {
   const config = readObject(value, GC);
   const read = (name: string) => field(config, name);
-  if (!isAbsent(read('maxOutputTokens'))) request.maxOutputTokens = readInteger(read('maxOutputTokens'), path(GC, 'maxOutputTokens'), { min: 1 });
-  if (!isAbsent(read('temperature'))) request.temperature = readNumber(read('temperature'), path(GC, 'temperature'), { min: 0, max: 2 });
+  if (!isAbsent(read('maxOutputTokens')))
+    request.maxOutputTokens = readInteger(read('maxOutputTokens'), path(GC, 'maxOutputTokens'), { min: 1 });
+  if (!isAbsent(read('temperature')))
+    request.temperature = readNumber(read('temperature'), path(GC, 'temperature'), { min: 0, max: 2 });
   if (!isAbsent(read('topP'))) request.topP = readNumber(read('topP'), path(GC, 'topP'), { min: 0, max: 1 });
   if (!isAbsent(read('topK'))) request.topK = readInteger(read('topK'), path(GC, 'topK'), { min: 0 });
-  if (!isAbsent(read('seed'))) request.seed = readInteger(read('seed'), path(GC, 'seed'), { min: -(2 ** 31), max: 2 ** 32 - 1 });
+  if (!isAbsent(read('seed')))
+    request.seed = readInteger(read('seed'), path(GC, 'seed'), { min: -(2 ** 31), max: 2 ** 32 - 1 });
   if (!isAbsent(read('stopSequences'))) {
-    const stops = readArray(read('stopSequences'), path(GC, 'stopSequences')).map((stop, i) => readString(stop, path(GC, 'stopSequences', i)));
+    const stops = readArray(read('stopSequences'), path(GC, 'stopSequences')).map((stop, i) =>
+      readString(stop, path(GC, 'stopSequences', i)),
+    );
     if (stops.length > 5)
-      throw invalidRequest(`Invalid value at '${path(GC, 'stopSequences')}': at most 5 stop sequences, got ${stops.length}`, path(GC, 'stopSequences'));
+      throw invalidRequest(
+        `Invalid value at '${path(GC, 'stopSequences')}': at most 5 stop sequences, got ${stops.length}`,
+        path(GC, 'stopSequences'),
+      );
     if (stops.length > 0) request.stop = stops;
   }
   const extra: Record<string, unknown> = {};
-  if (!isAbsent(read('presencePenalty'))) extra.presence_penalty = readNumber(read('presencePenalty'), path(GC, 'presencePenalty'), { min: -2, max: 2 });
-  if (!isAbsent(read('frequencyPenalty'))) extra.frequency_penalty = readNumber(read('frequencyPenalty'), path(GC, 'frequencyPenalty'), { min: -2, max: 2 });
+  if (!isAbsent(read('presencePenalty')))
+    extra.presence_penalty = readNumber(read('presencePenalty'), path(GC, 'presencePenalty'), { min: -2, max: 2 });
+  if (!isAbsent(read('frequencyPenalty')))
+    extra.frequency_penalty = readNumber(read('frequencyPenalty'), path(GC, 'frequencyPenalty'), { min: -2, max: 2 });
   if (Object.keys(extra).length > 0) request.backendExtra = extra;
   if (!isAbsent(read('candidateCount'))) {
     const count = readInteger(read('candidateCount'), path(GC, 'candidateCount'), { min: 1 });
@@ -109,7 +135,10 @@ function decodeGenerationConfig(value: unknown, request: InferenceRequest, state
   if (!isAbsent(read('responseModalities'))) {
     readArray(read('responseModalities'), path(GC, 'responseModalities')).forEach((modality, i) => {
       if (readString(modality, path(GC, 'responseModalities', i)) !== 'TEXT')
-        throw unsupported(`only TEXT output is supported, got ${JSON.stringify(modality)}`, path(GC, 'responseModalities', i));
+        throw unsupported(
+          `only TEXT output is supported, got ${JSON.stringify(modality)}`,
+          path(GC, 'responseModalities', i),
+        );
     });
   }
   const format = decodeResponseFormat(config);
@@ -123,14 +152,20 @@ function decodeGenerationConfig(value: unknown, request: InferenceRequest, state
  * `countTokens` body (no stream).
  * @throws IopError 400 naming the offending field.
  */
-export function decodeGenerateContentRequest(body: unknown, target: RequestTarget | undefined, options: { countTokens?: boolean } = {}): InferenceRequest {
+export function decodeGenerateContentRequest(
+  body: unknown,
+  target: RequestTarget | undefined,
+  options: { countTokens?: boolean } = {},
+): InferenceRequest {
   const root = readObject(body, 'body');
   const model = modelOf(target?.params.model ?? (typeof root.model === 'string' ? root.model : ''));
   const stream = options.countTokens !== true && (target?.endpoint.operation ?? '') === 'streamGenerateContent';
   const state: GeminiState = { sse: target?.query.get('alt') === 'sse', includeThoughts: false };
   const warnings: string[] = [];
-  for (const key of Object.keys(root)) if (!isKnown(key, KNOWN) && !isKnown(key, IGNORED)) warnings.push(`ignored unknown field ${key}`);
-  if (!isAbsent(field(root, 'cachedContent'))) throw unsupported('cached contents are not kept by this server; send the contents instead', 'cachedContent');
+  for (const key of Object.keys(root))
+    if (!isKnown(key, KNOWN) && !isKnown(key, IGNORED)) warnings.push(`ignored unknown field ${key}`);
+  if (!isAbsent(field(root, 'cachedContent')))
+    throw unsupported('cached contents are not kept by this server; send the contents instead', 'cachedContent');
 
   const messages = decodeContents(root.contents);
   const system = field(root, 'systemInstruction');
@@ -169,7 +204,11 @@ export function decodeCountTokensRequest(body: unknown, target: RequestTarget): 
   const inner = field(root, 'generateContentRequest');
   if (!isAbsent(inner) && !isAbsent(root.contents))
     throw invalidRequest("Invalid value at 'contents': send contents or generateContentRequest, not both", 'contents');
-  return decodeGenerateContentRequest(isAbsent(inner) ? { contents: root.contents } : readObject(inner, 'generateContentRequest'), target, {
-    countTokens: true,
-  });
+  return decodeGenerateContentRequest(
+    isAbsent(inner) ? { contents: root.contents } : readObject(inner, 'generateContentRequest'),
+    target,
+    {
+      countTokens: true,
+    },
+  );
 }

@@ -52,11 +52,18 @@ export function encodeGeminiResponse(events: readonly StreamEvent[], context: En
         break;
     }
   }
-  if (finish === undefined) throw new IopError('upstream_error', 'the model stream ended before the response was complete');
+  if (finish === undefined)
+    throw new IopError('upstream_error', 'the model stream ended before the response was complete');
   const functionCalls = calls.parts();
   parts.push(...functionCalls.parts);
   return {
-    candidates: [{ content: { role: 'model', parts }, finishReason: toGeminiFinishReason(finish, functionCalls.malformed), index: 0 }],
+    candidates: [
+      {
+        content: { role: 'model', parts },
+        finishReason: toGeminiFinishReason(finish, functionCalls.malformed),
+        index: 0,
+      },
+    ],
     usageMetadata: toUsageMetadata(usage),
     modelVersion: context.model,
     responseId: newId('resp_'),

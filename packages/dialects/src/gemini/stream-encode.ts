@@ -84,7 +84,14 @@ export class GeminiStreamEncoder implements StreamEncoder {
     if (this.phase === 'finished') return this.last() + this.close();
     if (this.phase === 'streaming') {
       this.phase = 'done';
-      return this.frame(googleErrorBody({ code: 'upstream_error', message: 'the model stream ended before the response was complete' })) + this.close();
+      return (
+        this.frame(
+          googleErrorBody({
+            code: 'upstream_error',
+            message: 'the model stream ended before the response was complete',
+          }),
+        ) + this.close()
+      );
     }
     return this.close();
   }
@@ -103,7 +110,9 @@ export class GeminiStreamEncoder implements StreamEncoder {
 
   private chunk(parts: Part[], finishReason?: ReturnType<typeof toGeminiFinishReason>): string {
     const response: GenerateContentResponse = {
-      candidates: [{ content: { role: 'model', parts }, ...(finishReason === undefined ? {} : { finishReason }), index: 0 }],
+      candidates: [
+        { content: { role: 'model', parts }, ...(finishReason === undefined ? {} : { finishReason }), index: 0 },
+      ],
       ...(finishReason === undefined ? {} : { usageMetadata: toUsageMetadata(this.usage) }),
       modelVersion: this.context.model,
       responseId: this.responseId,

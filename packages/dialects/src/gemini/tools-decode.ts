@@ -52,7 +52,11 @@ export function toJsonSchema(schema: unknown): unknown {
 function decodeDeclaration(value: unknown, param: string): ToolDefinition {
   const declaration = readObject(value, param);
   const name = readString(declaration.name, path(param, 'name'));
-  if (!NAME.test(name)) throw invalidRequest(`Invalid value at '${path(param, 'name')}': a function name is 1 to 64 of [A-Za-z0-9_.:-]`, path(param, 'name'));
+  if (!NAME.test(name))
+    throw invalidRequest(
+      `Invalid value at '${path(param, 'name')}': a function name is 1 to 64 of [A-Za-z0-9_.:-]`,
+      path(param, 'name'),
+    );
   const tool: ToolDefinition = { name, parameters: { type: 'object', properties: {} }, origin: { kind: 'function' } };
   const description = field(declaration, 'description');
   if (!isAbsent(description)) tool.description = readString(description, path(param, 'description'));
@@ -61,7 +65,10 @@ function decodeDeclaration(value: unknown, param: string): ToolDefinition {
   if (!isAbsent(jsonSchema)) {
     tool.parameters = readObject(jsonSchema, path(param, 'parametersJsonSchema'));
   } else if (!isAbsent(schema)) {
-    tool.parameters = readObject(toJsonSchema(readObject(schema, path(param, 'parameters'))), path(param, 'parameters'));
+    tool.parameters = readObject(
+      toJsonSchema(readObject(schema, path(param, 'parameters'))),
+      path(param, 'parameters'),
+    );
   }
   assertJsonDepth(tool.parameters, path(param, 'parameters'));
   return tool;
@@ -82,7 +89,10 @@ export function decodeTools(value: unknown, warnings: string[]): ToolDefinition[
     readArray(declarations, path('tools', i, 'functionDeclarations')).forEach((declaration, j) => {
       const decoded = decodeDeclaration(declaration, path('tools', i, 'functionDeclarations', j));
       if (names.has(decoded.name))
-        throw invalidRequest(`Duplicate function declaration found: ${decoded.name}`, path('tools', i, 'functionDeclarations', j, 'name'));
+        throw invalidRequest(
+          `Duplicate function declaration found: ${decoded.name}`,
+          path('tools', i, 'functionDeclarations', j, 'name'),
+        );
       names.add(decoded.name);
       tools.push(decoded);
     });
@@ -95,7 +105,10 @@ export function decodeTools(value: unknown, warnings: string[]): ToolDefinition[
  * @returns the tool choice and the tools to offer (narrowed by `allowedFunctionNames`).
  * @throws IopError 400 for an unknown mode or a name no declaration has.
  */
-export function decodeToolConfig(value: unknown, tools: ToolDefinition[]): { toolChoice?: ToolChoice; tools: ToolDefinition[] } {
+export function decodeToolConfig(
+  value: unknown,
+  tools: ToolDefinition[],
+): { toolChoice?: ToolChoice; tools: ToolDefinition[] } {
   const config = readObject(value, 'toolConfig');
   const calling = field(config, 'functionCallingConfig');
   if (isAbsent(calling)) return { tools };
@@ -107,7 +120,9 @@ export function decodeToolConfig(value: unknown, tools: ToolDefinition[]): { too
   let offered = tools;
   let allowed: string[] | undefined;
   if (!isAbsent(allowedValue)) {
-    allowed = readArray(allowedValue, path(param, 'allowedFunctionNames')).map((name, i) => readString(name, path(param, 'allowedFunctionNames', i)));
+    allowed = readArray(allowedValue, path(param, 'allowedFunctionNames')).map((name, i) =>
+      readString(name, path(param, 'allowedFunctionNames', i)),
+    );
     for (const [i, name] of allowed.entries()) {
       if (!tools.some((tool) => tool.name === name))
         throw invalidRequest(
@@ -122,8 +137,17 @@ export function decodeToolConfig(value: unknown, tools: ToolDefinition[]): { too
       return { toolChoice: { type: 'none' }, tools: offered };
     case 'ANY':
       if (offered.length === 0)
-        throw invalidRequest(`Invalid value at '${path(param, 'mode')}': ANY needs at least one function declaration`, path(param, 'mode'));
-      return { toolChoice: offered.length === 1 && allowed?.length === 1 ? { type: 'tool', name: offered[0]!.name } : { type: 'required' }, tools: offered };
+        throw invalidRequest(
+          `Invalid value at '${path(param, 'mode')}': ANY needs at least one function declaration`,
+          path(param, 'mode'),
+        );
+      return {
+        toolChoice:
+          offered.length === 1 && allowed?.length === 1
+            ? { type: 'tool', name: offered[0]!.name }
+            : { type: 'required' },
+        tools: offered,
+      };
     default:
       return { toolChoice: { type: 'auto' }, tools: offered };
   }

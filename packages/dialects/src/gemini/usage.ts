@@ -13,7 +13,11 @@ export function toUsageMetadata(usage: Usage | undefined): UsageMetadata {
   const prompt = usage?.inputTokens ?? 0;
   const thoughts = Math.min(usage?.reasoningTokens ?? 0, usage?.outputTokens ?? 0);
   const candidates = Math.max(0, (usage?.outputTokens ?? 0) - thoughts);
-  const metadata: UsageMetadata = { promptTokenCount: prompt, candidatesTokenCount: candidates, totalTokenCount: prompt + candidates + thoughts };
+  const metadata: UsageMetadata = {
+    promptTokenCount: prompt,
+    candidatesTokenCount: candidates,
+    totalTokenCount: prompt + candidates + thoughts,
+  };
   if (thoughts > 0) metadata.thoughtsTokenCount = thoughts;
   if ((usage?.cachedInputTokens ?? 0) > 0) metadata.cachedContentTokenCount = usage!.cachedInputTokens!;
   return metadata;

@@ -25,7 +25,10 @@ export interface FunctionResponse {
   response: Record<string, unknown>;
 }
 
-/** One part: exactly one data field (`text`, `inlineData`, `fileData`, `functionCall`, `functionResponse`) and modifiers. */
+/**
+ * One part: exactly one data field (`text`, `inlineData`, `fileData`, `functionCall`, `functionResponse`) and
+ * modifiers.
+ */
 export interface Part {
   text?: string;
   thought?: boolean;
@@ -67,7 +70,10 @@ export interface Candidate {
   index: number;
 }
 
-/** `usageMetadata`: `totalTokenCount = promptTokenCount + candidatesTokenCount + thoughtsTokenCount`; `cachedContentTokenCount` is part of `promptTokenCount`. */
+/**
+ * `usageMetadata`: `totalTokenCount = promptTokenCount + candidatesTokenCount + thoughtsTokenCount`;
+ * `cachedContentTokenCount` is part of `promptTokenCount`.
+ */
 export interface UsageMetadata {
   promptTokenCount: number;
   candidatesTokenCount: number;
@@ -107,7 +113,10 @@ export interface ListModelsResponse {
   nextPageToken?: string;
 }
 
-/** `google.rpc.Code` names (https://github.com/googleapis/googleapis/blob/master/google/rpc/code.proto) Gemini answers with. */
+/**
+ * `google.rpc.Code` names (https://github.com/googleapis/googleapis/blob/master/google/rpc/code.proto) Gemini answers
+ * with.
+ */
 export type GoogleStatus =
   | 'INVALID_ARGUMENT'
   | 'FAILED_PRECONDITION'

@@ -29,20 +29,23 @@ function isTokenId(value: unknown): boolean {
 /** Checks `prompt`; returns [prompts, prompt estimate in tokens]. */
 function readPrompt(prompt: unknown): [number, number] {
   if (typeof prompt === 'string') return [1, Math.ceil(prompt.length / 4)];
-  if (!Array.isArray(prompt)) throw invalidRequest(`prompt must be a string or an array, got ${typeName(prompt)}`, 'prompt');
+  if (!Array.isArray(prompt))
+    throw invalidRequest(`prompt must be a string or an array, got ${typeName(prompt)}`, 'prompt');
   if (prompt.length === 0) throw invalidRequest('prompt must not be an empty array', 'prompt');
   if (prompt.every((entry) => typeof entry === 'number')) {
     const bad = prompt.findIndex((token) => !isTokenId(token));
     if (bad !== -1) throw invalidRequest(`prompt.${bad} must be a token id (a non-negative integer)`, `prompt.${bad}`);
     return [1, prompt.length];
   }
-  if (prompt.length > MAX_COMPLETION_PROMPTS) throw invalidRequest(`prompt must have at most ${MAX_COMPLETION_PROMPTS} entries`, 'prompt');
+  if (prompt.length > MAX_COMPLETION_PROMPTS)
+    throw invalidRequest(`prompt must have at most ${MAX_COMPLETION_PROMPTS} entries`, 'prompt');
   let estimate = 0;
   const strings = typeof prompt[0] === 'string';
   prompt.forEach((entry, index) => {
     const param = `prompt.${index}`;
     if (strings) {
-      if (typeof entry !== 'string') throw invalidRequest(`${param} must be a string like the other entries, got ${typeName(entry)}`, param);
+      if (typeof entry !== 'string')
+        throw invalidRequest(`${param} must be a string like the other entries, got ${typeName(entry)}`, param);
       estimate += Math.ceil(entry.length / 4);
       return;
     }
@@ -55,7 +58,8 @@ function readPrompt(prompt: unknown): [number, number] {
 
 function readStop(stop: unknown): void {
   if (isAbsent(stop) || typeof stop === 'string') return;
-  if (!Array.isArray(stop) || !stop.every((entry) => typeof entry === 'string')) throw invalidRequest('stop must be a string or an array of strings', 'stop');
+  if (!Array.isArray(stop) || !stop.every((entry) => typeof entry === 'string'))
+    throw invalidRequest('stop must be a string or an array of strings', 'stop');
   if (stop.length > 4) throw invalidRequest(`stop must have at most 4 sequences, got ${stop.length}`, 'stop');
 }
 
@@ -75,7 +79,8 @@ export function readCompletionsRequest(body: unknown): CompletionsRequest {
   if (maxTokens === 0 && !echo) throw invalidRequest('max_tokens must be at least 1 (0 only with echo)', 'max_tokens');
   const n = fields.optionalInteger(body.n, 'n', { min: 1, max: 128 }) ?? 1;
   const bestOf = fields.optionalInteger(body.best_of, 'best_of', { min: 1, max: 128 });
-  if (bestOf !== undefined && bestOf > 1) throw invalidRequest('best_of greater than 1 is not supported: ask for n completions and pick', 'best_of');
+  if (bestOf !== undefined && bestOf > 1)
+    throw invalidRequest('best_of greater than 1 is not supported: ask for n completions and pick', 'best_of');
   readStop(body.stop);
   const stream = fields.optionalBoolean(body.stream, 'stream') ?? false;
   let includeUsage = false;

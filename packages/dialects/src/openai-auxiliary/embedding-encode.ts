@@ -52,13 +52,25 @@ export function encodeEmbeddingsAnswer(body: Buffer, format: EncodingFormat): Bu
         throw malformed(`data.${position}.embedding is not float32 base64`);
       }
     }
-    if (!Array.isArray(vector) || !vector.every((value) => typeof value === 'number')) throw malformed(`data.${position}.embedding is not a vector`);
+    if (!Array.isArray(vector) || !vector.every((value) => typeof value === 'number'))
+      throw malformed(`data.${position}.embedding is not a vector`);
     const index = typeof entry.index === 'number' ? entry.index : position;
-    return { object: 'embedding', index, embedding: format === 'base64' ? encodeFloat32Base64(vector as number[]) : vector };
+    return {
+      object: 'embedding',
+      index,
+      embedding: format === 'base64' ? encodeFloat32Base64(vector as number[]) : vector,
+    };
   });
   const usage = isObject(answer.usage) ? answer.usage : {};
   const promptTokens = typeof usage.prompt_tokens === 'number' ? usage.prompt_tokens : 0;
   const totalTokens = typeof usage.total_tokens === 'number' ? usage.total_tokens : promptTokens;
   // OpenAI's usage has these two fields only (vLLM adds `completion_tokens: 0`).
-  return Buffer.from(JSON.stringify({ ...answer, object: 'list', data, usage: { prompt_tokens: promptTokens, total_tokens: totalTokens } }));
+  return Buffer.from(
+    JSON.stringify({
+      ...answer,
+      object: 'list',
+      data,
+      usage: { prompt_tokens: promptTokens, total_tokens: totalTokens },
+    }),
+  );
 }

@@ -32,7 +32,11 @@ function isTokenId(value: unknown): value is number {
 function checkTokens(tokens: unknown[], param: string): void {
   if (tokens.length === 0) throw invalidRequest(`${param} must not be an empty array of tokens`, param);
   const bad = tokens.findIndex((token) => !isTokenId(token));
-  if (bad !== -1) throw invalidRequest(`${param}.${bad} must be a token id (a non-negative integer), got ${JSON.stringify(tokens[bad])}`, `${param}.${bad}`);
+  if (bad !== -1)
+    throw invalidRequest(
+      `${param}.${bad} must be a token id (a non-negative integer), got ${JSON.stringify(tokens[bad])}`,
+      `${param}.${bad}`,
+    );
 }
 
 /** Characters (strings) or tokens (token arrays) of `input`, checked; returns [inputs, prompt estimate]. */
@@ -41,17 +45,23 @@ function readInput(input: unknown): [number, number] {
     if (input === '') throw invalidRequest("input must not be an empty string ('$.input' is invalid)", 'input');
     return [1, Math.ceil(input.length / 4)];
   }
-  if (!Array.isArray(input)) throw invalidRequest(`input must be a string or an array, got ${typeName(input)}`, 'input');
+  if (!Array.isArray(input))
+    throw invalidRequest(`input must be a string or an array, got ${typeName(input)}`, 'input');
   if (input.length === 0) throw invalidRequest('input must not be an empty array', 'input');
   if (input.every((entry) => typeof entry === 'number')) {
     checkTokens(input, 'input');
     return [1, input.length];
   }
-  if (input.length > MAX_EMBEDDING_INPUTS) throw invalidRequest(`input must have at most ${MAX_EMBEDDING_INPUTS} entries, got ${input.length}`, 'input');
+  if (input.length > MAX_EMBEDDING_INPUTS)
+    throw invalidRequest(`input must have at most ${MAX_EMBEDDING_INPUTS} entries, got ${input.length}`, 'input');
   let estimate = 0;
   if (typeof input[0] === 'string') {
     input.forEach((entry, index) => {
-      if (typeof entry !== 'string') throw invalidRequest(`input.${index} must be a string like the other entries, got ${typeName(entry)}`, `input.${index}`);
+      if (typeof entry !== 'string')
+        throw invalidRequest(
+          `input.${index} must be a string like the other entries, got ${typeName(entry)}`,
+          `input.${index}`,
+        );
       if (entry === '') throw invalidRequest(`input.${index} must not be an empty string`, `input.${index}`);
       estimate += Math.ceil(entry.length / 4);
     });
@@ -59,7 +69,10 @@ function readInput(input: unknown): [number, number] {
   }
   input.forEach((entry, index) => {
     if (!Array.isArray(entry))
-      throw invalidRequest(`input.${index} must be an array of token ids like the other entries, got ${typeName(entry)}`, `input.${index}`);
+      throw invalidRequest(
+        `input.${index} must be an array of token ids like the other entries, got ${typeName(entry)}`,
+        `input.${index}`,
+      );
     checkTokens(entry, `input.${index}`);
     estimate += entry.length;
   });
@@ -74,8 +87,18 @@ export function readEmbeddingsRequest(body: unknown): EmbeddingsRequest {
   const model = fields.readString(body.model, 'model');
   if (body.input === undefined) throw invalidRequest('input is required', 'input');
   const [inputs, promptTokensEstimate] = readInput(body.input);
-  const encodingFormat = isAbsent(body.encoding_format) ? 'float' : fields.readEnum(body.encoding_format, 'encoding_format', ['float', 'base64'] as const);
+  const encodingFormat = isAbsent(body.encoding_format)
+    ? 'float'
+    : fields.readEnum(body.encoding_format, 'encoding_format', ['float', 'base64'] as const);
   fields.optionalInteger(body.dimensions, 'dimensions', { min: 1, max: 1 << 20 });
   fields.optionalString(body.user, 'user');
-  return { model, stream: false, includeUsage: false, promptTokensEstimate, backendFields: { encoding_format: 'float' }, encodingFormat, inputs };
+  return {
+    model,
+    stream: false,
+    includeUsage: false,
+    promptTokensEstimate,
+    backendFields: { encoding_format: 'float' },
+    encodingFormat,
+    inputs,
+  };
 }

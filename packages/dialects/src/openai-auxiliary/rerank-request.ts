@@ -36,7 +36,8 @@ export function readRerankRequest(body: unknown): RerankRequest {
   if (query === '') throw invalidRequest('query must not be empty', 'query');
   const list = fields.readArray(body.documents, 'documents');
   if (list.length === 0) throw invalidRequest('documents must not be empty', 'documents');
-  if (list.length > MAX_RERANK_DOCUMENTS) throw invalidRequest(`documents must have at most ${MAX_RERANK_DOCUMENTS} entries`, 'documents');
+  if (list.length > MAX_RERANK_DOCUMENTS)
+    throw invalidRequest(`documents must have at most ${MAX_RERANK_DOCUMENTS} entries`, 'documents');
   const documents = list.map(readDocument);
   const topN = fields.optionalInteger(body.top_n, 'top_n', { min: 0, max: MAX_RERANK_DOCUMENTS });
   const returnDocuments = fields.optionalBoolean(body.return_documents, 'return_documents') ?? true;
@@ -58,9 +59,11 @@ function readTexts(value: unknown, param: string): string[] {
     if (value === '') throw invalidRequest(`${param} must not be empty`, param);
     return [value];
   }
-  if (!Array.isArray(value) || value.length === 0) throw invalidRequest(`${param} must be a string or a non-empty array of strings`, param);
+  if (!Array.isArray(value) || value.length === 0)
+    throw invalidRequest(`${param} must be a string or a non-empty array of strings`, param);
   value.forEach((entry, index) => {
-    if (typeof entry !== 'string') throw invalidRequest(`${param}.${index} must be a string, got ${typeName(entry)}`, `${param}.${index}`);
+    if (typeof entry !== 'string')
+      throw invalidRequest(`${param}.${index} must be a string, got ${typeName(entry)}`, `${param}.${index}`);
   });
   return value as string[];
 }
@@ -76,10 +79,20 @@ export function readScoreRequest(body: unknown): AuxiliaryRequest & { pairs: num
   const first = readTexts(body.text_1, 'text_1');
   const second = readTexts(body.text_2, 'text_2');
   if (first.length > 1 && first.length !== second.length)
-    throw invalidRequest(`text_1 and text_2 must have the same length when text_1 is a list (got ${first.length} and ${second.length})`, 'text_2');
+    throw invalidRequest(
+      `text_1 and text_2 must have the same length when text_1 is a list (got ${first.length} and ${second.length})`,
+      'text_2',
+    );
   const pairs = Math.max(first.length, second.length);
   const characters = (first.length === 1 ? first[0]!.length * pairs : first.join('').length) + second.join('').length;
-  return { model, stream: false, includeUsage: false, promptTokensEstimate: Math.ceil(characters / 4), backendFields: {}, pairs };
+  return {
+    model,
+    stream: false,
+    includeUsage: false,
+    promptTokensEstimate: Math.ceil(characters / 4),
+    backendFields: {},
+    pairs,
+  };
 }
 
 /**
@@ -88,16 +101,25 @@ export function readScoreRequest(body: unknown): AuxiliaryRequest & { pairs: num
  * without). llama.cpp server answers in document order, ignores `top_n` and echoes no text.
  * @throws IopError `upstream_error` when the answer has no valid `results`.
  */
-export function orderRerankAnswer(body: Buffer, request: Pick<RerankRequest, 'documents' | 'topN' | 'returnDocuments'>): Buffer {
+export function orderRerankAnswer(
+  body: Buffer,
+  request: Pick<RerankRequest, 'documents' | 'topN' | 'returnDocuments'>,
+): Buffer {
   let answer: unknown;
   try {
     answer = JSON.parse(body.toString('utf8'));
   } catch {
     answer = undefined;
   }
-  if (!isObject(answer) || !Array.isArray(answer.results)) throw new IopError('upstream_error', 'upstream failure: the backend sent a malformed rerank answer');
+  if (!isObject(answer) || !Array.isArray(answer.results))
+    throw new IopError('upstream_error', 'upstream failure: the backend sent a malformed rerank answer');
   const results: RerankResult[] = answer.results.map((entry: unknown) => {
-    if (!isObject(entry) || typeof entry.index !== 'number' || typeof entry.relevance_score !== 'number' || request.documents[entry.index] === undefined)
+    if (
+      !isObject(entry) ||
+      typeof entry.index !== 'number' ||
+      typeof entry.relevance_score !== 'number' ||
+      request.documents[entry.index] === undefined
+    )
       throw new IopError('upstream_error', 'upstream failure: the backend sent a malformed rerank result');
     const result: RerankResult = { index: entry.index, relevance_score: entry.relevance_score };
     if (request.returnDocuments) result.document = { text: request.documents[entry.index]! };

@@ -1,25 +1,25 @@
 /**
- * InferenceRequest → the Chat Completions body a backend serves (vLLM, SGLang, llama.cpp server,
- * Ollama, the embedded backend; docs/protocols.md "Chat request", "Backend extras", "System instructions", "Tool definitions and choice", "Tool calls and ids", "Tool results", "Images and files").
+ * InferenceRequest → the Chat Completions body a backend serves (vLLM, SGLang, llama.cpp server, Ollama, the embedded
+ * backend; docs/protocols.md "Chat request", "Backend extras", "System instructions", "Tool definitions and choice",
+ * "Tool calls and ids", "Tool results", "Images and files").
  *
  * Choices made for open-model backends:
- * - `system` and `developer` messages go out as `system` by default: many open-model chat
- *   templates reject `developer` (`developerRole` option). All of them are folded, in order, into
- *   one leading system message (Claude Code sends system messages mid-conversation; Mistral and
- *   Gemma templates reject a non-leading system message), and user messages left adjacent are
- *   merged so roles still alternate.
+ * - `system` and `developer` messages go out as `system` by default: many open-model chat templates reject `developer`
+ *   (`developerRole` option). All of them are folded, in order, into one leading system message (Claude Code sends
+ *   system messages mid-conversation; Mistral and Gemma templates reject a non-leading system message), and user
+ *   messages left adjacent are merged so roles still alternate.
  * - Reasoning parts in history are dropped (no backend takes reasoning input; docs/protocols.md "Reasoning").
- * - Tool results: Chat tool messages carry text only. Images and files of a tool result move into
- *   one synthetic `user` message right after the run of tool messages, labelled with the call id
- *   (docs/protocols.md "Tool results"). `isError` has no Chat field: the content gets an `Error: ` prefix (`Error` when empty)
- *   so the model still sees the failure, and a warning says so (docs/protocols.md "Tool results", "What cannot be mapped").
+ * - Tool results: Chat tool messages carry text only. Images and files of a tool result move into one synthetic `user`
+ *   message right after the run of tool messages, labelled with the call id (docs/protocols.md "Tool results").
+ *   `isError` has no Chat field: the content gets an `Error: ` prefix (`Error` when empty) so the model still sees the
+ *   failure, and a warning says so (docs/protocols.md "Tool results", "What cannot be mapped").
  * - `max_tokens` (every backend takes it; vLLM also takes `max_completion_tokens`).
- * - Streaming always asks for usage: `stream_options: {include_usage: true}` (docs/protocols.md "Usage"),
- *   and on every chunk (`continuous_usage_stats: true`, vLLM and SGLang; other servers ignore the
- *   key) when the client's dialect reports the prompt count at the start (`promptUsageAtStart`).
- * - Reasoning switch: `chat_template_kwargs: {enable_thinking}` (Qwen3-style templates on vLLM and
- *   SGLang) when `request.reasoning` is set; `reasoning_effort` only for low/medium/high (vLLM
- *   validates the value). `reasoningSwitch: 'none'` sends neither.
+ * - Streaming always asks for usage: `stream_options: {include_usage: true}` (docs/protocols.md "Usage"), and on every
+ *   chunk (`continuous_usage_stats: true`, vLLM and SGLang; other servers ignore the key) when the client's dialect
+ *   reports the prompt count at the start (`promptUsageAtStart`).
+ * - Reasoning switch: `chat_template_kwargs: {enable_thinking}` (Qwen3-style templates on vLLM and SGLang) when
+ *   `request.reasoning` is set; `reasoning_effort` only for low/medium/high (vLLM validates the value).
+ *   `reasoningSwitch: 'none'` sends neither.
  * - `tool_choice`/`parallel_tool_calls` are sent only with tools (vLLM rejects a tool_choice without tools).
  * - `backendExtra` is merged last; a `chat_template_kwargs` object in it is merged key by key.
  */
@@ -80,9 +80,14 @@ function toChatPart(part: ContentPart): ChatContentPart {
     case 'text':
       return { type: 'text', text: part.text };
     case 'image':
-      return { type: 'image_url', image_url: part.detail === undefined ? { url: part.url } : { url: part.url, detail: part.detail } };
+      return {
+        type: 'image_url',
+        image_url: part.detail === undefined ? { url: part.url } : { url: part.url, detail: part.detail },
+      };
     case 'file': {
-      const file: { file_data: string; filename?: string } = { file_data: `data:${part.mediaType};base64,${part.data}` };
+      const file: { file_data: string; filename?: string } = {
+        file_data: `data:${part.mediaType};base64,${part.data}`,
+      };
       if (part.filename !== undefined) file.filename = part.filename;
       return { type: 'file', file };
     }
@@ -95,7 +100,12 @@ function userContent(parts: readonly ContentPart[]): string | ChatContentPart[] 
   return parts.map(toChatPart);
 }
 
-function toMessages(messages: readonly Message[], options: BackendRequestOptions, toolIds: ToolIdMap, warnings: string[]): ChatRequestMessage[] {
+function toMessages(
+  messages: readonly Message[],
+  options: BackendRequestOptions,
+  toolIds: ToolIdMap,
+  warnings: string[],
+): ChatRequestMessage[] {
   const out: ChatRequestMessage[] = [];
   const systemRole = options.developerRole ?? 'system';
   /** Non-text parts of the current run of tool messages, for the synthetic user message. */
@@ -128,10 +138,15 @@ function toMessages(messages: readonly Message[], options: BackendRequestOptions
         for (const part of message.content) {
           if (part.type === 'text') text += part.text;
           else if (part.type === 'tool-call') {
-            toolCalls.push({ id: toolIds.toBackend(part.id), type: 'function', function: { name: part.name, arguments: part.arguments } });
+            toolCalls.push({
+              id: toolIds.toBackend(part.id),
+              type: 'function',
+              function: { name: part.name, arguments: part.arguments },
+            });
           }
         }
-        if (toolCalls.length > 0) out.push({ role: 'assistant', content: text.length > 0 ? text : null, tool_calls: toolCalls });
+        if (toolCalls.length > 0)
+          out.push({ role: 'assistant', content: text.length > 0 ? text : null, tool_calls: toolCalls });
         else out.push({ role: 'assistant', content: text });
         break;
       }
@@ -140,27 +155,36 @@ function toMessages(messages: readonly Message[], options: BackendRequestOptions
         let content = textOf(message.content, '\n');
         if (message.isError === true) {
           content = content.length > 0 ? `Error: ${content}` : 'Error';
-          warnings.push(`tool result ${message.toolCallId}: is_error carried as an "Error: " prefix (Chat has no such flag)`);
+          warnings.push(
+            `tool result ${message.toolCallId}: is_error carried as an "Error: " prefix (Chat has no such flag)`,
+          );
         }
         out.push({ role: 'tool', tool_call_id: backendId, content });
         const media = message.content.filter((part) => part.type !== 'text');
         if (media.length > 0) {
           toolMedia.push({ type: 'text', text: `Attachments returned by tool call ${backendId}:` });
           for (const part of media) toolMedia.push(toChatPart(part));
-          warnings.push(`tool result ${message.toolCallId}: ${media.length} image/file part(s) moved to a following user message`);
+          warnings.push(
+            `tool result ${message.toolCallId}: ${media.length} image/file part(s) moved to a following user message`,
+          );
         }
         break;
       }
     }
   }
   flushToolMedia();
-  if (instructions.length > 0) out.unshift({ role: instructionRole, content: placeBillingHeader(instructions.join('\n\n'), options.billingHeader ?? 'end') });
+  if (instructions.length > 0)
+    out.unshift({
+      role: instructionRole,
+      content: placeBillingHeader(instructions.join('\n\n'), options.billingHeader ?? 'end'),
+    });
   return out;
 }
 
 function mergeUserContent(a: string | ChatContentPart[], b: string | ChatContentPart[]): string | ChatContentPart[] {
   if (typeof a === 'string' && typeof b === 'string') return `${a}\n\n${b}`;
-  const parts = (content: string | ChatContentPart[]): ChatContentPart[] => (typeof content === 'string' ? [{ type: 'text', text: content }] : content);
+  const parts = (content: string | ChatContentPart[]): ChatContentPart[] =>
+    typeof content === 'string' ? [{ type: 'text', text: content }] : content;
   return [...parts(a), ...parts(b)];
 }
 
@@ -195,7 +219,10 @@ function toResponseFormat(format: ResponseFormat): unknown {
 export function toBackendChatRequest(request: InferenceRequest, options: BackendRequestOptions): BackendChatRequest {
   const toolIds = createToolIdMap(options.toolIdFormat);
   const warnings: string[] = [];
-  const body: Record<string, unknown> = { model: options.model, messages: toMessages(request.messages, options, toolIds, warnings) };
+  const body: Record<string, unknown> = {
+    model: options.model,
+    messages: toMessages(request.messages, options, toolIds, warnings),
+  };
   // tool_choice and parallel_tool_calls only with tools: vLLM rejects a tool_choice without tools.
   if (request.tools !== undefined && request.tools.length > 0) {
     body.tools = request.tools.map((tool): ChatFunctionTool => {
@@ -216,14 +243,20 @@ export function toBackendChatRequest(request: InferenceRequest, options: Backend
   if (request.stop !== undefined && request.stop.length > 0) body.stop = request.stop;
   if (request.responseFormat !== undefined) body.response_format = toResponseFormat(request.responseFormat);
   if (request.user !== undefined) body.user = request.user;
-  if (request.reasoning !== undefined && (options.reasoningSwitch ?? 'chat_template_kwargs') === 'chat_template_kwargs') {
+  if (
+    request.reasoning !== undefined &&
+    (options.reasoningSwitch ?? 'chat_template_kwargs') === 'chat_template_kwargs'
+  ) {
     body.chat_template_kwargs = { enable_thinking: request.reasoning.enabled };
     const effort = request.reasoning.effort;
     if (request.reasoning.enabled && effort !== undefined && EFFORTS.has(effort)) body.reasoning_effort = effort;
   }
   body.stream = options.stream;
   if (options.stream)
-    body.stream_options = request.promptUsageAtStart === true ? { include_usage: true, continuous_usage_stats: true } : { include_usage: true };
+    body.stream_options =
+      request.promptUsageAtStart === true
+        ? { include_usage: true, continuous_usage_stats: true }
+        : { include_usage: true };
   const extra = request.backendExtra;
   if (extra !== undefined) {
     for (const key of Object.keys(extra)) {

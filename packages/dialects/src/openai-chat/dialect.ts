@@ -10,10 +10,14 @@ import { decodeChatRequest } from './request-decode.js';
 import { encodeChatResponse } from './response-encode.js';
 import { createChatStreamEncoder } from './stream-encode.js';
 
-/** Renders an error for an OpenAI client: real status, `x-request-id`, `retry-after` when known (docs/protocols.md "Chat errors"). */
+/**
+ * Renders an error for an OpenAI client: real status, `x-request-id`, `retry-after` when known (docs/protocols.md "Chat
+ * errors").
+ */
 export function chatErrorResponse(error: IopError, requestId: string): ErrorResponse {
   const headers: Record<string, string> = { 'x-request-id': requestId };
-  if (error.retryAfterSeconds !== undefined) headers['retry-after'] = String(Math.max(0, Math.ceil(error.retryAfterSeconds)));
+  if (error.retryAfterSeconds !== undefined)
+    headers['retry-after'] = String(Math.max(0, Math.ceil(error.retryAfterSeconds)));
   return { status: error.status, headers, body: toOpenAIErrorBody(error) };
 }
 

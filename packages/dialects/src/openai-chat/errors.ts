@@ -11,7 +11,10 @@ export interface OpenAIErrorBody {
   error: { message: string; type: string; param: string | null; code: string | null };
 }
 
-/** `type` and `code` per iop code (docs/protocols.md "Errors across dialects"; OpenAI uses `invalid_request_error` + `model_not_found` for unknown models). */
+/**
+ * `type` and `code` per iop code (docs/protocols.md "Errors across dialects"; OpenAI uses `invalid_request_error` +
+ * `model_not_found` for unknown models).
+ */
 const ENVELOPE: Record<ErrorCode, { type: string; code: string | null }> = {
   invalid_request: { type: 'invalid_request_error', code: null },
   unsupported_field: { type: 'invalid_request_error', code: 'unsupported_parameter' },
@@ -36,7 +39,9 @@ const ENVELOPE: Record<ErrorCode, { type: string; code: string | null }> = {
 };
 
 /** Renders an error for an OpenAI client (HTTP body, or the in-stream `data: {"error":…}` payload). */
-export function toOpenAIErrorBody(error: Pick<IopError, 'code' | 'message'> & { param?: string | undefined }): OpenAIErrorBody {
+export function toOpenAIErrorBody(
+  error: Pick<IopError, 'code' | 'message'> & { param?: string | undefined },
+): OpenAIErrorBody {
   const envelope = ENVELOPE[error.code];
   return { error: { message: error.message, type: envelope.type, param: error.param ?? null, code: envelope.code } };
 }
@@ -51,11 +56,20 @@ const CONTEXT_LENGTH =
   /maximum context length|context window|context size|context length|context_length_exceeded|exceed_context_size|available context|too many tokens|prompt is too long/i;
 
 function objectOf(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
 }
 
-/** Reads message/type/param out of the shapes upstreams use: `{error:{…}}`, `{error:"…"}`, `{message}`, `{detail}` (FastAPI). */
-function readErrorBody(body: unknown): { message: string | undefined; type: string | undefined; param: string | undefined } {
+/**
+ * Reads message/type/param out of the shapes upstreams use: `{error:{…}}`, `{error:"…"}`, `{message}`, `{detail}`
+ * (FastAPI).
+ */
+function readErrorBody(body: unknown): {
+  message: string | undefined;
+  type: string | undefined;
+  param: string | undefined;
+} {
   let root: unknown = body;
   if (typeof body === 'string') {
     try {

@@ -12,7 +12,11 @@ function openaiDuration(ms: number): string {
 }
 
 /** Sets the `x-ratelimit-*` headers of `state` through `set`; `nowMs` is the epoch ms the resets count from. */
-export function openaiRateLimitHeaders(state: RateLimitState, nowMs: number, set: (name: string, value: string) => void): void {
+export function openaiRateLimitHeaders(
+  state: RateLimitState,
+  nowMs: number,
+  set: (name: string, value: string) => void,
+): void {
   for (const kind of ['requests', 'tokens'] as const) {
     const limit = state[kind];
     if (limit === undefined) continue;

@@ -1,26 +1,41 @@
 /**
- * Client Chat Completions body → `InferenceRequest` (docs/protocols.md "Chat request", "Tool definitions and choice", "What cannot be mapped").
+ * Client Chat Completions body → `InferenceRequest` (docs/protocols.md "Chat request", "Tool definitions and choice",
+ * "What cannot be mapped").
  *
- * Honoured: model, messages, tools (function), tool_choice (incl. `allowed_tools`, which filters
- * `tools`), parallel_tool_calls, max_completion_tokens ?? max_tokens, temperature, top_p, top_k,
- * seed, stop, response_format, reasoning_effort, user / safety_identifier, prompt_cache_key,
- * stream, stream_options.include_usage. Passed to the backend as is (`backendExtra`; vLLM, SGLang
- * and llama.cpp take them): frequency_penalty, presence_penalty, logit_bias, min_p,
- * repetition_penalty, chat_template_kwargs.
- * Rejected (400 `unsupported_field`): n > 1, logprobs: true, audio output, custom tools,
- * web_search_options, functions/function_call. Dropped with a warning: metadata, store,
- * service_tier, prediction, verbosity. Unknown keys are ignored.
+ * Honoured: model, messages, tools (function), tool_choice (incl. `allowed_tools`, which filters `tools`),
+ * parallel_tool_calls, max_completion_tokens ?? max_tokens, temperature, top_p, top_k, seed, stop, response_format,
+ * reasoning_effort, user / safety_identifier, prompt_cache_key, stream, stream_options.include_usage. Passed to the
+ * backend as is (`backendExtra`; vLLM, SGLang and llama.cpp take them): frequency_penalty, presence_penalty,
+ * logit_bias, min_p, repetition_penalty, chat_template_kwargs. Rejected (400 `unsupported_field`): n > 1, logprobs:
+ * true, audio output, custom tools, web_search_options, functions/function_call. Dropped with a warning: metadata,
+ * store, service_tier, prediction, verbosity. Unknown keys are ignored.
  */
-import { IopError, invalidRequest, type InferenceRequest, type ReasoningConfig, type ResponseFormat, type ToolChoice, type ToolDefinition } from '@iop/core';
+import {
+  IopError,
+  invalidRequest,
+  type InferenceRequest,
+  type ReasoningConfig,
+  type ResponseFormat,
+  type ToolChoice,
+  type ToolDefinition,
+} from '@iop/core';
 import { openaiFields, isObject, typeName, type JsonObject } from '../shared/fields.js';
 import { decodeMessages } from './messages-decode.js';
 import { assertJsonDepth } from '../shared/json-depth.js';
 
-const { optionalBoolean, optionalInteger, optionalNumber, optionalString, readArray, readObject, readString } = openaiFields;
+const { optionalBoolean, optionalInteger, optionalNumber, optionalString, readArray, readObject, readString } =
+  openaiFields;
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const EFFORTS = new Set(['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max']);
-const EXTRA_KEYS = ['frequency_penalty', 'presence_penalty', 'logit_bias', 'min_p', 'repetition_penalty', 'chat_template_kwargs'] as const;
+const EXTRA_KEYS = [
+  'frequency_penalty',
+  'presence_penalty',
+  'logit_bias',
+  'min_p',
+  'repetition_penalty',
+  'chat_template_kwargs',
+] as const;
 const DROPPED_KEYS = ['metadata', 'store', 'service_tier', 'prediction', 'verbosity'] as const;
 
 function unsupported(message: string, param: string): IopError {
@@ -65,14 +80,17 @@ function decodeTools(value: unknown): ToolDefinition[] {
     const param = `tools[${i}]`;
     const tool = readObject(raw, param);
     if (tool.type !== 'function') {
-      if (tool.type === 'custom') throw unsupported('custom tools are not supported; use function tools', `${param}.type`);
+      if (tool.type === 'custom')
+        throw unsupported('custom tools are not supported; use function tools', `${param}.type`);
       throw invalidRequest(`${param}.type must be "function", got ${JSON.stringify(tool.type)}`, `${param}.type`);
     }
     const fn = readObject(tool.function, `${param}.function`);
     const name = readString(fn.name, `${param}.function.name`);
-    if (!TOOL_NAME.test(name)) throw invalidRequest(`${param}.function.name must match ^[a-zA-Z0-9_-]{1,64}$`, `${param}.function.name`);
+    if (!TOOL_NAME.test(name))
+      throw invalidRequest(`${param}.function.name must match ^[a-zA-Z0-9_-]{1,64}$`, `${param}.function.name`);
     const definition: ToolDefinition = { name, parameters: { type: 'object', properties: {} } };
-    if (fn.parameters !== undefined && fn.parameters !== null) definition.parameters = schemaObject(fn.parameters, `${param}.function.parameters`);
+    if (fn.parameters !== undefined && fn.parameters !== null)
+      definition.parameters = schemaObject(fn.parameters, `${param}.function.parameters`);
     const description = optionalString(fn.description, `${param}.function.description`);
     if (description !== undefined) definition.description = description;
     const strict = optionalBoolean(fn.strict, `${param}.function.strict`);
@@ -86,14 +104,24 @@ function namedFunction(value: unknown, param: string): string {
   return readString(readObject(choice.function, `${param}.function`).name, `${param}.function.name`);
 }
 
-/** tool_choice; `allowed_tools` narrows `tools` in place of a tool choice the backend lacks (docs/protocols.md "Tool definitions and choice"). */
-function decodeToolChoice(value: unknown, tools: ToolDefinition[] | undefined): { choice: ToolChoice; tools: ToolDefinition[] | undefined } {
+/**
+ * tool_choice; `allowed_tools` narrows `tools` in place of a tool choice the backend lacks (docs/protocols.md "Tool
+ * definitions and choice").
+ */
+function decodeToolChoice(
+  value: unknown,
+  tools: ToolDefinition[] | undefined,
+): { choice: ToolChoice; tools: ToolDefinition[] | undefined } {
   const known = (name: string, param: string): void => {
-    if (!tools?.some((tool) => tool.name === name)) throw invalidRequest(`${param} names tool ${JSON.stringify(name)}, which is not in tools`, param);
+    if (!tools?.some((tool) => tool.name === name))
+      throw invalidRequest(`${param} names tool ${JSON.stringify(name)}, which is not in tools`, param);
   };
   if (value === 'auto' || value === 'none' || value === 'required') return { choice: { type: value }, tools };
   if (!isObject(value))
-    throw invalidRequest(`tool_choice must be "auto", "none", "required" or an object, got ${JSON.stringify(value) ?? typeName(value)}`, 'tool_choice');
+    throw invalidRequest(
+      `tool_choice must be "auto", "none", "required" or an object, got ${JSON.stringify(value) ?? typeName(value)}`,
+      'tool_choice',
+    );
   const choice = value;
   if (choice.type === 'function') {
     const name = namedFunction(choice, 'tool_choice');
@@ -116,18 +144,25 @@ function decodeToolChoice(value: unknown, tools: ToolDefinition[] | undefined): 
     return { choice: { type: mode }, tools: tools?.filter((tool) => names.has(tool.name)) };
   }
   if (choice.type === 'custom') throw unsupported('custom tools are not supported', 'tool_choice.type');
-  throw invalidRequest('tool_choice must be auto, none, required, or {type:"function", function:{name}}', 'tool_choice');
+  throw invalidRequest(
+    'tool_choice must be auto, none, required, or {type:"function", function:{name}}',
+    'tool_choice',
+  );
 }
 
 function decodeResponseFormat(value: unknown): ResponseFormat {
   const format = readObject(value, 'response_format');
   if (format.type === 'text' || format.type === 'json_object') return { type: format.type };
-  if (format.type !== 'json_schema') throw invalidRequest('response_format.type must be text, json_object or json_schema', 'response_format.type');
+  if (format.type !== 'json_schema')
+    throw invalidRequest('response_format.type must be text, json_object or json_schema', 'response_format.type');
   const spec = readObject(format.json_schema, 'response_format.json_schema');
   const result: ResponseFormat = {
     type: 'json_schema',
     name: readString(spec.name, 'response_format.json_schema.name'),
-    schema: spec.schema === undefined || spec.schema === null ? {} : schemaObject(spec.schema, 'response_format.json_schema.schema'),
+    schema:
+      spec.schema === undefined || spec.schema === null
+        ? {}
+        : schemaObject(spec.schema, 'response_format.json_schema.schema'),
   };
   const strict = optionalBoolean(spec.strict, 'response_format.json_schema.strict');
   if (strict !== undefined) result.strict = strict;
@@ -139,7 +174,8 @@ function decodeResponseFormat(value: unknown): ResponseFormat {
 function decodeStop(value: unknown): string[] | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'string') return [value];
-  if (!Array.isArray(value)) throw invalidRequest(`stop must be a string or an array of strings, got ${typeName(value)}`, 'stop');
+  if (!Array.isArray(value))
+    throw invalidRequest(`stop must be a string or an array of strings, got ${typeName(value)}`, 'stop');
   return value.map((entry, i) => readString(entry, `stop[${i}]`));
 }
 
@@ -151,10 +187,13 @@ function decodeUnsupported(body: JsonObject, relayed: boolean): void {
   if (!relayed && n !== undefined && n > 1) throw unsupported('n > 1 is not supported: iop returns one choice', 'n');
   if (!relayed && logprobs === true) throw unsupported('logprobs are not supported', 'logprobs');
   if (body.audio !== undefined && body.audio !== null) throw unsupported('audio output is not supported', 'audio');
-  if (Array.isArray(body.modalities) && body.modalities.some((m) => m !== 'text')) throw unsupported('only text output is supported', 'modalities');
+  if (Array.isArray(body.modalities) && body.modalities.some((m) => m !== 'text'))
+    throw unsupported('only text output is supported', 'modalities');
   if (body.web_search_options !== undefined) throw unsupported('web search is not supported', 'web_search_options');
-  if (body.functions !== undefined) throw unsupported('functions is deprecated and not supported; use tools', 'functions');
-  if (body.function_call !== undefined) throw unsupported('function_call is deprecated and not supported; use tool_choice', 'function_call');
+  if (body.functions !== undefined)
+    throw unsupported('functions is deprecated and not supported; use tools', 'functions');
+  if (body.function_call !== undefined)
+    throw unsupported('function_call is deprecated and not supported; use tool_choice', 'function_call');
 }
 
 /**
@@ -182,15 +221,27 @@ export interface ChatPassthroughRequest extends ChatRequestPeek {
 export function validateChatPassthrough(body: unknown): ChatPassthroughRequest {
   const request = decode(body, true);
   const object = body as JsonObject;
-  const rewrite = object.max_completion_tokens !== undefined && object.max_completion_tokens !== null ? request.maxOutputTokens : undefined;
-  return { model: request.model, stream: request.stream, includeUsage: request.includeUsage === true, maxTokensRewrite: rewrite };
+  const rewrite =
+    object.max_completion_tokens !== undefined && object.max_completion_tokens !== null
+      ? request.maxOutputTokens
+      : undefined;
+  return {
+    model: request.model,
+    stream: request.stream,
+    includeUsage: request.includeUsage === true,
+    maxTokensRewrite: rewrite,
+  };
 }
 
 function decode(body: unknown, relayed: boolean): InferenceRequest {
   const peek = peekChatRequest(body);
   const object = body as JsonObject;
   decodeUnsupported(object, relayed);
-  const request: InferenceRequest = { model: peek.model, messages: decodeMessages(object.messages), stream: peek.stream };
+  const request: InferenceRequest = {
+    model: peek.model,
+    messages: decodeMessages(object.messages),
+    stream: peek.stream,
+  };
   if (peek.includeUsage) request.includeUsage = true;
   const warnings: string[] = [];
 
@@ -205,7 +256,8 @@ function decode(body: unknown, relayed: boolean): InferenceRequest {
   if (parallel !== undefined) request.parallelToolCalls = parallel;
 
   const maxTokens =
-    optionalInteger(object.max_completion_tokens, 'max_completion_tokens', { min: 1 }) ?? optionalInteger(object.max_tokens, 'max_tokens', { min: 1 });
+    optionalInteger(object.max_completion_tokens, 'max_completion_tokens', { min: 1 }) ??
+    optionalInteger(object.max_tokens, 'max_tokens', { min: 1 });
   if (maxTokens !== undefined) request.maxOutputTokens = maxTokens;
   const temperature = optionalNumber(object.temperature, 'temperature', { min: 0, max: 2 });
   if (temperature !== undefined) request.temperature = temperature;
@@ -217,11 +269,13 @@ function decode(body: unknown, relayed: boolean): InferenceRequest {
   if (seed !== undefined) request.seed = seed;
   const stop = decodeStop(object.stop);
   if (stop !== undefined && stop.length > 0) request.stop = stop;
-  if (object.response_format !== undefined && object.response_format !== null) request.responseFormat = decodeResponseFormat(object.response_format);
+  if (object.response_format !== undefined && object.response_format !== null)
+    request.responseFormat = decodeResponseFormat(object.response_format);
 
   const effort = optionalString(object.reasoning_effort, 'reasoning_effort');
   if (effort !== undefined) {
-    if (!EFFORTS.has(effort)) throw invalidRequest(`reasoning_effort must be one of ${[...EFFORTS].join(', ')}`, 'reasoning_effort');
+    if (!EFFORTS.has(effort))
+      throw invalidRequest(`reasoning_effort must be one of ${[...EFFORTS].join(', ')}`, 'reasoning_effort');
     const reasoning: ReasoningConfig = { enabled: effort !== 'none' };
     if (effort !== 'none') reasoning.effort = effort;
     request.reasoning = reasoning;
@@ -237,7 +291,8 @@ function decode(body: unknown, relayed: boolean): InferenceRequest {
     request.backendExtra[key] = object[key];
   }
   for (const key of DROPPED_KEYS) {
-    if (object[key] !== undefined && object[key] !== null) warnings.push(`dropped ${key}: a self-hosted backend does not use it`);
+    if (object[key] !== undefined && object[key] !== null)
+      warnings.push(`dropped ${key}: a self-hosted backend does not use it`);
   }
   if (warnings.length > 0) request.warnings = warnings;
   return request;

@@ -4,7 +4,15 @@
  * `message.reasoning_content` (vLLM convention) when there is any; `usage` is always present
  * (unknown counts as 0, the wire type requires the numbers).
  */
-import { IopError, iopErrorOf, newId, type EncodeContext, type FinishEvent, type StreamEvent, type Usage } from '@iop/core';
+import {
+  IopError,
+  iopErrorOf,
+  newId,
+  type EncodeContext,
+  type FinishEvent,
+  type StreamEvent,
+  type Usage,
+} from '@iop/core';
 import { toChatFinishReason } from './finish-reason.js';
 import { toChatUsage } from './usage.js';
 import type { ChatToolCall, ChatUsage } from './wire-types.js';
@@ -51,7 +59,11 @@ export function encodeChatResponse(events: readonly StreamEvent[], context: Enco
         if (finish !== undefined) break;
         const call = calls.get(event.index);
         if (call === undefined) {
-          calls.set(event.index, { id: event.id ?? newId('call_'), type: 'function', function: { name: event.name ?? '', arguments: event.argumentsDelta } });
+          calls.set(event.index, {
+            id: event.id ?? newId('call_'),
+            type: 'function',
+            function: { name: event.name ?? '', arguments: event.argumentsDelta },
+          });
         } else call.function.arguments += event.argumentsDelta;
         break;
       }

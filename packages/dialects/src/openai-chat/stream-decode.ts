@@ -48,7 +48,10 @@ class ChatStreamDecoder implements UpstreamDecoder {
     } catch (error) {
       // The reader does not throw on bad input; a consumer callback might. Report it once, in band.
       try {
-        this.fail('upstream_error', `failed to decode the upstream chat stream: ${error instanceof Error ? error.message : String(error)}`);
+        this.fail(
+          'upstream_error',
+          `failed to decode the upstream chat stream: ${error instanceof Error ? error.message : String(error)}`,
+        );
       } catch {
         this.phase = 'done';
       }
@@ -64,7 +67,12 @@ class ChatStreamDecoder implements UpstreamDecoder {
       }
     }
     if (this.phase === 'open') {
-      this.fail('upstream_error', this.started ? 'upstream chat stream ended without a finish_reason' : 'upstream chat stream ended without sending any chunk');
+      this.fail(
+        'upstream_error',
+        this.started
+          ? 'upstream chat stream ended without a finish_reason'
+          : 'upstream chat stream ended without sending any chunk',
+      );
     }
     this.phase = 'done';
   }
@@ -73,7 +81,8 @@ class ChatStreamDecoder implements UpstreamDecoder {
     if (this.phase === 'done') return;
     const data = event.data;
     if (data === '[DONE]') {
-      if (this.phase === 'open') this.fail('upstream_error', 'upstream chat stream sent [DONE] without a finish_reason');
+      if (this.phase === 'open')
+        this.fail('upstream_error', 'upstream chat stream sent [DONE] without a finish_reason');
       this.phase = 'done';
       return;
     }
@@ -88,7 +97,11 @@ class ChatStreamDecoder implements UpstreamDecoder {
       return;
     }
     if (!isObject(value)) {
-      if (this.phase === 'open') this.fail('upstream_error', `upstream sent a chat chunk that is not an object: ${data.slice(0, EXCERPT_CHARS)}`);
+      if (this.phase === 'open')
+        this.fail(
+          'upstream_error',
+          `upstream sent a chat chunk that is not an object: ${data.slice(0, EXCERPT_CHARS)}`,
+        );
       return;
     }
     const object = value;
@@ -135,8 +148,10 @@ class ChatStreamDecoder implements UpstreamDecoder {
     const delta = choice.delta;
     if (typeof delta === 'object' && delta !== null) {
       const reasoning = delta.reasoning ?? delta.reasoning_content;
-      if (typeof reasoning === 'string' && reasoning.length > 0) this.onEvent({ type: 'reasoning-delta', text: reasoning });
-      if (typeof delta.content === 'string' && delta.content.length > 0) this.onEvent({ type: 'text-delta', text: delta.content });
+      if (typeof reasoning === 'string' && reasoning.length > 0)
+        this.onEvent({ type: 'reasoning-delta', text: reasoning });
+      if (typeof delta.content === 'string' && delta.content.length > 0)
+        this.onEvent({ type: 'text-delta', text: delta.content });
       if (Array.isArray(delta.tool_calls)) {
         for (let position = 0; position < delta.tool_calls.length; position++) {
           const fragment = delta.tool_calls[position];

@@ -1,19 +1,28 @@
 /**
- * Normalized events → the client's Chat Completions SSE (docs/protocols.md "Chat stream", "Chat errors"), in the order the
- * openai-node `ChatCompletionStream` accumulator checks:
+ * Normalized events → the client's Chat Completions SSE (docs/protocols.md "Chat stream", "Chat errors"), in the order
+ * the openai-node `ChatCompletionStream` accumulator checks:
  * 1. `delta:{role:"assistant", content:""}` (once, on `response-start` or the first output event);
  * 2. `delta:{content}` / `delta:{reasoning_content}` (field name configurable, vLLM convention);
- * 3. a tool call's first chunk `{index, id, type:"function", function:{name, arguments:""}}`, then
- *    `{index, function:{arguments}}` fragments; client indexes are 0, 1, … in order of appearance;
+ * 3. a tool call's first chunk `{index, id, type:"function", function:{name, arguments:""}}`, then `{index,
+ *    function:{arguments}}` fragments; client indexes are 0, 1, … in order of appearance;
  * 4. `delta:{}` + `finish_reason`;
- * 5. from `end()`: the usage chunk (`choices: []`) only when the client asked `include_usage`
- *    and usage is known, then `[DONE]`.
- * An `error` event renders `data: {"error":{message,type,param,code}}` and ends the stream (no
- * `[DONE]`: the SDK throws on the error). `end()` without a terminal event renders such an error.
+ * 5. from `end()`: the usage chunk (`choices: []`) only when the client asked `include_usage` and usage is known, then
+ *    `[DONE]`. An `error` event renders `data: {"error":{message,type,param,code}}` and ends the stream (no `[DONE]`:
+ *    the SDK throws on the error). `end()` without a terminal event renders such an error.
  *
  * Per chunk, only the choice is serialized: id/object/created/model are a prebuilt prefix.
  */
-import { newId, sseFrame, sseJson, SSE_DONE, type EncodeContext, type ErrorCode, type StreamEncoder, type StreamEvent, type Usage } from '@iop/core';
+import {
+  newId,
+  sseFrame,
+  sseJson,
+  SSE_DONE,
+  type EncodeContext,
+  type ErrorCode,
+  type StreamEncoder,
+  type StreamEvent,
+  type Usage,
+} from '@iop/core';
 import { toOpenAIErrorBody } from './errors.js';
 import { toChatFinishReason } from './finish-reason.js';
 import { toChatUsage } from './usage.js';
@@ -55,7 +64,9 @@ class ChatStreamEncoder implements StreamEncoder {
       case 'response-start':
         return this.start();
       case 'text-delta':
-        return event.text.length === 0 ? this.start() : this.start() + this.chunk(`{"content":${JSON.stringify(event.text)}}`);
+        return event.text.length === 0
+          ? this.start()
+          : this.start() + this.chunk(`{"content":${JSON.stringify(event.text)}}`);
       case 'reasoning-delta':
         if (this.reasoningField === 'none' || event.text.length === 0) return this.start();
         return this.start() + this.chunk(`{"${this.reasoningField}":${JSON.stringify(event.text)}}`);
@@ -80,7 +91,10 @@ class ChatStreamEncoder implements StreamEncoder {
         return '';
       case 'finished': {
         this.phase = 'closed';
-        const usage = this.includeUsage && this.usage !== undefined ? sseFrame(`${this.usagePrefix}${JSON.stringify(toChatUsage(this.usage))}}`) : '';
+        const usage =
+          this.includeUsage && this.usage !== undefined
+            ? sseFrame(`${this.usagePrefix}${JSON.stringify(toChatUsage(this.usage))}}`)
+            : '';
         return usage + SSE_DONE;
       }
       default:

@@ -42,11 +42,18 @@ export class ToolCallTracker {
 
   /** One fragment; `position` is its place in `delta.tool_calls` (fallback for a missing `index`). */
   push(fragment: ChatToolCallDelta, position: number): void {
-    const upstreamIndex = typeof fragment.index === 'number' && Number.isSafeInteger(fragment.index) && fragment.index >= 0 ? fragment.index : position;
+    const upstreamIndex =
+      typeof fragment.index === 'number' && Number.isSafeInteger(fragment.index) && fragment.index >= 0
+        ? fragment.index
+        : position;
     const fn = fragment.function;
     const rawArguments: unknown = fn?.arguments;
     const argumentsDelta =
-      typeof rawArguments === 'string' ? rawArguments : typeof rawArguments === 'object' && rawArguments !== null ? JSON.stringify(rawArguments) : '';
+      typeof rawArguments === 'string'
+        ? rawArguments
+        : typeof rawArguments === 'object' && rawArguments !== null
+          ? JSON.stringify(rawArguments)
+          : '';
     const id = typeof fragment.id === 'string' && fragment.id.length > 0 ? fragment.id : undefined;
     let slot = this.slots.get(upstreamIndex);
     if (slot === undefined || (id !== undefined && slot.call.upstreamId !== undefined && slot.call.upstreamId !== id)) {

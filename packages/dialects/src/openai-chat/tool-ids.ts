@@ -67,7 +67,10 @@ export function createToolIdMap(format: ToolIdFormat = 'any'): ToolIdMap {
  * Wraps an event callback so tool-call ids in `tool-call-delta` events are restored to client ids.
  * Returns `onEvent` itself when the map is the identity (no per-event cost).
  */
-export function restoreToolIds(toolIds: ToolIdMap, onEvent: (event: StreamEvent) => void): (event: StreamEvent) => void {
+export function restoreToolIds(
+  toolIds: ToolIdMap,
+  onEvent: (event: StreamEvent) => void,
+): (event: StreamEvent) => void {
   if (toolIds.identity) return onEvent;
   return (event) => {
     if (event.type === 'tool-call-delta' && event.id !== undefined) {

@@ -1,6 +1,6 @@
 /**
- * Chat `usage` ↔ the hub's `Usage` (docs/protocols.md "Chat response", "Usage"). A count the upstream did not send stays
- * `undefined` (unknown), never 0.
+ * Chat `usage` ↔ the hub's `Usage` (docs/protocols.md "Chat response", "Usage"). A count the upstream did not send
+ * stays `undefined` (unknown), never 0.
  */
 import type { Usage } from '@iop/core';
 import type { ChatUsage } from './wire-types.js';

@@ -1,8 +1,8 @@
 /**
- * OpenAI Chat Completions wire shapes (docs/protocols.md "Chat Completions"; openai-node `chat/completions.ts`), plus the
- * extras OpenAI-compatible servers add (vLLM `reasoning`/`reasoning_content`, `stop_reason`;
- * docs/protocols.md "Backend extras"). Only the fields iop reads or writes are typed; everything is optional on the
- * read side because upstreams differ.
+ * OpenAI Chat Completions wire shapes (docs/protocols.md "Chat Completions"; openai-node `chat/completions.ts`), plus
+ * the extras OpenAI-compatible servers add (vLLM `reasoning`/`reasoning_content`, `stop_reason`; docs/protocols.md
+ * "Backend extras"). Only the fields iop reads or writes are typed; everything is optional on the read side because
+ * upstreams differ.
  */
 
 /** `usage` of a response or of the trailing stream chunk (token counts). */

@@ -1,4 +1,7 @@
-/** The OpenAI Responses dialect (`POST /v1/responses`) as the edge's pipeline sees it (the `Dialect` contract of @iop/core). */
+/**
+ * The OpenAI Responses dialect (`POST /v1/responses`) as the edge's pipeline sees it (the `Dialect` contract of
+ * @iop/core).
+ */
 import type { Dialect } from '@iop/core';
 import { openaiRateLimitHeaders } from '../openai-chat/rate-limits.js';
 import { responsesErrorResponse } from './errors.js';

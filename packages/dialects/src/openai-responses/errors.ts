@@ -1,8 +1,8 @@
 /**
- * Errors for Responses clients. Before the first byte: the OpenAI envelope
- * `{error:{message,type,param,code}}` with the real status (docs/protocols.md "Chat errors", shared with the Chat
- * dialect). In a stream: `Response.error` `{code, message}` of a `response.failed` event (docs/protocols.md "Responses stream"),
- * whose `code` must be one of the SDK's `ResponseError` codes.
+ * Errors for Responses clients. Before the first byte: the OpenAI envelope `{error:{message,type,param,code}}` with the
+ * real status (docs/protocols.md "Chat errors", shared with the Chat dialect). In a stream: `Response.error` `{code,
+ * message}` of a `response.failed` event (docs/protocols.md "Responses stream"), whose `code` must be one of the SDK's
+ * `ResponseError` codes.
  */
 import type { ErrorCode, ErrorResponse, IopError } from '@iop/core';
 import { chatErrorResponse } from '../openai-chat/dialect.js';
@@ -13,7 +13,9 @@ export function responsesErrorResponse(error: IopError, requestId: string): Erro
   return chatErrorResponse(error, requestId);
 }
 
-/** `Response.error.code` for an iop code: `rate_limit_exceeded`, `invalid_prompt` (4xx input faults) or `server_error`. */
+/**
+ * `Response.error.code` for an iop code: `rate_limit_exceeded`, `invalid_prompt` (4xx input faults) or `server_error`.
+ */
 export function responseErrorCode(code: ErrorCode): ResponseErrorCode {
   switch (code) {
     case 'rate_limited':

@@ -1,10 +1,11 @@
 /**
- * Stored conversation state for `previous_response_id` (docs/protocols.md "Responses request", "Responses input and Chat messages", "What cannot be mapped").
+ * Stored conversation state for `previous_response_id` (docs/protocols.md "Responses request", "Responses input and
+ * Chat messages", "What cannot be mapped").
  *
- * A stored response keeps its Response object, its own input items (with ids) and the resolved
- * conversation: the earlier history, this request's input and the response's output, as hub
- * messages, WITHOUT `instructions` (they apply to one request only, docs/protocols.md "Responses request"). A follow-up request is
- * then `[its instructions] + previous.conversation + its input` (`withHistory`).
+ * A stored response keeps its Response object, its own input items (with ids) and the resolved conversation: the
+ * earlier history, this request's input and the response's output, as hub messages, WITHOUT `instructions` (they apply
+ * to one request only, docs/protocols.md "Responses request"). A follow-up request is then `[its instructions] +
+ * previous.conversation + its input` (`withHistory`).
  */
 import type { AssistantMessage, AssistantPart, InferenceRequest, Message } from '@iop/core';
 import { noToolCallFor } from './messages-decode.js';
@@ -24,13 +25,16 @@ export interface StoredResponse {
   conversation: Message[];
 }
 
-/** The output items as one assistant message (reasoning, text and tool calls in output order); [] when there is nothing. */
+/**
+ * The output items as one assistant message (reasoning, text and tool calls in output order); [] when there is nothing.
+ */
 export function outputToMessages(output: readonly OutputItem[]): Message[] {
   const content: AssistantPart[] = [];
   for (const item of output) {
     switch (item.type) {
       case 'reasoning': {
-        const text = (item.content ?? []).map((part) => part.text).join('') || item.summary.map((part) => part.text).join('\n\n');
+        const text =
+          (item.content ?? []).map((part) => part.text).join('') || item.summary.map((part) => part.text).join('\n\n');
         const part: AssistantPart = { type: 'reasoning', text };
         if (typeof item.encrypted_content === 'string') part.signature = item.encrypted_content;
         if (text.length > 0 || part.signature !== undefined) content.push(part);
@@ -58,7 +62,10 @@ export function outputToMessages(output: readonly OutputItem[]): Message[] {
           id: item.call_id,
           name: item.namespace === undefined ? item.name : backendToolName(item.namespace, item.name),
           arguments: JSON.stringify({ input: item.input }),
-          origin: item.namespace === undefined ? { kind: 'custom' } : { kind: 'custom', namespace: item.namespace, name: item.name },
+          origin:
+            item.namespace === undefined
+              ? { kind: 'custom' }
+              : { kind: 'custom', namespace: item.namespace, name: item.name },
         });
         break;
     }
@@ -98,10 +105,11 @@ export function responseRecordOf(request: InferenceRequest, response: ResponseOb
 }
 
 /**
- * Prepends a stored conversation to a request that named it in `previous_response_id`: the result
- * is `[instructions of this request] + previous.conversation + this request's input`. The previous
- * response's instructions are not carried (docs/protocols.md "Responses request"). Returns a new request; the argument is unchanged.
- * @throws IopError 400 when a tool output of the request answers no call of the conversation (docs/protocols.md "Tool results").
+ * Prepends a stored conversation to a request that named it in `previous_response_id`: the result is `[instructions of
+ * this request] + previous.conversation + this request's input`. The previous response's instructions are not carried
+ * (docs/protocols.md "Responses request"). Returns a new request; the argument is unchanged.
+ * @throws IopError 400 when a tool output of the request answers no call of the conversation (docs/protocols.md "Tool
+ * results").
  */
 export function withHistory(request: InferenceRequest, previous: StoredResponse): InferenceRequest {
   const unpaired = responsesStateOf(request).unpairedToolOutputs;

@@ -30,16 +30,21 @@ import type {
 export type WireEvent = { type: string } & Record<string, unknown>;
 export type EmitWire = (event: WireEvent) => void;
 
-type OpenCall = { item: FunctionCallItem; outputIndex: number } | { item: CustomToolCallItem; outputIndex: number; buffer: string };
+type OpenCall =
+  { item: FunctionCallItem; outputIndex: number } | { item: CustomToolCallItem; outputIndex: number; buffer: string };
 type OpenBlock =
   | { kind: 'message'; item: MessageItem; part: OutputTextPart; outputIndex: number }
   | { kind: 'reasoning'; item: ReasoningItem; part: ReasoningTextPart; outputIndex: number };
 
-/** The free-form input of a custom tool call from the backend's `{"input":"…"}` arguments (the raw text when they are not that shape). */
+/**
+ * The free-form input of a custom tool call from the backend's `{"input":"…"}` arguments (the raw text when they are
+ * not that shape).
+ */
 export function customToolInput(args: string): string {
   try {
     const parsed: unknown = JSON.parse(args);
-    if (typeof parsed === 'object' && parsed !== null && typeof (parsed as { input?: unknown }).input === 'string') return (parsed as { input: string }).input;
+    if (typeof parsed === 'object' && parsed !== null && typeof (parsed as { input?: unknown }).input === 'string')
+      return (parsed as { input: string }).input;
   } catch {
     // not JSON: the model wrote the input as is
   }
@@ -56,14 +61,22 @@ export class OutputTracker {
     private readonly emit: EmitWire,
     tools: readonly ToolDefinition[] | undefined,
   ) {
-    if (tools !== undefined) for (const tool of tools) if (tool.origin !== undefined) this.origins.set(tool.name, tool.origin);
+    if (tools !== undefined)
+      for (const tool of tools) if (tool.origin !== undefined) this.origins.set(tool.name, tool.origin);
   }
 
   text(delta: string): void {
     if (delta.length === 0) return;
     const block = this.block?.kind === 'message' ? this.block : this.openMessage();
     block.part.text += delta;
-    this.emit({ type: 'response.output_text.delta', item_id: block.item.id, output_index: block.outputIndex, content_index: 0, delta, logprobs: [] });
+    this.emit({
+      type: 'response.output_text.delta',
+      item_id: block.item.id,
+      output_index: block.outputIndex,
+      content_index: 0,
+      delta,
+      logprobs: [],
+    });
   }
 
   reasoning(delta: string, signature: string | undefined): void {
@@ -72,13 +85,20 @@ export class OutputTracker {
     if (signature !== undefined) block.item.encrypted_content = signature;
     if (delta.length === 0) return;
     block.part.text += delta;
-    this.emit({ type: 'response.reasoning_text.delta', item_id: block.item.id, output_index: block.outputIndex, content_index: 0, delta });
+    this.emit({
+      type: 'response.reasoning_text.delta',
+      item_id: block.item.id,
+      output_index: block.outputIndex,
+      content_index: 0,
+      delta,
+    });
   }
 
   toolCall(event: ToolCallDeltaEvent): void {
     let call = this.calls.get(event.index);
     if (call === undefined) {
-      if (event.name === undefined) return; // a fragment of a call already closed, or with no name yet: nothing valid to attach it to
+      // a fragment of a call already closed, or with no name yet: nothing valid to attach it to
+      if (event.name === undefined) return;
       this.closeBlock('completed');
       call = this.openCall(event);
     }
@@ -88,7 +108,12 @@ export class OutputTracker {
       return;
     }
     call.item.arguments += event.argumentsDelta;
-    this.emit({ type: 'response.function_call_arguments.delta', item_id: call.item.id, output_index: call.outputIndex, delta: event.argumentsDelta });
+    this.emit({
+      type: 'response.function_call_arguments.delta',
+      item_id: call.item.id,
+      output_index: call.outputIndex,
+      delta: event.argumentsDelta,
+    });
   }
 
   /** Closes every open item with `status` (`incomplete` when the output was cut). */
@@ -106,10 +131,22 @@ export class OutputTracker {
 
   private openMessage(): OpenBlock & { kind: 'message' } {
     this.closeAll('completed');
-    const item: MessageItem = { type: 'message', id: newId('msg_'), role: 'assistant', status: 'in_progress', content: [] };
+    const item: MessageItem = {
+      type: 'message',
+      id: newId('msg_'),
+      role: 'assistant',
+      status: 'in_progress',
+      content: [],
+    };
     const outputIndex = this.push(item);
     const part: OutputTextPart = { type: 'output_text', text: '', annotations: [], logprobs: [] };
-    this.emit({ type: 'response.content_part.added', item_id: item.id, output_index: outputIndex, content_index: 0, part });
+    this.emit({
+      type: 'response.content_part.added',
+      item_id: item.id,
+      output_index: outputIndex,
+      content_index: 0,
+      part,
+    });
     item.content.push(part);
     const block = { kind: 'message' as const, item, part, outputIndex };
     this.block = block;
@@ -121,7 +158,13 @@ export class OutputTracker {
     const item: ReasoningItem = { type: 'reasoning', id: newId('rs_'), summary: [], status: 'in_progress' };
     const outputIndex = this.push(item);
     const part: ReasoningTextPart = { type: 'reasoning_text', text: '' };
-    this.emit({ type: 'response.content_part.added', item_id: item.id, output_index: outputIndex, content_index: 0, part });
+    this.emit({
+      type: 'response.content_part.added',
+      item_id: item.id,
+      output_index: outputIndex,
+      content_index: 0,
+      part,
+    });
     item.content = [part];
     const block = { kind: 'reasoning' as const, item, part, outputIndex };
     this.block = block;
@@ -166,11 +209,30 @@ export class OutputTracker {
     this.block = undefined;
     const { item, part, outputIndex } = block;
     if (block.kind === 'message') {
-      this.emit({ type: 'response.output_text.done', item_id: item.id, output_index: outputIndex, content_index: 0, text: part.text, logprobs: [] });
+      this.emit({
+        type: 'response.output_text.done',
+        item_id: item.id,
+        output_index: outputIndex,
+        content_index: 0,
+        text: part.text,
+        logprobs: [],
+      });
     } else {
-      this.emit({ type: 'response.reasoning_text.done', item_id: item.id, output_index: outputIndex, content_index: 0, text: part.text });
+      this.emit({
+        type: 'response.reasoning_text.done',
+        item_id: item.id,
+        output_index: outputIndex,
+        content_index: 0,
+        text: part.text,
+      });
     }
-    this.emit({ type: 'response.content_part.done', item_id: item.id, output_index: outputIndex, content_index: 0, part });
+    this.emit({
+      type: 'response.content_part.done',
+      item_id: item.id,
+      output_index: outputIndex,
+      content_index: 0,
+      part,
+    });
     item.status = status;
     this.emit({ type: 'response.output_item.done', output_index: outputIndex, item });
   }
@@ -184,7 +246,13 @@ export class OutputTracker {
       if ('buffer' in call) {
         const input = customToolInput(call.buffer);
         call.item.input = input;
-        if (input.length > 0) this.emit({ type: 'response.custom_tool_call_input.delta', item_id: item.id, output_index: outputIndex, delta: input });
+        if (input.length > 0)
+          this.emit({
+            type: 'response.custom_tool_call_input.delta',
+            item_id: item.id,
+            output_index: outputIndex,
+            delta: input,
+          });
         this.emit({ type: 'response.custom_tool_call_input.done', item_id: item.id, output_index: outputIndex, input });
       } else {
         this.emit({

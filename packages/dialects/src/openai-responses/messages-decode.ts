@@ -1,19 +1,29 @@
 /**
- * Responses `input` → hub messages (docs/protocols.md "Responses request", "Responses input and Chat messages", "Codex CLI").
+ * Responses `input` → hub messages (docs/protocols.md "Responses request", "Responses input and Chat messages", "Codex
+ * CLI").
  *
  * - A string is one user message.
- * - Messages (`{role, content, type?:"message", id?, status?}`): user/system/developer parts
- *   `input_text`, `input_image`, `input_file`; assistant parts `output_text`, `refusal` (as text).
- * - Assistant-side items — assistant messages, `function_call`, `custom_tool_call` and replayed
- *   `reasoning` — join the assistant message that ends the conversation so far, or start one
- *   (docs/protocols.md "Responses input and Chat messages": a run of function calls attaches to the preceding assistant message).
- * - `function_call_output` / `custom_tool_call_output` → a tool message. One that answers no earlier
- *   call of the input is listed in `unpairedToolOutputs`: with `previous_response_id` it may answer
- *   a stored call (`withHistory` checks), without it the request is a 400 (docs/protocols.md "Tool results").
- * - Items of hosted tools (`web_search_call`, `tool_search_call`, …) are dropped with a warning.
- * Every item is also kept for the response store, with an `id` minted (`msg_…`) where missing.
+ * - Messages (`{role, content, type?:"message", id?, status?}`): user/system/developer parts `input_text`,
+ *   `input_image`, `input_file`; assistant parts `output_text`, `refusal` (as text).
+ * - Assistant-side items — assistant messages, `function_call`, `custom_tool_call` and replayed `reasoning` — join the
+ *   assistant message that ends the conversation so far, or start one (docs/protocols.md "Responses input and Chat
+ *   messages": a run of function calls attaches to the preceding assistant message).
+ * - `function_call_output` / `custom_tool_call_output` → a tool message. One that answers no earlier call of the input
+ *   is listed in `unpairedToolOutputs`: with `previous_response_id` it may answer a stored call (`withHistory` checks),
+ *   without it the request is a 400 (docs/protocols.md "Tool results").
+ * - Items of hosted tools (`web_search_call`, `tool_search_call`, …) are dropped with a warning. Every item is also
+ *   kept for the response store, with an `id` minted (`msg_…`) where missing.
  */
-import { IopError, invalidRequest, newId, type AssistantMessage, type AssistantPart, type ContentPart, type Message, type TextPart } from '@iop/core';
+import {
+  IopError,
+  invalidRequest,
+  newId,
+  type AssistantMessage,
+  type AssistantPart,
+  type ContentPart,
+  type Message,
+  type TextPart,
+} from '@iop/core';
 import { openaiFields, isObject, typeName, type JsonObject } from '../shared/fields.js';
 import { dataUriProblem, isBase64, parseDataUri } from '../shared/data-uri.js';
 import { checkToolArguments, ToolCallIds } from '../shared/tool-history.js';
@@ -42,10 +52,15 @@ function filePart(part: JsonObject, param: string): ContentPart {
   const fileData = readString(part.file_data, `${param}.file_data`);
   const filename = optionalString(part.filename, `${param}.filename`);
   const match = parseDataUri(fileData);
-  if (!isBase64(match?.data ?? fileData)) throw invalidRequest(`${param}.file_data must be base64 or a base64 data: URI`, `${param}.file_data`);
+  if (!isBase64(match?.data ?? fileData))
+    throw invalidRequest(`${param}.file_data must be base64 or a base64 data: URI`, `${param}.file_data`);
   const file: ContentPart = match
     ? { type: 'file', mediaType: match.mediaType, data: match.data }
-    : { type: 'file', mediaType: filename?.toLowerCase().endsWith('.pdf') === false ? 'application/octet-stream' : 'application/pdf', data: fileData };
+    : {
+        type: 'file',
+        mediaType: filename?.toLowerCase().endsWith('.pdf') === false ? 'application/octet-stream' : 'application/pdf',
+        data: fileData,
+      };
   if (filename !== undefined) file.filename = filename;
   return file;
 }
@@ -54,7 +69,8 @@ function imagePart(part: JsonObject, param: string): ContentPart {
   if (part.file_id !== undefined && part.file_id !== null)
     throw unsupported(`${param}.file_id: file ids are not supported; send image_url`, `${param}.file_id`);
   const url = readString(part.image_url, `${param}.image_url`);
-  if (!/^(https?:|data:)/i.test(url)) throw invalidRequest(`${param}.image_url must be an http(s) URL or a data: URI`, `${param}.image_url`);
+  if (!/^(https?:|data:)/i.test(url))
+    throw invalidRequest(`${param}.image_url must be an http(s) URL or a data: URI`, `${param}.image_url`);
   const problem = /^data:/i.test(url) ? dataUriProblem(url) : undefined;
   if (problem !== undefined) throw invalidRequest(`${param}.image_url ${problem}`, `${param}.image_url`);
   const detail = part.detail;
@@ -77,13 +93,17 @@ function contentParts(value: unknown, param: string): ContentPart[] {
       case 'input_file':
         return filePart(part, partParam);
       default:
-        throw invalidRequest(`${partParam}.type must be input_text, input_image or input_file, got ${JSON.stringify(part.type)}`, `${partParam}.type`);
+        throw invalidRequest(
+          `${partParam}.type must be input_text, input_image or input_file, got ${JSON.stringify(part.type)}`,
+          `${partParam}.type`,
+        );
     }
   });
 }
 
 function textOnly(parts: ContentPart[], param: string): TextPart[] {
-  for (const part of parts) if (part.type !== 'text') throw invalidRequest(`${param}: system and developer messages take text only`, param);
+  for (const part of parts)
+    if (part.type !== 'text') throw invalidRequest(`${param}: system and developer messages take text only`, param);
   return parts as TextPart[];
 }
 
@@ -92,9 +112,13 @@ function assistantParts(value: unknown, param: string): AssistantPart[] {
   return readArray(value, param).map((raw, k): AssistantPart => {
     const partParam = `${param}[${k}]`;
     const part = readObject(raw, partParam);
-    if (part.type === 'output_text' || part.type === 'input_text') return { type: 'text', text: readString(part.text, `${partParam}.text`) };
+    if (part.type === 'output_text' || part.type === 'input_text')
+      return { type: 'text', text: readString(part.text, `${partParam}.text`) };
     if (part.type === 'refusal') return { type: 'text', text: readString(part.refusal, `${partParam}.refusal`) };
-    throw invalidRequest(`${partParam}.type must be output_text or refusal, got ${JSON.stringify(part.type)}`, `${partParam}.type`);
+    throw invalidRequest(
+      `${partParam}.type must be output_text or refusal, got ${JSON.stringify(part.type)}`,
+      `${partParam}.type`,
+    );
   });
 }
 
@@ -103,7 +127,8 @@ function reasoningPart(item: JsonObject): AssistantPart | undefined {
   const texts: string[] = [];
   const collect = (list: unknown, type: string) => {
     if (!Array.isArray(list)) return;
-    for (const part of list) if (isObject(part) && part.type === type && typeof part.text === 'string') texts.push(part.text);
+    for (const part of list)
+      if (isObject(part) && part.type === type && typeof part.text === 'string') texts.push(part.text);
   };
   collect(item.content, 'reasoning_text');
   if (texts.length === 0) collect(item.summary, 'summary_text');
@@ -152,7 +177,13 @@ class InputBuilder {
         this.assistant().content.push(
           namespace === undefined
             ? { type: 'tool-call', id, name, arguments: args }
-            : { type: 'tool-call', id, name: backendToolName(namespace, name), arguments: args, origin: { kind: 'namespace', namespace, name } },
+            : {
+                type: 'tool-call',
+                id,
+                name: backendToolName(namespace, name),
+                arguments: args,
+                origin: { kind: 'namespace', namespace, name },
+              },
         );
         return;
       }
@@ -184,7 +215,8 @@ class InputBuilder {
       case 'item_reference':
         throw unsupported(`${param}: item references are not supported; send the item itself`, `${param}.type`);
       default:
-        if (typeof type !== 'string') throw invalidRequest(`${param}.type must be a string, got ${typeName(type)}`, `${param}.type`);
+        if (typeof type !== 'string')
+          throw invalidRequest(`${param}.type must be a string, got ${typeName(type)}`, `${param}.type`);
         warnings.push(`dropped input item ${param} (${type}): a chat backend cannot replay it`);
     }
   }
@@ -200,9 +232,14 @@ class InputBuilder {
     const role = item.role;
     const contentParam = `${param}.content`;
     if (role === 'user') this.messages.push({ role: 'user', content: contentParts(item.content, contentParam) });
-    else if (role === 'system' || role === 'developer') this.messages.push({ role, content: textOnly(contentParts(item.content, contentParam), contentParam) });
+    else if (role === 'system' || role === 'developer')
+      this.messages.push({ role, content: textOnly(contentParts(item.content, contentParam), contentParam) });
     else if (role === 'assistant') this.assistant().content.push(...assistantParts(item.content, contentParam));
-    else throw invalidRequest(`${param}.role must be user, assistant, system or developer, got ${JSON.stringify(role)}`, `${param}.role`);
+    else
+      throw invalidRequest(
+        `${param}.role must be user, assistant, system or developer, got ${JSON.stringify(role)}`,
+        `${param}.role`,
+      );
   }
 }
 
@@ -212,7 +249,10 @@ class InputBuilder {
  */
 export function noToolCallFor(output: { callId: string; param: string }): IopError {
   const id = output.callId.length > 80 ? `${output.callId.slice(0, 80)}…` : output.callId;
-  return invalidRequest(`No tool call found for function call output with call_id ${JSON.stringify(id)}.`, output.param);
+  return invalidRequest(
+    `No tool call found for function call output with call_id ${JSON.stringify(id)}.`,
+    output.param,
+  );
 }
 
 /** Decodes `input` (string or item list). @throws IopError 400 naming the item field at fault. */

@@ -1,17 +1,15 @@
 /**
- * Client Responses body → `InferenceRequest` (docs/protocols.md "Responses request", "System instructions", "Tool definitions and choice", "Responses input and Chat messages", "What cannot be mapped", "Codex CLI").
+ * Client Responses body → `InferenceRequest` (docs/protocols.md "Responses request", "System instructions", "Tool
+ * definitions and choice", "Responses input and Chat messages", "What cannot be mapped", "Codex CLI").
  *
- * Honoured: model, input, instructions (first system message, this request only), tools,
- * tool_choice, parallel_tool_calls, text.format (json_schema / json_object), max_output_tokens,
- * reasoning.effort (`none` or absent → reasoning off), temperature, top_p, prompt_cache_key,
- * safety_identifier ?? user, stream. Kept for the response and the store (`dialectState`):
- * metadata, store (default true), previous_response_id, include, text.verbosity,
- * reasoning.summary (echoed, not produced: a warning says so), truncation.
- * Accepted and ignored: client_metadata, service_tier, stream_options, prompt_cache_retention,
- * prompt_cache_options, moderation.
- * Rejected (400 `unsupported_field`, ignoring them would change the output contract): stop,
- * n > 1, top_logprobs > 0, background: true, conversation, prompt.
- * Dropped with a warning (sampling/caching tuning or unknown keys): everything else.
+ * Honoured: model, input, instructions (first system message, this request only), tools, tool_choice,
+ * parallel_tool_calls, text.format (json_schema / json_object), max_output_tokens, reasoning.effort (`none` or absent →
+ * reasoning off), temperature, top_p, prompt_cache_key, safety_identifier ?? user, stream. Kept for the response and
+ * the store (`dialectState`): metadata, store (default true), previous_response_id, include, text.verbosity,
+ * reasoning.summary (echoed, not produced: a warning says so), truncation. Accepted and ignored: client_metadata,
+ * service_tier, stream_options, prompt_cache_retention, prompt_cache_options, moderation. Rejected (400
+ * `unsupported_field`, ignoring them would change the output contract): stop, n > 1, top_logprobs > 0, background:
+ * true, conversation, prompt. Dropped with a warning (sampling/caching tuning or unknown keys): everything else.
  */
 import { IopError, invalidRequest, type InferenceRequest, type ReasoningConfig, type ResponseFormat } from '@iop/core';
 import { openaiFields, isObject, typeName } from '../shared/fields.js';
@@ -20,7 +18,8 @@ import { defaultRequestState, type ResponsesRequestState } from './request-state
 import { decodeToolChoice, decodeTools } from './tools-decode.js';
 import { assertJsonDepth } from '../shared/json-depth.js';
 
-const { optionalBoolean, optionalInteger, optionalNumber, optionalString, readArray, readObject, readString } = openaiFields;
+const { optionalBoolean, optionalInteger, optionalNumber, optionalString, readArray, readObject, readString } =
+  openaiFields;
 
 const EFFORTS = new Set(['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max']);
 const SUMMARIES = new Set(['auto', 'concise', 'detailed']);
@@ -67,16 +66,22 @@ function unsupported(message: string, param: string): IopError {
 }
 
 function rejectContractChanges(body: Record<string, unknown>): void {
-  if (body.stop !== undefined && body.stop !== null) throw unsupported('stop does not exist in the Responses API', 'stop');
+  if (body.stop !== undefined && body.stop !== null)
+    throw unsupported('stop does not exist in the Responses API', 'stop');
   if (body.n !== undefined && body.n !== null && body.n !== 1) throw unsupported('n > 1 is not supported', 'n');
-  if (typeof body.top_logprobs === 'number' && body.top_logprobs > 0) throw unsupported('top_logprobs is not supported on this server', 'top_logprobs');
+  if (typeof body.top_logprobs === 'number' && body.top_logprobs > 0)
+    throw unsupported('top_logprobs is not supported on this server', 'top_logprobs');
   if (body.background === true) throw unsupported('background responses are not supported', 'background');
   if (body.conversation !== undefined && body.conversation !== null)
     throw unsupported('conversations are not supported; use previous_response_id', 'conversation');
-  if (body.prompt !== undefined && body.prompt !== null) throw unsupported('prompt templates are not supported; send input', 'prompt');
+  if (body.prompt !== undefined && body.prompt !== null)
+    throw unsupported('prompt templates are not supported; send input', 'prompt');
 }
 
-function decodeTextFormat(value: unknown): { format: Record<string, unknown>; responseFormat: ResponseFormat | undefined } {
+function decodeTextFormat(value: unknown): {
+  format: Record<string, unknown>;
+  responseFormat: ResponseFormat | undefined;
+} {
   if (value === undefined || value === null) return { format: { type: 'text' }, responseFormat: undefined };
   const format = readObject(value, 'text.format');
   switch (format.type) {
@@ -86,8 +91,13 @@ function decodeTextFormat(value: unknown): { format: Record<string, unknown>; re
       return { format, responseFormat: { type: 'json_object' } };
     case 'json_schema': {
       const name = readString(format.name, 'text.format.name');
-      if (!SCHEMA_NAME.test(name)) throw invalidRequest('text.format.name must match ^[a-zA-Z0-9_-]{1,64}$', 'text.format.name');
-      const responseFormat: ResponseFormat = { type: 'json_schema', name, schema: readObject(format.schema, 'text.format.schema') };
+      if (!SCHEMA_NAME.test(name))
+        throw invalidRequest('text.format.name must match ^[a-zA-Z0-9_-]{1,64}$', 'text.format.name');
+      const responseFormat: ResponseFormat = {
+        type: 'json_schema',
+        name,
+        schema: readObject(format.schema, 'text.format.schema'),
+      };
       assertJsonDepth(responseFormat.schema, 'text.format.schema');
       const strict = optionalBoolean(format.strict, 'text.format.strict');
       if (strict !== undefined) responseFormat.strict = strict;
@@ -96,7 +106,10 @@ function decodeTextFormat(value: unknown): { format: Record<string, unknown>; re
       return { format, responseFormat };
     }
     default:
-      throw invalidRequest(`text.format.type must be text, json_object or json_schema, got ${JSON.stringify(format.type)}`, 'text.format.type');
+      throw invalidRequest(
+        `text.format.type must be text, json_object or json_schema, got ${JSON.stringify(format.type)}`,
+        'text.format.type',
+      );
   }
 }
 
@@ -104,9 +117,11 @@ function decodeReasoning(value: unknown): { config: ReasoningConfig; effort: str
   if (value === undefined || value === null) return { config: { enabled: false }, effort: null, summary: null };
   const reasoning = readObject(value, 'reasoning');
   const effort = optionalString(reasoning.effort, 'reasoning.effort') ?? null;
-  if (effort !== null && !EFFORTS.has(effort)) throw invalidRequest(`reasoning.effort must be one of ${[...EFFORTS].join(', ')}`, 'reasoning.effort');
+  if (effort !== null && !EFFORTS.has(effort))
+    throw invalidRequest(`reasoning.effort must be one of ${[...EFFORTS].join(', ')}`, 'reasoning.effort');
   const summary = optionalString(reasoning.summary ?? reasoning.generate_summary, 'reasoning.summary') ?? null;
-  if (summary !== null && !SUMMARIES.has(summary)) throw invalidRequest('reasoning.summary must be auto, concise or detailed', 'reasoning.summary');
+  if (summary !== null && !SUMMARIES.has(summary))
+    throw invalidRequest('reasoning.summary must be auto, concise or detailed', 'reasoning.summary');
   const config: ReasoningConfig = effort === null || effort === 'none' ? { enabled: false } : { enabled: true, effort };
   return { config, effort, summary };
 }
@@ -153,7 +168,10 @@ export function decodeResponsesRequest(body: unknown): InferenceRequest {
   state.unpairedToolOutputs = input.unpairedToolOutputs;
   const request: InferenceRequest = {
     model,
-    messages: instructions === null ? input.messages : [{ role: 'system', content: [{ type: 'text', text: instructions }] }, ...input.messages],
+    messages:
+      instructions === null
+        ? input.messages
+        : [{ role: 'system', content: [{ type: 'text', text: instructions }] }, ...input.messages],
     stream: optionalBoolean(body.stream, 'stream') ?? false,
     dialectState: state,
   };
@@ -163,7 +181,12 @@ export function decodeResponsesRequest(body: unknown): InferenceRequest {
     const { choice, tools } = decodeToolChoice(body.tool_choice, decodeTools(body.tools, warnings));
     if (tools.length > 0) request.tools = tools;
     if (choice !== undefined) request.toolChoice = choice;
-  } else if (body.tool_choice !== undefined && body.tool_choice !== null && body.tool_choice !== 'auto' && body.tool_choice !== 'none') {
+  } else if (
+    body.tool_choice !== undefined &&
+    body.tool_choice !== null &&
+    body.tool_choice !== 'auto' &&
+    body.tool_choice !== 'none'
+  ) {
     throw invalidRequest('tool_choice needs tools', 'tool_choice');
   }
   if (body.tool_choice !== undefined && body.tool_choice !== null) state.toolChoice = body.tool_choice;
@@ -200,7 +223,8 @@ export function decodeResponsesRequest(body: unknown): InferenceRequest {
   state.store = optionalBoolean(body.store, 'store') ?? true;
   if (body.include !== undefined && body.include !== null) {
     state.include = readArray(body.include, 'include').map((entry, i) => readString(entry, `include[${i}]`));
-    if (state.include.includes('message.output_text.logprobs')) warnings.push('include message.output_text.logprobs: logprobs are not available, sent as []');
+    if (state.include.includes('message.output_text.logprobs'))
+      warnings.push('include message.output_text.logprobs: logprobs are not available, sent as []');
   }
   const promptCacheKey = optionalString(body.prompt_cache_key, 'prompt_cache_key');
   if (promptCacheKey !== undefined) request.promptCacheKey = state.promptCacheKey = promptCacheKey;
@@ -209,10 +233,12 @@ export function decodeResponsesRequest(body: unknown): InferenceRequest {
   const user = state.safetyIdentifier ?? state.user;
   if (user !== null) request.user = user;
   const truncation = body.truncation ?? 'disabled';
-  if (truncation !== 'auto' && truncation !== 'disabled') throw invalidRequest('truncation must be "auto" or "disabled"', 'truncation');
+  if (truncation !== 'auto' && truncation !== 'disabled')
+    throw invalidRequest('truncation must be "auto" or "disabled"', 'truncation');
   state.truncation = truncation;
 
-  for (const key of Object.keys(body)) if (!KNOWN_KEYS.has(key)) warnings.push(`dropped ${key}: not supported on this server`);
+  for (const key of Object.keys(body))
+    if (!KNOWN_KEYS.has(key)) warnings.push(`dropped ${key}: not supported on this server`);
   if (warnings.length > 0) request.warnings = warnings;
   return request;
 }

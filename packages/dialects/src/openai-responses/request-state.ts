@@ -1,13 +1,15 @@
 /**
- * What a Responses request carries beyond the hub request: the fields a Response echoes (docs/protocols.md "Responses object"),
- * the client's input items (for the store) and the conversation-state switches. The decoder puts
- * it in `InferenceRequest.dialectState`; the encoders and `withHistory` read it back.
+ * What a Responses request carries beyond the hub request: the fields a Response echoes (docs/protocols.md "Responses
+ * object"), the client's input items (for the store) and the conversation-state switches. The decoder puts it in
+ * `InferenceRequest.dialectState`; the encoders and `withHistory` read it back.
  */
 import type { InferenceRequest } from '@iop/core';
 import type { StoredInputItem } from './wire-types.js';
 
 export interface ResponsesRequestState {
-  /** `instructions`; a system message at `messages[0]` for this request only (not carried by `previous_response_id`). */
+  /**
+   * `instructions`; a system message at `messages[0]` for this request only (not carried by `previous_response_id`).
+   */
   instructions: string | null;
   /** The request's own input items, each with an `id`. */
   inputItems: StoredInputItem[];
@@ -38,7 +40,10 @@ export interface ResponsesRequestState {
   truncation: 'auto' | 'disabled';
 }
 
-/** Defaults for a request that did not come through the Responses decoder (e.g. a test building the hub request by hand). */
+/**
+ * Defaults for a request that did not come through the Responses decoder (e.g. a test building the hub request by
+ * hand).
+ */
 export function defaultRequestState(): ResponsesRequestState {
   return {
     instructions: null,
@@ -64,7 +69,9 @@ export function defaultRequestState(): ResponsesRequestState {
 }
 
 function isRequestState(value: unknown): value is ResponsesRequestState {
-  return typeof value === 'object' && value !== null && 'inputItems' in value && 'store' in value && 'toolChoice' in value;
+  return (
+    typeof value === 'object' && value !== null && 'inputItems' in value && 'store' in value && 'toolChoice' in value
+  );
 }
 
 /** The Responses state of a decoded request (defaults when the request has none). */

@@ -1,17 +1,17 @@
 /**
- * Builds one Response from hub events, shared by the stream and non-stream encoders: the Response
- * object (docs/protocols.md "Responses object", echoing the request's fields), its lifecycle events and the terminal status.
+ * Builds one Response from hub events, shared by the stream and non-stream encoders: the Response object
+ * (docs/protocols.md "Responses object", echoing the request's fields), its lifecycle events and the terminal status.
  *
- * Lifecycle (docs/protocols.md "Responses stream"): `response.created` then `response.in_progress` before anything else; item
- * events from `OutputTracker`; the terminal event once the stream has ended (`end()`), so a
- * `usage` event after `finish` still lands in it:
- * - `finish` → `response.completed`, or `response.incomplete` (`length`, `content_filter`; docs/protocols.md "Finish reasons");
- * - `error`, or an end with no terminal event → `response.failed` with `error:{code, message}`
- *   and the output so far (open items closed as `incomplete`). iop renders failures this way
- *   rather than with the `error` event: openai-node v6 keeps the snapshot (`finalResponse()`
- *   resolves with `status:"failed"`), whereas a flat `error` event is silently skipped by its
- *   stream reader, and Codex CLI reads `response.failed`'s `error.message`.
- * Every terminal event carries the complete `output` array and `usage`.
+ * Lifecycle (docs/protocols.md "Responses stream"): `response.created` then `response.in_progress` before anything
+ * else; item events from `OutputTracker`; the terminal event once the stream has ended (`end()`), so a `usage` event
+ * after `finish` still lands in it:
+ * - `finish` → `response.completed`, or `response.incomplete` (`length`, `content_filter`; docs/protocols.md "Finish
+ *   reasons");
+ * - `error`, or an end with no terminal event → `response.failed` with `error:{code, message}` and the output so far
+ *   (open items closed as `incomplete`). iop renders failures this way rather than with the `error` event: openai-node
+ *   v6 keeps the snapshot (`finalResponse()` resolves with `status:"failed"`), whereas a flat `error` event is silently
+ *   skipped by its stream reader, and Codex CLI reads `response.failed`'s `error.message`. Every terminal event carries
+ *   the complete `output` array and `usage`.
  */
 import { newId, type EncodeContext, type ErrorEvent, type StreamEvent, type Usage } from '@iop/core';
 import { responseErrorCode } from './errors.js';
@@ -24,7 +24,8 @@ import type { OutputItem, ResponseObject } from './wire-types.js';
 /** Joins the `output_text` parts of every message item (openai-node `addOutputText`). */
 export function outputTextOf(output: readonly OutputItem[]): string {
   let text = '';
-  for (const item of output) if (item.type === 'message') for (const part of item.content) if (part.type === 'output_text') text += part.text;
+  for (const item of output)
+    if (item.type === 'message') for (const part of item.content) if (part.type === 'output_text') text += part.text;
   return text;
 }
 
@@ -61,7 +62,8 @@ function initialResponse(context: EncodeContext): ResponseObject {
   };
 }
 
-type Outcome = { kind: 'finish'; event: StreamEvent & { type: 'finish' } } | ({ kind: 'error' } & Omit<ErrorEvent, 'type'>);
+type Outcome =
+  { kind: 'finish'; event: StreamEvent & { type: 'finish' } } | ({ kind: 'error' } & Omit<ErrorEvent, 'type'>);
 
 export class ResponseBuilder {
   readonly response: ResponseObject;
@@ -137,7 +139,11 @@ export class ResponseBuilder {
     this.start();
     this.settled = true;
     if (this.outcome === undefined) {
-      this.outcome = { kind: 'error', code: 'upstream_error', message: 'the model stream ended without a finish reason' };
+      this.outcome = {
+        kind: 'error',
+        code: 'upstream_error',
+        message: 'the model stream ended without a finish reason',
+      };
       this.tracker.closeAll('incomplete');
     }
     this.applyOutcome();
@@ -151,7 +157,12 @@ export class ResponseBuilder {
     this.ended = true;
     // `output_text` is the SDK's convenience on the object, not a field of the wire event.
     const { output_text: _sdkOnly, ...response } = this.response;
-    const type = response.status === 'failed' ? 'response.failed' : response.status === 'completed' ? 'response.completed' : 'response.incomplete';
+    const type =
+      response.status === 'failed'
+        ? 'response.failed'
+        : response.status === 'completed'
+          ? 'response.completed'
+          : 'response.incomplete';
     this.emit({ type, response: response as ResponseObject });
   }
 

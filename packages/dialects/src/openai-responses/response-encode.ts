@@ -1,6 +1,6 @@
 /**
- * Hub events → the non-stream Response body (docs/protocols.md "Responses object" and
- * "Responses input and Chat messages", Chat output → Responses output): the same builder as the stream, its wire events discarded.
+ * Hub events → the non-stream Response body (docs/protocols.md "Responses object" and "Responses input and Chat
+ * messages", Chat output → Responses output): the same builder as the stream, its wire events discarded.
  */
 import { iopErrorOf, type EncodeContext, type StreamEvent } from '@iop/core';
 import { ResponseBuilder } from './response-builder.js';

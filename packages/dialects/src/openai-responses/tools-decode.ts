@@ -1,16 +1,17 @@
 /**
- * Responses `tools` and `tool_choice` → hub tools (docs/protocols.md "Responses request", "Tool definitions and choice", "Codex CLI").
+ * Responses `tools` and `tool_choice` → hub tools (docs/protocols.md "Responses request", "Tool definitions and
+ * choice", "Codex CLI").
  *
  * - `function` (flat: `{type, name, description?, parameters, strict}`) → a function tool.
- * - `namespace` (`{name, description, tools:[function|custom]}`): each member becomes its own
- *   backend tool named `<namespace>__<name>` (`backendToolName`), origin `namespace` (or `custom`
- *   with the namespace), so calls map back to `{name, namespace}`.
- * - `custom` (freeform text, optionally a grammar): a function with one required string argument
- *   `input`; the grammar is described to the model, not enforced (warning).
- * - Hosted tools a chat backend cannot run (`web_search`, `tool_search`, `file_search`, …) are
- *   dropped with a warning: a 400 here stops Codex CLI entirely.
- * - `tool_choice`: `auto`/`none`/`required`, `{type:"function"|"custom", name}`,
- *   `{type:"allowed_tools", mode, tools}` (filters `tools`); forcing a hosted tool is a 400.
+ * - `namespace` (`{name, description, tools:[function|custom]}`): each member becomes its own backend tool named
+ *   `<namespace>__<name>` (`backendToolName`), origin `namespace` (or `custom` with the namespace), so calls map back
+ *   to `{name, namespace}`.
+ * - `custom` (freeform text, optionally a grammar): a function with one required string argument `input`; the grammar
+ *   is described to the model, not enforced (warning).
+ * - Hosted tools a chat backend cannot run (`web_search`, `tool_search`, `file_search`, …) are dropped with a warning:
+ *   a 400 here stops Codex CLI entirely.
+ * - `tool_choice`: `auto`/`none`/`required`, `{type:"function"|"custom", name}`, `{type:"allowed_tools", mode, tools}`
+ *   (filters `tools`); forcing a hosted tool is a 400.
  */
 import { createHash } from 'node:crypto';
 import { IopError, invalidRequest, type ToolChoice, type ToolDefinition, type ToolOrigin } from '@iop/core';
@@ -68,7 +69,13 @@ function functionTool(tool: JsonObject, param: string, backendName: string, orig
   return definition;
 }
 
-function customTool(tool: JsonObject, param: string, backendName: string, origin: ToolOrigin, warnings: string[]): ToolDefinition {
+function customTool(
+  tool: JsonObject,
+  param: string,
+  backendName: string,
+  origin: ToolOrigin,
+  warnings: string[],
+): ToolDefinition {
   const definition: ToolDefinition = { name: backendName, parameters: customParameters(tool, param, warnings), origin };
   const description = optionalString(tool.description, `${param}.description`);
   if (description !== undefined) definition.description = description;
@@ -94,9 +101,14 @@ function namespaceTools(tool: JsonObject, param: string, warnings: string[]): To
     const member = readObject(raw, memberParam);
     const name = memberName(member, memberParam);
     const backendName = backendToolName(namespace, name);
-    if (member.type === 'function') return functionTool(member, memberParam, backendName, { kind: 'namespace', namespace, name });
-    if (member.type === 'custom') return customTool(member, memberParam, backendName, { kind: 'custom', namespace, name }, warnings);
-    throw invalidRequest(`${memberParam}.type must be "function" or "custom", got ${JSON.stringify(member.type)}`, `${memberParam}.type`);
+    if (member.type === 'function')
+      return functionTool(member, memberParam, backendName, { kind: 'namespace', namespace, name });
+    if (member.type === 'custom')
+      return customTool(member, memberParam, backendName, { kind: 'custom', namespace, name }, warnings);
+    throw invalidRequest(
+      `${memberParam}.type must be "function" or "custom", got ${JSON.stringify(member.type)}`,
+      `${memberParam}.type`,
+    );
   });
 }
 
@@ -111,7 +123,10 @@ export function decodeTools(value: unknown, warnings: string[]): ToolDefinition[
     let decoded: ToolDefinition[];
     if (type === 'function') {
       if (tool.function !== undefined) {
-        throw invalidRequest(`${param}: Responses function tools are flat ({type, name, parameters}), not Chat's {type, function:{…}}`, `${param}.name`);
+        throw invalidRequest(
+          `${param}: Responses function tools are flat ({type, name, parameters}), not Chat's {type, function:{…}}`,
+          `${param}.name`,
+        );
       }
       decoded = [functionTool(tool, param, topLevelName(tool, param), { kind: 'function' })];
     } else if (type === 'custom') {
@@ -124,7 +139,8 @@ export function decodeTools(value: unknown, warnings: string[]): ToolDefinition[
       return;
     }
     for (const definition of decoded) {
-      if (seen.has(definition.name)) throw invalidRequest(`${param}: duplicate tool name ${definition.name}`, `${param}.name`);
+      if (seen.has(definition.name))
+        throw invalidRequest(`${param}: duplicate tool name ${definition.name}`, `${param}.name`);
       seen.add(definition.name);
       tools.push(definition);
     }
@@ -139,39 +155,59 @@ function resolveToolReference(reference: JsonObject, param: string, tools: reado
   const wanted = namespace === undefined ? name : backendToolName(namespace, name);
   const match =
     tools.find((tool) => tool.name === wanted) ??
-    tools.find((tool) => tool.origin?.kind !== 'function' && tool.origin !== undefined && 'name' in tool.origin && tool.origin.name === name);
-  if (match === undefined) throw invalidRequest(`${param}.name: no tool named ${JSON.stringify(name)} in tools`, `${param}.name`);
+    tools.find(
+      (tool) =>
+        tool.origin?.kind !== 'function' &&
+        tool.origin !== undefined &&
+        'name' in tool.origin &&
+        tool.origin.name === name,
+    );
+  if (match === undefined)
+    throw invalidRequest(`${param}.name: no tool named ${JSON.stringify(name)} in tools`, `${param}.name`);
   return match.name;
 }
 
 function hostedChoice(type: string, param: string): IopError {
-  return new IopError('unsupported_field', `${param}: the hosted tool ${type} cannot be forced on this server`, { param });
+  return new IopError('unsupported_field', `${param}: the hosted tool ${type} cannot be forced on this server`, {
+    param,
+  });
 }
 
 /**
  * Decodes `tool_choice`. `allowed_tools` narrows `tools` (returned) to the listed ones.
  * @throws IopError 400 naming `tool_choice` (unknown form, undeclared tool, hosted tool).
  */
-export function decodeToolChoice(value: unknown, tools: ToolDefinition[]): { choice: ToolChoice | undefined; tools: ToolDefinition[] } {
+export function decodeToolChoice(
+  value: unknown,
+  tools: ToolDefinition[],
+): { choice: ToolChoice | undefined; tools: ToolDefinition[] } {
   if (value === undefined || value === null) return { choice: undefined, tools };
   if (typeof value === 'string') {
     if (value === 'auto' || value === 'none' || value === 'required') return { choice: { type: value }, tools };
-    throw invalidRequest(`tool_choice must be "auto", "none", "required" or an object, got ${JSON.stringify(value)}`, 'tool_choice');
+    throw invalidRequest(
+      `tool_choice must be "auto", "none", "required" or an object, got ${JSON.stringify(value)}`,
+      'tool_choice',
+    );
   }
   const choice = readObject(value, 'tool_choice');
   const type = readString(choice.type, 'tool_choice.type');
-  if (type === 'function' || type === 'custom') return { choice: { type: 'tool', name: resolveToolReference(choice, 'tool_choice', tools) }, tools };
+  if (type === 'function' || type === 'custom')
+    return { choice: { type: 'tool', name: resolveToolReference(choice, 'tool_choice', tools) }, tools };
   if (type === 'allowed_tools') {
     const mode = choice.mode ?? 'auto';
-    if (mode !== 'auto' && mode !== 'required') throw invalidRequest('tool_choice.mode must be "auto" or "required"', 'tool_choice.mode');
+    if (mode !== 'auto' && mode !== 'required')
+      throw invalidRequest('tool_choice.mode must be "auto" or "required"', 'tool_choice.mode');
     const allowed = new Set<string>();
     readArray(choice.tools, 'tool_choice.tools').forEach((raw, i) => {
       const param = `tool_choice.tools[${i}]`;
       const reference = readObject(raw, param);
-      if (reference.type === 'function' || reference.type === 'custom') allowed.add(resolveToolReference(reference, param, tools));
+      if (reference.type === 'function' || reference.type === 'custom')
+        allowed.add(resolveToolReference(reference, param, tools));
       else if (reference.type === 'namespace') {
         const namespace = readString(reference.name, `${param}.name`);
-        for (const tool of tools) if (tool.origin !== undefined && 'namespace' in tool.origin && tool.origin.namespace === namespace) allowed.add(tool.name);
+        for (const tool of tools)
+          if (tool.origin !== undefined && 'namespace' in tool.origin && tool.origin.namespace === namespace)
+            allowed.add(tool.name);
       } else throw hostedChoice(String(reference.type), param);
     });
     return { choice: { type: mode }, tools: tools.filter((tool) => allowed.has(tool.name)) };

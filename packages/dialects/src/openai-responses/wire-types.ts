@@ -77,7 +77,10 @@ export interface IncompleteDetails {
   reason: 'max_output_tokens' | 'content_filter';
 }
 
-/** The Response object (docs/protocols.md "Responses object"), streamed in lifecycle events and returned by non-stream requests. */
+/**
+ * The Response object (docs/protocols.md "Responses object"), streamed in lifecycle events and returned by non-stream
+ * requests.
+ */
 export interface ResponseObject {
   id: string;
   object: 'response';

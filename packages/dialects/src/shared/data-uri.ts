@@ -42,6 +42,7 @@ export function parseDataUri(uri: string): DataUri | undefined {
 export function dataUriProblem(uri: string): string | undefined {
   const parsed = parseDataUri(uri);
   if (parsed === undefined) return 'must be a base64 data: URI (data:<mime>;base64,…)';
-  if (!isBase64(parsed.data)) return parsed.data.length === 0 ? 'has an empty base64 payload' : 'has a payload that is not valid base64';
+  if (!isBase64(parsed.data))
+    return parsed.data.length === 0 ? 'has an empty base64 payload' : 'has a payload that is not valid base64';
   return undefined;
 }

@@ -64,7 +64,9 @@ export const openaiWording: FieldWording = {
 export const anthropicWording: FieldWording = {
   wrongType: (param, expected, value) => `${param}: expected ${expected}, got ${typeName(value)}`,
   notInteger: (param, value) =>
-    typeof value === 'number' ? `${param}: expected an integer, got ${value}` : anthropicWording.wrongType(param, 'an integer', value),
+    typeof value === 'number'
+      ? `${param}: expected an integer, got ${value}`
+      : anthropicWording.wrongType(param, 'an integer', value),
   outOfRange: (param, value, range) =>
     range.min !== undefined && value < range.min
       ? `${param}: ${value} is less than the minimum of ${range.min}`
@@ -114,15 +116,18 @@ export function fieldReaders(wording: FieldWording): FieldReaders {
       return typeof value === 'boolean' ? value : fail(wording.wrongType(param, 'a boolean', value), param);
     },
     readNumber(value, param, range = {}) {
-      if (typeof value !== 'number' || !Number.isFinite(value)) return fail(wording.wrongType(param, 'a number', value), param);
+      if (typeof value !== 'number' || !Number.isFinite(value))
+        return fail(wording.wrongType(param, 'a number', value), param);
       return checkRange(value, param, range);
     },
     readInteger(value, param, range = {}) {
-      if (typeof value !== 'number' || !Number.isSafeInteger(value)) return fail(wording.notInteger(param, value), param);
+      if (typeof value !== 'number' || !Number.isSafeInteger(value))
+        return fail(wording.notInteger(param, value), param);
       return checkRange(value, param, { min: range.min, max: range.max ?? Number.MAX_SAFE_INTEGER });
     },
     readEnum<T extends string>(value: unknown, param: string, allowed: readonly T[]): T {
-      if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value)) return fail(wording.notOneOf(param, allowed), param);
+      if (typeof value !== 'string' || !(allowed as readonly string[]).includes(value))
+        return fail(wording.notOneOf(param, allowed), param);
       return value as T;
     },
     optionalString: (value, param) => (isAbsent(value) ? undefined : readers.readString(value, param)),

@@ -1,14 +1,15 @@
 /**
- * Checks on the tool calls and tool results a client replays in its conversation history, shared
- * by the dialects (docs/protocols.md "Tool calls and ids", "Tool results"). Backends turn history arguments back into objects for
- * their chat templates (vLLM parses `function.arguments` with `json.loads`), so a broken replay is
- * a 400 naming the field here rather than an opaque backend failure.
+ * Checks on the tool calls and tool results a client replays in its conversation history, shared by the dialects
+ * (docs/protocols.md "Tool calls and ids", "Tool results"). Backends turn history arguments back into objects for their
+ * chat templates (vLLM parses `function.arguments` with `json.loads`), so a broken replay is a 400 naming the field
+ * here rather than an opaque backend failure.
  */
 import { invalidRequest } from '@iop/core';
 import { isObject } from './fields.js';
 
 /**
- * Validates replayed tool-call arguments: a JSON object, or `""` (which stands for `{}`, docs/protocols.md "Tool calls and ids").
+ * Validates replayed tool-call arguments: a JSON object, or `""` (which stands for `{}`, docs/protocols.md "Tool calls
+ * and ids").
  * @throws IopError `invalid_request` (400) with `param` set to the arguments field.
  */
 export function checkToolArguments(args: string, param: string): void {
@@ -49,6 +50,9 @@ export class ToolCallIds {
    */
   expect(id: string, param: string, what: string): void {
     if (!this.ids.has(id))
-      throw invalidRequest(`${param}: no earlier ${what} has the id ${JSON.stringify(id.length > 80 ? `${id.slice(0, 80)}…` : id)}`, param);
+      throw invalidRequest(
+        `${param}: no earlier ${what} has the id ${JSON.stringify(id.length > 80 ? `${id.slice(0, 80)}…` : id)}`,
+        param,
+      );
   }
 }

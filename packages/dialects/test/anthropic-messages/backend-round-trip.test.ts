@@ -13,7 +13,13 @@ describe('Anthropic request → hub → backend chat body', () => {
       stream: true,
       thinking: { type: 'adaptive' },
       system: [{ type: 'text', text: 'You are a coding agent.', cache_control: { type: 'ephemeral' } }],
-      tools: [{ name: 'Read', description: 'Read a file', input_schema: { type: 'object', properties: { p: { type: 'string' } }, required: ['p'] } }],
+      tools: [
+        {
+          name: 'Read',
+          description: 'Read a file',
+          input_schema: { type: 'object', properties: { p: { type: 'string' } }, required: ['p'] },
+        },
+      ],
       tool_choice: { type: 'auto', disable_parallel_tool_use: true },
       messages: [
         { role: 'user', content: 'open a' },
@@ -45,7 +51,11 @@ describe('Anthropic request → hub → backend chat body', () => {
       tools: [
         {
           type: 'function',
-          function: { name: 'Read', description: 'Read a file', parameters: { type: 'object', properties: { p: { type: 'string' } }, required: ['p'] } },
+          function: {
+            name: 'Read',
+            description: 'Read a file',
+            parameters: { type: 'object', properties: { p: { type: 'string' } }, required: ['p'] },
+          },
         },
       ],
       messages: [

@@ -6,7 +6,10 @@ import { placeBillingHeader, toBackendChatRequest } from '../../src/openai-chat/
 import { decodeSlices } from '../openai-chat/helpers';
 import { context, encodeAll, parseSse } from './helpers';
 
-/** A Claude Code 2.1.x turn shape (docs/protocols.md "Claude Code"): billing line first, a system message between user turns. */
+/**
+ * A Claude Code 2.1.x turn shape (docs/protocols.md "Claude Code"): billing line first, a system message between user
+ * turns.
+ */
 const BILLING = 'x-anthropic-billing-header: cc_version=2.1.332.a1b; cc_entrypoint=cli; cch=4f2e1;';
 const claudeCodeBody = {
   model: 'qwen3-8b',
@@ -24,7 +27,11 @@ const claudeCodeBody = {
 
 describe('what Claude Code sends, on a chat backend', () => {
   it('a mid-conversation system message is folded into the leading system prompt; the user turns around it merge', () => {
-    const { body } = toBackendChatRequest(decodeMessagesRequest(claudeCodeBody), { model: 'm', stream: true, billingHeader: 'keep' });
+    const { body } = toBackendChatRequest(decodeMessagesRequest(claudeCodeBody), {
+      model: 'm',
+      stream: true,
+      billingHeader: 'keep',
+    });
     expect(body.messages).toEqual([
       { role: 'system', content: `${BILLING}\nYou are Claude Code.\n\nTool rules.\n\nThe user switched to plan mode.` },
       { role: 'user', content: 'fix the bug\n\ngo on' },
@@ -97,8 +104,12 @@ describe('what Claude Code sends, on a chat backend', () => {
     const off = context({ reasoning: { enabled: false } });
     expect(encodeResponse(events, off).content).toEqual([{ type: 'text', text: 'Hi', citations: null }]);
     const streamed = parseSse(encodeAll(events, off)).filter((event) => event.event === 'content_block_start');
-    expect(streamed.map((event) => (event.data as unknown as { content_block: { type: string } }).content_block.type)).toEqual(['text']);
-    expect(encodeResponse(events, context({ reasoning: { enabled: true } })).content.map((block) => block.type)).toEqual(['thinking', 'text']);
+    expect(
+      streamed.map((event) => (event.data as unknown as { content_block: { type: string } }).content_block.type),
+    ).toEqual(['text']);
+    expect(
+      encodeResponse(events, context({ reasoning: { enabled: true } })).content.map((block) => block.type),
+    ).toEqual(['thinking', 'text']);
   });
 
   it('SGLang matched_stop and vLLM stop_reason both become stop_sequence with the string', () => {
@@ -108,13 +119,20 @@ describe('what Claude Code sends, on a chat backend', () => {
       );
     for (const field of ['matched_stop', 'stop_reason']) {
       const events = decodeSlices([body(field)]);
-      expect(events.find((event) => event.type === 'finish')).toEqual({ type: 'finish', reason: 'stop', raw: 'stop', stopSequence: 'END' });
+      expect(events.find((event) => event.type === 'finish')).toEqual({
+        type: 'finish',
+        reason: 'stop',
+        raw: 'stop',
+        stopSequence: 'END',
+      });
       const message = encodeResponse(events, context());
       expect([message.stop_reason, message.stop_sequence]).toEqual(['stop_sequence', 'END']);
     }
     // SGLang's integer matched_stop is a stop token id: no stop string.
     const events = decodeSlices([
-      new TextEncoder().encode(`data: ${JSON.stringify({ id: 'c', choices: [{ index: 0, delta: {}, finish_reason: 'stop', matched_stop: 151645 }] })}\n\n`),
+      new TextEncoder().encode(
+        `data: ${JSON.stringify({ id: 'c', choices: [{ index: 0, delta: {}, finish_reason: 'stop', matched_stop: 151645 }] })}\n\n`,
+      ),
     ]);
     expect(encodeResponse(events, context()).stop_reason).toBe('end_turn');
   });
@@ -122,13 +140,32 @@ describe('what Claude Code sends, on a chat backend', () => {
 
 describe('tool search (beta advanced-tool-use-2025-11-20, Claude Code 2.1.332)', () => {
   const tools = [
-    { name: 'ToolSearch', description: 'Find tools', input_schema: { type: 'object', properties: { query: { type: 'string' } } } },
-    { name: 'CronList', description: 'List cron jobs', input_schema: { type: 'object', properties: {} }, defer_loading: true },
-    { name: 'CronDelete', description: 'Delete a cron job', input_schema: { type: 'object', properties: { id: { type: 'string' } } }, defer_loading: true },
+    {
+      name: 'ToolSearch',
+      description: 'Find tools',
+      input_schema: { type: 'object', properties: { query: { type: 'string' } } },
+    },
+    {
+      name: 'CronList',
+      description: 'List cron jobs',
+      input_schema: { type: 'object', properties: {} },
+      defer_loading: true,
+    },
+    {
+      name: 'CronDelete',
+      description: 'Delete a cron job',
+      input_schema: { type: 'object', properties: { id: { type: 'string' } } },
+      defer_loading: true,
+    },
   ];
 
   it('deferred tools are not offered until a tool_reference loads them', () => {
-    const first = decodeMessagesRequest({ model: 'm', max_tokens: 10, tools, messages: [{ role: 'user', content: 'list my cron jobs' }] });
+    const first = decodeMessagesRequest({
+      model: 'm',
+      max_tokens: 10,
+      tools,
+      messages: [{ role: 'user', content: 'list my cron jobs' }],
+    });
     expect(first.tools?.map((tool) => tool.name)).toEqual(['ToolSearch']);
   });
 
@@ -139,14 +176,31 @@ describe('tool search (beta advanced-tool-use-2025-11-20, Claude Code 2.1.332)',
       tools,
       messages: [
         { role: 'user', content: 'list my cron jobs' },
-        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_s', name: 'ToolSearch', input: { query: 'cron' } }] },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_s', content: [{ type: 'tool_reference', tool_name: 'CronList' }] }] },
+        {
+          role: 'assistant',
+          content: [{ type: 'tool_use', id: 'toolu_s', name: 'ToolSearch', input: { query: 'cron' } }],
+        },
+        {
+          role: 'user',
+          content: [
+            {
+              type: 'tool_result',
+              tool_use_id: 'toolu_s',
+              content: [{ type: 'tool_reference', tool_name: 'CronList' }],
+            },
+          ],
+        },
       ],
     });
     expect(request.tools?.map((tool) => tool.name)).toEqual(['ToolSearch', 'CronList']);
     const { body } = toBackendChatRequest(request, { model: 'm', stream: false });
-    const toolMessage = (body.messages as Array<{ role: string; content: string }>).find((message) => message.role === 'tool');
+    const toolMessage = (body.messages as Array<{ role: string; content: string }>).find(
+      (message) => message.role === 'tool',
+    );
     expect(toolMessage?.content).toContain('CronList');
-    expect((body.tools as Array<{ function: { name: string } }>).map((tool) => tool.function.name)).toEqual(['ToolSearch', 'CronList']);
+    expect((body.tools as Array<{ function: { name: string } }>).map((tool) => tool.function.name)).toEqual([
+      'ToolSearch',
+      'CronList',
+    ]);
   });
 });

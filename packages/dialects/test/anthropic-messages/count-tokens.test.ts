@@ -17,7 +17,13 @@ describe('count_tokens (docs/protocols.md "Token counting")', () => {
       { role: 'assistant', content: [{ type: 'tool_use', id: 't', name: 'Read', input: { path: '/a' } }] },
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'hello' }] },
     ],
-    tools: [{ name: 'Read', description: 'Read a file', input_schema: { type: 'object', properties: { path: { type: 'string' } } } }],
+    tools: [
+      {
+        name: 'Read',
+        description: 'Read a file',
+        input_schema: { type: 'object', properties: { path: { type: 'string' } } },
+      },
+    ],
     thinking: { type: 'enabled', budget_tokens: 2048 },
   };
 

@@ -30,7 +30,10 @@ describe('errorResponse (docs/protocols.md "Messages errors")', () => {
   });
 
   it.each(cases)('%s → %d %s', (code, status, type) => {
-    const rendered = anthropicMessages.errorResponse(new IopError(code, 'what happened', { cause: new Error('secret') }), 'req_1');
+    const rendered = anthropicMessages.errorResponse(
+      new IopError(code, 'what happened', { cause: new Error('secret') }),
+      'req_1',
+    );
     expect(rendered).toEqual({
       status,
       ...(status === 529 ? { statusMessage: 'Overloaded' } : {}),
@@ -40,17 +43,27 @@ describe('errorResponse (docs/protocols.md "Messages errors")', () => {
   });
 
   it('sets retry-after', () => {
-    const rendered = anthropicMessages.errorResponse(new IopError('rate_limited', 'slow down', { retryAfterSeconds: 7 }), 'req_2');
+    const rendered = anthropicMessages.errorResponse(
+      new IopError('rate_limited', 'slow down', { retryAfterSeconds: 7 }),
+      'req_2',
+    );
     expect(rendered.headers['retry-after']).toBe('7');
   });
 
   it('renders the admission queue refusal (overloaded) as 529 overloaded_error with Retry-After', () => {
-    const rendered = anthropicMessages.errorResponse(new IopError('overloaded', 'the queue of `m` is full (0 waiting)', { retryAfterSeconds: 1 }), 'req_3');
+    const rendered = anthropicMessages.errorResponse(
+      new IopError('overloaded', 'the queue of `m` is full (0 waiting)', { retryAfterSeconds: 1 }),
+      'req_3',
+    );
     expect(rendered).toEqual({
       status: 529,
       statusMessage: 'Overloaded',
       headers: { 'request-id': 'req_3', 'retry-after': '1' },
-      body: { type: 'error', error: { type: 'overloaded_error', message: 'the queue of `m` is full (0 waiting)' }, request_id: 'req_3' },
+      body: {
+        type: 'error',
+        error: { type: 'overloaded_error', message: 'the queue of `m` is full (0 waiting)' },
+        request_id: 'req_3',
+      },
     });
   });
 });

@@ -71,7 +71,12 @@ describe('recorded chat streams → Anthropic events', () => {
     });
     const message = await sdkFinalMessage(translate([upstreamBody('vllm-text-cached')]));
     expect(message.content).toEqual([{ type: 'text', text: 'The capital of France is Paris.' }]);
-    expect(message.usage).toEqual({ input_tokens: 20, output_tokens: 8, cache_creation_input_tokens: 0, cache_read_input_tokens: 1792 });
+    expect(message.usage).toEqual({
+      input_tokens: 20,
+      output_tokens: 8,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 1792,
+    });
   });
 
   it('vllm-reasoning-tool: thinking, text, then a tool_use streamed fragment by fragment', async () => {
@@ -79,20 +84,37 @@ describe('recorded chat streams → Anthropic events', () => {
       { type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } },
       { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: 'The user wants' } },
       { type: 'content_block_delta', index: 0, delta: { type: 'thinking_delta', thinking: ' the file read.' } },
-      { type: 'content_block_delta', index: 0, delta: { type: 'signature_delta', signature: UNSIGNED_THINKING_SIGNATURE } },
+      {
+        type: 'content_block_delta',
+        index: 0,
+        delta: { type: 'signature_delta', signature: UNSIGNED_THINKING_SIGNATURE },
+      },
       { type: 'content_block_stop', index: 0 },
       { type: 'content_block_start', index: 1, content_block: { type: 'text', text: '' } },
       { type: 'content_block_delta', index: 1, delta: { type: 'text_delta', text: "I'll read it." } },
       { type: 'content_block_stop', index: 1 },
-      { type: 'content_block_start', index: 2, content_block: { type: 'tool_use', id: 'chatcmpl-tool-5d2e9a', name: 'Read', input: {} } },
+      {
+        type: 'content_block_start',
+        index: 2,
+        content_block: { type: 'tool_use', id: 'chatcmpl-tool-5d2e9a', name: 'Read', input: {} },
+      },
       { type: 'content_block_delta', index: 2, delta: { type: 'input_json_delta', partial_json: '{"file_path": "' } },
-      { type: 'content_block_delta', index: 2, delta: { type: 'input_json_delta', partial_json: '/src/main.ts", "limit"' } },
+      {
+        type: 'content_block_delta',
+        index: 2,
+        delta: { type: 'input_json_delta', partial_json: '/src/main.ts", "limit"' },
+      },
       { type: 'content_block_delta', index: 2, delta: { type: 'input_json_delta', partial_json: ': 200}' } },
       { type: 'content_block_stop', index: 2 },
     ]);
     const message = await sdkFinalMessage(translate([upstreamBody('vllm-reasoning-tool')]));
     expect(message.stop_reason).toBe('tool_use');
-    expect(message.content[2]).toEqual({ type: 'tool_use', id: 'chatcmpl-tool-5d2e9a', name: 'Read', input: { file_path: '/src/main.ts', limit: 200 } });
+    expect(message.content[2]).toEqual({
+      type: 'tool_use',
+      id: 'chatcmpl-tool-5d2e9a',
+      name: 'Read',
+      input: { file_path: '/src/main.ts', limit: 200 },
+    });
     expect(message.usage.output_tokens).toBe(54);
     expect(message.usage.input_tokens).toBe(950);
   });
@@ -109,34 +131,66 @@ describe('recorded chat streams → Anthropic events', () => {
 
   it('interleaved-tools: the later call is buffered, blocks never interleave', async () => {
     expect(blockEvents('interleaved-tools')).toEqual([
-      { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'call_a', name: 'Grep', input: {} } },
+      {
+        type: 'content_block_start',
+        index: 0,
+        content_block: { type: 'tool_use', id: 'call_a', name: 'Grep', input: {} },
+      },
       { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"pattern":' } },
       { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '"TODO"}' } },
       { type: 'content_block_stop', index: 0 },
-      { type: 'content_block_start', index: 1, content_block: { type: 'tool_use', id: 'call_b', name: 'Glob', input: {} } },
+      {
+        type: 'content_block_start',
+        index: 1,
+        content_block: { type: 'tool_use', id: 'call_b', name: 'Glob', input: {} },
+      },
       { type: 'content_block_delta', index: 1, delta: { type: 'input_json_delta', partial_json: '{"glob":"*.ts"}' } },
       { type: 'content_block_stop', index: 1 },
     ]);
     const message = await sdkFinalMessage(translate([upstreamBody('interleaved-tools')]));
-    expect(message.content.map((block) => (block.type === 'tool_use' ? block.input : null))).toEqual([{ pattern: 'TODO' }, { glob: '*.ts' }]);
+    expect(message.content.map((block) => (block.type === 'tool_use' ? block.input : null))).toEqual([
+      { pattern: 'TODO' },
+      { glob: '*.ts' },
+    ]);
     expect(message.usage).toMatchObject({ input_tokens: 120, output_tokens: 30 });
   });
 
   it('vllm-stop-sequence: stop_reason stop_sequence naming the matched string', async () => {
     const message = await sdkFinalMessage(translate([upstreamBody('vllm-stop-sequence')]));
-    expect(message).toMatchObject({ stop_reason: 'stop_sequence', stop_sequence: 'END', content: [{ type: 'text', text: '1, 2, 3' }] });
+    expect(message).toMatchObject({
+      stop_reason: 'stop_sequence',
+      stop_sequence: 'END',
+      content: [{ type: 'text', text: '1, 2, 3' }],
+    });
   });
 
   it('vllm-error-mid-stream: an in-band overloaded_error, nothing after it', async () => {
     const events = clientEvents('vllm-error-mid-stream');
-    expect(events.map((e) => e.event)).toEqual(['message_start', 'ping', 'content_block_start', 'content_block_delta', 'error']);
-    expect(events.at(-1)!.data).toEqual({ type: 'error', error: { type: 'overloaded_error', message: expect.stringContaining('overloaded') } });
-    await expect(sdkEvents(translate([upstreamBody('vllm-error-mid-stream')]))).rejects.toMatchObject({ type: 'overloaded_error' });
+    expect(events.map((e) => e.event)).toEqual([
+      'message_start',
+      'ping',
+      'content_block_start',
+      'content_block_delta',
+      'error',
+    ]);
+    expect(events.at(-1)!.data).toEqual({
+      type: 'error',
+      error: { type: 'overloaded_error', message: expect.stringContaining('overloaded') },
+    });
+    await expect(sdkEvents(translate([upstreamBody('vllm-error-mid-stream')]))).rejects.toMatchObject({
+      type: 'overloaded_error',
+    });
   });
 
   it('cut-stream: a stream cut before its finish ends in api_error, never a made-up stop', async () => {
     const events = clientEvents('cut-stream');
-    expect(events.map((e) => e.event)).toEqual(['message_start', 'ping', 'content_block_start', 'content_block_delta', 'error']);
+    expect(events.map((e) => e.event)).toEqual([
+      'message_start',
+      'ping',
+      'content_block_start',
+      'content_block_delta',
+      'error',
+    ]);
     expect((events.at(-1)!.data.error as { type: string }).type).toBe('api_error');
     expect(events.some((e) => e.event === 'message_delta')).toBe(false);
   });
@@ -150,7 +204,9 @@ describe('property: any split of the upstream bytes gives the same client events
     fc.assert(
       fc.property(fc.array(fc.integer({ min: 0, max: body.length }), { maxLength: 24 }), fc.boolean(), (cuts, crlf) => {
         const bytes = crlf ? crlfBody : body;
-        const scaled = crlf ? cuts.map((cut) => Math.min(bytes.length, Math.round((cut * bytes.length) / body.length))) : cuts;
+        const scaled = crlf
+          ? cuts.map((cut) => Math.min(bytes.length, Math.round((cut * bytes.length) / body.length)))
+          : cuts;
         expect(translate(splitAt(bytes, scaled))).toBe(expected);
       }),
       { numRuns: 150 },

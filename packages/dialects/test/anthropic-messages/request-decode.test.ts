@@ -4,7 +4,11 @@ import { anthropicMessages } from '../../src/anthropic-messages';
 const decode = (body: unknown) => anthropicMessages.decodeRequest(body);
 
 /** Asserts a 400 naming `param`. */
-function expectBadRequest(body: unknown, param: string, code: 'invalid_request' | 'unsupported_field' = 'invalid_request'): void {
+function expectBadRequest(
+  body: unknown,
+  param: string,
+  code: 'invalid_request' | 'unsupported_field' = 'invalid_request',
+): void {
   let caught: unknown;
   try {
     decode(body);
@@ -51,7 +55,15 @@ describe('decodeRequest: a Claude Code request (docs/protocols.md "Claude Code")
       { role: 'system', content: 'Reminder: the file may be large.' },
       {
         role: 'user',
-        content: [{ type: 'tool_result', tool_use_id: 'toolu_01', content: 'line 1', is_error: true, cache_control: { type: 'ephemeral' } }],
+        content: [
+          {
+            type: 'tool_result',
+            tool_use_id: 'toolu_01',
+            content: 'line 1',
+            is_error: true,
+            cache_control: { type: 'ephemeral' },
+          },
+        ],
       },
     ],
   };
@@ -178,10 +190,16 @@ describe('decodeRequest: messages', () => {
       messages: [
         { role: 'user', content: [image] },
         { role: 'assistant', content: [{ type: 'tool_use', id: 's', name: 'Shot', input: {} }] },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 's', content: [{ type: 'text', text: 'ok' }, image] }] },
+        {
+          role: 'user',
+          content: [{ type: 'tool_result', tool_use_id: 's', content: [{ type: 'text', text: 'ok' }, image] }],
+        },
       ],
     });
-    expect(request.messages[0]).toEqual({ role: 'user', content: [{ type: 'image', url: 'data:image/png;base64,iVBORw0KGgo=' }] });
+    expect(request.messages[0]).toEqual({
+      role: 'user',
+      content: [{ type: 'image', url: 'data:image/png;base64,iVBORw0KGgo=' }],
+    });
     expect(request.messages[2]).toEqual({
       role: 'tool',
       toolCallId: 's',
@@ -199,7 +217,11 @@ describe('decodeRequest: messages', () => {
         {
           role: 'user',
           content: [
-            { type: 'document', title: 'spec.pdf', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' } },
+            {
+              type: 'document',
+              title: 'spec.pdf',
+              source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' },
+            },
             { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'plain words' } },
           ],
         },
@@ -225,7 +247,12 @@ describe('decodeRequest: messages', () => {
         },
       ],
     });
-    expect(request.messages[1]!.content[0]).toEqual({ type: 'reasoning', text: '', signature: 'opaque', redacted: true });
+    expect(request.messages[1]!.content[0]).toEqual({
+      type: 'reasoning',
+      text: '',
+      signature: 'opaque',
+      redacted: true,
+    });
   });
 
   it('rejects what cannot be mapped with a 400 naming the field', () => {
@@ -236,15 +263,27 @@ describe('decodeRequest: messages', () => {
         { role: 'user', content },
       ],
     });
-    expectBadRequest(withContent([{ type: 'image', source: { type: 'file', file_id: 'file_1' } }]), 'messages.1.content.0.source', 'unsupported_field');
+    expectBadRequest(
+      withContent([{ type: 'image', source: { type: 'file', file_id: 'file_1' } }]),
+      'messages.1.content.0.source',
+      'unsupported_field',
+    );
     expectBadRequest(
       withContent([{ type: 'image', source: { type: 'base64', media_type: 'image/bmp', data: 'x' } }]),
       'messages.1.content.0.source.media_type',
     );
     expectBadRequest(withContent([{ type: 'text' }]), 'messages.1.content.0.text');
     expectBadRequest(withContent([{ type: 'tool_use', id: 'a', name: 'b', input: {} }]), 'messages.1.content.0.type');
-    expectBadRequest(withContent([{ type: 'server_tool_use', id: 'a' }]), 'messages.1.content.0.type', 'unsupported_field');
-    expectBadRequest(withContent([{ type: 'document', source: { type: 'url', url: 'https://x/a.pdf' } }]), 'messages.1.content.0.source', 'unsupported_field');
+    expectBadRequest(
+      withContent([{ type: 'server_tool_use', id: 'a' }]),
+      'messages.1.content.0.type',
+      'unsupported_field',
+    );
+    expectBadRequest(
+      withContent([{ type: 'document', source: { type: 'url', url: 'https://x/a.pdf' } }]),
+      'messages.1.content.0.source',
+      'unsupported_field',
+    );
     expectBadRequest(withContent(42), 'messages.1.content');
     expectBadRequest(withContent(['text']), 'messages.1.content.0');
     expectBadRequest({ ...base, messages: [{ role: 'tool', content: 'x' }] }, 'messages.0.role');
@@ -271,7 +310,13 @@ describe('decodeRequest: top-level fields', () => {
   });
 
   it('maps sampling fields and validates their ranges', () => {
-    const request = decode({ ...base, temperature: 0.2, top_p: 0.9, top_k: 40, stop_sequences: ['a', 'b', 'c', 'd', 'e'] });
+    const request = decode({
+      ...base,
+      temperature: 0.2,
+      top_p: 0.9,
+      top_k: 40,
+      stop_sequences: ['a', 'b', 'c', 'd', 'e'],
+    });
     expect(request).toMatchObject({ temperature: 0.2, topP: 0.9, topK: 40, stop: ['a', 'b', 'c', 'd', 'e'] });
     expectBadRequest({ ...base, temperature: 1.5 }, 'temperature');
     expectBadRequest({ ...base, top_k: -1 }, 'top_k');
@@ -283,10 +328,12 @@ describe('decodeRequest: top-level fields', () => {
   it('maps thinking and output_config to the reasoning switch and response format', () => {
     expect(decode(base).reasoning).toEqual({ enabled: false });
     expect(decode({ ...base, thinking: { type: 'disabled' } }).reasoning).toEqual({ enabled: false });
-    expect(decode({ ...base, max_tokens: 8000, thinking: { type: 'enabled', budget_tokens: 4096 } }).reasoning).toEqual({
-      enabled: true,
-      budgetTokens: 4096,
-    });
+    expect(decode({ ...base, max_tokens: 8000, thinking: { type: 'enabled', budget_tokens: 4096 } }).reasoning).toEqual(
+      {
+        enabled: true,
+        budgetTokens: 4096,
+      },
+    );
     expectBadRequest({ ...base, thinking: { type: 'enabled', budget_tokens: 100 } }, 'thinking.budget_tokens');
     expectBadRequest({ ...base, thinking: { type: 'on' } }, 'thinking.type');
     expectBadRequest({ ...base, output_config: { effort: 'extreme' } }, 'output_config.effort');
@@ -312,11 +359,22 @@ describe('decodeRequest: top-level fields', () => {
       toolChoice: { type: 'required' },
       parallelToolCalls: false,
     });
-    expect(decode({ ...base, tools, tool_choice: { type: 'tool', name: 'noop' } }).toolChoice).toEqual({ type: 'tool', name: 'noop' });
+    expect(decode({ ...base, tools, tool_choice: { type: 'tool', name: 'noop' } }).toolChoice).toEqual({
+      type: 'tool',
+      name: 'noop',
+    });
     expect(decode({ ...base, tools, tool_choice: { type: 'none' } }).toolChoice).toEqual({ type: 'none' });
     expect(decode({ ...base, tools, tool_choice: { type: 'auto' } }).parallelToolCalls).toBeUndefined();
-    expectBadRequest({ ...base, tools: [...tools, { type: 'web_search_20250305', name: 'web_search' }] }, 'tools.2.type', 'unsupported_field');
-    expectBadRequest({ ...base, tools: [{ type: 'bash_20250124', name: 'bash' }] }, 'tools.0.type', 'unsupported_field');
+    expectBadRequest(
+      { ...base, tools: [...tools, { type: 'web_search_20250305', name: 'web_search' }] },
+      'tools.2.type',
+      'unsupported_field',
+    );
+    expectBadRequest(
+      { ...base, tools: [{ type: 'bash_20250124', name: 'bash' }] },
+      'tools.0.type',
+      'unsupported_field',
+    );
     expectBadRequest({ ...base, tools: [{ name: 'x', input_schema: { type: 'array' } }] }, 'tools.0.input_schema.type');
     expectBadRequest({ ...base, tools: [{ name: 'x' }] }, 'tools.0.input_schema');
     expectBadRequest({ ...base, tools: [tools[1], tools[1]] }, 'tools.1.name');
@@ -325,17 +383,33 @@ describe('decodeRequest: top-level fields', () => {
   });
 
   it('tolerates unknown fields, warning only where they would matter', () => {
-    const request = decode({ ...base, service_tier: 'auto', inference_geo: 'us', cache_control: { type: 'ephemeral' }, container: 'c1', shiny_new_field: 1 });
-    expect(request.warnings).toEqual(['ignored container: no server-side container on this backend', 'ignored unknown field shiny_new_field']);
+    const request = decode({
+      ...base,
+      service_tier: 'auto',
+      inference_geo: 'us',
+      cache_control: { type: 'ephemeral' },
+      container: 'c1',
+      shiny_new_field: 1,
+    });
+    expect(request.warnings).toEqual([
+      'ignored container: no server-side container on this backend',
+      'ignored unknown field shiny_new_field',
+    ]);
     expect(decode(base).warnings).toBeUndefined();
-    expectBadRequest({ ...base, mcp_servers: [{ type: 'url', url: 'https://mcp', name: 'm' }] }, 'mcp_servers', 'unsupported_field');
+    expectBadRequest(
+      { ...base, mcp_servers: [{ type: 'url', url: 'https://mcp', name: 'm' }] },
+      'mcp_servers',
+      'unsupported_field',
+    );
   });
 
   it('never lets Anthropic-only fields reach the hub', () => {
     const request = decode({
       ...base,
       system: [{ type: 'text', text: 's', cache_control: { type: 'ephemeral', ttl: '1h' } }],
-      messages: [{ role: 'user', content: [{ type: 'text', text: 'x', cache_control: { type: 'ephemeral' }, citations: [] }] }],
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'x', cache_control: { type: 'ephemeral' }, citations: [] }] },
+      ],
     });
     expect(JSON.stringify(request)).not.toMatch(/cache_control|citations|ephemeral/);
   });

@@ -60,7 +60,9 @@ describe('encodeResponse (non-stream Message, docs/protocols.md "Messages respon
         { type: 'error', code: 'timeout', message: 'stalled' },
       ]),
     ).toThrow(expect.objectContaining({ code: 'timeout', status: 504, message: 'stalled' }));
-    expect(() => encode([{ type: 'text-delta', text: 'a' }])).toThrow(expect.objectContaining({ code: 'upstream_error', status: 502 }));
+    expect(() => encode([{ type: 'text-delta', text: 'a' }])).toThrow(
+      expect.objectContaining({ code: 'upstream_error', status: 502 }),
+    );
     const badArguments = (argumentsDelta: string) => () =>
       encode([
         { type: 'tool-call-delta', index: 0, id: 'c', name: 'T', argumentsDelta },

@@ -19,7 +19,9 @@ interface Call {
 const callArbitrary = (toolIndex: number): fc.Arbitrary<Call> =>
   fc
     .record({
-      input: fc.dictionary(fc.stringMatching(/^[a-z_]{1,6}$/), fc.oneof(fc.string(), fc.integer(), fc.boolean()), { maxKeys: 4 }),
+      input: fc.dictionary(fc.stringMatching(/^[a-z_]{1,6}$/), fc.oneof(fc.string(), fc.integer(), fc.boolean()), {
+        maxKeys: 4,
+      }),
       cuts: fc.array(fc.nat(), { maxLength: 5 }),
     })
     .map(({ input, cuts }) => {
@@ -55,7 +57,13 @@ function interleave(calls: readonly Call[], order: readonly number[]): { events:
     next[i] = k + 1;
     if (k === 0) {
       firstSeen.push(i);
-      events.push({ type: 'tool-call-delta', index: i, id: call.id, name: call.name, argumentsDelta: call.fragments[0]! });
+      events.push({
+        type: 'tool-call-delta',
+        index: i,
+        id: call.id,
+        name: call.name,
+        argumentsDelta: call.fragments[0]!,
+      });
     } else {
       events.push({ type: 'tool-call-delta', index: i, argumentsDelta: call.fragments[k]! });
     }
@@ -96,7 +104,9 @@ describe('AnthropicStreamEncoder with interleaved parallel tool calls', () => {
         }
         const message = await sdkFinalMessage(text);
         const tools = message.content.filter((block) => block.type === 'tool_use');
-        expect(tools).toEqual(firstSeen.map((i) => ({ type: 'tool_use', id: calls[i]!.id, name: calls[i]!.name, input: calls[i]!.input })));
+        expect(tools).toEqual(
+          firstSeen.map((i) => ({ type: 'tool_use', id: calls[i]!.id, name: calls[i]!.name, input: calls[i]!.input })),
+        );
         expect(message.stop_reason).toBe('tool_use');
       }),
       { numRuns: 100 },

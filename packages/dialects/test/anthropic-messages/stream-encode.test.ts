@@ -14,8 +14,14 @@ function names(text: string): Array<string | undefined> {
 
 describe('AnthropicStreamEncoder grammar (docs/protocols.md "Messages stream")', () => {
   it('frames every event with an event: line whose name equals the JSON type', () => {
-    const text = encodeAll([START, { type: 'text-delta', text: 'Hi' }, { type: 'finish', reason: 'stop', raw: 'stop' }, USAGE]);
-    for (const frame of text.split('\n\n').filter((f) => f.length > 0)) expect(frame).toMatch(/^event: [a-z_]+\ndata: /);
+    const text = encodeAll([
+      START,
+      { type: 'text-delta', text: 'Hi' },
+      { type: 'finish', reason: 'stop', raw: 'stop' },
+      USAGE,
+    ]);
+    for (const frame of text.split('\n\n').filter((f) => f.length > 0))
+      expect(frame).toMatch(/^event: [a-z_]+\ndata: /);
     for (const event of parseSse(text)) expect(event.data.type).toBe(event.event);
   });
 
@@ -49,8 +55,16 @@ describe('AnthropicStreamEncoder grammar (docs/protocols.md "Messages stream")',
       stop_sequence: null,
       usage: { input_tokens: 0, output_tokens: 0 },
     });
-    expect(events[2]!.data).toEqual({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
-    expect(events[4]!.data).toEqual({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: ', world' } });
+    expect(events[2]!.data).toEqual({
+      type: 'content_block_start',
+      index: 0,
+      content_block: { type: 'text', text: '' },
+    });
+    expect(events[4]!.data).toEqual({
+      type: 'content_block_delta',
+      index: 0,
+      delta: { type: 'text_delta', text: ', world' },
+    });
     expect(events[6]!.data).toEqual({
       type: 'message_delta',
       delta: { stop_reason: 'end_turn', stop_sequence: null },
@@ -70,7 +84,9 @@ describe('AnthropicStreamEncoder grammar (docs/protocols.md "Messages stream")',
       USAGE,
     ]);
     const events = parseSse(text);
-    const starts = events.filter((e) => e.event === 'content_block_start').map((e) => [e.data.index, (e.data.content_block as { type: string }).type]);
+    const starts = events
+      .filter((e) => e.event === 'content_block_start')
+      .map((e) => [e.data.index, (e.data.content_block as { type: string }).type]);
     expect(starts).toEqual([
       [0, 'thinking'],
       [1, 'text'],
@@ -91,7 +107,9 @@ describe('AnthropicStreamEncoder grammar (docs/protocols.md "Messages stream")',
       }
     }
     // every thinking block ends with a signature_delta right before its stop
-    const signatures = events.filter((e) => (e.data.delta as { type?: string } | undefined)?.type === 'signature_delta');
+    const signatures = events.filter(
+      (e) => (e.data.delta as { type?: string } | undefined)?.type === 'signature_delta',
+    );
     expect(signatures.map((e) => e.data.index)).toEqual([0, 3]);
     expect(signatures[0]!.data.delta).toEqual({ type: 'signature_delta', signature: UNSIGNED_THINKING_SIGNATURE });
   });
@@ -105,7 +123,9 @@ describe('AnthropicStreamEncoder grammar (docs/protocols.md "Messages stream")',
         { type: 'finish', reason: 'stop', raw: 'stop' },
       ]),
     );
-    expect(events.find((e) => (e.data.delta as { type?: string } | undefined)?.type === 'signature_delta')!.data.delta).toEqual({
+    expect(
+      events.find((e) => (e.data.delta as { type?: string } | undefined)?.type === 'signature_delta')!.data.delta,
+    ).toEqual({
       type: 'signature_delta',
       signature: 'sig-123',
     });
@@ -116,7 +136,9 @@ describe('AnthropicStreamEncoder grammar (docs/protocols.md "Messages stream")',
     const text = encodeAll([
       START,
       { type: 'tool-call-delta', index: 0, id: 'call_abc', name: 'Read', argumentsDelta: fragments[0]! },
-      ...fragments.slice(1).map((argumentsDelta): StreamEvent => ({ type: 'tool-call-delta', index: 0, argumentsDelta })),
+      ...fragments
+        .slice(1)
+        .map((argumentsDelta): StreamEvent => ({ type: 'tool-call-delta', index: 0, argumentsDelta })),
       { type: 'finish', reason: 'tool_calls', raw: 'tool_calls' },
       USAGE,
     ]);
@@ -126,7 +148,9 @@ describe('AnthropicStreamEncoder grammar (docs/protocols.md "Messages stream")',
       index: 0,
       content_block: { type: 'tool_use', id: 'call_abc', name: 'Read', input: {} },
     });
-    const partials = events.filter((e) => e.event === 'content_block_delta').map((e) => (e.data.delta as { partial_json: string }).partial_json);
+    const partials = events
+      .filter((e) => e.event === 'content_block_delta')
+      .map((e) => (e.data.delta as { partial_json: string }).partial_json);
     expect(partials).toEqual(['{"path":', ' "/tmp/', 'a.txt"', '}']);
     expect((events.at(-2)!.data.delta as { stop_reason: string }).stop_reason).toBe('tool_use');
   });
@@ -160,13 +184,21 @@ describe('AnthropicStreamEncoder grammar (docs/protocols.md "Messages stream")',
 
   it('maps stop reasons: length, stop sequence, content filter, stop after tool calls', () => {
     const stopOf = (events: StreamEvent[]): unknown =>
-      parseSse(encodeAll([START, { type: 'text-delta', text: 'x' }, ...events])).find((e) => e.event === 'message_delta')!.data.delta;
-    expect(stopOf([{ type: 'finish', reason: 'length', raw: 'length' }])).toEqual({ stop_reason: 'max_tokens', stop_sequence: null });
+      parseSse(encodeAll([START, { type: 'text-delta', text: 'x' }, ...events])).find(
+        (e) => e.event === 'message_delta',
+      )!.data.delta;
+    expect(stopOf([{ type: 'finish', reason: 'length', raw: 'length' }])).toEqual({
+      stop_reason: 'max_tokens',
+      stop_sequence: null,
+    });
     expect(stopOf([{ type: 'finish', reason: 'stop', raw: 'stop', stopSequence: 'END' }])).toEqual({
       stop_reason: 'stop_sequence',
       stop_sequence: 'END',
     });
-    expect(stopOf([{ type: 'finish', reason: 'content_filter', raw: 'content_filter' }])).toEqual({ stop_reason: 'refusal', stop_sequence: null });
+    expect(stopOf([{ type: 'finish', reason: 'content_filter', raw: 'content_filter' }])).toEqual({
+      stop_reason: 'refusal',
+      stop_sequence: null,
+    });
     expect(
       stopOf([
         { type: 'tool-call-delta', index: 0, id: 'c', name: 'T', argumentsDelta: '{}' },
@@ -202,13 +234,28 @@ describe('AnthropicStreamEncoder grammar (docs/protocols.md "Messages stream")',
     text += encoder.push({ type: 'error', code: 'no_capacity', message: 'backend overloaded' });
     text += encoder.push({ type: 'text-delta', text: 'tial' }) + encoder.push(USAGE) + encoder.end();
     const events = parseSse(text);
-    expect(events.map((e) => e.event)).toEqual(['message_start', 'ping', 'content_block_start', 'content_block_delta', 'error']);
-    expect(events.at(-1)!.data).toEqual({ type: 'error', error: { type: 'overloaded_error', message: 'backend overloaded' } });
+    expect(events.map((e) => e.event)).toEqual([
+      'message_start',
+      'ping',
+      'content_block_start',
+      'content_block_delta',
+      'error',
+    ]);
+    expect(events.at(-1)!.data).toEqual({
+      type: 'error',
+      error: { type: 'overloaded_error', message: 'backend overloaded' },
+    });
   });
 
   it('renders a stream cut before its terminal event as an api_error, never a made-up stop', () => {
     const events = parseSse(encodeAll([START, { type: 'text-delta', text: 'cut' }]));
-    expect(events.map((e) => e.event)).toEqual(['message_start', 'ping', 'content_block_start', 'content_block_delta', 'error']);
+    expect(events.map((e) => e.event)).toEqual([
+      'message_start',
+      'ping',
+      'content_block_start',
+      'content_block_delta',
+      'error',
+    ]);
     expect((events.at(-1)!.data.error as { type: string }).type).toBe('api_error');
   });
 
@@ -220,7 +267,15 @@ describe('AnthropicStreamEncoder grammar (docs/protocols.md "Messages stream")',
           { type: 'finish', reason: 'stop', raw: 'stop' },
         ]),
       ),
-    ).toEqual(['message_start', 'ping', 'content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta', 'message_stop']);
+    ).toEqual([
+      'message_start',
+      'ping',
+      'content_block_start',
+      'content_block_delta',
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
+    ]);
   });
 });
 
@@ -259,17 +314,32 @@ describe('AnthropicStreamEncoder output read by the official @anthropic-ai/sdk M
   });
 
   it('makes the SDK throw an APIError of the right type on an in-band error', async () => {
-    const text = encodeAll([START, { type: 'text-delta', text: 'x' }, { type: 'error', code: 'timeout', message: 'stalled' }]);
-    await expect(sdkEvents(text)).rejects.toMatchObject({ type: 'timeout_error', error: { error: { message: 'stalled' } } });
+    const text = encodeAll([
+      START,
+      { type: 'text-delta', text: 'x' },
+      { type: 'error', code: 'timeout', message: 'stalled' },
+    ]);
+    await expect(sdkEvents(text)).rejects.toMatchObject({
+      type: 'timeout_error',
+      error: { error: { message: 'stalled' } },
+    });
   });
 });
 
 describe('message_start usage and thinking display', () => {
-  const answer: StreamEvent[] = [{ type: 'text-delta', text: 'Hi' }, { type: 'finish', reason: 'stop', raw: 'stop' }, USAGE];
-  const startUsage = (text: string) => (parseSse(text)[0]!.data as { message: { usage: Record<string, number> } }).message.usage;
+  const answer: StreamEvent[] = [
+    { type: 'text-delta', text: 'Hi' },
+    { type: 'finish', reason: 'stop', raw: 'stop' },
+    USAGE,
+  ];
+  const startUsage = (text: string) =>
+    (parseSse(text)[0]!.data as { message: { usage: Record<string, number> } }).message.usage;
 
   it('takes the backend’s prompt count from response-start, net of cache', () => {
-    const start: StreamEvent = { ...START, promptUsage: { inputTokens: 120, outputTokens: 0, cachedInputTokens: 100 } } as StreamEvent;
+    const start: StreamEvent = {
+      ...START,
+      promptUsage: { inputTokens: 120, outputTokens: 0, cachedInputTokens: 100 },
+    } as StreamEvent;
     expect(startUsage(encodeAll([start, ...answer]))).toEqual({
       input_tokens: 20,
       output_tokens: 0,
@@ -279,16 +349,25 @@ describe('message_start usage and thinking display', () => {
   });
 
   it('falls back to the edge’s estimate when the backend gave no count at the start, and 0 without one', () => {
-    expect(startUsage(encodeAll([START, ...answer], { ...context(), estimateInputTokens: () => 42 }))).toMatchObject({ input_tokens: 42, output_tokens: 0 });
+    expect(startUsage(encodeAll([START, ...answer], { ...context(), estimateInputTokens: () => 42 }))).toMatchObject({
+      input_tokens: 42,
+      output_tokens: 0,
+    });
     expect(startUsage(encodeAll([START, ...answer]))).toMatchObject({ input_tokens: 0 });
   });
 
   it('display omitted: the thinking block has no thinking_delta but keeps its signature', () => {
     const events: StreamEvent[] = [START, { type: 'reasoning-delta', text: 'Let me think.' }, ...answer];
     const sse = parseSse(encodeAll(events, context({ reasoning: { enabled: true, display: 'omitted' } })));
-    const deltas = sse.filter((event) => event.event === 'content_block_delta').map((event) => (event.data as { delta: { type: string } }).delta.type);
+    const deltas = sse
+      .filter((event) => event.event === 'content_block_delta')
+      .map((event) => (event.data as { delta: { type: string } }).delta.type);
     expect(deltas).toEqual(['signature_delta', 'text_delta']);
-    expect(sse[2]!.data).toEqual({ type: 'content_block_start', index: 0, content_block: { type: 'thinking', thinking: '', signature: '' } });
+    expect(sse[2]!.data).toEqual({
+      type: 'content_block_start',
+      index: 0,
+      content_block: { type: 'thinking', thinking: '', signature: '' },
+    });
     expect(JSON.stringify(sse)).not.toContain('Let me think.');
     expect(JSON.stringify(sse)).toContain(UNSIGNED_THINKING_SIGNATURE);
   });

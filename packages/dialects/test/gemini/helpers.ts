@@ -1,4 +1,7 @@
-/** Test helpers: an encode context for Gemini requests, and the client's reading of a Gemini stream as `@google/genai` does it. */
+/**
+ * Test helpers: an encode context for Gemini requests, and the client's reading of a Gemini stream as `@google/genai`
+ * does it.
+ */
 import type { EncodeContext, InferenceRequest, StreamEvent } from '@iop/core';
 import { GeminiStreamEncoder } from '../../src/gemini/stream-encode';
 import type { GeminiState, GenerateContentResponse } from '../../src/gemini/wire-types';
@@ -7,7 +10,13 @@ export function context(state: Partial<GeminiState> = {}, request: Partial<Infer
   return {
     requestId: 'req_test',
     model: 'gemini-2.5-flash',
-    request: { model: 'gemini-2.5-flash', messages: [], stream: true, dialectState: { sse: true, includeThoughts: false, ...state }, ...request },
+    request: {
+      model: 'gemini-2.5-flash',
+      messages: [],
+      stream: true,
+      dialectState: { sse: true, includeThoughts: false, ...state },
+      ...request,
+    },
     createdAt: 1_700_000_000,
   };
 }
@@ -25,7 +34,9 @@ export function encodeAll(events: readonly StreamEvent[], encodeContext: EncodeC
  * on a blank line, each one `data: <json>`; anything else (an `event:` line, `[DONE]`, text left
  * at the end) fails the test.
  */
-export function sseChunks(text: string): Array<GenerateContentResponse | { error: { code: number; status: string; message: string } }> {
+export function sseChunks(
+  text: string,
+): Array<GenerateContentResponse | { error: { code: number; status: string; message: string } }> {
   expect(text.endsWith('\n\n')).toBe(true);
   return text
     .split('\n\n')

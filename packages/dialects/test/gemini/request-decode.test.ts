@@ -11,16 +11,25 @@ import { decodeCountTokensRequest, decodeGenerateContentRequest } from '../../sr
 import { toJsonSchema } from '../../src/gemini/tools-decode';
 import { geminiDialect } from '../../src/gemini/dialect';
 
-const fixture = (name: string): unknown => JSON.parse(readFileSync(join(__dirname, '../../src/gemini/__fixtures__', `${name}.json`), 'utf8'));
+const fixture = (name: string): unknown =>
+  JSON.parse(readFileSync(join(__dirname, '../../src/gemini/__fixtures__', `${name}.json`), 'utf8'));
 
 function target(operation: string, model = 'gemini-2.5-pro', query = ''): RequestTarget {
   const endpoint = geminiDialect.endpoints.find((candidate) => candidate.operation === operation) as DialectEndpoint;
-  return { endpoint, path: `/v1beta/models/${model}:${operation}`, params: { model }, query: new URLSearchParams(query) };
+  return {
+    endpoint,
+    path: `/v1beta/models/${model}:${operation}`,
+    params: { model },
+    query: new URLSearchParams(query),
+  };
 }
 
 const decode = (body: unknown, operation = 'generateContent', query = ''): InferenceRequest =>
   decodeGenerateContentRequest(body, target(operation, 'gemini-2.5-pro', query));
-const simple = (extra: Record<string, unknown> = {}) => ({ contents: [{ role: 'user', parts: [{ text: 'hi' }] }], ...extra });
+const simple = (extra: Record<string, unknown> = {}) => ({
+  contents: [{ role: 'user', parts: [{ text: 'hi' }] }],
+  ...extra,
+});
 
 function failure(run: () => unknown): IopError {
   try {
@@ -45,8 +54,20 @@ describe('decodeGenerateContentRequest', () => {
       {
         role: 'assistant',
         content: [
-          { type: 'tool-call', id: 'list_directory__call_a1', name: 'list_directory', arguments: '{"path":"."}', origin: { kind: 'function' } },
-          { type: 'tool-call', id: 'call_1_2', name: 'read_file', arguments: '{"absolute_path":"/repo/README.md"}', origin: { kind: 'function' } },
+          {
+            type: 'tool-call',
+            id: 'list_directory__call_a1',
+            name: 'list_directory',
+            arguments: '{"path":"."}',
+            origin: { kind: 'function' },
+          },
+          {
+            type: 'tool-call',
+            id: 'call_1_2',
+            name: 'read_file',
+            arguments: '{"absolute_path":"/repo/README.md"}',
+            origin: { kind: 'function' },
+          },
         ],
       },
       { role: 'tool', toolCallId: 'list_directory__call_a1', content: [{ type: 'text', text: 'README.md\nsrc' }] },
@@ -77,13 +98,22 @@ describe('decodeGenerateContentRequest', () => {
     ]);
     expect(request.toolChoice).toEqual({ type: 'auto' });
     expect(request.warnings).toEqual(['dropped tool googleSearch: a Google built-in tool cannot run on this backend']);
-    expect(request).toMatchObject({ temperature: 1, topP: 0.95, topK: 64, maxOutputTokens: 8192, reasoning: { enabled: true, budgetTokens: 8192 } });
+    expect(request).toMatchObject({
+      temperature: 1,
+      topP: 0.95,
+      topK: 64,
+      maxOutputTokens: 8192,
+      reasoning: { enabled: true, budgetTokens: 8192 },
+    });
   });
 
   it('takes the stream mode from the operation and alt=sse', () => {
     expect(decode(simple()).stream).toBe(false);
     expect(decode(simple(), 'streamGenerateContent').dialectState).toEqual({ sse: false, includeThoughts: false });
-    expect(decode(simple(), 'streamGenerateContent', 'alt=sse').dialectState).toEqual({ sse: true, includeThoughts: false });
+    expect(decode(simple(), 'streamGenerateContent', 'alt=sse').dialectState).toEqual({
+      sse: true,
+      includeThoughts: false,
+    });
   });
 
   it('reads snake_case field names as Google’s REST samples send them, without renaming user data', () => {
@@ -116,40 +146,64 @@ describe('decodeGenerateContentRequest', () => {
   });
 
   it('maps structured output: JSON mode, responseSchema converted, text/x.enum refused', () => {
-    expect(decode(simple({ generationConfig: { responseMimeType: 'application/json' } })).responseFormat).toEqual({ type: 'json_object' });
+    expect(decode(simple({ generationConfig: { responseMimeType: 'application/json' } })).responseFormat).toEqual({
+      type: 'json_object',
+    });
     expect(
-      decode(simple({ generationConfig: { responseMimeType: 'application/json', responseSchema: { type: 'ARRAY', items: { type: 'STRING' } } } }))
-        .responseFormat,
+      decode(
+        simple({
+          generationConfig: {
+            responseMimeType: 'application/json',
+            responseSchema: { type: 'ARRAY', items: { type: 'STRING' } },
+          },
+        }),
+      ).responseFormat,
     ).toEqual({
       type: 'json_schema',
       name: 'response',
       schema: { type: 'array', items: { type: 'string' } },
       strict: true,
     });
-    expect(failure(() => decode(simple({ generationConfig: { responseMimeType: 'text/x.enum' } }))).param).toBe('generationConfig.responseMimeType');
-    expect(failure(() => decode(simple({ generationConfig: { responseSchema: { type: 'STRING' } } }))).param).toBe('generationConfig.responseMimeType');
+    expect(failure(() => decode(simple({ generationConfig: { responseMimeType: 'text/x.enum' } }))).param).toBe(
+      'generationConfig.responseMimeType',
+    );
+    expect(failure(() => decode(simple({ generationConfig: { responseSchema: { type: 'STRING' } } }))).param).toBe(
+      'generationConfig.responseMimeType',
+    );
   });
 
   it('maps thinkingConfig: budget 0 off, a level as the effort, both at once a 400', () => {
-    expect(decode(simple({ generationConfig: { thinkingConfig: { thinkingBudget: 0 } } })).reasoning).toEqual({ enabled: false });
-    expect(decode(simple({ generationConfig: { thinkingConfig: { thinkingLevel: 'HIGH' } } })).reasoning).toEqual({ enabled: true, effort: 'high' });
-    expect(decode(simple({ generationConfig: { thinkingConfig: { thinkingBudget: -1 } } })).reasoning).toEqual({ enabled: true });
+    expect(decode(simple({ generationConfig: { thinkingConfig: { thinkingBudget: 0 } } })).reasoning).toEqual({
+      enabled: false,
+    });
+    expect(decode(simple({ generationConfig: { thinkingConfig: { thinkingLevel: 'HIGH' } } })).reasoning).toEqual({
+      enabled: true,
+      effort: 'high',
+    });
+    expect(decode(simple({ generationConfig: { thinkingConfig: { thinkingBudget: -1 } } })).reasoning).toEqual({
+      enabled: true,
+    });
     expect(decode(simple()).reasoning).toBeUndefined();
-    expect(failure(() => decode(simple({ generationConfig: { thinkingConfig: { thinkingBudget: 10, thinkingLevel: 'LOW' } } }))).param).toBe(
-      'generationConfig.thinkingConfig',
-    );
+    expect(
+      failure(() =>
+        decode(simple({ generationConfig: { thinkingConfig: { thinkingBudget: 10, thinkingLevel: 'LOW' } } })),
+      ).param,
+    ).toBe('generationConfig.thinkingConfig');
   });
 
   it('maps function calling modes and allowedFunctionNames', () => {
     const tools = [{ functionDeclarations: [{ name: 'a' }, { name: 'b' }] }];
-    const mode = (functionCallingConfig: Record<string, unknown>) => decode(simple({ tools, toolConfig: { functionCallingConfig } }));
+    const mode = (functionCallingConfig: Record<string, unknown>) =>
+      decode(simple({ tools, toolConfig: { functionCallingConfig } }));
     expect(mode({ mode: 'NONE' }).toolChoice).toEqual({ type: 'none' });
     expect(mode({ mode: 'ANY' }).toolChoice).toEqual({ type: 'required' });
     expect(mode({ mode: 'VALIDATED' }).toolChoice).toEqual({ type: 'auto' });
     const one = mode({ mode: 'ANY', allowedFunctionNames: ['b'] });
     expect(one.toolChoice).toEqual({ type: 'tool', name: 'b' });
     expect(one.tools!.map((tool) => tool.name)).toEqual(['b']);
-    expect(failure(() => mode({ mode: 'ANY', allowedFunctionNames: ['c'] })).param).toBe('toolConfig.functionCallingConfig.allowedFunctionNames.0');
+    expect(failure(() => mode({ mode: 'ANY', allowedFunctionNames: ['c'] })).param).toBe(
+      'toolConfig.functionCallingConfig.allowedFunctionNames.0',
+    );
     expect(failure(() => mode({ mode: 'SOMETIMES' })).param).toBe('toolConfig.functionCallingConfig.mode');
   });
 
@@ -159,21 +213,46 @@ describe('decodeGenerateContentRequest', () => {
       [simple({ generationConfig: { candidateCount: 2 } }), 'generationConfig.candidateCount'],
       [simple({ generationConfig: { temperature: 3 } }), 'generationConfig.temperature'],
       [simple({ generationConfig: { maxOutputTokens: 0 } }), 'generationConfig.maxOutputTokens'],
-      [simple({ generationConfig: { stopSequences: ['1', '2', '3', '4', '5', '6'] } }), 'generationConfig.stopSequences'],
+      [
+        simple({ generationConfig: { stopSequences: ['1', '2', '3', '4', '5', '6'] } }),
+        'generationConfig.stopSequences',
+      ],
       [simple({ generationConfig: { responseModalities: ['IMAGE'] } }), 'generationConfig.responseModalities.0'],
       [simple({ cachedContent: 'cachedContents/abc' }), 'cachedContent'],
       [{ contents: [{ role: 'system', parts: [{ text: 'x' }] }] }, 'contents.0.role'],
-      [{ contents: [{ parts: [{ functionResponse: { name: 'f', response: {} } }] }] }, 'contents.0.parts.0.functionResponse'],
-      [{ contents: [{ parts: [{ inlineData: { mimeType: 'image/png', data: 'not base64!' } }] }] }, 'contents.0.parts.0.inlineData.data'],
       [
-        { contents: [{ parts: [{ fileData: { fileUri: 'https://generativelanguage.googleapis.com/v1beta/files/x', mimeType: 'application/pdf' } }] }] },
+        { contents: [{ parts: [{ functionResponse: { name: 'f', response: {} } }] }] },
+        'contents.0.parts.0.functionResponse',
+      ],
+      [
+        { contents: [{ parts: [{ inlineData: { mimeType: 'image/png', data: 'not base64!' } }] }] },
+        'contents.0.parts.0.inlineData.data',
+      ],
+      [
+        {
+          contents: [
+            {
+              parts: [
+                {
+                  fileData: {
+                    fileUri: 'https://generativelanguage.googleapis.com/v1beta/files/x',
+                    mimeType: 'application/pdf',
+                  },
+                },
+              ],
+            },
+          ],
+        },
         'contents.0.parts.0.fileData.fileUri',
       ],
       [simple({ tools: [{ functionDeclarations: [{ name: 'has space' }] }] }), 'tools.0.functionDeclarations.0.name'],
     ];
     for (const [body, param] of cases) {
       const error = failure(() => decode(body));
-      expect({ param: error.param, status: geminiDialect.errorResponse(error, 'r').status }).toEqual({ param, status: 400 });
+      expect({ param: error.param, status: geminiDialect.errorResponse(error, 'r').status }).toEqual({
+        param,
+        status: 400,
+      });
       expect(error.message).toContain(param.split('.')[0]!);
     }
   });
@@ -187,7 +266,9 @@ describe('decodeGenerateContentRequest', () => {
     );
     expect(inner.messages.map((message) => message.role)).toEqual(['system', 'user']);
     expect(inner.stream).toBe(false);
-    expect(failure(() => decodeCountTokensRequest({ contents: [], generateContentRequest: simple() }, countTarget)).param).toBe('contents');
+    expect(
+      failure(() => decodeCountTokensRequest({ contents: [], generateContentRequest: simple() }, countTarget)).param,
+    ).toBe('contents');
   });
 });
 
@@ -197,7 +278,10 @@ describe('toJsonSchema', () => {
       toJsonSchema({
         type: 'OBJECT',
         nullable: true,
-        properties: { Type: { type: 'STRING', enum: ['a'], example: 'a' }, nullable: { type: 'NUMBER', nullable: true } },
+        properties: {
+          Type: { type: 'STRING', enum: ['a'], example: 'a' },
+          nullable: { type: 'NUMBER', nullable: true },
+        },
         minProperties: '1',
         anyOf: [{ type: 'INTEGER' }],
       }),

@@ -32,7 +32,11 @@ describe('encodeGeminiResponse', () => {
         {
           content: {
             role: 'model',
-            parts: [{ text: 'think more', thought: true }, { text: 'Hello world' }, { functionCall: { id: 'call_a', name: 'f', args: { x: 1 } } }],
+            parts: [
+              { text: 'think more', thought: true },
+              { text: 'Hello world' },
+              { functionCall: { id: 'call_a', name: 'f', args: { x: 1 } } },
+            ],
           },
           finishReason: 'STOP',
           index: 0,
@@ -46,13 +50,22 @@ describe('encodeGeminiResponse', () => {
 
   it('maps content_filter to SAFETY, drops thoughts without includeThoughts, and throws the stream’s error', () => {
     const filtered = encodeGeminiResponse(
-      [start, { type: 'reasoning-delta', text: 'x' }, { type: 'text-delta', text: 'y' }, { type: 'finish', reason: 'content_filter', raw: 'content_filter' }],
+      [
+        start,
+        { type: 'reasoning-delta', text: 'x' },
+        { type: 'text-delta', text: 'y' },
+        { type: 'finish', reason: 'content_filter', raw: 'content_filter' },
+      ],
       context(),
     );
     expect(filtered.candidates[0]).toMatchObject({ finishReason: 'SAFETY', content: { parts: [{ text: 'y' }] } });
     expect(filtered.usageMetadata).toEqual({ promptTokenCount: 0, candidatesTokenCount: 0, totalTokenCount: 0 });
-    expect(() => encodeGeminiResponse([start, { type: 'error', code: 'timeout', message: 'late' }], context())).toThrow(IopError);
-    expect(() => encodeGeminiResponse([start, { type: 'text-delta', text: 'cut' }], context())).toThrow('ended before the response was complete');
+    expect(() => encodeGeminiResponse([start, { type: 'error', code: 'timeout', message: 'late' }], context())).toThrow(
+      IopError,
+    );
+    expect(() => encodeGeminiResponse([start, { type: 'text-delta', text: 'cut' }], context())).toThrow(
+      'ended before the response was complete',
+    );
   });
 });
 
@@ -83,7 +96,14 @@ describe('geminiErrorResponse', () => {
         code: 401,
         message: 'invalid API key',
         status: 'UNAUTHENTICATED',
-        details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com', metadata: {} }],
+        details: [
+          {
+            '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+            reason: 'API_KEY_INVALID',
+            domain: 'googleapis.com',
+            metadata: {},
+          },
+        ],
       },
     });
     const limited = geminiErrorResponse(new IopError('overloaded', 'busy', { retryAfterSeconds: 1.2 }), 'r');
@@ -95,7 +115,12 @@ describe('geminiErrorResponse', () => {
 });
 
 describe('geminiModelList', () => {
-  const models = ['a', 'b', 'c'].map((id, i) => ({ id, created: 0, contextLength: i === 0 ? 4096 : null, providers: 1 }));
+  const models = ['a', 'b', 'c'].map((id, i) => ({
+    id,
+    created: 0,
+    contextLength: i === 0 ? 4096 : null,
+    providers: 1,
+  }));
 
   it('pages by pageSize with an opaque nextPageToken, absent on the last page', () => {
     const first = geminiModelList(models, new URLSearchParams('pageSize=2'));

@@ -44,7 +44,8 @@ function translate(slices: readonly Uint8Array[], includeThoughts = true, sse = 
   return (out + encoder.end()).replace(/resp_[A-Za-z0-9]+/g, 'resp_ID');
 }
 
-const received = (name: FixtureName, includeThoughts = true) => accumulate(sseChunks(translate([upstreamBody(name)], includeThoughts)));
+const received = (name: FixtureName, includeThoughts = true) =>
+  accumulate(sseChunks(translate([upstreamBody(name)], includeThoughts)));
 
 describe('recorded backend streams → Gemini chunks', () => {
   it('vllm-text-cached: text deltas, then STOP with usage counting the cached prefix in the prompt', () => {
@@ -55,15 +56,20 @@ describe('recorded backend streams → Gemini chunks', () => {
     expect(result.text.length).toBeGreaterThan(0);
     expect(result.finishReason).toBe('STOP');
     const usage = result.usage as Record<string, number>;
-    expect(usage.totalTokenCount).toBe(usage.promptTokenCount! + usage.candidatesTokenCount! + (usage.thoughtsTokenCount ?? 0));
+    expect(usage.totalTokenCount).toBe(
+      usage.promptTokenCount! + usage.candidatesTokenCount! + (usage.thoughtsTokenCount ?? 0),
+    );
     expect(usage.cachedContentTokenCount).toBeGreaterThan(0);
     expect(usage.cachedContentTokenCount).toBeLessThanOrEqual(usage.promptTokenCount!);
-    for (const chunk of chunks) expect(chunk).toMatchObject({ modelVersion: 'gemini-2.5-flash', responseId: 'resp_ID' });
+    for (const chunk of chunks)
+      expect(chunk).toMatchObject({ modelVersion: 'gemini-2.5-flash', responseId: 'resp_ID' });
   });
 
   it('vllm-parallel-tools: every call once, whole, with its id and args object, on the STOP chunk', () => {
     const chunks = sseChunks(translate([upstreamBody('vllm-parallel-tools')]));
-    const withCalls = chunks.filter((chunk) => 'candidates' in chunk && chunk.candidates[0]!.content.parts.some((part) => part.functionCall));
+    const withCalls = chunks.filter(
+      (chunk) => 'candidates' in chunk && chunk.candidates[0]!.content.parts.some((part) => part.functionCall),
+    );
     expect(withCalls).toHaveLength(1);
     const result = accumulate(chunks);
     expect(result.calls).toEqual([
@@ -85,7 +91,11 @@ describe('recorded backend streams → Gemini chunks', () => {
     for (const name of ['vllm-error-mid-stream', 'cut-stream'] as const) {
       const result = received(name);
       expect(result.finishReason).toBeUndefined();
-      expect(result.error).toMatchObject({ code: expect.any(Number), status: expect.stringMatching(/^[A-Z_]+$/), message: expect.any(String) });
+      expect(result.error).toMatchObject({
+        code: expect.any(Number),
+        status: expect.stringMatching(/^[A-Z_]+$/),
+        message: expect.any(String),
+      });
       expect((result.error as { code: number }).code).toBeGreaterThanOrEqual(400);
     }
   });
@@ -123,7 +133,13 @@ describe('GeminiStreamEncoder', () => {
     expect(chunks).toHaveLength(3);
     expect(chunks[2]).toEqual({
       candidates: [{ content: { role: 'model', parts: [] }, finishReason: 'MAX_TOKENS', index: 0 }],
-      usageMetadata: { promptTokenCount: 12, candidatesTokenCount: 5, thoughtsTokenCount: 4, totalTokenCount: 21, cachedContentTokenCount: 8 },
+      usageMetadata: {
+        promptTokenCount: 12,
+        candidatesTokenCount: 5,
+        thoughtsTokenCount: 4,
+        totalTokenCount: 21,
+        cachedContentTokenCount: 8,
+      },
       modelVersion: 'gemini-2.5-flash',
       responseId: expect.stringMatching(/^resp_/),
     });
@@ -145,7 +161,11 @@ describe('GeminiStreamEncoder', () => {
 
   it('an error event is the last chunk, in Google’s envelope with its status and RetryInfo', () => {
     const chunks = sseChunks(
-      encodeAll([start, { type: 'text-delta', text: 'a' }, { type: 'error', code: 'rate_limited', message: 'slow down', retryAfterSeconds: 3 }]),
+      encodeAll([
+        start,
+        { type: 'text-delta', text: 'a' },
+        { type: 'error', code: 'rate_limited', message: 'slow down', retryAfterSeconds: 3 },
+      ]),
     );
     expect(chunks.at(-1)).toEqual({
       error: {

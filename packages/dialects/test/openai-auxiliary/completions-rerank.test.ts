@@ -15,14 +15,18 @@ function paramOf(read: (body: unknown) => unknown, body: unknown): string | unde
 
 describe('readCompletionsRequest', () => {
   it('accepts the prompt shapes, suffix, echo, logprobs, n, stop and stream options', () => {
-    expect(readCompletionsRequest({ model: 'm', prompt: 'hi', suffix: 'end', logprobs: 5, n: 3, stop: ['a'], stream: true })).toMatchObject({
+    expect(
+      readCompletionsRequest({ model: 'm', prompt: 'hi', suffix: 'end', logprobs: 5, n: 3, stop: ['a'], stream: true }),
+    ).toMatchObject({
       model: 'm',
       stream: true,
       includeUsage: false,
       prompts: 1,
       n: 3,
     });
-    expect(readCompletionsRequest({ model: 'm', prompt: ['a', 'b'], stream: true, stream_options: { include_usage: true } })).toMatchObject({
+    expect(
+      readCompletionsRequest({ model: 'm', prompt: ['a', 'b'], stream: true, stream_options: { include_usage: true } }),
+    ).toMatchObject({
       prompts: 2,
       includeUsage: true,
     });
@@ -53,11 +57,18 @@ describe('readCompletionsRequest', () => {
 describe('rerank and score', () => {
   it('reads documents as strings or {text}; top_n 0 means all', () => {
     const request = readRerankRequest({ model: 'm', query: 'q', documents: ['a', { text: 'b' }], top_n: 0 });
-    expect(request).toMatchObject({ documents: ['a', 'b'], topN: undefined, returnDocuments: true, backendFields: { documents: ['a', 'b'] } });
+    expect(request).toMatchObject({
+      documents: ['a', 'b'],
+      topN: undefined,
+      returnDocuments: true,
+      backendFields: { documents: ['a', 'b'] },
+    });
     expect(paramOf(readRerankRequest, { model: 'm', query: 'q', documents: [{}] })).toBe('documents.0');
     expect(paramOf(readRerankRequest, { model: 'm', query: '', documents: ['a'] })).toBe('query');
     expect(paramOf(readRerankRequest, { model: 'm', query: 'q', documents: 'a' })).toBe('documents');
-    expect(paramOf(readRerankRequest, { model: 'm', query: 'q', documents: ['a'], return_documents: 'yes' })).toBe('return_documents');
+    expect(paramOf(readRerankRequest, { model: 'm', query: 'q', documents: ['a'], return_documents: 'yes' })).toBe(
+      'return_documents',
+    );
   });
 
   it('pairs score texts 1:1, 1:N and N:N', () => {
@@ -86,14 +97,21 @@ describe('rerank and score', () => {
         { index: 2, relevance_score: 0.2, document: { text: 'two' } },
       ],
     });
-    const bare = readRerankRequest({ model: 'm', query: 'q', documents: ['zero', 'one', 'two'], return_documents: false });
+    const bare = readRerankRequest({
+      model: 'm',
+      query: 'q',
+      documents: ['zero', 'one', 'two'],
+      return_documents: false,
+    });
     expect((JSON.parse(orderRerankAnswer(backend, bare).toString()) as { results: unknown[] }).results).toEqual([
       { index: 1, relevance_score: 3 },
       { index: 2, relevance_score: 0.2 },
       { index: 0, relevance_score: -1.5 },
     ]);
     for (const body of ['x', '{"results":[{"index":7,"relevance_score":1}]}', '{"results":[{"index":0}]}']) {
-      expect(() => orderRerankAnswer(Buffer.from(body), request)).toThrow(expect.objectContaining({ code: 'upstream_error' }) as Error);
+      expect(() => orderRerankAnswer(Buffer.from(body), request)).toThrow(
+        expect.objectContaining({ code: 'upstream_error' }) as Error,
+      );
     }
   });
 });

@@ -1,6 +1,10 @@
 import fc from 'fast-check';
 import { IopError } from '@iop/core';
-import { decodeFloat32Base64, encodeEmbeddingsAnswer, encodeFloat32Base64 } from '../../src/openai-auxiliary/embedding-encode.js';
+import {
+  decodeFloat32Base64,
+  encodeEmbeddingsAnswer,
+  encodeFloat32Base64,
+} from '../../src/openai-auxiliary/embedding-encode.js';
 import { readEmbeddingsRequest } from '../../src/openai-auxiliary/embeddings-request.js';
 
 function paramOf(body: unknown): string | undefined {
@@ -21,7 +25,11 @@ describe('readEmbeddingsRequest', () => {
       expect(request.backendFields).toEqual({ encoding_format: 'float' });
       expect(request.encodingFormat).toBe('base64');
     }
-    expect(readEmbeddingsRequest({ model: 'm', input: ['a', 'b'] })).toMatchObject({ inputs: 2, encodingFormat: 'float', stream: false });
+    expect(readEmbeddingsRequest({ model: 'm', input: ['a', 'b'] })).toMatchObject({
+      inputs: 2,
+      encodingFormat: 'float',
+      stream: false,
+    });
     expect(readEmbeddingsRequest({ model: 'm', input: [[1, 2], [3]] }).promptTokensEstimate).toBe(3);
   });
 
@@ -73,7 +81,9 @@ describe('float32 base64', () => {
       usage: { prompt_tokens: 3, total_tokens: 3 },
     });
     // A backend that sent base64 anyway is decoded for a float client.
-    const sentBase64 = Buffer.from(JSON.stringify({ data: [{ embedding: encodeFloat32Base64([0.25]) }], usage: { prompt_tokens: 1 } }));
+    const sentBase64 = Buffer.from(
+      JSON.stringify({ data: [{ embedding: encodeFloat32Base64([0.25]) }], usage: { prompt_tokens: 1 } }),
+    );
     expect(JSON.parse(encodeEmbeddingsAnswer(sentBase64, 'float').toString())).toMatchObject({
       object: 'list',
       data: [{ object: 'embedding', index: 0, embedding: [0.25] }],
@@ -83,7 +93,9 @@ describe('float32 base64', () => {
 
   it('a malformed backend answer is an upstream error, never a crash', () => {
     for (const body of ['not json', '{"data":3}', '{"data":[{"embedding":"abc"}]}', '{"data":[{"embedding":["x"]}]}']) {
-      expect(() => encodeEmbeddingsAnswer(Buffer.from(body), 'float')).toThrow(expect.objectContaining({ code: 'upstream_error' }) as Error);
+      expect(() => encodeEmbeddingsAnswer(Buffer.from(body), 'float')).toThrow(
+        expect.objectContaining({ code: 'upstream_error' }) as Error,
+      );
     }
   });
 });

@@ -2,7 +2,11 @@ import type { InferenceRequest, StreamEvent } from '@iop/core';
 import { toBackendChatRequest } from '../../src/openai-chat/backend-request.js';
 import { restoreToolIds } from '../../src/openai-chat/tool-ids.js';
 
-const base: InferenceRequest = { model: 'qwen3', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], stream: false };
+const base: InferenceRequest = {
+  model: 'qwen3',
+  messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+  stream: false,
+};
 
 describe('toBackendChatRequest', () => {
   it('a full conversation: system/developer → system, tool calls with content null, reasoning dropped, tool results', () => {
@@ -41,7 +45,14 @@ describe('toBackendChatRequest', () => {
           ],
         },
       ],
-      tools: [{ name: 'get_weather', description: 'Weather by city', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: true }],
+      tools: [
+        {
+          name: 'get_weather',
+          description: 'Weather by city',
+          parameters: { type: 'object', properties: { city: { type: 'string' } } },
+          strict: true,
+        },
+      ],
       toolChoice: { type: 'tool', name: 'get_weather' },
       parallelToolCalls: false,
       maxOutputTokens: 256,
@@ -69,7 +80,9 @@ describe('toBackendChatRequest', () => {
         {
           role: 'assistant',
           content: null,
-          tool_calls: [{ id: 'toolu_01A', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
+          tool_calls: [
+            { id: 'toolu_01A', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } },
+          ],
         },
         { role: 'tool', tool_call_id: 'toolu_01A', content: '18°C' },
         { role: 'assistant', content: 'It is 18°C.' },
@@ -102,8 +115,13 @@ describe('toBackendChatRequest', () => {
   });
 
   it('developerRole: developer keeps the developer role', () => {
-    const request: InferenceRequest = { ...base, messages: [{ role: 'developer', content: [{ type: 'text', text: 'x' }] }, ...base.messages] };
-    expect(toBackendChatRequest(request, { model: 'm', stream: false, developerRole: 'developer' }).body.messages).toEqual([
+    const request: InferenceRequest = {
+      ...base,
+      messages: [{ role: 'developer', content: [{ type: 'text', text: 'x' }] }, ...base.messages],
+    };
+    expect(
+      toBackendChatRequest(request, { model: 'm', stream: false, developerRole: 'developer' }).body.messages,
+    ).toEqual([
       { role: 'developer', content: 'x' },
       { role: 'user', content: 'hi' },
     ]);
@@ -111,7 +129,10 @@ describe('toBackendChatRequest', () => {
 
   it('non-stream: stream false and no stream_options; simple tool choices as strings; no tool_choice without tools', () => {
     const tools = [{ name: 'f', parameters: { type: 'object' } }];
-    const { body } = toBackendChatRequest({ ...base, tools, toolChoice: { type: 'required' } }, { model: 'm', stream: false });
+    const { body } = toBackendChatRequest(
+      { ...base, tools, toolChoice: { type: 'required' } },
+      { model: 'm', stream: false },
+    );
     expect(body).toEqual({
       model: 'm',
       messages: [{ role: 'user', content: 'hi' }],
@@ -119,17 +140,26 @@ describe('toBackendChatRequest', () => {
       tool_choice: 'required',
       stream: false,
     });
-    const bare = toBackendChatRequest({ ...base, toolChoice: { type: 'auto' }, parallelToolCalls: true }, { model: 'm', stream: false }).body;
+    const bare = toBackendChatRequest(
+      { ...base, toolChoice: { type: 'auto' }, parallelToolCalls: true },
+      { model: 'm', stream: false },
+    ).body;
     expect(bare).toEqual({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: false });
   });
 
   it('a dialect that reports the prompt at the start asks for usage on every chunk (continuous_usage_stats)', () => {
-    expect(toBackendChatRequest({ ...base, promptUsageAtStart: true }, { model: 'm', stream: true }).body.stream_options).toEqual({
+    expect(
+      toBackendChatRequest({ ...base, promptUsageAtStart: true }, { model: 'm', stream: true }).body.stream_options,
+    ).toEqual({
       include_usage: true,
       continuous_usage_stats: true,
     });
-    expect(toBackendChatRequest(base, { model: 'm', stream: true }).body.stream_options).toEqual({ include_usage: true });
-    expect(toBackendChatRequest({ ...base, promptUsageAtStart: true }, { model: 'm', stream: false }).body.stream_options).toBeUndefined();
+    expect(toBackendChatRequest(base, { model: 'm', stream: true }).body.stream_options).toEqual({
+      include_usage: true,
+    });
+    expect(
+      toBackendChatRequest({ ...base, promptUsageAtStart: true }, { model: 'm', stream: false }).body.stream_options,
+    ).toBeUndefined();
   });
 
   it('tool results with images go to a synthetic user message after the run of tool messages; isError gets a prefix', () => {
@@ -181,7 +211,10 @@ describe('toBackendChatRequest', () => {
   });
 
   it('reasoning switch: enable_thinking true/false via chat_template_kwargs, merged with backendExtra', () => {
-    const on = toBackendChatRequest({ ...base, reasoning: { enabled: true, effort: 'high' } }, { model: 'm', stream: false }).body;
+    const on = toBackendChatRequest(
+      { ...base, reasoning: { enabled: true, effort: 'high' } },
+      { model: 'm', stream: false },
+    ).body;
     expect(on.chat_template_kwargs).toEqual({ enable_thinking: true });
     expect(on.reasoning_effort).toBe('high');
     const off = toBackendChatRequest(
@@ -191,7 +224,10 @@ describe('toBackendChatRequest', () => {
     expect(off.chat_template_kwargs).toEqual({ enable_thinking: false, custom: 1 });
     expect(off.min_p).toBe(0.05);
     expect(off.reasoning_effort).toBeUndefined();
-    const none = toBackendChatRequest({ ...base, reasoning: { enabled: true, effort: 'max' } }, { model: 'm', stream: false, reasoningSwitch: 'none' }).body;
+    const none = toBackendChatRequest(
+      { ...base, reasoning: { enabled: true, effort: 'max' } },
+      { model: 'm', stream: false, reasoningSwitch: 'none' },
+    ).body;
     expect(none.chat_template_kwargs).toBeUndefined();
     expect(none.reasoning_effort).toBeUndefined();
   });

@@ -24,28 +24,45 @@ describe('toOpenAIErrorBody', () => {
     ['no_capacity', 'server_error', 'no_capacity'],
     ['timeout', 'server_error', 'timeout'],
   ])('%s → type %s, code %s', (code, type, wireCode) => {
-    expect(toOpenAIErrorBody(new IopError(code, 'msg', { param: 'n' }))).toEqual({ error: { message: 'msg', type, param: 'n', code: wireCode } });
+    expect(toOpenAIErrorBody(new IopError(code, 'msg', { param: 'n' }))).toEqual({
+      error: { message: 'msg', type, param: 'n', code: wireCode },
+    });
   });
 });
 
 describe('normalizeUpstreamError', () => {
   it('vLLM {type:"BadRequestError", code:400} → invalid_request, OpenAI type on the way out', () => {
-    const error = normalizeUpstreamError(400, { error: { message: 'temperature must be >= 0', type: 'BadRequestError', param: 'temperature', code: 400 } });
-    expect(error).toMatchObject({ code: 'invalid_request', status: 400, param: 'temperature', message: 'temperature must be >= 0' });
+    const error = normalizeUpstreamError(400, {
+      error: { message: 'temperature must be >= 0', type: 'BadRequestError', param: 'temperature', code: 400 },
+    });
+    expect(error).toMatchObject({
+      code: 'invalid_request',
+      status: 400,
+      param: 'temperature',
+      message: 'temperature must be >= 0',
+    });
     expect(toOpenAIErrorBody(error)).toEqual({
       error: { message: 'temperature must be >= 0', type: 'invalid_request_error', param: 'temperature', code: null },
     });
   });
 
   it('recognizes context overflow from vLLM, llama.cpp, SGLang and OpenAI-style bodies', () => {
-    expect(normalizeUpstreamError(400, { error: { message: "Input is longer than the model's context length (8192 tokens)" } }).code).toBe(
+    expect(
+      normalizeUpstreamError(400, {
+        error: { message: "Input is longer than the model's context length (8192 tokens)" },
+      }).code,
+    ).toBe('context_length_exceeded');
+    expect(normalizeUpstreamError(400, { error: { message: 'too long', type: 'context_length_exceeded' } }).code).toBe(
       'context_length_exceeded',
     );
-    expect(normalizeUpstreamError(400, { error: { message: 'too long', type: 'context_length_exceeded' } }).code).toBe('context_length_exceeded');
     expect(normalizeUpstreamError(400, { error: { message: 'temperature must be ≤ 2' } }).code).toBe('invalid_request');
     expect(
       normalizeUpstreamError(400, {
-        error: { message: "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.", type: 'BadRequestError', code: 400 },
+        error: {
+          message: "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.",
+          type: 'BadRequestError',
+          code: 400,
+        },
       }).code,
     ).toBe('context_length_exceeded');
     expect(
@@ -62,19 +79,37 @@ describe('normalizeUpstreamError', () => {
       status: 404,
       message: 'model "llama3" not found, try pulling it first',
     });
-    expect(normalizeUpstreamError(422, { detail: 'Field required' })).toMatchObject({ code: 'unprocessable_entity', status: 422, message: 'Field required' });
-    expect(normalizeUpstreamError(500, 'Internal Server Error')).toMatchObject({ code: 'upstream_internal', status: 500, message: 'Internal Server Error' });
-    expect(toOpenAIErrorBody(normalizeUpstreamError(500, 'Internal Server Error')).error).toMatchObject({ type: 'server_error', code: 'upstream_error' });
+    expect(normalizeUpstreamError(422, { detail: 'Field required' })).toMatchObject({
+      code: 'unprocessable_entity',
+      status: 422,
+      message: 'Field required',
+    });
+    expect(normalizeUpstreamError(500, 'Internal Server Error')).toMatchObject({
+      code: 'upstream_internal',
+      status: 500,
+      message: 'Internal Server Error',
+    });
+    expect(toOpenAIErrorBody(normalizeUpstreamError(500, 'Internal Server Error')).error).toMatchObject({
+      type: 'server_error',
+      code: 'upstream_error',
+    });
     expect(normalizeUpstreamError(408, 'Request Timeout')).toMatchObject({ code: 'request_timeout', status: 408 });
     expect(normalizeUpstreamError(418, "I'm a teapot")).toMatchObject({ code: 'invalid_request', status: 400 });
     expect(normalizeUpstreamError(502, 'Bad Gateway')).toMatchObject({ code: 'upstream_error', status: 502 });
-    expect(normalizeUpstreamError(503, undefined)).toMatchObject({ code: 'no_capacity', status: 503, message: 'upstream answered HTTP 503' });
+    expect(normalizeUpstreamError(503, undefined)).toMatchObject({
+      code: 'no_capacity',
+      status: 503,
+      message: 'upstream answered HTTP 503',
+    });
   });
 });
 
 describe('openAIChat.errorResponse', () => {
   it('renders status, x-request-id, retry-after and the OpenAI body', () => {
-    const response = openAIChat.errorResponse(new IopError('rate_limited', 'slow down', { retryAfterSeconds: 2.5 }), 'req_9');
+    const response = openAIChat.errorResponse(
+      new IopError('rate_limited', 'slow down', { retryAfterSeconds: 2.5 }),
+      'req_9',
+    );
     expect(response).toEqual({
       status: 429,
       headers: { 'x-request-id': 'req_9', 'retry-after': '3' },
@@ -83,11 +118,21 @@ describe('openAIChat.errorResponse', () => {
   });
 
   it('renders the admission queue refusal (overloaded) as 429 rate_limit_error with Retry-After', () => {
-    const response = openAIChat.errorResponse(new IopError('overloaded', 'the queue of `m` is full (0 waiting)', { retryAfterSeconds: 1 }), 'req_8');
+    const response = openAIChat.errorResponse(
+      new IopError('overloaded', 'the queue of `m` is full (0 waiting)', { retryAfterSeconds: 1 }),
+      'req_8',
+    );
     expect(response).toEqual({
       status: 429,
       headers: { 'x-request-id': 'req_8', 'retry-after': '1' },
-      body: { error: { message: 'the queue of `m` is full (0 waiting)', type: 'rate_limit_error', param: null, code: 'rate_limit_exceeded' } },
+      body: {
+        error: {
+          message: 'the queue of `m` is full (0 waiting)',
+          type: 'rate_limit_error',
+          param: null,
+          code: 'rate_limit_exceeded',
+        },
+      },
     });
   });
 

@@ -38,7 +38,10 @@ describe('decodeChatRequest', () => {
         { role: 'tool', tool_call_id: 'call_1', content: 'seen' },
       ],
       tools: [
-        { type: 'function', function: { name: 'look', description: 'Look at x', parameters: { type: 'object' }, strict: true } },
+        {
+          type: 'function',
+          function: { name: 'look', description: 'Look at x', parameters: { type: 'object' }, strict: true },
+        },
         { type: 'function', function: { name: 'noop' } },
       ],
       tool_choice: 'auto',
@@ -107,7 +110,11 @@ describe('decodeChatRequest', () => {
   });
 
   it('stream_options without stream is fine and gives no includeUsage; reasoning_effort none turns reasoning off', () => {
-    const request = decodeChatRequest({ ...minimal, stream_options: { include_usage: true }, reasoning_effort: 'none' });
+    const request = decodeChatRequest({
+      ...minimal,
+      stream_options: { include_usage: true },
+      reasoning_effort: 'none',
+    });
     expect(request.stream).toBe(false);
     expect(request.includeUsage).toBeUndefined();
     expect(request.reasoning).toEqual({ enabled: false });
@@ -118,18 +125,25 @@ describe('decodeChatRequest', () => {
     const request = decodeChatRequest({
       ...minimal,
       tools,
-      tool_choice: { type: 'allowed_tools', allowed_tools: { mode: 'required', tools: [{ type: 'function', function: { name: 'b' } }] } },
+      tool_choice: {
+        type: 'allowed_tools',
+        allowed_tools: { mode: 'required', tools: [{ type: 'function', function: { name: 'b' } }] },
+      },
     });
     expect(request.tools?.map((tool) => tool.name)).toEqual(['b']);
     expect(request.toolChoice).toEqual({ type: 'required' });
-    expect(decodeChatRequest({ ...minimal, tools, tool_choice: { type: 'function', function: { name: 'c' } } }).toolChoice).toEqual({
+    expect(
+      decodeChatRequest({ ...minimal, tools, tool_choice: { type: 'function', function: { name: 'c' } } }).toolChoice,
+    ).toEqual({
       type: 'tool',
       name: 'c',
     });
-    expect(rejection({ ...minimal, tools, tool_choice: { type: 'function', function: { name: 'zz' } } })).toMatchObject({
-      code: 'invalid_request',
-      param: 'tool_choice.function.name',
-    });
+    expect(rejection({ ...minimal, tools, tool_choice: { type: 'function', function: { name: 'zz' } } })).toMatchObject(
+      {
+        code: 'invalid_request',
+        param: 'tool_choice.function.name',
+      },
+    );
   });
 
   it.each<[string, unknown, string, string]>([
@@ -139,10 +153,18 @@ describe('decodeChatRequest', () => {
     ['messages empty', { ...minimal, messages: [] }, 'invalid_request', 'messages'],
     ['messages not an array', { ...minimal, messages: 'hi' }, 'invalid_request', 'messages'],
     ['unknown role', { ...minimal, messages: [{ role: 'bot', content: 'x' }] }, 'invalid_request', 'messages[0].role'],
-    ['user content a number', { ...minimal, messages: [{ role: 'user', content: 1 }] }, 'invalid_request', 'messages[0].content'],
+    [
+      'user content a number',
+      { ...minimal, messages: [{ role: 'user', content: 1 }] },
+      'invalid_request',
+      'messages[0].content',
+    ],
     [
       'image url not a URL',
-      { ...minimal, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'file:///etc/passwd' } }] }] },
+      {
+        ...minimal,
+        messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'file:///etc/passwd' } }] }],
+      },
       'invalid_request',
       'messages[0].content[0].image_url.url',
     ],
@@ -152,7 +174,12 @@ describe('decodeChatRequest', () => {
       'invalid_request',
       'messages[0].content[0].type',
     ],
-    ['tool message without tool_call_id', { ...minimal, messages: [{ role: 'tool', content: 'x' }] }, 'invalid_request', 'messages[0].tool_call_id'],
+    [
+      'tool message without tool_call_id',
+      { ...minimal, messages: [{ role: 'tool', content: 'x' }] },
+      'invalid_request',
+      'messages[0].tool_call_id',
+    ],
     [
       'tool call arguments not a string',
       {
@@ -171,20 +198,45 @@ describe('decodeChatRequest', () => {
       'unsupported_field',
       'messages[0].content[0].type',
     ],
-    ['function role', { ...minimal, messages: [{ role: 'function', name: 'f', content: 'x' }] }, 'unsupported_field', 'messages[0].role'],
+    [
+      'function role',
+      { ...minimal, messages: [{ role: 'function', name: 'f', content: 'x' }] },
+      'unsupported_field',
+      'messages[0].role',
+    ],
     ['n > 1', { ...minimal, n: 2 }, 'unsupported_field', 'n'],
     ['n = 0', { ...minimal, n: 0 }, 'invalid_request', 'n'],
     ['logprobs', { ...minimal, logprobs: true }, 'unsupported_field', 'logprobs'],
     ['tools not an array', { ...minimal, tools: {} }, 'invalid_request', 'tools'],
     ['tool without function', { ...minimal, tools: [{ type: 'function' }] }, 'invalid_request', 'tools[0].function'],
-    ['tool name with a space', { ...minimal, tools: [{ type: 'function', function: { name: 'get weather' } }] }, 'invalid_request', 'tools[0].function.name'],
-    ['custom tool', { ...minimal, tools: [{ type: 'custom', custom: { name: 'x' } }] }, 'unsupported_field', 'tools[0].type'],
+    [
+      'tool name with a space',
+      { ...minimal, tools: [{ type: 'function', function: { name: 'get weather' } }] },
+      'invalid_request',
+      'tools[0].function.name',
+    ],
+    [
+      'custom tool',
+      { ...minimal, tools: [{ type: 'custom', custom: { name: 'x' } }] },
+      'unsupported_field',
+      'tools[0].type',
+    ],
     ['temperature out of range', { ...minimal, temperature: 3 }, 'invalid_request', 'temperature'],
     ['max_tokens not an integer', { ...minimal, max_tokens: 1.5 }, 'invalid_request', 'max_tokens'],
     ['stream not a boolean', { ...minimal, stream: 'yes' }, 'invalid_request', 'stream'],
-    ['include_usage not a boolean', { ...minimal, stream: true, stream_options: { include_usage: 1 } }, 'invalid_request', 'stream_options.include_usage'],
+    [
+      'include_usage not a boolean',
+      { ...minimal, stream: true, stream_options: { include_usage: 1 } },
+      'invalid_request',
+      'stream_options.include_usage',
+    ],
     ['stop entry not a string', { ...minimal, stop: ['a', 2] }, 'invalid_request', 'stop[1]'],
-    ['bad response_format', { ...minimal, response_format: { type: 'xml' } }, 'invalid_request', 'response_format.type'],
+    [
+      'bad response_format',
+      { ...minimal, response_format: { type: 'xml' } },
+      'invalid_request',
+      'response_format.type',
+    ],
     ['bad reasoning_effort', { ...minimal, reasoning_effort: 'extreme' }, 'invalid_request', 'reasoning_effort'],
     [
       'file_id',
@@ -203,7 +255,14 @@ describe('decodeChatRequest', () => {
 
 describe('peekChatRequest', () => {
   it('returns model, stream and include_usage without decoding messages', () => {
-    expect(peekChatRequest({ model: 'm', messages: [{ role: 'bogus' }], stream: true, stream_options: { include_usage: true } })).toEqual({
+    expect(
+      peekChatRequest({
+        model: 'm',
+        messages: [{ role: 'bogus' }],
+        stream: true,
+        stream_options: { include_usage: true },
+      }),
+    ).toEqual({
       model: 'm',
       stream: true,
       includeUsage: true,
@@ -218,6 +277,8 @@ describe('peekChatRequest', () => {
   it('rejects what passthrough cannot work without', () => {
     expect(() => peekChatRequest({ messages: [{}] })).toThrow(expect.objectContaining({ param: 'model' }));
     expect(() => peekChatRequest({ model: 'm', messages: [] })).toThrow(expect.objectContaining({ param: 'messages' }));
-    expect(() => peekChatRequest({ model: 'm', messages: [{}], stream: 1 })).toThrow(expect.objectContaining({ param: 'stream' }));
+    expect(() => peekChatRequest({ model: 'm', messages: [{}], stream: 1 })).toThrow(
+      expect.objectContaining({ param: 'stream' }),
+    );
   });
 });

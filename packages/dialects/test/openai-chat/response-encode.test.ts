@@ -34,7 +34,13 @@ describe('encodeChatResponse', () => {
             content: null,
             refusal: null,
             reasoning_content: 'Need weather.',
-            tool_calls: [{ id: 'chatcmpl-tool-1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } }],
+            tool_calls: [
+              {
+                id: 'chatcmpl-tool-1',
+                type: 'function',
+                function: { name: 'get_weather', arguments: '{"city":"Oslo"}' },
+              },
+            ],
           },
           finish_reason: 'tool_calls',
           logprobs: null,
@@ -57,7 +63,9 @@ describe('encodeChatResponse', () => {
       context,
     );
     expect(body.choices[0]!.message.content).toBe('Hello');
-    expect(body.choices[0]!.message.tool_calls).toEqual([{ id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } }]);
+    expect(body.choices[0]!.message.tool_calls).toEqual([
+      { id: 'call_1', type: 'function', function: { name: 'f', arguments: '{"a":1}' } },
+    ]);
     expect(body.choices[0]!.finish_reason).toBe('stop');
     expect(body.usage).toEqual({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
   });
@@ -66,6 +74,8 @@ describe('encodeChatResponse', () => {
     expect(() => encodeChatResponse([{ type: 'error', code: 'timeout', message: 'stalled' }], context)).toThrow(
       expect.objectContaining({ code: 'timeout', status: 504, message: 'stalled' }),
     );
-    expect(() => encodeChatResponse([{ type: 'response-start', id: 'x', model: 'm', created: 1 }], context)).toThrow(IopError);
+    expect(() => encodeChatResponse([{ type: 'response-start', id: 'x', model: 'm', created: 1 }], context)).toThrow(
+      IopError,
+    );
   });
 });

@@ -3,7 +3,8 @@ import type { StreamEvent } from '@iop/core';
 import { createChatStreamDecoder } from '../../src/openai-chat/stream-decode.js';
 import { FIXTURE_NAMES, decodeSlices, frameFixture, splitAt } from './helpers.js';
 
-const decode = (name: (typeof FIXTURE_NAMES)[number], eol: '\n' | '\r\n' | '\r' = '\n') => decodeSlices([frameFixture(name, eol)]);
+const decode = (name: (typeof FIXTURE_NAMES)[number], eol: '\n' | '\r\n' | '\r' = '\n') =>
+  decodeSlices([frameFixture(name, eol)]);
 
 describe('createChatStreamDecoder on recorded upstream streams', () => {
   it('vLLM text stream: start, deltas (multi-byte), finish, trailing usage (choices: [])', () => {
@@ -98,10 +99,14 @@ describe('createChatStreamDecoder on recorded upstream streams', () => {
   it('any split of any fixture gives the same events', () => {
     const expected = new Map(FIXTURE_NAMES.map((name) => [name, decode(name)]));
     fc.assert(
-      fc.property(fc.constantFrom(...FIXTURE_NAMES), fc.array(fc.nat({ max: 4000 }), { maxLength: 40 }), (name, cuts) => {
-        const bytes = frameFixture(name);
-        expect(decodeSlices(splitAt(bytes, cuts))).toEqual(expected.get(name));
-      }),
+      fc.property(
+        fc.constantFrom(...FIXTURE_NAMES),
+        fc.array(fc.nat({ max: 4000 }), { maxLength: 40 }),
+        (name, cuts) => {
+          const bytes = frameFixture(name);
+          expect(decodeSlices(splitAt(bytes, cuts))).toEqual(expected.get(name));
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -117,11 +122,15 @@ describe('createChatStreamDecoder edge cases', () => {
   const run = (body: string): StreamEvent[] => decodeSlices([new TextEncoder().encode(body)]);
 
   it('an empty body is an error, not a success', () => {
-    expect(run('')).toEqual([{ type: 'error', code: 'upstream_error', message: 'upstream chat stream ended without sending any chunk' }]);
+    expect(run('')).toEqual([
+      { type: 'error', code: 'upstream_error', message: 'upstream chat stream ended without sending any chunk' },
+    ]);
   });
 
   it('[DONE] without finish_reason is an error', () => {
-    const events = run('data: {"id":"x","model":"m","created":1,"choices":[{"index":0,"delta":{"content":"a"}}]}\n\ndata: [DONE]\n\n');
+    const events = run(
+      'data: {"id":"x","model":"m","created":1,"choices":[{"index":0,"delta":{"content":"a"}}]}\n\ndata: [DONE]\n\n',
+    );
     expect(events.at(-1)).toEqual({
       type: 'error',
       code: 'upstream_error',
@@ -130,13 +139,17 @@ describe('createChatStreamDecoder edge cases', () => {
   });
 
   it('an error before any chunk: 400 from the integer code, message kept, no response-start', () => {
-    expect(run('data: {"error":{"message":"maximum context length is 4096 tokens","type":"BadRequestError","param":null,"code":400}}\n\n')).toEqual([
-      { type: 'error', code: 'context_length_exceeded', message: 'maximum context length is 4096 tokens' },
-    ]);
+    expect(
+      run(
+        'data: {"error":{"message":"maximum context length is 4096 tokens","type":"BadRequestError","param":null,"code":400}}\n\n',
+      ),
+    ).toEqual([{ type: 'error', code: 'context_length_exceeded', message: 'maximum context length is 4096 tokens' }]);
   });
 
   it('an SSE `event: error` frame is an error even without an error key', () => {
-    expect(run('event: error\ndata: {"message":"overloaded"}\n\n')).toEqual([{ type: 'error', code: 'upstream_error', message: 'overloaded' }]);
+    expect(run('event: error\ndata: {"message":"overloaded"}\n\n')).toEqual([
+      { type: 'error', code: 'upstream_error', message: 'overloaded' },
+    ]);
   });
 
   it('tool call: id/name repeated on every fragment are sent once; arguments in the first fragment kept', () => {
@@ -189,7 +202,11 @@ describe('createChatStreamDecoder edge cases', () => {
         throw new Error('consumer failed');
       }
     });
-    expect(() => decoder.push(new TextEncoder().encode('data: {"id":"c","model":"m","created":1,"choices":[{"delta":{"content":"a"}}]}\n\n'))).not.toThrow();
+    expect(() =>
+      decoder.push(
+        new TextEncoder().encode('data: {"id":"c","model":"m","created":1,"choices":[{"delta":{"content":"a"}}]}\n\n'),
+      ),
+    ).not.toThrow();
     decoder.end();
     expect(events.map((event) => event.type)).toEqual(['response-start', 'text-delta', 'error']);
   });

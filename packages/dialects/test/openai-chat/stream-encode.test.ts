@@ -10,7 +10,12 @@ const request = (includeUsage: boolean): InferenceRequest => ({
   includeUsage,
 });
 
-const context = (includeUsage = true): EncodeContext => ({ requestId: 'req_1', model: 'my-model', request: request(includeUsage), createdAt: 1764509999 });
+const context = (includeUsage = true): EncodeContext => ({
+  requestId: 'req_1',
+  model: 'my-model',
+  request: request(includeUsage),
+  createdAt: 1764509999,
+});
 
 function encode(events: readonly StreamEvent[], ctx: EncodeContext = context(), options = {}): string {
   const encoder = createChatStreamEncoder(ctx, options);
@@ -42,18 +47,41 @@ describe('createChatStreamEncoder', () => {
       [
         {
           index: 0,
-          delta: { tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '' } }] },
+          delta: {
+            tool_calls: [
+              { index: 0, id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '' } },
+            ],
+          },
           logprobs: null,
           finish_reason: null,
         },
       ],
-      [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"city":' } }] }, logprobs: null, finish_reason: null }],
-      [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] }, logprobs: null, finish_reason: null }],
+      [
+        {
+          index: 0,
+          delta: { tool_calls: [{ index: 0, function: { arguments: '{"city":' } }] },
+          logprobs: null,
+          finish_reason: null,
+        },
+      ],
+      [
+        {
+          index: 0,
+          delta: { tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] },
+          logprobs: null,
+          finish_reason: null,
+        },
+      ],
       [{ index: 0, delta: {}, logprobs: null, finish_reason: 'tool_calls' }],
       [],
     ]);
     expect(chunks.slice(0, -1).every((chunk) => chunk.usage === null)).toBe(true);
-    expect(chunks.at(-1)!.usage).toEqual({ prompt_tokens: 10, completion_tokens: 4, total_tokens: 14, prompt_tokens_details: { cached_tokens: 2 } });
+    expect(chunks.at(-1)!.usage).toEqual({
+      prompt_tokens: 10,
+      completion_tokens: 4,
+      total_tokens: 14,
+      prompt_tokens_details: { cached_tokens: 2 },
+    });
   });
 
   it('no usage chunk and no usage key without include_usage', async () => {
@@ -78,7 +106,9 @@ describe('createChatStreamEncoder', () => {
       { type: 'finish', reason: 'stop', raw: 'stop' },
     ];
     expect((await sdkChunks(encode(events)))[1]!.choices[0]!.delta).toEqual({ reasoning_content: 'think' });
-    expect((await sdkChunks(encode(events, context(), { reasoningField: 'reasoning' })))[1]!.choices[0]!.delta).toEqual({ reasoning: 'think' });
+    expect((await sdkChunks(encode(events, context(), { reasoningField: 'reasoning' })))[1]!.choices[0]!.delta).toEqual(
+      { reasoning: 'think' },
+    );
     expect(await sdkChunks(encode(events, context(), { reasoningField: 'none' }))).toHaveLength(2);
   });
 
@@ -89,7 +119,9 @@ describe('createChatStreamEncoder', () => {
       { type: 'error', code: 'upstream_error', message: 'backend died' },
       { type: 'text-delta', text: 'ignored' },
     ]);
-    expect(sse.split('\n\n').at(-2)).toBe('data: {"error":{"message":"backend died","type":"server_error","param":null,"code":"upstream_error"}}');
+    expect(sse.split('\n\n').at(-2)).toBe(
+      'data: {"error":{"message":"backend died","type":"server_error","param":null,"code":"upstream_error"}}',
+    );
     expect(sse).not.toContain('[DONE]');
     await expect(sdkChunks(sse)).rejects.toMatchObject({ error: { message: 'backend died', type: 'server_error' } });
   });
@@ -99,29 +131,42 @@ describe('createChatStreamEncoder', () => {
     expect(sse).toContain('"error":{"message":"the stream ended before the model finished","type":"server_error"');
   });
 
-  it.each(['vllm-text', 'vllm-tool-calls-parallel', 'vllm-reasoning', 'llamacpp-usage-no-choices', 'vllm-stop-sequence-continuous-usage'] as const)(
-    'round trip %s: decode → encode → the SDK accumulator gives the upstream content',
-    async (name) => {
-      const events = decodeSlices([frameFixture(name)]);
-      const completion = await sdkAccumulate(encode(events));
-      const choice = completion.choices[0]!;
-      const text = events.flatMap((event) => (event.type === 'text-delta' ? [event.text] : [])).join('');
-      expect(choice.message.content ?? '').toBe(text);
-      const finish = events.find((event) => event.type === 'finish');
-      expect(choice.finish_reason).toBe(finish?.type === 'finish' ? finish.raw : undefined);
-      const usage = events.filter((event) => event.type === 'usage').at(-1);
-      expect(completion.usage?.prompt_tokens).toBe(usage?.type === 'usage' ? usage.usage.inputTokens : undefined);
-      if (name === 'vllm-tool-calls-parallel') {
-        expect(choice.message.tool_calls).toEqual([
-          { id: 'chatcmpl-tool-8c1f0e', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } },
-          { id: 'chatcmpl-tool-93ab27', type: 'function', function: { name: 'get_time', arguments: '{"tz": "Europe/Paris"}' } },
-        ]);
-      }
-    },
-  );
+  it.each([
+    'vllm-text',
+    'vllm-tool-calls-parallel',
+    'vllm-reasoning',
+    'llamacpp-usage-no-choices',
+    'vllm-stop-sequence-continuous-usage',
+  ] as const)('round trip %s: decode → encode → the SDK accumulator gives the upstream content', async (name) => {
+    const events = decodeSlices([frameFixture(name)]);
+    const completion = await sdkAccumulate(encode(events));
+    const choice = completion.choices[0]!;
+    const text = events.flatMap((event) => (event.type === 'text-delta' ? [event.text] : [])).join('');
+    expect(choice.message.content ?? '').toBe(text);
+    const finish = events.find((event) => event.type === 'finish');
+    expect(choice.finish_reason).toBe(finish?.type === 'finish' ? finish.raw : undefined);
+    const usage = events.filter((event) => event.type === 'usage').at(-1);
+    expect(completion.usage?.prompt_tokens).toBe(usage?.type === 'usage' ? usage.usage.inputTokens : undefined);
+    if (name === 'vllm-tool-calls-parallel') {
+      expect(choice.message.tool_calls).toEqual([
+        {
+          id: 'chatcmpl-tool-8c1f0e',
+          type: 'function',
+          function: { name: 'get_weather', arguments: '{"city": "Paris"}' },
+        },
+        {
+          id: 'chatcmpl-tool-93ab27',
+          type: 'function',
+          function: { name: 'get_time', arguments: '{"tz": "Europe/Paris"}' },
+        },
+      ]);
+    }
+  });
 
   it('round trip of a mid-stream upstream error: the SDK rejects with the message', async () => {
     const events = decodeSlices([frameFixture('vllm-error-mid-stream')]);
-    await expect(sdkAccumulate(encode(events))).rejects.toMatchObject({ error: { message: 'CUDA out of memory while decoding' } });
+    await expect(sdkAccumulate(encode(events))).rejects.toMatchObject({
+      error: { message: 'CUDA out of memory while decoding' },
+    });
   });
 });

@@ -26,7 +26,12 @@ const TOOLS = {
     { type: 'function', name: 'get_time', parameters: { type: 'object' }, strict: false },
     { type: 'function', name: 'shell', parameters: { type: 'object' }, strict: false },
     { type: 'custom', name: 'apply_patch', description: 'Apply a patch' },
-    { type: 'namespace', name: 'github', description: 'GitHub', tools: [{ type: 'function', name: 'get_issue', parameters: { type: 'object' } }] },
+    {
+      type: 'namespace',
+      name: 'github',
+      description: 'GitHub',
+      tools: [{ type: 'function', name: 'get_issue', parameters: { type: 'object' } }],
+    },
     { type: 'web_search' },
   ],
 };
@@ -115,7 +120,11 @@ describe('chat upstream fixtures → Responses clients', () => {
         input: '*** Begin Patch\n*** Update File: src/app.ts\n@@\n-const x = 1;\n+const x = 2;\n*** End Patch\n',
       },
     ]);
-    expect(final.usage).toMatchObject({ input_tokens: 1200, input_tokens_details: { cached_tokens: 600 }, output_tokens_details: { reasoning_tokens: 9 } });
+    expect(final.usage).toMatchObject({
+      input_tokens: 1200,
+      input_tokens_details: { cached_tokens: 600 },
+      output_tokens_details: { reasoning_tokens: 9 },
+    });
   });
 
   it('namespace member call maps back to {namespace, name}', async () => {

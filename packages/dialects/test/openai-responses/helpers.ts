@@ -4,7 +4,11 @@
  */
 import OpenAI from 'openai';
 import { SseReader, type EncodeContext, type InferenceRequest, type StreamEvent } from '@iop/core';
-import { createResponsesStreamEncoder, decodeResponsesRequest, type ResponseObject } from '../../src/openai-responses/index.js';
+import {
+  createResponsesStreamEncoder,
+  decodeResponsesRequest,
+  type ResponseObject,
+} from '../../src/openai-responses/index.js';
 
 export function contextFor(body: Record<string, unknown> = {}): EncodeContext {
   const request: InferenceRequest = decodeResponsesRequest({ model: 'qwen3', input: 'hi', stream: true, ...body });
@@ -12,7 +16,10 @@ export function contextFor(body: Record<string, unknown> = {}): EncodeContext {
 }
 
 /** Encodes the events (pushed one by one, then `end()`); returns the SSE text and the final Response. */
-export function encode(events: readonly StreamEvent[], context: EncodeContext = contextFor()): { sse: string; result: ResponseObject | undefined } {
+export function encode(
+  events: readonly StreamEvent[],
+  context: EncodeContext = contextFor(),
+): { sse: string; result: ResponseObject | undefined } {
   const encoder = createResponsesStreamEncoder(context);
   let sse = '';
   for (const event of events) sse += encoder.push(event);
@@ -34,9 +41,9 @@ export function parseFrames(sse: string): Frame[] {
 }
 
 /**
- * Checks the Responses stream grammar (docs/protocols.md "Responses stream"): `response.created` first, SSE event name = `type`, sequence numbers 0,1,2…,
- * `output_item.added` appends at `output_index`, item-scoped events name the item at that index,
- * content parts append, exactly one terminal lifecycle event, last. Returns the frames.
+ * Checks the Responses stream grammar (docs/protocols.md "Responses stream"): `response.created` first, SSE event name
+ * = `type`, sequence numbers 0,1,2…, `output_item.added` appends at `output_index`, item-scoped events name the item at
+ * that index, content parts append, exactly one terminal lifecycle event, last. Returns the frames.
  */
 export function checkGrammar(sse: string): Frame[] {
   const frames = parseFrames(sse);
@@ -62,7 +69,8 @@ export function checkGrammar(sse: string): Frame[] {
       expect(data.content_index).toBe(contentCounts[data.output_index as number]);
       contentCounts[data.output_index as number]! += 1;
     }
-    if (frame.data.type === 'response.output_item.done') expect((data.item as { id: string }).id).toBe(ids[data.output_index as number]);
+    if (frame.data.type === 'response.output_item.done')
+      expect((data.item as { id: string }).id).toBe(ids[data.output_index as number]);
     if (terminals.includes(frame.data.type)) expect(i).toBe(frames.length - 1);
   });
   const last = frames.at(-1)!.data as unknown as { type: string; response: ResponseObject };

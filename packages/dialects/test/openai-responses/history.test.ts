@@ -1,4 +1,9 @@
-import { decodeResponsesRequest, encodeResponsesResponse, storedResponseOf, withHistory } from '../../src/openai-responses/index.js';
+import {
+  decodeResponsesRequest,
+  encodeResponsesResponse,
+  storedResponseOf,
+  withHistory,
+} from '../../src/openai-responses/index.js';
 
 const TOOLS = [
   { type: 'custom', name: 'apply_patch' },
@@ -13,7 +18,13 @@ describe('stored conversation state (previous_response_id)', () => {
         { type: 'response-start', id: 'c1', model: 'm', created: 1 },
         { type: 'reasoning-delta', text: 'Patch needed.' },
         { type: 'text-delta', text: 'On it.' },
-        { type: 'tool-call-delta', index: 0, id: 'call_p', name: 'apply_patch', argumentsDelta: '{"input":"*** Begin Patch"}' },
+        {
+          type: 'tool-call-delta',
+          index: 0,
+          id: 'call_p',
+          name: 'apply_patch',
+          argumentsDelta: '{"input":"*** Begin Patch"}',
+        },
         { type: 'tool-call-delta', index: 1, id: 'call_g', name: 'gh__get_issue', argumentsDelta: '{"n":1}' },
         { type: 'finish', reason: 'tool_calls', raw: 'tool_calls' },
       ],
@@ -28,8 +39,20 @@ describe('stored conversation state (previous_response_id)', () => {
         content: [
           { type: 'reasoning', text: 'Patch needed.' },
           { type: 'text', text: 'On it.' },
-          { type: 'tool-call', id: 'call_p', name: 'apply_patch', arguments: '{"input":"*** Begin Patch"}', origin: { kind: 'custom' } },
-          { type: 'tool-call', id: 'call_g', name: 'gh__get_issue', arguments: '{"n":1}', origin: { kind: 'namespace', namespace: 'gh', name: 'get_issue' } },
+          {
+            type: 'tool-call',
+            id: 'call_p',
+            name: 'apply_patch',
+            arguments: '{"input":"*** Begin Patch"}',
+            origin: { kind: 'custom' },
+          },
+          {
+            type: 'tool-call',
+            id: 'call_g',
+            name: 'gh__get_issue',
+            arguments: '{"n":1}',
+            origin: { kind: 'namespace', namespace: 'gh', name: 'get_issue' },
+          },
         ],
       },
     ]);
@@ -56,13 +79,21 @@ describe('stored conversation state (previous_response_id)', () => {
   it('pairs tool outputs with the calls of the input or of the stored conversation (docs/protocols.md "Tool results"): an orphan is a 400 naming its call_id', () => {
     const orphan = { type: 'function_call_output', call_id: 'call_nowhere', output: 'x' };
     expect(() => decodeResponsesRequest({ model: 'm', input: [orphan] })).toThrow(
-      expect.objectContaining({ status: 400, param: 'input[0].call_id', message: 'No tool call found for function call output with call_id "call_nowhere".' }),
+      expect.objectContaining({
+        status: 400,
+        param: 'input[0].call_id',
+        message: 'No tool call found for function call output with call_id "call_nowhere".',
+      }),
     );
     // Answered within the same input: fine; an output before its call is not.
     const call = { type: 'function_call', call_id: 'call_here', name: 'f', arguments: '{}' };
     const answer = { type: 'function_call_output', call_id: 'call_here', output: 'y' };
-    expect(decodeResponsesRequest({ model: 'm', input: [call, answer] }).messages.map((message) => message.role)).toEqual(['assistant', 'tool']);
-    expect(() => decodeResponsesRequest({ model: 'm', input: [answer, call] })).toThrow(expect.objectContaining({ status: 400, param: 'input[0].call_id' }));
+    expect(
+      decodeResponsesRequest({ model: 'm', input: [call, answer] }).messages.map((message) => message.role),
+    ).toEqual(['assistant', 'tool']);
+    expect(() => decodeResponsesRequest({ model: 'm', input: [answer, call] })).toThrow(
+      expect.objectContaining({ status: 400, param: 'input[0].call_id' }),
+    );
 
     const first = decodeResponsesRequest({ model: 'm', input: 'Weather?' });
     const response = encodeResponsesResponse(
@@ -81,12 +112,19 @@ describe('stored conversation state (previous_response_id)', () => {
     });
     expect(withHistory(follow, stored).messages.map((message) => message.role)).toEqual(['user', 'assistant', 'tool']);
     const wrong = decodeResponsesRequest({ model: 'm', previous_response_id: response.id, input: [orphan] });
-    expect(() => withHistory(wrong, stored)).toThrow(expect.objectContaining({ status: 400, param: 'input[0].call_id' }));
+    expect(() => withHistory(wrong, stored)).toThrow(
+      expect.objectContaining({ status: 400, param: 'input[0].call_id' }),
+    );
   });
 
   it('keeps nothing for store:false', () => {
     const request = decodeResponsesRequest({ model: 'm', input: 'x', store: false });
-    const response = encodeResponsesResponse([{ type: 'finish', reason: 'stop', raw: 'stop' }], { requestId: 'r', model: 'm', request, createdAt: 1 });
+    const response = encodeResponsesResponse([{ type: 'finish', reason: 'stop', raw: 'stop' }], {
+      requestId: 'r',
+      model: 'm',
+      request,
+      createdAt: 1,
+    });
     expect(storedResponseOf(request, response)).toBeUndefined();
   });
 });

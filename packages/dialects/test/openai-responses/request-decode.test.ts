@@ -2,7 +2,10 @@ import fc from 'fast-check';
 import { IopError } from '@iop/core';
 import { backendToolName, decodeResponsesRequest, responsesStateOf } from '../../src/openai-responses/index.js';
 
-/** The shape Codex CLI sends (docs/protocols.md "Codex CLI"): developer prompt in input, ids everywhere, namespace/custom/hosted tools. */
+/**
+ * The shape Codex CLI sends (docs/protocols.md "Codex CLI"): developer prompt in input, ids everywhere,
+ * namespace/custom/hosted tools.
+ */
 const CODEX_BODY = {
   model: 'qwen3-coder',
   stream: true,
@@ -20,7 +23,11 @@ const CODEX_BODY = {
       name: 'shell',
       description: 'Run a command',
       strict: false,
-      parameters: { type: 'object', properties: { command: { type: 'array', items: { type: 'string' } } }, required: ['command'] },
+      parameters: {
+        type: 'object',
+        properties: { command: { type: 'array', items: { type: 'string' } } },
+        required: ['command'],
+      },
     },
     {
       type: 'custom',
@@ -48,12 +55,44 @@ const CODEX_BODY = {
         { type: 'input_image', image_url: 'data:image/png;base64,iVBOR', detail: 'low' },
       ],
     },
-    { type: 'reasoning', id: 'rs_1', summary: [{ type: 'summary_text', text: 'Look at the file.' }], encrypted_content: 'opaque' },
-    { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'shell', arguments: '{"command":["cat","a.ts"]}', status: 'completed' },
-    { type: 'function_call', id: 'fc_2', call_id: 'call_2', name: 'get_issue', namespace: 'mcp__github', arguments: '{}', status: 'completed' },
+    {
+      type: 'reasoning',
+      id: 'rs_1',
+      summary: [{ type: 'summary_text', text: 'Look at the file.' }],
+      encrypted_content: 'opaque',
+    },
+    {
+      type: 'function_call',
+      id: 'fc_1',
+      call_id: 'call_1',
+      name: 'shell',
+      arguments: '{"command":["cat","a.ts"]}',
+      status: 'completed',
+    },
+    {
+      type: 'function_call',
+      id: 'fc_2',
+      call_id: 'call_2',
+      name: 'get_issue',
+      namespace: 'mcp__github',
+      arguments: '{}',
+      status: 'completed',
+    },
     { type: 'function_call_output', id: 'fco_1', call_id: 'call_1', output: 'const x = 1;' },
-    { type: 'function_call_output', id: 'fco_2', call_id: 'call_2', output: [{ type: 'input_text', text: 'issue 42' }] },
-    { type: 'custom_tool_call', id: 'ctc_1', call_id: 'call_3', name: 'apply_patch', input: '*** Begin Patch\n*** End Patch', status: 'completed' },
+    {
+      type: 'function_call_output',
+      id: 'fco_2',
+      call_id: 'call_2',
+      output: [{ type: 'input_text', text: 'issue 42' }],
+    },
+    {
+      type: 'custom_tool_call',
+      id: 'ctc_1',
+      call_id: 'call_3',
+      name: 'apply_patch',
+      input: '*** Begin Patch\n*** End Patch',
+      status: 'completed',
+    },
     { type: 'custom_tool_call_output', id: 'ctco_1', call_id: 'call_3', output: 'Done!' },
     { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Patched.', annotations: [] }] },
     { role: 'user', content: 'thanks' },
@@ -124,28 +163,51 @@ describe('decodeResponsesRequest', () => {
       ['apply_patch', { kind: 'custom' }],
       ['mcp__github__get_issue', { kind: 'namespace', namespace: 'mcp__github', name: 'get_issue' }],
     ]);
-    expect(request.tools?.[1]?.parameters).toMatchObject({ type: 'object', properties: { input: { type: 'string' } }, required: ['input'] });
+    expect(request.tools?.[1]?.parameters).toMatchObject({
+      type: 'object',
+      properties: { input: { type: 'string' } },
+      required: ['input'],
+    });
     expect(JSON.stringify(request.tools?.[1]?.parameters)).toContain('start: begin_patch hunk+ end_patch');
-    expect(request.warnings).toEqual(expect.arrayContaining([expect.stringContaining('web_search'), expect.stringContaining('tool_search')]));
+    expect(request.warnings).toEqual(
+      expect.arrayContaining([expect.stringContaining('web_search'), expect.stringContaining('tool_search')]),
+    );
 
     const state = responsesStateOf(request);
     expect(state.store).toBe(false);
     expect(state.include).toEqual(['reasoning.encrypted_content']);
     expect(state.text.verbosity).toBe('low');
-    expect(state.inputItems.map((item) => item.id).slice(0, 9)).toEqual(['msg_dev', 'msg_u1', 'rs_1', 'fc_1', 'fc_2', 'fco_1', 'fco_2', 'ctc_1', 'ctco_1']);
+    expect(state.inputItems.map((item) => item.id).slice(0, 9)).toEqual([
+      'msg_dev',
+      'msg_u1',
+      'rs_1',
+      'fc_1',
+      'fc_2',
+      'fco_1',
+      'fco_2',
+      'ctc_1',
+      'ctco_1',
+    ]);
     expect(state.inputItems[9]!.id).toMatch(/^msg_/);
     expect(state.inputItems[10]).toMatchObject({ type: 'message', role: 'user', content: 'thanks' });
   });
 
   it('puts instructions first, takes a string input as one user message, and turns reasoning off unless an effort is given', () => {
-    const request = decodeResponsesRequest({ model: 'm', instructions: 'Be brief.', input: 'Hi', reasoning: { summary: 'auto' } });
+    const request = decodeResponsesRequest({
+      model: 'm',
+      instructions: 'Be brief.',
+      input: 'Hi',
+      reasoning: { summary: 'auto' },
+    });
     expect(request.messages).toEqual([
       { role: 'system', content: [{ type: 'text', text: 'Be brief.' }] },
       { role: 'user', content: [{ type: 'text', text: 'Hi' }] },
     ]);
     expect(request.reasoning).toEqual({ enabled: false });
     expect(responsesStateOf(request).store).toBe(true);
-    expect(decodeResponsesRequest({ model: 'm', input: 'x', reasoning: { effort: 'none' } }).reasoning).toEqual({ enabled: false });
+    expect(decodeResponsesRequest({ model: 'm', input: 'x', reasoning: { effort: 'none' } }).reasoning).toEqual({
+      enabled: false,
+    });
     expect(decodeResponsesRequest({ model: 'm', input: 'x' }).reasoning).toEqual({ enabled: false });
   });
 
@@ -167,16 +229,24 @@ describe('decodeResponsesRequest', () => {
       user: 's1',
       responseFormat: { type: 'json_schema', name: 'answer', schema: { type: 'object' }, strict: true },
     });
-    expect(decodeResponsesRequest({ model: 'm', input: 'x', text: { format: { type: 'json_object' } } }).responseFormat).toEqual({ type: 'json_object' });
+    expect(
+      decodeResponsesRequest({ model: 'm', input: 'x', text: { format: { type: 'json_object' } } }).responseFormat,
+    ).toEqual({ type: 'json_object' });
   });
 
   it('decodes tool_choice: named function, custom, allowed_tools filtering', () => {
     const tools = CODEX_BODY.tools;
-    expect(decodeResponsesRequest({ model: 'm', input: 'x', tools, tool_choice: { type: 'function', name: 'shell' } }).toolChoice).toEqual({
+    expect(
+      decodeResponsesRequest({ model: 'm', input: 'x', tools, tool_choice: { type: 'function', name: 'shell' } })
+        .toolChoice,
+    ).toEqual({
       type: 'tool',
       name: 'shell',
     });
-    expect(decodeResponsesRequest({ model: 'm', input: 'x', tools, tool_choice: { type: 'custom', name: 'apply_patch' } }).toolChoice).toEqual({
+    expect(
+      decodeResponsesRequest({ model: 'm', input: 'x', tools, tool_choice: { type: 'custom', name: 'apply_patch' } })
+        .toolChoice,
+    ).toEqual({
       type: 'tool',
       name: 'apply_patch',
     });
@@ -188,7 +258,9 @@ describe('decodeResponsesRequest', () => {
     });
     expect(allowed.toolChoice).toEqual({ type: 'required' });
     expect(allowed.tools?.map((tool) => tool.name)).toEqual(['shell']);
-    expect(badRequest({ model: 'm', input: 'x', tools, tool_choice: { type: 'function', name: 'nope' } }).param).toBe('tool_choice.name');
+    expect(badRequest({ model: 'm', input: 'x', tools, tool_choice: { type: 'function', name: 'nope' } }).param).toBe(
+      'tool_choice.name',
+    );
     expect(badRequest({ model: 'm', input: 'x', tools, tool_choice: { type: 'web_search' } })).toMatchObject({
       code: 'unsupported_field',
       param: 'tool_choice',
@@ -196,19 +268,30 @@ describe('decodeResponsesRequest', () => {
   });
 
   it('rejects fields whose loss would change the output, naming them', () => {
-    expect(badRequest({ model: 'm', input: 'x', stop: ['\n'] })).toMatchObject({ code: 'unsupported_field', param: 'stop', status: 400 });
+    expect(badRequest({ model: 'm', input: 'x', stop: ['\n'] })).toMatchObject({
+      code: 'unsupported_field',
+      param: 'stop',
+      status: 400,
+    });
     expect(badRequest({ model: 'm', input: 'x', n: 2 }).param).toBe('n');
     expect(badRequest({ model: 'm', input: 'x', background: true }).param).toBe('background');
     expect(badRequest({ model: 'm', input: 'x', conversation: 'conv_1' }).param).toBe('conversation');
     expect(badRequest({ input: 'x' }).param).toBe('model');
     expect(badRequest({ model: 'm' }).param).toBe('input');
     expect(badRequest({ model: 'm', input: [{ role: 'robot', content: 'x' }] }).param).toBe('input[0].role');
-    expect(badRequest({ model: 'm', input: [{ type: 'function_call', name: 'f', arguments: '{}' }] }).param).toBe('input[0].call_id');
-    expect(badRequest({ model: 'm', input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file_1' }] }] }).param).toBe(
-      'input[0].content[0].file_id',
+    expect(badRequest({ model: 'm', input: [{ type: 'function_call', name: 'f', arguments: '{}' }] }).param).toBe(
+      'input[0].call_id',
     );
-    expect(badRequest({ model: 'm', input: 'x', tools: [{ type: 'function', function: { name: 'f' } }] }).param).toBe('tools[0].name');
-    expect(badRequest({ model: 'm', input: 'x', text: { format: { type: 'json_schema', name: 'a' } } }).param).toBe('text.format.schema');
+    expect(
+      badRequest({ model: 'm', input: [{ role: 'user', content: [{ type: 'input_image', file_id: 'file_1' }] }] })
+        .param,
+    ).toBe('input[0].content[0].file_id');
+    expect(badRequest({ model: 'm', input: 'x', tools: [{ type: 'function', function: { name: 'f' } }] }).param).toBe(
+      'tools[0].name',
+    );
+    expect(badRequest({ model: 'm', input: 'x', text: { format: { type: 'json_schema', name: 'a' } } }).param).toBe(
+      'text.format.schema',
+    );
     expect(badRequest({ model: 'm', input: 'x', temperature: 3 }).param).toBe('temperature');
     expect(badRequest({ model: 'm', input: 'x', reasoning: { effort: 'extreme' } }).param).toBe('reasoning.effort');
   });
@@ -242,11 +325,15 @@ describe('backendToolName', () => {
   it('joins namespace and name, and keeps any pair a valid, deterministic OpenAI function name', () => {
     expect(backendToolName('mcp__github', 'get_issue')).toBe('mcp__github__get_issue');
     fc.assert(
-      fc.property(fc.string({ minLength: 1, maxLength: 80 }), fc.string({ minLength: 1, maxLength: 80 }), (namespace, name) => {
-        const flat = backendToolName(namespace, name);
-        expect(flat).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
-        expect(backendToolName(namespace, name)).toBe(flat);
-      }),
+      fc.property(
+        fc.string({ minLength: 1, maxLength: 80 }),
+        fc.string({ minLength: 1, maxLength: 80 }),
+        (namespace, name) => {
+          const flat = backendToolName(namespace, name);
+          expect(flat).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
+          expect(backendToolName(namespace, name)).toBe(flat);
+        },
+      ),
     );
     const long = 'x'.repeat(60);
     expect(backendToolName(long, 'a')).not.toBe(backendToolName(long, 'b'));

@@ -1,18 +1,40 @@
 import fc from 'fast-check';
 import type { StreamEvent } from '@iop/core';
-import { createResponsesLinesEncoder, encodeResponsesResponse, openAIResponses } from '../../src/openai-responses/index.js';
+import {
+  createResponsesLinesEncoder,
+  encodeResponsesResponse,
+  openAIResponses,
+} from '../../src/openai-responses/index.js';
 import { checkGrammar, contextFor, encode, parseFrames, viaSdk } from './helpers.js';
 import type { ResponseObject } from '../../src/openai-responses/wire-types.js';
 
 const start: StreamEvent = { type: 'response-start', id: 'chatcmpl-1', model: 'Qwen/Qwen3-8B', created: 1764500000 };
-const usage: StreamEvent = { type: 'usage', usage: { inputTokens: 12, outputTokens: 5, cachedInputTokens: 8, reasoningTokens: 2 } };
+const usage: StreamEvent = {
+  type: 'usage',
+  usage: { inputTokens: 12, outputTokens: 5, cachedInputTokens: 8, reasoningTokens: 2 },
+};
 
 const TOOLS = {
   tools: [
-    { type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false },
+    {
+      type: 'function',
+      name: 'get_weather',
+      parameters: { type: 'object', properties: { city: { type: 'string' } } },
+      strict: false,
+    },
     { type: 'function', name: 'get_time', parameters: null, strict: null },
-    { type: 'custom', name: 'apply_patch', description: 'Apply a patch', format: { type: 'grammar', syntax: 'lark', definition: 'start: "x"' } },
-    { type: 'namespace', name: 'github', description: 'GitHub', tools: [{ type: 'function', name: 'get_issue', parameters: { type: 'object' } }] },
+    {
+      type: 'custom',
+      name: 'apply_patch',
+      description: 'Apply a patch',
+      format: { type: 'grammar', syntax: 'lark', definition: 'start: "x"' },
+    },
+    {
+      type: 'namespace',
+      name: 'github',
+      description: 'GitHub',
+      tools: [{ type: 'function', name: 'get_issue', parameters: { type: 'object' } }],
+    },
   ],
 };
 
@@ -45,7 +67,14 @@ describe('Responses stream encoder', () => {
     expect(completed).toMatchObject({
       status: 'completed',
       model: 'qwen3',
-      output: [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'Hello, wörld', annotations: [] }] }],
+      output: [
+        {
+          type: 'message',
+          role: 'assistant',
+          status: 'completed',
+          content: [{ type: 'output_text', text: 'Hello, wörld', annotations: [] }],
+        },
+      ],
       usage: {
         input_tokens: 12,
         input_tokens_details: { cached_tokens: 8, cache_write_tokens: 0 },
@@ -87,7 +116,11 @@ describe('Responses stream encoder', () => {
     ]);
     expect(frames[3]!.data.part).toEqual({ type: 'reasoning_text', text: '' });
     const { final } = await viaSdk(sse);
-    expect(final.output[0]).toMatchObject({ type: 'reasoning', summary: [], content: [{ type: 'reasoning_text', text: 'The user greets me.' }] });
+    expect(final.output[0]).toMatchObject({
+      type: 'reasoning',
+      summary: [],
+      content: [{ type: 'reasoning_text', text: 'The user greets me.' }],
+    });
     expect(final.output[1]).toMatchObject({ type: 'message', content: [{ text: 'Hi!' }] });
     expect(final.output_text).toBe('Hi!');
   });
@@ -106,9 +139,13 @@ describe('Responses stream encoder', () => {
       context,
     );
     const frames = checkGrammar(sse);
-    const deltas = frames.filter((frame) => frame.data.type === 'response.function_call_arguments.delta').map((frame) => frame.data.delta);
+    const deltas = frames
+      .filter((frame) => frame.data.type === 'response.function_call_arguments.delta')
+      .map((frame) => frame.data.delta);
     expect(deltas).toEqual(['{"city": "', 'Paris"}', '{}']);
-    const done = frames.filter((frame) => frame.data.type === 'response.function_call_arguments.done').map((frame) => frame.data);
+    const done = frames
+      .filter((frame) => frame.data.type === 'response.function_call_arguments.done')
+      .map((frame) => frame.data);
     expect(done).toMatchObject([
       { name: 'get_weather', arguments: '{"city": "Paris"}', output_index: 0 },
       { name: 'get_time', arguments: '{}', output_index: 1 },
@@ -116,7 +153,13 @@ describe('Responses stream encoder', () => {
     const { final } = await viaSdk(sse);
     expect(final.status).toBe('completed');
     expect(final.output).toMatchObject([
-      { type: 'function_call', call_id: 'call_a', name: 'get_weather', arguments: '{"city": "Paris"}', status: 'completed' },
+      {
+        type: 'function_call',
+        call_id: 'call_a',
+        name: 'get_weather',
+        arguments: '{"city": "Paris"}',
+        status: 'completed',
+      },
       { type: 'function_call', call_id: 'call_b', name: 'get_time', arguments: '{}', status: 'completed' },
     ]);
     expect(final.output[0]!.id).toMatch(/^fc_/);
@@ -129,7 +172,13 @@ describe('Responses stream encoder', () => {
     const { sse, result } = encode(
       [
         start,
-        { type: 'tool-call-delta', index: 0, id: 'call_gh', name: 'github__get_issue', argumentsDelta: '{"number": 42}' },
+        {
+          type: 'tool-call-delta',
+          index: 0,
+          id: 'call_gh',
+          name: 'github__get_issue',
+          argumentsDelta: '{"number": 42}',
+        },
         { type: 'tool-call-delta', index: 1, id: 'call_ap', name: 'apply_patch', argumentsDelta: args.slice(0, 10) },
         { type: 'tool-call-delta', index: 1, argumentsDelta: args.slice(10) },
         { type: 'finish', reason: 'tool_calls', raw: 'tool_calls' },
@@ -137,13 +186,23 @@ describe('Responses stream encoder', () => {
       context,
     );
     const frames = checkGrammar(sse);
-    expect(frames.filter((frame) => frame.data.type.startsWith('response.custom_tool_call_input')).map((frame) => frame.data)).toMatchObject([
+    expect(
+      frames
+        .filter((frame) => frame.data.type.startsWith('response.custom_tool_call_input'))
+        .map((frame) => frame.data),
+    ).toMatchObject([
       { type: 'response.custom_tool_call_input.delta', delta: patch, output_index: 1 },
       { type: 'response.custom_tool_call_input.done', input: patch, output_index: 1 },
     ]);
     const { final } = await viaSdk(sse);
     expect(final.output).toMatchObject([
-      { type: 'function_call', call_id: 'call_gh', name: 'get_issue', namespace: 'github', arguments: '{"number": 42}' },
+      {
+        type: 'function_call',
+        call_id: 'call_gh',
+        name: 'get_issue',
+        namespace: 'github',
+        arguments: '{"number": 42}',
+      },
       { type: 'custom_tool_call', call_id: 'call_ap', name: 'apply_patch', input: patch },
     ]);
     expect(final.output[1]!.id).toMatch(/^ctc_/);
@@ -151,7 +210,11 @@ describe('Responses stream encoder', () => {
   });
 
   it('ends with response.incomplete / max_output_tokens on length, the open message marked incomplete', async () => {
-    const { sse } = encode([start, { type: 'text-delta', text: 'Once upon' }, { type: 'finish', reason: 'length', raw: 'length' }]);
+    const { sse } = encode([
+      start,
+      { type: 'text-delta', text: 'Once upon' },
+      { type: 'finish', reason: 'length', raw: 'length' },
+    ]);
     const frames = checkGrammar(sse);
     expect(frames.at(-1)!.data).toMatchObject({
       type: 'response.incomplete',
@@ -165,11 +228,19 @@ describe('Responses stream encoder', () => {
 
   it('maps content_filter to incomplete / content_filter', () => {
     const { result } = encode([start, { type: 'finish', reason: 'content_filter', raw: 'content_filter' }]);
-    expect(result).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'content_filter' }, output: [] });
+    expect(result).toMatchObject({
+      status: 'incomplete',
+      incomplete_details: { reason: 'content_filter' },
+      output: [],
+    });
   });
 
   it('renders an error event as response.failed carrying the output so far', async () => {
-    const { sse } = encode([start, { type: 'text-delta', text: 'Partial' }, { type: 'error', code: 'upstream_error', message: 'CUDA out of memory' }]);
+    const { sse } = encode([
+      start,
+      { type: 'text-delta', text: 'Partial' },
+      { type: 'error', code: 'upstream_error', message: 'CUDA out of memory' },
+    ]);
     const frames = checkGrammar(sse);
     expect(frames.at(-1)!.data).toMatchObject({
       type: 'response.failed',
@@ -182,7 +253,10 @@ describe('Responses stream encoder', () => {
   });
 
   it('fails a stream that ends with no terminal event, and one that had no events at all', async () => {
-    const cut = encode([start, { type: 'tool-call-delta', index: 0, id: 'call_x', name: 'get_time', argumentsDelta: '{"tz"' }], contextFor(TOOLS));
+    const cut = encode(
+      [start, { type: 'tool-call-delta', index: 0, id: 'call_x', name: 'get_time', argumentsDelta: '{"tz"' }],
+      contextFor(TOOLS),
+    );
     checkGrammar(cut.sse);
     expect(cut.result).toMatchObject({
       status: 'failed',
@@ -190,7 +264,11 @@ describe('Responses stream encoder', () => {
       output: [{ type: 'function_call', status: 'incomplete', arguments: '{"tz"' }],
     });
     const empty = encode([]);
-    expect(checkGrammar(empty.sse).map((frame) => frame.data.type)).toEqual(['response.created', 'response.in_progress', 'response.failed']);
+    expect(checkGrammar(empty.sse).map((frame) => frame.data.type)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.failed',
+    ]);
     expect((await viaSdk(empty.sse)).final.status).toBe('failed');
   });
 
@@ -240,7 +318,10 @@ describe('Responses stream encoder', () => {
 
   it('settles the final Response before its terminal event, which an error pushed then turns into response.failed', async () => {
     const encoder = openAIResponses.createStreamEncoder(contextFor());
-    let sse = encoder.push(start) + encoder.push({ type: 'text-delta', text: 'Hi' }) + encoder.push({ type: 'finish', reason: 'stop', raw: 'stop' });
+    let sse =
+      encoder.push(start) +
+      encoder.push({ type: 'text-delta', text: 'Hi' }) +
+      encoder.push({ type: 'finish', reason: 'stop', raw: 'stop' });
     const settled = encoder.settle!() as { status: string; output_text: string; id: string; store: boolean };
     expect(settled).toMatchObject({ status: 'completed', output_text: 'Hi' });
     expect(parseFrames(sse).map((frame) => frame.data.type)).not.toContain('response.completed');
@@ -257,7 +338,12 @@ describe('Responses stream encoder', () => {
   });
 
   it('writes the same stream whether or not settle() ran first', () => {
-    const events: StreamEvent[] = [start, { type: 'text-delta', text: 'Hi' }, { type: 'finish', reason: 'length', raw: 'length' }, usage];
+    const events: StreamEvent[] = [
+      start,
+      { type: 'text-delta', text: 'Hi' },
+      { type: 'finish', reason: 'length', raw: 'length' },
+      usage,
+    ];
     const plain = encode(events).sse;
     const encoder = openAIResponses.createStreamEncoder(contextFor());
     let settledSse = '';
@@ -300,9 +386,9 @@ describe('Responses non-stream encoder', () => {
   });
 
   it('throws the error event as an IopError with its code and status', () => {
-    expect(() => encodeResponsesResponse([start, { type: 'error', code: 'rate_limited', message: 'slow down' }], contextFor())).toThrow(
-      expect.objectContaining({ code: 'rate_limited', status: 429, message: 'slow down' }),
-    );
+    expect(() =>
+      encodeResponsesResponse([start, { type: 'error', code: 'rate_limited', message: 'slow down' }], contextFor()),
+    ).toThrow(expect.objectContaining({ code: 'rate_limited', status: 429, message: 'slow down' }));
     expect(() => encodeResponsesResponse([start, { type: 'text-delta', text: 'x' }], contextFor())).toThrow(
       expect.objectContaining({ code: 'upstream_error' }),
     );
@@ -311,7 +397,10 @@ describe('Responses non-stream encoder', () => {
 
 describe('Responses stream encoder, JSON-line framing (Responses over WebSocket)', () => {
   /** Ids and completion times differ between two encoders: replaced before comparing. */
-  const stable = (json: string) => json.replace(/"(resp|msg|rs|fc|ctc|call)_[A-Za-z0-9]{24}"/g, '"$1_X"').replace(/"completed_at":\d+/g, '"completed_at":0');
+  const stable = (json: string) =>
+    json
+      .replace(/"(resp|msg|rs|fc|ctc|call)_[A-Za-z0-9]{24}"/g, '"$1_X"')
+      .replace(/"completed_at":\d+/g, '"completed_at":0');
 
   const eventArbitrary: fc.Arbitrary<StreamEvent> = fc.oneof(
     fc.record({ type: fc.constant('text-delta' as const), text: fc.string() }),
@@ -346,7 +435,8 @@ describe('Responses stream encoder, JSON-line framing (Responses over WebSocket)
         const messages = text.slice(0, -1).split('\n');
         const frames = checkGrammar(sse);
         expect(messages.map(stable)).toEqual(frames.map((frame) => stable(JSON.stringify(frame.data))));
-        for (const [index, message] of messages.entries()) expect((JSON.parse(message) as { type: string }).type).toBe(frames[index]!.event);
+        for (const [index, message] of messages.entries())
+          expect((JSON.parse(message) as { type: string }).type).toBe(frames[index]!.event);
         expect(lines.result()?.status).toBe(JSON.parse(messages.at(-1)!).response.status);
       }),
       { numRuns: 200 },

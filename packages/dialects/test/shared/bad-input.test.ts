@@ -6,7 +6,10 @@
 import { IopError } from '@iop/core';
 import { anthropic, openaiChat, openaiResponses } from '../../src/index.js';
 
-function rejection(decode: (body: unknown) => unknown, body: unknown): { code: string; status: number; param: string | undefined; message: string } {
+function rejection(
+  decode: (body: unknown) => unknown,
+  body: unknown,
+): { code: string; status: number; param: string | undefined; message: string } {
   try {
     decode(body);
   } catch (error) {
@@ -22,19 +25,32 @@ const messages = (body: unknown) => anthropic.anthropicMessages.decodeRequest(bo
 const countTokens = (body: unknown) => anthropic.decodeCountTokensRequest(body);
 const responses = (body: unknown) => openaiResponses.openAIResponses.decodeRequest(body);
 
-const chatBody = (extra: Record<string, unknown>) => ({ model: 'm', messages: [{ role: 'user', content: 'hi' }], ...extra });
-const anthropicBody = (extra: Record<string, unknown>) => ({ model: 'm', max_tokens: 2048, messages: [{ role: 'user', content: 'hi' }], ...extra });
+const chatBody = (extra: Record<string, unknown>) => ({
+  model: 'm',
+  messages: [{ role: 'user', content: 'hi' }],
+  ...extra,
+});
+const anthropicBody = (extra: Record<string, unknown>) => ({
+  model: 'm',
+  max_tokens: 2048,
+  messages: [{ role: 'user', content: 'hi' }],
+  ...extra,
+});
 const responsesBody = (extra: Record<string, unknown>) => ({ model: 'm', input: 'hi', ...extra });
 
 describe('images and files whose base64 is broken (docs/protocols.md "Images and files")', () => {
   it('Chat: a data: URI with a non-base64 or empty payload', () => {
-    const image = (url: string) => chatBody({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }] }] });
+    const image = (url: string) =>
+      chatBody({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }] }] });
     expect(rejection(chat, image('data:image/png;base64,!!!notbase64'))).toMatchObject({
       status: 400,
       param: 'messages[0].content[0].image_url.url',
       message: 'messages[0].content[0].image_url.url has a payload that is not valid base64',
     });
-    expect(rejection(chat, image('data:image/png;base64,'))).toMatchObject({ status: 400, param: 'messages[0].content[0].image_url.url' });
+    expect(rejection(chat, image('data:image/png;base64,'))).toMatchObject({
+      status: 400,
+      param: 'messages[0].content[0].image_url.url',
+    });
     expect(chat(image('data:image/png;base64,iVBORw0KGgo=')).messages[0]).toEqual({
       role: 'user',
       content: [{ type: 'image', url: 'data:image/png;base64,iVBORw0KGgo=' }],
@@ -42,13 +58,22 @@ describe('images and files whose base64 is broken (docs/protocols.md "Images and
   });
 
   it('Chat: file_data that is not base64', () => {
-    const body = chatBody({ messages: [{ role: 'user', content: [{ type: 'file', file: { file_data: 'data:application/pdf;base64,%PDF-1.7' } }] }] });
+    const body = chatBody({
+      messages: [
+        { role: 'user', content: [{ type: 'file', file: { file_data: 'data:application/pdf;base64,%PDF-1.7' } }] },
+      ],
+    });
     expect(rejection(chat, body)).toMatchObject({ status: 400, param: 'messages[0].content[0].file.file_data' });
   });
 
   it('Anthropic: image and document source.data that is not base64, an image URL that is not http(s)', () => {
     const image = anthropicBody({
-      messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: '!!!' } }] }],
+      messages: [
+        {
+          role: 'user',
+          content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: '!!!' } }],
+        },
+      ],
     });
     expect(rejection(messages, image)).toMatchObject({
       status: 400,
@@ -56,9 +81,16 @@ describe('images and files whose base64 is broken (docs/protocols.md "Images and
       message: 'messages.0.content.0.source.data: not valid base64 data',
     });
     const pdf = anthropicBody({
-      messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: '' } }] }],
+      messages: [
+        {
+          role: 'user',
+          content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: '' } }],
+        },
+      ],
     });
-    const ftp = anthropicBody({ messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'ftp://host/a.png' } }] }] });
+    const ftp = anthropicBody({
+      messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'ftp://host/a.png' } }] }],
+    });
     expect(rejection(messages, ftp)).toMatchObject({
       status: 400,
       param: 'messages.0.content.0.source.url',
@@ -72,22 +104,33 @@ describe('images and files whose base64 is broken (docs/protocols.md "Images and
   });
 
   it('Responses: input_image that is a malformed data: URI, not a URL, or bad base64; input_file that is not base64', () => {
-    const image = (image_url: string) => responsesBody({ input: [{ role: 'user', content: [{ type: 'input_image', image_url }] }] });
+    const image = (image_url: string) =>
+      responsesBody({ input: [{ role: 'user', content: [{ type: 'input_image', image_url }] }] });
     expect(rejection(responses, image('data:'))).toMatchObject({
       status: 400,
       param: 'input[0].content[0].image_url',
       message: 'input[0].content[0].image_url must be a base64 data: URI (data:<mime>;base64,…)',
     });
-    expect(rejection(responses, image('data:image/png;base64,!!!'))).toMatchObject({ status: 400, param: 'input[0].content[0].image_url' });
-    expect(rejection(responses, image('file:///etc/passwd'))).toMatchObject({ status: 400, param: 'input[0].content[0].image_url' });
-    const file = responsesBody({ input: [{ role: 'user', content: [{ type: 'input_file', file_data: 'not base64!', filename: 'a.pdf' }] }] });
+    expect(rejection(responses, image('data:image/png;base64,!!!'))).toMatchObject({
+      status: 400,
+      param: 'input[0].content[0].image_url',
+    });
+    expect(rejection(responses, image('file:///etc/passwd'))).toMatchObject({
+      status: 400,
+      param: 'input[0].content[0].image_url',
+    });
+    const file = responsesBody({
+      input: [{ role: 'user', content: [{ type: 'input_file', file_data: 'not base64!', filename: 'a.pdf' }] }],
+    });
     expect(rejection(responses, file)).toMatchObject({ status: 400, param: 'input[0].content[0].file_data' });
   });
 });
 
 describe('tool results that answer no tool call (docs/protocols.md "Tool results")', () => {
   it('Anthropic: a tool_result with an unknown tool_use_id, in messages and in count_tokens', () => {
-    const body = anthropicBody({ messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_unknown', content: 'r' }] }] });
+    const body = anthropicBody({
+      messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_unknown', content: 'r' }] }],
+    });
     const expected = {
       status: 400,
       param: 'messages.0.content.0.tool_use_id',
@@ -139,7 +182,8 @@ describe('replayed tool-call arguments that are not a JSON object (docs/protocol
     expect(rejection(chat, chatCall('{not json'))).toMatchObject({
       status: 400,
       param: 'messages[1].tool_calls[0].function.arguments',
-      message: 'messages[1].tool_calls[0].function.arguments must be a JSON object encoded as a string; it is not valid JSON',
+      message:
+        'messages[1].tool_calls[0].function.arguments must be a JSON object encoded as a string; it is not valid JSON',
     });
     expect(rejection(chat, chatCall('[1,2]'))).toMatchObject({
       status: 400,
@@ -177,7 +221,9 @@ describe('Anthropic numbers and thinking budget (docs/protocols.md "Messages req
       param: 'thinking.budget_tokens',
       message: 'thinking.budget_tokens: must be less than max_tokens (2000), got 2000',
     });
-    expect(() => messages(anthropicBody({ max_tokens: 2001, thinking: { type: 'enabled', budget_tokens: 2000 } }))).not.toThrow();
+    expect(() =>
+      messages(anthropicBody({ max_tokens: 2001, thinking: { type: 'enabled', budget_tokens: 2000 } })),
+    ).not.toThrow();
   });
 });
 
@@ -186,7 +232,8 @@ describe('Responses input whose items are all dropped', () => {
     expect(rejection(responses, responsesBody({ input: [{ type: 'hologram' }] }))).toMatchObject({
       status: 400,
       param: 'input',
-      message: 'input has no item a chat backend can take (dropped input item input[0] (hologram): a chat backend cannot replay it)',
+      message:
+        'input has no item a chat backend can take (dropped input item input[0] (hologram): a chat backend cannot replay it)',
     });
   });
 });
@@ -194,13 +241,20 @@ describe('Responses input whose items are all dropped', () => {
 describe('an error event that names a field keeps its param to the client', () => {
   const request = { model: 'm', messages: [], stream: true } as const;
   const context = { requestId: 'req_1', model: 'm', request: { ...request, messages: [] }, createdAt: 1_700_000_000 };
-  const event = { type: 'error', code: 'model_not_found', message: 'The model `m` does not exist or no provider serves it', param: 'model' } as const;
+  const event = {
+    type: 'error',
+    code: 'model_not_found',
+    message: 'The model `m` does not exist or no provider serves it',
+    param: 'model',
+  } as const;
 
   it('Chat stream: the in-band error object has param', () => {
     const encoder = openaiChat.openAIChat.createStreamEncoder(context);
     const text = encoder.push(event) + encoder.end();
     const first = JSON.parse(/^data: (.*)$/m.exec(text)![1]!);
-    expect(first).toEqual({ error: { message: event.message, type: 'invalid_request_error', param: 'model', code: 'model_not_found' } });
+    expect(first).toEqual({
+      error: { message: event.message, type: 'invalid_request_error', param: 'model', code: 'model_not_found' },
+    });
   });
 
   it('non-stream encoders of all three dialects throw an IopError with param and status', () => {
@@ -208,7 +262,12 @@ describe('an error event that names a field keeps its param to the client', () =
       const decoded =
         dialect === openaiChat.openAIChat
           ? context
-          : { ...context, request: dialect.decodeRequest(dialect === anthropic.anthropicMessages ? anthropicBody({}) : responsesBody({})) };
+          : {
+              ...context,
+              request: dialect.decodeRequest(
+                dialect === anthropic.anthropicMessages ? anthropicBody({}) : responsesBody({}),
+              ),
+            };
       const thrown = rejection(() => dialect.encodeResponse([event], decoded), undefined);
       expect(thrown).toMatchObject({ code: 'model_not_found', status: 404, param: 'model' });
     }

@@ -15,11 +15,16 @@ describe('isBase64', () => {
 
   it('rejects a payload with any character outside the alphabet, wherever it is', () => {
     fc.assert(
-      fc.property(fc.uint8Array({ minLength: 3, maxLength: 60 }), fc.constantFrom('!', ' ', '\n', '.', '"', 'é', '\u0000', '%'), fc.nat(), (bytes, bad, at) => {
-        const text = Buffer.from(bytes).toString('base64');
-        const i = at % (text.length + 1);
-        expect(isBase64(text.slice(0, i) + bad + text.slice(i))).toBe(false);
-      }),
+      fc.property(
+        fc.uint8Array({ minLength: 3, maxLength: 60 }),
+        fc.constantFrom('!', ' ', '\n', '.', '"', 'é', '\u0000', '%'),
+        fc.nat(),
+        (bytes, bad, at) => {
+          const text = Buffer.from(bytes).toString('base64');
+          const i = at % (text.length + 1);
+          expect(isBase64(text.slice(0, i) + bad + text.slice(i))).toBe(false);
+        },
+      ),
     );
   });
 
@@ -35,7 +40,10 @@ describe('isBase64', () => {
 
 describe('parseDataUri / dataUriProblem', () => {
   it('splits data:<mime>[;params];base64,<payload>', () => {
-    expect(parseDataUri('data:image/png;base64,iVBORw0KGgo=')).toEqual({ mediaType: 'image/png', data: 'iVBORw0KGgo=' });
+    expect(parseDataUri('data:image/png;base64,iVBORw0KGgo=')).toEqual({
+      mediaType: 'image/png',
+      data: 'iVBORw0KGgo=',
+    });
     expect(parseDataUri('data:image/jpeg;name=a.jpg;base64,/9j/')).toEqual({ mediaType: 'image/jpeg', data: '/9j/' });
     expect(parseDataUri('data:image/png,rawbytes')).toBeUndefined();
     expect(parseDataUri('data:')).toBeUndefined();

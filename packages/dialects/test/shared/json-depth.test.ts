@@ -7,7 +7,9 @@ import { IopError } from '@iop/core';
 import { anthropic, openaiChat, openaiResponses } from '../../src/index.js';
 import { assertJsonDepth, jsonDepth, MAX_JSON_DEPTH } from '../../src/shared/json-depth.js';
 
-/** `levels` nested object schemas `{"type":"object","properties":{"x":{…}}}`: 2 JSON levels each, plus the innermost. */
+/**
+ * `levels` nested object schemas `{"type":"object","properties":{"x":{…}}}`: 2 JSON levels each, plus the innermost.
+ */
 function nestedSchema(levels: number): Record<string, unknown> {
   let schema: Record<string, unknown> = { type: 'string' };
   for (let i = 0; i < levels; i++) schema = { type: 'object', properties: { x: schema } };
@@ -21,7 +23,12 @@ function nestedArrays(levels: number): unknown[] {
   return value;
 }
 
-function rejection(decode: () => unknown): { code: string; status: number; param: string | undefined; message: string } {
+function rejection(decode: () => unknown): {
+  code: string;
+  status: number;
+  param: string | undefined;
+  message: string;
+} {
   try {
     decode();
   } catch (error) {
@@ -35,10 +42,17 @@ function rejection(decode: () => unknown): { code: string; status: number; param
 const HOSTILE = nestedSchema(5000);
 const DEEP_BUT_FINE = nestedSchema(60); // 121 JSON levels
 
-const chat = (extra: Record<string, unknown>) => openaiChat.openAIChat.decodeRequest({ model: 'm', messages: [{ role: 'user', content: 'hi' }], ...extra });
-const messagesBody = (extra: Record<string, unknown>) => ({ model: 'm', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }], ...extra });
+const chat = (extra: Record<string, unknown>) =>
+  openaiChat.openAIChat.decodeRequest({ model: 'm', messages: [{ role: 'user', content: 'hi' }], ...extra });
+const messagesBody = (extra: Record<string, unknown>) => ({
+  model: 'm',
+  max_tokens: 64,
+  messages: [{ role: 'user', content: 'hi' }],
+  ...extra,
+});
 const messages = (extra: Record<string, unknown>) => anthropic.anthropicMessages.decodeRequest(messagesBody(extra));
-const responses = (extra: Record<string, unknown>) => openaiResponses.openAIResponses.decodeRequest({ model: 'm', input: 'hi', ...extra });
+const responses = (extra: Record<string, unknown>) =>
+  openaiResponses.openAIResponses.decodeRequest({ model: 'm', input: 'hi', ...extra });
 
 describe('jsonDepth', () => {
   it('counts nested objects and arrays, scalars being 0', () => {
@@ -74,12 +88,19 @@ describe('OpenAI Chat', () => {
       { type: 'function', function: { name: 'ok', parameters: { type: 'object' } } },
       { type: 'function', function: { name: 'deep', parameters: HOSTILE } },
     ];
-    expect(rejection(() => chat({ tools }))).toMatchObject({ code: 'invalid_request', status: 400, param: 'tools[1].function.parameters' });
+    expect(rejection(() => chat({ tools }))).toMatchObject({
+      code: 'invalid_request',
+      status: 400,
+      param: 'tools[1].function.parameters',
+    });
   });
 
   it('a too-deep response_format.json_schema.schema is a 400 naming it', () => {
     const response_format = { type: 'json_schema', json_schema: { name: 'r', schema: HOSTILE } };
-    expect(rejection(() => chat({ response_format }))).toMatchObject({ status: 400, param: 'response_format.json_schema.schema' });
+    expect(rejection(() => chat({ response_format }))).toMatchObject({
+      status: 400,
+      param: 'response_format.json_schema.schema',
+    });
   });
 
   it('a 60-level schema is accepted and reaches the backend body unchanged', () => {
@@ -89,7 +110,9 @@ describe('OpenAI Chat', () => {
     });
     expect(request.tools?.[0]?.parameters).toBe(DEEP_BUT_FINE);
     expect(request.responseFormat).toMatchObject({ type: 'json_schema', schema: DEEP_BUT_FINE });
-    const body = openaiChat.toBackendChatRequest(request, { model: 'm', stream: false }).body as { tools: Array<{ function: { parameters: unknown } }> };
+    const body = openaiChat.toBackendChatRequest(request, { model: 'm', stream: false }).body as {
+      tools: Array<{ function: { parameters: unknown } }>;
+    };
     expect(body.tools[0]!.function.parameters).toEqual(DEEP_BUT_FINE);
   });
 });
@@ -99,7 +122,11 @@ describe('Anthropic Messages and count_tokens', () => {
 
   it('a too-deep tools[].input_schema is a 400 naming it, on /v1/messages and on count_tokens', () => {
     const tools = [{ name: 'ok', input_schema: { type: 'object' } }, deepTool];
-    expect(rejection(() => messages({ tools }))).toMatchObject({ code: 'invalid_request', status: 400, param: 'tools.1.input_schema' });
+    expect(rejection(() => messages({ tools }))).toMatchObject({
+      code: 'invalid_request',
+      status: 400,
+      param: 'tools.1.input_schema',
+    });
     expect(rejection(() => anthropic.decodeCountTokensRequest(messagesBody({ tools })))).toMatchObject({
       code: 'invalid_request',
       status: 400,
@@ -108,7 +135,9 @@ describe('Anthropic Messages and count_tokens', () => {
   });
 
   it('a too-deep output_config.format.schema is a 400 naming it', () => {
-    expect(rejection(() => messages({ output_config: { format: { type: 'json_schema', schema: HOSTILE } } }))).toMatchObject({
+    expect(
+      rejection(() => messages({ output_config: { format: { type: 'json_schema', schema: HOSTILE } } })),
+    ).toMatchObject({
       status: 400,
       param: 'output_config.format.schema',
     });
@@ -120,25 +149,33 @@ describe('Anthropic Messages and count_tokens', () => {
       { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'deep', input: HOSTILE }] },
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'done' }] },
     ];
-    expect(rejection(() => messages({ messages: history, tools: [{ name: 'deep', input_schema: { type: 'object' } }] }))).toMatchObject({
+    expect(
+      rejection(() => messages({ messages: history, tools: [{ name: 'deep', input_schema: { type: 'object' } }] })),
+    ).toMatchObject({
       status: 400,
       param: 'messages.1.content.0.input',
     });
   });
 
   it('a 60-level schema is accepted and count_tokens renders it', () => {
-    const request = anthropic.decodeCountTokensRequest(messagesBody({ tools: [{ name: 'deep', input_schema: DEEP_BUT_FINE }] }));
+    const request = anthropic.decodeCountTokensRequest(
+      messagesBody({ tools: [{ name: 'deep', input_schema: DEEP_BUT_FINE }] }),
+    );
     expect(request.tools?.[0]?.parameters).toBe(DEEP_BUT_FINE);
     const text = anthropic.renderCountTokensText(request);
     expect(text).toContain(`{"name":"deep","parameters":${JSON.stringify(DEEP_BUT_FINE)}}`);
     expect(anthropic.estimateRequestTokens(request)).toBeGreaterThan(JSON.stringify(DEEP_BUT_FINE).length / 4);
-    expect(messages({ tools: [{ name: 'deep', input_schema: DEEP_BUT_FINE }] }).tools?.[0]?.parameters).toBe(DEEP_BUT_FINE);
+    expect(messages({ tools: [{ name: 'deep', input_schema: DEEP_BUT_FINE }] }).tools?.[0]?.parameters).toBe(
+      DEEP_BUT_FINE,
+    );
   });
 });
 
 describe('OpenAI Responses', () => {
   it('a too-deep tools[].parameters is a 400 naming it', () => {
-    expect(rejection(() => responses({ tools: [{ type: 'function', name: 'deep', parameters: HOSTILE }] }))).toMatchObject({
+    expect(
+      rejection(() => responses({ tools: [{ type: 'function', name: 'deep', parameters: HOSTILE }] })),
+    ).toMatchObject({
       code: 'invalid_request',
       status: 400,
       param: 'tools[0].parameters',
@@ -161,7 +198,9 @@ describe('OpenAI Responses', () => {
   });
 
   it('a too-deep text.format.schema is a 400 naming it', () => {
-    expect(rejection(() => responses({ text: { format: { type: 'json_schema', name: 'r', schema: HOSTILE } } }))).toMatchObject({
+    expect(
+      rejection(() => responses({ text: { format: { type: 'json_schema', name: 'r', schema: HOSTILE } } })),
+    ).toMatchObject({
       status: 400,
       param: 'text.format.schema',
     });

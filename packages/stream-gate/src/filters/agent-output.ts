@@ -46,7 +46,9 @@ export function closingTool(text: string): string | undefined {
 
 export function agentOutput(options: AgentOutputOptions): GateFilter[] {
   if (!AGENT_OUTPUT_MODES.includes(options.mode))
-    throw new Error(`agent-output: mode must be one of ${AGENT_OUTPUT_MODES.join(', ')}, got ${JSON.stringify(options.mode)}`);
+    throw new Error(
+      `agent-output: mode must be one of ${AGENT_OUTPUT_MODES.join(', ')}, got ${JSON.stringify(options.mode)}`,
+    );
   const completionTool = options.completionTool ?? 'attempt_completion';
   const resultParameter = options.resultParameter ?? 'result';
   for (const name of [...(options.xmlTools ?? []), completionTool, resultParameter]) {
@@ -59,7 +61,13 @@ export function agentOutput(options: AgentOutputOptions): GateFilter[] {
       {
         kind: 'transformer',
         name: 'agent-output',
-        create: (context) => new CompletionToolWrapper(declaredOf(context.request.tools), completionTool, resultParameter, context.continuation?.text ?? ''),
+        create: (context) =>
+          new CompletionToolWrapper(
+            declaredOf(context.request.tools),
+            completionTool,
+            resultParameter,
+            context.continuation?.text ?? '',
+          ),
       },
     ];
   }
@@ -67,7 +75,12 @@ export function agentOutput(options: AgentOutputOptions): GateFilter[] {
     {
       kind: 'validator',
       name: 'agent-output',
-      create: (context) => new EndsInTool(declaredOf(context.request.tools), options.mode === 'streamBuffer', context.continuation?.text ?? ''),
+      create: (context) =>
+        new EndsInTool(
+          declaredOf(context.request.tools),
+          options.mode === 'streamBuffer',
+          context.continuation?.text ?? '',
+        ),
     },
   ];
 }
@@ -97,7 +110,9 @@ class EndsInTool implements EventValidator {
         if (event.name !== undefined) this.calledTool = true;
         return this.hold ? 'hold' : 'pass';
       case 'finish':
-        return event.reason === 'length' || this.calledTool || isDeclared(this.declared, closingTool(this.text)) ? 'pass' : this.rejection();
+        return event.reason === 'length' || this.calledTool || isDeclared(this.declared, closingTool(this.text))
+          ? 'pass'
+          : this.rejection();
       default:
         return this.hold && this.text.length > 0 ? 'hold' : 'pass';
     }
@@ -139,7 +154,11 @@ class CompletionToolWrapper implements EventTransformer {
       this.release(out, this.held);
     } else if (event.type === 'finish') {
       const text = this.held;
-      const plain = !this.calledTool && event.reason !== 'length' && text.trim() !== '' && !isDeclared(this.declared, closingTool(this.prefix + text));
+      const plain =
+        !this.calledTool &&
+        event.reason !== 'length' &&
+        text.trim() !== '' &&
+        !isDeclared(this.declared, closingTool(this.prefix + text));
       this.release(out, plain ? this.wrap(text) : text);
     }
     out.push(event);

@@ -26,7 +26,8 @@ export function degenerationGuard(options: DegenerationOptions = {}): ValidatorF
   const minRepeats = options.minRepeats ?? 8;
   const minRepeatedTokens = options.minRepeatedTokens ?? 256;
   for (const [name, value] of Object.entries({ maxPeriod, minRepeats, minRepeatedTokens })) {
-    if (!Number.isInteger(value) || value < 1) throw new RangeError(`degeneration: ${name} must be a positive integer, got ${value}`);
+    if (!Number.isInteger(value) || value < 1)
+      throw new RangeError(`degeneration: ${name} must be a positive integer, got ${value}`);
   }
   return {
     kind: 'validator',

@@ -48,7 +48,9 @@ class EmptyOutputGuard implements EventValidator {
         this.answered = true;
         return 'pass';
       case 'finish':
-        return this.answered ? 'pass' : reject(`empty output (finish reason ${event.raw ?? event.reason})`, 'retry-exact');
+        return this.answered
+          ? 'pass'
+          : reject(`empty output (finish reason ${event.raw ?? event.reason})`, 'retry-exact');
       default:
         return 'pass';
     }

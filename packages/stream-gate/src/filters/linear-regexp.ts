@@ -21,7 +21,9 @@ import type { RE2JS } from 're2js';
 
 let re2jsClass: typeof RE2JS | undefined;
 
-/** re2js, loaded with the first pattern: it is one 250 KB script, and most processes never compile a client's pattern. */
+/**
+ * re2js, loaded with the first pattern: it is one 250 KB script, and most processes never compile a client's pattern.
+ */
 function re2js(): typeof RE2JS {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   re2jsClass ??= (require('re2js') as { RE2JS: typeof RE2JS }).RE2JS;
@@ -59,9 +61,12 @@ export const linearRegExp: RegExpEngine = Object.assign(
       compiled = RE2.compile(RE2.translateRegExp(pattern), RE2.LOOKBEHINDS);
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
-      throw new Error(`pattern ${JSON.stringify(pattern)} needs a backtracking regex engine (backreferences and lookaheads are not supported): ${reason}`, {
-        cause: error,
-      });
+      throw new Error(
+        `pattern ${JSON.stringify(pattern)} needs a backtracking regex engine (backreferences and lookaheads are not supported): ${reason}`,
+        {
+          cause: error,
+        },
+      );
     }
     return new LinearRegExpLike(compiled, `/${pattern}/${flags}`);
   },

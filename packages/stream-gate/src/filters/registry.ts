@@ -1,6 +1,6 @@
 /**
- * Filters by name, for configuration files: a model group lists
- * `filters: ['reasoning', { name: 'text-tool-calls', options: { formats: ['hermes', 'mistral'] } }, 'tool-calls', …]`.
+ * Filters by name, for configuration files: a model group lists `filters: ['reasoning', { name: 'text-tool-calls',
+ * options: { formats: ['hermes', 'mistral'] } }, 'tool-calls', …]`.
  *
  * | name                | kind        | options                                 |
  * | ------------------- | ----------- | --------------------------------------- |
@@ -8,12 +8,13 @@
  * | `text-tool-calls`   | transformer | `TextToolCallOptions`                   |
  * | `tool-calls`        | both        | `ToolCallFilterOptions` (normalizer + validator) |
  * | `structured-output` | both        | `StructuredOutputOptions` (fence unwrap + validator) |
- * | `agent-output`      | one of both | `AgentOutputOptions` (`strict`, `streamBuffer`: validator; `xmlCompletionTool`: transformer) |
+ * | `agent-output`      | one of both | `AgentOutputOptions` (`strict`, `streamBuffer`: validator;      |
+ * |                     |             | `xmlCompletionTool`: transformer)       |
  * | `degeneration`      | validator   | `DegenerationOptions`                   |
  * | `empty-output`      | validator   | `EmptyOutputOptions`                    |
  *
- * Transformers run in the listed order; list `reasoning` before `text-tool-calls` (calls inside
- * a `<think>` block are reasoning, not calls).
+ * Transformers run in the listed order; list `reasoning` before `text-tool-calls` (calls inside a `<think>` block are
+ * reasoning, not calls).
  */
 import { IopError } from '@iop/core';
 import type { GateFilter } from '../filter.js';
@@ -44,7 +45,15 @@ export type FilterSpec =
   | { name: 'degeneration'; options?: DegenerationOptions }
   | { name: 'empty-output'; options?: EmptyOutputOptions };
 
-export const FILTER_NAMES = ['reasoning', 'text-tool-calls', 'tool-calls', 'structured-output', 'agent-output', 'degeneration', 'empty-output'] as const;
+export const FILTER_NAMES = [
+  'reasoning',
+  'text-tool-calls',
+  'tool-calls',
+  'structured-output',
+  'agent-output',
+  'degeneration',
+  'empty-output',
+] as const;
 export type FilterName = (typeof FILTER_NAMES)[number];
 
 /**
@@ -55,13 +64,16 @@ export function createFilters(specs: readonly FilterSpec[]): GateFilter[] {
   const filters: GateFilter[] = [];
   specs.forEach((spec, index) => {
     const name = typeof spec === 'string' ? spec : spec.name;
-    const options: Record<string, unknown> = typeof spec === 'string' ? {} : ((spec.options ?? {}) as Record<string, unknown>);
+    const options: Record<string, unknown> =
+      typeof spec === 'string' ? {} : ((spec.options ?? {}) as Record<string, unknown>);
     const param = `filters[${index}]`;
     try {
       filters.push(...create(name, options, param));
     } catch (error) {
       if (error instanceof IopError) throw error;
-      throw new IopError('invalid_request', `${param}: ${error instanceof Error ? error.message : String(error)}`, { param });
+      throw new IopError('invalid_request', `${param}: ${error instanceof Error ? error.message : String(error)}`, {
+        param,
+      });
     }
   });
   return filters;
@@ -97,6 +109,8 @@ function create(name: string, options: Record<string, unknown>, param: string): 
     case 'empty-output':
       return [emptyOutputGuard(options as EmptyOutputOptions)];
     default:
-      throw new IopError('invalid_request', `${param}: unknown filter "${name}" (known: ${FILTER_NAMES.join(', ')})`, { param });
+      throw new IopError('invalid_request', `${param}: unknown filter "${name}" (known: ${FILTER_NAMES.join(', ')})`, {
+        param,
+      });
   }
 }

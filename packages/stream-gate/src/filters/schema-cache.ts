@@ -41,7 +41,12 @@ export class SchemaCache {
    */
   private ajv(): Ajv2020 {
     if (this.ajvInstance === undefined) {
-      this.ajvInstance = new Ajv2020({ strict: false, allErrors: true, validateFormats: true, code: { regExp: linearRegExp } });
+      this.ajvInstance = new Ajv2020({
+        strict: false,
+        allErrors: true,
+        validateFormats: true,
+        code: { regExp: linearRegExp },
+      });
       addFormats(this.ajvInstance);
       this.ajvInstance.addMetaSchema(draft07MetaSchema);
     }

@@ -30,16 +30,22 @@ export function structuredOutput(options: StructuredOutputOptions = {}): Validat
       const prefix = context.continuation?.text ?? '';
       return new StructuredOutputValidator(holdText, prefix, (value) => {
         if (format.type === 'json_object') {
-          return value !== null && typeof value === 'object' && !Array.isArray(value) ? undefined : patchFor('the answer must be a JSON object');
+          return value !== null && typeof value === 'object' && !Array.isArray(value)
+            ? undefined
+            : patchFor('the answer must be a JSON object');
         }
         const compiled = cache.get(format.schema);
         if (!compiled.ok) {
-          context.warn(`structured-output: schema ${format.name} cannot be compiled, output not checked: ${compiled.error}`);
+          context.warn(
+            `structured-output: schema ${format.name} cannot be compiled, output not checked: ${compiled.error}`,
+          );
           return undefined;
         }
         return compiled.validate(value)
           ? undefined
-          : patchFor(`the answer does not match the schema ${format.name}: ${describeSchemaErrors(compiled.validate.errors)}`);
+          : patchFor(
+              `the answer does not match the schema ${format.name}: ${describeSchemaErrors(compiled.validate.errors)}`,
+            );
       });
     },
   };

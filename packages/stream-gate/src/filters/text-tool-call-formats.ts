@@ -108,4 +108,8 @@ const llama3: TextToolCallFormat = {
   },
 };
 
-export const TEXT_TOOL_CALL_FORMATS: Readonly<Record<TextToolCallFormatName, TextToolCallFormat>> = { hermes, mistral, llama3 };
+export const TEXT_TOOL_CALL_FORMATS: Readonly<Record<TextToolCallFormatName, TextToolCallFormat>> = {
+  hermes,
+  mistral,
+  llama3,
+};

@@ -1,7 +1,7 @@
 /**
  * Text tool calls (name `text-tool-calls`): calls written into the content in a known syntax
- * (`text-tool-call-formats.ts`) become native `tool-call-delta` events with fresh `call_…` ids,
- * (the gate then reports a `stop` finish as `tool_calls`, `deliveredFinishReason`). Markers may be split across chunks; only a trailing
+ * (`text-tool-call-formats.ts`) become native `tool-call-delta` events with fresh `call_…` ids, (the gate then reports
+ * a `stop` finish as `tool_calls`, `deliveredFinishReason`). Markers may be split across chunks; only a trailing
  * partial marker and the open call's body are held. Whitespace around calls is dropped.
  */
 import { newId } from '@iop/core';
@@ -133,7 +133,13 @@ class TextToolCallExtractor implements EventTransformer {
       });
     }
     for (const call of calls)
-      out.push({ type: 'tool-call-delta', index: this.nextIndex++, id: newId('call_'), name: call.name, argumentsDelta: call.arguments });
+      out.push({
+        type: 'tool-call-delta',
+        index: this.nextIndex++,
+        id: newId('call_'),
+        name: call.name,
+        argumentsDelta: call.arguments,
+      });
     this.afterCall = true;
     return undefined;
   }

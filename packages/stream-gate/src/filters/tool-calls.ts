@@ -13,7 +13,14 @@
  *   the limit from its stop reason (`max_tokens`, `length`, `incomplete`).
  */
 import type { StreamEvent, ToolDefinition } from '@iop/core';
-import type { EventTransformer, EventValidator, Rejection, TransformerFilter, ValidatorFilter, Verdict } from '../filter.js';
+import type {
+  EventTransformer,
+  EventValidator,
+  Rejection,
+  TransformerFilter,
+  ValidatorFilter,
+  Verdict,
+} from '../filter.js';
 import { reject } from '../filter.js';
 import type { SchemaCache } from './schema-cache.js';
 import { describeSchemaErrors, sharedSchemaCache } from './schema-cache.js';
@@ -49,7 +56,8 @@ class ToolCallNormalizer implements EventTransformer {
     } else if (event.type === 'finish') {
       // Only a finished turn gets `{}` for a parameterless call: cut by the output limit, a call is left as generated.
       if (event.reason !== 'length') {
-        for (const [index, has] of this.hasArguments) if (!has) out.push({ type: 'tool-call-delta', index, argumentsDelta: '{}' });
+        for (const [index, has] of this.hasArguments)
+          if (!has) out.push({ type: 'tool-call-delta', index, argumentsDelta: '{}' });
       }
       out.push(event);
     } else {
@@ -75,7 +83,9 @@ export function toolCallValidator(options: ToolCallFilterOptions = {}): Validato
         if (!compiled.ok) {
           if (!warned.has(tool.name)) {
             warned.add(tool.name);
-            context.warn(`tool-calls: schema of tool ${tool.name} cannot be compiled, arguments not checked: ${compiled.error}`);
+            context.warn(
+              `tool-calls: schema of tool ${tool.name} cannot be compiled, arguments not checked: ${compiled.error}`,
+            );
           }
           return undefined;
         }
@@ -98,7 +108,11 @@ class ToolCallValidator implements EventValidator {
   constructor(
     private readonly parallelToolCalls: boolean | undefined,
     private readonly tools: ReadonlyMap<string, ToolDefinition>,
-    private readonly checkSchema: (call: TrackedToolCall, value: unknown, tool: ToolDefinition) => Rejection | undefined,
+    private readonly checkSchema: (
+      call: TrackedToolCall,
+      value: unknown,
+      tool: ToolDefinition,
+    ) => Rejection | undefined,
   ) {}
 
   get heldBytes(): number {

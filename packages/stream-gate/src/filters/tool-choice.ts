@@ -47,7 +47,9 @@ const PASS_ALL: EventValidator = { check: () => 'pass' };
 class NoToolValidator implements EventValidator {
   check(event: StreamEvent): Verdict {
     if (event.type !== 'tool-call-delta') return 'pass';
-    return reject('a tool was called although tool_choice is none', 'retry-with-patch', { patch: 'Do not call any tool. Answer in plain text.' });
+    return reject('a tool was called although tool_choice is none', 'retry-with-patch', {
+      patch: 'Do not call any tool. Answer in plain text.',
+    });
   }
 }
 
@@ -62,9 +64,13 @@ class ForcedToolValidator implements EventValidator {
       case 'tool-call-delta': {
         if (event.name === undefined) return this.called ? 'pass' : 'hold';
         if (this.choice.type === 'tool' && event.name !== this.choice.name) {
-          return reject(`tool ${event.name} called although tool_choice names ${this.choice.name}`, 'retry-with-patch', {
-            patch: `Call the tool "${this.choice.name}".`,
-          });
+          return reject(
+            `tool ${event.name} called although tool_choice names ${this.choice.name}`,
+            'retry-with-patch',
+            {
+              patch: `Call the tool "${this.choice.name}".`,
+            },
+          );
         }
         this.called = true;
         return 'pass';
@@ -75,7 +81,9 @@ class ForcedToolValidator implements EventValidator {
           ? reject(`tool_choice names ${this.choice.name} but no tool was called`, 'retry-with-patch', {
               patch: `You must call the tool "${this.choice.name}" now.`,
             })
-          : reject('tool_choice is required but no tool was called', 'retry-with-patch', { patch: 'You must call one of the available tools now.' });
+          : reject('tool_choice is required but no tool was called', 'retry-with-patch', {
+              patch: 'You must call one of the available tools now.',
+            });
       default:
         return this.called ? 'pass' : 'hold';
     }

@@ -38,7 +38,11 @@ interface Outcome {
 }
 
 /** Prompt tokens of a chat history as the chat wrapper renders it. */
-export function countPromptTokens(model: LlamaModel, chatWrapper: ChatWrapper, history: ChatParams['history']): number[] {
+export function countPromptTokens(
+  model: LlamaModel,
+  chatWrapper: ChatWrapper,
+  history: ChatParams['history'],
+): number[] {
   const { contextText } = chatWrapper.generateContextState({ chatHistory: history });
   return contextText.tokenize(model.tokenizer);
 }
@@ -57,18 +61,34 @@ function jsonResponse(generation: ChatGeneration): BackendResponse {
         object: 'chat.completion',
         created: Math.floor(Date.now() / 1000),
         model: params.model,
-        choices: [{ index: 0, message: { role: 'assistant', content: outcome.text, refusal: null }, logprobs: null, finish_reason: outcome.finishReason }],
+        choices: [
+          {
+            index: 0,
+            message: { role: 'assistant', content: outcome.text, refusal: null },
+            logprobs: null,
+            finish_reason: outcome.finishReason,
+          },
+        ],
         usage: usageOf(outcome),
       }),
     );
   })();
-  return { status: 200, headers: withWarnings({ 'content-type': 'application/json; charset=utf-8' }, params.warnings), body };
+  return {
+    status: 200,
+    headers: withWarnings({ 'content-type': 'application/json; charset=utf-8' }, params.warnings),
+    body,
+  };
 }
 
 function streamResponse(generation: ChatGeneration): BackendResponse {
   const { params } = generation;
   const queue = new AsyncQueue<Uint8Array>(Number.POSITIVE_INFINITY);
-  const head = { id: newId('chatcmpl-'), object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: params.model };
+  const head = {
+    id: newId('chatcmpl-'),
+    object: 'chat.completion.chunk',
+    created: Math.floor(Date.now() / 1000),
+    model: params.model,
+  };
   const usageNull = params.includeUsage ? { usage: null } : {};
   const send = (choices: unknown[], extra: object = usageNull): void => {
     queue.push(Buffer.from(sseJson({ ...head, choices, ...extra })));
@@ -88,13 +108,24 @@ function streamResponse(generation: ChatGeneration): BackendResponse {
       }
       queue.push(
         Buffer.from(
-          sseJson({ error: { message: error instanceof Error ? error.message : 'generation failed', type: 'server_error', param: null, code: null } }),
+          sseJson({
+            error: {
+              message: error instanceof Error ? error.message : 'generation failed',
+              type: 'server_error',
+              param: null,
+              code: null,
+            },
+          }),
         ),
       );
       queue.push(Buffer.from(SSE_DONE));
       queue.close();
     });
-  return { status: 200, headers: withWarnings({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, params.warnings), body: queue };
+  return {
+    status: 200,
+    headers: withWarnings({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, params.warnings),
+    body: queue,
+  };
 }
 
 /** Adds `x-iop-warnings` (what the request asked for that this backend cannot do); the edge passes it on. */

@@ -5,7 +5,8 @@
 import { invalidRequest } from '@iop/core';
 import type { ChatHistoryItem } from './library.js';
 
-export type ResponseFormat = { type: 'text' } | { type: 'json_object' } | { type: 'json_schema'; schema: Record<string, unknown> };
+export type ResponseFormat =
+  { type: 'text' } | { type: 'json_object' } | { type: 'json_schema'; schema: Record<string, unknown> };
 
 export interface ChatParams {
   model: string;
@@ -37,14 +38,21 @@ export function parseChatRequest(body: Uint8Array): ChatParams {
     throw invalidRequest('stream_options must be an object', 'stream_options');
   }
   const includeUsage =
-    optionalBoolean((streamOptions as { include_usage?: unknown } | null | undefined)?.include_usage, 'stream_options.include_usage') ?? false;
+    optionalBoolean(
+      (streamOptions as { include_usage?: unknown } | null | undefined)?.include_usage,
+      'stream_options.include_usage',
+    ) ?? false;
   const maxTokens =
     optionalNumber(request.max_completion_tokens, 'max_completion_tokens', 1, 1 << 24, true) ??
     optionalNumber(request.max_tokens, 'max_tokens', 1, 1 << 24, true);
   const warnings: string[] = [];
   const n = optionalNumber(request.n, 'n', 1, 1 << 16, true);
-  if (n !== undefined && n > 1) warnings.push(`n=${n} is not supported by the embedded backend: one choice is returned`);
-  if (optionalBoolean(request.logprobs, 'logprobs') === true || (request.top_logprobs !== undefined && request.top_logprobs !== null)) {
+  if (n !== undefined && n > 1)
+    warnings.push(`n=${n} is not supported by the embedded backend: one choice is returned`);
+  if (
+    optionalBoolean(request.logprobs, 'logprobs') === true ||
+    (request.top_logprobs !== undefined && request.top_logprobs !== null)
+  ) {
     warnings.push('logprobs are not supported by the embedded backend: logprobs is null');
   }
   return {
@@ -70,7 +78,8 @@ export function parseJsonObject(body: Uint8Array): Record<string, unknown> {
   } catch {
     throw invalidRequest('the request body is not valid JSON');
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalidRequest('the request body must be a JSON object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw invalidRequest('the request body must be a JSON object');
   return value as Record<string, unknown>;
 }
 
@@ -78,7 +87,8 @@ export function parseJsonObject(body: Uint8Array): Record<string, unknown> {
 export function historyOf(messages: unknown[]): ChatHistoryItem[] {
   const history: ChatHistoryItem[] = [];
   messages.forEach((message, index) => {
-    if (typeof message !== 'object' || message === null) throw invalidRequest('each message must be an object', `messages[${index}]`);
+    if (typeof message !== 'object' || message === null)
+      throw invalidRequest('each message must be an object', `messages[${index}]`);
     const { role, content } = message as { role?: unknown; content?: unknown };
     const text = textOf(content, index);
     switch (role) {
@@ -105,7 +115,8 @@ export function historyOf(messages: unknown[]): ChatHistoryItem[] {
 function textOf(content: unknown, index: number): string {
   if (content === undefined || content === null) return '';
   if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) throw invalidRequest('content must be a string or an array of parts', `messages[${index}].content`);
+  if (!Array.isArray(content))
+    throw invalidRequest('content must be a string or an array of parts', `messages[${index}].content`);
   let text = '';
   content.forEach((part: unknown, partIndex) => {
     const typed = part as { type?: unknown; text?: unknown } | null;
@@ -136,7 +147,10 @@ function responseFormatOf(format: unknown): ResponseFormat {
     case 'json_schema': {
       const schema = typed.json_schema?.schema;
       if (typeof schema !== 'object' || schema === null) {
-        throw invalidRequest('response_format.json_schema.schema must be an object', 'response_format.json_schema.schema');
+        throw invalidRequest(
+          'response_format.json_schema.schema must be an object',
+          'response_format.json_schema.schema',
+        );
       }
       return { type: 'json_schema', schema: schema as Record<string, unknown> };
     }
@@ -151,9 +165,21 @@ export function optionalBoolean(value: unknown, param: string): boolean | undefi
   return value;
 }
 
-export function optionalNumber(value: unknown, param: string, min: number, max: number, integer: boolean): number | undefined {
+export function optionalNumber(
+  value: unknown,
+  param: string,
+  min: number,
+  max: number,
+  integer: boolean,
+): number | undefined {
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max || (integer && !Number.isInteger(value))) {
+  if (
+    typeof value !== 'number' ||
+    !Number.isFinite(value) ||
+    value < min ||
+    value > max ||
+    (integer && !Number.isInteger(value))
+  ) {
     throw invalidRequest(`${param} must be ${integer ? 'an integer' : 'a number'} in [${min}, ${max}]`, param);
   }
   return value;

@@ -31,14 +31,25 @@ export interface CompletionParams {
 export const DEFAULT_COMPLETION_TOKENS = 16;
 
 function isTokens(value: unknown): value is Token[] {
-  return Array.isArray(value) && value.length > 0 && value.every((token) => typeof token === 'number' && Number.isSafeInteger(token) && token >= 0);
+  return (
+    Array.isArray(value) &&
+    value.length > 0 &&
+    value.every((token) => typeof token === 'number' && Number.isSafeInteger(token) && token >= 0)
+  );
 }
 
 function promptsOf(prompt: unknown): Array<string | Token[]> {
   if (typeof prompt === 'string' || isTokens(prompt)) return [prompt];
-  if (Array.isArray(prompt) && prompt.length > 0 && prompt.every((entry) => typeof entry === 'string' || isTokens(entry)))
+  if (
+    Array.isArray(prompt) &&
+    prompt.length > 0 &&
+    prompt.every((entry) => typeof entry === 'string' || isTokens(entry))
+  )
     return prompt as Array<string | Token[]>;
-  throw invalidRequest('prompt must be a string, an array of strings, an array of token ids or an array of token-id arrays', 'prompt');
+  throw invalidRequest(
+    'prompt must be a string, an array of strings, an array of token ids or an array of token-id arrays',
+    'prompt',
+  );
 }
 
 /** Parses the JSON body of `POST /v1/completions`. */
@@ -48,10 +59,12 @@ export function parseCompletionRequest(raw: Uint8Array): CompletionParams {
   const echo = optionalBoolean(body.echo, 'echo') ?? false;
   const suffix = body.suffix === undefined || body.suffix === null || body.suffix === '' ? undefined : body.suffix;
   if (suffix !== undefined && typeof suffix !== 'string') throw invalidRequest('suffix must be a string', 'suffix');
-  const maxTokens = optionalNumber(body.max_tokens, 'max_tokens', echo ? 0 : 1, 1 << 24, true) ?? DEFAULT_COMPLETION_TOKENS;
+  const maxTokens =
+    optionalNumber(body.max_tokens, 'max_tokens', echo ? 0 : 1, 1 << 24, true) ?? DEFAULT_COMPLETION_TOKENS;
   const stream = optionalBoolean(body.stream, 'stream') ?? false;
   const options = body.stream_options as { include_usage?: unknown } | null | undefined;
-  if (options !== undefined && options !== null && typeof options !== 'object') throw invalidRequest('stream_options must be an object', 'stream_options');
+  if (options !== undefined && options !== null && typeof options !== 'object')
+    throw invalidRequest('stream_options must be an object', 'stream_options');
   const warnings: string[] = [];
   const logprobs = optionalNumber(body.logprobs, 'logprobs', 0, 20, true);
   if (logprobs !== undefined) warnings.push('logprobs are not supported by the embedded backend: logprobs is null');

@@ -20,7 +20,11 @@ export interface EmbeddingsParams {
 }
 
 function isTokenList(value: unknown): value is Token[] {
-  return Array.isArray(value) && value.length > 0 && value.every((token) => typeof token === 'number' && Number.isSafeInteger(token) && token >= 0);
+  return (
+    Array.isArray(value) &&
+    value.length > 0 &&
+    value.every((token) => typeof token === 'number' && Number.isSafeInteger(token) && token >= 0)
+  );
 }
 
 /** Parses the body; 400 naming the field otherwise. */
@@ -30,13 +34,27 @@ export function parseEmbeddingsRequest(raw: Uint8Array): EmbeddingsParams {
   const { input } = body;
   let inputs: Array<string | Token[]>;
   if (typeof input === 'string' || isTokenList(input)) inputs = [input];
-  else if (Array.isArray(input) && input.length > 0 && input.every((entry) => typeof entry === 'string' || isTokenList(entry)))
+  else if (
+    Array.isArray(input) &&
+    input.length > 0 &&
+    input.every((entry) => typeof entry === 'string' || isTokenList(entry))
+  )
     inputs = input as Array<string | Token[]>;
-  else throw invalidRequest('input must be a string, an array of strings, an array of token ids or an array of token-id arrays', 'input');
+  else
+    throw invalidRequest(
+      'input must be a string, an array of strings, an array of token ids or an array of token-id arrays',
+      'input',
+    );
   if (inputs.some((entry) => entry === '')) throw invalidRequest('input must not contain an empty string', 'input');
   const format = body.encoding_format ?? 'float';
-  if (format !== 'float' && format !== 'base64') throw invalidRequest("encoding_format must be 'float' or 'base64'", 'encoding_format');
-  return { model: body.model, inputs, dimensions: optionalNumber(body.dimensions, 'dimensions', 1, 1 << 20, true), base64: format === 'base64' };
+  if (format !== 'float' && format !== 'base64')
+    throw invalidRequest("encoding_format must be 'float' or 'base64'", 'encoding_format');
+  return {
+    model: body.model,
+    inputs,
+    dimensions: optionalNumber(body.dimensions, 'dimensions', 1, 1 << 20, true),
+    base64: format === 'base64',
+  };
 }
 
 /** `vector` scaled to unit length (unchanged when all zero). */
@@ -74,12 +92,22 @@ export async function createEmbeddings(
     if (signal.aborted) throw signal.reason;
     const { vector } = await context.getEmbeddingFor(input);
     if (params.dimensions !== undefined && params.dimensions > vector.length)
-      throw invalidRequest(`dimensions must be at most ${vector.length} for this model, got ${params.dimensions}`, 'dimensions');
+      throw invalidRequest(
+        `dimensions must be at most ${vector.length} for this model, got ${params.dimensions}`,
+        'dimensions',
+      );
     const unit = normalized(params.dimensions === undefined ? vector : vector.slice(0, params.dimensions));
     data.push({ object: 'embedding', index, embedding: params.base64 ? base64Of(unit) : unit });
     promptTokens += tokens;
   }
-  const bytes = Buffer.from(JSON.stringify({ object: 'list', data, model: params.model, usage: { prompt_tokens: promptTokens, total_tokens: promptTokens } }));
+  const bytes = Buffer.from(
+    JSON.stringify({
+      object: 'list',
+      data,
+      model: params.model,
+      usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
+    }),
+  );
   return {
     status: 200,
     headers: { 'content-type': 'application/json; charset=utf-8', 'content-length': String(bytes.length) },

@@ -80,8 +80,14 @@ export class LlamaCppBackend implements Backend {
   static async create(options: LlamaCppBackendOptions = {}): Promise<LlamaCppBackend> {
     const library = await (options.loadLibrary ?? loadNodeLlamaCpp)();
     const path = await resolveModelPath(library, options.model, options.files);
-    const gpu = options.gpu === undefined || options.gpu === 'auto' ? 'auto' : options.gpu === 'none' ? false : options.gpu;
-    const llama = await library.getLlama({ gpu, build: 'never', logLevel: library.LlamaLogLevel.error, progressLogs: false });
+    const gpu =
+      options.gpu === undefined || options.gpu === 'auto' ? 'auto' : options.gpu === 'none' ? false : options.gpu;
+    const llama = await library.getLlama({
+      gpu,
+      build: 'never',
+      logLevel: library.LlamaLogLevel.error,
+      progressLogs: false,
+    });
     const model = await llama.loadModel({ modelPath: path });
     const contextSize = Math.min(options.contextSize ?? Math.min(model.trainContextSize, 8192), model.trainContextSize);
     const context = await model.createContext({
@@ -91,16 +97,30 @@ export class LlamaCppBackend implements Backend {
     });
     const chatWrapper = library.resolveChatWrapper(model);
     const loaded = { modelFile: path, threads: options.threads ?? defaultThreads(), gpu: llama.gpu };
-    return new LlamaCppBackend(library, llama, model, context, chatWrapper, options.modelId ?? basename(path).replace(/\.gguf$/i, ''), contextSize, loaded);
+    return new LlamaCppBackend(
+      library,
+      llama,
+      model,
+      context,
+      chatWrapper,
+      options.modelId ?? basename(path).replace(/\.gguf$/i, ''),
+      contextSize,
+      loaded,
+    );
   }
 
-  /** What was loaded, for the agent's start-up line: model file, CPU threads, GPU (`false` = CPU only), model id, context size. */
+  /**
+   * What was loaded, for the agent's start-up line: model file, CPU threads, GPU (`false` = CPU only), model id,
+   * context size.
+   */
   describe(): { modelFile: string; threads: number; gpu: string | false; model: string; contextSize: number } {
     return { ...this.loaded, model: this.modelId, contextSize: this.contextSize };
   }
 
   models(): Promise<ModelInfo[]> {
-    return Promise.resolve([{ id: this.modelId, contextLength: this.contextSize, apis: ['chat', 'completions', 'embeddings'] }]);
+    return Promise.resolve([
+      { id: this.modelId, contextLength: this.contextSize, apis: ['chat', 'completions', 'embeddings'] },
+    ]);
   }
 
   metrics(): Promise<BackendMetrics> {
@@ -118,7 +138,10 @@ export class LlamaCppBackend implements Backend {
         case 'POST /v1/embeddings':
           return await this.embeddings(request);
         case 'GET /v1/models':
-          return jsonBody(200, { object: 'list', data: [{ id: this.modelId, object: 'model', owned_by: 'iop', max_model_len: this.contextSize }] });
+          return jsonBody(200, {
+            object: 'list',
+            data: [{ id: this.modelId, object: 'model', owned_by: 'iop', max_model_len: this.contextSize }],
+          });
         case 'POST /tokenize':
           return this.tokenize(request);
         default:
@@ -128,7 +151,12 @@ export class LlamaCppBackend implements Backend {
       if (request.signal.aborted) throw request.signal.reason;
       const iopError = toIopError(error);
       return jsonBody(iopError.status, {
-        error: { message: iopError.message, type: iopError.status < 500 ? 'invalid_request_error' : 'server_error', param: iopError.param ?? null, code: null },
+        error: {
+          message: iopError.message,
+          type: iopError.status < 500 ? 'invalid_request_error' : 'server_error',
+          param: iopError.param ?? null,
+          code: null,
+        },
       });
     }
   }
@@ -144,7 +172,8 @@ export class LlamaCppBackend implements Backend {
     const params = parseChatRequest(request.body);
     const promptTokens = countPromptTokens(this.model, this.chatWrapper, params.history).length;
     if (promptTokens >= this.contextSize) {
-      // The same answer vLLM gives, so the edge reports `context_length_exceeded` (and may fall back to a larger-context group).
+      // The same answer vLLM gives, so the edge reports `context_length_exceeded` (and may fall back to a
+      // larger-context group).
       return jsonBody(400, {
         error: {
           message: `This model's maximum context length is ${this.contextSize} tokens. However, your request has ${promptTokens} input tokens. Please reduce the length of the input messages.`,
@@ -211,10 +240,12 @@ export class LlamaCppBackend implements Backend {
 
   private async embeddings(request: BackendRequest): Promise<BackendResponse> {
     const params = parseEmbeddingsRequest(request.body);
-    this.embedding ??= this.model.createEmbeddingContext({ contextSize: this.contextSize, threads: this.loaded.threads }).catch((error: unknown) => {
-      this.embedding = undefined; // the next request tries again
-      throw error;
-    });
+    this.embedding ??= this.model
+      .createEmbeddingContext({ contextSize: this.contextSize, threads: this.loaded.threads })
+      .catch((error: unknown) => {
+        this.embedding = undefined; // the next request tries again
+        throw error;
+      });
     const context = await this.embedding;
     // One request at a time on the one embedding context.
     const turn = this.embeddingTurn.then(() => createEmbeddings(context, params, this.contextSize, request.signal));
@@ -230,7 +261,9 @@ export class LlamaCppBackend implements Backend {
     } else if (Array.isArray(body.messages)) {
       tokens = countPromptTokens(this.model, this.chatWrapper, historyOf(body.messages as unknown[]));
     } else {
-      throw new IopError('invalid_request', 'prompt (a string) or messages (an array) is required', { param: 'prompt' });
+      throw new IopError('invalid_request', 'prompt (a string) or messages (an array) is required', {
+        param: 'prompt',
+      });
     }
     return jsonBody(200, { count: tokens.length, max_model_len: this.contextSize, tokens });
   }
@@ -241,10 +274,14 @@ export class LlamaCppBackend implements Backend {
       if (format.type === 'json_schema') return await this.llama.createGrammarForJsonSchema(format.schema as never);
       return undefined;
     } catch (error) {
-      throw new IopError('invalid_request', `response_format: ${error instanceof Error ? error.message : 'unsupported schema'}`, {
-        param: 'response_format',
-        cause: error,
-      });
+      throw new IopError(
+        'invalid_request',
+        `response_format: ${error instanceof Error ? error.message : 'unsupported schema'}`,
+        {
+          param: 'response_format',
+          cause: error,
+        },
+      );
     }
   }
 

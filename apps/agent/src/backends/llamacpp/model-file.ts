@@ -47,7 +47,8 @@ export function repositoryRoot(from: string): string | undefined {
     const manifest = join(dir, 'package.json');
     if (existsSync(manifest)) {
       try {
-        if ((JSON.parse(readFileSync(manifest, 'utf8')) as { workspaces?: unknown }).workspaces !== undefined) return dir;
+        if ((JSON.parse(readFileSync(manifest, 'utf8')) as { workspaces?: unknown }).workspaces !== undefined)
+          return dir;
       } catch {
         // not JSON: keep walking
       }
@@ -57,7 +58,11 @@ export function repositoryRoot(from: string): string | undefined {
 }
 
 /** The local path of the model to load; downloads a remote model once. */
-export async function resolveModelPath(library: NodeLlamaCpp, model: string | undefined, files: ModelFileOptions = {}): Promise<string> {
+export async function resolveModelPath(
+  library: NodeLlamaCpp,
+  model: string | undefined,
+  files: ModelFileOptions = {},
+): Promise<string> {
   if (model !== undefined && !isRemote(model)) {
     const path = resolve(model);
     if (!existsSync(path)) throw new Error(`--model file not found: ${path}`);
@@ -91,7 +96,12 @@ export function downloadOrigin(uri: string): string {
  * file resolves at once), the download is given up with a message that says what to do.
  * @throws Error naming the host, the reason, the models search path and `--model`.
  */
-async function withReachability(download: Promise<string>, uri: string, isDefault: boolean, files: ModelFileOptions): Promise<string> {
+async function withReachability(
+  download: Promise<string>,
+  uri: string,
+  isDefault: boolean,
+  files: ModelFileOptions,
+): Promise<string> {
   const origin = downloadOrigin(uri);
   const timeoutMs = files.downloadProbeTimeoutMs ?? DOWNLOAD_PROBE_TIMEOUT_MS;
   let settled = false;
@@ -101,7 +111,11 @@ async function withReachability(download: Promise<string>, uri: string, isDefaul
   );
   const probe = async (): Promise<never> => {
     try {
-      const response = await fetch(origin, { method: 'HEAD', redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
+      const response = await fetch(origin, {
+        method: 'HEAD',
+        redirect: 'manual',
+        signal: AbortSignal.timeout(timeoutMs),
+      });
       await response.body?.cancel();
       return await new Promise<never>(() => undefined); // reachable: the download decides
     } catch (error) {
@@ -113,7 +127,9 @@ async function withReachability(download: Promise<string>, uri: string, isDefaul
             ? `no answer within ${timeoutMs} ms`
             : ((error.cause as Error | undefined)?.message ?? error.message)
           : String(error);
-      const local = isDefault ? `put ${DEFAULT_MODEL_FILE} in one of ${modelSearchPath(files.modelsPath).join(', ')} (or set IOP_MODELS_PATH), or ` : '';
+      const local = isDefault
+        ? `put ${DEFAULT_MODEL_FILE} in one of ${modelSearchPath(files.modelsPath).join(', ')} (or set IOP_MODELS_PATH), or `
+        : '';
       throw new Error(
         `cannot download the model ${uri}: ${origin} is unreachable (${reason}). Without network, ${local}pass a local GGUF file with --model /path/model.gguf (IOP_MODEL)`,
         { cause: error },

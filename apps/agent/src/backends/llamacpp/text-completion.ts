@@ -71,23 +71,38 @@ function jsonResponse(generation: TextGeneration): BackendResponse {
         object: 'text_completion',
         created: Math.floor(Date.now() / 1000),
         model: params.model,
-        choices: outcome.choices.map((choice) => ({ index: choice.index, text: choice.text, logprobs: null, finish_reason: choice.finishReason })),
+        choices: outcome.choices.map((choice) => ({
+          index: choice.index,
+          text: choice.text,
+          logprobs: null,
+          finish_reason: choice.finishReason,
+        })),
         usage: usageOf(outcome),
       }),
     );
   })();
-  return { status: 200, headers: withWarnings({ 'content-type': 'application/json; charset=utf-8' }, params.warnings), body };
+  return {
+    status: 200,
+    headers: withWarnings({ 'content-type': 'application/json; charset=utf-8' }, params.warnings),
+    body,
+  };
 }
 
 function streamResponse(generation: TextGeneration): BackendResponse {
   const { params } = generation;
   const queue = new AsyncQueue<Uint8Array>(Number.POSITIVE_INFINITY);
-  const head = { id: newId('cmpl-'), object: 'text_completion', created: Math.floor(Date.now() / 1000), model: params.model };
+  const head = {
+    id: newId('cmpl-'),
+    object: 'text_completion',
+    created: Math.floor(Date.now() / 1000),
+    model: params.model,
+  };
   const usageNull = params.includeUsage ? { usage: null } : {};
   const send = (choices: unknown[], extra: object = usageNull): void => {
     queue.push(Buffer.from(sseJson({ ...head, choices, ...extra })));
   };
-  const onText = (index: number, text: string, finishReason: string | null = null) => send([{ index, text, logprobs: null, finish_reason: finishReason }]);
+  const onText = (index: number, text: string, finishReason: string | null = null) =>
+    send([{ index, text, logprobs: null, finish_reason: finishReason }]);
   generate(generation, onText)
     .then((outcome) => {
       if (params.includeUsage) send([], { usage: usageOf(outcome) });
@@ -104,11 +119,18 @@ function streamResponse(generation: TextGeneration): BackendResponse {
       queue.push(Buffer.from(SSE_DONE));
       queue.close();
     });
-  return { status: 200, headers: withWarnings({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, params.warnings), body: queue };
+  return {
+    status: 200,
+    headers: withWarnings({ 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, params.warnings),
+    body: queue,
+  };
 }
 
 /** Generates every choice in turn; `onText(index, text, finish?)` hears each piece and each choice's end. */
-async function generate(generation: TextGeneration, onText: (index: number, text: string, finishReason?: string) => void): Promise<Outcome> {
+async function generate(
+  generation: TextGeneration,
+  onText: (index: number, text: string, finishReason?: string) => void,
+): Promise<Outcome> {
   const { model, params } = generation;
   const choices: Choice[] = [];
   let completionTokens = 0;
@@ -185,7 +207,10 @@ async function generateOne(
         : await completion.generateInfillCompletionWithMeta(prompt, params.suffix, options);
     if (signal.aborted) throw signal.reason;
     release(scanner.end());
-    return { text, finishReason: scanner.stopped === undefined && result.metadata.stopReason === 'maxTokens' ? 'length' : 'stop' };
+    return {
+      text,
+      finishReason: scanner.stopped === undefined && result.metadata.stopReason === 'maxTokens' ? 'length' : 'stop',
+    };
   } finally {
     completion.dispose();
   }

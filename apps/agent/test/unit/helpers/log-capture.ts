@@ -6,7 +6,8 @@ export function captureLogs(level = 'info'): { logger: Logger; lines: Record<str
   const lines: Record<string, unknown>[] = [];
   const stream = new Writable({
     write(chunk: Buffer, _encoding, callback) {
-      for (const line of chunk.toString('utf8').split('\n')) if (line !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
+      for (const line of chunk.toString('utf8').split('\n'))
+        if (line !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
       callback();
     },
   });

@@ -32,7 +32,10 @@ export class TestEdge {
   readonly rejections: RunRejected[] = [];
   readonly runs = new Map<string, RecordedRun>();
   controlEnded = 0;
-  /** When set, Run handlers stop reading after the first BODY frame until it resolves (HTTP/2 flow control then holds the agent back). */
+  /**
+   * When set, Run handlers stop reading after the first BODY frame until it resolves (HTTP/2 flow control then holds
+   * the agent back).
+   */
   runGate: Promise<void> | undefined;
   /** Fail the Run call of this run id right after its first BODY frame. */
   failRunAfterFirstBody = new Set<string>();
@@ -73,7 +76,14 @@ export class TestEdge {
     this.outgoing.push(create(EdgeMessageSchema, { message }));
   }
 
-  assign(value: { runId: string; path?: string; method?: string; body?: string; headers?: Record<string, string>; firstByteTimeoutMs?: number }): void {
+  assign(value: {
+    runId: string;
+    path?: string;
+    method?: string;
+    body?: string;
+    headers?: Record<string, string>;
+    firstByteTimeoutMs?: number;
+  }): void {
     this.send({
       case: 'assign',
       value: {
@@ -122,7 +132,8 @@ export class TestEdge {
       throw new ConnectError('Register must come first', Code.InvalidArgument);
     }
     const register = first.value.message.value;
-    if (register.joinToken !== this.options.joinToken) throw new ConnectError('invalid join token', Code.Unauthenticated);
+    if (register.joinToken !== this.options.joinToken)
+      throw new ConnectError('invalid join token', Code.Unauthenticated);
     this.registrations.push(register);
     const outgoing = new AsyncQueue<EdgeMessage>(Number.POSITIVE_INFINITY);
     this.outgoing = outgoing;

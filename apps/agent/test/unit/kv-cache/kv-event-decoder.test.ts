@@ -7,7 +7,15 @@ const stored = { hashes: [101, 2n ** 63n + 5n], parent: null, tokenIds: [1, 2, 3
 describe('decodeKvEventBatch', () => {
   it('reads the array-like encoding of vLLM releases with msgspec array_like structs', () => {
     const payload = encode(
-      [1733300000.5, [['BlockStored', stored.hashes, null, stored.tokenIds, 2, null, 'GPU'], ['BlockRemoved', [7], 'GPU'], ['AllBlocksCleared']], 0],
+      [
+        1733300000.5,
+        [
+          ['BlockStored', stored.hashes, null, stored.tokenIds, 2, null, 'GPU'],
+          ['BlockRemoved', [7], 'GPU'],
+          ['AllBlocksCleared'],
+        ],
+        0,
+      ],
       {
         useBigInt64: true,
       },
@@ -40,7 +48,14 @@ describe('decodeKvEventBatch', () => {
           lora_name: null,
           extra_keys: null,
         },
-        { type: 'BlockStored', block_hashes: [9], parent_block_hash: null, token_ids: [5, 6], block_size: 2, medium: 'CPU' },
+        {
+          type: 'BlockStored',
+          block_hashes: [9],
+          parent_block_hash: null,
+          token_ids: [5, 6],
+          block_size: 2,
+          medium: 'CPU',
+        },
         { type: 'SomethingNew', x: 1 },
       ],
     });

@@ -68,7 +68,12 @@ async function joined(sim: SimServer, follower: Follower): Promise<void> {
 
 const tokenize = async (sim: SimServer, content: string) =>
   (
-    (await (await fetch(`${sim.url}/tokenize`, { method: 'POST', body: JSON.stringify({ messages: [{ role: 'user', content }] }) })).json()) as {
+    (await (
+      await fetch(`${sim.url}/tokenize`, {
+        method: 'POST',
+        body: JSON.stringify({ messages: [{ role: 'user', content }] }),
+      })
+    ).json()) as {
       tokens: number[];
     }
   ).tokens;
@@ -92,14 +97,20 @@ describe('KvEventSubscriber', () => {
       for (const prompt of prompts) await chat(sim, prompt);
       await until(() => follower.subscriber.counts.replayed === 2 && follower.subscriber.counts.applied >= 4);
       expect(follower.resyncs).toEqual([]);
-      for (const prompt of prompts) expect(follower.index.cachedPrefix(await tokenize(sim, prompt))).toHaveLength(2); // 40 tokens: 2 blocks of 16
+      // 40 tokens: 2 blocks of 16
+      for (const prompt of prompts) expect(follower.index.cachedPrefix(await tokenize(sim, prompt))).toHaveLength(2);
     } finally {
       follower.subscriber.close();
     }
   });
 
   it('resyncs on a gap it cannot fill and when the engine restarts (its connection dropped), and forgets what it knew', async () => {
-    sim = await startSim({ port: 0, profile: 'gpu-h100-8b', timeScale: 0.01, kvEvents: { endpoint: 'tcp://127.0.0.1:*' } });
+    sim = await startSim({
+      port: 0,
+      profile: 'gpu-h100-8b',
+      timeScale: 0.01,
+      kvEvents: { endpoint: 'tcp://127.0.0.1:*' },
+    });
     const endpoint = sim.kvEvents!.endpoint;
     const follower = follow(endpoint);
     try {
@@ -152,8 +163,17 @@ describe('KvEventSubscriber', () => {
       };
       // Until the valid batch is applied and both kinds of garbage were seen (a slow joiner loses the first messages).
       const seen = (prefix: string) => follower.dropped.some((entry) => entry.startsWith(prefix));
-      for (let i = 0; follower.subscriber.counts.applied === 0 || !seen('frames: a message of 2 frames') || !seen('malformed: not msgpack'); i++) {
-        if (i > 200) throw new Error(`not within 200 rounds: ${JSON.stringify({ counts: follower.subscriber.counts, dropped: follower.dropped })}`);
+      for (
+        let i = 0;
+        follower.subscriber.counts.applied === 0 ||
+        !seen('frames: a message of 2 frames') ||
+        !seen('malformed: not msgpack');
+        i++
+      ) {
+        if (i > 200)
+          throw new Error(
+            `not within 200 rounds: ${JSON.stringify({ counts: follower.subscriber.counts, dropped: follower.dropped })}`,
+          );
         await publisher.send(['', 'not a seq']);
         await publisher.send(['', seq(i), Buffer.from([0xc1, 0x00])]);
         await publisher.send(['', seq(i + 1000), Buffer.from(encode([1.5, [['AllBlocksCleared']]]))]);

@@ -42,7 +42,8 @@ describe('PrefixResidency', () => {
     expect(prefixes.needsMapping(7)).toBe(false);
     expect(prefixes.takeReport(10)).toEqual({ reset: false, prefixes: [{ key: 7, cachedTokens: 16 }] });
     expect(prefixes.takeReport(10)).toBeUndefined();
-    // Another prompt needs 4 blocks of 6: the LRU free blocks of the first go (vLLM frees a finished sequence's last block first).
+    // Another prompt needs 4 blocks of 6: the LRU free blocks of the first go (vLLM frees a finished sequence's last
+    // block first).
     const other = prompt(2, 16);
     cache.release(cache.allocate(blockHashes(other, BLOCK), other, other.length));
     const report = prefixes.takeReport(10)!;
@@ -94,21 +95,28 @@ describe('PrefixResidency', () => {
 
   it('matches the engine: a key’s cached tokens are its resident leading blocks, whatever was stored and evicted', () => {
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 4 }), fc.integer({ min: 1, max: 40 })), { minLength: 1, maxLength: 30 }), (runs) => {
-        const blocks = new ResidentBlocks(10_000);
-        const prefixes = new PrefixResidency(1_000);
-        const cache = engine(24, blocks, prefixes);
-        const seen = new Map<number, number[]>();
-        for (const [seed, length] of runs) {
-          const tokens = prompt(seed, length);
-          cache.release(cache.allocate(blockHashes(tokens, BLOCK), tokens, tokens.length));
-          const key = seed * 100 + length;
-          if (prefixes.needsMapping(key)) prefixes.mapped(key, blocks.cachedPrefix(tokens), BLOCK);
-          seen.set(key, tokens);
-        }
-        // Never more than what is resident (a key's chain only shrinks by events).
-        for (const [key, tokens] of seen) expect(prefixes.cachedTokens(key)).toBeLessThanOrEqual(BLOCK * blocks.cachedPrefix(tokens).length);
-      }),
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 4 }), fc.integer({ min: 1, max: 40 })), {
+          minLength: 1,
+          maxLength: 30,
+        }),
+        (runs) => {
+          const blocks = new ResidentBlocks(10_000);
+          const prefixes = new PrefixResidency(1_000);
+          const cache = engine(24, blocks, prefixes);
+          const seen = new Map<number, number[]>();
+          for (const [seed, length] of runs) {
+            const tokens = prompt(seed, length);
+            cache.release(cache.allocate(blockHashes(tokens, BLOCK), tokens, tokens.length));
+            const key = seed * 100 + length;
+            if (prefixes.needsMapping(key)) prefixes.mapped(key, blocks.cachedPrefix(tokens), BLOCK);
+            seen.set(key, tokens);
+          }
+          // Never more than what is resident (a key's chain only shrinks by events).
+          for (const [key, tokens] of seen)
+            expect(prefixes.cachedTokens(key)).toBeLessThanOrEqual(BLOCK * blocks.cachedPrefix(tokens).length);
+        },
+      ),
     );
   });
 });

@@ -2,7 +2,10 @@ import fc from 'fast-check';
 import { blockHashes, PagedKvCache, type KvCacheObserver } from '../../../../sim/src/index.js';
 import { ResidentBlocks } from '../../../src/kv-cache/resident-blocks.js';
 
-/** The sim's paged KV cache (the model server's stand-in) feeding an index through its events, as they would arrive decoded. */
+/**
+ * The sim's paged KV cache (the model server's stand-in) feeding an index through its events, as they would arrive
+ * decoded.
+ */
 function engine(numBlocks: number, blockSize: number, index: ResidentBlocks): PagedKvCache {
   const observer: KvCacheObserver = {
     stored: (hashes, parent, tokenIds, size) =>
@@ -25,7 +28,8 @@ describe('ResidentBlocks', () => {
     const prompt = Array.from({ length: 18 }, (_, i) => i * 7);
     cache.release(cache.allocate(blockHashes(prompt, 4), prompt, prompt.length));
     expect(index.cachedPrefix(prompt)).toHaveLength(4); // 16 of 18 tokens: 4 full blocks
-    expect(index.cachedPrefix([...prompt.slice(0, 8), 999, ...prompt.slice(9)])).toHaveLength(2); // a change in block 3 ends the match
+    // a change in block 3 ends the match
+    expect(index.cachedPrefix([...prompt.slice(0, 8), 999, ...prompt.slice(9)])).toHaveLength(2);
     expect(index.cachedPrefix(prompt.slice(0, 7))).toHaveLength(1);
     expect(index.cachedPrefix([1, 2, 3])).toEqual([]);
   });
@@ -41,22 +45,31 @@ describe('ResidentBlocks', () => {
   });
 
   it('answers every prompt as the engine would match it, under any sequence of requests and evictions', () => {
-    const prompts = fc.array(fc.array(fc.integer({ min: 0, max: 2 }), { maxLength: 10 }), { minLength: 1, maxLength: 6 });
+    const prompts = fc.array(fc.array(fc.integer({ min: 0, max: 2 }), { maxLength: 10 }), {
+      minLength: 1,
+      maxLength: 6,
+    });
     const step = fc.record({ prompt: fc.nat(), hold: fc.boolean(), clear: fc.boolean() });
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 8 }), prompts, fc.array(step, { maxLength: 40 }), (numBlocks, pool, steps) => {
-        const index = new ResidentBlocks(10_000);
-        const cache = engine(numBlocks, 2, index);
-        const held: Array<ReturnType<PagedKvCache['allocate']>> = [];
-        for (const entry of steps) {
-          const ids = pool[entry.prompt % pool.length]!;
-          const allocation = cache.allocate(blockHashes(ids, 2), ids, ids.length);
-          if (entry.hold) held.push(allocation);
-          else cache.release(allocation);
-          if (entry.clear && held.length > 0) cache.release(held.shift()!);
-          for (const prompt of pool) expect(index.cachedPrefix(prompt).length).toBe(cache.matchedBlocks(blockHashes(prompt, 2)));
-        }
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 8 }),
+        prompts,
+        fc.array(step, { maxLength: 40 }),
+        (numBlocks, pool, steps) => {
+          const index = new ResidentBlocks(10_000);
+          const cache = engine(numBlocks, 2, index);
+          const held: Array<ReturnType<PagedKvCache['allocate']>> = [];
+          for (const entry of steps) {
+            const ids = pool[entry.prompt % pool.length]!;
+            const allocation = cache.allocate(blockHashes(ids, 2), ids, ids.length);
+            if (entry.hold) held.push(allocation);
+            else cache.release(allocation);
+            if (entry.clear && held.length > 0) cache.release(held.shift()!);
+            for (const prompt of pool)
+              expect(index.cachedPrefix(prompt).length).toBe(cache.matchedBlocks(blockHashes(prompt, 2)));
+          }
+        },
+      ),
     );
   });
 });

@@ -11,7 +11,8 @@ afterEach(async () => {
   await Promise.all(pools.splice(0).map((pool) => pool.close()));
 });
 
-const file = (pool: Record<string, unknown>, extra: Record<string, unknown> = {}) => resolveConfig({ port: 0, tunnel: { port: 0 }, pool, ...extra });
+const file = (pool: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+  resolveConfig({ port: 0, tunnel: { port: 0 }, pool, ...extra });
 
 function edgeWith(config: EdgeConfig): EdgeContext {
   const { pool } = makePool(config.pool as unknown as Record<string, unknown>);
@@ -23,13 +24,22 @@ function edgeWith(config: EdgeConfig): EdgeContext {
 const buildGates = () => ({ name: 'new gates' }) as unknown as GateRegistry;
 
 describe('applyConfigReload: the pool section', () => {
-  const before = { modelGroups: [{ name: 'old', aliases: ['legacy'], targets: [{ model: 'm' }] }], directProviders: [direct('d1', ['m'])] };
+  const before = {
+    modelGroups: [{ name: 'old', aliases: ['legacy'], targets: [{ model: 'm' }] }],
+    directProviders: [direct('d1', ['m'])],
+  };
 
   it('applies pool changes and reports them in `changed` and `pool`', () => {
     const edge = edgeWith(file(before));
     const result = applyConfigReload(
       edge,
-      file({ modelGroups: [{ name: 'new', aliases: ['fast'], targets: [{ model: 'm' }] }], directProviders: [direct('d1', ['m'])] }, { port: 1 }),
+      file(
+        {
+          modelGroups: [{ name: 'new', aliases: ['fast'], targets: [{ model: 'm' }] }],
+          directProviders: [direct('d1', ['m'])],
+        },
+        { port: 1 },
+      ),
       buildGates,
     );
     expect(result).toEqual({
@@ -51,7 +61,9 @@ describe('applyConfigReload: the pool section', () => {
       pool: { modelGroups: [{ name: 'a', targets: [{ model: 'm' }], fallbacks: ['missing'] }] },
     } as unknown as EdgeConfig;
     expect(() => applyConfigReload(edge, bad, buildGates)).toThrow(ConfigError);
-    expect(() => applyConfigReload(edge, bad, buildGates)).toThrow('modelGroups[0].fallbacks[0] `missing` is not a model group name');
+    expect(() => applyConfigReload(edge, bad, buildGates)).toThrow(
+      'modelGroups[0].fallbacks[0] `missing` is not a model group name',
+    );
     expect(edge.config).toBe(config);
     expect(edge.gates).toEqual({ name: 'gates' });
     expect(edge.pool.resolve('legacy').name).toBe('old');
@@ -67,7 +79,10 @@ describe('applyConfigReload: the pool section', () => {
   it('an unchanged pool keeps the pool state as it is', () => {
     const edge = edgeWith(file(before));
     const direct1 = edge.pool.direct[0];
-    expect(applyConfigReload(edge, file(before, { apiKeys: ['sk-new-key-0001'] }), buildGates)).toEqual({ changed: ['apiKeys'], restartRequired: [] });
+    expect(applyConfigReload(edge, file(before, { apiKeys: ['sk-new-key-0001'] }), buildGates)).toEqual({
+      changed: ['apiKeys'],
+      restartRequired: [],
+    });
     expect(edge.pool.direct[0]).toBe(direct1);
   });
 });
@@ -79,7 +94,10 @@ describe('applyConfigReload: the price table and metrics', () => {
     const edge = edgeWith(file(pool));
     const result = applyConfigReload(
       edge,
-      file(pool, { pricing: { models: { g: { input: 0.1, output: 0.4 } } }, metrics: { keyLabels: { enabled: true } } }),
+      file(pool, {
+        pricing: { models: { g: { input: 0.1, output: 0.4 } } },
+        metrics: { keyLabels: { enabled: true } },
+      }),
       buildGates,
     );
     expect(result).toEqual({ changed: ['pricing'], restartRequired: ['metrics'] });
@@ -89,6 +107,8 @@ describe('applyConfigReload: the price table and metrics', () => {
 
   it('refuses a negative price or an unknown price field', () => {
     expect(() => file(pool, { pricing: { models: { g: { input: -1, output: 0 } } } })).toThrow(ConfigError);
-    expect(() => file(pool, { pricing: { models: { g: { input: 1, output: 1, cached: 0.5 } } } })).toThrow(/pricing\.models\.g/);
+    expect(() => file(pool, { pricing: { models: { g: { input: 1, output: 1, cached: 0.5 } } } })).toThrow(
+      /pricing\.models\.g/,
+    );
   });
 });

@@ -64,7 +64,8 @@ async function login(
   return { status: response.status, cookie: setCookie.split(';')[0] ?? '', csrf: body.csrf_token ?? '', setCookie };
 }
 
-const thing = (method: string, headers: Record<string, string>) => fetch(`${base}/admin/thing`, { method, headers }).then((response) => response.status);
+const thing = (method: string, headers: Record<string, string>) =>
+  fetch(`${base}/admin/thing`, { method, headers }).then((response) => response.status);
 
 describe('console login', () => {
   it('sets an HttpOnly, SameSite=Strict session cookie that is not the key, with a CSRF token, under the console CSP', async () => {
@@ -87,7 +88,10 @@ describe('console login', () => {
 
   it('marks the cookie Secure when the browser came over TLS (a proxy in front says so)', async () => {
     expect((await login(ADMIN_KEY, { 'x-forwarded-proto': 'https' })).setCookie).toContain('; Secure');
-    const proxied = await login(ADMIN_KEY, { origin: 'https://console.example', 'x-forwarded-host': 'console.example' });
+    const proxied = await login(ADMIN_KEY, {
+      origin: 'https://console.example',
+      'x-forwarded-host': 'console.example',
+    });
     expect([proxied.status, proxied.setCookie.includes('; Secure')]).toEqual([200, true]);
     expect((await login(ADMIN_KEY)).setCookie).not.toContain('Secure');
   });
@@ -142,10 +146,17 @@ describe('a console session on the admin API', () => {
     const session = await fetch(`${base}/console/api/session`, { headers: { cookie } });
     expect(session.status).toBe(200);
     expect(((await session.json()) as { csrf_token: string }).csrf_token).toBe(csrf);
-    expect((await fetch(`${base}/console/api/logout`, { method: 'POST', headers: { cookie, origin: base } })).status).toBe(403);
-    const out = await fetch(`${base}/console/api/logout`, { method: 'POST', headers: { cookie, origin: base, 'x-csrf-token': csrf } });
+    expect(
+      (await fetch(`${base}/console/api/logout`, { method: 'POST', headers: { cookie, origin: base } })).status,
+    ).toBe(403);
+    const out = await fetch(`${base}/console/api/logout`, {
+      method: 'POST',
+      headers: { cookie, origin: base, 'x-csrf-token': csrf },
+    });
     expect(out.status).toBe(204);
-    expect(out.headers.get('set-cookie')).toMatch(/^iop_console=; Path=\/; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Strict$/);
+    expect(out.headers.get('set-cookie')).toMatch(
+      /^iop_console=; Path=\/; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Strict$/,
+    );
     expect(await thing('GET', { cookie })).toBe(401);
   });
 

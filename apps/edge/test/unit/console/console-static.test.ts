@@ -51,7 +51,11 @@ it.each([
 });
 
 it('serves nothing outside the built folder', async () => {
-  for (const escape of ['/console/../secret.txt', '/console/%2e%2e/secret.txt', '/console/assets/..%2f..%2fsecret.txt']) {
+  for (const escape of [
+    '/console/../secret.txt',
+    '/console/%2e%2e/secret.txt',
+    '/console/assets/..%2f..%2fsecret.txt',
+  ]) {
     const response = await fetch(`${base}${escape}`);
     expect(response.status).not.toBe(200);
   }
@@ -64,5 +68,7 @@ it('refuses a login while no admin key is configured', async () => {
     body: '{"key":"anything-at-all-00000"}',
   });
   expect(response.status).toBe(401);
-  expect(((await response.json()) as { error: { message: string } }).error.message).toContain('no admin keys configured');
+  expect(((await response.json()) as { error: { message: string } }).error.message).toContain(
+    'no admin keys configured',
+  );
 });

@@ -19,8 +19,17 @@ const SCRIPT = path.join(ROOT, 'scripts/validate-compose.mjs');
 const SECRETS = { IOP_API_KEYS: 'sk-test-00000001', IOP_JOIN_TOKEN: 'join-test-0001' };
 
 function validate(file: string, profiles: string[], env: Record<string, string> = SECRETS) {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('IOP_') && key !== 'COMPOSE_PROFILES'));
-  const args = [SCRIPT, '--file', file, '--variables', '/nonexistent', ...profiles.flatMap((profile) => ['--profile', profile])];
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(([key]) => !key.startsWith('IOP_') && key !== 'COMPOSE_PROFILES'),
+  );
+  const args = [
+    SCRIPT,
+    '--file',
+    file,
+    '--variables',
+    '/nonexistent',
+    ...profiles.flatMap((profile) => ['--profile', profile]),
+  ];
   const result = spawnSync(process.execPath, args, { env: { ...clean, ...env }, encoding: 'utf8', cwd: ROOT });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
@@ -68,13 +77,27 @@ describe('docker-compose.yml', () => {
 
   it('gives the edge and every agent longer to stop than their shutdown deadlines (Docker SIGKILLs after 10 s by default)', () => {
     // The edge: its deadline, then up to ~7 s of closing (in-band errors, tunnel, the ledger's last write).
-    const needs: Record<string, number> = { edge: EDGE_DEADLINE_S + 10, agent: AGENT_DEADLINE_S + 5, 'agent-cpu': AGENT_DEADLINE_S + 5 };
+    const needs: Record<string, number> = {
+      edge: EDGE_DEADLINE_S + 10,
+      agent: AGENT_DEADLINE_S + 5,
+      'agent-cpu': AGENT_DEADLINE_S + 5,
+    };
     const checked: string[] = [];
     for (const file of [composeFile, path.join(ROOT, 'deploy/compose.multi-edge.yml')]) {
-      const services = (parse(readFileSync(file, 'utf8'), { merge: true }) as { services: Record<string, { command?: string[]; stop_grace_period?: string }> }).services;
+      const services = (
+        parse(readFileSync(file, 'utf8'), { merge: true }) as {
+          services: Record<string, { command?: string[]; stop_grace_period?: string }>;
+        }
+      ).services;
       for (const [name, service] of Object.entries(services)) {
         const command = service.command?.join(' ') ?? '';
-        const role = command.includes('apps/edge/') ? 'edge' : command.includes('apps/agent/') ? (name === 'agent-cpu' ? 'agent-cpu' : 'agent') : undefined;
+        const role = command.includes('apps/edge/')
+          ? 'edge'
+          : command.includes('apps/agent/')
+            ? name === 'agent-cpu'
+              ? 'agent-cpu'
+              : 'agent'
+            : undefined;
         if (role === undefined) continue;
         checked.push(name);
         expect([file, name, seconds(service.stop_grace_period)]).toEqual([file, name, expect.any(Number)]);
@@ -100,7 +123,9 @@ describe('deploy/compose.multi-edge.yml', () => {
     const plain = validate(multiEdgeFile, [], MULTI_EDGE_SECRETS);
     expect(plain.stderr).toBe('');
     expect(plain.stdout).toContain('services agent, edge-1, edge-2, lb, postgres, redis');
-    expect(validate(multiEdgeFile, ['monitoring'], MULTI_EDGE_SECRETS).stdout).toContain('services agent, edge-1, edge-2, grafana, lb, postgres, prometheus, redis');
+    expect(validate(multiEdgeFile, ['monitoring'], MULTI_EDGE_SECRETS).stdout).toContain(
+      'services agent, edge-1, edge-2, grafana, lb, postgres, prometheus, redis',
+    );
   });
 
   it.each(Object.keys(MULTI_EDGE_SECRETS))('refuses to start without %s, naming it', (secret) => {
@@ -114,16 +139,25 @@ describe('deploy/compose.multi-edge.yml', () => {
   it('ships no default secret and requires API keys on both edges', () => {
     const text = readFileSync(multiEdgeFile, 'utf8');
     expect(text).not.toMatch(/change-me/);
-    const services = (parse(text, { merge: true }) as { services: Record<string, { environment?: Record<string, string> }> }).services;
-    for (const edge of ['edge-1', 'edge-2']) expect(services[edge]!.environment!.IOP_API_KEYS).toMatch(/^\$\{IOP_API_KEYS:\?/);
+    const services = (
+      parse(text, { merge: true }) as { services: Record<string, { environment?: Record<string, string> }> }
+    ).services;
+    for (const edge of ['edge-1', 'edge-2'])
+      expect(services[edge]!.environment!.IOP_API_KEYS).toMatch(/^\$\{IOP_API_KEYS:\?/);
   });
 });
 
 describe('both compose files', () => {
   const files = { [composeFile]: SECRETS, [multiEdgeFile]: MULTI_EDGE_SECRETS };
   type Service = { command?: string[]; environment?: Record<string, string>; ports?: string[]; volumes?: string[] };
-  const services = (file: string) => (parse(readFileSync(file, 'utf8'), { merge: true }) as { services: Record<string, Service> }).services;
-  const role = (service: Service) => (service.command?.join(' ').includes('apps/edge/') ? 'edge' : service.command?.join(' ').includes('apps/agent/') ? 'agent' : undefined);
+  const services = (file: string) =>
+    (parse(readFileSync(file, 'utf8'), { merge: true }) as { services: Record<string, Service> }).services;
+  const role = (service: Service) =>
+    service.command?.join(' ').includes('apps/edge/')
+      ? 'edge'
+      : service.command?.join(' ').includes('apps/agent/')
+        ? 'agent'
+        : undefined;
 
   it('give each secret one variable: the edges’ IOP_JOIN_TOKENS and the agents’ IOP_JOIN_TOKEN are both IOP_JOIN_TOKEN', () => {
     for (const file of Object.keys(files)) {
@@ -131,14 +165,23 @@ describe('both compose files', () => {
       expect(text).not.toMatch(/\$\{IOP_JOIN_TOKENS/);
       expect(text).not.toMatch(/\$\{IOP_ADMIN_KEY[:}]/);
       for (const [name, service] of Object.entries(services(file))) {
-        if (role(service) === 'edge') expect([name, service.environment!.IOP_JOIN_TOKENS]).toEqual([name, expect.stringMatching(/^\$\{IOP_JOIN_TOKEN:\?/)]);
-        if (role(service) === 'agent') expect([name, service.environment!.IOP_JOIN_TOKEN]).toEqual([name, expect.stringMatching(/^\$\{IOP_JOIN_TOKEN:\?/)]);
+        if (role(service) === 'edge')
+          expect([name, service.environment!.IOP_JOIN_TOKENS]).toEqual([
+            name,
+            expect.stringMatching(/^\$\{IOP_JOIN_TOKEN:\?/),
+          ]);
+        if (role(service) === 'agent')
+          expect([name, service.environment!.IOP_JOIN_TOKEN]).toEqual([
+            name,
+            expect.stringMatching(/^\$\{IOP_JOIN_TOKEN:\?/),
+          ]);
       }
     }
   });
 
   it('set only variables the edge and the agent read (their config schemas’ bindings)', () => {
-    const names = (bindings: ReadonlyArray<{ env: string; aliases: ReadonlyArray<{ env?: string }> }>) => new Set(bindings.flatMap((binding) => [binding.env, ...binding.aliases.map((alias) => alias.env)]));
+    const names = (bindings: ReadonlyArray<{ env: string; aliases: ReadonlyArray<{ env?: string }> }>) =>
+      new Set(bindings.flatMap((binding) => [binding.env, ...binding.aliases.map((alias) => alias.env)]));
     const known = { edge: names(EDGE_BINDINGS), agent: names(AGENT_BINDINGS) };
     const checked: string[] = [];
     for (const file of Object.keys(files))
@@ -150,23 +193,46 @@ describe('both compose files', () => {
           expect([name, variable, known[kind].has(variable)]).toEqual([name, variable, true]);
         }
       }
-    expect(checked).toEqual(expect.arrayContaining(['IOP_TUNNEL_TLS_CERT_FILE', 'IOP_TUNNEL_TLS_KEY_FILE', 'IOP_TLS_CA', 'IOP_METRICS_HOST']));
+    expect(checked).toEqual(
+      expect.arrayContaining(['IOP_TUNNEL_TLS_CERT_FILE', 'IOP_TUNNEL_TLS_KEY_FILE', 'IOP_TLS_CA', 'IOP_METRICS_HOST']),
+    );
   });
 
   it('publish every agent’s /metrics port on 127.0.0.1 by default, and mount the tunnel TLS folder in every edge and agent', () => {
     for (const file of Object.keys(files))
       for (const [name, service] of Object.entries(services(file))) {
         if (role(service) === undefined) continue;
-        expect([name, service.volumes]).toEqual([name, expect.arrayContaining([expect.stringMatching(/^\$\{IOP_TUNNEL_TLS_DIR:-\.\/(deploy\/)?tunnel-tls\}:\/etc\/iop\/tunnel-tls:ro$/)])]);
+        expect([name, service.volumes]).toEqual([
+          name,
+          expect.arrayContaining([
+            expect.stringMatching(/^\$\{IOP_TUNNEL_TLS_DIR:-\.\/(deploy\/)?tunnel-tls\}:\/etc\/iop\/tunnel-tls:ro$/),
+          ]),
+        ]);
         if (role(service) === 'agent')
-          for (const port of service.ports ?? []) expect([name, port]).toEqual([name, '${IOP_AGENT_METRICS_BIND:-127.0.0.1}:${IOP_AGENT_METRICS_PORT:-8082}:8082']);
+          for (const port of service.ports ?? [])
+            expect([name, port]).toEqual([
+              name,
+              '${IOP_AGENT_METRICS_BIND:-127.0.0.1}:${IOP_AGENT_METRICS_PORT:-8082}:8082',
+            ]);
       }
   });
 });
 
 describe('scripts/validate-compose.mjs', () => {
   it('fails a profile whose enabled service depends on a service of another profile, and only that profile', () => {
-    const file = tempCompose(['services:', '  gpu-only:', '    image: a', '    profiles: ["gpu"]', '  cpu-agent:', '    image: b', '    profiles: ["cpu"]', '    depends_on: [gpu-only]', ''].join('\n'));
+    const file = tempCompose(
+      [
+        'services:',
+        '  gpu-only:',
+        '    image: a',
+        '    profiles: ["gpu"]',
+        '  cpu-agent:',
+        '    image: b',
+        '    profiles: ["cpu"]',
+        '    depends_on: [gpu-only]',
+        '',
+      ].join('\n'),
+    );
     expect(validate(file, ['gpu']).status).toBe(0);
     const cpu = validate(file, ['cpu']);
     expect(cpu.status).toBe(1);
@@ -177,7 +243,9 @@ describe('scripts/validate-compose.mjs', () => {
     const bad = validate(tempCompose('services:\n  a:\n    image: x\n    restart_policy: always\n'), []);
     expect(bad.status).toBe(1);
     expect(bad.stderr).toContain('restart_policy');
-    const file = tempCompose('services:\n  a:\n    image: "x:${TAG:-1}"\n    ports: ["${PORT:-8080}:8080"]\n    volumes: [data:/data]\n');
+    const file = tempCompose(
+      'services:\n  a:\n    image: "x:${TAG:-1}"\n    ports: ["${PORT:-8080}:8080"]\n    volumes: [data:/data]\n',
+    );
     const undeclared = validate(file, []);
     expect(undeclared.status).toBe(1);
     expect(undeclared.stderr).toContain('named volume data is not declared');

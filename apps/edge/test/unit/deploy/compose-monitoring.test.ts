@@ -30,7 +30,8 @@ interface ScrapeConfig {
 const FILES = ['docker-compose.yml', 'deploy/compose.multi-edge.yml'];
 
 function services(file: string): Record<string, Service> {
-  return (parse(readFileSync(path.join(ROOT, file), 'utf8'), { merge: true }) as { services: Record<string, Service> }).services;
+  return (parse(readFileSync(path.join(ROOT, file), 'utf8'), { merge: true }) as { services: Record<string, Service> })
+    .services;
 }
 
 /** The host path of a file a service sees at `inside`, through its bind mounts (relative to the compose file). */
@@ -38,7 +39,8 @@ function hostPath(file: string, service: Service, inside: string): string {
   for (const volume of service.volumes ?? []) {
     const [source, target] = volume.split(':') as [string, string];
     if (!source.startsWith('.')) continue;
-    if (inside === target || inside.startsWith(`${target}/`)) return path.join(ROOT, path.dirname(file), source, inside.slice(target.length));
+    if (inside === target || inside.startsWith(`${target}/`))
+      return path.join(ROOT, path.dirname(file), source, inside.slice(target.length));
   }
   throw new Error(`${inside} is not mounted from the host`);
 }
@@ -51,7 +53,9 @@ const roleOf = (service: Service) => {
 describe.each(FILES)('%s, profile monitoring', (file) => {
   const all = services(file);
   const prometheus = all.prometheus!;
-  const configInside = prometheus.command!.find((arg) => arg.startsWith('--config.file='))!.slice('--config.file='.length);
+  const configInside = prometheus
+    .command!.find((arg) => arg.startsWith('--config.file='))!
+    .slice('--config.file='.length);
   const configFile = hostPath(file, prometheus, configInside);
   const config = parse(readFileSync(configFile, 'utf8')) as { rule_files: string[]; scrape_configs: ScrapeConfig[] };
 
@@ -82,7 +86,9 @@ describe.each(FILES)('%s, profile monitoring', (file) => {
 
   it('loads the alert rules the rule tests cover', () => {
     expect(config.rule_files).toEqual(['iop-alerts.yml']);
-    expect(path.join(path.dirname(configFile), 'iop-alerts.yml')).toBe(path.join(ROOT, 'deploy/prometheus/iop-alerts.yml'));
+    expect(path.join(path.dirname(configFile), 'iop-alerts.yml')).toBe(
+      path.join(ROOT, 'deploy/prometheus/iop-alerts.yml'),
+    );
   });
 
   it('provisions Grafana with this Prometheus as its default data source and the dashboard', () => {
@@ -91,14 +97,20 @@ describe.each(FILES)('%s, profile monitoring', (file) => {
     const datasources = parse(readFileSync(path.join(provisioning, 'datasources/prometheus.yml'), 'utf8')) as {
       datasources: Array<{ type: string; url: string; isDefault: boolean; jsonData: { manageAlerts: boolean } }>;
     };
-    expect(datasources.datasources).toEqual([expect.objectContaining({ type: 'prometheus', url: 'http://prometheus:9090', isDefault: true })]);
+    expect(datasources.datasources).toEqual([
+      expect.objectContaining({ type: 'prometheus', url: 'http://prometheus:9090', isDefault: true }),
+    ]);
     expect(datasources.datasources[0]!.jsonData.manageAlerts).toBe(true);
-    const providers = parse(readFileSync(path.join(provisioning, 'dashboards/iop.yml'), 'utf8')) as { providers: Array<{ type: string; options: { path: string } }> };
+    const providers = parse(readFileSync(path.join(provisioning, 'dashboards/iop.yml'), 'utf8')) as {
+      providers: Array<{ type: string; options: { path: string } }>;
+    };
     expect(providers.providers).toHaveLength(1);
     const dashboard = hostPath(file, grafana, `${providers.providers[0]!.options.path}/iop-dashboard.json`);
     expect(dashboard).toBe(path.join(ROOT, 'deploy/grafana/iop-dashboard.json'));
     expect(existsSync(dashboard)).toBe(true);
-    expect(grafana.environment!.GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH).toBe(`${providers.providers[0]!.options.path}/iop-dashboard.json`);
+    expect(grafana.environment!.GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH).toBe(
+      `${providers.providers[0]!.options.path}/iop-dashboard.json`,
+    );
   });
 });
 
@@ -111,11 +123,28 @@ describe('docker-compose.yml vLLM settings', () => {
     // The entrypoint as the container runs it (Compose turns `$$` into `$`), with `vllm serve` printing its arguments.
     const [shell, flag, script, name] = vllm.entrypoint!;
     const run = (extra: string) =>
-      spawnSync(shell!, [flag!, script!.replaceAll('$$', '$').replace('exec vllm serve', "printf '%s\\n'"), name!, '--model=Qwen/Qwen3-8B', '--tensor-parallel-size=4'], {
-        encoding: 'utf8',
-        env: { PATH: process.env.PATH, VLLM_EXTRA_ARGS: extra },
-      }).stdout.trimEnd().split('\n');
-    expect(run('--max-num-seqs=128 --kv-cache-dtype=fp8')).toEqual(['--model=Qwen/Qwen3-8B', '--tensor-parallel-size=4', '--max-num-seqs=128', '--kv-cache-dtype=fp8']);
+      spawnSync(
+        shell!,
+        [
+          flag!,
+          script!.replaceAll('$$', '$').replace('exec vllm serve', "printf '%s\\n'"),
+          name!,
+          '--model=Qwen/Qwen3-8B',
+          '--tensor-parallel-size=4',
+        ],
+        {
+          encoding: 'utf8',
+          env: { PATH: process.env.PATH, VLLM_EXTRA_ARGS: extra },
+        },
+      )
+        .stdout.trimEnd()
+        .split('\n');
+    expect(run('--max-num-seqs=128 --kv-cache-dtype=fp8')).toEqual([
+      '--model=Qwen/Qwen3-8B',
+      '--tensor-parallel-size=4',
+      '--max-num-seqs=128',
+      '--kv-cache-dtype=fp8',
+    ]);
     expect(run('')).toEqual(['--model=Qwen/Qwen3-8B', '--tensor-parallel-size=4']);
   });
 });

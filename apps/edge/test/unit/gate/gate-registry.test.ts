@@ -4,7 +4,10 @@ import { DEFAULT_GATE, GateRegistry } from '../../../src/gate/gate-registry.js';
 const tools = [{ type: 'function', function: { name: 'get_time', parameters: { type: 'object' } } }];
 
 describe('GateRegistry.needsContent: which Chat requests leave the byte passthrough', () => {
-  const registry = new GateRegistry({ ...DEFAULT_GATE, models: { bare: { filters: [], policy: 'passthrough' } } }, noopSink);
+  const registry = new GateRegistry(
+    { ...DEFAULT_GATE, models: { bare: { filters: [], policy: 'passthrough' } } },
+    noopSink,
+  );
 
   it('a tool_choice other than auto does, whatever the model’s filters', () => {
     for (const model of ['any-model', 'bare']) {

@@ -30,7 +30,15 @@ describe('gate sink metrics', () => {
       (model) => (model === 'm' ? 'm' : 'unknown'),
       () => 'buffered+strict',
     );
-    sink.attempt(report({ outcome: 'retried', committed: false, wasted: true, peakHeldBytes: 300, usage: { inputTokens: 10, outputTokens: 4 } }));
+    sink.attempt(
+      report({
+        outcome: 'retried',
+        committed: false,
+        wasted: true,
+        peakHeldBytes: 300,
+        usage: { inputTokens: 10, outputTokens: 4 },
+      }),
+    );
     sink.attempt(report({ attempt: 2, peakHeldBytes: 5000 }));
     sink.attempt(report({ model: 'other', peakHeldBytes: 100 }));
     const text = await metrics.registry.metrics();
@@ -42,6 +50,8 @@ describe('gate sink metrics', () => {
     expect(text).toContain('iop_gate_held_bytes_sum{model="unknown"} 100');
     expect(text).toContain('iop_gate_attempts_total{model="m",outcome="retried"} 1');
     expect(text).toContain('iop_gate_attempts_total{model="m",outcome="answered"} 1');
-    expect(text).toContain('iop_tokens_total{model="m",kind="completion",attempt="failed",mode="normalized",policy="buffered+strict"} 4');
+    expect(text).toContain(
+      'iop_tokens_total{model="m",kind="completion",attempt="failed",mode="normalized",policy="buffered+strict"} 4',
+    );
   });
 });

@@ -5,7 +5,10 @@ import { keyCheck } from '../../../src/http/key-check.js';
 import type { EdgeContext } from '../../../src/edge-context.js';
 import type { RequestLocals } from '../../../src/http/request-context.js';
 
-/** Runs the key check (plain `apiKeys` only, no key store) on a request with `headers`; resolves with what it passed to next and the locals it left. */
+/**
+ * Runs the key check (plain `apiKeys` only, no key store) on a request with `headers`; resolves with what it passed to
+ * next and the locals it left.
+ */
 async function check(
   keys: readonly string[] | (() => readonly string[]),
   headers: Record<string, string>,
@@ -74,7 +77,9 @@ describe('presentedKey', () => {
   const gemini = { headers: ['x-api-key', 'x-goog-api-key'], named: ['x-goog-api-key'], queryParam: 'key' };
 
   it('reads the sources in order: key headers, then Bearer, then the query parameter', () => {
-    expect(presentedKey(request({ 'x-goog-api-key': 'g', authorization: 'Bearer b' }, '/v1beta/models?key=q'), gemini)).toBe('g');
+    expect(
+      presentedKey(request({ 'x-goog-api-key': 'g', authorization: 'Bearer b' }, '/v1beta/models?key=q'), gemini),
+    ).toBe('g');
     expect(presentedKey(request({ authorization: 'Bearer b' }, '/v1beta/models?key=q'), gemini)).toBe('b');
     expect(presentedKey(request({}, '/v1beta/models/m:generateContent?alt=sse&key=q%2B1'), gemini)).toBe('q+1');
   });
@@ -85,7 +90,9 @@ describe('presentedKey', () => {
   });
 
   it('reads no query parameter where the dialect has none', () => {
-    expect(presentedKey(request({}, '/v1/chat/completions?key=q'), { headers: ['x-api-key', 'x-goog-api-key'] })).toBeUndefined();
+    expect(
+      presentedKey(request({}, '/v1/chat/completions?key=q'), { headers: ['x-api-key', 'x-goog-api-key'] }),
+    ).toBeUndefined();
   });
 
   it('tells a client without a key where its dialect takes one', () => {

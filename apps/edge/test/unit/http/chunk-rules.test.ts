@@ -2,9 +2,14 @@ import { deliveredAnswer } from '../../../src/http/chunk-rules.js';
 
 const answer = (message: Record<string, unknown>, finish: string) =>
   Buffer.from(
-    JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: finish }] }),
+    JSON.stringify({
+      id: 'chatcmpl-1',
+      object: 'chat.completion',
+      choices: [{ index: 0, message: { role: 'assistant', ...message }, finish_reason: finish }],
+    }),
   );
-const finishOf = (body: Buffer) => (JSON.parse(body.toString()) as { choices: { finish_reason: string }[] }).choices[0]!.finish_reason;
+const finishOf = (body: Buffer) =>
+  (JSON.parse(body.toString()) as { choices: { finish_reason: string }[] }).choices[0]!.finish_reason;
 const call = { id: 'call_1', type: 'function', function: { name: 'get_time', arguments: '{}' } };
 
 describe('deliveredAnswer (non-stream Chat passthrough)', () => {

@@ -57,7 +57,11 @@ const request = {
 
 function onePool(outlier: Record<string, unknown> = {}) {
   return track(
-    makePool({ directProviders: [{ id: 'only', baseUrl, models: ['m'] }], retry: { maxAttempts: 3, baseBackoffMs: 40, maxBackoffMs: 1000 }, outlier }),
+    makePool({
+      directProviders: [{ id: 'only', baseUrl, models: ['m'] }],
+      retry: { maxAttempts: 3, baseBackoffMs: 40, maxBackoffMs: 1000 },
+      outlier,
+    }),
   );
 }
 
@@ -89,7 +93,10 @@ describe('openRun with a single provider', () => {
     const { pool } = onePool({ consecutiveFailures: 1, maxEjectedPercent: 100 });
     statuses.push(503, 503);
     const attempts = pool.begin();
-    await expect(openRun(pool, { ...request, attempts }, log, () => {})).rejects.toMatchObject({ status: 503, message: expect.stringContaining('status 503') });
+    await expect(openRun(pool, { ...request, attempts }, log, () => {})).rejects.toMatchObject({
+      status: 503,
+      message: expect.stringContaining('status 503'),
+    });
     expect(attempts.count).toBe(1);
     expect(received).toHaveLength(1);
   });

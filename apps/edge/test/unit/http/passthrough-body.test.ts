@@ -35,7 +35,12 @@ it('a stream without include_usage asks the backend for usage: spliced before th
 });
 
 it('keeps the client’s other stream options, and include_usage false becomes true', () => {
-  const body = { model: 'm', messages, stream: true, stream_options: { include_usage: false, include_obfuscation: false } };
+  const body = {
+    model: 'm',
+    messages,
+    stream: true,
+    stream_options: { include_usage: false, include_obfuscation: false },
+  };
   expect(backendBody(body).parsed.stream_options).toEqual({ include_usage: true, include_obfuscation: false });
 });
 

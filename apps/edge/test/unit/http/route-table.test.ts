@@ -6,9 +6,18 @@
 import { anthropic, gemini, openaiChat, openaiResponses } from '@iop/dialects';
 import { RouteTable, type RouteEntry } from '../../../src/http/route-table.js';
 
-const dialects = [openaiChat.openAIChat, anthropic.anthropicMessages, openaiResponses.openAIResponses, gemini.geminiDialect];
+const dialects = [
+  openaiChat.openAIChat,
+  anthropic.anthropicMessages,
+  openaiResponses.openAIResponses,
+  gemini.geminiDialect,
+];
 const entries: Array<RouteEntry<string>> = dialects.flatMap((dialect) =>
-  dialect.endpoints.map((endpoint) => ({ dialect, endpoint, handler: `${dialect.name} ${endpoint.role} ${endpoint.operation ?? ''}`.trim() })),
+  dialect.endpoints.map((endpoint) => ({
+    dialect,
+    endpoint,
+    handler: `${dialect.name} ${endpoint.role} ${endpoint.operation ?? ''}`.trim(),
+  })),
 );
 const table = new RouteTable(entries);
 
@@ -38,7 +47,9 @@ describe('RouteTable', () => {
   it('gives GET /v1/models to the dialect that claims the request, else OpenAI; HEAD as GET', () => {
     expect(table.match('GET', '/v1/models')?.entry.dialect.name).toBe('openai-chat');
     expect(table.match('HEAD', '/v1/models')?.entry.dialect.name).toBe('openai-chat');
-    expect(table.match('GET', '/v1/models', { 'anthropic-version': '2023-06-01' })?.entry.dialect.name).toBe('anthropic-messages');
+    expect(table.match('GET', '/v1/models', { 'anthropic-version': '2023-06-01' })?.entry.dialect.name).toBe(
+      'anthropic-messages',
+    );
     expect(table.match('GET', '/v1/models', { 'x-goog-api-key': 'k' })?.entry.dialect.name).toBe('gemini');
     expect(table.match('GET', '/v1/models?key=k')?.entry.dialect.name).toBe('gemini');
   });

@@ -20,7 +20,12 @@ const CHOICES = [
 const USAGE = chunk([], { usage: { prompt_tokens: 2, completion_tokens: 4, total_tokens: 6 } });
 const STREAM = `${CHOICES}${USAGE}data: [DONE]\n\n`;
 
-function relayed(text: string, cuts: number[], includeUsage: boolean, choices = 2): { out: string; generated: number; complete: boolean } {
+function relayed(
+  text: string,
+  cuts: number[],
+  includeUsage: boolean,
+  choices = 2,
+): { out: string; generated: number; complete: boolean } {
   const guard = new SseGuard({ includeUsage, choices });
   const out: Buffer[] = [];
   for (const part of splitAt(Buffer.from(text), cuts)) {

@@ -3,13 +3,18 @@ import fc from 'fast-check';
 import { SseGuard } from '../../../src/http/sse-guard.js';
 
 /** Feeds `text` split at `cuts`, then ends the stream; the bytes a client gets, and how it ended. */
-function relayed(text: string, cuts: number[] = [], includeUsage = false): { out: string; failure: string | undefined; complete: boolean } {
+function relayed(
+  text: string,
+  cuts: number[] = [],
+  includeUsage = false,
+): { out: string; failure: string | undefined; complete: boolean } {
   const guard = new SseGuard({ includeUsage });
   const out: Buffer[] = [];
   for (const part of splitAt(Buffer.from(text), cuts)) {
     const result = guard.push(part);
     out.push(result.safe);
-    if (result.failure !== undefined) return { out: Buffer.concat(out).toString(), failure: result.failure.message, complete: false };
+    if (result.failure !== undefined)
+      return { out: Buffer.concat(out).toString(), failure: result.failure.message, complete: false };
   }
   const ended = guard.end();
   out.push(ended.safe);
@@ -64,12 +69,17 @@ describe('SseGuard', () => {
       }),
     );
     const multi = new SseGuard({ includeUsage: false });
-    multi.push(Buffer.from('data: {"id":"c","choices":[{"index":0,\ndata: "delta":{"content":"a"}}]}\n\ndata: {"id":"c","choices":[]}\n\n'));
+    multi.push(
+      Buffer.from(
+        'data: {"id":"c","choices":[{"index":0,\ndata: "delta":{"content":"a"}}]}\n\ndata: {"id":"c","choices":[]}\n\n',
+      ),
+    );
     expect(multi.generatedChunks).toBe(1);
   });
 
   it('collects the finish reasons, one per finished choice, for any split (one-line and multi-line events alike)', () => {
-    // Two choices (n = 2) finishing in different chunks, the second on a multi-line event; a "finish_reason" inside content is text.
+    // Two choices (n = 2) finishing in different chunks, the second on a multi-line event; a "finish_reason" inside
+    // content is text.
     const stream =
       'data: {"id":"c","choices":[{"index":0,"delta":{"content":"say \\"finish_reason\\": \\"x\\""},"finish_reason":null}]}\n\n' +
       'data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}\n\n' +
@@ -146,10 +156,16 @@ describe('SseGuard', () => {
       'data: {"id":"c","usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}\n\n' +
       'data: [DONE]\n\n';
     const events = payloads(relayed(stream, [], true).out) as Array<Record<string, unknown>>;
-    const withUsage = events.filter((event) => typeof event === 'object' && event.usage !== null && event.usage !== undefined);
-    expect(withUsage).toEqual([{ id: 'c', choices: [], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } }]);
+    const withUsage = events.filter(
+      (event) => typeof event === 'object' && event.usage !== null && event.usage !== undefined,
+    );
+    expect(withUsage).toEqual([
+      { id: 'c', choices: [], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } },
+    ]);
     expect(events.at(-2)).toBe(withUsage[0]);
-    expect(events.filter((event) => typeof event === 'object' && Array.isArray(event.choices) && event.choices.length > 0)).toHaveLength(2);
+    expect(
+      events.filter((event) => typeof event === 'object' && Array.isArray(event.choices) && event.choices.length > 0),
+    ).toHaveLength(2);
   });
 
   it('usage the client did not ask for is removed (llama.cpp server always sends it, ggml-org/llama.cpp#16048)', () => {
@@ -158,13 +174,18 @@ describe('SseGuard', () => {
       'data: {"choices":[],"id":"c","object":"chat.completion.chunk","usage":{"completion_tokens":1,"prompt_tokens":3,"total_tokens":4}}\n\n' +
       'data: [DONE]\n\n';
     expect(payloads(relayed(stream).out)).toEqual([
-      { choices: [{ finish_reason: 'stop', index: 0, delta: { content: 'x' } }], id: 'c', object: 'chat.completion.chunk' },
+      {
+        choices: [{ finish_reason: 'stop', index: 0, delta: { content: 'x' } }],
+        id: 'c',
+        object: 'chat.completion.chunk',
+      },
       '[DONE]',
     ]);
   });
 
   it('no usage from the backend: no usage chunk, still a clean end', () => {
-    const stream = 'data: {"id":"c","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n';
+    const stream =
+      'data: {"id":"c","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n';
     expect(relayed(stream, [], true)).toEqual({ out: stream, failure: undefined, complete: true });
   });
 
@@ -184,11 +205,17 @@ describe('SseGuard', () => {
   });
 
   it('a stream cut before its finish reason is not complete; an unterminated last event still counts', () => {
-    expect(relayed('data: {"id":"c","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}\n\n').complete).toBe(false);
+    expect(
+      relayed('data: {"id":"c","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}\n\n').complete,
+    ).toBe(false);
     expect(relayed('data: {"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}').complete).toBe(true);
     expect(relayed('data: {"a":1}\n\ndata: [DONE]').complete).toBe(true);
     // A content string that reads "[DONE]" or "finish_reason" is content.
-    expect(relayed('data: {"choices":[{"delta":{"content":"[DONE] \\"finish_reason\\": \\"stop\\""},"finish_reason":null}]}\n\n').complete).toBe(false);
+    expect(
+      relayed(
+        'data: {"choices":[{"delta":{"content":"[DONE] \\"finish_reason\\": \\"stop\\""},"finish_reason":null}]}\n\n',
+      ).complete,
+    ).toBe(false);
   });
 
   it.each([
@@ -197,21 +224,29 @@ describe('SseGuard', () => {
       'data: {"error": {"object": "error", "message": "The decoder prompt is too long", "type": "BadRequestError", "param": null, "code": 400}}\n\n',
       'The decoder prompt is too long',
     ],
-    ['llama.cpp server', 'data: {"error":{"code":500,"message":"Failed to parse tool call","type":"server_error"}}\n\n', 'Failed to parse tool call'],
+    [
+      'llama.cpp server',
+      'data: {"error":{"code":500,"message":"Failed to parse tool call","type":"server_error"}}\n\n',
+      'Failed to parse tool call',
+    ],
     ['SSE error event', 'event: error\ndata: {"message":"backend overloaded"}\n\n', 'backend overloaded'],
-  ])('a %s error chunk mid-stream ends the stream as a failure, for any split; nothing after it is sent', (_source, error, message) => {
-    const before = 'data: {"id":"c","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}\n\n';
-    fc.assert(
-      fc.property(cuts, (at) => {
-        const result = relayed(`${before}${error}data: [DONE]\n\n`, at);
-        expect(result.out).toBe(before);
-        expect(result.failure).toBe(message);
-      }),
-    );
-  });
+  ])(
+    'a %s error chunk mid-stream ends the stream as a failure, for any split; nothing after it is sent',
+    (_source, error, message) => {
+      const before = 'data: {"id":"c","choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}\n\n';
+      fc.assert(
+        fc.property(cuts, (at) => {
+          const result = relayed(`${before}${error}data: [DONE]\n\n`, at);
+          expect(result.out).toBe(before);
+          expect(result.failure).toBe(message);
+        }),
+      );
+    },
+  );
 
   it('an "error" key inside content or a null error is not an error', () => {
-    const stream = 'data: {"id":"c","error":null,"choices":[{"index":0,"delta":{"content":"{\\"error\\": 1}"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n';
+    const stream =
+      'data: {"id":"c","error":null,"choices":[{"index":0,"delta":{"content":"{\\"error\\": 1}"},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n';
     expect(relayed(stream)).toEqual({ out: stream, failure: undefined, complete: true });
   });
 
@@ -230,15 +265,27 @@ describe('SseGuard', () => {
   it('a tool_calls finish label on a stream that relayed no tool call becomes stop, and stop after a call becomes tool_calls, for any split', () => {
     const chunk = (delta: string, finish: string | null) =>
       `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":${delta},"logprobs":null,"finish_reason":${finish === null ? 'null' : `"${finish}"`}}]}\n\n`;
-    const call = '{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_time","arguments":"{}"}}]}';
+    const call =
+      '{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_time","arguments":"{}"}}]}';
     const cases = [
       { text: chunk('{"content":"Hi"}', null) + chunk('{}', 'tool_calls') + 'data: [DONE]\n\n', finish: 'stop' },
       { text: chunk(call, null) + chunk('{}', 'stop') + 'data: [DONE]\n\n', finish: 'tool_calls' },
-      { text: chunk(call, null) + chunk('{}', 'tool_calls') + 'data: [DONE]\n\n', finish: 'tool_calls', unchanged: true },
-      { text: chunk('{"content":"Hi"}', null) + chunk('{}', 'stop') + 'data: [DONE]\n\n', finish: 'stop', unchanged: true },
+      {
+        text: chunk(call, null) + chunk('{}', 'tool_calls') + 'data: [DONE]\n\n',
+        finish: 'tool_calls',
+        unchanged: true,
+      },
+      {
+        text: chunk('{"content":"Hi"}', null) + chunk('{}', 'stop') + 'data: [DONE]\n\n',
+        finish: 'stop',
+        unchanged: true,
+      },
       // a call in a chunk that also carries content
       {
-        text: chunk(call.replace('{"tool_calls"', '{"content":"Sure.","tool_calls"'), null) + chunk('{}', 'tool_calls') + 'data: [DONE]\n\n',
+        text:
+          chunk(call.replace('{"tool_calls"', '{"content":"Sure.","tool_calls"'), null) +
+          chunk('{}', 'tool_calls') +
+          'data: [DONE]\n\n',
         finish: 'tool_calls',
         unchanged: true,
       },

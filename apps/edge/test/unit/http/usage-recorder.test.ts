@@ -14,11 +14,18 @@ it('counts a failed stream once and keeps its usage for the ledger', async () =>
   const metrics = new EdgeMetrics();
   const usage = new UsageRecorder(metrics);
   usage.record(create(UsageSchema, { promptTokens: 12, completionTokens: 5 }));
-  expect(usage.flush('m', labels, 'failed')).toEqual({ inputTokens: 12, outputTokens: 5, cachedInputTokens: 0, reasoningTokens: 0 });
+  expect(usage.flush('m', labels, 'failed')).toEqual({
+    inputTokens: 12,
+    outputTokens: 5,
+    cachedInputTokens: 0,
+    reasoningTokens: 0,
+  });
   expect(usage.flush('m', labels)).toBeUndefined(); // not counted twice
   expect(usage.value).toEqual({ inputTokens: 12, outputTokens: 5, cachedInputTokens: 0, reasoningTokens: 0 });
   const text = await metrics.registry.metrics();
-  expect(text).toContain('iop_tokens_total{model="m",kind="completion",attempt="failed",mode="passthrough",policy="none"} 5');
+  expect(text).toContain(
+    'iop_tokens_total{model="m",kind="completion",attempt="failed",mode="passthrough",policy="none"} 5',
+  );
   expect(text).not.toContain('attempt="answer"');
 });
 
@@ -35,7 +42,9 @@ describe('settle: the estimate of a stream that ended without usage', () => {
     expect(usage.value).toEqual({ inputTokens: 30, outputTokens: 8 });
     expect(usage.estimated).toBe(true);
     expect(usage.flush('m', labels)).toEqual({ inputTokens: 30, outputTokens: 8 });
-    expect(await metrics.registry.metrics()).toContain('iop_tokens_total{model="m",kind="prompt",attempt="answer",mode="passthrough",policy="none"} 30');
+    expect(await metrics.registry.metrics()).toContain(
+      'iop_tokens_total{model="m",kind="prompt",attempt="answer",mode="passthrough",policy="none"} 30',
+    );
   });
 
   it("keeps the backend's usage when there is some", () => {
@@ -67,5 +76,7 @@ it('sums every attempt for the ledger (a discarded one at its estimate) and coun
   expect(usage.settle(false, () => 15)).toBe(true);
   expect(usage.value).toEqual({ inputTokens: 27, outputTokens: 50, cachedInputTokens: 4 });
   expect(usage.flush('m', labels)).toEqual({ inputTokens: 27, outputTokens: 50, cachedInputTokens: 4 });
-  expect(await metrics.registry.metrics()).toContain('iop_tokens_total{model="m",kind="completion",attempt="answer",mode="passthrough",policy="none"} 30');
+  expect(await metrics.registry.metrics()).toContain(
+    'iop_tokens_total{model="m",kind="completion",attempt="answer",mode="passthrough",policy="none"} 30',
+  );
 });

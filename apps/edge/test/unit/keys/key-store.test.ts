@@ -17,18 +17,31 @@ describe('KeyStore (SQLite)', () => {
   afterEach(() => db.close());
 
   it('stores only the hash of a created key and finds it by that hash', async () => {
-    const { key, record } = await store.create({ name: 'ci', owner: 'team-a', models: ['qwen*'], limits: { requestsPerMinute: 5 } });
+    const { key, record } = await store.create({
+      name: 'ci',
+      owner: 'team-a',
+      models: ['qwen*'],
+      limits: { requestsPerMinute: 5 },
+    });
     expect(key).toMatch(/^sk-iop-[A-Za-z0-9_-]{43}$/);
     const rows = await db.query<Record<string, unknown>>('SELECT * FROM api_keys');
     expect(JSON.stringify(rows)).not.toContain(key);
     expect(rows[0]!.key_hash).toBe(hashKey(key));
     expect(await store.byHash(hashKey(key))).toEqual(record);
-    expect(record).toMatchObject({ name: 'ci', owner: 'team-a', models: ['qwen*'], limits: { requestsPerMinute: 5 }, source: 'admin' });
+    expect(record).toMatchObject({
+      name: 'ci',
+      owner: 'team-a',
+      models: ['qwen*'],
+      limits: { requestsPerMinute: 5 },
+      source: 'admin',
+    });
   });
 
   it('updates, rotates (same id, new secret) and revokes', async () => {
     const { key, record } = await store.create({ name: 'ci' });
-    expect((await store.update(record.id, { limits: { tokensPerMinute: 10 } }))?.limits).toEqual({ tokensPerMinute: 10 });
+    expect((await store.update(record.id, { limits: { tokensPerMinute: 10 } }))?.limits).toEqual({
+      tokensPerMinute: 10,
+    });
     const rotated = (await store.rotate(record.id))!;
     expect(rotated.record.id).toBe(record.id);
     expect(await store.byHash(hashKey(key))).toBeUndefined();
@@ -42,7 +55,13 @@ describe('KeyStore (SQLite)', () => {
 
   it('KeyDirectory caches lookups for cacheTtlMs and forgets a hash on invalidate', async () => {
     let clock = 1_000;
-    const directory = new KeyDirectory({ store, cacheTtlMs: 2_000, failureMode: 'open', logger: createLogger('silent'), now: () => clock });
+    const directory = new KeyDirectory({
+      store,
+      cacheTtlMs: 2_000,
+      failureMode: 'open',
+      logger: createLogger('silent'),
+      now: () => clock,
+    });
     const { key, record } = await store.create({ name: 'ci' });
     expect((await directory.lookup(key))?.revokedAtMs).toBeUndefined();
     await store.revoke(record.id);
@@ -80,7 +99,11 @@ describe('key policy', () => {
         { id: 'b', name: 'B', key: 'sk-config-0001' },
       ]),
     ).toThrow('repeats a key');
-    expect(() => recordsOfConfigKeys([{ id: 'a', name: 'A', key: 'sk-config-0001', expiresAt: 'soon' }])).toThrow('not an RFC 3339 time');
-    expect(unusableReason({ ...byKey!, expiresAtMs: 1000 }, 2000)).toBe('this API key expired at 1970-01-01T00:00:01.000Z');
+    expect(() => recordsOfConfigKeys([{ id: 'a', name: 'A', key: 'sk-config-0001', expiresAt: 'soon' }])).toThrow(
+      'not an RFC 3339 time',
+    );
+    expect(unusableReason({ ...byKey!, expiresAtMs: 1000 }, 2000)).toBe(
+      'this API key expired at 1970-01-01T00:00:01.000Z',
+    );
   });
 });

@@ -34,7 +34,10 @@ describe('costOf', () => {
   });
 
   it('prices cached tokens at the input price when no cached price is set, and costs 0 without a price or usage', () => {
-    expect(costOf({ input: 1, output: 2 }, { inputTokens: 10, cachedInputTokens: 10, outputTokens: 0 })).toBeCloseTo(10e-6, 15);
+    expect(costOf({ input: 1, output: 2 }, { inputTokens: 10, cachedInputTokens: 10, outputTokens: 0 })).toBeCloseTo(
+      10e-6,
+      15,
+    );
     expect(costOf(undefined, { inputTokens: 10, outputTokens: 10 })).toBe(0);
     expect(costOf(price, undefined)).toBe(0);
   });

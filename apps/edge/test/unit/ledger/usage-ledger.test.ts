@@ -43,7 +43,9 @@ describe('migrations (SQLite)', () => {
     expect(await migrate(db)).toEqual(MIGRATIONS.map((migration) => migration.version));
     expect(await migrate(db)).toEqual([]);
     await db.execute('INSERT INTO iop_schema_migrations (version, name, applied_at_ms) VALUES (99, $1, 0)', ['future']);
-    await expect(migrate(db)).rejects.toThrow(`the database schema is at version 99, newer than this edge's ${MIGRATIONS.at(-1)!.version}`);
+    await expect(migrate(db)).rejects.toThrow(
+      `the database schema is at version 99, newer than this edge's ${MIGRATIONS.at(-1)!.version}`,
+    );
     await db.close();
   });
 });
@@ -71,7 +73,9 @@ describe('UsageLedger', () => {
       for (let i = 0; i < queued; i++) ledger.record(row({ requestId: `req_${recorded++}` }));
       await ledger.flush();
     }
-    const [count] = await db.query<{ n: number; d: number }>('SELECT COUNT(*) AS n, COUNT(DISTINCT request_id) AS d FROM usage_ledger');
+    const [count] = await db.query<{ n: number; d: number }>(
+      'SELECT COUNT(*) AS n, COUNT(DISTINCT request_id) AS d FROM usage_ledger',
+    );
     expect(count).toEqual({ n: recorded, d: recorded });
     expect(ledger.written).toBe(recorded);
     // 150 = 128 + 16 + 4 + 2, 457 = 200 + 200 + 32 + 16 + 8 + 1 ...: every INSERT has 1, 2, 4, ..., 128 or 200 rows.
@@ -84,13 +88,32 @@ describe('UsageLedger', () => {
   it('writes queued rows in batches and sums them by group and time range', async () => {
     const ledger = new UsageLedger(db, { batchSize: 2, flushIntervalMs: 60_000, maxQueued: 10 });
     ledger.record(row());
-    ledger.record(row({ requestId: 'req_2', keyId: 'key_b', dialect: 'anthropic-messages', inputTokens: 7, status: 429, outputTokens: 0, costUsd: 0 }));
+    ledger.record(
+      row({
+        requestId: 'req_2',
+        keyId: 'key_b',
+        dialect: 'anthropic-messages',
+        inputTokens: 7,
+        status: 429,
+        outputTokens: 0,
+        costUsd: 0,
+      }),
+    );
     ledger.record(row({ requestId: 'req_3', tsMs: Date.UTC(2026, 0, 2, 1), tokensEstimated: true }));
     expect(ledger.queued).toBeGreaterThanOrEqual(1); // a full batch went at once; the rest waits
     await ledger.close();
     expect(ledger.written).toBe(3);
     expect(await queryUsage(db, { groupBy: [] })).toEqual([
-      { requests: 3, input_tokens: 17, output_tokens: 20, cached_tokens: 3, reasoning_tokens: 0, errors: 1, estimated_requests: 1, cost_usd: 0.5 },
+      {
+        requests: 3,
+        input_tokens: 17,
+        output_tokens: 20,
+        cached_tokens: 3,
+        reasoning_tokens: 0,
+        errors: 1,
+        estimated_requests: 1,
+        cost_usd: 0.5,
+      },
     ]);
     // One request per key and day: key_a's 5 + 10 tokens on two days (the second estimated), key_b's refused one.
     const single = { requests: 1, cached_tokens: 1, reasoning_tokens: 0 };
@@ -98,9 +121,20 @@ describe('UsageLedger', () => {
     expect(await queryUsage(db, { groupBy: ['key', 'day'] })).toEqual([
       { ...keyA, day: '2026-01-01', estimated_requests: 0 },
       { ...keyA, day: '2026-01-02', estimated_requests: 1 },
-      { ...single, key: 'key_b', day: '2026-01-01', input_tokens: 7, output_tokens: 0, errors: 1, estimated_requests: 0, cost_usd: 0 },
+      {
+        ...single,
+        key: 'key_b',
+        day: '2026-01-01',
+        input_tokens: 7,
+        output_tokens: 0,
+        errors: 1,
+        estimated_requests: 0,
+        cost_usd: 0,
+      },
     ]);
-    expect(await queryUsage(db, { groupBy: ['model'], fromMs: Date.UTC(2026, 0, 2) })).toMatchObject([{ model: 'm', requests: 1 }]);
+    expect(await queryUsage(db, { groupBy: ['model'], fromMs: Date.UTC(2026, 0, 2) })).toMatchObject([
+      { model: 'm', requests: 1 },
+    ]);
     expect(await usedSince(db, 'key_a', Date.UTC(2026, 0, 1, 12))).toEqual({ tokens: 15, costUsd: 0.25 });
   });
 
@@ -129,7 +163,12 @@ describe('UsageLedger', () => {
   it('keeps rows while the database is down, writes them once it is back, and counts drops past maxQueued', async () => {
     const database = flaky(db);
     const errors: unknown[] = [];
-    const ledger = new UsageLedger(database, { batchSize: 2, flushIntervalMs: 60_000, maxQueued: 4, onWriteError: (error) => errors.push(error) });
+    const ledger = new UsageLedger(database, {
+      batchSize: 2,
+      flushIntervalMs: 60_000,
+      maxQueued: 4,
+      onWriteError: (error) => errors.push(error),
+    });
     database.down = true;
     for (let i = 0; i < 6; i++) ledger.record(row({ requestId: `req_${i}` }));
     await ledger.flush();

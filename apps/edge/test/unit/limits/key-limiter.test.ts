@@ -126,10 +126,18 @@ describe('KeyLimiter', () => {
     const limiter = new KeyLimiter(new MemoryCounterStore(now), { now });
     const key = record({ name: 'both', budget: { maxTokens: 1000, maxCostUsd: 1, period: 'total' } });
     await (await limiter.admit(key)).finish(10, 1.5);
-    await expect(limiter.admit(key)).rejects.toThrow('budget exhausted: key "both" has spent $1.50 of its $1 total budget');
-    const tokens = record({ id: 'key_2', name: 'tokens first', budget: { maxTokens: 1000, maxCostUsd: 1, period: 'total' } });
+    await expect(limiter.admit(key)).rejects.toThrow(
+      'budget exhausted: key "both" has spent $1.50 of its $1 total budget',
+    );
+    const tokens = record({
+      id: 'key_2',
+      name: 'tokens first',
+      budget: { maxTokens: 1000, maxCostUsd: 1, period: 'total' },
+    });
     await (await limiter.admit(tokens)).finish(1000, 0.000_002);
-    await expect(limiter.admit(tokens)).rejects.toThrow('budget exhausted: key "tokens first" has used 1000 of its 1000-token total budget');
+    await expect(limiter.admit(tokens)).rejects.toThrow(
+      'budget exhausted: key "tokens first" has used 1000 of its 1000-token total budget',
+    );
   });
 });
 
@@ -169,10 +177,14 @@ describe('FailoverCounterStore', () => {
 });
 
 describe("the dialects' rate-limit headers", () => {
-  const state = { requests: { limit: 10, remaining: 3, resetAtMs: T0 + 50_000 }, tokens: { limit: 1000, remaining: -5, resetAtMs: T0 + 50_000 } };
+  const state = {
+    requests: { limit: 10, remaining: 3, resetAtMs: T0 + 50_000 },
+    tokens: { limit: 1000, remaining: -5, resetAtMs: T0 + 50_000 },
+  };
   const collect = (dialect: 'openai-chat' | 'anthropic-messages') => {
     const headers: Record<string, string> = {};
-    const write = dialect === 'openai-chat' ? openaiChat.openAIChat.rateLimitHeaders : anthropic.anthropicMessages.rateLimitHeaders;
+    const write =
+      dialect === 'openai-chat' ? openaiChat.openAIChat.rateLimitHeaders : anthropic.anthropicMessages.rateLimitHeaders;
     write(state, T0, (name, value) => (headers[name] = value));
     return headers;
   };

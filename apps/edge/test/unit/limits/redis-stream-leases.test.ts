@@ -8,7 +8,12 @@ import { sleep } from '@iop/core';
 import { RedisCounterStore } from '../../../src/limits/redis-counter-store.js';
 import { KeyLimiter } from '../../../src/limits/key-limiter.js';
 import type { ApiKeyRecord } from '../../../src/keys/api-key.js';
-import { describeWithSharedState, dropIsolation, isolation, REDIS_URL } from '../../../../../test/integration/shared-state-helpers';
+import {
+  describeWithSharedState,
+  dropIsolation,
+  isolation,
+  REDIS_URL,
+} from '../../../../../test/integration/shared-state-helpers';
 
 const key: ApiKeyRecord = {
   id: 'key_leases',

@@ -32,7 +32,9 @@ describe('providersWithoutApi', () => {
     expect([...providersWithoutApi(pool, 'm', 'embeddings')]).toEqual([]);
     const refused = refusal(() => providersWithoutApi(pool, 'm', 'completions'));
     expect(refused).toMatchObject({ code: 'invalid_request', status: 400, param: 'model' });
-    expect(refused.message).toBe('The model `m` does not serve text completions (POST /v1/completions); it serves embeddings (POST /v1/embeddings).');
+    expect(refused.message).toBe(
+      'The model `m` does not serve text completions (POST /v1/completions); it serves embeddings (POST /v1/embeddings).',
+    );
     // An agent joins that serves it: the answer follows at once.
     registry.add(agentSession('generator', [{ id: 'm', apis: ['chat', 'completions'] }]));
     expect([...providersWithoutApi(pool, 'm', 'completions')]).toEqual(['embedder']);

@@ -127,11 +127,16 @@ describe('AdmissionQueue', () => {
     const first = admission.acquire('g', queue, pool.take);
     void admission.acquire('g', queue, pool.take).catch(() => undefined);
     // The queue is full (2 waiting): a first attempt is refused, a retry waits.
-    await expect(admission.acquire('g', queue, pool.take)).rejects.toMatchObject({ code: 'overloaded', reason: 'full' });
+    await expect(admission.acquire('g', queue, pool.take)).rejects.toMatchObject({
+      code: 'overloaded',
+      reason: 'full',
+    });
     const retry = admission.acquire('g', queue, pool.take, undefined, true);
     expect(admission.size('g')).toBe(3);
     // The refusal counts the waiters there are, past maxQueued.
-    await expect(admission.acquire('g', queue, pool.take)).rejects.toMatchObject({ message: 'the queue of `g` is full (3 waiting)' });
+    await expect(admission.acquire('g', queue, pool.take)).rejects.toMatchObject({
+      message: 'the queue of `g` is full (3 waiting)',
+    });
     release(); // a slot frees, no notify yet: the retry is at the head
     admission.notify('g');
     await retry;
@@ -146,13 +151,21 @@ describe('AdmissionQueue', () => {
     void admission.acquire('g', queue, pool.take).catch(() => undefined);
     const error = await admission.acquire('g', queue, pool.take).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(IopError);
-    expect(error).toMatchObject({ code: 'overloaded', status: 429, reason: 'full', retryAfterSeconds: 2, message: 'the queue of `g` is full (2 waiting)' });
+    expect(error).toMatchObject({
+      code: 'overloaded',
+      status: 429,
+      reason: 'full',
+      retryAfterSeconds: 2,
+      message: 'the queue of `g` is full (2 waiting)',
+    });
     expect(admission.stats()).toEqual({ queued: { g: 2 }, rejectedFull: 1, rejectedTimeout: 0 });
   });
 
   it('refuses at once with maxQueued 0', async () => {
     const admission = new AdmissionQueue({ timers: new ManualTimers() });
-    await expect(admission.acquire('g', { maxQueued: 0, maxWaitMs: 1000 }, () => undefined)).rejects.toMatchObject({ status: 429 });
+    await expect(admission.acquire('g', { maxQueued: 0, maxWaitMs: 1000 }, () => undefined)).rejects.toMatchObject({
+      status: 429,
+    });
   });
 
   it('refuses with 429 when the wait exceeds maxWaitMs, and frees the place', async () => {

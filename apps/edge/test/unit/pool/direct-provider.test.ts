@@ -31,7 +31,9 @@ afterAll(async () => {
 });
 
 function provider(fields: Record<string, unknown> = {}): DirectProvider {
-  const config = parsePoolConfig({ directProviders: [{ id: 'direct-1', baseUrl, models: ['m'], apiKey: 'sk-upstream', maxConcurrency: 2, ...fields }] });
+  const config = parsePoolConfig({
+    directProviders: [{ id: 'direct-1', baseUrl, models: ['m'], apiKey: 'sk-upstream', maxConcurrency: 2, ...fields }],
+  });
   return new DirectProvider(config.directProviders[0]!);
 }
 
@@ -59,7 +61,9 @@ describe('DirectProvider', () => {
       seen = { url: req.url, authorization: req.headers.authorization, body };
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: {"choices":[{"delta":{"content":"hi"}}]}\n\n');
-      res.end('data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}\n\ndata: [DONE]\n\n');
+      res.end(
+        'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}\n\ndata: [DONE]\n\n',
+      );
     };
     const direct = provider();
     const run = direct.start(request());
@@ -88,12 +92,16 @@ describe('DirectProvider', () => {
     const frames = await collect(direct.start(request()));
     expect(frames[0]).toMatchObject({ kind: FrameKind.RESPONSE_START, status: 503 });
     expect(frames[0]!.headers['retry-after']).toBe('2');
-    expect(Buffer.concat(frames.filter((frame) => frame.kind === FrameKind.BODY).map((frame) => frame.body)).toString()).toBe('{"error":{"message":"busy"}}');
+    expect(
+      Buffer.concat(frames.filter((frame) => frame.kind === FrameKind.BODY).map((frame) => frame.body)).toString(),
+    ).toBe('{"error":{"message":"busy"}}');
     await direct.close();
   });
 
   it('fails with connect_failed when nothing listens', async () => {
-    const config = parsePoolConfig({ directProviders: [{ id: 'gone', baseUrl: 'http://127.0.0.1:1/v1', models: ['m'] }] });
+    const config = parsePoolConfig({
+      directProviders: [{ id: 'gone', baseUrl: 'http://127.0.0.1:1/v1', models: ['m'] }],
+    });
     const direct = new DirectProvider(config.directProviders[0]!);
     const frames = await collect(direct.start(request()));
     expect(frames).toHaveLength(1);
@@ -153,7 +161,11 @@ describe('DirectProvider', () => {
     expect(direct.available).toBe(false);
     const rest = await collect(run);
     expect(rest.at(-1)!.kind).toBe(FrameKind.END);
-    expect(Buffer.concat(rest.filter((frame) => frame.kind === FrameKind.BODY).map((frame) => Buffer.from(frame.body))).toString()).toContain('[DONE]');
+    expect(
+      Buffer.concat(
+        rest.filter((frame) => frame.kind === FrameKind.BODY).map((frame) => Buffer.from(frame.body)),
+      ).toString(),
+    ).toContain('[DONE]');
     await retiring;
     expect(retired).toBe(true);
     expect(direct.inFlight).toBe(0);
@@ -166,7 +178,11 @@ describe('DirectProvider', () => {
         { id: 'y', baseUrl: 'http://h:8000/openai/v1/', models: ['m'] },
       ],
     });
-    expect(new DirectProvider(config.directProviders[0]!).upstreamPath('/v1/chat/completions')).toBe('/v1/chat/completions');
-    expect(new DirectProvider(config.directProviders[1]!).upstreamPath('/v1/chat/completions')).toBe('/openai/v1/chat/completions');
+    expect(new DirectProvider(config.directProviders[0]!).upstreamPath('/v1/chat/completions')).toBe(
+      '/v1/chat/completions',
+    );
+    expect(new DirectProvider(config.directProviders[1]!).upstreamPath('/v1/chat/completions')).toBe(
+      '/openai/v1/chat/completions',
+    );
   });
 });

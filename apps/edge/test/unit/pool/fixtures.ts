@@ -1,4 +1,7 @@
-/** Test helpers: a seeded generator (mulberry32), a plain provider, a manual clock, a pool, fake runs and agent sessions. */
+/**
+ * Test helpers: a seeded generator (mulberry32), a plain provider, a manual clock, a pool, fake runs and agent
+ * sessions.
+ */
 import { create } from '@bufbuild/protobuf';
 import { AsyncQueue } from '@iop/core';
 import { ModelInfoSchema, RegisterSchema } from '@iop/proto';
@@ -120,5 +123,9 @@ export function agentSession(
   maxConcurrency = 4,
 ): AgentSession {
   const infos = models.map((model) => create(ModelInfoSchema, typeof model === 'string' ? { id: model } : model));
-  return new AgentSession(create(RegisterSchema, { agentId, maxConcurrency, models: infos }), `ses_${agentId}`, new RunRegistry());
+  return new AgentSession(
+    create(RegisterSchema, { agentId, maxConcurrency, models: infos }),
+    `ses_${agentId}`,
+    new RunRegistry(),
+  );
 }

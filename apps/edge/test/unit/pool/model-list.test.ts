@@ -30,7 +30,16 @@ describe('listModels (GET /v1/models)', () => {
     registry.add(agentSession('agent-1', [{ id: 'served-a', contextLength: 8192 }, 'served-b']));
     registry.add(agentSession('agent-2', ['served-b', 'idle']));
     const listed = listModels(pool.catalog);
-    expect(listed.map((model) => model.id)).toEqual(['chat', 'gpt-4o-mini', 'served-a', 'spill', 'remote', 'served-b', 'direct-m', 'direct-only']);
+    expect(listed.map((model) => model.id)).toEqual([
+      'chat',
+      'gpt-4o-mini',
+      'served-a',
+      'spill',
+      'remote',
+      'served-b',
+      'direct-m',
+      'direct-only',
+    ]);
     expect(listed[0]).toEqual({ id: 'chat', created: 0, contextLength: 8192, providers: 1, apis: null });
     expect(listed.find((model) => model.id === 'served-b')).toEqual({
       id: 'served-b',
@@ -46,10 +55,21 @@ describe('listModels (GET /v1/models)', () => {
 
   it('lists the APIs the providers register for a model (their union), null when none tells', () => {
     const { pool, registry } = setUp({ modelGroups: [{ name: 'g', targets: [{ model: 'embed' }] }] });
-    registry.add(agentSession('agent-1', [{ id: 'embed', apis: ['embeddings'] }, { id: 'gen', apis: ['completions', 'chat'] }, 'quiet']));
+    registry.add(
+      agentSession('agent-1', [
+        { id: 'embed', apis: ['embeddings'] },
+        { id: 'gen', apis: ['completions', 'chat'] },
+        'quiet',
+      ]),
+    );
     registry.add(agentSession('agent-2', [{ id: 'embed', apis: ['rerank', 'embeddings'] }]));
     const apis = Object.fromEntries(listModels(pool.catalog).map((model) => [model.id, model.apis]));
-    expect(apis).toEqual({ g: ['embeddings', 'rerank'], embed: ['embeddings', 'rerank'], gen: ['chat', 'completions'], quiet: null });
+    expect(apis).toEqual({
+      g: ['embeddings', 'rerank'],
+      embed: ['embeddings', 'rerank'],
+      gen: ['chat', 'completions'],
+      quiet: null,
+    });
   });
 
   it('leaves out providers that are draining or gone, and follows a reload at once', () => {
@@ -62,7 +82,10 @@ describe('listModels (GET /v1/models)', () => {
     session.draining = false;
     pool.applyReload(
       pool.prepareReload(
-        parsePoolConfig({ modelGroups: [{ name: 'h', aliases: ['fast'], targets: [{ model: 'm' }] }], directProviders: [direct('d1', ['other'])] }),
+        parsePoolConfig({
+          modelGroups: [{ name: 'h', aliases: ['fast'], targets: [{ model: 'm' }] }],
+          directProviders: [direct('d1', ['other'])],
+        }),
       ),
     );
     expect(listModels(pool.catalog).map((model) => model.id)).toEqual(['h', 'fast', 'm', 'other']);

@@ -1,12 +1,20 @@
 import { OutlierDetector, type AttemptOutcome, type OutlierConfig } from '../../../src/pool/outlier-detector.js';
 import { ManualClock } from './fixtures.js';
 
-const config: OutlierConfig = { consecutiveFailures: 5, baseEjectionMs: 10_000, maxEjectionMs: 300_000, maxEjectedPercent: 50 };
+const config: OutlierConfig = {
+  consecutiveFailures: 5,
+  baseEjectionMs: 10_000,
+  maxEjectionMs: 300_000,
+  maxEjectedPercent: 50,
+};
 
 function setup(members = ['a', 'b', 'c', 'd']) {
   const clock = new ManualClock();
   const events: Array<[string, string, string]> = [];
-  const detector = new OutlierDetector(config, { now: clock.now, onChange: (id, state, reason) => events.push([id, state, reason]) });
+  const detector = new OutlierDetector(config, {
+    now: clock.now,
+    onChange: (id, state, reason) => events.push([id, state, reason]),
+  });
   for (const id of members) detector.add(id);
   const attempt = (id: string, outcome: AttemptOutcome) => detector.onResult(detector.onStart(id), outcome);
   return { clock, events, detector, attempt };
@@ -20,7 +28,9 @@ describe('OutlierDetector', () => {
     attempt('a', 'timeout');
     expect(detector.allows('a')).toBe(false);
     expect(detector.state('a')).toBe('ejected');
-    expect(events).toEqual([['a', 'ejected', '5 consecutive failures, last: timeout; ejected for 10000 ms (ejection 1)']]);
+    expect(events).toEqual([
+      ['a', 'ejected', '5 consecutive failures, last: timeout; ejected for 10000 ms (ejection 1)'],
+    ]);
     expect(detector.snapshot().find((s) => s.providerId === 'a')).toEqual({
       providerId: 'a',
       state: 'ejected',

@@ -5,7 +5,9 @@ import { provider, seededRandom } from './fixtures.js';
 describe('loadScore', () => {
   it('is (inFlight + queued) / maxConcurrency plus kvCacheUsage², divided by weight', () => {
     expect(loadScore(provider('a', { inFlight: 3, load: { queued: 1 }, maxConcurrency: 8 }))).toBe(0.5);
-    expect(loadScore(provider('a', { inFlight: 4, maxConcurrency: 8, load: { queued: 0, kvCacheUsage: 0.5 } }))).toBe(0.75);
+    expect(loadScore(provider('a', { inFlight: 4, maxConcurrency: 8, load: { queued: 0, kvCacheUsage: 0.5 } }))).toBe(
+      0.75,
+    );
     expect(loadScore(provider('a', { inFlight: 4, maxConcurrency: 8, weight: 2, load: { queued: 0 } }))).toBe(0.25);
   });
 });
@@ -76,7 +78,11 @@ describe('P2cPicker', () => {
     const ejected = provider('ejected', { labels: { accel: 'gpu' } });
     const gpu = provider('gpu', { labels: { accel: 'gpu', zone: 'a' }, inFlight: 9 });
     const all = [full, closed, tried, cpu, ejected, gpu];
-    const options = { exclude: new Set(['tried']), requireLabels: { accel: 'gpu' }, allow: (p: { id: string }) => p.id !== 'ejected' };
+    const options = {
+      exclude: new Set(['tried']),
+      requireLabels: { accel: 'gpu' },
+      allow: (p: { id: string }) => p.id !== 'ejected',
+    };
     for (let i = 0; i < 20; i++) expect(picker.pick(all, options)).toBe(gpu);
     expect(picker.pick(all, { ...options, requireLabels: { accel: 'tpu' } })).toBeUndefined();
     expect(picker.pick([])).toBeUndefined();
@@ -85,11 +91,19 @@ describe('P2cPicker', () => {
   it('property: the pick is eligible and never strictly worse than every other eligible provider', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.record({ inFlight: fc.nat(20), queued: fc.nat(5), up: fc.boolean() }), { minLength: 1, maxLength: 12 }),
+        fc.array(fc.record({ inFlight: fc.nat(20), queued: fc.nat(5), up: fc.boolean() }), {
+          minLength: 1,
+          maxLength: 12,
+        }),
         fc.integer(),
         (specs, seed) => {
           const providers = specs.map((spec, i) =>
-            provider(`p${i}`, { maxConcurrency: 16, inFlight: spec.inFlight, load: { queued: spec.queued }, closed: !spec.up }),
+            provider(`p${i}`, {
+              maxConcurrency: 16,
+              inFlight: spec.inFlight,
+              load: { queued: spec.queued },
+              closed: !spec.up,
+            }),
           );
           const chosen = new P2cPicker({ random: seededRandom(seed) }).pick(providers);
           const eligible = providers.filter((p) => p.available);

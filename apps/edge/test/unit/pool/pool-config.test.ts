@@ -15,7 +15,9 @@ const example = {
     { name: 'qwen3-32b', targets: [{ model: 'Qwen/Qwen3-32B', weight: 2 }] },
     { name: 'qwen3-8b-128k', targets: [{ model: 'Qwen/Qwen3-8B-128k' }] },
   ],
-  directProviders: [{ id: 'vllm-a', baseUrl: 'http://10.0.0.5:8000/v1', models: ['Qwen/Qwen3-8B'], maxConcurrency: 64, weight: 1 }],
+  directProviders: [
+    { id: 'vllm-a', baseUrl: 'http://10.0.0.5:8000/v1', models: ['Qwen/Qwen3-8B'], maxConcurrency: 64, weight: 1 },
+  ],
   retry: { maxAttempts: 4 },
 };
 
@@ -30,10 +32,19 @@ describe('parsePoolConfig', () => {
       overloadBackoffBaseMs: 500,
       maxBackoffMs: 2000,
     });
-    expect(config.outlier).toEqual({ consecutiveFailures: 5, baseEjectionMs: 10_000, maxEjectionMs: 300_000, maxEjectedPercent: 50 });
+    expect(config.outlier).toEqual({
+      consecutiveFailures: 5,
+      baseEjectionMs: 10_000,
+      maxEjectionMs: 300_000,
+      maxEjectedPercent: 50,
+    });
     expect(config.affinity).toEqual({ enabled: true, prefixMessages: 2, loadFactor: 1.25 });
     expect(config.queue).toEqual({ maxQueued: 256, maxWaitMs: 30_000 });
-    expect(config.modelGroups[0]!.targets[0]).toEqual({ model: 'Qwen/Qwen3-8B', agents: { labels: { gpu: 'l4' } }, weight: 1 });
+    expect(config.modelGroups[0]!.targets[0]).toEqual({
+      model: 'Qwen/Qwen3-8B',
+      agents: { labels: { gpu: 'l4' } },
+      weight: 1,
+    });
     expect(config.modelGroups[1]).toEqual({
       name: 'qwen3-32b',
       aliases: [],
@@ -56,7 +67,9 @@ describe('parsePoolConfig', () => {
     expect(() => parsePoolConfig(bad)).toThrow(
       'invalid pool config: extra is not a known setting; retry.maxAttempts must be >= 1; retry.budgetRatio must be >= 0; affinity.loadFactor must be >= 1',
     );
-    expect(() => parsePoolConfig({ modelGroups: [{ name: 'x', targets: [] }] })).toThrow('modelGroups[0].targets must NOT have fewer than 1 items');
+    expect(() => parsePoolConfig({ modelGroups: [{ name: 'x', targets: [] }] })).toThrow(
+      'modelGroups[0].targets must NOT have fewer than 1 items',
+    );
     expect(() => parsePoolConfig({ directProviders: [{ id: 'a', baseUrl: 'ftp://x', models: ['m'] }] })).toThrow(
       'directProviders[0].baseUrl must match pattern',
     );
@@ -70,7 +83,9 @@ describe('parsePoolConfig', () => {
     expect(() => parsePoolConfig({ modelGroups: groups })).toThrow(
       'invalid pool config: modelGroups[1].name `b` is already used by modelGroups[0]; modelGroups[0].fallbacks[0] `nope` is not a model group name; modelGroups[1].contextFallback names its own group',
     );
-    expect(() => parsePoolConfig({ retry: { baseBackoffMs: 500, maxBackoffMs: 100 } })).toThrow('retry.maxBackoffMs must be >= retry.baseBackoffMs');
+    expect(() => parsePoolConfig({ retry: { baseBackoffMs: 500, maxBackoffMs: 100 } })).toThrow(
+      'retry.maxBackoffMs must be >= retry.baseBackoffMs',
+    );
   });
 });
 
@@ -87,7 +102,13 @@ describe('ModelResolver', () => {
 
   it('falls through to the served model of the same name', () => {
     expect(resolver.resolveModel('llama3.2:1b')).toEqual({
-      group: { name: 'llama3.2:1b', aliases: [], targets: [{ model: 'llama3.2:1b', weight: 1 }], fallbacks: [], queue: { maxQueued: 256, maxWaitMs: 30_000 } },
+      group: {
+        name: 'llama3.2:1b',
+        aliases: [],
+        targets: [{ model: 'llama3.2:1b', weight: 1 }],
+        fallbacks: [],
+        queue: { maxQueued: 256, maxWaitMs: 30_000 },
+      },
       targets: [{ model: 'llama3.2:1b', weight: 1 }],
       implicit: true,
     });

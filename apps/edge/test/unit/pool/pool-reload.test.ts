@@ -59,7 +59,10 @@ describe('diffPoolConfig', () => {
 describe('ProviderPool reload', () => {
   it('applies a new alias and group at once; a removed group name is a 404 model_not_found', async () => {
     const { pool } = track(
-      makePool({ modelGroups: [{ name: 'old', targets: [{ model: 'm' }] }], directProviders: [direct('d1', ['m']), direct('d2', ['n'])] }),
+      makePool({
+        modelGroups: [{ name: 'old', targets: [{ model: 'm' }] }],
+        directProviders: [direct('d1', ['m']), direct('d2', ['n'])],
+      }),
     );
     expect(pool.resolve('old').name).toBe('old');
     const changes = reload(pool, {
@@ -68,12 +71,20 @@ describe('ProviderPool reload', () => {
     });
     expect(changes).toMatchObject({ groupsAdded: ['new'], groupsRemoved: ['old'], aliasesAdded: ['fast'] });
     expect(pool.pick(pool.resolve('fast'))).toMatchObject({ provider: { id: 'd2' }, model: 'n' });
-    await expect(pool.acquire(pool.resolve('old'), {}, fakeStart)).rejects.toMatchObject({ code: 'model_not_found', status: 404 });
+    await expect(pool.acquire(pool.resolve('old'), {}, fakeStart)).rejects.toMatchObject({
+      code: 'model_not_found',
+      status: 404,
+    });
     expect(pool.snapshot().groups.map((group) => group.name)).toEqual(['new']);
   });
 
   it('refuses an invalid pool (alias clash, fallback to an unknown group) with a ConfigError and keeps the running one', () => {
-    const { pool } = track(makePool({ modelGroups: [{ name: 'g', aliases: ['x'], targets: [{ model: 'm' }] }], directProviders: [direct('d1', ['m'])] }));
+    const { pool } = track(
+      makePool({
+        modelGroups: [{ name: 'g', aliases: ['x'], targets: [{ model: 'm' }] }],
+        directProviders: [direct('d1', ['m'])],
+      }),
+    );
     const clash = {
       modelGroups: [
         { name: 'g', targets: [{ model: 'm' }] },
@@ -81,10 +92,12 @@ describe('ProviderPool reload', () => {
       ],
     };
     expect(() => pool.prepareReload(clash as never)).toThrow(ConfigError);
-    expect(() => pool.prepareReload(clash as never)).toThrow('modelGroups[1].aliases[0] `g` is already used by modelGroups[0]');
-    expect(() => pool.prepareReload({ modelGroups: [{ name: 'g', targets: [{ model: 'm' }], fallbacks: ['nope'] }] } as never)).toThrow(
-      'modelGroups[0].fallbacks[0] `nope` is not a model group name',
+    expect(() => pool.prepareReload(clash as never)).toThrow(
+      'modelGroups[1].aliases[0] `g` is already used by modelGroups[0]',
     );
+    expect(() =>
+      pool.prepareReload({ modelGroups: [{ name: 'g', targets: [{ model: 'm' }], fallbacks: ['nope'] }] } as never),
+    ).toThrow('modelGroups[0].fallbacks[0] `nope` is not a model group name');
     expect(pool.resolve('x').name).toBe('g');
     expect(pool.direct.map((provider) => provider.id)).toEqual(['d1']);
   });
@@ -100,11 +113,15 @@ describe('ProviderPool reload', () => {
   });
 
   it('keeps unchanged direct providers (same instance, same load), retires removed and replaced ones', async () => {
-    const { pool } = track(makePool({ directProviders: [direct('keep', ['m']), direct('gone', ['m']), direct('edit', ['m'])] }));
+    const { pool } = track(
+      makePool({ directProviders: [direct('keep', ['m']), direct('gone', ['m']), direct('edit', ['m'])] }),
+    );
     const [keep, gone, edit] = pool.direct;
     const running = await pool.acquire(pool.resolve('m'), { exclude: new Set(['keep', 'edit']) }, fakeStart);
     expect(running.pick.provider).toBe(gone);
-    const changes = reload(pool, { directProviders: [direct('keep', ['m']), direct('edit', ['m'], { maxConcurrency: 1 }), direct('added', ['m'])] });
+    const changes = reload(pool, {
+      directProviders: [direct('keep', ['m']), direct('edit', ['m'], { maxConcurrency: 1 }), direct('added', ['m'])],
+    });
     expect(changes).toMatchObject({ directAdded: ['added'], directRemoved: ['gone'], directChanged: ['edit'] });
     expect(pool.direct[0]).toBe(keep);
     expect(pool.direct[1]).not.toBe(edit);
@@ -138,7 +155,8 @@ describe('ProviderPool reload', () => {
     pool.pick(group);
     pool.report(group, { providerId: 'a', probe: false }, 'server_error');
     pool.report(group, { providerId: 'b', probe: false }, 'server_error');
-    const states = () => Object.fromEntries(pool.snapshot().groups[0]!.providers.map((provider) => [provider.id, provider.outlier.state]));
+    const states = () =>
+      Object.fromEntries(pool.snapshot().groups[0]!.providers.map((provider) => [provider.id, provider.outlier.state]));
     expect(states()).toEqual({ a: 'ejected', b: 'ejected', c: 'healthy' });
     reload(pool, {
       outlier: { consecutiveFailures: 1, maxEjectedPercent: 100 },
@@ -164,7 +182,10 @@ describe('ProviderPool reload', () => {
       modelGroups: [{ name: 'g', targets: [{ model: 'n' }], queue: { maxQueued: 4, maxWaitMs: 60_000 } }],
       directProviders: [direct('a', ['m'], { maxConcurrency: 1 }), direct('b', ['n'])],
     });
-    await expect(waiting).resolves.toMatchObject({ pick: { provider: { id: 'b' }, model: 'n' }, group: { name: 'g', targets: [{ model: 'n' }] } });
+    await expect(waiting).resolves.toMatchObject({
+      pick: { provider: { id: 'b' }, model: 'n' },
+      group: { name: 'g', targets: [{ model: 'n' }] },
+    });
     expect(first.run.isFinished).toBe(false);
   });
 

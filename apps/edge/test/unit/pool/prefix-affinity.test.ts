@@ -6,7 +6,12 @@ import { provider } from './fixtures.js';
 const system: Message = { role: 'system', content: [{ type: 'text', text: 'You are a coding agent.' }] };
 const user = (text: string): Message => ({ role: 'user', content: [{ type: 'text', text }] });
 const assistant = (text: string): Message => ({ role: 'assistant', content: [{ type: 'text', text }] });
-const request = (messages: Message[], extra: Partial<InferenceRequest> = {}): InferenceRequest => ({ model: 'm', messages, stream: true, ...extra });
+const request = (messages: Message[], extra: Partial<InferenceRequest> = {}): InferenceRequest => ({
+  model: 'm',
+  messages,
+  stream: true,
+  ...extra,
+});
 
 describe('affinityKey', () => {
   it('gives every turn of one conversation the key of its system prompt and first user turn', () => {
@@ -14,7 +19,9 @@ describe('affinityKey', () => {
     const turn3 = affinityKey(request([system, user('fix the bug'), assistant('done'), user('now test it')]), 2);
     expect(turn3).toBe(turn1);
     // Without a system prompt the prefix stops before the first assistant turn.
-    expect(affinityKey(request([user('hi'), assistant('hello'), user('more')]), 2)).toBe(affinityKey(request([user('hi')]), 2));
+    expect(affinityKey(request([user('hi'), assistant('hello'), user('more')]), 2)).toBe(
+      affinityKey(request([user('hi')]), 2),
+    );
   });
 
   it('separates different prefixes and different field boundaries', () => {
@@ -35,7 +42,8 @@ describe('affinityKey', () => {
 });
 
 describe('PrefixAffinity', () => {
-  const providers = (n: number, prefix = 'gpu') => Array.from({ length: n }, (_, i) => provider(`${prefix}-${i}`, { maxConcurrency: 1000 }));
+  const providers = (n: number, prefix = 'gpu') =>
+    Array.from({ length: n }, (_, i) => provider(`${prefix}-${i}`, { maxConcurrency: 1000 }));
   const keys = Array.from({ length: 10_000 }, (_, i) => hashString(`conversation-${i}`));
 
   it('sends the same key to the same provider, and splits keys about evenly', () => {
@@ -120,7 +128,8 @@ describe('PrefixAffinity', () => {
   it('honours exclude and labels, and returns undefined when nothing is eligible', () => {
     const affinity = new PrefixAffinity();
     const pool = [provider('a', { labels: { accel: 'gpu' } }), provider('b', { labels: { accel: 'cpu' } })];
-    for (const key of keys.slice(0, 100)) expect(affinity.pick(key, pool, { requireLabels: { accel: 'gpu' } })!.id).toBe('a');
+    for (const key of keys.slice(0, 100))
+      expect(affinity.pick(key, pool, { requireLabels: { accel: 'gpu' } })!.id).toBe('a');
     expect(affinity.pick(keys[0]!, pool, { exclude: new Set(['a', 'b']) })).toBeUndefined();
     expect(affinity.pick(keys[0]!, [])).toBeUndefined();
   });
@@ -160,15 +169,19 @@ describe('PrefixAffinity', () => {
 
   it('property: no provider exceeds the bound, whatever the keys', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 2, max: 6 }), fc.array(fc.integer({ min: 0, max: 7 }), { minLength: 1, maxLength: 200 }), (n, keyIndexes) => {
-        const pool = providers(n);
-        const affinity = new PrefixAffinity({ loadFactor: 1.5 });
-        return keyIndexes.every((k, i) => {
-          affinity.pick(keys[k]!, pool)!.inFlight++;
-          const bound = Math.ceil((1.5 * (i + 1)) / n);
-          return pool.every((p) => p.inFlight <= bound);
-        });
-      }),
+      fc.property(
+        fc.integer({ min: 2, max: 6 }),
+        fc.array(fc.integer({ min: 0, max: 7 }), { minLength: 1, maxLength: 200 }),
+        (n, keyIndexes) => {
+          const pool = providers(n);
+          const affinity = new PrefixAffinity({ loadFactor: 1.5 });
+          return keyIndexes.every((k, i) => {
+            affinity.pick(keys[k]!, pool)!.inFlight++;
+            const bound = Math.ceil((1.5 * (i + 1)) / n);
+            return pool.every((p) => p.inFlight <= bound);
+          });
+        },
+      ),
     );
   });
 });

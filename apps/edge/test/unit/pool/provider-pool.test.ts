@@ -23,13 +23,21 @@ describe('ProviderPool', () => {
 
   it('refuses a model nothing serves with 404 model_not_found', async () => {
     const { pool } = track(makePool({}));
-    await expect(pool.acquire(pool.resolve('nope'), {}, fakeStart)).rejects.toMatchObject({ code: 'model_not_found', status: 404 });
+    await expect(pool.acquire(pool.resolve('nope'), {}, fakeStart)).rejects.toMatchObject({
+      code: 'model_not_found',
+      status: 404,
+    });
     expect(pool.snapshot().groups).toEqual([]);
   });
 
   it('answers a known name without a connected provider with 503 no_capacity + Retry-After, an unknown one with 404', async () => {
     const registry = new AgentRegistry();
-    const { pool } = track(makePool({ modelGroups: [{ name: 'qwen', aliases: ['gpt-4o-mini'], targets: [{ model: 'Qwen/Qwen3-8B' }] }] }, { registry }));
+    const { pool } = track(
+      makePool(
+        { modelGroups: [{ name: 'qwen', aliases: ['gpt-4o-mini'], targets: [{ model: 'Qwen/Qwen3-8B' }] }] },
+        { registry },
+      ),
+    );
     const session = agentSession('agent-1', ['Qwen/Qwen3-8B', 'llama']);
     registry.add(session);
     expect(pool.pick(pool.resolve('llama'))).toMatchObject({ provider: { id: 'agent-1' }, model: 'llama' });
@@ -40,31 +48,48 @@ describe('ProviderPool', () => {
       await expect(pool.acquire(pool.resolve(name), {}, fakeStart)).rejects.toMatchObject(unavailable);
     }
     expect(pool.knows('never-served')).toBe(false);
-    await expect(pool.acquire(pool.resolve('never-served'), {}, fakeStart)).rejects.toMatchObject({ code: 'model_not_found', status: 404, param: 'model' });
+    await expect(pool.acquire(pool.resolve('never-served'), {}, fakeStart)).rejects.toMatchObject({
+      code: 'model_not_found',
+      status: 404,
+      param: 'model',
+    });
     // The agent is back: the same names are served again.
     registry.add(agentSession('agent-1', ['Qwen/Qwen3-8B', 'llama']));
-    expect((await pool.acquire(pool.resolve('gpt-4o-mini'), {}, fakeStart)).pick).toMatchObject({ provider: { id: 'agent-1' }, model: 'Qwen/Qwen3-8B' });
+    expect((await pool.acquire(pool.resolve('gpt-4o-mini'), {}, fakeStart)).pick).toMatchObject({
+      provider: { id: 'agent-1' },
+      model: 'Qwen/Qwen3-8B',
+    });
   });
 
   it('within startupGraceMs of start answers any name no provider serves with 503 no_capacity, a 404 after it', async () => {
     const { pool, clock } = track(makePool({}, { startupGraceMs: 15_000 }));
-    const early = await pool.acquire(pool.resolve('not-yet-registered'), {}, fakeStart).catch((error: unknown) => error);
+    const early = await pool
+      .acquire(pool.resolve('not-yet-registered'), {}, fakeStart)
+      .catch((error: unknown) => error);
     expect(early).toMatchObject({ code: 'no_capacity', status: 503, retryAfterSeconds: 1 });
     clock.advance(15_000);
-    await expect(pool.acquire(pool.resolve('not-yet-registered'), {}, fakeStart)).rejects.toMatchObject({ code: 'model_not_found', status: 404 });
+    await expect(pool.acquire(pool.resolve('not-yet-registered'), {}, fakeStart)).rejects.toMatchObject({
+      code: 'model_not_found',
+      status: 404,
+    });
   });
 
   it('knows the served models of direct providers, also of one added by a reload', () => {
     const { pool } = track(makePool({ directProviders: [direct('d1', ['a'])] }));
     expect(pool.knows('a')).toBe(true);
     expect(pool.knows('b')).toBe(false);
-    pool.applyReload(pool.prepareReload(parsePoolConfig({ directProviders: [direct('d1', ['a']), direct('d2', ['b'])] })));
+    pool.applyReload(
+      pool.prepareReload(parsePoolConfig({ directProviders: [direct('d1', ['a']), direct('d2', ['b'])] })),
+    );
     expect(pool.knows('b')).toBe(true);
   });
 
   it('is not accepting once its only provider is ejected as an outlier (so no retry is attempted on it)', () => {
     const { pool, clock } = track(
-      makePool({ outlier: { consecutiveFailures: 2, baseEjectionMs: 1000, maxEjectedPercent: 100 }, directProviders: [direct('a', ['m'])] }),
+      makePool({
+        outlier: { consecutiveFailures: 2, baseEjectionMs: 1000, maxEjectedPercent: 100 },
+        directProviders: [direct('a', ['m'])],
+      }),
     );
     const group = pool.resolve('m');
     expect(pool.pick(group)!.provider.id).toBe('a'); // `a` becomes a member of the group's outlier detector
@@ -89,7 +114,12 @@ describe('ProviderPool', () => {
   });
 
   it('queues when every provider is busy and serves the waiter when a slot frees; refuses over maxQueued with overloaded (QueueRefusal)', async () => {
-    const { pool } = track(makePool({ queue: { maxQueued: 1, maxWaitMs: 10_000 }, directProviders: [direct('a', ['m'], { maxConcurrency: 1 })] }));
+    const { pool } = track(
+      makePool({
+        queue: { maxQueued: 1, maxWaitMs: 10_000 },
+        directProviders: [direct('a', ['m'], { maxConcurrency: 1 })],
+      }),
+    );
     const group = pool.resolve('m');
     const first = await pool.acquire(group, {}, fakeStart);
     const waiting = pool.acquire(group, {}, fakeStart);
@@ -120,7 +150,8 @@ describe('ProviderPool', () => {
       order.push('retry');
       return acquired;
     });
-    // b's slot was free and a's was not: the retry took b's at once (exclude is set aside when no other provider has a free slot).
+    // b's slot was free and a's was not: the retry took b's at once (exclude is set aside when no other provider has a
+    // free slot).
     await expect(retry).resolves.toMatchObject({ pick: { provider: { id: 'b' } } });
     const retryOnA = pool.acquire(group, { exclude: new Set(['b']) }, fakeStart).then((acquired) => {
       order.push('second retry');
@@ -144,7 +175,9 @@ describe('ProviderPool', () => {
     registry.add(agent);
     const group = pool.resolve('m');
     await pool.acquire(group, {}, fakeStart); // the agent's only slot
-    const waiters = [pool.acquire(group, {}, fakeStart), pool.acquire(group, {}, fakeStart)].map((waiting) => waiting.catch((error: unknown) => error));
+    const waiters = [pool.acquire(group, {}, fakeStart), pool.acquire(group, {}, fakeStart)].map((waiting) =>
+      waiting.catch((error: unknown) => error),
+    );
     expect(pool.queue.size('m')).toBe(2);
     registry.remove(agent); // the agent restarts: no clock advance, no queue timeout
     const unavailable = { code: 'no_capacity', status: 503, retryAfterSeconds: 1 };
@@ -184,14 +217,19 @@ describe('ProviderPool', () => {
 
   it('ejects a provider after consecutive failures, probes it after the ejection time, takes it back on success', async () => {
     const { pool, clock, metrics } = track(
-      makePool({ outlier: { consecutiveFailures: 2, baseEjectionMs: 1000, maxEjectionMs: 5000 }, directProviders: [direct('a', ['m']), direct('b', ['m'])] }),
+      makePool({
+        outlier: { consecutiveFailures: 2, baseEjectionMs: 1000, maxEjectionMs: 5000 },
+        directProviders: [direct('a', ['m']), direct('b', ['m'])],
+      }),
     );
     const group = pool.resolve('m');
     pool.pick(group); // the group's providers become members of its outlier detector
     for (let i = 0; i < 2; i++) pool.report(group, { providerId: 'b', probe: false }, 'server_error');
     const b = () => pool.snapshot().groups[0]!.providers.find((provider) => provider.id === 'b')!;
     expect(b().outlier).toMatchObject({ state: 'ejected', ejections: 1 });
-    expect(await metrics.getSingleMetricAsString('iop_pool_provider_ejected')).toContain('iop_pool_provider_ejected{group="m",provider="b"} 1');
+    expect(await metrics.getSingleMetricAsString('iop_pool_provider_ejected')).toContain(
+      'iop_pool_provider_ejected{group="m",provider="b"} 1',
+    );
     for (let i = 0; i < 20; i++) expect(pool.pick(group)!.provider.id).toBe('a');
     clock.advance(1000);
     let ticket;
@@ -207,7 +245,9 @@ describe('ProviderPool', () => {
   });
 
   it('prefix affinity sends one key to one provider and counts warm hits', async () => {
-    const { pool, metrics } = track(makePool({ directProviders: [direct('a', ['m']), direct('b', ['m']), direct('c', ['m'])] }));
+    const { pool, metrics } = track(
+      makePool({ directProviders: [direct('a', ['m']), direct('b', ['m']), direct('c', ['m'])] }),
+    );
     const group = pool.resolve('m');
     const served = new Set<string>();
     for (let i = 0; i < 10; i++) {
@@ -216,19 +256,24 @@ describe('ProviderPool', () => {
       (acquired.run as ReturnType<typeof fakeStart>).end();
     }
     expect(served.size).toBe(1);
-    expect(await metrics.getSingleMetricAsString('iop_prefix_affinity_hits_total')).toContain('iop_prefix_affinity_hits_total{group="m",result="warm"} 9');
+    expect(await metrics.getSingleMetricAsString('iop_prefix_affinity_hits_total')).toContain(
+      'iop_prefix_affinity_hits_total{group="m",result="warm"} 9',
+    );
     expect(pool.snapshot().groups[0]!.affinity).toEqual({ warm: 9, cold: 0, warmShare: 1 });
   });
 
   it('maps every acquire failure to an IopError', async () => {
-    const { pool } = track(makePool({ queue: { maxQueued: 0, maxWaitMs: 0 }, directProviders: [direct('a', ['m'], { maxConcurrency: 1 })] }));
+    const { pool } = track(
+      makePool({ queue: { maxQueued: 0, maxWaitMs: 0 }, directProviders: [direct('a', ['m'], { maxConcurrency: 1 })] }),
+    );
     await pool.acquire(pool.resolve('m'), {}, fakeStart);
     await expect(pool.acquire(pool.resolve('m'), {}, fakeStart)).rejects.toBeInstanceOf(IopError);
   });
 });
 
 describe('chatAffinityKey', () => {
-  const hub = (messages: InferenceRequest['messages']): InferenceRequest => ({ model: 'm', messages, stream: false }) as InferenceRequest;
+  const hub = (messages: InferenceRequest['messages']): InferenceRequest =>
+    ({ model: 'm', messages, stream: false }) as InferenceRequest;
 
   it('gives a plain text conversation the same key as the hub request, on every turn', () => {
     const system = 'You are a helpful assistant.';
@@ -239,7 +284,10 @@ describe('chatAffinityKey', () => {
         { role: 'user', content: 'hi' },
       ],
     };
-    const turn2 = { model: 'm', messages: [...turn1.messages, { role: 'assistant', content: 'hello' }, { role: 'user', content: 'more' }] };
+    const turn2 = {
+      model: 'm',
+      messages: [...turn1.messages, { role: 'assistant', content: 'hello' }, { role: 'user', content: 'more' }],
+    };
     const key = chatAffinityKey(turn1, 2);
     expect(chatAffinityKey(turn2, 2)).toBe(key);
     expect(chatAffinityKey(turn2, 8)).toBe(key);

@@ -6,7 +6,12 @@ import { AgentSession } from '../../../src/tunnel/agent-session.js';
 import { RunRegistry } from '../../../src/tunnel/run-registry.js';
 
 function session(agentId: string, labels: Record<string, string> = {}) {
-  const register = create(RegisterSchema, { agentId, maxConcurrency: 4, labels, models: [create(ModelInfoSchema, { id: 'm' })] });
+  const register = create(RegisterSchema, {
+    agentId,
+    maxConcurrency: 4,
+    labels,
+    models: [create(ModelInfoSchema, { id: 'm' })],
+  });
   return new AgentSession(register, `ses_${agentId}`, new RunRegistry());
 }
 
@@ -17,7 +22,14 @@ describe('AgentSession as a pool provider', () => {
     expect([provider.kind, provider.id, provider.maxConcurrency, provider.weight]).toEqual(['agent', 'gpu-1', 4, 2]);
     provider.inFlight++;
     expect(agent.inFlight).toBe(1);
-    agent.load = { reportedInFlight: 1, sessionInFlight: 1, backendInFlight: 1, queued: 3, kvCacheUsage: 0.5, backendWaiting: 0 };
+    agent.load = {
+      reportedInFlight: 1,
+      sessionInFlight: 1,
+      backendInFlight: 1,
+      queued: 3,
+      kvCacheUsage: 0.5,
+      backendWaiting: 0,
+    };
     expect(provider.load.queued).toBe(3);
     expect(provider.accepting).toBe(true);
     agent.draining = true;

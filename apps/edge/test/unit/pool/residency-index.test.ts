@@ -20,9 +20,15 @@ const SESSIONS = ['ses_a', 'ses_b', 'ses_c'];
 
 const reportArb: fc.Arbitrary<ReportedResidency> = fc.record({
   reset: fc.boolean(),
-  prefixes: fc.array(fc.record({ key: fc.constantFrom(...KEYS), cachedTokens: fc.oneof(fc.constant(0), fc.integer({ min: 16, max: 40_000 })) }), {
-    maxLength: 6,
-  }),
+  prefixes: fc.array(
+    fc.record({
+      key: fc.constantFrom(...KEYS),
+      cachedTokens: fc.oneof(fc.constant(0), fc.integer({ min: 16, max: 40_000 })),
+    }),
+    {
+      maxLength: 6,
+    },
+  ),
 });
 
 describe('ResidencyIndex', () => {
@@ -64,13 +70,26 @@ describe('ResidencyIndex', () => {
 
   it('refuses a malformed or oversized report whole, with a reason, and counts it', () => {
     const refused: string[] = [];
-    const index = new ResidencyIndex({ maxPrefixesPerReport: 4, maxCachedTokens: 1_000_000, onRefused: (reason) => refused.push(reason) });
+    const index = new ResidencyIndex({
+      maxPrefixesPerReport: 4,
+      maxCachedTokens: 1_000_000,
+      onRefused: (reason) => refused.push(reason),
+    });
     index.apply('ses_a', { reset: false, prefixes: [{ key: 1n, cachedTokens: 16 }] });
-    const tooMany = index.apply('ses_a', { reset: true, prefixes: Array.from({ length: 5 }, (_, i) => ({ key: BigInt(i + 2), cachedTokens: 16 })) });
+    const tooMany = index.apply('ses_a', {
+      reset: true,
+      prefixes: Array.from({ length: 5 }, (_, i) => ({ key: BigInt(i + 2), cachedTokens: 16 })),
+    });
     expect(tooMany).toEqual({ reason: 'too_many_prefixes', detail: '5 prefixes in one report, at most 4' });
-    expect(index.apply('ses_a', { reset: true, prefixes: [{ key: 2n ** 53n, cachedTokens: 16 }] })?.reason).toBe('bad_key');
-    expect(index.apply('ses_a', { reset: true, prefixes: [{ key: 2n, cachedTokens: 1_000_001 }] })?.reason).toBe('absurd_tokens');
-    expect(index.apply('ses_a', { reset: true, prefixes: [{ key: 2n, cachedTokens: 1.5 }] })?.reason).toBe('absurd_tokens');
+    expect(index.apply('ses_a', { reset: true, prefixes: [{ key: 2n ** 53n, cachedTokens: 16 }] })?.reason).toBe(
+      'bad_key',
+    );
+    expect(index.apply('ses_a', { reset: true, prefixes: [{ key: 2n, cachedTokens: 1_000_001 }] })?.reason).toBe(
+      'absurd_tokens',
+    );
+    expect(index.apply('ses_a', { reset: true, prefixes: [{ key: 2n, cachedTokens: 1.5 }] })?.reason).toBe(
+      'absurd_tokens',
+    );
     expect(refused).toEqual(['too_many_prefixes', 'bad_key', 'absurd_tokens', 'absurd_tokens']);
     // nothing of a refused report was applied, not even its reset
     expect(index.cachedTokens('ses_a', 1)).toBe(16);

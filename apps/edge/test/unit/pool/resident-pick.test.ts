@@ -3,8 +3,22 @@ import { ResidencyIndex } from '../../../src/pool/residency-index.js';
 import { pickResident, type ResidentCandidate } from '../../../src/pool/resident-pick.js';
 import type { InferenceRequest } from '@iop/core';
 
-function agent(id: string, inFlight = 0, maxConcurrency = 8, available = true): ResidentCandidate & { inFlight: number } {
-  return { id, sessionId: `ses_${id}`, maxConcurrency, inFlight, weight: 1, labels: {}, load: { queued: 0 }, available };
+function agent(
+  id: string,
+  inFlight = 0,
+  maxConcurrency = 8,
+  available = true,
+): ResidentCandidate & { inFlight: number } {
+  return {
+    id,
+    sessionId: `ses_${id}`,
+    maxConcurrency,
+    inFlight,
+    weight: 1,
+    labels: {},
+    load: { queued: 0 },
+    available,
+  };
 }
 
 const chat = (...texts: string[]) => ({
@@ -84,7 +98,8 @@ describe('pickResident', () => {
     const a = agent('a', 3);
     const b = agent('b', 1);
     const idle = agent('idle', 0);
-    for (const session of ['ses_a', 'ses_b']) index.apply(session, { reset: false, prefixes: [{ key: BigInt(system), cachedTokens: 512 }] });
+    for (const session of ['ses_a', 'ses_b'])
+      index.apply(session, { reset: false, prefixes: [{ key: BigInt(system), cachedTokens: 512 }] });
     expect(pickResident(turn2, [a, b, idle], index, 3)?.provider).toBe(b);
     // both over the bound: L = 8 busy across 3 × 8 slots, bound ⌈1.25 × 9 × 8 / 24⌉ = 4
     b.inFlight = 4;

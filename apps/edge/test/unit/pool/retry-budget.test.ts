@@ -37,7 +37,10 @@ describe('RetryBudget', () => {
     fc.assert(
       fc.property(fc.array(fc.record({ gapMs: fc.nat(3_000), retry: fc.boolean() }), { maxLength: 300 }), (ops) => {
         const clock = new ManualClock(0);
-        const budget = new RetryBudget({ budgetRatio: 0.1, minRetriesPerSecond: 0.5, windowMs: 10_000 }, { now: clock.now });
+        const budget = new RetryBudget(
+          { budgetRatio: 0.1, minRetriesPerSecond: 0.5, windowMs: 10_000 },
+          { now: clock.now },
+        );
         const log: Array<{ bucket: number; retry: boolean }> = [];
         for (const op of ops) {
           clock.advance(op.gapMs);

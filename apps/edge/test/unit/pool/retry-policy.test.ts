@@ -1,8 +1,21 @@
 import { RetryBudget } from '../../../src/pool/retry-budget.js';
-import { RetryPolicy, failureOfRunError, isRetryable, outcomeOf, parseRetryAfterMs, type RetryConfig } from '../../../src/pool/retry-policy.js';
+import {
+  RetryPolicy,
+  failureOfRunError,
+  isRetryable,
+  outcomeOf,
+  parseRetryAfterMs,
+  type RetryConfig,
+} from '../../../src/pool/retry-policy.js';
 import { ManualClock } from './fixtures.js';
 
-const config: RetryConfig = { maxAttempts: 3, budgetRatio: 0.2, minRetriesPerSecond: 5, baseBackoffMs: 50, maxBackoffMs: 2000 };
+const config: RetryConfig = {
+  maxAttempts: 3,
+  budgetRatio: 0.2,
+  minRetriesPerSecond: 5,
+  baseBackoffMs: 50,
+  maxBackoffMs: 2000,
+};
 
 function setup(random = () => 0.5, overrides: Partial<RetryConfig> = {}) {
   const clock = new ManualClock(Date.UTC(2025, 0, 1));
@@ -11,9 +24,12 @@ function setup(random = () => 0.5, overrides: Partial<RetryConfig> = {}) {
 
 describe('retry classification', () => {
   it('retries connection failures, timeouts, 408, 409, 429 and 5xx (core isRetryableStatus); not other 4xx, 501 or 505', () => {
-    for (const kind of ['connect_failed', 'reset', 'rejected', 'timeout', 'no_response'] as const) expect(isRetryable({ kind })).toBe(true);
+    for (const kind of ['connect_failed', 'reset', 'rejected', 'timeout', 'no_response'] as const)
+      expect(isRetryable({ kind })).toBe(true);
     const statuses = [400, 401, 403, 404, 408, 409, 413, 422, 429, 500, 501, 502, 503, 504, 505, 529];
-    expect(statuses.filter((status) => isRetryable({ kind: 'status', status }))).toEqual([408, 409, 429, 500, 502, 503, 504, 529]);
+    expect(statuses.filter((status) => isRetryable({ kind: 'status', status }))).toEqual([
+      408, 409, 429, 500, 502, 503, 504, 529,
+    ]);
   });
 
   it('maps failures to outlier outcomes: 5xx and connection trouble count, 4xx and capacity do not', () => {
@@ -43,11 +59,22 @@ describe('RetryPolicy.decide', () => {
     const { policy } = setup(() => 0.5);
     const attempts = policy.begin();
     attempts.record('a');
-    expect(policy.decide(attempts, { kind: 'status', status: 502 })).toEqual({ action: 'retry', delayMs: 25, reason: 'status 502 on attempt 1' });
+    expect(policy.decide(attempts, { kind: 'status', status: 502 })).toEqual({
+      action: 'retry',
+      delayMs: 25,
+      reason: 'status 502 on attempt 1',
+    });
     attempts.record('b');
-    expect(policy.decide(attempts, { kind: 'connect_failed' })).toEqual({ action: 'retry', delayMs: 50, reason: 'connect_failed on attempt 2' });
+    expect(policy.decide(attempts, { kind: 'connect_failed' })).toEqual({
+      action: 'retry',
+      delayMs: 50,
+      reason: 'connect_failed on attempt 2',
+    });
     attempts.record('c');
-    expect(policy.decide(attempts, { kind: 'timeout' })).toEqual({ action: 'fail', reason: 'timeout after 3 attempts (the limit)' });
+    expect(policy.decide(attempts, { kind: 'timeout' })).toEqual({
+      action: 'fail',
+      reason: 'timeout after 3 attempts (the limit)',
+    });
     expect([...attempts.tried]).toEqual(['a', 'b', 'c']);
   });
 
@@ -95,35 +122,49 @@ describe('RetryPolicy.decide', () => {
       reason: 'reset on attempt 1; retried on the same provider',
     });
     expect(policy.decide(attempts, reset)).toMatchObject({ action: 'retry', delayMs: 0 });
-    expect(policy.decide(attempts, failureOfRunError('backend_reset'), { sameProvider: true })).toMatchObject({ action: 'retry', delayMs: 49 });
+    expect(policy.decide(attempts, failureOfRunError('backend_reset'), { sameProvider: true })).toMatchObject({
+      action: 'retry',
+      delayMs: 49,
+    });
   });
 
   it('waits a 503’s Retry-After before asking the same provider again', () => {
     const { policy } = setup(() => 0.5);
     const attempts = policy.begin();
     attempts.record('a');
-    expect(policy.decide(attempts, { kind: 'status', status: 503, retryAfter: '1' }, { sameProvider: true })).toMatchObject({ action: 'retry', delayMs: 1000 });
+    expect(
+      policy.decide(attempts, { kind: 'status', status: 503, retryAfter: '1' }, { sameProvider: true }),
+    ).toMatchObject({ action: 'retry', delayMs: 1000 });
   });
 
   it('does not retry 4xx, not even on the same provider', () => {
     const { policy } = setup();
     const attempts = policy.begin();
     attempts.record('a');
-    expect(policy.decide(attempts, { kind: 'status', status: 401 }, { sameProvider: true })).toEqual({ action: 'fail', reason: 'status 401 is not retryable' });
+    expect(policy.decide(attempts, { kind: 'status', status: 401 }, { sameProvider: true })).toEqual({
+      action: 'fail',
+      reason: 'status 401 is not retryable',
+    });
   });
 
   it('does not retry 4xx', () => {
     const { policy } = setup();
     const attempts = policy.begin();
     attempts.record('a');
-    expect(policy.decide(attempts, { kind: 'status', status: 422 })).toEqual({ action: 'fail', reason: 'status 422 is not retryable' });
+    expect(policy.decide(attempts, { kind: 'status', status: 422 })).toEqual({
+      action: 'fail',
+      reason: 'status 422 is not retryable',
+    });
   });
 
   it('waits at least Retry-After on a 429, and gives up when it exceeds maxBackoffMs', () => {
     const { policy } = setup(() => 0.5);
     const attempts = policy.begin();
     attempts.record('a');
-    expect(policy.decide(attempts, { kind: 'status', status: 429, retryAfter: '1' })).toMatchObject({ action: 'retry', delayMs: 1000 });
+    expect(policy.decide(attempts, { kind: 'status', status: 429, retryAfter: '1' })).toMatchObject({
+      action: 'retry',
+      delayMs: 1000,
+    });
     attempts.record('b');
     expect(policy.decide(attempts, { kind: 'status', status: 429, retryAfter: '30' })).toEqual({
       action: 'fail',
@@ -137,7 +178,10 @@ describe('RetryPolicy.decide', () => {
     const overflow = { kind: 'status', status: 400, errorCode: 'context_length_exceeded' } as const;
     const attempts = policy.begin();
     attempts.record('a');
-    expect(policy.decide(attempts, overflow)).toEqual({ action: 'fail', reason: 'the prompt exceeds the context length and no fallback group is left' });
+    expect(policy.decide(attempts, overflow)).toEqual({
+      action: 'fail',
+      reason: 'the prompt exceeds the context length and no fallback group is left',
+    });
     expect(policy.decide(attempts, overflow, { contextFallback: 'qwen3-8b-128k' })).toEqual({
       action: 'fallback',
       group: 'qwen3-8b-128k',
@@ -160,7 +204,11 @@ describe('RetryPolicy.decide', () => {
     expect(decisions).toEqual(['retry', 'retry', 'fail', 'fail']);
     const attempts = policy.begin();
     attempts.record('a');
-    expect(policy.decide(attempts, { kind: 'reset' })).toEqual({ action: 'fail', reason: "reset; the pool's retry budget is spent", budgetExhausted: true });
+    expect(policy.decide(attempts, { kind: 'reset' })).toEqual({
+      action: 'fail',
+      reason: "reset; the pool's retry budget is spent",
+      budgetExhausted: true,
+    });
   });
 
   it('refuses a config without attempts', () => {
@@ -192,8 +240,13 @@ describe('retry timing that never hammers', () => {
     const { policy } = setup(() => 0, { overloadBackoffBaseMs: 500 });
     const attempts = policy.begin();
     attempts.record('a');
-    expect(policy.decide(attempts, { kind: 'status', status: 500 }, { sameProvider: true })).toMatchObject({ action: 'retry', delayMs: 25 });
-    expect(policy.decide(attempts, { kind: 'status', status: 429, retryAfter: '1' }, { sameProvider: true })).toMatchObject({ action: 'retry', delayMs: 1000 });
+    expect(policy.decide(attempts, { kind: 'status', status: 500 }, { sameProvider: true })).toMatchObject({
+      action: 'retry',
+      delayMs: 25,
+    });
+    expect(
+      policy.decide(attempts, { kind: 'status', status: 429, retryAfter: '1' }, { sameProvider: true }),
+    ).toMatchObject({ action: 'retry', delayMs: 1000 });
   });
 
   it('a timeout (not accepted, no first byte) is not retried on the same provider, only on another one', () => {
@@ -206,7 +259,9 @@ describe('retry timing that never hammers', () => {
         reason: `${detail} is not retried on the same provider`,
       });
     }
-    expect(policy.decide(attempts, { kind: 'timeout', detail: 'first_byte_timeout' }, { sameProvider: false }).action).toBe('retry');
+    expect(
+      policy.decide(attempts, { kind: 'timeout', detail: 'first_byte_timeout' }, { sameProvider: false }).action,
+    ).toBe('retry');
     expect(failureOfRunError('run_accepted_timeout')).toEqual({ kind: 'timeout', detail: 'run_accepted_timeout' });
   });
 
@@ -217,6 +272,8 @@ describe('retry timing that never hammers', () => {
     const decision = policy.decide(attempts, { kind: 'status', status: 503 }, { sameProvider: true, remainingMs: 100 });
     expect(decision.action).toBe('fail');
     expect((decision as { reason: string }).reason).toContain('deadline');
-    expect(policy.decide(attempts, { kind: 'status', status: 503 }, { sameProvider: true, remainingMs: 10_000 }).action).toBe('retry');
+    expect(
+      policy.decide(attempts, { kind: 'status', status: 503 }, { sameProvider: true, remainingMs: 10_000 }).action,
+    ).toBe('retry');
   });
 });

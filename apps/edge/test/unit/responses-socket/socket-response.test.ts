@@ -48,7 +48,11 @@ describe('SocketResponse', () => {
     res.end();
     expect(closes).toEqual([true]);
     await until(() => received.length === 3);
-    expect(received).toEqual(['{"type":"response.created"}', '{"type":"response.in_progress"}', '{"type":"response.completed","response":{}}']);
+    expect(received).toEqual([
+      '{"type":"response.created"}',
+      '{"type":"response.in_progress"}',
+      '{"type":"response.completed","response":{}}',
+    ]);
   });
 
   it('reports backpressure while the client reads nothing, and drains when it reads again', async () => {
@@ -109,7 +113,12 @@ describe('SocketResponse', () => {
 describe('errorEvent', () => {
   it('turns an unknown previous_response_id (404) into 400 previous_response_not_found', () => {
     const event = errorEvent(404, {
-      error: { message: "Response with id 'resp_1' not found.", type: 'not_found_error', param: 'previous_response_id', code: null },
+      error: {
+        message: "Response with id 'resp_1' not found.",
+        type: 'not_found_error',
+        param: 'previous_response_id',
+        code: null,
+      },
     });
     expect(event).toEqual({
       type: 'error',
@@ -125,7 +134,8 @@ describe('errorEvent', () => {
 });
 
 describe('parseClientEvent', () => {
-  const parse = (value: unknown, binary = false) => parseClientEvent(Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)), binary);
+  const parse = (value: unknown, binary = false) =>
+    parseClientEvent(Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)), binary);
   const failure = (value: unknown, binary = false) => {
     try {
       parse(value, binary);
@@ -150,10 +160,17 @@ describe('parseClientEvent', () => {
   });
 
   it('refuses what is not a response.create with a 400 naming the fault', () => {
-    expect(failure('{nope')).toMatchObject({ code: 'invalid_request', status: 400, message: expect.stringContaining('not valid JSON') });
+    expect(failure('{nope')).toMatchObject({
+      code: 'invalid_request',
+      status: 400,
+      message: expect.stringContaining('not valid JSON'),
+    });
     expect(failure('[1]')).toMatchObject({ code: 'invalid_request', message: 'a client event must be a JSON object' });
     expect(failure({ model: 'm' })).toMatchObject({ code: 'invalid_request', param: 'type' });
-    expect(failure({ type: 'response.cancel' })).toMatchObject({ param: 'type', message: expect.stringContaining("'response.cancel'") });
+    expect(failure({ type: 'response.cancel' })).toMatchObject({
+      param: 'type',
+      message: expect.stringContaining("'response.cancel'"),
+    });
     expect(failure({ type: 'response.create', background: true })).toMatchObject({ param: 'background' });
     expect(failure({ type: 'response.create', generate: 'no' })).toMatchObject({ param: 'generate' });
     expect(failure({ type: 'response.create' }, true)).toMatchObject({ message: expect.stringContaining('binary') });

@@ -8,7 +8,11 @@ function recordWith(input: string): StoredResponse {
   return {
     id: 'resp_1',
     createdAt: 1,
-    response: { id: 'resp_1', object: 'response', output: [{ type: 'message', content: [{ type: 'output_text', text: 'the answer' }] }] },
+    response: {
+      id: 'resp_1',
+      object: 'response',
+      output: [{ type: 'message', content: [{ type: 'output_text', text: 'the answer' }] }],
+    },
     inputItems: [{ id: 'msg_1', type: 'message', role: 'user', content: input }],
     conversation: [{ role: 'user', content: [{ type: 'text', text: input }] }],
   } as unknown as StoredResponse;
@@ -23,7 +27,9 @@ describe('record codec', () => {
   });
 
   it('keeps a "__proto__" key as data', () => {
-    const record = JSON.parse('{"id":"resp","createdAt":0,"response":{"__proto__":{"polluted":true}},"inputItems":[],"conversation":[]}') as StoredResponse;
+    const record = JSON.parse(
+      '{"id":"resp","createdAt":0,"response":{"__proto__":{"polluted":true}},"inputItems":[],"conversation":[]}',
+    ) as StoredResponse;
     const decoded = decodeRecord(encodeRecord(record));
     expect(Object.keys(decoded.response)).toEqual(['__proto__']);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
@@ -35,7 +41,11 @@ describe('record codec', () => {
 
   it('round-trips any JSON value, strings with U+0000 and repeats included', () => {
     const long = fc.string({ minLength: MIN_SHARED_LENGTH, maxLength: MIN_SHARED_LENGTH + 8 });
-    const strings = fc.oneof(fc.string(), long, fc.constantFrom('\u0000', '\u00000', '\u0000\u00001', `\u0000${'y'.repeat(MIN_SHARED_LENGTH)}`));
+    const strings = fc.oneof(
+      fc.string(),
+      long,
+      fc.constantFrom('\u0000', '\u00000', '\u0000\u00001', `\u0000${'y'.repeat(MIN_SHARED_LENGTH)}`),
+    );
     const json = fc.letrec((tie) => ({
       value: fc.oneof(
         { depthSize: 'small' },

@@ -123,7 +123,11 @@ describe.each(IMPLEMENTATIONS)('%s response store', (_name, open) => {
     expect(await store.delete('resp_alice', BOB)).toBe(false);
     // Bob's failed delete removed nothing: Alice still has the whole record.
     expect(await store.get('resp_alice', ALICE)).toEqual(alices);
-    expect((await store.inputItems('resp_alice', ALICE))?.data.map((item) => item.id)).toEqual(['msg_resp_alice_2', 'msg_resp_alice_1', 'msg_resp_alice_0']);
+    expect((await store.inputItems('resp_alice', ALICE))?.data.map((item) => item.id)).toEqual([
+      'msg_resp_alice_2',
+      'msg_resp_alice_1',
+      'msg_resp_alice_0',
+    ]);
     // An open edge's record ('') is not readable with a key, and a key's record not without one.
     expect(await store.get('resp_open', ALICE)).toBeUndefined();
     expect((await store.get('resp_open', OPEN))?.id).toBe('resp_open');
@@ -158,7 +162,9 @@ describe('SQLite response store on disk', () => {
     legacy.exec(
       'CREATE TABLE responses (id TEXT PRIMARY KEY, stored_at_ms INTEGER NOT NULL, record TEXT NOT NULL); CREATE INDEX responses_stored_at ON responses (stored_at_ms);',
     );
-    legacy.prepare('INSERT INTO responses (id, stored_at_ms, record) VALUES (?, ?, ?)').run('resp_old', Date.now(), JSON.stringify(old));
+    legacy
+      .prepare('INSERT INTO responses (id, stored_at_ms, record) VALUES (?, ?, ?)')
+      .run('resp_old', Date.now(), JSON.stringify(old));
     legacy.close();
 
     const store = new SqliteResponseStore({ dataDir: dir, pruneIntervalMs: 0 });
@@ -175,7 +181,12 @@ describe('SQLite response store on disk', () => {
         'SELECT name, type, "notnull", dflt_value FROM pragma_table_info(\'responses\')',
       )
       .all();
-    expect(columns.find((column) => column.name === 'owner')).toEqual({ name: 'owner', type: 'TEXT', notnull: 1, dflt_value: "''" });
+    expect(columns.find((column) => column.name === 'owner')).toEqual({
+      name: 'owner',
+      type: 'TEXT',
+      notnull: 1,
+      dflt_value: "''",
+    });
     expect(check.prepare('SELECT id, owner FROM responses ORDER BY id').all()).toEqual([
       { id: 'resp_new', owner: ALICE },
       { id: 'resp_old', owner: '' },
@@ -191,7 +202,9 @@ describe('SQLite response store on disk', () => {
   it('reads IOP_DATA_DIR, default ./.iop-data, and validates its limits', () => {
     expect(defaultDataDir({ IOP_DATA_DIR: '/var/lib/iop' })).toBe('/var/lib/iop');
     expect(defaultDataDir({})).toBe('./.iop-data');
-    expect(() => new SqliteResponseStore({ dataDir: ':memory:', maxRows: 0 })).toThrow('maxRows must be an integer >= 1, got 0');
+    expect(() => new SqliteResponseStore({ dataDir: ':memory:', maxRows: 0 })).toThrow(
+      'maxRows must be an integer >= 1, got 0',
+    );
     expect(() => pageInputItems([], { limit: 101 })).toThrow('limit must be an integer between 1 and 100, got 101');
   });
 });

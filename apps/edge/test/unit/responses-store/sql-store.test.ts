@@ -8,11 +8,19 @@ import { MIGRATIONS, migrate } from '../../../src/storage/migrations.js';
 import { SqlResponseStore } from '../../../src/responses-store/sql-store.js';
 import { encodeRecord } from '../../../src/responses-store/record-codec.js';
 import type { StoredResponse } from '../../../src/responses-store/index.js';
-import { describeWithSharedState, dropIsolation, isolation, PG_URL } from '../../../../../test/integration/shared-state-helpers';
+import {
+  describeWithSharedState,
+  dropIsolation,
+  isolation,
+  PG_URL,
+} from '../../../../../test/integration/shared-state-helpers';
 
 /** A stored Response of `id` whose answer text is `size` characters long. */
 function record(id: string, size: number): StoredResponse {
-  const request = openaiResponses.decodeResponsesRequest({ model: 'm', input: [{ id: `msg_${id}`, role: 'user', content: 'hi' }] });
+  const request = openaiResponses.decodeResponsesRequest({
+    model: 'm',
+    input: [{ id: `msg_${id}`, role: 'user', content: 'hi' }],
+  });
   const response = openaiResponses.encodeResponsesResponse(
     [
       { type: 'text-delta', text: 'x'.repeat(size) },
@@ -57,7 +65,9 @@ describeWithSharedState(
         await store.prune();
         nowMs += 1;
       }
-      const rows = await db.query<{ id: string; bytes: string }>('SELECT id, bytes FROM responses ORDER BY stored_at_ms');
+      const rows = await db.query<{ id: string; bytes: string }>(
+        'SELECT id, bytes FROM responses ORDER BY stored_at_ms',
+      );
       expect(rows.map((row) => row.id)).toEqual(['resp_3', 'resp_4']);
       expect(rows.map((row) => Number(row.bytes))).toEqual([size, size]);
       expect(await store.get('resp_2', '')).toBeUndefined();
@@ -80,8 +90,15 @@ describeWithSharedState(
           MIGRATIONS.filter((migration) => migration.version <= 3),
         );
         const text = encodeRecord(record('resp_old', 100));
-        await before.execute('INSERT INTO responses (id, owner, stored_at_ms, record) VALUES ($1, $2, $3, $4)', ['resp_old', '', Date.now(), text]);
-        expect(await migrate(before)).toEqual(MIGRATIONS.map((migration) => migration.version).filter((version) => version > 3));
+        await before.execute('INSERT INTO responses (id, owner, stored_at_ms, record) VALUES ($1, $2, $3, $4)', [
+          'resp_old',
+          '',
+          Date.now(),
+          text,
+        ]);
+        expect(await migrate(before)).toEqual(
+          MIGRATIONS.map((migration) => migration.version).filter((version) => version > 3),
+        );
         const [row] = await before.query<{ bytes: string }>('SELECT bytes FROM responses WHERE id = $1', ['resp_old']);
         expect(Number(row!.bytes)).toBe(Buffer.byteLength(text));
         expect((await new SqlResponseStore(before, { pruneIntervalMs: 0 }).get('resp_old', ''))?.id).toBe('resp_old');

@@ -17,7 +17,10 @@ const KiB = 1024;
 
 const made = new Map<string, StoredResponse>();
 
-/** A real stored record (through the Responses dialect) whose input is `inputBytes` of text; the same object for the same arguments. */
+/**
+ * A real stored record (through the Responses dialect) whose input is `inputBytes` of text; the same object for the
+ * same arguments.
+ */
 function record(id: string, inputBytes: number): StoredResponse {
   const key = `${id}:${inputBytes}`;
   const known = made.get(key);
@@ -69,7 +72,9 @@ describe.each(IMPLEMENTATIONS)('%s store byte limits', (_name, make) => {
   it('drops the oldest records beyond maxTotalBytes', async () => {
     const store = make({ maxResponseBytes: 64 * KiB, maxTotalBytes: 100 * KiB });
     for (let index = 0; index < 5; index++) await store.put(record(`resp_${index}`, 30 * KiB), '');
-    const kept = await Promise.all([0, 1, 2, 3, 4].map(async (index) => (await store.get(`resp_${index}`, '')) !== undefined));
+    const kept = await Promise.all(
+      [0, 1, 2, 3, 4].map(async (index) => (await store.get(`resp_${index}`, '')) !== undefined),
+    );
     expect(kept).toEqual([false, false, true, true, true]);
     // Replacing a record counts its new size only.
     await store.put(record('resp_4', 30 * KiB), '');
@@ -83,11 +88,18 @@ describe('sqlite store sizes', () => {
     const dir = mkdtempSync(join(tmpdir(), 'iop-legacy-'));
     dirs.push(dir);
     const legacy = new Database(join(dir, 'responses.sqlite'));
-    legacy.exec("CREATE TABLE responses (id TEXT PRIMARY KEY, stored_at_ms INTEGER NOT NULL, record TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '')");
+    legacy.exec(
+      "CREATE TABLE responses (id TEXT PRIMARY KEY, stored_at_ms INTEGER NOT NULL, record TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '')",
+    );
     const old = JSON.stringify(record('resp_old', 50 * KiB));
     legacy.prepare('INSERT INTO responses VALUES (?, ?, ?, ?)').run('resp_old', Date.now() - 1000, old, '');
     legacy.close();
-    const store = new SqliteResponseStore({ dataDir: dir, pruneIntervalMs: 0, maxResponseBytes: 64 * KiB, maxTotalBytes: 120 * KiB });
+    const store = new SqliteResponseStore({
+      dataDir: dir,
+      pruneIntervalMs: 0,
+      maxResponseBytes: 64 * KiB,
+      maxTotalBytes: 120 * KiB,
+    });
     expect((await store.get('resp_old', ''))?.inputItems).toEqual(record('resp_old', 50 * KiB).inputItems);
     // 100 KiB of the old row (input twice) + 50 KiB new > 120 KiB: the old row goes.
     await store.put(record('resp_new', 50 * KiB), '');

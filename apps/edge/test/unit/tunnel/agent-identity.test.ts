@@ -21,12 +21,21 @@ function connection(answers: boolean): Http2Session {
 
 function setup(pingTimeoutMs = 200) {
   const sessions: AgentSession[] = [];
-  const identities = new AgentIdentities({ sessions: () => sessions, heartbeatIntervalMs: 5_000, pingTimeoutMs, logger: pino({ level: 'silent' }) });
+  const identities = new AgentIdentities({
+    sessions: () => sessions,
+    heartbeatIntervalMs: 5_000,
+    pingTimeoutMs,
+    logger: pino({ level: 'silent' }),
+  });
   let count = 0;
   const register = (agentId: string, resumeToken: string, conn: Http2Session) =>
     identities.claim(agentId, resumeToken, (earlier) => {
       for (const session of earlier) session.close();
-      const session = new AgentSession(create(RegisterSchema, { agentId, models: [{ id: 'm' }], maxConcurrency: 1 }), `ses_${count++}`, new RunRegistry());
+      const session = new AgentSession(
+        create(RegisterSchema, { agentId, models: [{ id: 'm' }], maxConcurrency: 1 }),
+        `ses_${count++}`,
+        new RunRegistry(),
+      );
       sessions.push(session);
       return { session, token: identities.issue(session, conn) };
     });
@@ -62,7 +71,10 @@ describe('AgentIdentities', () => {
 
   it('lets only one of two racing Registers take a free id', async () => {
     const { sessions, register } = setup();
-    const results = await Promise.allSettled([register('gpu-1', '', connection(true)), register('gpu-1', '', connection(true))]);
+    const results = await Promise.allSettled([
+      register('gpu-1', '', connection(true)),
+      register('gpu-1', '', connection(true)),
+    ]);
     expect(results.map((result) => result.status).sort()).toEqual(['fulfilled', 'rejected']);
     expect(sessions.filter((session) => !session.closed)).toHaveLength(1);
   });

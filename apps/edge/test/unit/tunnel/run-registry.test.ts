@@ -23,7 +23,8 @@ function setup() {
   return { session, cancels, runs };
 }
 
-const frame = (runId: string, kind: FrameKind, fields: Record<string, unknown> = {}) => create(ProviderTunnelFrameSchema, { runId, kind, ...fields });
+const frame = (runId: string, kind: FrameKind, fields: Record<string, unknown> = {}) =>
+  create(ProviderTunnelFrameSchema, { runId, kind, ...fields });
 
 async function drain(handle: { frames: AsyncIterable<{ kind: FrameKind; errorCode: string }> }) {
   const frames = [];
@@ -42,7 +43,9 @@ describe('RunHandle clocks and cancellation', () => {
     jest.advanceTimersByTime(1001);
     const frames = await drain(handle);
     expect(frames.map((f) => [f.kind, f.errorCode])).toEqual([[FrameKind.ERROR, 'run_accepted_timeout']]);
-    expect(cancels).toEqual([{ runId: handle.runId, reason: expect.stringContaining('did not accept the run within 1000 ms') }]);
+    expect(cancels).toEqual([
+      { runId: handle.runId, reason: expect.stringContaining('did not accept the run within 1000 ms') },
+    ]);
     expect(session.inFlight).toBe(0);
     expect(runs.size).toBe(0);
   });
