@@ -6,9 +6,9 @@ import type { AgentRegistry } from './tunnel/agent-registry.js';
 import type { RunRegistry } from './tunnel/run-registry.js';
 import type { GateRegistry } from './gate/gate-registry.js';
 import type { PoolSnapshot, ProviderPool } from './pool/provider-pool.js';
-import type { SharedState } from './storage/shared-state.js';
-import type { InFlightRequests } from './http/in-flight-requests.js';
-import type { BodyBudget } from './http/body-budget.js';
+import type { SharedState } from './shared-state.js';
+import type { InFlightRequests } from './telemetry/in-flight-requests.js';
+import type { BodyBudget } from './limits/body-budget.js';
 
 export interface EdgeContext {
   config: EdgeConfig;

@@ -11,13 +11,13 @@ import type { Dialect, DialectEndpoint } from '@iop/core';
 import type { EdgeContext } from './edge-context.js';
 import { gemini } from '@iop/dialects';
 import { anthropicDialect, chatDialect, responsesDialect } from './dialects.js';
-import { countTokensHandler } from './http/count-tokens.js';
-import { inferenceHandler, type InferenceRoute } from './http/inference.js';
+import { countTokensHandler } from './request/count-tokens.js';
+import { inferenceHandler, type InferenceRoute } from './request/inference.js';
 import { modelGetHandler, modelListHandler } from './http/model-routes.js';
-import { mountResponsesRetrieval, responsesInferenceRoute } from './http/responses-routes.js';
+import { mountResponsesRetrieval, responsesInferenceRoute } from './request/responses-routes.js';
 import { RouteTable, type RouteEntry } from './http/route-table.js';
 import type { ResponseStore } from './responses-store/index.js';
-import { PASSTHROUGH_API_ENDPOINTS } from './passthrough-apis/routes.js';
+import { PASSTHROUGH_API_ENDPOINTS } from './passthrough/routes.js';
 import { guardedStore, type GuardedResponseStore } from './responses-store/guarded-store.js';
 
 export interface DialectRegistration {

@@ -28,7 +28,7 @@ import { expressServerClasses, withInferenceFastPath } from './http/fast-path.js
 import { buildDialectRoutes } from './routes.js';
 import { EDGE_VERSION } from './version.js';
 import { GateRegistry, policyLabel } from './gate/gate-registry.js';
-import { openSharedState } from './storage/shared-state.js';
+import { openSharedState } from './shared-state.js';
 import { GateMetrics, createGateSink } from './gate/gate-sink.js';
 import { ConfigError } from './config.js';
 import { IopError, sleep } from '@iop/core';
@@ -36,8 +36,8 @@ import { applyConfigReload, mountAdmin, type ReloadResult } from './admin/index.
 import { recordsOfConfigKeys } from './keys/config-keys.js';
 import { ConsoleSessions } from './console/console-sessions.js';
 import { mountConsole } from './console/console-routes.js';
-import { InFlightRequests } from './http/in-flight-requests.js';
-import { BodyBudget } from './http/body-budget.js';
+import { InFlightRequests } from './telemetry/in-flight-requests.js';
+import { BodyBudget } from './limits/body-budget.js';
 import { ResponsesSocketServer } from './responses-socket/socket-server.js';
 
 export interface RunningEdge {

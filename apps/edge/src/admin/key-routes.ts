@@ -20,7 +20,7 @@ import type { EdgeContext } from '../edge-context.js';
 import type { ApiKeyRecord } from '../keys/api-key.js';
 import { KEY_POLICY_PROPERTIES } from '../keys/config-keys.js';
 import type { KeyInput } from '../keys/key-store.js';
-import type { SharedState } from '../storage/shared-state.js';
+import type { SharedState } from '../shared-state.js';
 
 const nullable = (schema: object) => ({ anyOf: [schema, { type: 'null' }] });
 const ajv = new Ajv({ allErrors: true });

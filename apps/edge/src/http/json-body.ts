@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { IopError, invalidRequest } from '@iop/core';
-import type { BodyBudget } from './body-budget.js';
+import type { BodyBudget } from '../limits/body-budget.js';
 import type { EdgeContext } from '../edge-context.js';
 
 /**

@@ -32,10 +32,10 @@ import {
 } from '../dialects.js';
 import { errorHandler } from '../http/error-handler.js';
 import { modelAllowed } from '../keys/api-key.js';
-import { inferenceHandler, type InferenceRoute } from '../http/inference.js';
+import { inferenceHandler, type InferenceRoute } from '../request/inference.js';
 import { keyCheck } from '../http/key-check.js';
 import { requestContext, locals } from '../http/request-context.js';
-import { responsesInferenceRoute } from '../http/responses-routes.js';
+import { responsesInferenceRoute } from '../request/responses-routes.js';
 import type { ResponseStore } from '../responses-store/index.js';
 import { guardedStore } from '../responses-store/guarded-store.js';
 import { parseClientEvent } from './client-events.js';

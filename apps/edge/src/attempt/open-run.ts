@@ -26,7 +26,7 @@ import type { Logger } from '../logger.js';
 import type { ModelGroup } from '../pool/pool-config.js';
 import type { RunStream } from '../pool/run-stream.js';
 import type { PoolPick, ProviderPool } from '../pool/provider-pool.js';
-import { looksLikeJsonObject } from './json-body.js';
+import { looksLikeJsonObject } from '../http/json-body.js';
 import {
   failureOfRunError,
   isContextOverflow,
@@ -39,7 +39,7 @@ import { stopError, type RequestDeadline } from './request-deadline.js';
 import type { RunRequest } from '../pool/run-stream.js';
 import type { PrefixKeys } from '../pool/prefix-keys.js';
 import { FrameKind } from '../tunnel/run-registry.js';
-import { readUpstreamError } from './upstream-error.js';
+import { readUpstreamError } from '../http/upstream-error.js';
 
 export interface OpenRunRequest extends Omit<RunRequest, 'model' | 'body'> {
   /** The client's model name (group, alias or served model). */

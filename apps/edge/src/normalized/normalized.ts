@@ -18,9 +18,9 @@ import {
   type StreamEvent,
 } from '@iop/core';
 import type { Dispatcher, GateOverrides, StreamGate } from '@iop/stream-gate';
-import { drained, endStalled } from './drained.js';
-import { stopError } from './request-deadline.js';
-import type { UsageRecorder } from './usage-recorder.js';
+import { drained, endStalled } from '../http/drained.js';
+import { stopError } from '../attempt/request-deadline.js';
+import type { UsageRecorder } from '../attempt/usage-recorder.js';
 
 export interface NormalizedOptions {
   dialect: Dialect;

@@ -10,7 +10,7 @@
  */
 import type { Dialect, DialectEndpoint } from '@iop/core';
 import { chatDialect } from '../dialects.js';
-import type { InferenceRoute } from '../http/inference.js';
+import type { InferenceRoute } from '../request/inference.js';
 import { completionsPassthrough, embeddingsPassthrough, rerankPassthrough, scorePassthrough } from './auxiliary.js';
 import type { PassthroughApi } from './passthrough-api.js';
 

@@ -6,7 +6,7 @@
 import { create } from '@bufbuild/protobuf';
 import { UsageSchema } from '@iop/proto';
 import { EdgeMetrics } from '../../../src/metrics';
-import { UsageRecorder } from '../../../src/http/usage-recorder';
+import { UsageRecorder } from '../../../src/attempt/usage-recorder';
 
 const labels = { mode: 'passthrough' as const, policy: 'none' };
 

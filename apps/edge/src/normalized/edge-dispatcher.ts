@@ -10,17 +10,17 @@ import type { AttemptRequest, DispatchedAttempt, Dispatcher } from '@iop/stream-
 import type { EdgeContext } from '../edge-context.js';
 import { createChatStreamDecoder, restoreToolIds, toBackendChatRequest } from '../dialects.js';
 import { fitOutputLimit } from './output-limit.js';
-import { openRun, runFailure } from '../http/open-run.js';
+import { openRun, runFailure } from '../attempt/open-run.js';
 import type { ModelGroup } from '../pool/pool-config.js';
 import type { RunStream } from '../pool/run-stream.js';
 import type { PoolPick } from '../pool/provider-pool.js';
 import { failureOfRunError, type AttemptFailure, type RequestAttempts } from '../pool/retry-policy.js';
-import { scheduleRetry } from '../http/attempt-scheduler.js';
-import type { RequestDeadline } from '../http/request-deadline.js';
+import { scheduleRetry } from '../attempt/attempt-scheduler.js';
+import type { RequestDeadline } from '../attempt/request-deadline.js';
 import { FrameKind } from '../tunnel/run-registry.js';
 import type { Logger } from '../logger.js';
 import type { PrefixKeys } from '../pool/prefix-keys.js';
-import type { AttemptUsage } from '../http/usage-recorder.js';
+import type { AttemptUsage } from '../attempt/usage-recorder.js';
 
 export interface EdgeDispatcherOptions {
   edge: EdgeContext;

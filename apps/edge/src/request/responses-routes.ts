@@ -38,7 +38,7 @@ import {
 import { keepResponse, type InputItemsQuery, type ResponseStore } from '../responses-store/index.js';
 import type { GuardedResponseStore } from '../responses-store/guarded-store.js';
 import type { InferenceRoute } from './inference.js';
-import { locals, type RequestLocals } from './request-context.js';
+import { locals, type RequestLocals } from '../http/request-context.js';
 
 function notFound(id: string, param?: string): IopError {
   return new IopError('not_found', `Response with id '${id}' not found.`, param === undefined ? {} : { param });

@@ -12,8 +12,8 @@ import type { EdgeContext } from '../edge-context.js';
 import { modelAllowed } from '../keys/api-key.js';
 import { costOf, priceOf } from '../ledger/pricing.js';
 import { LimitRefusal, type Admission } from '../limits/key-limiter.js';
-import { locals } from './request-context.js';
-import { OPEN_IDENTITY } from './key-check.js';
+import { locals } from '../http/request-context.js';
+import { OPEN_IDENTITY } from '../http/key-check.js';
 
 export interface RunSummary {
   status: number;

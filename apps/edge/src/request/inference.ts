@@ -9,25 +9,25 @@ import { IopError, type Dialect, type EncodeContext, type InferenceRequest } fro
 import { GATE_HEADER, parseGateHeader } from '@iop/stream-gate';
 import type { EdgeContext } from '../edge-context.js';
 import { estimateRequestTokens } from '../dialects.js';
-import { EdgeDispatcher } from '../gate/edge-dispatcher.js';
+import { EdgeDispatcher } from '../normalized/edge-dispatcher.js';
 import { policyLabel } from '../gate/gate-registry.js';
 import { NO_RESPONSE_MODE, PASSTHROUGH_LABELS, type ResponseLabels } from '../metrics.js';
 import type { RunStream } from '../pool/run-stream.js';
 import type { PoolPick } from '../pool/provider-pool.js';
 import { affinityKey } from '../pool/prefix-affinity.js';
 import { prefixKeys } from '../pool/prefix-keys.js';
-import { chatPassthrough } from '../passthrough-apis/chat.js';
-import type { PassthroughApi } from '../passthrough-apis/passthrough-api.js';
-import { providersWithoutApi } from '../passthrough-apis/served-apis.js';
-import { headerValue } from './header-value.js';
-import { ModelRewriter } from './model-rewrite.js';
-import { parseJsonObject } from './json-body.js';
-import { locals, type RequestLocals } from './request-context.js';
-import { openRun } from './open-run.js';
-import { ClientGone, RequestDeadline } from './request-deadline.js';
-import { firstChunkFailure, relay } from './relay.js';
-import { writeNormalized } from './normalized.js';
-import { UsageRecorder } from './usage-recorder.js';
+import { chatPassthrough } from '../passthrough/chat.js';
+import type { PassthroughApi } from '../passthrough/passthrough-api.js';
+import { providersWithoutApi } from '../passthrough/served-apis.js';
+import { headerValue } from '../http/header-value.js';
+import { ModelRewriter } from '../http/model-rewrite.js';
+import { parseJsonObject } from '../http/json-body.js';
+import { locals, type RequestLocals } from '../http/request-context.js';
+import { openRun } from '../attempt/open-run.js';
+import { ClientGone, RequestDeadline } from '../attempt/request-deadline.js';
+import { firstChunkFailure, relay } from '../passthrough/relay.js';
+import { writeNormalized } from '../normalized/normalized.js';
+import { UsageRecorder } from '../attempt/usage-recorder.js';
 import { otelContext } from '@iop/core';
 import {
   endRequestSpan,

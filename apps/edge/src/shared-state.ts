@@ -6,28 +6,28 @@
  * Redis, behind the failure policy) with the per-key limiter.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { EdgeConfig } from '../config.js';
-import { ConfigError } from '../config-error.js';
-import type { Logger } from '../logger.js';
-import { KeyDirectory } from '../keys/key-directory.js';
-import { KeyStore } from '../keys/key-store.js';
-import { recordsOfConfigKeys } from '../keys/config-keys.js';
-import { UsageLedger } from '../ledger/usage-ledger.js';
-import { usedSince } from '../ledger/usage-query.js';
-import { MemoryCounterStore, type CounterStore } from '../limits/counter-store.js';
-import { FailoverCounterStore } from '../limits/failover-counter-store.js';
-import { KeyLimiter } from '../limits/key-limiter.js';
-import { RedisCounterStore } from '../limits/redis-counter-store.js';
+import type { EdgeConfig } from './config.js';
+import { ConfigError } from './config-error.js';
+import type { Logger } from './logger.js';
+import { KeyDirectory } from './keys/key-directory.js';
+import { KeyStore } from './keys/key-store.js';
+import { recordsOfConfigKeys } from './keys/config-keys.js';
+import { UsageLedger } from './ledger/usage-ledger.js';
+import { usedSince } from './ledger/usage-query.js';
+import { MemoryCounterStore, type CounterStore } from './limits/counter-store.js';
+import { FailoverCounterStore } from './limits/failover-counter-store.js';
+import { KeyLimiter } from './limits/key-limiter.js';
+import { RedisCounterStore } from './limits/redis-counter-store.js';
 import {
   MemoryResponseStore,
   WorkerResponseStore,
   defaultDataDir,
   type ResponseStore,
-} from '../responses-store/index.js';
+} from './responses-store/index.js';
 import { resolve as resolvePath } from 'node:path';
-import { SqlResponseStore } from '../responses-store/sql-store.js';
-import { migrate } from './migrations.js';
-import { PostgresDatabase, SqliteDatabase, type SqlDatabase } from './sql-database.js';
+import { SqlResponseStore } from './responses-store/sql-store.js';
+import { migrate } from './storage/migrations.js';
+import { PostgresDatabase, SqliteDatabase, type SqlDatabase } from './storage/sql-database.js';
 
 export interface SharedState {
   sql: SqlDatabase;

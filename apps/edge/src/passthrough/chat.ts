@@ -5,7 +5,7 @@
  */
 import type { Dialect } from '@iop/core';
 import { chatDialect, estimateRequestTokens, validateChatPassthrough } from '../dialects.js';
-import { passthroughBody } from '../http/passthrough-body.js';
+import { passthroughBody } from './passthrough-body.js';
 import { chatAffinityKey } from '../pool/prefix-affinity.js';
 import { chatPrefixKeys } from '../pool/prefix-keys.js';
 import type { PassthroughApi } from './passthrough-api.js';

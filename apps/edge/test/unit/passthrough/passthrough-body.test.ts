@@ -4,7 +4,7 @@
  * change); served model and max_tokens rewrites.
  */
 import { validateChatPassthrough } from '../../../src/dialects';
-import { passthroughBody } from '../../../src/http/passthrough-body';
+import { passthroughBody } from '../../../src/passthrough/passthrough-body';
 
 function backendBody(
   body: Record<string, unknown>,

@@ -18,15 +18,15 @@ import type { ProviderTunnelFrame } from '@iop/proto';
 import { usageOf } from '@iop/backend';
 import { FrameKind } from '../tunnel/run-registry.js';
 import type { RunStream } from '../pool/run-stream.js';
-import type { ModelRewriter } from './model-rewrite.js';
-import { headerValue } from './header-value.js';
-import { SseGuard, finishReasonsOf } from './sse-guard.js';
-import { deliveredAnswer } from './chunk-rules.js';
-import { runFailure, type WholeAnswer } from './open-run.js';
+import type { ModelRewriter } from '../http/model-rewrite.js';
+import { headerValue } from '../http/header-value.js';
+import { SseGuard, finishReasonsOf } from '../http/sse-guard.js';
+import { deliveredAnswer } from '../http/chunk-rules.js';
+import { runFailure, type WholeAnswer } from '../attempt/open-run.js';
 import { toOpenAIErrorBody } from '../dialects.js';
-import type { UsageRecorder } from './usage-recorder.js';
-import { drained, endStalled } from './drained.js';
-import { stopError } from './request-deadline.js';
+import type { UsageRecorder } from '../attempt/usage-recorder.js';
+import { drained, endStalled } from '../http/drained.js';
+import { stopError } from '../attempt/request-deadline.js';
 
 export interface RelayOptions {
   stream: boolean;

@@ -6,7 +6,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
-import { openRun } from '../../../src/http/open-run.js';
+import { openRun } from '../../../src/attempt/open-run.js';
 import { makePool, trackPools } from '../pool/fixtures.js';
 
 const track = trackPools();

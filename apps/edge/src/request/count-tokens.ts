@@ -10,9 +10,9 @@ import type { NextFunction, Request, Response } from 'express';
 import type { EdgeContext } from '../edge-context.js';
 import { IopError, type Dialect } from '@iop/core';
 import { estimateRequestTokens, toBackendChatRequest, TOKEN_COUNT_HEADER } from '../dialects.js';
-import { parseJsonObject } from './json-body.js';
-import { locals } from './request-context.js';
-import { openRun } from './open-run.js';
+import { parseJsonObject } from '../http/json-body.js';
+import { locals } from '../http/request-context.js';
+import { openRun } from '../attempt/open-run.js';
 import { FrameKind } from '../tunnel/run-registry.js';
 
 async function tokenizeOnProvider(

@@ -1,6 +1,6 @@
 import type { IopError } from '@iop/core';
 import { AgentRegistry } from '../../../src/tunnel/agent-registry.js';
-import { providersWithoutApi } from '../../../src/passthrough-apis/served-apis.js';
+import { providersWithoutApi } from '../../../src/passthrough/served-apis.js';
 import type { ProviderPool } from '../../../src/pool/provider-pool.js';
 import { agentSession, directConfig, makePool } from '../pool/fixtures.js';
 

@@ -1,4 +1,4 @@
-import { InFlightRequests } from '../../../src/http/in-flight-requests.js';
+import { InFlightRequests } from '../../../src/telemetry/in-flight-requests.js';
 
 describe('InFlightRequests', () => {
   it('lists open requests oldest first with age and phase, and forgets closed ones', () => {
