@@ -40,7 +40,15 @@ describe('StopScanner', () => {
           expect(result).toEqual(scan(stops, [text]));
         },
       ),
+      { numRuns: 2000 },
     );
+  });
+
+  it('stops at the earliest start, the shortest of stops that start there', () => {
+    expect(scan(['b c', 'b'], ['b', ' c'])).toEqual({ text: '', stopped: 'b' });
+    expect(scan(['b c', 'b'], ['b c'])).toEqual({ text: '', stopped: 'b' });
+    expect(scan(['abcd', 'bc'], ['abc', 'd'])).toEqual({ text: '', stopped: 'abcd' });
+    expect(scan(['abcd', 'bc'], ['abc'])).toEqual({ text: 'a', stopped: 'bc' });
   });
 
   it('holds back only what may begin a stop sequence', () => {

@@ -20,43 +20,44 @@ export class StopScanner {
   push(chunk: string): string {
     if (this.stopped !== undefined) return '';
     this.pending += chunk;
-    let at = -1;
-    for (const stop of this.stops) {
-      const index = stop === '' ? -1 : this.pending.indexOf(stop);
-      if (index !== -1 && (at === -1 || index < at)) {
-        at = index;
-        this.stopped = stop;
-      }
-    }
-    if (at !== -1) {
-      const out = this.pending.slice(0, at);
-      this.pending = '';
-      return out;
-    }
-    const held = this.heldLength();
-    const out = this.pending.slice(0, this.pending.length - held);
-    this.pending = this.pending.slice(this.pending.length - held);
-    return out;
+    return this.scan(false);
   }
 
   /** The end of the text: what was held back, when no stop came. */
   end(): string {
-    const out = this.stopped === undefined ? this.pending : '';
-    this.pending = '';
-    return out;
+    if (this.stopped !== undefined) return '';
+    return this.scan(true);
   }
 
-  /** The longest end of `pending` that begins some stop sequence. */
-  private heldLength(): number {
-    let longest = 0;
-    for (const stop of this.stops) {
-      for (let length = Math.min(stop.length - 1, this.pending.length); length > longest; length--) {
-        if (this.pending.endsWith(stop.slice(0, length))) {
-          longest = length;
-          break;
-        }
+  /**
+   * Walks `pending` from its start: at the first position where a stop sequence is complete, the
+   * text stops there (of stops starting at the same position, the shortest, which a stream completes
+   * first); at the first position where a stop sequence could still complete with more text (unless
+   * `final`), the rest is held back. Deciding by start position, never by which stop completed in the
+   * latest chunk, is what keeps the result independent of the chunking.
+   */
+  private scan(final: boolean): string {
+    const pending = this.pending;
+    for (let at = 0; at < pending.length; at++) {
+      let found: string | undefined;
+      let open = false;
+      for (const stop of this.stops) {
+        if (stop === '') continue;
+        if (pending.startsWith(stop, at)) {
+          if (found === undefined || stop.length < found.length) found = stop;
+        } else if (!final && stop.startsWith(pending.slice(at))) open = true;
+      }
+      if (found !== undefined) {
+        this.stopped = found;
+        this.pending = '';
+        return pending.slice(0, at);
+      }
+      if (open) {
+        this.pending = pending.slice(at);
+        return pending.slice(0, at);
       }
     }
-    return longest;
+    this.pending = '';
+    return pending;
   }
 }
