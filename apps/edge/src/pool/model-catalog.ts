@@ -1,7 +1,7 @@
 /**
  * The pool's model catalog: which names exist and who serves them. It holds the pool config in
  * service with its `ModelResolver` (client names → groups), the providers (the connected agents of
- * the `AgentRegistry` and the direct providers in service), the served model names seen since
+ * the `AgentDirectory` and the direct providers in service), the served model names seen since
  * start (`ServedNames`), and answers:
  *
  * - `candidates(group)`: every provider serving one of the group's targets (with its labels), with
@@ -15,8 +15,7 @@
  * rebuilt.
  */
 import { IopError, excerpt } from '@iop/core';
-import type { AgentRegistry } from '../tunnel/agent-registry.js';
-import type { AgentSession } from '../tunnel/agent-session.js';
+import type { AgentChange, AgentDirectory, PoolAgent } from './agent-directory.js';
 import type { DirectProvider } from './direct-provider.js';
 import { ModelResolver, type ModelGroup, type ModelTarget, type PoolConfig } from './pool-config.js';
 import { hasLabels, type Clock, type PoolProvider } from './provider.js';
@@ -27,7 +26,7 @@ export const RECONNECT_RETRY_AFTER_SECONDS = 1;
 
 export interface ModelCatalogOptions {
   config: PoolConfig;
-  registry: AgentRegistry;
+  registry: AgentDirectory;
   /** The direct providers of `config`, built. */
   direct: readonly DirectProvider[];
   now: Clock;
@@ -70,7 +69,7 @@ export class ModelCatalog {
   }
 
   /** The agent registry (connected agents). */
-  get agents(): AgentRegistry {
+  get agents(): AgentDirectory {
     return this.options.registry;
   }
 
@@ -79,8 +78,8 @@ export class ModelCatalog {
     return this.changes;
   }
 
-  /** An agent joined or left (`AgentRegistry` listener): its served names are remembered. */
-  agentChanged(session: AgentSession, change: 'added' | 'removed'): void {
+  /** An agent joined or left (`AgentDirectory` listener): its served names are remembered. */
+  agentChanged(session: PoolAgent, change: AgentChange): void {
     this.changes++;
     if (change === 'added') for (const model of session.models) this.servedNames.add(model.id);
   }

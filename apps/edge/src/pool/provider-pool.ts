@@ -26,8 +26,7 @@
 import { IopError, excerpt } from '@iop/core';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
-import type { AgentRegistry } from '../tunnel/agent-registry.js';
-import type { RunRegistry } from '../tunnel/run-registry.js';
+import type { AgentDirectory as AgentRegistry, RunEnds as RunRegistry } from './agent-directory.js';
 import { AdmissionQueue, QueueRefusal } from './admission-queue.js';
 import { CandidateSnapshot } from './candidate-snapshot.js';
 import { DirectProvider } from './direct-provider.js';

@@ -3,6 +3,7 @@
  * pool/model-catalog.ts). Listeners (`addListener`) hear every join and leave: the provider pool
  * serves its queue and forgets the outlier state of an agent that left.
  */
+import type { AgentDirectory } from '../pool/agent-directory.js';
 import type { AgentSession } from './agent-session.js';
 
 export interface ServedModel {
@@ -16,7 +17,7 @@ export interface ServedModel {
 /** Called after an agent joined (`added`) or left (`removed`). */
 export type AgentRegistryListener = (session: AgentSession, change: 'added' | 'removed') => void;
 
-export class AgentRegistry {
+export class AgentRegistry implements AgentDirectory {
   private readonly sessions = new Map<string, AgentSession>();
   private readonly byModel = new Map<string, AgentSession[]>();
   private readonly listeners: AgentRegistryListener[] = [];

@@ -1,7 +1,7 @@
 /**
  * One connected agent: what it registered, its live load, and the outbound half of its Control
  * stream. Created by the tunnel service when a Register is accepted; closed when the stream ends.
- * It is the pool's provider for that agent (`PoolProvider`, kind `agent`): `start` assigns a run
+ * It is the pool's provider for that agent (`PoolAgent`, a `PoolProvider` of kind `agent`): `start` assigns a run
  * through the run registry and returns its `RunHandle` (a `RunStream`).
  */
 import { create } from '@bufbuild/protobuf';
@@ -16,7 +16,8 @@ import {
   type RunAssignment,
 } from '@iop/proto';
 import { AsyncQueue } from '@iop/core';
-import { providerNameOf, weightOfLabels, type PoolProvider } from '../pool/provider.js';
+import { providerNameOf, weightOfLabels } from '../pool/provider.js';
+import type { PoolAgent } from '../pool/agent-directory.js';
 import type { RunRequest, RunStream } from '../pool/run-stream.js';
 import { traceTunnelRun } from '../telemetry/request-tracing.js';
 import { LARGE_ASSIGNMENT_BYTES, LargeAssignments } from './large-assignments.js';
@@ -47,7 +48,7 @@ export interface SessionRuns {
 /** How long a drain state the edge asked for overrides heartbeats that disagree, ms. */
 const DRAIN_ACK_WAIT_MS = 10_000;
 
-export class AgentSession implements PoolProvider {
+export class AgentSession implements PoolAgent {
   readonly kind = 'agent' as const;
   readonly agentId: string;
   readonly sessionId: string;

@@ -22,6 +22,7 @@ import { FrameKind, errorFrame } from '@iop/backend';
 import { RUN_CALL_RESET_REASON, runAssignment, type ProviderTunnelFrame } from '@iop/proto';
 import { AsyncQueue } from '@iop/core';
 import type { RunRequest, RunStream } from '../pool/run-stream.js';
+import type { RunEnds } from '../pool/agent-directory.js';
 import { KV_EVENTS_CAPABILITY, keysToMap } from '../pool/prefix-keys.js';
 import { endRunSpans } from '../telemetry/request-tracing.js';
 import type { AgentSession } from './agent-session.js';
@@ -162,7 +163,7 @@ export class RunHandle implements RunStream {
   }
 }
 
-export class RunRegistry {
+export class RunRegistry implements RunEnds {
   private readonly runs = new Map<string, RunHandle>();
   private readonly finishListeners: Array<(handle: RunHandle) => void> = [];
   /** Ends a run's bookkeeping (one function for every run). */
