@@ -12,12 +12,13 @@ import type { EdgeContext } from './edge-context.js';
 import { gemini } from '@iop/dialects';
 import { anthropicDialect, chatDialect, responsesDialect } from './dialects.js';
 import { countTokensHandler } from './request/count-tokens.js';
-import { inferenceHandler, type InferenceRoute } from './request/inference.js';
+import { inferenceHandler } from './request/inference.js';
+import type { InferenceRoute } from './request/inference-route.js';
 import { modelGetHandler, modelListHandler } from './http/model-routes.js';
 import { mountResponsesRetrieval, responsesInferenceRoute } from './request/responses-routes.js';
 import { RouteTable, type RouteEntry } from './http/route-table.js';
 import type { ResponseStore } from './responses-store/index.js';
-import { PASSTHROUGH_API_ENDPOINTS } from './passthrough/routes.js';
+import { PASSTHROUGH_API_ENDPOINTS } from './request/relayed-routes.js';
 import { guardedStore, type GuardedResponseStore } from './responses-store/guarded-store.js';
 
 export interface DialectRegistration {

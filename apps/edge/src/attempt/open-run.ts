@@ -5,8 +5,9 @@
  * gate's commit boundary decides).
  *
  * Where and when a failed attempt is retried is `scheduleRetry`'s decision (attempt-scheduler.ts,
- * docs/decisions/004-attempt-lifecycle.md); this loop only runs attempts and reports them. Every run it stops waiting
- * for (failed attempt, deadline, client gone) is cancelled at its agent.
+ * docs/decisions/004-attempt-lifecycle.md); this loop only runs attempts and reports them. Every run it starts is
+ * reported to the request's `RequestRuns` (request-runs.ts), which cancels each one it stops waiting for (failed
+ * attempt, deadline, client gone) at its agent.
  *
  * Per failed attempt (`RetryPolicy.decide`; docs/decisions/003-provider-pool.md "Failure handling: one commit
  * boundary"):
@@ -36,6 +37,7 @@ import {
 } from '../pool/retry-policy.js';
 import { scheduleRetry } from './attempt-scheduler.js';
 import { stopError, type RequestDeadline } from './request-deadline.js';
+import { RequestRuns } from './request-runs.js';
 import type { RunRequest } from '../pool/run-stream.js';
 import type { PrefixKeys } from '../pool/prefix-keys.js';
 import { FrameKind } from '../tunnel/run-registry.js';
@@ -58,6 +60,8 @@ export interface OpenRunRequest extends Omit<RunRequest, 'model' | 'body'> {
   avoid?: ReadonlySet<string>;
   /** Aborted when the request stops (client gone, deadline, write stall; `RequestDeadline.signal`). */
   signal?: AbortSignal;
+  /** The request's runs: each run started is reported there, and cancelled through it (a new one when absent). */
+  runs?: RequestRuns;
   /** The request's deadline: bounds each attempt's first-byte wait and every backoff. */
   deadline?: RequestDeadline | undefined;
   /**
@@ -214,13 +218,8 @@ function aborted(signal: AbortSignal | undefined): boolean {
   return signal?.aborted === true;
 }
 
-/** Cancels `run` if it is still going. */
-function stop(run: RunStream, reason: string): void {
-  if (!run.isFinished) run.cancel(reason);
-}
-
 /**
- * @param onRun called with each run as it starts (so a client disconnect can cancel it).
+ * @param onRun called with each run as it starts (after `runs.started`), with the provider picked.
  * @throws IopError `model_not_found` (404) when nothing serves the model and it is not a known
  *   name, `no_capacity` (503, `Retry-After`) when it is known but no provider is connected now
  *   (`ProviderPool.acquire`); `rate_limited` (429,
@@ -247,14 +246,14 @@ export async function openRun(
     onlyFallback = false,
     deadline,
     checkFirst,
+    runs = new RequestRuns(),
     ...base
   } = request;
   const attempts = given ?? pool.begin();
   let group = pool.resolve(request.model);
   let current: RunStream | undefined;
   // The deadline or a stall stops the request: the run it waits on is cancelled at its agent.
-  const onAbort = () => current !== undefined && stop(current, 'request stopped');
-  signal?.addEventListener('abort', onAbort, { once: true });
+  const unwatch = runs.cancelOnAbort(signal, () => current, 'request stopped');
   try {
     for (let call = 1; ; call++) {
       const exclude = avoid === undefined || avoid.size === 0 ? attempts.tried : new Set([...attempts.tried, ...avoid]);
@@ -287,8 +286,9 @@ export async function openRun(
       group = acquired.group;
       current = run;
       attempts.record(pick.provider.id);
+      runs.started(run);
       onRun(run, pick);
-      if (aborted(signal)) stop(run, 'request stopped');
+      if (aborted(signal)) runs.cancel(run, 'request stopped');
       const result = await attemptOnce(run, wholeBody, checkFirst);
       if ('start' in result && !aborted(signal)) {
         pool.report(group, ticket, 'success');
@@ -301,7 +301,7 @@ export async function openRun(
           ...(result.answer === undefined ? {} : { answer: result.answer }),
         };
       }
-      stop(run, 'attempt failed');
+      runs.cancel(run, 'attempt failed');
       if (!('failure' in result)) throw stopError(signal, new IopError('upstream_error', 'the request was stopped'));
       const { error, failure } = result;
       onFailure?.(failure, error);
@@ -327,6 +327,6 @@ export async function openRun(
       if (verdict.action === 'fallback') group = verdict.group;
     }
   } finally {
-    signal?.removeEventListener('abort', onAbort);
+    unwatch();
   }
 }

@@ -17,6 +17,7 @@ import type { PoolPick } from '../pool/provider-pool.js';
 import { failureOfRunError, type AttemptFailure, type RequestAttempts } from '../pool/retry-policy.js';
 import { scheduleRetry } from '../attempt/attempt-scheduler.js';
 import type { RequestDeadline } from '../attempt/request-deadline.js';
+import { RequestRuns } from '../attempt/request-runs.js';
 import { FrameKind } from '../tunnel/run-registry.js';
 import type { Logger } from '../logger.js';
 import type { PrefixKeys } from '../pool/prefix-keys.js';
@@ -32,7 +33,9 @@ export interface EdgeDispatcherOptions {
   prefixKeys?: PrefixKeys | undefined;
   /** The request's deadline across every gate attempt. */
   deadline?: RequestDeadline | undefined;
-  /** Called with every run started (so a client disconnect can cancel it) and each serving provider. */
+  /** The request's runs: every attempt's run is reported there and cancelled through it. */
+  runs?: RequestRuns | undefined;
+  /** Called with every run started and its serving provider. */
   onRun?: (run: RunStream, pick: PoolPick) => void;
   /** Called, before the run starts, with what building the backend request changed (for `x-iop-warnings`). */
   onWarnings?: (warnings: readonly string[]) => void;
@@ -71,8 +74,11 @@ export class EdgeDispatcher implements Dispatcher {
    */
   private refusal: IopError | undefined;
   private group: ModelGroup | undefined;
+  private readonly runs: RequestRuns;
 
-  constructor(private readonly options: EdgeDispatcherOptions) {}
+  constructor(private readonly options: EdgeDispatcherOptions) {
+    this.runs = options.runs ?? new RequestRuns();
+  }
 
   dispatch(attempt: AttemptRequest, signal: AbortSignal): DispatchedAttempt {
     const state: { provider?: string; refused?: boolean } = {};
@@ -144,8 +150,7 @@ export class EdgeDispatcher implements Dispatcher {
     };
     let run: RunStream | undefined;
     let attemptUsage: AttemptUsage | undefined;
-    const cancel = () => run?.cancel('attempt abandoned');
-    signal.addEventListener('abort', cancel, { once: true });
+    const unwatch = this.runs.cancelOnAbort(signal, () => run, 'attempt abandoned');
     try {
       let opened;
       try {
@@ -168,6 +173,7 @@ export class EdgeDispatcher implements Dispatcher {
             onlyFallback: true,
             avoid,
             signal,
+            runs: this.runs,
             onFailure: (failure, error) => (this.lastFailure = { failure, error }),
           },
           log,
@@ -229,8 +235,8 @@ export class EdgeDispatcher implements Dispatcher {
         consume(next.value);
       }
     } finally {
-      signal.removeEventListener('abort', cancel);
-      if (run !== undefined && !run.isFinished) run.cancel('attempt ended');
+      unwatch();
+      this.runs.cancel(run, 'attempt ended');
     }
   }
 }

@@ -27,9 +27,12 @@ import { toOpenAIErrorBody } from '../dialects.js';
 import type { UsageRecorder } from '../attempt/usage-recorder.js';
 import { drained, endStalled } from '../http/drained.js';
 import { stopError } from '../attempt/request-deadline.js';
+import type { RequestRuns } from '../attempt/request-runs.js';
 
 export interface RelayOptions {
   stream: boolean;
+  /** The request's runs: the relayed run is cancelled through it (a failed stream, a client that stopped reading). */
+  runs: RequestRuns;
   /** The client asked for `stream_options.include_usage`: exactly one `choices: []` usage chunk. */
   includeUsage?: boolean;
   /** Choices a complete stream finishes (default 1; legacy completions: prompts × `n`). */
@@ -159,7 +162,7 @@ async function relayGuarded(
       'timeout',
       `the client read nothing for ${options.writeStallTimeoutMs} ms; the stream was ended`,
     );
-    handle.cancel('client stopped reading');
+    options.runs.cancel(handle, 'client stopped reading');
     endStalled(res, sseJson(toOpenAIErrorBody(failure)), options.writeStallTimeoutMs ?? 0);
     return failure;
   };
@@ -180,7 +183,7 @@ async function relayGuarded(
       if (checked.failure !== undefined) {
         failure = checked.failure;
         streamFailed = true;
-        handle.cancel(failure.message);
+        options.runs.cancel(handle, failure.message);
         break;
       }
     } else if (frame.kind === FrameKind.USAGE) {

@@ -1,6 +1,6 @@
 /**
  * The endpoints of the JSON APIs relayed as they are (embeddings, legacy completions, rerank,
- * score), served by the one inference pipeline (`http/inference.ts`, its passthrough path) and
+ * score), served by the one inference pipeline (`request/inference.ts`, its passthrough path) and
  * added to the dialect registry's route table by `routes.ts` (the key check guards each path's
  * root like every dialect's). Errors are OpenAI's envelope (`chatDialect`'s rendering); each API
  * has its own name in metrics, logs and the usage ledger.
@@ -10,9 +10,14 @@
  */
 import type { Dialect, DialectEndpoint } from '@iop/core';
 import { chatDialect } from '../dialects.js';
-import type { InferenceRoute } from '../request/inference.js';
-import { completionsPassthrough, embeddingsPassthrough, rerankPassthrough, scorePassthrough } from './auxiliary.js';
-import type { PassthroughApi } from './passthrough-api.js';
+import type { InferenceRoute } from './inference-route.js';
+import {
+  completionsPassthrough,
+  embeddingsPassthrough,
+  rerankPassthrough,
+  scorePassthrough,
+} from '../passthrough/auxiliary.js';
+import type { PassthroughApi } from '../passthrough/passthrough-api.js';
 
 /**
  * OpenAI's envelope and rate-limit headers under the API's own name; its endpoints are listed here, not by the dialect.

@@ -37,7 +37,7 @@ import {
 } from '../dialects.js';
 import { keepResponse, type InputItemsQuery, type ResponseStore } from '../responses-store/index.js';
 import type { GuardedResponseStore } from '../responses-store/guarded-store.js';
-import type { InferenceRoute } from './inference.js';
+import type { InferenceRoute } from './inference-route.js';
 import { locals, type RequestLocals } from '../http/request-context.js';
 
 function notFound(id: string, param?: string): IopError {

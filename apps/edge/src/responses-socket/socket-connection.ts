@@ -32,7 +32,8 @@ import {
 } from '../dialects.js';
 import { errorHandler } from '../http/error-handler.js';
 import { modelAllowed } from '../keys/api-key.js';
-import { inferenceHandler, type InferenceRoute } from '../request/inference.js';
+import { inferenceHandler } from '../request/inference.js';
+import type { InferenceRoute } from '../request/inference-route.js';
 import { keyCheck } from '../http/key-check.js';
 import { requestContext, locals } from '../http/request-context.js';
 import { responsesInferenceRoute } from '../request/responses-routes.js';
