@@ -26,7 +26,7 @@ import type { ProviderTunnelFrame, Usage as FrameUsage } from '@iop/proto';
 import type { Logger } from '../logger.js';
 import type { ModelGroup } from '../pool/pool-config.js';
 import type { RunStream } from '../pool/run-stream.js';
-import type { PoolPick, ProviderPool } from '../pool/provider-pool.js';
+import type { AcquiredRun, PoolPick, ProviderPool } from '../pool/provider-pool.js';
 import { looksLikeJsonObject } from '../http/json-body.js';
 import {
   failureOfRunError,
@@ -218,6 +218,65 @@ function aborted(signal: AbortSignal | undefined): boolean {
   return signal?.aborted === true;
 }
 
+/** What every attempt's `RunRequest` takes from the `OpenRunRequest` as it is. */
+type RunBase = Omit<
+  OpenRunRequest,
+  | 'bodyFor'
+  | 'affinityKey'
+  | 'prefixKeys'
+  | 'attempts'
+  | 'maxAttempts'
+  | 'avoid'
+  | 'signal'
+  | 'onFailure'
+  | 'wholeBody'
+  | 'onlyFallback'
+  | 'deadline'
+  | 'checkFirst'
+  | 'runs'
+>;
+
+/**
+ * Picks a provider of `group` (the pool's queue and router, avoiding the providers tried) and starts attempt `call`'s
+ * run on it, with the first-byte clock bounded by the deadline (a non-stream answer's first byte is the whole answer:
+ * it may take the rest of the deadline) and an idempotency key per attempt.
+ */
+function startAttempt(
+  pool: ProviderPool,
+  group: ModelGroup,
+  request: OpenRunRequest,
+  base: RunBase,
+  attempts: RequestAttempts,
+  call: number,
+): Promise<AcquiredRun> {
+  const { avoid, deadline, signal, affinityKey, prefixKeys } = request;
+  const exclude = avoid === undefined || avoid.size === 0 ? attempts.tried : new Set([...attempts.tried, ...avoid]);
+  const number = attempts.count + 1;
+  const remainingMs = deadline?.remainingMs();
+  const firstByteTimeoutMs =
+    remainingMs === undefined
+      ? base.firstByteTimeoutMs
+      : request.wholeBody === true
+        ? remainingMs
+        : Math.min(base.firstByteTimeoutMs ?? remainingMs, remainingMs);
+  return pool.acquire(
+    group,
+    { exclude, affinityKey, prefixKeys, ...(signal === undefined ? {} : { signal }) },
+    (pick) =>
+      pick.provider.start({
+        ...base,
+        prefixKeys,
+        firstByteTimeoutMs,
+        model: pick.model,
+        body: request.bodyFor(pick.model),
+        idempotencyKey:
+          call === 1 && request.idempotencyKey !== undefined
+            ? request.idempotencyKey
+            : `${request.idempotencyKey ?? request.requestId}:${number}`,
+      }),
+  );
+}
+
 /**
  * @param onRun called with each run as it starts (after `runs.started`), with the provider picked.
  * @throws IopError `model_not_found` (404) when nothing serves the model and it is not a known
@@ -234,9 +293,9 @@ export async function openRun(
   onRun: (run: RunStream, pick: PoolPick) => void,
 ): Promise<OpenedRun> {
   const {
-    bodyFor,
-    affinityKey,
-    prefixKeys,
+    bodyFor: _bodyFor,
+    affinityKey: _affinityKey,
+    prefixKeys: _prefixKeys,
     attempts: given,
     maxAttempts,
     avoid,
@@ -256,32 +315,7 @@ export async function openRun(
   const unwatch = runs.cancelOnAbort(signal, () => current, 'request stopped');
   try {
     for (let call = 1; ; call++) {
-      const exclude = avoid === undefined || avoid.size === 0 ? attempts.tried : new Set([...attempts.tried, ...avoid]);
-      const number = attempts.count + 1;
-      // A non-stream answer's first byte is the whole answer: it may take the rest of the deadline.
-      const remainingMs = deadline?.remainingMs();
-      const firstByteTimeoutMs =
-        remainingMs === undefined
-          ? base.firstByteTimeoutMs
-          : wholeBody
-            ? remainingMs
-            : Math.min(base.firstByteTimeoutMs ?? remainingMs, remainingMs);
-      const acquired = await pool.acquire(
-        group,
-        { exclude, affinityKey, prefixKeys, ...(signal === undefined ? {} : { signal }) },
-        (pick) =>
-          pick.provider.start({
-            ...base,
-            prefixKeys,
-            firstByteTimeoutMs,
-            model: pick.model,
-            body: bodyFor(pick.model),
-            idempotencyKey:
-              call === 1 && request.idempotencyKey !== undefined
-                ? request.idempotencyKey
-                : `${request.idempotencyKey ?? request.requestId}:${number}`,
-          }),
-      );
+      const acquired = await startAttempt(pool, group, request, base, attempts, call);
       const { run, pick, ticket } = acquired;
       group = acquired.group;
       current = run;

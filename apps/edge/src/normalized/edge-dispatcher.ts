@@ -10,7 +10,7 @@ import type { AttemptRequest, DispatchedAttempt, Dispatcher } from '@iop/stream-
 import type { EdgeContext } from '../edge-context.js';
 import { createChatStreamDecoder, restoreToolIds, toBackendChatRequest } from '../dialects.js';
 import { fitOutputLimit } from './output-limit.js';
-import { openRun, runFailure } from '../attempt/open-run.js';
+import { openRun, runFailure, type OpenedRun } from '../attempt/open-run.js';
 import type { ModelGroup } from '../pool/pool-config.js';
 import type { RunStream } from '../pool/run-stream.js';
 import type { PoolPick } from '../pool/provider-pool.js';
@@ -52,6 +52,9 @@ export interface EdgeDispatcherOptions {
 }
 
 const errorEvent = errorEventOf;
+
+/** The tool-call ids a backend request rewrote (`toBackendChatRequest`), restored in its answer. */
+type ToolIds = ReturnType<typeof toBackendChatRequest>['toolIds'];
 
 /**
  * One dispatcher per client request. The gate decides WHETHER to retry (its commit boundary);
@@ -111,6 +114,76 @@ export class EdgeDispatcher implements Dispatcher {
     return undefined;
   }
 
+  /**
+   * The backend body of `attempt` for a served model id (OpenAI Chat, streamed; the output limit fitted to the
+   * model's context); `onToolIds` gets the tool-call ids it rewrote, to restore in the answer.
+   */
+  private backendBody(attempt: AttemptRequest, onToolIds: (ids: ToolIds) => void): (model: string) => Uint8Array {
+    const { edge, log } = this.options;
+    const { pool } = edge;
+    return (model) => {
+      const fitted = fitOutputLimit(attempt.request, pool.contextLength(model), log);
+      const backend = toBackendChatRequest(fitted.request, {
+        model,
+        stream: true,
+        toolIdFormat: pool.toolIdFormatOf(model),
+        billingHeader: edge.config.billingHeader,
+      });
+      this.options.onWarnings?.(
+        fitted.warning === undefined ? backend.warnings : [...backend.warnings, fitted.warning],
+      );
+      if (attempt.prefill !== undefined) {
+        // vLLM / SGLang: continue the final assistant message instead of starting a new turn.
+        backend.body.continue_final_message = true;
+        backend.body.add_generation_prompt = false;
+      }
+      onToolIds(backend.toolIds);
+      return Buffer.from(JSON.stringify(backend.body));
+    };
+  }
+
+  /**
+   * The opened run's chat SSE decoded into events (its tool-call ids restored); the attempt's usage and generated
+   * chunks are recorded on `billed`; an ERROR frame becomes an `error` event (and the attempt's failure).
+   */
+  private async *decodedEvents(
+    opened: OpenedRun,
+    toolIds: ToolIds,
+    billed: AttemptUsage | undefined,
+    signal: AbortSignal,
+  ): AsyncGenerator<StreamEvent> {
+    const pending: StreamEvent[] = [];
+    const decoder = createChatStreamDecoder(
+      restoreToolIds(toolIds, (event) => {
+        if (billed !== undefined) {
+          if (event.type === 'usage') billed.usage = event.usage;
+          else if (event.type === 'text-delta' || event.type === 'reasoning-delta' || event.type === 'tool-call-delta')
+            billed.generated++;
+        }
+        pending.push(event);
+      }),
+    );
+    const consume = (frame: OpenedRun['start']) => {
+      if (frame.kind === FrameKind.BODY) decoder.push(frame.body);
+      else if (frame.kind === FrameKind.ERROR) {
+        const error = runFailure(frame);
+        this.lastFailure = { failure: failureOfRunError(frame.errorCode), error };
+        pending.push(errorEvent(error));
+      } else if (frame.kind === FrameKind.END) decoder.end();
+    };
+    if (opened.first !== undefined) consume(opened.first);
+    for (;;) {
+      if (pending.length > 0) {
+        for (const event of pending) yield event;
+        pending.length = 0;
+      }
+      if (signal.aborted) return;
+      const next = await opened.run.frames.next();
+      if (next.done === true) return;
+      consume(next.value);
+    }
+  }
+
   private async *attemptEvents(
     attempt: AttemptRequest,
     signal: AbortSignal,
@@ -128,26 +201,8 @@ export class EdgeDispatcher implements Dispatcher {
     }
     if (signal.aborted) return;
     const attempts = (this.attempts ??= pool.begin());
-    let toolIds: ReturnType<typeof toBackendChatRequest>['toolIds'] | undefined;
-    const bodyFor = (model: string) => {
-      const fitted = fitOutputLimit(attempt.request, pool.contextLength(model), log);
-      const backend = toBackendChatRequest(fitted.request, {
-        model,
-        stream: true,
-        toolIdFormat: pool.toolIdFormatOf(model),
-        billingHeader: edge.config.billingHeader,
-      });
-      this.options.onWarnings?.(
-        fitted.warning === undefined ? backend.warnings : [...backend.warnings, fitted.warning],
-      );
-      if (attempt.prefill !== undefined) {
-        // vLLM / SGLang: continue the final assistant message instead of starting a new turn.
-        backend.body.continue_final_message = true;
-        backend.body.add_generation_prompt = false;
-      }
-      toolIds = backend.toolIds;
-      return Buffer.from(JSON.stringify(backend.body));
-    };
+    let toolIds: ToolIds | undefined;
+    const bodyFor = this.backendBody(attempt, (ids) => (toolIds = ids));
     let run: RunStream | undefined;
     let attemptUsage: AttemptUsage | undefined;
     const unwatch = this.runs.cancelOnAbort(signal, () => run, 'attempt abandoned');
@@ -199,41 +254,7 @@ export class EdgeDispatcher implements Dispatcher {
       // A failure that a fallback inside `openRun` recovered from is not a reason to refuse a later retry.
       this.lastFailure = undefined;
       if (signal.aborted) return;
-      const pending: StreamEvent[] = [];
-      const billed = attemptUsage;
-      const decoder = createChatStreamDecoder(
-        restoreToolIds(toolIds!, (event) => {
-          if (billed !== undefined) {
-            if (event.type === 'usage') billed.usage = event.usage;
-            else if (
-              event.type === 'text-delta' ||
-              event.type === 'reasoning-delta' ||
-              event.type === 'tool-call-delta'
-            )
-              billed.generated++;
-          }
-          pending.push(event);
-        }),
-      );
-      const consume = (frame: (typeof opened)['start']) => {
-        if (frame.kind === FrameKind.BODY) decoder.push(frame.body);
-        else if (frame.kind === FrameKind.ERROR) {
-          const error = runFailure(frame);
-          this.lastFailure = { failure: failureOfRunError(frame.errorCode), error };
-          pending.push(errorEvent(error));
-        } else if (frame.kind === FrameKind.END) decoder.end();
-      };
-      if (opened.first !== undefined) consume(opened.first);
-      for (;;) {
-        if (pending.length > 0) {
-          for (const event of pending) yield event;
-          pending.length = 0;
-        }
-        if (signal.aborted) return;
-        const next = await opened.run.frames.next();
-        if (next.done === true) return;
-        consume(next.value);
-      }
+      yield* this.decodedEvents(opened, toolIds!, attemptUsage, signal);
     } finally {
       unwatch();
       this.runs.cancel(run, 'attempt ended');

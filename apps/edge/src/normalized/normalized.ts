@@ -68,23 +68,7 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
       options.finishReasons?.push(event.reason === 'other' && event.raw !== null ? event.raw : event.reason);
   };
 
-  if (!options.stream) {
-    const events: StreamEvent[] = [];
-    for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) {
-      note(next.value);
-      if (next.value.type === 'error') throw iopErrorOf(next.value);
-      events.push(next.value);
-    }
-    if (options.signal.aborted) {
-      const error = stopError(options.signal, undefined);
-      if (error !== undefined) throw error;
-      return undefined;
-    }
-    const body = dialect.encodeResponse(events, context);
-    await options.onResult?.(body);
-    res.status(200).json(body);
-    return undefined;
-  }
+  if (!options.stream) return writeWhole(res, options, iterator, note);
 
   const first = await iterator.next();
   if (first.done === true) {
@@ -142,6 +126,30 @@ export async function writeNormalized(res: Response, options: NormalizedOptions)
   }
   res.end();
   return failure;
+}
+
+/** A non-stream answer: built from the complete released event list; a released error is the HTTP error. */
+async function writeWhole(
+  res: Response,
+  options: NormalizedOptions,
+  iterator: AsyncIterator<StreamEvent>,
+  note: (event: StreamEvent) => void,
+): Promise<undefined> {
+  const events: StreamEvent[] = [];
+  for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) {
+    note(next.value);
+    if (next.value.type === 'error') throw iopErrorOf(next.value);
+    events.push(next.value);
+  }
+  if (options.signal.aborted) {
+    const error = stopError(options.signal, undefined);
+    if (error !== undefined) throw error;
+    return undefined;
+  }
+  const body = options.dialect.encodeResponse(events, options.context);
+  await options.onResult?.(body);
+  res.status(200).json(body);
+  return undefined;
 }
 
 /**

@@ -130,6 +130,36 @@ async function relayStream(handle: RunStream, res: Response, options: RelayOptio
   }
 }
 
+/**
+ * The relay's writes to the client: `send` returns true when the socket took the bytes, else a promise of whether
+ * the client read them within `writeStallTimeoutMs` (no promise per token while the client keeps up); `stalled` ends
+ * the stream of a client that stopped reading: the run is cancelled (its backend slot released), an in-band error.
+ */
+function clientWriter(
+  handle: RunStream,
+  res: Response,
+  options: RelayOptions,
+): { send: (bytes: Buffer) => boolean | Promise<boolean>; stalled: () => IopError } {
+  const { rewriter } = options;
+  return {
+    send: (bytes) => {
+      if (bytes.length === 0 || res.destroyed) return true;
+      return (
+        res.write(rewriter === undefined ? bytes : rewriter.push(bytes)) || drained(res, options.writeStallTimeoutMs)
+      );
+    },
+    stalled: () => {
+      const failure = new IopError(
+        'timeout',
+        `the client read nothing for ${options.writeStallTimeoutMs} ms; the stream was ended`,
+      );
+      options.runs.cancel(handle, 'client stopped reading');
+      endStalled(res, sseJson(toOpenAIErrorBody(failure)), options.writeStallTimeoutMs ?? 0);
+      return failure;
+    },
+  };
+}
+
 async function relayGuarded(
   handle: RunStream,
   res: Response,
@@ -146,26 +176,7 @@ async function relayGuarded(
   const { rewriter } = options;
   /** The stream itself failed (malformed or error chunk), as opposed to an ERROR frame of the run. */
   let streamFailed = false;
-  /**
-   * Writes to the client: true when the socket took it, else a promise of whether the client read
-   * it within `writeStallTimeoutMs` (no promise per token while the client keeps up).
-   */
-  const send = (bytes: Buffer): boolean | Promise<boolean> => {
-    if (bytes.length === 0 || res.destroyed) return true;
-    return (
-      res.write(rewriter === undefined ? bytes : rewriter.push(bytes)) || drained(res, options.writeStallTimeoutMs)
-    );
-  };
-  /** A client that stopped reading: the run is cancelled (its backend slot released) and the stream ended in band. */
-  const stalled = (): IopError => {
-    const failure = new IopError(
-      'timeout',
-      `the client read nothing for ${options.writeStallTimeoutMs} ms; the stream was ended`,
-    );
-    options.runs.cancel(handle, 'client stopped reading');
-    endStalled(res, sseJson(toOpenAIErrorBody(failure)), options.writeStallTimeoutMs ?? 0);
-    return failure;
-  };
+  const { send, stalled } = clientWriter(handle, res, options);
   for (let frame = options.first; ;) {
     if (frame === undefined) {
       const next = await handle.frames.next();
