@@ -3,7 +3,7 @@
  * mounts each dialect's endpoints (`Dialect.endpoints`: paths, methods, path parameters) from here —
  * the fast path (http/fast-path.ts) and the express app (http/app.ts) alike, through one
  * `RouteTable` — and serves each endpoint's role with the one handler for it: the inference
- * pipeline (http/inference.ts), token counting (http/count-tokens.ts), the model list
+ * pipeline (request/inference.ts), token counting (http/count-tokens.ts), the model list
  * (http/model-routes.ts). Adding a dialect = its folder in `packages/dialects` and a line below.
  */
 import type { Express, NextFunction, Request, Response } from 'express';
@@ -94,7 +94,7 @@ export function buildDialectRoutes(
       roots.add(`/${endpoint.path.split('/')[1]!}`);
     }
   }
-  // The JSON APIs relayed as they are (embeddings, completions, rerank, score): passthrough-apis/.
+  // The JSON APIs relayed as they are (embeddings, completions, rerank, score): request/relayed-routes.ts.
   for (const { endpoint, route } of PASSTHROUGH_API_ENDPOINTS) {
     entries.push({ dialect: route.dialect, endpoint, handler: inferenceHandler(route, edge) });
     roots.add(`/${endpoint.path.split('/')[1]!}`);

@@ -4,7 +4,8 @@
  *   Messages, Gemini; inference, token counting, model lists), through the dialect registry's
  *   `RouteTable`, behind the key check on each API root (`/v1`, `/v1beta`, …)
  * - `POST /v1/embeddings`, `/v1/completions`, `/v1/rerank`, `/v1/score` (and vLLM's `/rerank`,
- *   `/v2/rerank`, `/score`) — JSON APIs relayed as they are (passthrough-apis/, mounted by routes.ts)
+ *   `/v2/rerank`, `/score`) — JSON APIs relayed as they are (passthrough/; their routes
+ *   request/relayed-routes.ts, mounted by routes.ts)
  * - `GET /healthz` (process up), `GET /readyz` (at least one agent connected), `GET /metrics`
  * - `HEAD /` — connection warm-up some clients send (Claude Code); `GET /` a short "iop is running" text
  * A known path with another method is a 405 with `Allow`; an unknown path a 404, each in the

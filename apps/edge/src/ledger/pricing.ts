@@ -14,7 +14,7 @@
  *   cost_usd = ((input - cached) × input + cached × cachedInput + output × output) / 1 000 000
  *
  * (`cached` is a part of `input`, as in OpenAI's usage). The cost is computed once per request, where
- * its usage is settled (http/admission.ts), from the usage it is billed — every attempt's, the
+ * its usage is settled (request/request-outcome.ts), from the usage it is billed — every attempt's, the
  * edge's estimate for a stream that ended without the backend's usage — and stored in its ledger
  * row; money budgets count the same figure (limits/key-limiter.ts).
  */

@@ -24,7 +24,7 @@ export interface LedgerRow {
   cachedTokens: number;
   reasoningTokens: number;
   attempts: number;
-  /** The tokens are the edge's estimate: the stream ended without the backend's usage (http/usage-recorder.ts). */
+  /** The tokens are the edge's estimate: the stream ended without the backend's usage (attempt/usage-recorder.ts). */
   tokensEstimated?: boolean;
   ttftMs?: number;
   durationMs: number;

@@ -42,11 +42,11 @@ export interface EdgeDispatcherOptions {
   /**
    * Called as each run of an attempt starts; the attempt's usage and generated chunks (text,
    * reasoning, tool-call deltas) are recorded on what it returns, whether the gate releases the
-   * attempt or discards it: every attempt's backend work is billed (http/usage-recorder.ts).
+   * attempt or discards it: every attempt's backend work is billed (attempt/usage-recorder.ts).
    */
   onAttempt?: () => AttemptUsage;
   /**
-   * Providers never to pick for this request (those that say they do not serve chat: passthrough-apis/served-apis.ts).
+   * Providers never to pick for this request (those that say they do not serve chat: passthrough/served-apis.ts).
    */
   withoutApi?: ReadonlySet<string> | undefined;
 }

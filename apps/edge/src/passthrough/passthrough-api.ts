@@ -1,5 +1,5 @@
 /**
- * The contract of an API the edge relays as it is (the passthrough path of `http/inference.ts`:
+ * The contract of an API the edge relays as it is (the passthrough path of `request/inference.ts`:
  * `open-run.ts` → `relay.ts`): the backend answers in the client's own wire format, so the edge
  * validates the body, routes it by model, relays the answer's bytes and bills its usage. Chat
  * Completions (when no gate filter needs the content), embeddings, legacy completions, rerank and

@@ -17,7 +17,7 @@ export interface InferenceRoute {
   passthrough: boolean;
   /**
    * A JSON API always relayed as it is, never through the gate (embeddings, completions, rerank, score:
-   * passthrough-apis/).
+   * passthrough/).
    */
   relayed?: PassthroughApi;
   /**

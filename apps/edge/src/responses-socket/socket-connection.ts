@@ -1,6 +1,6 @@
 /**
  * One Responses WebSocket connection (docs/protocols.md "Responses over WebSocket"): its `response.create` messages run
- * one at a time, each through the edge's one inference pipeline (http/inference.ts with the Responses route of
+ * one at a time, each through the edge's one inference pipeline (request/inference.ts with the Responses route of
  * http/responses-routes.ts) with a `SocketResponse` as its writer, after the same request context and key check
  * middleware as `POST /v1/responses` (the key is checked again per response: a key revoked mid-connection stops working
  * at its next response).

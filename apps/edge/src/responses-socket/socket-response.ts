@@ -1,6 +1,6 @@
 /**
  * One response's writer on a Responses WebSocket: the part of express's `Response` that the
- * inference pipeline writes through (http/inference.ts, normalized.ts, drained.ts, admission.ts,
+ * inference pipeline writes through (request/inference.ts, normalized.ts, drained.ts, request-outcome.ts,
  * error-handler.ts), so a `response.create` takes exactly the path of a `POST /v1/responses`
  * (admission, limits, gate, attempts, usage, ledger, metrics, log) and only the last step differs:
  *

@@ -2,7 +2,7 @@
  * The edge's spans (OpenTelemetry; no-ops while tracing is off, see @iop/core tracing.ts):
  *
  * ```
- * chat {model}                 SERVER  one per client request (http/inference.ts); parent: the client's traceparent
+ * chat {model}                 SERVER  one per client request (request/inference.ts); parent: the client's traceparent
  * └─ iop.attempt               INTERNAL one per pool acquisition (iop.attempt = 1, 2, …)
  *    ├─ iop.queue              INTERNAL the wait in the group's admission queue
  *    ├─ iop.pool.pick          INTERNAL the provider chosen (iop.provider.id, gen_ai.response.model)
@@ -67,7 +67,7 @@ export function nameRequestSpan(model: string): void {
   span.setAttribute('gen_ai.request.model', model);
 }
 
-/** What the request span reports at its end, filled in while the request runs (http/inference.ts). */
+/** What the request span reports at its end, filled in while the request runs (request/inference.ts). */
 export interface RequestOutcome {
   /** `gen_ai.provider.name` of the provider that answered. */
   providerName?: string | undefined;
