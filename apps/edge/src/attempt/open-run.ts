@@ -27,7 +27,6 @@ import type { Logger } from '../logger.js';
 import type { ModelGroup } from '../pool/pool-config.js';
 import type { RunStream } from '../pool/run-stream.js';
 import type { AcquiredRun, PoolPick, ProviderPool } from '../pool/provider-pool.js';
-import { looksLikeJsonObject } from '../http/json-body.js';
 import {
   failureOfRunError,
   isContextOverflow,
@@ -148,6 +147,15 @@ export interface WholeAnswer {
 type AttemptResult =
   | { start: ProviderTunnelFrame; first: ProviderTunnelFrame | undefined; answer?: WholeAnswer }
   | { error: IopError; failure: AttemptFailure };
+
+/** First non-space byte `{`, last `}`: catches a truncated or garbled JSON answer without parsing it. */
+function looksLikeJsonObject(body: Uint8Array): boolean {
+  let from = 0;
+  let to = body.length;
+  while (from < to && body[from]! <= 0x20) from++;
+  while (to > from && body[to - 1]! <= 0x20) to--;
+  return to > from && body[from] === 0x7b && body[to - 1] === 0x7d;
+}
 
 /** Reads a 2xx answer to its END; a body that breaks first is the attempt's failure. */
 async function wholeAnswer(run: RunStream, start: ProviderTunnelFrame): Promise<AttemptResult> {

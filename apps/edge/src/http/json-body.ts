@@ -81,15 +81,6 @@ export function bodyDecodeError(error: unknown): IopError | undefined {
   return undefined;
 }
 
-/** First non-space byte `{`, last `}`: catches a truncated or garbled JSON answer without parsing it. */
-export function looksLikeJsonObject(body: Uint8Array): boolean {
-  let from = 0;
-  let to = body.length;
-  while (from < to && body[from]! <= 0x20) from++;
-  while (to > from && body[to - 1]! <= 0x20) to--;
-  return to > from && body[from] === 0x7b && body[to - 1] === 0x7d;
-}
-
 /** The body limits of `edge`'s config, with its budget. */
 export function bodyLimitsOf(edge: EdgeContext): BodyLimits {
   return { maxBodyBytes: edge.config.maxBodyBytes, timeoutMs: edge.config.bodyTimeoutMs, budget: edge.bodyBudget };
