@@ -6,7 +6,7 @@ import {
   IMAGE_TOKENS_ESTIMATE,
   MESSAGE_OVERHEAD_TOKENS,
   renderCountTokensText,
-} from '../../src/anthropic-messages';
+} from '../../src/anthropic-messages/count-tokens.js';
 
 describe('count_tokens (docs/protocols.md "Token counting")', () => {
   const body = {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import type { StreamEvent } from '@iop/core';
 import { createChatStreamDecoder } from '../../src/openai-chat/stream-decode.js';
-import { createResponsesStreamEncoder } from '../../src/openai-responses/index.js';
+import { createResponsesStreamEncoder } from '../../src/openai-responses/stream-encode.js';
 import { splitAt } from '../openai-chat/helpers.js';
 import { checkGrammar, contextFor, parseFrames, viaSdk } from './helpers.js';
 
