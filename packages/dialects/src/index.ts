@@ -14,7 +14,6 @@ export { anthropicMessages } from './anthropic-messages/dialect.js';
 export {
   countTokensResponse,
   decodeCountTokensRequest,
-  estimateRequestTokens,
   TOKEN_COUNT_HEADER,
 } from './anthropic-messages/count-tokens.js';
 
@@ -26,6 +25,8 @@ export { createResponsesLinesEncoder } from './openai-responses/stream-encode.js
 export type { ResponseObject, StoredInputItem } from './openai-responses/wire-types.js';
 
 export { gemini } from './gemini/dialect.js';
+
+export { estimateRequestTokens } from './shared/token-estimate.js';
 
 export type { AuxiliaryRequest } from './openai-auxiliary/wire-types.js';
 export { readCompletionsRequest } from './openai-auxiliary/completions-request.js';

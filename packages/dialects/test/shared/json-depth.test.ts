@@ -5,15 +5,12 @@
  */
 import { IopError } from '@iop/core';
 import { anthropicMessages } from '../../src/anthropic-messages/dialect.js';
-import {
-  decodeCountTokensRequest,
-  estimateRequestTokens,
-  renderCountTokensText,
-} from '../../src/anthropic-messages/count-tokens.js';
+import { decodeCountTokensRequest } from '../../src/anthropic-messages/count-tokens.js';
 import { toBackendChatRequest } from '../../src/openai-chat/backend-request.js';
 import { openaiChat } from '../../src/openai-chat/dialect.js';
 import { openaiResponses } from '../../src/openai-responses/dialect.js';
 import { assertJsonDepth, jsonDepth, MAX_JSON_DEPTH } from '../../src/shared/json-depth.js';
+import { estimateRequestTokens, renderCountTokensText } from '../../src/shared/token-estimate.js';
 
 /**
  * `levels` nested object schemas `{"type":"object","properties":{"x":{…}}}`: 2 JSON levels each, plus the innermost.
