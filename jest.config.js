@@ -1,6 +1,7 @@
 /**
  * Two projects:
- * - unit: in-process tests of packages and app modules (fast).
+ * - unit: in-process tests of packages and app modules (fast), and of the repository as a whole (test/repo: the import
+ *   graph).
  * - integration: real processes (edge, agent, sim, embedded llama.cpp) over loopback sockets,
  *   driven by the official SDKs. They run the compiled apps, so `npm run build` comes first.
  */
@@ -25,7 +26,11 @@ module.exports = {
     {
       ...common,
       displayName: 'unit',
-      testMatch: ['<rootDir>/packages/*/test/**/*.test.ts', '<rootDir>/apps/*/test/unit/**/*.test.ts'],
+      testMatch: [
+        '<rootDir>/packages/*/test/**/*.test.ts',
+        '<rootDir>/apps/*/test/unit/**/*.test.ts',
+        '<rootDir>/test/repo/**/*.test.ts',
+      ],
     },
     {
       ...common,

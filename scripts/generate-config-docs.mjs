@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
 const { EDGE_BINDINGS } = require('../apps/edge/dist/config-schema.js');
-const { AGENT_BINDINGS } = require('../apps/agent/dist/options.js');
+const { AGENT_BINDINGS } = require('../apps/agent/dist/options-schema.js');
 
 const KIND = { list: 'comma-separated list', pairs: 'k=v pairs', json: 'JSON' };
 

@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
 const { edgeJsonSchema } = require('../apps/edge/dist/config-schema.js');
-const { agentJsonSchema } = require('../apps/agent/dist/options.js');
+const { agentJsonSchema } = require('../apps/agent/dist/options-schema.js');
 
 const write = (name, schema) =>
   writeFileSync(new URL(`../schema/${name}`, import.meta.url), `${JSON.stringify(schema, null, 2)}\n`);

@@ -17,7 +17,8 @@ import OpenAI from 'openai';
 import { layerFromEnv } from '@iop/core';
 import { EDGE_BINDINGS } from '../../apps/edge/src/config-schema';
 import { configFromEnv, configFromFlags, resolveConfig } from '../../apps/edge/src/config';
-import { AGENT_BINDINGS, resolveAgentOptions } from '../../apps/agent/src/options';
+import { resolveAgentOptions } from '../../apps/agent/src/options';
+import { AGENT_BINDINGS } from '../../apps/agent/src/options-schema';
 import { launch, type Proc } from '../../apps/bench/src/processes';
 import { ROOT, startSim, stopAll, type SimHandle } from './harness';
 import {

@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
-import { openaiResponses } from '@iop/dialects';
+import { decodeResponsesRequest, encodeResponsesResponse, storedResponseOf } from '@iop/dialects';
 import { IopError } from '@iop/core';
 import type { StoredResponse } from '../../apps/edge/src/responses-store/index.js';
 import type { WorkerResponseStore as Store } from '../../apps/edge/src/responses-store/worker-store.js';
@@ -21,18 +21,18 @@ const { WorkerResponseStore } = require('../../apps/edge/dist/responses-store/wo
 };
 
 function record(id: string): StoredResponse {
-  const request = openaiResponses.decodeResponsesRequest({
+  const request = decodeResponsesRequest({
     model: 'm',
     input: [{ id: `msg_${id}`, role: 'user', content: 'hi' }],
   });
-  const response = openaiResponses.encodeResponsesResponse(
+  const response = encodeResponsesResponse(
     [
       { type: 'text-delta', text: `answer ${id}` },
       { type: 'finish', reason: 'stop', raw: 'stop' },
     ],
     { requestId: 'r', model: 'm', request, createdAt: 1764500000 },
   );
-  return { ...openaiResponses.storedResponseOf(request, response)!, id };
+  return { ...storedResponseOf(request, response)!, id };
 }
 
 const dirs: string[] = [];

@@ -1,10 +1,4 @@
-export * from './start-agent.js';
-export * from './agent.js';
-export * from './options.js';
-export * from './backoff.js';
-export * from './backends/backend.js';
-export * from './backends/openai-backend.js';
-export * from './backends/prometheus-metrics.js';
-export * from './backends/llamacpp/llamacpp-backend.js';
-export * from './backends/llamacpp/model-file.js';
-export type { NodeLlamaCpp } from './backends/llamacpp/library.js';
+/** The agent for programmatic use (README "Programmatic use"): start one, with options or a ready backend. */
+export { type AgentHandle, startAgent } from './start-agent.js';
+export type { AgentOptionsInput } from './options.js';
+export type { Backend } from './backends/backend.js';

@@ -17,7 +17,8 @@ import {
   startTracing,
 } from '@iop/core';
 import { startAgent, type AgentHandle } from './start-agent.js';
-import { AGENT_BINDINGS, resolveAgentOptions, type AgentOptionsInput } from './options.js';
+import { resolveAgentOptions, type AgentOptionsInput } from './options.js';
+import { AGENT_BINDINGS } from './options-schema.js';
 import { AGENT_VERSION } from './agent.js';
 
 /** The command line's metrics port when none is given (programmatic agents have none). */

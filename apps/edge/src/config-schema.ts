@@ -3,7 +3,7 @@
  * why) from which come the defaults (`DEFAULT_CONFIG`), the validation (every problem at once, each
  * with its path), the flag and environment bindings (`EDGE_BINDINGS`: `--tunnel-port`,
  * `IOP_TUNNEL_PORT` for `tunnel.port`; older names kept as aliases) and the published JSON Schema
- * (`schema/iop-edge.schema.json`, `npm run generate:schema`). `EdgeConfig` (config.ts) is checked
+ * (`schema/iop-edge.schema.json`, `npm run generate:schema`). `EdgeConfig` (edge-config.ts) is checked
  * against it at compile time.
  */
 import { Type, type Static } from '@sinclair/typebox';
@@ -17,7 +17,7 @@ import {
   type SameShape,
 } from '@iop/core';
 import { MODEL_GATE_CONFIG_SCHEMA } from '@iop/stream-gate';
-import type { EdgeConfig } from './config.js';
+import type { EdgeConfig } from './edge-config.js';
 import { DEFAULT_GATE } from './gate/gate-registry.js';
 import { CONFIG_KEYS_SCHEMA, type ConfigKey } from './keys/config-keys.js';
 import { PRICING_SCHEMA } from './ledger/pricing.js';

@@ -1,27 +1,25 @@
 /** The dialect codecs the edge uses, in one place. */
-import { openaiChat } from '@iop/dialects';
-
-export const chatDialect = openaiChat.openAIChat;
-export const {
-  validateChatPassthrough,
-  errorEventFromUpstream,
-  toBackendChatRequest,
+export {
+  anthropicMessages as anthropicDialect,
+  countTokensResponse,
   createChatStreamDecoder,
-  restoreToolIds,
+  createResponsesLinesEncoder,
+  decodeCountTokensRequest,
+  errorEventFromUpstream,
+  estimateRequestTokens,
   normalizeUpstreamError,
+  openaiChat as chatDialect,
+  openaiResponses as responsesDialect,
+  responseRecordOf,
+  restoreToolIds,
+  storedResponseOf,
+  toBackendChatRequest,
+  TOKEN_COUNT_HEADER,
   toOpenAIErrorBody,
-} = openaiChat;
-export type ToolIdMap = openaiChat.ToolIdMap;
-export type ChatPassthroughRequest = openaiChat.ChatPassthroughRequest;
-
-import { anthropic } from '@iop/dialects';
-
-export const anthropicDialect = anthropic.anthropicMessages;
-export const { decodeCountTokensRequest, estimateRequestTokens, countTokensResponse, TOKEN_COUNT_HEADER } = anthropic;
-
-import { openaiResponses } from '@iop/dialects';
-
-export const responsesDialect = openaiResponses.openAIResponses;
-export const { storedResponseOf, responseRecordOf, withHistory, createResponsesLinesEncoder } = openaiResponses;
-export type StoredResponse = openaiResponses.StoredResponse;
-export type ResponseObject = openaiResponses.ResponseObject;
+  validateChatPassthrough,
+  withHistory,
+  type ChatPassthroughRequest,
+  type ResponseObject,
+  type StoredResponse,
+  type ToolIdMap,
+} from '@iop/dialects';

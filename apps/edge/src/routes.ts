@@ -41,7 +41,7 @@ export const DIALECTS: readonly DialectRegistration[] = [
     hooks: (edge, store) => responsesInferenceRoute(store, edge),
     mount: mountResponsesRetrieval,
   },
-  { dialect: gemini.geminiDialect },
+  { dialect: gemini },
 ];
 
 export type EndpointHandler = (req: Request, res: Response, next: NextFunction) => unknown;

@@ -1,6 +1,7 @@
-export * from './backend-call.js';
-export * from './frames.js';
-export * from './openai-client.js';
-export * from './relay.js';
-export * from './run-failure.js';
-export * from './usage-scanner.js';
+/** The package's public surface: what the other workspaces import (tests inside the package import modules by path). */
+export { acceptedFrame, errorFrame, FrameKind } from './frames.js';
+export type { BackendCall, BackendRequest, BackendResponse } from './backend-call.js';
+export { basePathOf, OpenAiClient } from './openai-client.js';
+export { relayBackend } from './relay.js';
+export { RunFailure } from './run-failure.js';
+export { type TokenUsage, usageOf } from './usage-scanner.js';

@@ -5,7 +5,8 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { OpenAiClient, toRunFailure } from '@iop/backend';
+import { OpenAiClient } from '../src/openai-client.js';
+import { toRunFailure } from '../src/run-failure.js';
 
 interface Server {
   url: string;

@@ -1,6 +1,9 @@
 import { Readable } from 'node:stream';
 import type { ProviderTunnelFrame } from '@iop/proto';
-import { FrameKind, RunFailure, relayBackend, type BackendCall, type BackendRequest, type RelayRequest } from '../src';
+import { FrameKind } from '../src/frames.js';
+import { RunFailure } from '../src/run-failure.js';
+import { relayBackend, type RelayRequest } from '../src/relay.js';
+import type { BackendCall, BackendRequest } from '../src/backend-call.js';
 
 const request: RelayRequest = {
   runId: 'run_1',

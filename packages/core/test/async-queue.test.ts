@@ -1,4 +1,4 @@
-import { AsyncQueue } from '@iop/core';
+import { AsyncQueue } from '../src/async-queue.js';
 
 describe('AsyncQueue', () => {
   it('delivers values in order and ends after close', async () => {

@@ -1,4 +1,5 @@
-import { IopError, errorEventOf, iopErrorOf } from '@iop/core';
+import { IopError } from '../src/errors.js';
+import { errorEventOf, iopErrorOf } from '../src/events.js';
 
 describe('errorEventOf / iopErrorOf', () => {
   it('keeps code, message, Retry-After and param across the stream; the status follows the code', () => {

@@ -6,7 +6,7 @@ import {
   isRetryableStatus,
   statusOf,
   type ErrorCode,
-} from '@iop/core';
+} from '../src/errors.js';
 
 describe('errors', () => {
   it('maps every code to one HTTP status', () => {

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { SseReader, sseJson, type SseEvent } from '@iop/core';
+import { SseReader, sseJson, type SseEvent } from '../src/sse.js';
 
 function readAll(chunks: string[]): SseEvent[] {
   const events: SseEvent[] = [];

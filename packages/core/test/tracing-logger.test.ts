@@ -1,5 +1,6 @@
 /** When tracing turns on, which trace a log line belongs to, and which log format a process picks. */
-import { logFormat, traceFieldsOf, tracingEnabled } from '../src/index';
+import { logFormat } from '../src/logger.js';
+import { traceFieldsOf, tracingEnabled } from '../src/tracing.js';
 
 describe('tracingEnabled (OpenTelemetry SDK environment variables)', () => {
   it('is off by default and on with an OTLP endpoint or exporter', () => {

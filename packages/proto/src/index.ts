@@ -1,4 +1,54 @@
-export * from './gen/iop/v1/tunnel_pb.js';
-export * from './grpc-message.js';
-export * from './frame-codec.js';
-export * from './assignment-codec.js';
+/** The package's public surface: what the other workspaces import (tests inside the package import modules by path). */
+export {
+  type AgentMessage,
+  AgentMessageSchema,
+  type CancelRun,
+  CancelRunSchema,
+  type Drain,
+  DrainSchema,
+  type EdgeMessage,
+  EdgeMessageSchema,
+  type Heartbeat,
+  HeartbeatSchema,
+  type ModelInfo,
+  ModelInfoSchema,
+  PrefixResidencySchema,
+  type ProviderTunnelFrame,
+  ProviderTunnelFrame_Kind,
+  ProviderTunnelFrameSchema,
+  type Register,
+  type Registered,
+  RegisteredSchema,
+  RegisterSchema,
+  type ResidencyReport,
+  ResidencyReportSchema,
+  type RunAssignment,
+  type RunRejected,
+  RunRejectedSchema,
+  type RunSummary,
+  RunSummarySchema,
+  TunnelService,
+  type Usage,
+  UsageSchema,
+} from './gen/iop/v1/tunnel_pb.js';
+export {
+  CONTROL_PATH,
+  DEFAULT_MAX_MESSAGE_BYTES,
+  grpcFrame,
+  type GrpcMessage,
+  GrpcMessageError,
+  GrpcMessageReader,
+  RUN_CALL_RESET_REASON,
+  RUN_MAX_MESSAGE_BYTES,
+  RUN_PATH,
+  RUN_SESSION_HEADER,
+  sessionTag,
+} from './grpc-message.js';
+export {
+  decodeEdgeMessage,
+  edgeMessage,
+  encodeEdgeMessage,
+  encodeEdgeMessageParts,
+  runAssignment,
+} from './assignment-codec.js';
+export { decodeFrame, encodeFrameMessage, tunnelFrame } from './frame-codec.js';

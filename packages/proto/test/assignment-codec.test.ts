@@ -1,18 +1,16 @@
 import fc from 'fast-check';
 import { decodesAnyBytesAs, stringMap, text, uint32 } from './codec-properties';
 import { create, equals, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { CancelRunSchema, EdgeMessageSchema, RunAssignmentSchema } from '../src/gen/iop/v1/tunnel_pb.js';
 import {
-  CancelRunSchema,
-  EdgeMessageSchema,
-  RunAssignmentSchema,
   decodeEdgeMessage,
   edgeMessage,
   encodeEdgeMessage,
   encodeEdgeMessageParts,
-  grpcFrame,
   runAssignment,
   type RunAssignmentInit,
-} from '@iop/proto';
+} from '../src/assignment-codec.js';
+import { grpcFrame } from '../src/grpc-message.js';
 
 const init: fc.Arbitrary<RunAssignmentInit> = fc.record(
   {

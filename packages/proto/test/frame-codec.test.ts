@@ -1,15 +1,9 @@
 import fc from 'fast-check';
 import { decodesAnyBytesAs, stringMap, text, uint32 } from './codec-properties';
 import { create, equals, fromBinary, toBinary } from '@bufbuild/protobuf';
-import {
-  ProviderTunnelFrameSchema,
-  ProviderTunnelFrame_Kind,
-  decodeFrame,
-  encodeFrameMessage,
-  grpcFrame,
-  tunnelFrame,
-  type FrameInit,
-} from '@iop/proto';
+import { ProviderTunnelFrameSchema, ProviderTunnelFrame_Kind } from '../src/gen/iop/v1/tunnel_pb.js';
+import { decodeFrame, encodeFrameMessage, tunnelFrame, type FrameInit } from '../src/frame-codec.js';
+import { grpcFrame } from '../src/grpc-message.js';
 
 const usage = fc.record(
   { promptTokens: uint32, completionTokens: uint32, cachedTokens: uint32, reasoningTokens: uint32 },

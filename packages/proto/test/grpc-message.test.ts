@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { GrpcMessageError, GrpcMessageReader, grpcFrame, type GrpcMessage } from '@iop/proto';
+import { GrpcMessageError, GrpcMessageReader, grpcFrame, type GrpcMessage } from '../src/grpc-message.js';
 
 const payloads = [Buffer.from('hello'), Buffer.alloc(0), Buffer.alloc(70_000, 7), Buffer.from([0, 1, 2, 3, 4, 5])];
 const wire = Buffer.concat(payloads.map((payload) => grpcFrame(payload)));

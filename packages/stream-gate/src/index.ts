@@ -1,21 +1,14 @@
-export * from './filter.js';
-export * from './sink.js';
-export * from './config.js';
-export * from './gate-header.js';
-export * from './attempt-request.js';
-export * from './recovery.js';
-export * from './stream-gate.js';
-export * from './usage.js';
-export * from './gate-config.js';
-export * from './filters/registry.js';
-export * from './filters/tool-calls.js';
-export * from './filters/tool-call-tracker.js';
-export * from './filters/schema-cache.js';
-export * from './filters/linear-regexp.js';
-export * from './filters/structured-output.js';
-export * from './filters/reasoning-extraction.js';
-export * from './filters/text-tool-calls.js';
-export * from './filters/text-tool-call-formats.js';
-export * from './filters/degeneration.js';
-export * from './filters/empty-output.js';
-export * from './filters/tool-choice.js';
+/**
+ * The gate's public surface: what the edge and tests outside the package use. Filters, policies and recovery stay
+ * internal (the package's own tests import them by path).
+ */
+export { type AttemptReport, type GateSink, noopSink } from './sink.js';
+export type { AttemptRequest, DispatchedAttempt, Dispatcher } from './attempt-request.js';
+export {
+  createGateFromConfig,
+  gateConfigProblems,
+  MODEL_GATE_CONFIG_SCHEMA,
+  type ModelGateConfig,
+} from './gate-config.js';
+export { GATE_HEADER, type GateOverrides, parseGateHeader } from './gate-header.js';
+export type { StreamGate } from './stream-gate.js';

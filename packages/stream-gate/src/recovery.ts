@@ -12,8 +12,12 @@ import { isRetryableCode } from '@iop/core';
 import type { ErrorCode, ErrorEvent } from '@iop/core';
 import type { AttemptEnd } from './attempt-runner.js';
 
-/** A failed end of an attempt, plus the gate's own time-budget failure. */
-export type AttemptFailure =
+/**
+ * Why a gate attempt failed: the output rejected by a filter, an upstream error event, a cut stream, the held bytes
+ * over budget, or the gate's own time budget spent. Not the edge's `AttemptFailure` (pool/retry-policy.ts), which says
+ * why a backend call failed before its first byte.
+ */
+export type GateFailure =
   Exclude<AttemptEnd, { kind: 'finished' } | { kind: 'aborted' }> | { kind: 'timeout'; maxTotalMs: number };
 
 export type RecoveryStep =
@@ -37,7 +41,7 @@ export function errorEvent(code: ErrorCode, message: string): ErrorEvent {
 }
 
 /** The error event the client gets if the gate gives up on this failure. */
-export function failureError(failure: AttemptFailure, attempts: number): ErrorEvent {
+export function failureError(failure: GateFailure, attempts: number): ErrorEvent {
   const after = attempts > 1 ? ` (after ${attempts} attempts)` : '';
   switch (failure.kind) {
     case 'rejected':
@@ -60,12 +64,12 @@ export function failureError(failure: AttemptFailure, attempts: number): ErrorEv
 }
 
 /** Whether the failure is the provider's fault (so another provider may do better). */
-export function isProviderFault(failure: AttemptFailure): boolean {
+export function isProviderFault(failure: GateFailure): boolean {
   return failure.kind === 'cut' || (failure.kind === 'upstream-error' && isRetryableCode(failure.error.code));
 }
 
 /** Decides the next step after a failed attempt. */
-export function decideRecovery(failure: AttemptFailure, state: RecoveryState): RecoveryStep {
+export function decideRecovery(failure: GateFailure, state: RecoveryState): RecoveryStep {
   const fail: RecoveryStep = { kind: 'fail', error: failureError(failure, state.attempts) };
   if (!state.attemptsLeft || failure.kind === 'timeout' || failure.kind === 'over-budget') return fail;
 

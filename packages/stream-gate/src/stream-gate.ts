@@ -21,7 +21,7 @@ import type { AttemptContext, GateFilter } from './filter.js';
 import type { GateOverrides } from './gate-header.js';
 import { applyGateOverrides } from './gate-header.js';
 import { decideRecovery } from './recovery.js';
-import type { AttemptFailure } from './recovery.js';
+import type { GateFailure } from './recovery.js';
 import type { AttemptOutcomeKind, GateSink } from './sink.js';
 import { noopSink } from './sink.js';
 import { addUsage } from './usage.js';
@@ -238,7 +238,7 @@ class GateRunImpl implements GateRun {
           report('aborted', 'client aborted');
           return;
         }
-        const failure: AttemptFailure =
+        const failure: GateFailure =
           end.kind === 'aborted' || clock.now() - startedAt >= this.budgets.maxTotalMs
             ? { kind: 'timeout', maxTotalMs: this.budgets.maxTotalMs }
             : end;
@@ -324,7 +324,7 @@ class GateRunImpl implements GateRun {
   }
 }
 
-function failureReason(failure: AttemptFailure): string {
+function failureReason(failure: GateFailure): string {
   switch (failure.kind) {
     case 'rejected':
       return failure.rejection.reason;

@@ -1,6 +1,6 @@
 import type { StreamEvent } from '@iop/core';
 import { IopError } from '@iop/core';
-import { createFilters } from '@iop/stream-gate';
+import { createFilters } from '../src/filters/registry.js';
 import { closingTool } from '../src/filters/agent-output';
 import { request, runGate, timeTool } from './helpers';
 

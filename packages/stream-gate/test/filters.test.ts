@@ -1,13 +1,10 @@
-import {
-  createFilters,
-  createGateFromConfig,
-  degenerationGuard,
-  emptyOutputGuard,
-  parseGateHeader,
-  applyGateOverrides,
-  structuredOutput,
-  DEFAULT_BUDGETS,
-} from '@iop/stream-gate';
+import { createFilters } from '../src/filters/registry.js';
+import { createGateFromConfig } from '../src/gate-config.js';
+import { degenerationGuard } from '../src/filters/degeneration.js';
+import { emptyOutputGuard } from '../src/filters/empty-output.js';
+import { parseGateHeader, applyGateOverrides } from '../src/gate-header.js';
+import { structuredOutput } from '../src/filters/structured-output.js';
+import { DEFAULT_BUDGETS } from '../src/config.js';
 import { IopError } from '@iop/core';
 import type { StreamEvent } from '@iop/core';
 import { fixture, request, runGate, textOf } from './helpers';

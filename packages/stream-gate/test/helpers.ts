@@ -2,18 +2,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { InferenceRequest, StreamEvent } from '@iop/core';
-import type {
-  AttemptRequest,
-  Clock,
-  DispatchedAttempt,
-  Dispatcher,
-  GateFilter,
-  GateSink,
-  ReleasePolicy,
-  GateBudgets,
-  RunOptions,
-} from '@iop/stream-gate';
-import { createStreamGate } from '@iop/stream-gate';
+import type { AttemptRequest, DispatchedAttempt, Dispatcher } from '../src/attempt-request.js';
+import type { Clock, ReleasePolicy, GateBudgets } from '../src/config.js';
+import type { GateFilter } from '../src/filter.js';
+import type { GateSink } from '../src/sink.js';
+import type { RunOptions } from '../src/stream-gate.js';
+import { createStreamGate } from '../src/stream-gate.js';
 
 export function fixture(name: string): StreamEvent[] {
   return readFileSync(join(__dirname, '__fixtures__', `${name}.jsonl`), 'utf8')

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import type { StreamEvent } from '@iop/core';
-import { createFilters } from '@iop/stream-gate';
+import { createFilters } from '../src/filters/registry.js';
 import { request, runGate } from './helpers';
 
 const filters = createFilters(['structured-output']);

@@ -1,7 +1,10 @@
 import fc from 'fast-check';
 import type { StreamEvent } from '@iop/core';
-import { createStreamGate, degenerationGuard, emptyOutputGuard, toolCallFilters } from '@iop/stream-gate';
-import type { AttemptRequest } from '@iop/stream-gate';
+import { createStreamGate } from '../src/stream-gate.js';
+import { degenerationGuard } from '../src/filters/degeneration.js';
+import { emptyOutputGuard } from '../src/filters/empty-output.js';
+import { toolCallFilters } from '../src/filters/tool-calls.js';
+import type { AttemptRequest } from '../src/attempt-request.js';
 import { fixture, ManualClock, request, runGate, textOf, toolCallsOf, weatherTool } from './helpers';
 
 const start = fixture('tool-call-valid')[0]!;

@@ -4,7 +4,9 @@
  * still give the right verdicts, and a pattern RE2 cannot compile disables the check with a
  * warning instead of failing the request.
  */
-import { linearRegExp, SchemaCache, toolCallFilters } from '@iop/stream-gate';
+import { linearRegExp } from '../src/filters/linear-regexp.js';
+import { SchemaCache } from '../src/filters/schema-cache.js';
+import { toolCallFilters } from '../src/filters/tool-calls.js';
 import { fixture, request, runGate } from './helpers';
 
 const EVIL_INPUT = `${'a'.repeat(30)}!`; // V8's RegExp needs 10 s+ for ^(a+)+$ on this

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import type { StreamEvent } from '@iop/core';
-import { toolCallFilters } from '@iop/stream-gate';
+import { toolCallFilters } from '../src/filters/tool-calls.js';
 import { request, runGate, toolCallsOf, weatherTool } from './helpers';
 
 const tools = [weatherTool];

@@ -1,4 +1,5 @@
-import { toolCallFilters, SchemaCache } from '@iop/stream-gate';
+import { toolCallFilters } from '../src/filters/tool-calls.js';
+import { SchemaCache } from '../src/filters/schema-cache.js';
 import { fixture, request, runGate, timeTool, toolCallsOf, weatherTool } from './helpers';
 
 const filters = toolCallFilters();

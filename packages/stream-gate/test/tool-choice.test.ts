@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import type { StreamEvent, ToolChoice } from '@iop/core';
-import { toolCallFilters, toolChoiceValidator } from '@iop/stream-gate';
-import type { EventValidator } from '@iop/stream-gate';
+import { toolCallFilters } from '../src/filters/tool-calls.js';
+import { toolChoiceValidator } from '../src/filters/tool-choice.js';
+import type { EventValidator } from '../src/filter.js';
 import { rechunk, request, runGate, textOf, timeTool, toolCallsOf, weatherTool } from './helpers';
 
 const tools = [weatherTool, timeTool];

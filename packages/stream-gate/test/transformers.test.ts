@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import type { StreamEvent } from '@iop/core';
-import { reasoningExtraction, textToolCalls, toolCallFilters } from '@iop/stream-gate';
+import { reasoningExtraction } from '../src/filters/reasoning-extraction.js';
+import { textToolCalls } from '../src/filters/text-tool-calls.js';
+import { toolCallFilters } from '../src/filters/tool-calls.js';
 import { fixture, reasoningOf, rechunk, request, runGate, textOf, timeTool, toolCallsOf, weatherTool } from './helpers';
 
 const tools = [weatherTool, timeTool];

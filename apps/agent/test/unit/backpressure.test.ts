@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ProviderTunnelFrame_Kind as Kind } from '@iop/proto';
-import { startAgent, type AgentHandle } from '../../src';
+import { startAgent, type AgentHandle } from '../../src/start-agent.js';
 import { captureLogs } from './helpers/log-capture';
 import { TestEdge, waitFor } from './helpers/test-edge';
 import { sleep } from '@iop/core';

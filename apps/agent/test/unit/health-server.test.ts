@@ -4,7 +4,7 @@
  * default port that is taken only costs the metrics (logged).
  */
 import net from 'node:net';
-import { startAgent, type AgentHandle } from '../../src';
+import { startAgent, type AgentHandle } from '../../src/start-agent.js';
 import { captureLogs } from './helpers/log-capture';
 
 const base = {

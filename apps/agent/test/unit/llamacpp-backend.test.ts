@@ -6,7 +6,11 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import vm from 'node:vm';
 import { ProviderTunnelFrame_Kind as Kind } from '@iop/proto';
-import { LlamaCppBackend, modelSearchPath, startAgent, type BackendResponse, type NodeLlamaCpp } from '../../src';
+import { LlamaCppBackend } from '../../src/backends/llamacpp/llamacpp-backend.js';
+import { modelSearchPath } from '../../src/backends/llamacpp/model-file.js';
+import { startAgent } from '../../src/start-agent.js';
+import type { BackendResponse } from '@iop/backend';
+import type { NodeLlamaCpp } from '../../src/backends/llamacpp/library.js';
 import { captureLogs } from './helpers/log-capture';
 import { TestEdge, waitFor } from './helpers/test-edge';
 

@@ -5,7 +5,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ProviderTunnelFrame_Kind as Kind } from '@iop/proto';
-import { Backoff, resolveAgentOptions, startAgent, type AgentHandle } from '../../src';
+import { Backoff } from '../../src/backoff.js';
+import { resolveAgentOptions } from '../../src/options.js';
+import { startAgent, type AgentHandle } from '../../src/start-agent.js';
 import { captureLogs } from './helpers/log-capture';
 import { TestEdge, waitFor } from './helpers/test-edge';
 

@@ -1,5 +1,6 @@
 import { ConfigError, layerFromEnv, layerFromFlags, mergeConfigLayers } from '@iop/core';
-import { AGENT_BINDINGS, AGENT_CONFIG_SCHEMA, resolveAgentOptions } from '../../src/options';
+import { resolveAgentOptions } from '../../src/options';
+import { AGENT_BINDINGS, AGENT_CONFIG_SCHEMA } from '../../src/options-schema';
 import { Backoff } from '../../src/backoff';
 
 describe('resolveAgentOptions', () => {

@@ -11,7 +11,7 @@
  */
 import { IopError } from '@iop/core';
 import type { Logger } from '../logger.js';
-import type { FailureMode } from '../limits/failover-counter-store.js';
+import type { FailureMode } from '../storage/storage-config.js';
 import { hashKey, type ApiKeyRecord } from './api-key.js';
 import type { KeyStore } from './key-store.js';
 

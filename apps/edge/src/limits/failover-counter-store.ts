@@ -7,9 +7,8 @@
  */
 import { IopError } from '@iop/core';
 import type { Logger } from '../logger.js';
+import type { FailureMode } from '../storage/storage-config.js';
 import { MemoryCounterStore, type CounterStore, type SlotResult } from './counter-store.js';
-
-export type FailureMode = 'open' | 'closed';
 
 const WARN_EVERY_MS = 10_000;
 

@@ -17,7 +17,8 @@
 import { IopError, excerpt } from '@iop/core';
 import type { AgentChange, AgentDirectory, PoolAgent } from './agent-directory.js';
 import type { DirectProvider } from './direct-provider.js';
-import { ModelResolver, type ModelGroup, type ModelTarget, type PoolConfig } from './pool-config.js';
+import { ModelResolver } from './model-resolver.js';
+import type { ModelGroup, ModelTarget, PoolConfig } from './pool-config.js';
 import { hasLabels, type Clock, type PoolProvider } from './provider.js';
 import { ServedNames } from './served-names.js';
 

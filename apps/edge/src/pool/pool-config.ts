@@ -3,7 +3,7 @@
  * with fallbacks, a queue and an optional gate), direct OpenAI-compatible providers, and the retry, outlier-ejection
  * and prefix-affinity settings. Its schema (`POOL_SCHEMA`, TypeBox, see @iop/core's config-schema.ts) is part of the
  * edge config schema; defaults are filled in; cross-references (fallbacks, contextFallback, unique names and aliases)
- * are checked after the schema. `ModelResolver.resolveModel(name)` maps a client's `model` to its group.
+ * are checked after the schema (`ModelResolver`, model-resolver.ts, maps a client's `model` to its group).
  *
  * Example: { "modelGroups": [{ "name": "qwen3-8b", "aliases": ["gpt-4o-mini"], "targets": [{ "model": "Qwen/Qwen3-8B",
  * "agents": { "labels": { "gpu": "l4" } }, "weight": 1 }], "fallbacks": ["qwen3-32b"], "contextFallback":
@@ -401,53 +401,4 @@ function crossCheck(pool: PoolConfig, at: string): string[] {
   if (pool.outlier.maxEjectionMs < pool.outlier.baseEjectionMs)
     problems.push(`${at}outlier.maxEjectionMs must be >= ${at}outlier.baseEjectionMs`);
   return problems;
-}
-
-export interface ResolvedModel {
-  /** The configured group, or an implicit one-target group for a model served under its own name. */
-  group: ModelGroup;
-  targets: readonly ModelTarget[];
-  /** True when `name` matched no group or alias. */
-  implicit: boolean;
-}
-
-/** Maps client model names to model groups (by name or alias). */
-export class ModelResolver {
-  private readonly byName = new Map<string, ModelGroup>();
-
-  constructor(private readonly config: PoolConfig) {
-    for (const group of config.modelGroups) {
-      this.byName.set(group.name, group);
-      for (const alias of group.aliases) this.byName.set(alias, group);
-    }
-  }
-
-  /**
-   * The group a client's `model` names. Unknown names fall through to the served model of the same
-   * name (an implicit group with the default queue, no fallbacks); whether anything serves it is
-   * the router's question (404 `model_not_found` when nothing does).
-   */
-  resolveModel(name: string): ResolvedModel {
-    const group = this.byName.get(name);
-    if (group !== undefined) return { group, targets: group.targets, implicit: false };
-    const implicit: ModelGroup = {
-      name,
-      aliases: [],
-      targets: [{ model: name, weight: 1 }],
-      fallbacks: [],
-      queue: this.config.queue,
-    };
-    return { group: implicit, targets: implicit.targets, implicit: true };
-  }
-
-  /** The configured group called `name` (not an alias), if any. */
-  group(name: string): ModelGroup | undefined {
-    const group = this.byName.get(name);
-    return group?.name === name ? group : undefined;
-  }
-
-  /** Client-facing names (group names and aliases), for `GET /v1/models`. */
-  names(): string[] {
-    return [...this.byName.keys()];
-  }
 }

@@ -19,13 +19,8 @@
 import type { AdmissionQueue } from './admission-queue.js';
 import type { DirectProvider } from './direct-provider.js';
 import type { ModelCatalog } from './model-catalog.js';
-import {
-  ModelResolver,
-  parsePoolConfig,
-  type DirectProviderConfig,
-  type ModelGroup,
-  type PoolConfig,
-} from './pool-config.js';
+import { ModelResolver } from './model-resolver.js';
+import { parsePoolConfig, type DirectProviderConfig, type ModelGroup, type PoolConfig } from './pool-config.js';
 import { RetryPolicy } from './retry-policy.js';
 import type { RetryBudget } from './retry-budget.js';
 import type { Clock, Random } from './provider.js';

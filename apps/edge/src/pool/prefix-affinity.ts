@@ -32,6 +32,7 @@
  * (the set of candidate ids) changes; availability changes only make providers skipped.
  */
 import type { InferenceRequest, Message } from '@iop/core';
+import { fmix32 as finalize } from './fmix32.js';
 import { isEligible, type PickOptions } from './p2c.js';
 import type { RoutedProvider } from './provider.js';
 
@@ -55,17 +56,6 @@ function feed(hash: number, text: string): number {
   // Length terminator: "ab"+"c" and "a"+"bc" hash differently.
   h ^= text.length & 0xffff;
   return Math.imul(h, FNV_PRIME);
-}
-
-/** murmur3 fmix32: full avalanche over the FNV state (prefix-keys.ts's too). */
-export function finalize(hash: number): number {
-  let h = hash;
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
 }
 
 /** FNV-1a + fmix32 of a string, uint32. */

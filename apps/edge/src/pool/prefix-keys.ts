@@ -16,7 +16,7 @@
  * Chat body walked in place) give the same keys for a plain text conversation.
  */
 import type { InferenceRequest, Message, ToolDefinition } from '@iop/core';
-import { finalize as fmix } from './prefix-affinity.js';
+import { fmix32 as fmix } from './fmix32.js';
 
 /** The capability an agent registers with when it reports residency (it then gets `keysToMap` in each assignment). */
 export const KV_EVENTS_CAPABILITY = 'kv-events';

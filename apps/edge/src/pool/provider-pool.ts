@@ -3,7 +3,7 @@
  * groups of the `pool` config. A facade over three parts, each its own module: the model catalog
  * (`model-catalog.ts`: names, providers, what they serve), the router (`router.ts`: group state
  * and the pick, over one `CandidateSnapshot` per request) and the reloader (`pool-reload.ts`),
- * with the admission queue, the retry policy and the metrics.
+ * with the acquire step (`run-acquirer.ts`), the admission queue, the retry policy and the metrics.
  *
  * - `resolve(name)`: the client's model name (group, alias, or a served model of that name) → group.
  * - `acquire(group, …)`: picks a provider and starts the run in one synchronous step (so two
@@ -23,17 +23,18 @@
  * release callback), when an agent joins or leaves (an `AgentRegistry` listener), and every
  * `NOTIFY_INTERVAL_MS` while requests wait (drain ends arrive by heartbeat).
  */
-import { IopError, excerpt } from '@iop/core';
+import { IopError } from '@iop/core';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
 import type { AgentDirectory as AgentRegistry, RunEnds as RunRegistry } from './agent-directory.js';
-import { AdmissionQueue, QueueRefusal } from './admission-queue.js';
+import { AdmissionQueue } from './admission-queue.js';
 import { CandidateSnapshot } from './candidate-snapshot.js';
 import { DirectProvider } from './direct-provider.js';
 import { ModelCatalog, RECONNECT_RETRY_AFTER_SECONDS } from './model-catalog.js';
 import type { AttemptOutcome, OutlierTicket } from './outlier-detector.js';
-import type { ModelGroup, ModelResolver, ModelTarget, PoolConfig } from './pool-config.js';
-import { GroupRemovedError, PoolReloader, type PoolConfigChanges, type PreparedPoolReload } from './pool-reload.js';
+import type { ModelResolver } from './model-resolver.js';
+import type { ModelGroup, ModelTarget, PoolConfig } from './pool-config.js';
+import { PoolReloader, type PoolConfigChanges, type PreparedPoolReload } from './pool-reload.js';
 import { PoolMetrics } from './pool-metrics.js';
 import { groupSnapshot, type PoolSnapshot } from './pool-snapshot.js';
 import type { Clock, PoolProvider, Random } from './provider.js';
@@ -41,8 +42,8 @@ import { RetryPolicy, type RequestAttempts } from './retry-policy.js';
 import { Router, type PoolPick, type RouteOptions } from './router.js';
 import { ResidencyIndex } from './residency-index.js';
 import { KV_EVENTS_CAPABILITY } from './prefix-keys.js';
+import { RunAcquirer, type AcquiredRun, type AcquireOptions } from './run-acquirer.js';
 import type { RunStream } from './run-stream.js';
-import { AttemptTrace } from '../telemetry/request-tracing.js';
 
 export type { PoolGroupSnapshot, PoolProviderSnapshot, PoolSnapshot } from './pool-snapshot.js';
 
@@ -51,6 +52,7 @@ const NOTIFY_INTERVAL_MS = 200;
 export { RECONNECT_RETRY_AFTER_SECONDS } from './model-catalog.js';
 export type { PreparedPoolReload } from './pool-reload.js';
 export type { PoolPick } from './router.js';
+export type { AcquiredRun, AcquireOptions } from './run-acquirer.js';
 
 export interface ProviderPoolOptions {
   config: PoolConfig;
@@ -69,34 +71,6 @@ export interface ProviderPoolOptions {
   startupGraceMs?: number;
 }
 
-export interface AcquireOptions extends RouteOptions {
-  /**
-   * Provider ids to avoid (already tried); ignored when no other provider has a free slot now (a retry then goes back
-   * to one it tried).
-   */
-  exclude?: ReadonlySet<string> | undefined;
-  signal?: AbortSignal;
-}
-
-export interface AcquiredRun {
-  run: RunStream;
-  pick: PoolPick;
-  /** The group that serves it (a fallback group when the first had no room). */
-  group: ModelGroup;
-  ticket: OutlierTicket;
-}
-
-/** Every provider of the group is gone, draining or ejected: waiting in the queue would only delay this answer. */
-function noneAccepting(name: string): IopError {
-  return new IopError(
-    'no_capacity',
-    `no provider of \`${excerpt(name)}\` is taking requests (disconnected, draining or unhealthy)`,
-    {
-      retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS,
-    },
-  );
-}
-
 export class ProviderPool {
   private stopped = false;
   readonly queue = new AdmissionQueue();
@@ -108,6 +82,7 @@ export class ProviderPool {
   /** What the agents' KV caches hold (fed by the tunnel, read by the router). */
   readonly residency: ResidencyIndex;
   private readonly reloader: PoolReloader;
+  private readonly acquirer: RunAcquirer;
   private retryPolicy: RetryPolicy;
   private readonly timer: NodeJS.Timeout;
   /** Connected agents that report residency (`kv-events` capability). */
@@ -150,6 +125,12 @@ export class ProviderPool {
       makeDirect,
       now,
       random,
+    });
+    this.acquirer = new RunAcquirer({
+      catalog: this.catalog,
+      router: this.router,
+      queue: this.queue,
+      metrics: this.metrics,
     });
     options.registry.addListener((session, change) => {
       this.catalog.agentChanged(session, change);
@@ -253,69 +234,11 @@ export class ProviderPool {
   }
 
   /**
-   * Picks a provider and starts the run (`start`) at once, or waits in the group's queue (a retry,
-   * `exclude` non-empty, waits ahead of first attempts and is not refused for a full queue). The
-   * group's candidates are read once (`CandidateSnapshot`) and read again only when providers or
-   * the config changed while the request waited.
-   * @throws IopError when no provider serves the group or its fallbacks now: 503 `no_capacity`
-   *   with `Retry-After: 1` when the name is known (`knows`: a configured group or alias, or a
-   *   served model name some provider has served since the edge started: its agent is restarting,
-   *   and SDKs retry a 503, never a 404; Anthropic clients get 529 `overloaded_error`), or when
-   *   this is a retry (`exclude` non-empty); else 404 `model_not_found` (see `noProviderError`).
-   *   503 `no_capacity` when every provider is draining or ejected, also for a request already
-   *   waiting in the queue once that happens (at the next notify); `overloaded` (`QueueRefusal`,
-   *   `Retry-After`) when the queue is full or the wait runs out; the signal's reason when it aborts.
+   * Picks a provider and starts the run (`start`) at once, or waits in the group's queue (`RunAcquirer.acquire`,
+   * run-acquirer.ts, says how and what it throws).
    */
-  async acquire(
-    group: ModelGroup,
-    options: AcquireOptions,
-    start: (pick: PoolPick) => RunStream,
-  ): Promise<AcquiredRun> {
-    const { router } = this;
-    group = router.current(group);
-    let snapshot = new CandidateSnapshot(this.catalog);
-    const served = router.servingGroup(group, snapshot);
-    const retry = options.exclude !== undefined && options.exclude.size > 0;
-    if (served === undefined) {
-      // On a retry the model did exist a moment ago (its last provider just went away), and a
-      // configured or once-served name is only missing its providers (an agent restarting): that
-      // is a capacity problem the client may retry, not an unknown model.
-      if (retry)
-        throw new IopError('no_capacity', `no provider of \`${excerpt(group.name)}\` is connected any more`, {
-          retryAfterSeconds: RECONNECT_RETRY_AFTER_SECONDS,
-        });
-      throw this.catalog.noProviderError(group.name);
-    }
-    const attemptTrace = new AttemptTrace(served.name);
-    const tryAcquire = (): AcquiredRun | undefined => {
-      if (!snapshot.current) snapshot = new CandidateSnapshot(this.catalog);
-      // A waiter may outlive a reload: it routes by the group as configured now.
-      const head = router.current(served);
-      const acquired =
-        this.tryStart(head, snapshot, options, retry, attemptTrace, start) ??
-        this.tryFallbacks(head, snapshot, options, retry, attemptTrace, start);
-      // A waiter whose last provider left (or began to drain, or was ejected) gets the answer a new
-      // request gets now, at the next notify, instead of a 429 when its wait runs out.
-      if (acquired === undefined && !router.anyAccepting(head, snapshot)) throw noneAccepting(group.name);
-      return acquired;
-    };
-    if (!router.anyAccepting(served, snapshot)) throw noneAccepting(group.name);
-    try {
-      const queuedAt = performance.now();
-      const acquired = await this.queue.acquire(served.name, served.queue, tryAcquire, options.signal, retry);
-      this.metrics.queueWait.observe({ group: served.name }, (performance.now() - queuedAt) / 1000);
-      if (options.affinityKey !== undefined && this.catalog.config.affinity.enabled && !retry) {
-        const hit = router.observeAffinity(acquired.group, options.affinityKey, acquired.pick.provider.id);
-        if (hit !== 'new') this.metrics.affinityHits.inc({ group: acquired.group.name, result: hit });
-      }
-      return acquired;
-    } catch (error) {
-      attemptTrace.failed(error);
-      // The group it waited for was removed by a reload: resolve the request again by its name.
-      if (error instanceof GroupRemovedError) return this.acquire(group, options, start);
-      if (error instanceof QueueRefusal) this.metrics.queueRejections.inc({ group: served.name, reason: error.reason });
-      throw error;
-    }
+  acquire(group: ModelGroup, options: AcquireOptions, start: (pick: PoolPick) => RunStream): Promise<AcquiredRun> {
+    return this.acquirer.acquire(group, options, start);
   }
 
   /** Records an attempt's verdict for the outlier detector of `group`. */
@@ -407,45 +330,5 @@ export class ProviderPool {
   async close(): Promise<void> {
     clearInterval(this.timer);
     await Promise.all([...this.catalog.direct.map((provider) => provider.close()), this.reloader.close()]);
-  }
-
-  /**
-   * Starts the run on a provider of `group` now, when one is eligible (on a retry, one of the
-   * providers already tried when only they could serve); undefined otherwise.
-   */
-  private tryStart(
-    group: ModelGroup,
-    snapshot: CandidateSnapshot,
-    options: AcquireOptions,
-    retry: boolean,
-    trace: AttemptTrace,
-    start: (pick: PoolPick) => RunStream,
-  ): AcquiredRun | undefined {
-    const pick =
-      this.router.pick(group, snapshot, options) ??
-      (retry
-        ? this.router.pick(group, snapshot, { affinityKey: options.affinityKey, prefixKeys: options.prefixKeys })
-        : undefined);
-    if (pick === undefined) return undefined;
-    const ticket = this.router.started(group, pick.provider.id);
-    return { run: trace.started(pick.provider, pick.model, () => start(pick)), pick, group, ticket };
-  }
-
-  /** `tryStart` on each fallback of `group` in order (those that exist). */
-  private tryFallbacks(
-    group: ModelGroup,
-    snapshot: CandidateSnapshot,
-    options: AcquireOptions,
-    retry: boolean,
-    trace: AttemptTrace,
-    start: (pick: PoolPick) => RunStream,
-  ): AcquiredRun | undefined {
-    for (const name of group.fallbacks) {
-      const fallback = this.router.group(name);
-      const acquired =
-        fallback === undefined ? undefined : this.tryStart(fallback, snapshot, options, retry, trace, start);
-      if (acquired !== undefined) return acquired;
-    }
-    return undefined;
   }
 }

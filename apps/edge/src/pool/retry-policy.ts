@@ -50,7 +50,7 @@ export interface RetryConfig {
   maxBackoffMs: number;
 }
 
-/** Why an attempt failed before its first byte. */
+/** Why a backend call (one attempt) failed before its first byte (the stream gate's own verdict: `GateFailure`). */
 export type AttemptFailure =
   | { kind: 'connect_failed' | 'reset' | 'rejected' | 'timeout' | 'no_response'; detail?: string }
   | {

@@ -1,8 +1,8 @@
 /**
  * The response store: finished Responses kept for `previous_response_id`, `GET /v1/responses/{id}` and `GET
  * /v1/responses/{id}/input_items` (docs/protocols.md "Responses request", "Responses input and Chat messages"). Records
- * are `StoredResponse`s (@iop/dialects `openaiResponses`): the Response object, its input items (with ids) and the
- * resolved conversation, instructions excluded.
+ * are `StoredResponse`s (@iop/dialects, the Responses dialect's record): the Response object, its input items (with
+ * ids) and the resolved conversation, instructions excluded.
  *
  * Every record has an owner (OpenAI scopes stored responses to the project/key): the edge passes the SHA-256 of the
  * client API key (`ownerOfKey`, http/auth.ts), or `''` when it has no keys. A read, page or delete with another owner
@@ -11,10 +11,9 @@
  */
 // Not the '@iop/core' barrel: this module is also loaded by the store's worker thread (sqlite-worker.ts).
 import { IopError } from '@iop/core/errors';
-import type { openaiResponses } from '@iop/dialects';
+import type { StoredInputItem, StoredResponse } from '@iop/dialects';
 
-export type StoredResponse = openaiResponses.StoredResponse;
-export type StoredInputItem = openaiResponses.StoredInputItem;
+export type { StoredInputItem, StoredResponse };
 
 export interface InputItemsQuery {
   /** An item id: list the items after it (in the chosen order). */

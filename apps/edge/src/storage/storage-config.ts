@@ -13,7 +13,12 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { compileSchema, stringEnum, type Assert, type SameShape } from '@iop/core';
-import type { FailureMode } from '../limits/failover-counter-store.js';
+
+/**
+ * What the edge does when shared state cannot be reached (`storage.onFailure`): `open` answers from what it has (the
+ * counters of this edge, the last cached key), `closed` refuses with 503.
+ */
+export type FailureMode = 'open' | 'closed';
 
 export interface StorageConfig {
   sql: { kind: 'sqlite' | 'postgres'; url?: string; schema?: string; poolSize?: number };

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Ajv from 'ajv';
 import { ConfigError, configFromEnv, configFromFlags, readConfigFile, resolveConfig } from '../../src/config';
 import { EDGE_BINDINGS, edgeJsonSchema } from '../../src/config-schema';
-import { agentJsonSchema } from '../../../agent/src/options';
+import { agentJsonSchema } from '../../../agent/src/options-schema';
 
 const ROOT = join(__dirname, '../../../..');
 const messageOf = (run: () => unknown): string => {

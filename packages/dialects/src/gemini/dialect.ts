@@ -33,7 +33,7 @@ function endpointsOf(version: string): DialectEndpoint[] {
   ];
 }
 
-export const geminiDialect: Dialect = {
+export const gemini: Dialect = {
   name: 'gemini',
   endpoints: VERSIONS.flatMap(endpointsOf),
   pathPrefixes: ['/v1beta/', '/v1alpha/'],

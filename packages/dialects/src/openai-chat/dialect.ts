@@ -21,7 +21,7 @@ export function chatErrorResponse(error: IopError, requestId: string): ErrorResp
   return { status: error.status, headers, body: toOpenAIErrorBody(error) };
 }
 
-export const openAIChat: Dialect = {
+export const openaiChat: Dialect = {
   name: 'openai-chat',
   endpoints: [
     { method: 'POST', path: '/v1/chat/completions', role: 'inference', passthrough: true },

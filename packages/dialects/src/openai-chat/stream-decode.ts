@@ -19,7 +19,7 @@
 import { SseReader, newId, type SseEvent, type StreamEvent, type UpstreamDecoder, type Usage } from '@iop/core';
 import { errorEventFromUpstream } from './errors.js';
 import { fromChatFinishReason } from './finish-reason.js';
-import { ToolCallTracker } from './tool-call-tracker.js';
+import { ToolCallDeltaDecoder } from './tool-call-decode.js';
 import { fromChatUsage } from './usage.js';
 import type { ChatChunkChoice, ChatCompletionChunk } from './wire-types.js';
 import { isObject } from '../shared/fields.js';
@@ -31,14 +31,14 @@ type Phase = 'open' | 'terminal' | 'done';
 
 class ChatStreamDecoder implements UpstreamDecoder {
   private readonly reader: SseReader;
-  private readonly toolCalls: ToolCallTracker;
+  private readonly toolCalls: ToolCallDeltaDecoder;
   private phase: Phase = 'open';
   private started = false;
   private heldUsage: Usage | undefined;
 
   constructor(private readonly onEvent: (event: StreamEvent) => void) {
     this.reader = new SseReader((event) => this.onSseEvent(event));
-    this.toolCalls = new ToolCallTracker(onEvent);
+    this.toolCalls = new ToolCallDeltaDecoder(onEvent);
   }
 
   push(chunk: Uint8Array): void {

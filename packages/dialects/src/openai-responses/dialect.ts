@@ -9,7 +9,7 @@ import { decodeResponsesRequest } from './request-decode.js';
 import { encodeResponsesResponse } from './response-encode.js';
 import { createResponsesStreamEncoder } from './stream-encode.js';
 
-export const openAIResponses: Dialect = {
+export const openaiResponses: Dialect = {
   name: 'openai-responses',
   // The retrieval endpoints (`GET`/`DELETE /v1/responses/{id}`, `…/input_items`) read the edge's
   // Responses store: the edge mounts them with this dialect's registration.

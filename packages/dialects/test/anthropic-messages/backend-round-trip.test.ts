@@ -2,7 +2,7 @@
  * An Anthropic request decoded by this dialect, rendered as the chat body a backend receives by
  * the openai-chat backend encoder: the hub request carries everything that encoder needs.
  */
-import { anthropicMessages } from '../../src/anthropic-messages';
+import { anthropicMessages } from '../../src/anthropic-messages/dialect.js';
 import { toBackendChatRequest } from '../../src/openai-chat/backend-request';
 
 describe('Anthropic request → hub → backend chat body', () => {

@@ -1,6 +1,6 @@
 import type { ErrorCode } from '@iop/core';
 import { ErrorCodes, IopError } from '@iop/core';
-import { anthropicMessages } from '../../src/anthropic-messages';
+import { anthropicMessages } from '../../src/anthropic-messages/dialect.js';
 
 describe('errorResponse (docs/protocols.md "Messages errors")', () => {
   const cases: Array<[ErrorCode, number, string]> = [

@@ -1,6 +1,6 @@
 import { splitAt } from '@iop/test-support';
 /**
- * Recorded upstream chat streams (`src/anthropic-messages/__fixtures__/*.sse`, one raw SSE event
+ * Recorded upstream chat streams (`test/fixtures/backend/*.sse`, one raw SSE event
  * per line) → the chat stream decoder → the Anthropic stream encoder → what the client receives,
  * checked event by event, through the official SDK, and under any split of the upstream bytes.
  */
@@ -11,14 +11,14 @@ import { createChatStreamDecoder } from '../../src/openai-chat/stream-decode';
 import { AnthropicStreamEncoder, UNSIGNED_THINKING_SIGNATURE } from '../../src/anthropic-messages/stream-encode';
 import { context, parseSse, sdkEvents, sdkFinalMessage } from './helpers';
 
-const FIXTURES = join(__dirname, '../../src/anthropic-messages/__fixtures__');
+const FIXTURES = join(__dirname, '../fixtures/backend');
 const NAMES = [
   'vllm-text-cached',
   'vllm-reasoning-tool',
   'vllm-parallel-tools',
   'interleaved-tools',
   'vllm-stop-sequence',
-  'vllm-error-mid-stream',
+  'vllm-overloaded-mid-stream',
   'cut-stream',
 ] as const;
 type FixtureName = (typeof NAMES)[number];
@@ -164,8 +164,8 @@ describe('recorded chat streams → Anthropic events', () => {
     });
   });
 
-  it('vllm-error-mid-stream: an in-band overloaded_error, nothing after it', async () => {
-    const events = clientEvents('vllm-error-mid-stream');
+  it('vllm-overloaded-mid-stream: an in-band overloaded_error, nothing after it', async () => {
+    const events = clientEvents('vllm-overloaded-mid-stream');
     expect(events.map((e) => e.event)).toEqual([
       'message_start',
       'ping',
@@ -177,7 +177,7 @@ describe('recorded chat streams → Anthropic events', () => {
       type: 'error',
       error: { type: 'overloaded_error', message: expect.stringContaining('overloaded') },
     });
-    await expect(sdkEvents(translate([upstreamBody('vllm-error-mid-stream')]))).rejects.toMatchObject({
+    await expect(sdkEvents(translate([upstreamBody('vllm-overloaded-mid-stream')]))).rejects.toMatchObject({
       type: 'overloaded_error',
     });
   });

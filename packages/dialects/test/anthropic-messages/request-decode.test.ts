@@ -1,5 +1,5 @@
 import { IopError } from '@iop/core';
-import { anthropicMessages } from '../../src/anthropic-messages';
+import { anthropicMessages } from '../../src/anthropic-messages/dialect.js';
 
 const decode = (body: unknown) => anthropicMessages.decodeRequest(body);
 

@@ -1,6 +1,7 @@
 import type { StreamEvent } from '@iop/core';
 import { IopError } from '@iop/core';
-import { anthropicMessages, UNSIGNED_THINKING_SIGNATURE } from '../../src/anthropic-messages';
+import { anthropicMessages } from '../../src/anthropic-messages/dialect.js';
+import { UNSIGNED_THINKING_SIGNATURE } from '../../src/anthropic-messages/stream-encode.js';
 import { context, encodeAll, sdkFinalMessage } from './helpers';
 
 const encode = (events: StreamEvent[]) => anthropicMessages.encodeResponse(events, context({ stream: false }));

@@ -9,13 +9,13 @@ import type { DialectEndpoint, InferenceRequest, RequestTarget } from '@iop/core
 import { IopError } from '@iop/core';
 import { decodeCountTokensRequest, decodeGenerateContentRequest } from '../../src/gemini/request-decode';
 import { toJsonSchema } from '../../src/gemini/tools-decode';
-import { geminiDialect } from '../../src/gemini/dialect';
+import { gemini } from '../../src/gemini/dialect';
 
 const fixture = (name: string): unknown =>
   JSON.parse(readFileSync(join(__dirname, '../../src/gemini/__fixtures__', `${name}.json`), 'utf8'));
 
 function target(operation: string, model = 'gemini-2.5-pro', query = ''): RequestTarget {
-  const endpoint = geminiDialect.endpoints.find((candidate) => candidate.operation === operation) as DialectEndpoint;
+  const endpoint = gemini.endpoints.find((candidate) => candidate.operation === operation) as DialectEndpoint;
   return {
     endpoint,
     path: `/v1beta/models/${model}:${operation}`,
@@ -249,7 +249,7 @@ describe('decodeGenerateContentRequest', () => {
     ];
     for (const [body, param] of cases) {
       const error = failure(() => decode(body));
-      expect({ param: error.param, status: geminiDialect.errorResponse(error, 'r').status }).toEqual({
+      expect({ param: error.param, status: gemini.errorResponse(error, 'r').status }).toEqual({
         param,
         status: 400,
       });

@@ -13,14 +13,14 @@ import { createChatStreamDecoder } from '../../src/openai-chat/stream-decode';
 import { GeminiStreamEncoder } from '../../src/gemini/stream-encode';
 import { accumulate, context, encodeAll, sseChunks } from './helpers';
 
-const FIXTURES = join(__dirname, '../../src/anthropic-messages/__fixtures__');
+const FIXTURES = join(__dirname, '../fixtures/backend');
 const NAMES = [
   'vllm-text-cached',
   'vllm-reasoning-tool',
   'vllm-parallel-tools',
   'interleaved-tools',
   'vllm-stop-sequence',
-  'vllm-error-mid-stream',
+  'vllm-overloaded-mid-stream',
   'cut-stream',
 ] as const;
 type FixtureName = (typeof NAMES)[number];
@@ -87,8 +87,8 @@ describe('recorded backend streams → Gemini chunks', () => {
     expect(received('vllm-reasoning-tool', false).calls.length).toBeGreaterThan(0);
   });
 
-  it('vllm-error-mid-stream and cut-stream end with Google’s error envelope and no finishReason', () => {
-    for (const name of ['vllm-error-mid-stream', 'cut-stream'] as const) {
+  it('vllm-overloaded-mid-stream and cut-stream end with Google’s error envelope and no finishReason', () => {
+    for (const name of ['vllm-overloaded-mid-stream', 'cut-stream'] as const) {
       const result = received(name);
       expect(result.finishReason).toBeUndefined();
       expect(result.error).toMatchObject({

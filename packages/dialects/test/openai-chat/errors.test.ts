@@ -1,5 +1,5 @@
 import { IopError } from '@iop/core';
-import { openAIChat } from '../../src/openai-chat/dialect.js';
+import { openaiChat } from '../../src/openai-chat/dialect.js';
 import { normalizeUpstreamError, toOpenAIErrorBody } from '../../src/openai-chat/errors.js';
 
 describe('toOpenAIErrorBody', () => {
@@ -104,9 +104,9 @@ describe('normalizeUpstreamError', () => {
   });
 });
 
-describe('openAIChat.errorResponse', () => {
+describe('openaiChat.errorResponse', () => {
   it('renders status, x-request-id, retry-after and the OpenAI body', () => {
-    const response = openAIChat.errorResponse(
+    const response = openaiChat.errorResponse(
       new IopError('rate_limited', 'slow down', { retryAfterSeconds: 2.5 }),
       'req_9',
     );
@@ -118,7 +118,7 @@ describe('openAIChat.errorResponse', () => {
   });
 
   it('renders the admission queue refusal (overloaded) as 429 rate_limit_error with Retry-After', () => {
-    const response = openAIChat.errorResponse(
+    const response = openaiChat.errorResponse(
       new IopError('overloaded', 'the queue of `m` is full (0 waiting)', { retryAfterSeconds: 1 }),
       'req_8',
     );
@@ -137,9 +137,9 @@ describe('openAIChat.errorResponse', () => {
   });
 
   it('decodeRequest and the encoders are wired', () => {
-    const request = openAIChat.decodeRequest({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true });
-    expect(openAIChat.name).toBe('openai-chat');
-    const encoder = openAIChat.createStreamEncoder({ requestId: 'r', model: 'm', request, createdAt: 1 });
+    const request = openaiChat.decodeRequest({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream: true });
+    expect(openaiChat.name).toBe('openai-chat');
+    const encoder = openaiChat.createStreamEncoder({ requestId: 'r', model: 'm', request, createdAt: 1 });
     expect(encoder.push({ type: 'text-delta', text: 'x' })).toContain('"delta":{"content":"x"}');
   });
 });

@@ -1,14 +1,14 @@
 export { splitAt } from '@iop/test-support';
 /**
- * Recorded upstream streams: `src/openai-chat/__fixtures__/*.sse` hold one raw SSE event per
- * line (sources in `__fixtures__/SOURCES.md`); `frameFixture` re-frames them with the chosen line ending.
+ * Recorded upstream streams: `test/fixtures/backend/*.sse` hold one raw SSE event per
+ * line (sources in its `SOURCES.md`); `frameFixture` re-frames them with the chosen line ending.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { StreamEvent } from '@iop/core';
 import { createChatStreamDecoder } from '../../src/openai-chat/stream-decode.js';
 
-const FIXTURES = join(__dirname, '../../src/openai-chat/__fixtures__');
+const FIXTURES = join(__dirname, '../fixtures/backend');
 
 export const FIXTURE_NAMES = [
   'vllm-text',

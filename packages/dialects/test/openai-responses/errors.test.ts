@@ -1,9 +1,10 @@
 import { IopError } from '@iop/core';
-import { openAIResponses, responseErrorCode } from '../../src/openai-responses/index.js';
+import { openaiResponses } from '../../src/openai-responses/dialect.js';
+import { responseErrorCode } from '../../src/openai-responses/errors.js';
 
 describe('Responses errors', () => {
   it('renders the admission queue refusal (overloaded) as 429 rate_limit_error with Retry-After, like Chat', () => {
-    const response = openAIResponses.errorResponse(
+    const response = openaiResponses.errorResponse(
       new IopError('overloaded', 'no provider of `m` was free within 5000 ms', { retryAfterSeconds: 1 }),
       'req_7',
     );

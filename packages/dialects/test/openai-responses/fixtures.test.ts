@@ -1,20 +1,20 @@
 /**
  * Recorded upstream chat SSE (one raw event per line) → chat stream decoder → Responses encoder →
- * the openai v6 SDK. Fixtures come from `src/openai-chat/__fixtures__` and `src/openai-responses/__fixtures__`.
+ * the openai v6 SDK. Fixtures come from `test/fixtures/backend/`.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import type { StreamEvent } from '@iop/core';
 import { createChatStreamDecoder } from '../../src/openai-chat/stream-decode.js';
-import { createResponsesStreamEncoder } from '../../src/openai-responses/index.js';
+import { createResponsesStreamEncoder } from '../../src/openai-responses/stream-encode.js';
 import { splitAt } from '../openai-chat/helpers.js';
 import { checkGrammar, contextFor, parseFrames, viaSdk } from './helpers.js';
 
-const SRC = join(__dirname, '../../src');
+const FIXTURES = join(__dirname, '../fixtures/backend');
 
 function fixture(path: string): Uint8Array {
-  const lines = readFileSync(join(SRC, path), 'utf8')
+  const lines = readFileSync(join(FIXTURES, path), 'utf8')
     .split('\n')
     .filter((line) => line.length > 0);
   return new TextEncoder().encode(lines.map((line) => `${line}\n\n`).join(''));
@@ -60,13 +60,13 @@ function normalized(sse: string): unknown[] {
 }
 
 const CASES = [
-  'openai-chat/__fixtures__/vllm-text.sse',
-  'openai-chat/__fixtures__/vllm-reasoning.sse',
-  'openai-chat/__fixtures__/vllm-tool-calls-parallel.sse',
-  'openai-chat/__fixtures__/vllm-error-mid-stream.sse',
-  'openai-chat/__fixtures__/missing-finish.sse',
-  'openai-responses/__fixtures__/vllm-custom-tool-call.sse',
-  'openai-responses/__fixtures__/vllm-namespace-call.sse',
+  'vllm-text.sse',
+  'vllm-reasoning.sse',
+  'vllm-tool-calls-parallel.sse',
+  'vllm-error-mid-stream.sse',
+  'missing-finish.sse',
+  'vllm-custom-tool-call.sse',
+  'vllm-namespace-call.sse',
 ];
 
 describe('chat upstream fixtures → Responses clients', () => {

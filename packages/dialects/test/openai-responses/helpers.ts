@@ -4,11 +4,9 @@
  */
 import OpenAI from 'openai';
 import { SseReader, type EncodeContext, type InferenceRequest, type StreamEvent } from '@iop/core';
-import {
-  createResponsesStreamEncoder,
-  decodeResponsesRequest,
-  type ResponseObject,
-} from '../../src/openai-responses/index.js';
+import { createResponsesStreamEncoder } from '../../src/openai-responses/stream-encode.js';
+import { decodeResponsesRequest } from '../../src/openai-responses/request-decode.js';
+import type { ResponseObject } from '../../src/openai-responses/wire-types.js';
 
 export function contextFor(body: Record<string, unknown> = {}): EncodeContext {
   const request: InferenceRequest = decodeResponsesRequest({ model: 'qwen3', input: 'hi', stream: true, ...body });

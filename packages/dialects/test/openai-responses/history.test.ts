@@ -1,9 +1,6 @@
-import {
-  decodeResponsesRequest,
-  encodeResponsesResponse,
-  storedResponseOf,
-  withHistory,
-} from '../../src/openai-responses/index.js';
+import { decodeResponsesRequest } from '../../src/openai-responses/request-decode.js';
+import { encodeResponsesResponse } from '../../src/openai-responses/response-encode.js';
+import { storedResponseOf, withHistory } from '../../src/openai-responses/history.js';
 
 const TOOLS = [
   { type: 'custom', name: 'apply_patch' },

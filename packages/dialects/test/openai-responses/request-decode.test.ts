@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { IopError } from '@iop/core';
-import { backendToolName, decodeResponsesRequest, responsesStateOf } from '../../src/openai-responses/index.js';
+import { backendToolName } from '../../src/openai-responses/tools-decode.js';
+import { decodeResponsesRequest } from '../../src/openai-responses/request-decode.js';
+import { responsesStateOf } from '../../src/openai-responses/request-state.js';
 
 /**
  * The shape Codex CLI sends (docs/protocols.md "Codex CLI"): developer prompt in input, ids everywhere,

@@ -1,10 +1,8 @@
 import fc from 'fast-check';
 import type { StreamEvent } from '@iop/core';
-import {
-  createResponsesLinesEncoder,
-  encodeResponsesResponse,
-  openAIResponses,
-} from '../../src/openai-responses/index.js';
+import { createResponsesLinesEncoder } from '../../src/openai-responses/stream-encode.js';
+import { encodeResponsesResponse } from '../../src/openai-responses/response-encode.js';
+import { openaiResponses } from '../../src/openai-responses/dialect.js';
 import { checkGrammar, contextFor, encode, parseFrames, viaSdk } from './helpers.js';
 import type { ResponseObject } from '../../src/openai-responses/wire-types.js';
 
@@ -308,7 +306,7 @@ describe('Responses stream encoder', () => {
   });
 
   it('exposes the final Response through result() only after end()', () => {
-    const encoder = openAIResponses.createStreamEncoder(contextFor());
+    const encoder = openaiResponses.createStreamEncoder(contextFor());
     encoder.push(start);
     encoder.push({ type: 'finish', reason: 'stop', raw: 'stop' });
     expect(encoder.result()).toBeUndefined();
@@ -317,7 +315,7 @@ describe('Responses stream encoder', () => {
   });
 
   it('settles the final Response before its terminal event, which an error pushed then turns into response.failed', async () => {
-    const encoder = openAIResponses.createStreamEncoder(contextFor());
+    const encoder = openaiResponses.createStreamEncoder(contextFor());
     let sse =
       encoder.push(start) +
       encoder.push({ type: 'text-delta', text: 'Hi' }) +
@@ -345,7 +343,7 @@ describe('Responses stream encoder', () => {
       usage,
     ];
     const plain = encode(events).sse;
-    const encoder = openAIResponses.createStreamEncoder(contextFor());
+    const encoder = openaiResponses.createStreamEncoder(contextFor());
     let settledSse = '';
     for (const event of events) settledSse += encoder.push(event);
     encoder.settle!();

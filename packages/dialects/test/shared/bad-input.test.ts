@@ -4,7 +4,10 @@
  * must be a 400 naming the field.
  */
 import { IopError } from '@iop/core';
-import { anthropic, openaiChat, openaiResponses } from '../../src/index.js';
+import { anthropicMessages } from '../../src/anthropic-messages/dialect.js';
+import { decodeCountTokensRequest } from '../../src/anthropic-messages/count-tokens.js';
+import { openaiChat } from '../../src/openai-chat/dialect.js';
+import { openaiResponses } from '../../src/openai-responses/dialect.js';
 
 function rejection(
   decode: (body: unknown) => unknown,
@@ -20,10 +23,10 @@ function rejection(
   throw new Error('expected a rejection');
 }
 
-const chat = (body: unknown) => openaiChat.openAIChat.decodeRequest(body);
-const messages = (body: unknown) => anthropic.anthropicMessages.decodeRequest(body);
-const countTokens = (body: unknown) => anthropic.decodeCountTokensRequest(body);
-const responses = (body: unknown) => openaiResponses.openAIResponses.decodeRequest(body);
+const chat = (body: unknown) => openaiChat.decodeRequest(body);
+const messages = (body: unknown) => anthropicMessages.decodeRequest(body);
+const countTokens = (body: unknown) => decodeCountTokensRequest(body);
+const responses = (body: unknown) => openaiResponses.decodeRequest(body);
 
 const chatBody = (extra: Record<string, unknown>) => ({
   model: 'm',
@@ -249,7 +252,7 @@ describe('an error event that names a field keeps its param to the client', () =
   } as const;
 
   it('Chat stream: the in-band error object has param', () => {
-    const encoder = openaiChat.openAIChat.createStreamEncoder(context);
+    const encoder = openaiChat.createStreamEncoder(context);
     const text = encoder.push(event) + encoder.end();
     const first = JSON.parse(/^data: (.*)$/m.exec(text)![1]!);
     expect(first).toEqual({
@@ -258,15 +261,13 @@ describe('an error event that names a field keeps its param to the client', () =
   });
 
   it('non-stream encoders of all three dialects throw an IopError with param and status', () => {
-    for (const dialect of [openaiChat.openAIChat, anthropic.anthropicMessages, openaiResponses.openAIResponses]) {
+    for (const dialect of [openaiChat, anthropicMessages, openaiResponses]) {
       const decoded =
-        dialect === openaiChat.openAIChat
+        dialect === openaiChat
           ? context
           : {
               ...context,
-              request: dialect.decodeRequest(
-                dialect === anthropic.anthropicMessages ? anthropicBody({}) : responsesBody({}),
-              ),
+              request: dialect.decodeRequest(dialect === anthropicMessages ? anthropicBody({}) : responsesBody({})),
             };
       const thrown = rejection(() => dialect.encodeResponse([event], decoded), undefined);
       expect(thrown).toMatchObject({ code: 'model_not_found', status: 404, param: 'model' });

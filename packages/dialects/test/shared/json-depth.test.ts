@@ -4,8 +4,13 @@
  * 500 on count_tokens); it must be a 400 `invalid_request` naming the field on every endpoint.
  */
 import { IopError } from '@iop/core';
-import { anthropic, openaiChat, openaiResponses } from '../../src/index.js';
+import { anthropicMessages } from '../../src/anthropic-messages/dialect.js';
+import { decodeCountTokensRequest } from '../../src/anthropic-messages/count-tokens.js';
+import { toBackendChatRequest } from '../../src/openai-chat/backend-request.js';
+import { openaiChat } from '../../src/openai-chat/dialect.js';
+import { openaiResponses } from '../../src/openai-responses/dialect.js';
 import { assertJsonDepth, jsonDepth, MAX_JSON_DEPTH } from '../../src/shared/json-depth.js';
+import { estimateRequestTokens, renderCountTokensText } from '../../src/shared/token-estimate.js';
 
 /**
  * `levels` nested object schemas `{"type":"object","properties":{"x":{…}}}`: 2 JSON levels each, plus the innermost.
@@ -43,16 +48,16 @@ const HOSTILE = nestedSchema(5000);
 const DEEP_BUT_FINE = nestedSchema(60); // 121 JSON levels
 
 const chat = (extra: Record<string, unknown>) =>
-  openaiChat.openAIChat.decodeRequest({ model: 'm', messages: [{ role: 'user', content: 'hi' }], ...extra });
+  openaiChat.decodeRequest({ model: 'm', messages: [{ role: 'user', content: 'hi' }], ...extra });
 const messagesBody = (extra: Record<string, unknown>) => ({
   model: 'm',
   max_tokens: 64,
   messages: [{ role: 'user', content: 'hi' }],
   ...extra,
 });
-const messages = (extra: Record<string, unknown>) => anthropic.anthropicMessages.decodeRequest(messagesBody(extra));
+const messages = (extra: Record<string, unknown>) => anthropicMessages.decodeRequest(messagesBody(extra));
 const responses = (extra: Record<string, unknown>) =>
-  openaiResponses.openAIResponses.decodeRequest({ model: 'm', input: 'hi', ...extra });
+  openaiResponses.decodeRequest({ model: 'm', input: 'hi', ...extra });
 
 describe('jsonDepth', () => {
   it('counts nested objects and arrays, scalars being 0', () => {
@@ -110,7 +115,7 @@ describe('OpenAI Chat', () => {
     });
     expect(request.tools?.[0]?.parameters).toBe(DEEP_BUT_FINE);
     expect(request.responseFormat).toMatchObject({ type: 'json_schema', schema: DEEP_BUT_FINE });
-    const body = openaiChat.toBackendChatRequest(request, { model: 'm', stream: false }).body as {
+    const body = toBackendChatRequest(request, { model: 'm', stream: false }).body as {
       tools: Array<{ function: { parameters: unknown } }>;
     };
     expect(body.tools[0]!.function.parameters).toEqual(DEEP_BUT_FINE);
@@ -127,7 +132,7 @@ describe('Anthropic Messages and count_tokens', () => {
       status: 400,
       param: 'tools.1.input_schema',
     });
-    expect(rejection(() => anthropic.decodeCountTokensRequest(messagesBody({ tools })))).toMatchObject({
+    expect(rejection(() => decodeCountTokensRequest(messagesBody({ tools })))).toMatchObject({
       code: 'invalid_request',
       status: 400,
       param: 'tools.1.input_schema',
@@ -158,13 +163,11 @@ describe('Anthropic Messages and count_tokens', () => {
   });
 
   it('a 60-level schema is accepted and count_tokens renders it', () => {
-    const request = anthropic.decodeCountTokensRequest(
-      messagesBody({ tools: [{ name: 'deep', input_schema: DEEP_BUT_FINE }] }),
-    );
+    const request = decodeCountTokensRequest(messagesBody({ tools: [{ name: 'deep', input_schema: DEEP_BUT_FINE }] }));
     expect(request.tools?.[0]?.parameters).toBe(DEEP_BUT_FINE);
-    const text = anthropic.renderCountTokensText(request);
+    const text = renderCountTokensText(request);
     expect(text).toContain(`{"name":"deep","parameters":${JSON.stringify(DEEP_BUT_FINE)}}`);
-    expect(anthropic.estimateRequestTokens(request)).toBeGreaterThan(JSON.stringify(DEEP_BUT_FINE).length / 4);
+    expect(estimateRequestTokens(request)).toBeGreaterThan(JSON.stringify(DEEP_BUT_FINE).length / 4);
     expect(messages({ tools: [{ name: 'deep', input_schema: DEEP_BUT_FINE }] }).tools?.[0]?.parameters).toBe(
       DEEP_BUT_FINE,
     );

@@ -24,8 +24,8 @@ import type {
 import { reject } from '../filter.js';
 import type { SchemaCache } from './schema-cache.js';
 import { describeSchemaErrors, sharedSchemaCache } from './schema-cache.js';
-import { ToolCallTracker } from './tool-call-tracker.js';
-import type { TrackedToolCall } from './tool-call-tracker.js';
+import { ToolCallAccumulator } from './tool-call-accumulator.js';
+import type { AccumulatedToolCall } from './tool-call-accumulator.js';
 
 export interface ToolCallFilterOptions {
   /** Whether to validate arguments against the tool's JSON Schema. Default true. */
@@ -77,7 +77,7 @@ export function toolCallValidator(options: ToolCallFilterOptions = {}): Validato
       const tools = new Map<string, ToolDefinition>();
       for (const tool of context.request.tools ?? []) tools.set(tool.name, tool);
       const warned = new Set<string>();
-      const checkSchema = (call: TrackedToolCall, value: unknown, tool: ToolDefinition): Rejection | undefined => {
+      const checkSchema = (call: AccumulatedToolCall, value: unknown, tool: ToolDefinition): Rejection | undefined => {
         if (!validateSchema) return undefined;
         const compiled = cache.get(tool.parameters);
         if (!compiled.ok) {
@@ -103,13 +103,13 @@ export function toolCallValidator(options: ToolCallFilterOptions = {}): Validato
 }
 
 class ToolCallValidator implements EventValidator {
-  private readonly tracker = new ToolCallTracker();
+  private readonly tracker = new ToolCallAccumulator();
 
   constructor(
     private readonly parallelToolCalls: boolean | undefined,
     private readonly tools: ReadonlyMap<string, ToolDefinition>,
     private readonly checkSchema: (
-      call: TrackedToolCall,
+      call: AccumulatedToolCall,
       value: unknown,
       tool: ToolDefinition,
     ) => Rejection | undefined,
@@ -142,7 +142,7 @@ class ToolCallValidator implements EventValidator {
     return 'pass';
   }
 
-  private validateCall(call: TrackedToolCall): Rejection | undefined {
+  private validateCall(call: AccumulatedToolCall): Rejection | undefined {
     if (call.name === '') return reject(`tool call ${call.index} has no name`, 'retry-exact');
     const tool = this.tools.get(call.name);
     if (tool === undefined) {

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { AGENT_BINDINGS } from '../../../../agent/src/options';
+import { AGENT_BINDINGS } from '../../../../agent/src/options-schema';
 import { EDGE_BINDINGS } from '../../../src/config-schema';
 
 const ROOT = path.resolve(__dirname, '../../../../..');

@@ -3,15 +3,10 @@
  * colons), the claimed `GET /v1/models`, the dialect a failure is rendered in, the key sources of
  * a path, and the methods for a 405.
  */
-import { anthropic, gemini, openaiChat, openaiResponses } from '@iop/dialects';
+import { anthropicMessages, gemini, openaiChat, openaiResponses } from '@iop/dialects';
 import { RouteTable, type RouteEntry } from '../../../src/http/route-table.js';
 
-const dialects = [
-  openaiChat.openAIChat,
-  anthropic.anthropicMessages,
-  openaiResponses.openAIResponses,
-  gemini.geminiDialect,
-];
+const dialects = [openaiChat, anthropicMessages, openaiResponses, gemini];
 const entries: Array<RouteEntry<string>> = dialects.flatMap((dialect) =>
   dialect.endpoints.map((endpoint) => ({
     dialect,

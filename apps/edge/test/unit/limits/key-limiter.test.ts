@@ -2,7 +2,7 @@ import { IopError } from '@iop/core';
 import { MemoryCounterStore } from '../../../src/limits/counter-store.js';
 import { FailoverCounterStore } from '../../../src/limits/failover-counter-store.js';
 import { KeyLimiter, LimitRefusal } from '../../../src/limits/key-limiter.js';
-import { anthropic, openaiChat } from '@iop/dialects';
+import { anthropicMessages, openaiChat } from '@iop/dialects';
 import type { ApiKeyRecord } from '../../../src/keys/api-key.js';
 import { createLogger } from '../../../src/logger.js';
 
@@ -183,8 +183,7 @@ describe("the dialects' rate-limit headers", () => {
   };
   const collect = (dialect: 'openai-chat' | 'anthropic-messages') => {
     const headers: Record<string, string> = {};
-    const write =
-      dialect === 'openai-chat' ? openaiChat.openAIChat.rateLimitHeaders : anthropic.anthropicMessages.rateLimitHeaders;
+    const write = dialect === 'openai-chat' ? openaiChat.rateLimitHeaders : anthropicMessages.rateLimitHeaders;
     write(state, T0, (name, value) => (headers[name] = value));
     return headers;
   };

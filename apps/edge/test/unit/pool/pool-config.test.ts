@@ -1,5 +1,6 @@
 import { ConfigError } from '../../../src/config.js';
-import { ModelResolver, parsePoolConfig } from '../../../src/pool/pool-config.js';
+import { ModelResolver } from '../../../src/pool/model-resolver.js';
+import { parsePoolConfig } from '../../../src/pool/pool-config.js';
 
 const example = {
   modelGroups: [

@@ -1,18 +1,18 @@
 import { IopError } from '@iop/core';
-import { openaiResponses } from '@iop/dialects';
+import { decodeResponsesRequest, encodeResponsesResponse, storedResponseOf } from '@iop/dialects';
 import { GuardedResponseStore } from '../../../src/responses-store/guarded-store.js';
 import { MemoryResponseStore, type StoredResponse } from '../../../src/responses-store/index.js';
 
 function record(id: string): StoredResponse {
-  const request = openaiResponses.decodeResponsesRequest({ model: 'm', input: 'hi' });
-  const response = openaiResponses.encodeResponsesResponse(
+  const request = decodeResponsesRequest({ model: 'm', input: 'hi' });
+  const response = encodeResponsesResponse(
     [
       { type: 'text-delta', text: 'hello' },
       { type: 'finish', reason: 'stop', raw: 'stop' },
     ],
     { requestId: 'r', model: 'm', request, createdAt: 1764500000 },
   );
-  return { ...openaiResponses.storedResponseOf(request, response)!, id };
+  return { ...storedResponseOf(request, response)!, id };
 }
 
 /** A memory store that fails every call while `down` (a database that went away). */

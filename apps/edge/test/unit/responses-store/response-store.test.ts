@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openaiResponses } from '@iop/dialects';
+import { decodeResponsesRequest, encodeResponsesResponse, storedResponseOf } from '@iop/dialects';
 import Database from 'better-sqlite3';
 import { ownerOfKey } from '../../../src/http/auth.js';
 import {
@@ -16,18 +16,18 @@ import {
 } from '../../../src/responses-store/index.js';
 
 function record(id: string, itemCount = 3): StoredResponse {
-  const request = openaiResponses.decodeResponsesRequest({
+  const request = decodeResponsesRequest({
     model: 'm',
     input: Array.from({ length: itemCount }, (_, i) => ({ id: `msg_${id}_${i}`, role: 'user', content: `turn ${i}` })),
   });
-  const response = openaiResponses.encodeResponsesResponse(
+  const response = encodeResponsesResponse(
     [
       { type: 'text-delta', text: `answer ${id}` },
       { type: 'finish', reason: 'stop', raw: 'stop' },
     ],
     { requestId: 'r', model: 'm', request, createdAt: 1764500000 },
   );
-  return { ...openaiResponses.storedResponseOf(request, response)!, id };
+  return { ...storedResponseOf(request, response)!, id };
 }
 
 /** Owners as the edge derives them: SHA-256 hex of a client key; '' for an open edge. */
@@ -100,14 +100,14 @@ describe.each(IMPLEMENTATIONS)('%s response store', (_name, open) => {
     expect(await keepResponse(store, record('resp_k'), ALICE)).toBe(true);
     expect(await store.get('resp_k', ALICE)).toBeDefined();
     expect(await store.get('resp_k', BOB)).toBeUndefined();
-    const request = openaiResponses.decodeResponsesRequest({ model: 'm', input: 'x', store: false });
-    const response = openaiResponses.encodeResponsesResponse([{ type: 'finish', reason: 'stop', raw: 'stop' }], {
+    const request = decodeResponsesRequest({ model: 'm', input: 'x', store: false });
+    const response = encodeResponsesResponse([{ type: 'finish', reason: 'stop', raw: 'stop' }], {
       requestId: 'r',
       model: 'm',
       request,
       createdAt: 1,
     });
-    expect(await keepResponse(store, openaiResponses.storedResponseOf(request, response), ALICE)).toBe(false);
+    expect(await keepResponse(store, storedResponseOf(request, response), ALICE)).toBe(false);
     expect(await store.get(response.id, ALICE)).toBeUndefined();
     await store.close();
   });

@@ -2,7 +2,7 @@
  * The PostgreSQL Responses store against a real server (`IOP_TEST_PG_URL`; skipped without it):
  * the retention limits a shared store keeps, and the migration that gave rows their size.
  */
-import { openaiResponses } from '@iop/dialects';
+import { decodeResponsesRequest, encodeResponsesResponse, storedResponseOf } from '@iop/dialects';
 import { PostgresDatabase } from '../../../src/storage/sql-database.js';
 import { MIGRATIONS, migrate } from '../../../src/storage/migrations.js';
 import { SqlResponseStore } from '../../../src/responses-store/sql-store.js';
@@ -17,18 +17,18 @@ import {
 
 /** A stored Response of `id` whose answer text is `size` characters long. */
 function record(id: string, size: number): StoredResponse {
-  const request = openaiResponses.decodeResponsesRequest({
+  const request = decodeResponsesRequest({
     model: 'm',
     input: [{ id: `msg_${id}`, role: 'user', content: 'hi' }],
   });
-  const response = openaiResponses.encodeResponsesResponse(
+  const response = encodeResponsesResponse(
     [
       { type: 'text-delta', text: 'x'.repeat(size) },
       { type: 'finish', reason: 'stop', raw: 'stop' },
     ],
     { requestId: 'r', model: 'm', request, createdAt: 1764500000 },
   );
-  return { ...openaiResponses.storedResponseOf(request, response)!, id };
+  return { ...storedResponseOf(request, response)!, id };
 }
 
 describeWithSharedState(

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openaiResponses } from '@iop/dialects';
+import { decodeResponsesRequest, encodeResponsesResponse, storedResponseOf } from '@iop/dialects';
 import Database from 'better-sqlite3';
 import { IopError } from '@iop/core';
 import {
@@ -25,15 +25,15 @@ function record(id: string, inputBytes: number): StoredResponse {
   const key = `${id}:${inputBytes}`;
   const known = made.get(key);
   if (known !== undefined) return known;
-  const request = openaiResponses.decodeResponsesRequest({ model: 'm', input: 'q'.repeat(inputBytes) });
-  const response = openaiResponses.encodeResponsesResponse(
+  const request = decodeResponsesRequest({ model: 'm', input: 'q'.repeat(inputBytes) });
+  const response = encodeResponsesResponse(
     [
       { type: 'text-delta', text: `answer ${id}` },
       { type: 'finish', reason: 'stop', raw: 'stop' },
     ],
     { requestId: 'r', model: 'm', request, createdAt: 1764500000 },
   );
-  const stored = { ...openaiResponses.storedResponseOf(request, response)!, id };
+  const stored = { ...storedResponseOf(request, response)!, id };
   made.set(key, stored);
   return stored;
 }

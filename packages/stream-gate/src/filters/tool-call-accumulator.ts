@@ -1,10 +1,11 @@
 /**
- * Accumulates streamed tool calls by `index` (parallel calls kept apart, docs/protocols.md "Chat stream"): the first
- * fragment carries id and name, later ones argument fragments, joined once when read.
+ * Accumulates the hub's `tool-call-delta` events into whole calls by `index` (parallel calls kept apart,
+ * docs/protocols.md "Chat stream"): the first event carries id and name, later ones argument fragments, joined once
+ * when read. (The Chat wire's fragments became these events in `@iop/dialects`' `ToolCallDeltaDecoder`.)
  */
 import type { ToolCallDeltaEvent } from '@iop/core';
 
-export interface TrackedToolCall {
+export interface AccumulatedToolCall {
   index: number;
   id: string;
   /** "" when no fragment named it. */
@@ -20,7 +21,7 @@ interface Entry {
   parts: string[];
 }
 
-export class ToolCallTracker {
+export class ToolCallAccumulator {
   private readonly entries = new Map<number, Entry>();
 
   get size(): number {
@@ -39,7 +40,7 @@ export class ToolCallTracker {
   }
 
   /** The calls so far, in index order. */
-  calls(): TrackedToolCall[] {
+  calls(): AccumulatedToolCall[] {
     return [...this.entries.values()]
       .sort((a, b) => a.index - b.index)
       .map((entry) => ({ index: entry.index, id: entry.id, name: entry.name, arguments: entry.parts.join('') }));

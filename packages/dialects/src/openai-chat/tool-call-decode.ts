@@ -1,5 +1,5 @@
 /**
- * Streaming tool-call tracker: turns Chat `delta.tool_calls[]` fragments into `tool-call-delta`
+ * The decoder of a Chat stream's tool calls: turns `delta.tool_calls[]` fragments into the hub's `tool-call-delta`
  * events that keep the hub's order guarantee (a call's first event carries `id` and `name`, later
  * ones only `argumentsDelta`; docs/protocols.md "Chat stream").
  *
@@ -32,7 +32,7 @@ interface Slot {
   call: CallState;
 }
 
-export class ToolCallTracker {
+export class ToolCallDeltaDecoder {
   /** By upstream index. */
   private readonly slots = new Map<number, Slot>();
   /** Every call, by hub index (for `flush`). */
