@@ -4,11 +4,9 @@ import { openaiChat } from '@iop/dialects';
 export const chatDialect = openaiChat.openAIChat;
 export const {
   validateChatPassthrough,
-  errorEventFromUpstream,
   toBackendChatRequest,
   createChatStreamDecoder,
   restoreToolIds,
-  normalizeUpstreamError,
   toOpenAIErrorBody,
 } = openaiChat;
 export type ToolIdMap = openaiChat.ToolIdMap;

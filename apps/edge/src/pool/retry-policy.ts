@@ -27,6 +27,7 @@
  * (the client gets the status and its `Retry-After`: holding its connection longer helps nobody). Each request has at
  * most `maxAttempts` attempts, and every retry must also pass the pool-wide `RetryBudget`.
  */
+import { runErrorInfo, type RunErrorCode, type RunFailureKind } from '@iop/backend';
 import { backoffDelayMs, isRetryableStatus } from '@iop/core';
 import type { AttemptOutcome } from './outlier-detector.js';
 import type { Clock, Random } from './provider.js';
@@ -50,9 +51,12 @@ export interface RetryConfig {
   maxBackoffMs: number;
 }
 
-/** Why an attempt failed before its first byte. */
+/**
+ * Why an attempt failed before its first byte: a failed run (`RunFailureKind`, from its ERROR frame's code by
+ * `@iop/backend`'s one table, run-errors.ts) or the backend's status.
+ */
 export type AttemptFailure =
-  | { kind: 'connect_failed' | 'reset' | 'rejected' | 'timeout' | 'no_response'; detail?: string }
+  | { kind: RunFailureKind; detail?: string }
   | {
       kind: 'status';
       /** HTTP status of the backend's answer. */
@@ -90,24 +94,10 @@ export class RequestAttempts {
   }
 }
 
-/** Maps an agent's run error code (tunnel `ERROR` frame) to an attempt failure. */
-export function failureOfRunError(code: string): AttemptFailure {
-  switch (code) {
-    case 'connect_failed':
-      return { kind: 'connect_failed' };
-    case 'agent_disconnected':
-    case 'backend_reset':
-    case 'run_call_reset':
-      return { kind: 'reset', detail: code };
-    case 'run_rejected':
-    case 'at_capacity':
-      return { kind: 'rejected', detail: code };
-    case 'run_accepted_timeout':
-    case 'first_byte_timeout':
-      return { kind: 'timeout', detail: code };
-    default:
-      return { kind: 'no_response', detail: code || 'unknown' };
-  }
+/** Maps a run error code (tunnel `ERROR` frame) to an attempt failure (`@iop/backend` run-errors.ts: the one table). */
+export function failureOfRunError(code: RunErrorCode): AttemptFailure {
+  const { name, failure } = runErrorInfo(code);
+  return { kind: failure, detail: name };
 }
 
 /**
@@ -137,6 +127,7 @@ export function outcomeOf(failure: AttemptFailure): AttemptOutcome {
     case 'reset':
       return 'connect_failure';
     case 'timeout':
+    case 'idle_timeout':
     case 'no_response':
       return 'timeout';
     case 'rejected':
@@ -237,7 +228,7 @@ export class RetryPolicy {
     if (attempts.count >= Math.min(this.config.maxAttempts, options.maxAttempts ?? Number.POSITIVE_INFINITY))
       return { action: 'fail', reason: `${what} after ${attempts.count} attempts (the limit)` };
     const sameProvider = options.sameProvider === true;
-    if (sameProvider && failure.kind === 'timeout')
+    if (sameProvider && (failure.kind === 'timeout' || failure.kind === 'idle_timeout'))
       return { action: 'fail', reason: `${failure.detail ?? 'timeout'} is not retried on the same provider` };
     const overloaded =
       failure.kind === 'status' && (failure.status === 429 || failure.status === 503) && retryAfterMs === undefined;
