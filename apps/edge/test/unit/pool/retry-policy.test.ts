@@ -274,6 +274,20 @@ describe('retry timing that never hammers', () => {
     });
   });
 
+  it('an idle timeout is its own kind, retried like a timeout: on another provider, never on the same one', () => {
+    const { policy } = setup();
+    const attempts = policy.begin();
+    attempts.record('a');
+    const idle = failureOfRunError(RunErrorCode.IDLE_TIMEOUT);
+    expect(idle).toEqual({ kind: 'idle_timeout', detail: 'idle_timeout' });
+    expect(policy.decide(attempts, idle, { sameProvider: true })).toEqual({
+      action: 'fail',
+      reason: 'idle_timeout is not retried on the same provider',
+    });
+    expect(policy.decide(attempts, idle, { sameProvider: false }).action).toBe('retry');
+    expect(outcomeOf(idle)).toBe('timeout');
+  });
+
   it('no retry whose backoff would end past the request deadline', () => {
     const { policy } = setup(() => 0.5, { overloadBackoffBaseMs: 500 });
     const attempts = policy.begin();
