@@ -21,11 +21,12 @@
  * accepted the run (`isResetBeforeAccepted`) is retried at once, without backoff, on another provider or the same one.
  * A 429 or 503 without `Retry-After` retried on the same provider backs off from `overloadBackoffBaseMs` (hundreds of
  * ms) instead of `baseBackoffMs`: a rate-limited or overloaded server is not asked again within tens of milliseconds. A
- * timeout (the run was not accepted, or no first byte came) is never retried on the same provider: the client would
- * wait a second full timeout for the same silence. No retry starts when its backoff would end past the request's
- * deadline (`remainingMs`). A `Retry-After` (429, 503…) is a floor, and one longer than `maxBackoffMs` ends the retries
- * (the client gets the status and its `Retry-After`: holding its connection longer helps nobody). Each request has at
- * most `maxAttempts` attempts, and every retry must also pass the pool-wide `RetryBudget`.
+ * timeout (the run was not accepted, no first byte came, or the body went idle: `idle_timeout`, its own kind) is never
+ * retried on the same provider: the client would wait a second full timeout for the same silence. No retry starts when
+ * its backoff would end past the request's deadline (`remainingMs`). A `Retry-After` (429, 503…) is a floor, and one
+ * longer than `maxBackoffMs` ends the retries (the client gets the status and its `Retry-After`: holding its connection
+ * longer helps nobody). Each request has at most `maxAttempts` attempts, and every retry must also pass the pool-wide
+ * `RetryBudget`.
  */
 import { runErrorInfo, type RunErrorCode, type RunFailureKind } from '@iop/backend';
 import { backoffDelayMs, isRetryableStatus } from '@iop/core';
