@@ -9,7 +9,7 @@ const common = {
   testEnvironment: 'node',
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.test.json' }] },
   moduleNameMapper: {
-    '^@iop/(core|proto|dialects|stream-gate|backend)$': '<rootDir>/packages/$1/src/index.ts',
+    '^@iop/(core|proto|dialects|stream-gate|backend|backend-wire)$': '<rootDir>/packages/$1/src/index.ts',
     '^@iop/core/errors$': '<rootDir>/packages/core/src/errors.ts',
     '^@iop/test-support$': '<rootDir>/test/support/index.ts',
     '^@iop/agent$': '<rootDir>/apps/agent/src/index.ts',

@@ -16,7 +16,7 @@
  * destroys the socket; the embedded backend stops generating).
  */
 import type { RunAssignment } from '@iop/proto';
-import { RunFailure, acceptedFrame, relayBackend } from '@iop/backend';
+import { RunErrorCode, RunFailure, acceptedFrame, relayBackend } from '@iop/backend';
 import type { Logger } from 'pino';
 import { traceFieldsOf } from '@iop/core';
 import type { Backend } from './backends/backend.js';
@@ -89,7 +89,7 @@ export class RunExecution {
 
   /** Aborts the run (CancelRun, shutdown); the backend request stops at once. */
   cancel(reason: string): void {
-    if (!this.controller.signal.aborted) this.controller.abort(new RunFailure('cancelled', reason));
+    if (!this.controller.signal.aborted) this.controller.abort(new RunFailure(RunErrorCode.CANCELLED, reason));
   }
 
   private async execute(): Promise<void> {
@@ -155,13 +155,15 @@ export class RunExecution {
         onFailure: (failure, bytes, error) => {
           this.finished = true;
           const log =
-            failure.code === 'cancelled' ? this.logger.info.bind(this.logger) : this.logger.warn.bind(this.logger);
+            failure.code === RunErrorCode.CANCELLED
+              ? this.logger.info.bind(this.logger)
+              : this.logger.warn.bind(this.logger);
           log(
             {
-              code: failure.code,
+              code: failure.codeName,
               bytes,
               durationMs: this.elapsedMs(),
-              err: failure.code === 'internal' ? error : undefined,
+              err: failure.code === RunErrorCode.INTERNAL ? error : undefined,
             },
             `run failed: ${failure.message}`,
           );

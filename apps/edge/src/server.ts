@@ -32,6 +32,7 @@ import { openSharedState } from './shared-state.js';
 import { GateMetrics, createGateSink } from './gate/gate-sink.js';
 import { ConfigError } from './config.js';
 import { IopError, sleep } from '@iop/core';
+import { RunErrorCode } from '@iop/proto';
 import { applyConfigReload, mountAdmin, type ReloadResult } from './admin/index.js';
 import { recordsOfConfigKeys } from './keys/config-keys.js';
 import { ConsoleSessions } from './console/console-sessions.js';
@@ -253,7 +254,7 @@ export async function startEdge(
       await Promise.race([httpClosed, sleep(deadlineMs, waited.signal)]);
       waited.abort();
       if (!httpDone) {
-        const ended = context.runs.failAll('edge_shutdown', 'the edge is shutting down');
+        const ended = context.runs.failAll(RunErrorCode.EDGE_SHUTDOWN, 'the edge is shutting down');
         logger.warn({ runs: ended, deadlineMs }, 'shutdown deadline passed: ending the runs left with an error');
         await Promise.race([httpClosed, sleep(1_000, undefined, { unref: true })]);
       }

@@ -3,8 +3,13 @@
  * RESPONSE_START, BODY, USAGE, END and ERROR, without protobuf reflection (`tunnelFrame`). The
  * relay, the agent's run and the edge's synthesized tunnel failures build their frames here.
  */
-import { ProviderTunnelFrame_Kind as FrameKind, tunnelFrame, type ProviderTunnelFrame } from '@iop/proto';
-import type { TokenUsage } from './usage-scanner.js';
+import {
+  ProviderTunnelFrame_Kind as FrameKind,
+  tunnelFrame,
+  type ProviderTunnelFrame,
+  type RunErrorCode,
+} from '@iop/proto';
+import type { Usage } from '@iop/core';
 
 export { FrameKind };
 
@@ -27,9 +32,18 @@ export function bodyFrame(runId: string, body: Uint8Array): ProviderTunnelFrame 
   return tunnelFrame({ runId, kind: FrameKind.BODY, body });
 }
 
-/** The token usage found in the body. */
-export function usageFrame(runId: string, usage: TokenUsage): ProviderTunnelFrame {
-  return tunnelFrame({ runId, kind: FrameKind.USAGE, usage });
+/** The token usage found in the body (hub field names → the frame's `Usage`; a count not reported stays absent). */
+export function usageFrame(runId: string, usage: Usage): ProviderTunnelFrame {
+  return tunnelFrame({
+    runId,
+    kind: FrameKind.USAGE,
+    usage: {
+      promptTokens: usage.inputTokens,
+      completionTokens: usage.outputTokens,
+      cachedTokens: usage.cachedInputTokens,
+      reasoningTokens: usage.reasoningTokens,
+    },
+  });
 }
 
 /** The run ended normally. */
@@ -37,8 +51,8 @@ export function endFrame(runId: string): ProviderTunnelFrame {
   return tunnelFrame({ runId, kind: FrameKind.END });
 }
 
-/** The run failed with a stable `code` (a `RunErrorCode`, or the edge's tunnel codes). */
-export function errorFrame(runId: string, code: string, message: string): ProviderTunnelFrame {
+/** The run failed with a stable `code` (the agent's codes, or the edge's tunnel codes). */
+export function errorFrame(runId: string, code: RunErrorCode, message: string): ProviderTunnelFrame {
   return tunnelFrame({ runId, kind: FrameKind.ERROR, errorCode: code, errorMessage: message });
 }
 

@@ -3,5 +3,12 @@ export { acceptedFrame, errorFrame, FrameKind } from './frames.js';
 export type { BackendCall, BackendRequest, BackendResponse } from './backend-call.js';
 export { basePathOf, OpenAiClient } from './openai-client.js';
 export { relayBackend } from './relay.js';
+export {
+  RunErrorCode,
+  runErrorInfo,
+  runErrorName,
+  runErrorToIopError,
+  type RunErrorInfo,
+  type RunFailureKind,
+} from './run-errors.js';
 export { RunFailure } from './run-failure.js';
-export { type TokenUsage, usageOf } from './usage-scanner.js';

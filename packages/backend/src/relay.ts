@@ -21,8 +21,10 @@ import { Readable, finished } from 'node:stream';
 import type { ProviderTunnelFrame } from '@iop/proto';
 import type { BackendCall } from './backend-call.js';
 import { bodyFrame, endFrame, errorFrame, responseStartFrame, usageFrame } from './frames.js';
+import { RunErrorCode } from './run-errors.js';
 import { RunFailure, toRunFailure } from './run-failure.js';
-import { UsageScanner, usageBodyKindOf, type TokenUsage } from './usage-scanner.js';
+import { UsageScanner, usageBodyKindOf } from '@iop/backend-wire';
+import type { Usage } from '@iop/core';
 
 export interface RelayRequest {
   runId: string;
@@ -41,7 +43,7 @@ export interface RelayHooks {
   onFirstByte?(status: number): void;
   /** Body bytes relayed so far, after each slice. */
   onBytes?(total: number): void;
-  onEnd?(result: { status: number; bytes: number; usage: TokenUsage | undefined }): void;
+  onEnd?(result: { status: number; bytes: number; usage: Usage | undefined }): void;
   onFailure?(failure: RunFailure, bytes: number, error: unknown): void;
 }
 
@@ -70,7 +72,10 @@ export async function relayBackend(
   // Armed while the relay waits on the backend: before the first byte, then between slices
   // whenever the sink is not holding the body back.
   const firstByteTimer: NodeJS.Timeout = setTimeout(
-    () => abortWith(new RunFailure('first_byte_timeout', `no first byte within ${request.firstByteTimeoutMs} ms`)),
+    () =>
+      abortWith(
+        new RunFailure(RunErrorCode.FIRST_BYTE_TIMEOUT, `no first byte within ${request.firstByteTimeoutMs} ms`),
+      ),
     request.firstByteTimeoutMs,
   );
   let idleTimer: NodeJS.Timeout | undefined;
@@ -84,7 +89,7 @@ export async function relayBackend(
       clearTimeout(firstByteTimer);
       hooks.onFirstByte?.(status);
       idleTimer = setTimeout(() => {
-        if (!held) abortWith(new RunFailure('idle_timeout', `no body byte for ${request.idleTimeoutMs} ms`));
+        if (!held) abortWith(new RunFailure(RunErrorCode.IDLE_TIMEOUT, `no body byte for ${request.idleTimeoutMs} ms`));
       }, request.idleTimeoutMs);
     } else {
       idleTimer!.refresh();

@@ -1,18 +1,8 @@
 /**
- * Why a run failed, as the ERROR frame's `error_code` (proto/iop/v1/tunnel.proto,
- * ProviderTunnelFrame.error_code).
+ * Why a run failed, as the ERROR frame's `error_code` (proto/iop/v1/tunnel.proto `RunErrorCode`; what each code means:
+ * run-errors.ts).
  */
-export const RunErrorCodes = [
-  'connect_failed', // the backend could not be reached (refused, DNS, connect timeout)
-  'backend_reset', // the backend connection broke after the request was sent
-  'first_byte_timeout', // no first body byte within the first-byte timeout
-  'idle_timeout', // no body byte for longer than the idle timeout
-  'cancelled', // the edge cancelled the run, the Run stream ended, or the agent shut down
-  'at_capacity', // the agent runs max_concurrency runs already (sent as RunRejected.reason)
-  'internal', // anything else
-] as const;
-
-export type RunErrorCode = (typeof RunErrorCodes)[number];
+import { RunErrorCode, runErrorName } from './run-errors.js';
 
 /** A run failure with its stable code. Also used as the AbortSignal reason of a run. */
 export class RunFailure extends Error {
@@ -22,6 +12,11 @@ export class RunFailure extends Error {
     super(message, options);
     this.name = 'RunFailure';
     this.code = code;
+  }
+
+  /** The code's stable name (`connect_failed`, `idle_timeout`, …), for logs. */
+  get codeName(): string {
+    return runErrorName(this.code);
   }
 }
 
@@ -41,18 +36,20 @@ const CONNECT_CODES = new Set([
 export function toRunFailure(error: unknown, signal: AbortSignal, started: boolean): RunFailure {
   if (signal.aborted) {
     const reason: unknown = signal.reason;
-    return reason instanceof RunFailure ? reason : new RunFailure('cancelled', 'run aborted');
+    return reason instanceof RunFailure ? reason : new RunFailure(RunErrorCode.CANCELLED, 'run aborted');
   }
   if (error instanceof RunFailure) return error;
   const code = errorCodeOf(error);
   if (code !== undefined && CONNECT_CODES.has(code) && !started) {
-    return new RunFailure('connect_failed', `backend unreachable (${code})`, { cause: error });
+    return new RunFailure(RunErrorCode.CONNECT_FAILED, `backend unreachable (${code})`, { cause: error });
   }
   if (code !== undefined && (code === 'ECONNRESET' || code === 'EPIPE' || code.startsWith('UND_ERR'))) {
-    return new RunFailure('backend_reset', `backend connection failed (${code})`, { cause: error });
+    return new RunFailure(RunErrorCode.BACKEND_RESET, `backend connection failed (${code})`, { cause: error });
   }
   const message = (error as { message?: unknown } | null)?.message;
-  return new RunFailure('internal', typeof message === 'string' ? message : 'internal error', { cause: error });
+  return new RunFailure(RunErrorCode.INTERNAL, typeof message === 'string' ? message : 'internal error', {
+    cause: error,
+  });
 }
 
 /** The first `code` string along the error's cause chain (duck-typed: errors may come from another realm). */

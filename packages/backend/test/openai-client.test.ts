@@ -158,7 +158,7 @@ describe('OpenAiClient', () => {
     setTimeout(() => controller.abort(new Error('cancelled by the edge')), 50);
     await expect(pending).rejects.toThrow('cancelled by the edge');
     await backendClosed;
-    expect(toRunFailure(new Error('x'), controller.signal, false).code).toBe('cancelled');
+    expect(toRunFailure(new Error('x'), controller.signal, false).codeName).toBe('cancelled');
   });
 
   it('rejects with the connection error when the backend cannot be reached (connect_failed)', async () => {
@@ -169,7 +169,7 @@ describe('OpenAiClient', () => {
     clients.push(client);
     const signal = new AbortController().signal;
     const error = await client.handle(request(signal)).catch((caught: unknown) => caught);
-    expect(toRunFailure(error, signal, false).code).toBe('connect_failed');
+    expect(toRunFailure(error, signal, false).codeName).toBe('connect_failed');
   });
 
   it('fails the body with the connection error when the backend resets mid-body (backend_reset)', async () => {
@@ -181,6 +181,6 @@ describe('OpenAiClient', () => {
     const signal = new AbortController().signal;
     const response = await client.handle(request(signal));
     const error = await collect(response.body).catch((caught: unknown) => caught);
-    expect(toRunFailure(error, signal, true).code).toBe('backend_reset');
+    expect(toRunFailure(error, signal, true).codeName).toBe('backend_reset');
   });
 });

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import type { ProviderTunnelFrame } from '@iop/proto';
+import { RunErrorCode, type ProviderTunnelFrame } from '@iop/proto';
 import { FrameKind } from '../src/frames.js';
 import { RunFailure } from '../src/run-failure.js';
 import { relayBackend, type RelayRequest } from '../src/relay.js';
@@ -103,7 +103,7 @@ describe('relayBackend', () => {
     const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
     const frames = await collect(backend(generated([]), refused));
     expect(frames).toHaveLength(1);
-    expect(frames[0]).toMatchObject({ kind: FrameKind.ERROR, errorCode: 'connect_failed' });
+    expect(frames[0]).toMatchObject({ kind: FrameKind.ERROR, errorCode: RunErrorCode.CONNECT_FAILED });
   });
 
   it('an abort mid-body stops the backend request and ends with ERROR carrying the abort reason', async () => {
@@ -112,11 +112,11 @@ describe('relayBackend', () => {
     const out: ProviderTunnelFrame[] = [];
     await relayBackend(call, request, controller, (frame) => {
       out.push(frame);
-      if (frame.kind === FrameKind.BODY) controller.abort(new RunFailure('cancelled', 'client gone'));
+      if (frame.kind === FrameKind.BODY) controller.abort(new RunFailure(RunErrorCode.CANCELLED, 'client gone'));
       return undefined;
     });
     expect(out.map((frame) => frame.kind)).toEqual([FrameKind.RESPONSE_START, FrameKind.BODY, FrameKind.ERROR]);
-    expect(out[2]).toMatchObject({ errorCode: 'cancelled', errorMessage: 'client gone' });
+    expect(out[2]).toMatchObject({ errorCode: RunErrorCode.CANCELLED, errorMessage: 'client gone' });
     expect(call.seen[0]!.signal.aborted).toBe(true);
   });
 
@@ -175,7 +175,7 @@ describe('relayBackend', () => {
       idleTimeoutMs: 30,
     });
     expect(silent.map((frame) => frame.kind)).toEqual([FrameKind.RESPONSE_START, FrameKind.BODY, FrameKind.ERROR]);
-    expect(silent[2]!.errorCode).toBe('idle_timeout');
+    expect(silent[2]!.errorCode).toBe(RunErrorCode.IDLE_TIMEOUT);
   });
 
   it('no first byte within the first-byte timeout is first_byte_timeout', async () => {
@@ -183,6 +183,6 @@ describe('relayBackend', () => {
       firstByteTimeoutMs: 20,
     });
     expect(frames.map((frame) => frame.kind)).toEqual([FrameKind.RESPONSE_START, FrameKind.ERROR]);
-    expect(frames[1]!.errorCode).toBe('first_byte_timeout');
+    expect(frames[1]!.errorCode).toBe(RunErrorCode.FIRST_BYTE_TIMEOUT);
   });
 });

@@ -6,7 +6,9 @@
  *
  * It follows the protobuf binary encoding (protobuf.dev/programming-guides/encoding) exactly as
  * protobuf-es 2 writes it: fields in field-number order, proto3 implicit presence (zero values
- * omitted), each `headers` map entry with both key (1) and value (2), `usage` written whenever set.
+ * omitted), each `headers` map entry with both key (1) and value (2), `usage` written whenever set and each of its
+ * counts whenever present (explicit presence: an absent count is not reported, 0 is written), `error_code` (field 9,
+ * the `RunErrorCode` enum) as a varint.
  * So `encodeFrameMessage(frame)` is byte-identical to `grpcFrame(toBinary(schema, frame))` and
  * `decodeFrame(bytes)` equals `fromBinary(schema, bytes)` (test/frame-codec.test.ts checks both
  * against protobuf-es for arbitrary frames). Whatever this codec does not expect — unknown fields,
@@ -18,6 +20,7 @@ import {
   UsageSchema,
   type ProviderTunnelFrame,
   type ProviderTunnelFrame_Kind,
+  type RunErrorCode,
   type Usage,
 } from './gen/iop/v1/tunnel_pb.js';
 import {
@@ -34,7 +37,6 @@ import {
   varintSize,
   writeMapField,
   writeString,
-  writeUint32Field,
   writeVarint,
   asBuffer,
   bytesFieldSize,
@@ -53,7 +55,7 @@ export interface FrameInit {
   status?: number;
   headers?: Record<string, string>;
   body?: Uint8Array;
-  errorCode?: string;
+  errorCode?: RunErrorCode;
   errorMessage?: string;
   usage?: { promptTokens?: number; completionTokens?: number; cachedTokens?: number; reasoningTokens?: number };
 }
@@ -67,31 +69,44 @@ export function tunnelFrame(init: FrameInit): ProviderTunnelFrame {
     status: init.status ?? 0,
     headers: init.headers ?? {},
     body: init.body ?? EMPTY,
-    errorCode: init.errorCode ?? '',
     errorMessage: init.errorMessage ?? '',
+    errorCode: init.errorCode ?? 0,
   };
   if (init.usage !== undefined) frame.usage = usageMessage(init.usage);
   return frame;
 }
 
+/** A `Usage` message with the counts `init` has (an absent count stays absent: not reported). */
 function usageMessage(init: NonNullable<FrameInit['usage']>): Usage {
-  return {
-    $typeName: USAGE_TYPE,
-    promptTokens: init.promptTokens ?? 0,
-    completionTokens: init.completionTokens ?? 0,
-    cachedTokens: init.cachedTokens ?? 0,
-    reasoningTokens: init.reasoningTokens ?? 0,
-  };
+  const usage: Usage = { $typeName: USAGE_TYPE };
+  if (init.promptTokens !== undefined) usage.promptTokens = init.promptTokens;
+  if (init.completionTokens !== undefined) usage.completionTokens = init.completionTokens;
+  if (init.cachedTokens !== undefined) usage.cachedTokens = init.cachedTokens;
+  if (init.reasoningTokens !== undefined) usage.reasoningTokens = init.reasoningTokens;
+  return usage;
+}
+
+/** Bytes of a present count (tag and varint, 0 included); 0 when absent. */
+function countSize(value: number | undefined): number {
+  return value === undefined ? 0 : 1 + varintSize(value);
 }
 
 function usageSize(usage: Usage): number {
   return (
-    uint32FieldSize(usage.promptTokens) +
-    uint32FieldSize(usage.completionTokens) +
-    uint32FieldSize(usage.cachedTokens) +
-    uint32FieldSize(usage.reasoningTokens)
+    countSize(usage.promptTokens) +
+    countSize(usage.completionTokens) +
+    countSize(usage.cachedTokens) +
+    countSize(usage.reasoningTokens)
   );
 }
+
+function writeCount(out: Buffer, offset: number, tag: number, value: number | undefined): number {
+  if (value === undefined) return offset;
+  out[offset++] = tag;
+  return writeVarint(out, offset, value);
+}
+
+const presentUint32 = (value: number | undefined) => value === undefined || isPlainUint32(value);
 
 /** True when the frame holds only what this codec writes (no unknown fields, values in range). */
 function encodable(frame: ProviderTunnelFrame): boolean {
@@ -99,15 +114,16 @@ function encodable(frame: ProviderTunnelFrame): boolean {
   if (unknown !== undefined && unknown.length > 0) return false;
   if (!(frame.kind >= 0 && frame.kind < 0x80 && Number.isInteger(frame.kind)) || !isPlainUint32(frame.status))
     return false;
+  if (!(frame.errorCode >= 0 && frame.errorCode < 0x80 && Number.isInteger(frame.errorCode))) return false;
   const usage = frame.usage;
   if (usage === undefined) return true;
   const usageUnknown = (usage as { $unknown?: unknown[] }).$unknown;
   return (
     (usageUnknown === undefined || usageUnknown.length === 0) &&
-    isPlainUint32(usage.promptTokens) &&
-    isPlainUint32(usage.completionTokens) &&
-    isPlainUint32(usage.cachedTokens) &&
-    isPlainUint32(usage.reasoningTokens)
+    presentUint32(usage.promptTokens) &&
+    presentUint32(usage.completionTokens) &&
+    presentUint32(usage.cachedTokens) &&
+    presentUint32(usage.reasoningTokens)
   );
 }
 
@@ -125,8 +141,7 @@ export function encodeFrameMessage(frame: ProviderTunnelFrame): Buffer {
   const headers = mapFieldSizes(frame.headers);
   size += headers.total;
   size += bytesFieldSize(frame.body.length);
-  const codeBytes = frame.errorCode.length === 0 ? 0 : Buffer.byteLength(frame.errorCode);
-  if (codeBytes > 0) size += stringFieldSize(codeBytes);
+  if (frame.errorCode !== 0) size += 2;
   const messageBytes = frame.errorMessage.length === 0 ? 0 : Buffer.byteLength(frame.errorMessage);
   if (messageBytes > 0) size += stringFieldSize(messageBytes);
   const usageBytes = frame.usage === undefined ? -1 : usageSize(frame.usage);
@@ -145,16 +160,19 @@ export function encodeFrameMessage(frame: ProviderTunnelFrame): Buffer {
   }
   if (headers.sizes !== undefined) offset = writeMapField(out, offset, 0x22, frame.headers, headers.sizes);
   offset = writeBytesField(out, offset, 0x2a, frame.body);
-  if (codeBytes > 0) offset = writeString(out, offset, 0x32, frame.errorCode, codeBytes);
   if (messageBytes > 0) offset = writeString(out, offset, 0x3a, frame.errorMessage, messageBytes);
   if (usageBytes >= 0) {
     const usage = frame.usage!;
     out[offset++] = 0x42;
     offset = writeVarint(out, offset, usageBytes);
-    offset = writeUint32Field(out, offset, 0x08, usage.promptTokens);
-    offset = writeUint32Field(out, offset, 0x10, usage.completionTokens);
-    offset = writeUint32Field(out, offset, 0x18, usage.cachedTokens);
-    writeUint32Field(out, offset, 0x20, usage.reasoningTokens);
+    offset = writeCount(out, offset, 0x08, usage.promptTokens);
+    offset = writeCount(out, offset, 0x10, usage.completionTokens);
+    offset = writeCount(out, offset, 0x18, usage.cachedTokens);
+    offset = writeCount(out, offset, 0x20, usage.reasoningTokens);
+  }
+  if (frame.errorCode !== 0) {
+    out[offset] = 0x48;
+    out[offset + 1] = frame.errorCode;
   }
   return out;
 }
@@ -186,19 +204,20 @@ function decodeFast(bytes: Uint8Array): ProviderTunnelFrame | undefined {
     const tag = bytes[state.offset++]!;
     const field = tag >>> 3;
     const wireType = tag & 7;
-    if (tag >= 0x80 || field === 0 || field > 8) return undefined;
+    // Field 6 (the code as a string, before the enum) is an unknown field now: protobuf-es keeps it.
+    if (tag >= 0x80 || field === 0 || field === 6 || field > 9) return undefined;
     if (field !== 4) {
       if (seen & (1 << field)) return undefined; // repeated scalar (last wins) or usage (merged)
       seen |= 1 << field;
     }
-    if (field === 2 || field === 3) {
+    if (field === 2 || field === 3 || field === 9) {
       if (wireType !== 0) return undefined;
       const value = readVarint32(bytes, state);
       if (value === FALLBACK) return undefined;
-      if (field === 2) {
-        if (value > 0x7fffffff) return undefined;
-        frame.kind = value;
-      } else frame.status = value;
+      if (field === 3) frame.status = value;
+      else if (value > 0x7fffffff) return undefined;
+      else if (field === 2) frame.kind = value;
+      else frame.errorCode = value;
       continue;
     }
     if (wireType !== 2) return undefined;
@@ -213,7 +232,6 @@ function decodeFast(bytes: Uint8Array): ProviderTunnelFrame | undefined {
       const text = ascii(buffer, start, end);
       if (text === FALLBACK) return undefined;
       if (field === 1) frame.runId = text;
-      else if (field === 6) frame.errorCode = text;
       else frame.errorMessage = text;
     } else {
       const usage = decodeUsage(bytes, end, state);

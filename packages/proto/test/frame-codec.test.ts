@@ -16,7 +16,7 @@ const init: fc.Arbitrary<FrameInit> = fc.record(
     status: uint32,
     headers: stringMap,
     body: fc.oneof(fc.uint8Array({ maxLength: 40 }), fc.uint8Array({ minLength: 100, maxLength: 20_000 })),
-    errorCode: text,
+    errorCode: fc.oneof(fc.integer({ min: 0, max: 12 }), fc.integer({ min: -5, max: 1000 })),
     errorMessage: text,
     usage,
   },

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ProviderTunnelFrame_Kind as Kind } from '@iop/proto';
+import { ProviderTunnelFrame_Kind as Kind, RunErrorCode } from '@iop/proto';
 import { startAgent, type AgentHandle } from '../../src/start-agent.js';
 import { captureLogs } from './helpers/log-capture';
 import { TestEdge, waitFor } from './helpers/test-edge';
@@ -187,7 +187,7 @@ describe('agent tunnel client (openai backend)', () => {
     await waitFor(() => call.closedAt !== undefined, 1_000, 'backend socket close');
     expect(call.closedAt! - cancelledAt).toBeLessThan(100);
     await waitFor(() => edge.runs.get('r2')?.ended === true, 2_000, 'run end');
-    expect(edge.runs.get('r2')!.frames.at(-1)).toMatchObject({ kind: Kind.ERROR, errorCode: 'cancelled' });
+    expect(edge.runs.get('r2')!.frames.at(-1)).toMatchObject({ kind: Kind.ERROR, errorCode: RunErrorCode.CANCELLED });
     await waitFor(() => agent!.agent.inFlight === 0, 1_000, 'run released');
   });
 
@@ -208,7 +208,7 @@ describe('agent tunnel client (openai backend)', () => {
     await waitFor(() => edge.runs.get('r4')?.ended === true, 5_000, 'run end');
     expect(edge.runs.get('r4')!.frames).toEqual([
       expect.objectContaining({ kind: Kind.ACCEPTED }),
-      expect.objectContaining({ kind: Kind.ERROR, errorCode: 'connect_failed' }),
+      expect.objectContaining({ kind: Kind.ERROR, errorCode: RunErrorCode.CONNECT_FAILED }),
     ]);
   });
 
@@ -219,11 +219,11 @@ describe('agent tunnel client (openai backend)', () => {
     await waitFor(() => edge.runs.get('r5')?.ended === true && edge.runs.get('r6')?.ended === true, 3_000, 'runs end');
     expect(edge.runs.get('r5')!.frames).toEqual([
       expect.objectContaining({ kind: Kind.ACCEPTED }),
-      expect.objectContaining({ kind: Kind.ERROR, errorCode: 'first_byte_timeout' }),
+      expect.objectContaining({ kind: Kind.ERROR, errorCode: RunErrorCode.FIRST_BYTE_TIMEOUT }),
     ]);
     const r6 = edge.runs.get('r6')!.frames;
     expect(r6.map((frame) => frame.kind)).toEqual([Kind.ACCEPTED, Kind.RESPONSE_START, Kind.BODY, Kind.ERROR]);
-    expect(r6[3]!.errorCode).toBe('idle_timeout');
+    expect(r6[3]!.errorCode).toBe(RunErrorCode.IDLE_TIMEOUT);
     const hang = backend.calls.find((entry) => entry.path === '/hang')!;
     await waitFor(() => hang.closedAt !== undefined, 1_000, 'backend aborted');
   });
@@ -266,7 +266,7 @@ describe('agent tunnel client (openai backend)', () => {
     edge.assign({ runId: 'c2' });
     await waitFor(() => edge.runs.get('c2')?.ended === true, 5_000, 'c2 served');
     expect(edge.rejections).toEqual([]);
-    expect(edge.runs.get('c1')!.frames.at(-1)).toMatchObject({ kind: Kind.ERROR, errorCode: 'cancelled' });
+    expect(edge.runs.get('c1')!.frames.at(-1)).toMatchObject({ kind: Kind.ERROR, errorCode: RunErrorCode.CANCELLED });
     expect(edge.runs.get('c2')!.frames.at(-1)!.kind).toBe(Kind.END);
   });
 
@@ -289,7 +289,7 @@ describe('agent tunnel client (openai backend)', () => {
     await agent!.shutdown(400);
     expect(performance.now() - startedAt).toBeGreaterThanOrEqual(350);
     expect(edge.runs.get('s1')!.frames.at(-1)!.kind).toBe(Kind.END);
-    expect(edge.runs.get('s2')!.frames.at(-1)).toMatchObject({ kind: Kind.ERROR, errorCode: 'cancelled' });
+    expect(edge.runs.get('s2')!.frames.at(-1)).toMatchObject({ kind: Kind.ERROR, errorCode: RunErrorCode.CANCELLED });
     expect(edge.heartbeats.some((beat) => beat.draining)).toBe(true);
     await agent!.stopped;
     await waitFor(() => edge.controlEnded === 1, 2_000, 'control closed');

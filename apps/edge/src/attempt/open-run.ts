@@ -21,6 +21,7 @@
  *   group) serves it when configured.
  * - other 4xx: the client's fault, returned at once. Each verdict feeds the group's outlier detector.
  */
+import { runErrorToIopError } from '@iop/backend';
 import { IopError } from '@iop/core';
 import type { ProviderTunnelFrame, Usage as FrameUsage } from '@iop/proto';
 import type { Logger } from '../logger.js';
@@ -99,22 +100,9 @@ export interface OpenedRun {
   answer?: WholeAnswer;
 }
 
-/** Maps an ERROR frame to the IopError a client sees. */
+/** Maps an ERROR frame to the IopError a client sees (the one table: `@iop/backend` run-errors.ts). */
 export function runFailure(frame: Pick<ProviderTunnelFrame, 'errorCode' | 'errorMessage'>): IopError {
-  const message = frame.errorMessage || frame.errorCode || 'run failed';
-  switch (frame.errorCode) {
-    case 'first_byte_timeout':
-    case 'idle_timeout':
-    case 'run_accepted_timeout':
-      return new IopError('timeout', `upstream timeout: ${message}`);
-    case 'at_capacity':
-    case 'run_rejected':
-      return new IopError('no_capacity', `no capacity: ${message}`, { retryAfterSeconds: 1 });
-    case 'cancelled':
-      return new IopError('upstream_error', 'the run was cancelled');
-    default:
-      return new IopError('upstream_error', `upstream failure: ${message}`);
-  }
+  return runErrorToIopError(frame.errorCode, frame.errorMessage);
 }
 
 /** The attempt failure an IopError rendered from a backend status stands for. */

@@ -12,7 +12,7 @@
  * just before its end, or have the gate retry, and stay within any token limit or budget.
  */
 import type { Usage as HubUsage } from '@iop/core';
-import type { TokenUsage } from '@iop/backend';
+import type { Usage as FrameUsage } from '@iop/proto';
 import type { EdgeMetrics, ResponseLabels } from '../metrics.js';
 
 /** One attempt's usage: the backend's, once it came, and the chunks of output it generated. */
@@ -55,15 +55,15 @@ export class UsageRecorder {
     return this.attempts.at(-1) ?? this.beginAttempt();
   }
 
-  /** The backend's token counts: a USAGE frame, or a usage object the relay read itself (`usageOf`). */
-  record(usage: TokenUsage | undefined): void {
+  /** The backend's token counts from a USAGE frame; a count the frame does not have (not reported) stays absent. */
+  record(usage: Omit<FrameUsage, '$typeName'> | undefined): void {
     if (usage === undefined) return;
-    this.recordHub({
-      inputTokens: usage.promptTokens,
-      outputTokens: usage.completionTokens,
-      cachedInputTokens: usage.cachedTokens,
-      reasoningTokens: usage.reasoningTokens,
-    });
+    const hub: HubUsage = {};
+    if (usage.promptTokens !== undefined) hub.inputTokens = usage.promptTokens;
+    if (usage.completionTokens !== undefined) hub.outputTokens = usage.completionTokens;
+    if (usage.cachedTokens !== undefined) hub.cachedInputTokens = usage.cachedTokens;
+    if (usage.reasoningTokens !== undefined) hub.reasoningTokens = usage.reasoningTokens;
+    this.recordHub(hub);
   }
 
   /** From a normalized `usage` event (or `record`). */

@@ -5,7 +5,7 @@
  * - `max_tokens` in place of `max_completion_tokens` (`validateChatPassthrough`'s rewrite);
  * - for a stream, `stream_options.include_usage: true` ("Usage": without it vLLM and SGLang send
  *   no usage, and the request could only be billed at an estimate). The relay removes the usage
- *   chunk from what the client gets when it did not ask for one (chunk-rules.ts).
+ *   chunk from what the client gets when it did not ask for one (`@iop/backend-wire` chunk-rules.ts).
  *
  * When the usage request is the only change and the body has no `stream_options`, the field is
  * spliced in before the object's closing brace: one copy of the bytes, no re-serialization.

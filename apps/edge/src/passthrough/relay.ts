@@ -14,14 +14,13 @@
  */
 import type { Response } from 'express';
 import { IopError, sseJson } from '@iop/core';
-import type { ProviderTunnelFrame } from '@iop/proto';
-import { usageOf } from '@iop/backend';
+import { RunErrorCode, type ProviderTunnelFrame } from '@iop/proto';
+import { deliveredAnswer, finishReasonsOf } from '@iop/backend-wire';
 import { FrameKind } from '../tunnel/run-registry.js';
 import type { RunStream } from '../pool/run-stream.js';
 import type { ModelRewriter } from '../http/model-rewrite.js';
 import { headerValue } from '../http/header-value.js';
-import { SseGuard, finishReasonsOf } from '../http/sse-guard.js';
-import { deliveredAnswer } from '../http/chunk-rules.js';
+import { SseGuard } from '../http/sse-guard.js';
 import { runFailure, type WholeAnswer } from '../attempt/open-run.js';
 import { toOpenAIErrorBody } from '../dialects.js';
 import type { UsageRecorder } from '../attempt/usage-recorder.js';
@@ -126,7 +125,8 @@ async function relayStream(handle: RunStream, res: Response, options: RelayOptio
     options.usage.countGenerated(guard.generatedChunks);
     options.finishReasons?.push(...guard.finishReasons);
     // Usage the agent's scan could not see (an event whose data spans several lines) is still the backend's own count.
-    if (options.usage.value === undefined) options.usage.record(usageOf(guard.parsedUsage));
+    if (options.usage.value === undefined && guard.parsedUsage !== undefined)
+      options.usage.recordHub(guard.parsedUsage);
   }
 }
 
@@ -218,9 +218,9 @@ async function relayGuarded(
     else if (ended.complete) failure = undefined;
     else
       failure ??= runFailure({
-        errorCode: 'backend_reset',
+        errorCode: RunErrorCode.BACKEND_RESET,
         errorMessage: 'the upstream stream ended before [DONE]',
-      } as ProviderTunnelFrame);
+      });
   }
   const held = rewriter?.end();
   if (held !== undefined && held.length > 0 && !res.destroyed) res.write(held);

@@ -18,7 +18,7 @@
  */
 import { injectActive, newId } from '@iop/core';
 import type { ProviderTunnelFrame } from '@iop/proto';
-import { FrameKind, OpenAiClient, RunFailure, basePathOf, relayBackend } from '@iop/backend';
+import { FrameKind, OpenAiClient, RunErrorCode, RunFailure, basePathOf, relayBackend } from '@iop/backend';
 import { AsyncQueue } from '@iop/core';
 import type { DirectProviderConfig } from './pool-config.js';
 import { providerNameOf, type PoolProvider, type ProviderLoad } from './provider.js';
@@ -42,7 +42,7 @@ class DirectRun implements RunStream {
   }
 
   cancel(reason: string): void {
-    if (!this.controller.signal.aborted) this.controller.abort(new RunFailure('cancelled', reason));
+    if (!this.controller.signal.aborted) this.controller.abort(new RunFailure(RunErrorCode.CANCELLED, reason));
     this.finish();
   }
 

@@ -21,12 +21,14 @@
  * accepted the run (`isResetBeforeAccepted`) is retried at once, without backoff, on another provider or the same one.
  * A 429 or 503 without `Retry-After` retried on the same provider backs off from `overloadBackoffBaseMs` (hundreds of
  * ms) instead of `baseBackoffMs`: a rate-limited or overloaded server is not asked again within tens of milliseconds. A
- * timeout (the run was not accepted, or no first byte came) is never retried on the same provider: the client would
- * wait a second full timeout for the same silence. No retry starts when its backoff would end past the request's
- * deadline (`remainingMs`). A `Retry-After` (429, 503…) is a floor, and one longer than `maxBackoffMs` ends the retries
- * (the client gets the status and its `Retry-After`: holding its connection longer helps nobody). Each request has at
- * most `maxAttempts` attempts, and every retry must also pass the pool-wide `RetryBudget`.
+ * timeout (the run was not accepted, no first byte came, or the body went idle: `idle_timeout`, its own kind) is never
+ * retried on the same provider: the client would wait a second full timeout for the same silence. No retry starts when
+ * its backoff would end past the request's deadline (`remainingMs`). A `Retry-After` (429, 503…) is a floor, and one
+ * longer than `maxBackoffMs` ends the retries (the client gets the status and its `Retry-After`: holding its connection
+ * longer helps nobody). Each request has at most `maxAttempts` attempts, and every retry must also pass the pool-wide
+ * `RetryBudget`.
  */
+import { runErrorInfo, type RunErrorCode, type RunFailureKind } from '@iop/backend';
 import { backoffDelayMs, isRetryableStatus } from '@iop/core';
 import type { AttemptOutcome } from './outlier-detector.js';
 import type { Clock, Random } from './provider.js';
@@ -50,9 +52,12 @@ export interface RetryConfig {
   maxBackoffMs: number;
 }
 
-/** Why a backend call (one attempt) failed before its first byte (the stream gate's own verdict: `GateFailure`). */
+/**
+ * Why an attempt failed before its first byte: a failed run (`RunFailureKind`, from its ERROR frame's code by
+ * `@iop/backend`'s one table, run-errors.ts) or the backend's status.
+ */
 export type AttemptFailure =
-  | { kind: 'connect_failed' | 'reset' | 'rejected' | 'timeout' | 'no_response'; detail?: string }
+  | { kind: RunFailureKind; detail?: string }
   | {
       kind: 'status';
       /** HTTP status of the backend's answer. */
@@ -90,24 +95,10 @@ export class RequestAttempts {
   }
 }
 
-/** Maps an agent's run error code (tunnel `ERROR` frame) to an attempt failure. */
-export function failureOfRunError(code: string): AttemptFailure {
-  switch (code) {
-    case 'connect_failed':
-      return { kind: 'connect_failed' };
-    case 'agent_disconnected':
-    case 'backend_reset':
-    case 'run_call_reset':
-      return { kind: 'reset', detail: code };
-    case 'run_rejected':
-    case 'at_capacity':
-      return { kind: 'rejected', detail: code };
-    case 'run_accepted_timeout':
-    case 'first_byte_timeout':
-      return { kind: 'timeout', detail: code };
-    default:
-      return { kind: 'no_response', detail: code || 'unknown' };
-  }
+/** Maps a run error code (tunnel `ERROR` frame) to an attempt failure (`@iop/backend` run-errors.ts: the one table). */
+export function failureOfRunError(code: RunErrorCode): AttemptFailure {
+  const { name, failure } = runErrorInfo(code);
+  return { kind: failure, detail: name };
 }
 
 /**
@@ -137,6 +128,7 @@ export function outcomeOf(failure: AttemptFailure): AttemptOutcome {
     case 'reset':
       return 'connect_failure';
     case 'timeout':
+    case 'idle_timeout':
     case 'no_response':
       return 'timeout';
     case 'rejected':
@@ -237,7 +229,7 @@ export class RetryPolicy {
     if (attempts.count >= Math.min(this.config.maxAttempts, options.maxAttempts ?? Number.POSITIVE_INFINITY))
       return { action: 'fail', reason: `${what} after ${attempts.count} attempts (the limit)` };
     const sameProvider = options.sameProvider === true;
-    if (sameProvider && failure.kind === 'timeout')
+    if (sameProvider && (failure.kind === 'timeout' || failure.kind === 'idle_timeout'))
       return { action: 'fail', reason: `${failure.detail ?? 'timeout'} is not retried on the same provider` };
     const overloaded =
       failure.kind === 'status' && (failure.status === 429 || failure.status === 503) && retryAfterMs === undefined;

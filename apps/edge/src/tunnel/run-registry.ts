@@ -19,7 +19,7 @@
  */
 import { newId } from '@iop/core';
 import { FrameKind, errorFrame } from '@iop/backend';
-import { RUN_CALL_RESET_REASON, runAssignment, type ProviderTunnelFrame } from '@iop/proto';
+import { RUN_CALL_RESET_REASON, RunErrorCode, runAssignment, type ProviderTunnelFrame } from '@iop/proto';
 import { AsyncQueue } from '@iop/core';
 import type { RunRequest, RunStream } from '../pool/run-stream.js';
 import type { RunEnds } from '../pool/agent-directory.js';
@@ -31,12 +31,12 @@ export { FrameKind };
 
 /** Error codes of synthesized ERROR frames (the agent's own codes pass through unchanged). */
 export type TunnelErrorCode =
-  | 'agent_disconnected'
-  | 'run_rejected'
-  | 'run_call_reset'
-  | 'run_accepted_timeout'
-  | 'first_byte_timeout'
-  | 'edge_shutdown';
+  | RunErrorCode.AGENT_DISCONNECTED
+  | RunErrorCode.RUN_REJECTED
+  | RunErrorCode.RUN_CALL_RESET
+  | RunErrorCode.RUN_ACCEPTED_TIMEOUT
+  | RunErrorCode.FIRST_BYTE_TIMEOUT
+  | RunErrorCode.EDGE_SHUTDOWN;
 
 /** A run on a tunnelled agent: its frames as the agent's Run call delivers them, and its clocks. */
 export class RunHandle implements RunStream {
@@ -103,7 +103,7 @@ export class RunHandle implements RunStream {
     this.timer = setTimeout(() => {
       if (!this.accepted)
         this.failWith(
-          'run_accepted_timeout',
+          RunErrorCode.RUN_ACCEPTED_TIMEOUT,
           `agent ${this.session.agentId} did not accept the run within ${acceptedTimeoutMs} ms`,
         );
     }, acceptedTimeoutMs + queueAllowanceMs);
@@ -146,7 +146,10 @@ export class RunHandle implements RunStream {
     if (timeoutMs <= 0) return;
     this.timer = setTimeout(() => {
       if (!this.sawBody)
-        this.failWith('first_byte_timeout', `no first byte from agent ${this.session.agentId} within ${timeoutMs} ms`);
+        this.failWith(
+          RunErrorCode.FIRST_BYTE_TIMEOUT,
+          `no first byte from agent ${this.session.agentId} within ${timeoutMs} ms`,
+        );
     }, timeoutMs);
     this.timer.unref();
   }
@@ -239,9 +242,13 @@ export class RunRegistry implements RunEnds {
   reject(runId: string, reason: string): void {
     const handle = this.runs.get(runId);
     if (handle === undefined) return;
-    if (reason !== RUN_CALL_RESET_REASON) handle.failWith('run_rejected', reason, true);
+    if (reason !== RUN_CALL_RESET_REASON) handle.failWith(RunErrorCode.RUN_REJECTED, reason, true);
     else if (!handle.accepted)
-      handle.failWith('run_call_reset', `the run's call to the agent was reset before the agent accepted it`, true);
+      handle.failWith(
+        RunErrorCode.RUN_CALL_RESET,
+        `the run's call to the agent was reset before the agent accepted it`,
+        true,
+      );
   }
 
   /**
@@ -258,7 +265,7 @@ export class RunRegistry implements RunEnds {
   failSession(session: AgentSession): void {
     for (const handle of [...this.runs.values()]) {
       if (handle.session === session)
-        handle.failWith('agent_disconnected', `agent ${session.agentId} disconnected`, true);
+        handle.failWith(RunErrorCode.AGENT_DISCONNECTED, `agent ${session.agentId} disconnected`, true);
     }
   }
 }

@@ -25,6 +25,7 @@ import {
   type GrpcMessage,
   RUN_PATH,
   RUN_SESSION_HEADER,
+  RunErrorCode,
   decodeFrame,
   type ProviderTunnelFrame,
 } from '@iop/proto';
@@ -135,7 +136,7 @@ export function handleRunStream(
     // The agent ended its side: its run is over, nothing to cancel.
     if (handle !== undefined && !handle.isFinished)
       handle.failWith(
-        'agent_disconnected',
+        RunErrorCode.AGENT_DISCONNECTED,
         truncated ? 'the run stream ended inside a message' : 'the run stream ended without END',
         true,
       );
@@ -145,7 +146,8 @@ export function handleRunStream(
   const onGone = () => {
     // The stream is gone: nothing may be answered on it (the cancel this failure sends goes on Control).
     done = true;
-    if (handle !== undefined && !handle.isFinished) handle.failWith('agent_disconnected', 'the run stream was reset');
+    if (handle !== undefined && !handle.isFinished)
+      handle.failWith(RunErrorCode.AGENT_DISCONNECTED, 'the run stream was reset');
   };
   stream.on('aborted', onGone);
   stream.on('error', onGone);

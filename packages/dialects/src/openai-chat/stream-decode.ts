@@ -2,7 +2,9 @@
  * Upstream Chat Completions SSE (vLLM, SGLang, llama.cpp server, Ollama, the embedded backend) →
  * normalized `StreamEvent`s (docs/protocols.md "Chat stream", "Backend extras").
  *
- * - SSE framing is `SseReader`'s (any split, LF/CR/CRLF); each event's data is parsed once.
+ * - SSE framing is `SseReader`'s (any split, LF/CR/CRLF); each event's data is parsed once, and read as the backend's
+ *   wire says (`@iop/backend-wire`: `[DONE]`, a chunk or the backend's error; the usage object), as the passthrough
+ *   path reads it.
  * - `response-start` comes from the first chunk (id, model, created), role or not.
  * - Reasoning is `delta.reasoning ?? delta.reasoning_content` (vLLM current / older).
  * - Tool calls: fragments keyed by `index`; the first fragment of a call carries id and name.
@@ -16,13 +18,19 @@
  *   reason → `error`. After the terminal event only usage passes; after `[DONE]` nothing.
  * - `push` never throws.
  */
-import { SseReader, newId, type SseEvent, type StreamEvent, type UpstreamDecoder, type Usage } from '@iop/core';
-import { errorEventFromUpstream } from './errors.js';
+import { chatUsageOf, classifyChunk, parseChunkData } from '@iop/backend-wire';
+import {
+  SseReader,
+  newId,
+  type ErrorEvent,
+  type SseEvent,
+  type StreamEvent,
+  type UpstreamDecoder,
+  type Usage,
+} from '@iop/core';
 import { fromChatFinishReason } from './finish-reason.js';
 import { ToolCallDeltaDecoder } from './tool-call-decode.js';
-import { fromChatUsage } from './usage.js';
 import type { ChatChunkChoice, ChatCompletionChunk } from './wire-types.js';
-import { isObject } from '../shared/fields.js';
 
 /** Characters of a malformed event quoted in the error message. */
 const EXCERPT_CHARS = 120;
@@ -80,23 +88,22 @@ class ChatStreamDecoder implements UpstreamDecoder {
   private onSseEvent(event: SseEvent): void {
     if (this.phase === 'done') return;
     const data = event.data;
-    if (data === '[DONE]') {
+    const parsed = parseChunkData(data);
+    if (parsed.kind === 'done') {
       if (this.phase === 'open')
         this.fail('upstream_error', 'upstream chat stream sent [DONE] without a finish_reason');
       this.phase = 'done';
       return;
     }
-    let value: unknown;
-    try {
-      value = JSON.parse(data);
-    } catch {
+    if (parsed.kind === 'malformed') {
       if (this.phase === 'open') {
         const excerpt = data.length > EXCERPT_CHARS ? `${data.slice(0, EXCERPT_CHARS)}…` : data;
         this.fail('upstream_error', `upstream sent a malformed chat chunk: ${JSON.stringify(excerpt)}`);
       }
       return;
     }
-    if (!isObject(value)) {
+    const read = classifyChunk(parsed.value, event.event);
+    if (read.kind === 'not-object') {
       if (this.phase === 'open')
         this.fail(
           'upstream_error',
@@ -104,21 +111,16 @@ class ChatStreamDecoder implements UpstreamDecoder {
         );
       return;
     }
-    const object = value;
-    if (object.error !== undefined && object.error !== null) {
-      this.onUpstreamError(object.error);
+    if (read.kind === 'error') {
+      this.onUpstreamError(read.error);
       return;
     }
-    if (event.event === 'error') {
-      this.onUpstreamError(object);
-      return;
-    }
-    this.onChunk(object as ChatCompletionChunk);
+    this.onChunk(read.chunk as ChatCompletionChunk);
   }
 
   private onChunk(chunk: ChatCompletionChunk): void {
     if (chunk.usage !== undefined && chunk.usage !== null) {
-      const usage = fromChatUsage(chunk.usage);
+      const usage = chatUsageOf(chunk.usage);
       if (usage !== undefined) {
         if (this.phase === 'terminal') this.onEvent({ type: 'usage', usage });
         else this.heldUsage = usage;
@@ -173,10 +175,10 @@ class ChatStreamDecoder implements UpstreamDecoder {
     }
   }
 
-  private onUpstreamError(error: unknown): void {
+  private onUpstreamError(error: ErrorEvent): void {
     if (this.phase !== 'open') return;
     this.phase = 'terminal';
-    this.onEvent(errorEventFromUpstream(error));
+    this.onEvent(error);
     this.flushUsage();
   }
 

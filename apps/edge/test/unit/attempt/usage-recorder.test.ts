@@ -14,19 +14,22 @@ it('counts a failed stream once and keeps its usage for the ledger', async () =>
   const metrics = new EdgeMetrics();
   const usage = new UsageRecorder(metrics);
   usage.record(create(UsageSchema, { promptTokens: 12, completionTokens: 5 }));
-  expect(usage.flush('m', labels, 'failed')).toEqual({
-    inputTokens: 12,
-    outputTokens: 5,
-    cachedInputTokens: 0,
-    reasoningTokens: 0,
-  });
+  // Cached and reasoning tokens were not reported: they stay unknown, not 0.
+  expect(usage.flush('m', labels, 'failed')).toEqual({ inputTokens: 12, outputTokens: 5 });
   expect(usage.flush('m', labels)).toBeUndefined(); // not counted twice
-  expect(usage.value).toEqual({ inputTokens: 12, outputTokens: 5, cachedInputTokens: 0, reasoningTokens: 0 });
+  expect(usage.value).toEqual({ inputTokens: 12, outputTokens: 5 });
   const text = await metrics.registry.metrics();
   expect(text).toContain(
     'iop_tokens_total{model="m",kind="completion",attempt="failed",mode="passthrough",policy="none"} 5',
   );
   expect(text).not.toContain('attempt="answer"');
+});
+
+it('keeps a count the backend reported as 0 apart from one it did not report', () => {
+  const usage = new UsageRecorder(new EdgeMetrics());
+  usage.record(create(UsageSchema, { promptTokens: 9, completionTokens: 0, cachedTokens: 0 }));
+  expect(usage.value).toEqual({ inputTokens: 9, outputTokens: 0, cachedInputTokens: 0 });
+  expect(usage.value?.reasoningTokens).toBeUndefined();
 });
 
 describe('settle: the estimate of a stream that ended without usage', () => {

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ProviderTunnelFrame } from '@iop/proto';
+import { RunErrorCode, type ProviderTunnelFrame } from '@iop/proto';
 import { DirectProvider } from '../../../src/pool/direct-provider.js';
 import { parsePoolConfig } from '../../../src/pool/pool-config.js';
 import { FrameKind } from '../../../src/tunnel/run-registry.js';
@@ -105,7 +105,7 @@ describe('DirectProvider', () => {
     const direct = new DirectProvider(config.directProviders[0]!);
     const frames = await collect(direct.start(request()));
     expect(frames).toHaveLength(1);
-    expect(frames[0]).toMatchObject({ kind: FrameKind.ERROR, errorCode: 'connect_failed' });
+    expect(frames[0]).toMatchObject({ kind: FrameKind.ERROR, errorCode: RunErrorCode.CONNECT_FAILED });
     await direct.close();
   });
 
@@ -113,7 +113,7 @@ describe('DirectProvider', () => {
     handler = (_req, res) => res.writeHead(200, { 'content-type': 'text/event-stream' }).flushHeaders();
     const direct = provider({ firstByteTimeoutMs: 60_000 });
     const frames = await collect(direct.start(request({ firstByteTimeoutMs: 150 })));
-    expect(frames.at(-1)).toMatchObject({ kind: FrameKind.ERROR, errorCode: 'first_byte_timeout' });
+    expect(frames.at(-1)).toMatchObject({ kind: FrameKind.ERROR, errorCode: RunErrorCode.FIRST_BYTE_TIMEOUT });
     await direct.close();
   });
 
@@ -125,7 +125,7 @@ describe('DirectProvider', () => {
     const direct = provider({ idleTimeoutMs: 150 });
     const frames = await collect(direct.start(request()));
     expect(frames.map((frame) => frame.kind)).toEqual([FrameKind.RESPONSE_START, FrameKind.BODY, FrameKind.ERROR]);
-    expect(frames.at(-1)!.errorCode).toBe('idle_timeout');
+    expect(frames.at(-1)!.errorCode).toBe(RunErrorCode.IDLE_TIMEOUT);
     await direct.close();
   });
 

@@ -1,3 +1,4 @@
+import { RunErrorCode } from '@iop/proto';
 import { RetryBudget } from '../../../src/pool/retry-budget.js';
 import {
   RetryPolicy,
@@ -39,9 +40,12 @@ describe('retry classification', () => {
     expect(outcomeOf({ kind: 'reset' })).toBe('connect_failure');
     expect(outcomeOf({ kind: 'timeout' })).toBe('timeout');
     expect(outcomeOf({ kind: 'rejected' })).toBe('client_error');
-    expect(failureOfRunError('first_byte_timeout')).toEqual({ kind: 'timeout', detail: 'first_byte_timeout' });
-    expect(failureOfRunError('agent_disconnected')).toEqual({ kind: 'reset', detail: 'agent_disconnected' });
-    expect(failureOfRunError('at_capacity').kind).toBe('rejected');
+    expect(failureOfRunError(RunErrorCode.FIRST_BYTE_TIMEOUT)).toEqual({
+      kind: 'timeout',
+      detail: 'first_byte_timeout',
+    });
+    expect(failureOfRunError(RunErrorCode.AGENT_DISCONNECTED)).toEqual({ kind: 'reset', detail: 'agent_disconnected' });
+    expect(failureOfRunError(RunErrorCode.AT_CAPACITY).kind).toBe('rejected');
   });
 
   it('reads Retry-After as seconds or an HTTP-date', () => {
@@ -114,7 +118,7 @@ describe('RetryPolicy.decide', () => {
     const { policy } = setup(() => 0.999);
     const attempts = policy.begin();
     attempts.record('a');
-    const reset = failureOfRunError('run_call_reset');
+    const reset = failureOfRunError(RunErrorCode.RUN_CALL_RESET);
     expect(reset).toEqual({ kind: 'reset', detail: 'run_call_reset' });
     expect(policy.decide(attempts, reset, { sameProvider: true })).toEqual({
       action: 'retry',
@@ -122,7 +126,9 @@ describe('RetryPolicy.decide', () => {
       reason: 'reset on attempt 1; retried on the same provider',
     });
     expect(policy.decide(attempts, reset)).toMatchObject({ action: 'retry', delayMs: 0 });
-    expect(policy.decide(attempts, failureOfRunError('backend_reset'), { sameProvider: true })).toMatchObject({
+    expect(
+      policy.decide(attempts, failureOfRunError(RunErrorCode.BACKEND_RESET), { sameProvider: true }),
+    ).toMatchObject({
       action: 'retry',
       delayMs: 49,
     });
@@ -262,7 +268,24 @@ describe('retry timing that never hammers', () => {
     expect(
       policy.decide(attempts, { kind: 'timeout', detail: 'first_byte_timeout' }, { sameProvider: false }).action,
     ).toBe('retry');
-    expect(failureOfRunError('run_accepted_timeout')).toEqual({ kind: 'timeout', detail: 'run_accepted_timeout' });
+    expect(failureOfRunError(RunErrorCode.RUN_ACCEPTED_TIMEOUT)).toEqual({
+      kind: 'timeout',
+      detail: 'run_accepted_timeout',
+    });
+  });
+
+  it('an idle timeout is its own kind, retried like a timeout: on another provider, never on the same one', () => {
+    const { policy } = setup();
+    const attempts = policy.begin();
+    attempts.record('a');
+    const idle = failureOfRunError(RunErrorCode.IDLE_TIMEOUT);
+    expect(idle).toEqual({ kind: 'idle_timeout', detail: 'idle_timeout' });
+    expect(policy.decide(attempts, idle, { sameProvider: true })).toEqual({
+      action: 'fail',
+      reason: 'idle_timeout is not retried on the same provider',
+    });
+    expect(policy.decide(attempts, idle, { sameProvider: false }).action).toBe('retry');
+    expect(outcomeOf(idle)).toBe('timeout');
   });
 
   it('no retry whose backoff would end past the request deadline', () => {

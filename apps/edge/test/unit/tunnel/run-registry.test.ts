@@ -1,5 +1,5 @@
 import { create } from '@bufbuild/protobuf';
-import { ProviderTunnelFrameSchema, RegisterSchema } from '@iop/proto';
+import { ProviderTunnelFrameSchema, RegisterSchema, RunErrorCode } from '@iop/proto';
 import { AgentSession } from '../../../src/tunnel/agent-session.js';
 import type { RunRequest } from '../../../src/pool/run-stream.js';
 import { FrameKind, RunRegistry } from '../../../src/tunnel/run-registry.js';
@@ -26,7 +26,7 @@ function setup() {
 const frame = (runId: string, kind: FrameKind, fields: Record<string, unknown> = {}) =>
   create(ProviderTunnelFrameSchema, { runId, kind, ...fields });
 
-async function drain(handle: { frames: AsyncIterable<{ kind: FrameKind; errorCode: string }> }) {
+async function drain(handle: { frames: AsyncIterable<{ kind: FrameKind; errorCode: RunErrorCode }> }) {
   const frames = [];
   for await (const next of handle.frames) frames.push(next);
   return frames;
@@ -42,7 +42,7 @@ describe('RunHandle clocks and cancellation', () => {
     expect(session.inFlight).toBe(1);
     jest.advanceTimersByTime(1001);
     const frames = await drain(handle);
-    expect(frames.map((f) => [f.kind, f.errorCode])).toEqual([[FrameKind.ERROR, 'run_accepted_timeout']]);
+    expect(frames.map((f) => [f.kind, f.errorCode])).toEqual([[FrameKind.ERROR, RunErrorCode.RUN_ACCEPTED_TIMEOUT]]);
     expect(cancels).toEqual([
       { runId: handle.runId, reason: expect.stringContaining('did not accept the run within 1000 ms') },
     ]);
@@ -61,8 +61,8 @@ describe('RunHandle clocks and cancellation', () => {
     jest.advanceTimersByTime(1001);
     const frames = await drain(handle);
     expect(frames.map((f) => [f.kind, f.errorCode])).toEqual([
-      [FrameKind.RESPONSE_START, ''],
-      [FrameKind.ERROR, 'first_byte_timeout'],
+      [FrameKind.RESPONSE_START, RunErrorCode.UNSPECIFIED],
+      [FrameKind.ERROR, RunErrorCode.FIRST_BYTE_TIMEOUT],
     ]);
     expect(cancels).toHaveLength(1);
   });
@@ -90,7 +90,9 @@ describe('RunHandle clocks and cancellation', () => {
     const { session, runs } = setup();
     const reset = runs.start(session, request);
     runs.reject(reset.runId, 'run_call_reset');
-    expect((await drain(reset)).map((f) => [f.kind, f.errorCode])).toEqual([[FrameKind.ERROR, 'run_call_reset']]);
+    expect((await drain(reset)).map((f) => [f.kind, f.errorCode])).toEqual([
+      [FrameKind.ERROR, RunErrorCode.RUN_CALL_RESET],
+    ]);
     const accepted = runs.start(session, request);
     void accepted.deliver(frame(accepted.runId, FrameKind.ACCEPTED));
     runs.reject(accepted.runId, 'run_call_reset');

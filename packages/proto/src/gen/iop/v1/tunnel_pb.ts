@@ -22,7 +22,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file iop/v1/tunnel.proto.
  */
 export const file_iop_v1_tunnel: GenFile = /*@__PURE__*/
-  fileDesc("ChNpb3AvdjEvdHVubmVsLnByb3RvEgZpb3AudjEiPQoJTW9kZWxJbmZvEgoKAmlkGAEgASgJEhYKDmNvbnRleHRfbGVuZ3RoGAIgASgNEgwKBGFwaXMYAyADKAkinQIKCFJlZ2lzdGVyEhAKCGFnZW50X2lkGAEgASgJEhIKCmpvaW5fdG9rZW4YAiABKAkSIQoGbW9kZWxzGAMgAygLMhEuaW9wLnYxLk1vZGVsSW5mbxIXCg9tYXhfY29uY3VycmVuY3kYBCABKA0SLAoGbGFiZWxzGAUgAygLMhwuaW9wLnYxLlJlZ2lzdGVyLkxhYmVsc0VudHJ5EhUKDWFnZW50X3ZlcnNpb24YBiABKAkSDwoHYmFja2VuZBgHIAEoCRIUCgxjYXBhYmlsaXRpZXMYCCADKAkSFAoMcmVzdW1lX3Rva2VuGAkgASgJGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi7AEKCUhlYXJ0YmVhdBIRCglpbl9mbGlnaHQYASABKA0SDgoGcXVldWVkGAIgASgNEhsKDmt2X2NhY2hlX3VzYWdlGAMgASgBSACIAQESHAoPYmFja2VuZF93YWl0aW5nGAQgASgNSAGIAQESEAoIZHJhaW5pbmcYBSABKAgSEgoKc2VudF9hdF9tcxgGIAEoAxIZChFzZXNzaW9uX2luX2ZsaWdodBgHIAEoDRIZChFiYWNrZW5kX2luX2ZsaWdodBgIIAEoDUIRCg9fa3ZfY2FjaGVfdXNhZ2VCEgoQX2JhY2tlbmRfd2FpdGluZyItCgtSdW5SZWplY3RlZBIOCgZydW5faWQYASABKAkSDgoGcmVhc29uGAIgASgJIsIBCgxBZ2VudE1lc3NhZ2USJAoIcmVnaXN0ZXIYASABKAsyEC5pb3AudjEuUmVnaXN0ZXJIABImCgloZWFydGJlYXQYAiABKAsyES5pb3AudjEuSGVhcnRiZWF0SAASKwoMcnVuX3JlamVjdGVkGAMgASgLMhMuaW9wLnYxLlJ1blJlamVjdGVkSAASLAoJcmVzaWRlbmN5GBAgASgLMhcuaW9wLnYxLlJlc2lkZW5jeVJlcG9ydEgAQgkKB21lc3NhZ2UiSwoPUmVzaWRlbmN5UmVwb3J0Eg0KBXJlc2V0GAEgASgIEikKCHByZWZpeGVzGAIgAygLMhcuaW9wLnYxLlByZWZpeFJlc2lkZW5jeSI1Cg9QcmVmaXhSZXNpZGVuY3kSCwoDa2V5GAEgASgEEhUKDWNhY2hlZF90b2tlbnMYAiABKA0iawoKUmVnaXN0ZXJlZBISCgpzZXNzaW9uX2lkGAEgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgCIAEoDRIUCgxlZGdlX3ZlcnNpb24YAyABKAkSFAoMcmVzdW1lX3Rva2VuGAQgASgJIswCCg1SdW5Bc3NpZ25tZW50Eg4KBnJ1bl9pZBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJEg0KBW1vZGVsGAMgASgJEg4KBm1ldGhvZBgEIAEoCRIMCgRwYXRoGAUgASgJEjMKB2hlYWRlcnMYBiADKAsyIi5pb3AudjEuUnVuQXNzaWdubWVudC5IZWFkZXJzRW50cnkSDAoEYm9keRgHIAEoDBIXCg9pZGVtcG90ZW5jeV9rZXkYCCABKAkSHQoVZmlyc3RfYnl0ZV90aW1lb3V0X21zGAkgASgNEhcKD2lkbGVfdGltZW91dF9tcxgKIAEoDRImCgtwcmVmaXhfa2V5cxgQIAMoCzIRLmlvcC52MS5QcmVmaXhLZXkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiKgoJUHJlZml4S2V5EgsKA2tleRgBIAEoBBIQCghtZXNzYWdlcxgCIAEoDSIrCglDYW5jZWxSdW4SDgoGcnVuX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIqCgVEcmFpbhINCgVkcmFpbhgBIAEoCBISCgpkZXJlZ2lzdGVyGAIgASgIIrABCgtFZGdlTWVzc2FnZRIoCgpyZWdpc3RlcmVkGAEgASgLMhIuaW9wLnYxLlJlZ2lzdGVyZWRIABInCgZhc3NpZ24YAiABKAsyFS5pb3AudjEuUnVuQXNzaWdubWVudEgAEiMKBmNhbmNlbBgDIAEoCzIRLmlvcC52MS5DYW5jZWxSdW5IABIeCgVkcmFpbhgEIAEoCzINLmlvcC52MS5EcmFpbkgAQgkKB21lc3NhZ2UiagoFVXNhZ2USFQoNcHJvbXB0X3Rva2VucxgBIAEoDRIZChFjb21wbGV0aW9uX3Rva2VucxgCIAEoDRIVCg1jYWNoZWRfdG9rZW5zGAMgASgNEhgKEHJlYXNvbmluZ190b2tlbnMYBCABKA0ikAMKE1Byb3ZpZGVyVHVubmVsRnJhbWUSDgoGcnVuX2lkGAEgASgJEi4KBGtpbmQYAiABKA4yIC5pb3AudjEuUHJvdmlkZXJUdW5uZWxGcmFtZS5LaW5kEg4KBnN0YXR1cxgDIAEoDRI5CgdoZWFkZXJzGAQgAygLMiguaW9wLnYxLlByb3ZpZGVyVHVubmVsRnJhbWUuSGVhZGVyc0VudHJ5EgwKBGJvZHkYBSABKAwSEgoKZXJyb3JfY29kZRgGIAEoCRIVCg1lcnJvcl9tZXNzYWdlGAcgASgJEhwKBXVzYWdlGAggASgLMg0uaW9wLnYxLlVzYWdlGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBImcKBEtpbmQSFAoQS0lORF9VTlNQRUNJRklFRBAAEhIKDlJFU1BPTlNFX1NUQVJUEAESCAoEQk9EWRACEgcKA0VORBADEgkKBUVSUk9SEAQSCQoFVVNBR0UQBRIMCghBQ0NFUFRFRBAGIgwKClJ1blN1bW1hcnkyhQEKDVR1bm5lbFNlcnZpY2USOAoHQ29udHJvbBIULmlvcC52MS5BZ2VudE1lc3NhZ2UaEy5pb3AudjEuRWRnZU1lc3NhZ2UoATABEjoKA1J1bhIbLmlvcC52MS5Qcm92aWRlclR1bm5lbEZyYW1lGhIuaW9wLnYxLlJ1blN1bW1hcnkoATABYgZwcm90bzM");
+  fileDesc("ChNpb3AvdjEvdHVubmVsLnByb3RvEgZpb3AudjEiPQoJTW9kZWxJbmZvEgoKAmlkGAEgASgJEhYKDmNvbnRleHRfbGVuZ3RoGAIgASgNEgwKBGFwaXMYAyADKAkinQIKCFJlZ2lzdGVyEhAKCGFnZW50X2lkGAEgASgJEhIKCmpvaW5fdG9rZW4YAiABKAkSIQoGbW9kZWxzGAMgAygLMhEuaW9wLnYxLk1vZGVsSW5mbxIXCg9tYXhfY29uY3VycmVuY3kYBCABKA0SLAoGbGFiZWxzGAUgAygLMhwuaW9wLnYxLlJlZ2lzdGVyLkxhYmVsc0VudHJ5EhUKDWFnZW50X3ZlcnNpb24YBiABKAkSDwoHYmFja2VuZBgHIAEoCRIUCgxjYXBhYmlsaXRpZXMYCCADKAkSFAoMcmVzdW1lX3Rva2VuGAkgASgJGi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi7AEKCUhlYXJ0YmVhdBIRCglpbl9mbGlnaHQYASABKA0SDgoGcXVldWVkGAIgASgNEhsKDmt2X2NhY2hlX3VzYWdlGAMgASgBSACIAQESHAoPYmFja2VuZF93YWl0aW5nGAQgASgNSAGIAQESEAoIZHJhaW5pbmcYBSABKAgSEgoKc2VudF9hdF9tcxgGIAEoAxIZChFzZXNzaW9uX2luX2ZsaWdodBgHIAEoDRIZChFiYWNrZW5kX2luX2ZsaWdodBgIIAEoDUIRCg9fa3ZfY2FjaGVfdXNhZ2VCEgoQX2JhY2tlbmRfd2FpdGluZyItCgtSdW5SZWplY3RlZBIOCgZydW5faWQYASABKAkSDgoGcmVhc29uGAIgASgJIsIBCgxBZ2VudE1lc3NhZ2USJAoIcmVnaXN0ZXIYASABKAsyEC5pb3AudjEuUmVnaXN0ZXJIABImCgloZWFydGJlYXQYAiABKAsyES5pb3AudjEuSGVhcnRiZWF0SAASKwoMcnVuX3JlamVjdGVkGAMgASgLMhMuaW9wLnYxLlJ1blJlamVjdGVkSAASLAoJcmVzaWRlbmN5GBAgASgLMhcuaW9wLnYxLlJlc2lkZW5jeVJlcG9ydEgAQgkKB21lc3NhZ2UiSwoPUmVzaWRlbmN5UmVwb3J0Eg0KBXJlc2V0GAEgASgIEikKCHByZWZpeGVzGAIgAygLMhcuaW9wLnYxLlByZWZpeFJlc2lkZW5jeSI1Cg9QcmVmaXhSZXNpZGVuY3kSCwoDa2V5GAEgASgEEhUKDWNhY2hlZF90b2tlbnMYAiABKA0iawoKUmVnaXN0ZXJlZBISCgpzZXNzaW9uX2lkGAEgASgJEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgCIAEoDRIUCgxlZGdlX3ZlcnNpb24YAyABKAkSFAoMcmVzdW1lX3Rva2VuGAQgASgJIswCCg1SdW5Bc3NpZ25tZW50Eg4KBnJ1bl9pZBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJEg0KBW1vZGVsGAMgASgJEg4KBm1ldGhvZBgEIAEoCRIMCgRwYXRoGAUgASgJEjMKB2hlYWRlcnMYBiADKAsyIi5pb3AudjEuUnVuQXNzaWdubWVudC5IZWFkZXJzRW50cnkSDAoEYm9keRgHIAEoDBIXCg9pZGVtcG90ZW5jeV9rZXkYCCABKAkSHQoVZmlyc3RfYnl0ZV90aW1lb3V0X21zGAkgASgNEhcKD2lkbGVfdGltZW91dF9tcxgKIAEoDRImCgtwcmVmaXhfa2V5cxgQIAMoCzIRLmlvcC52MS5QcmVmaXhLZXkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiKgoJUHJlZml4S2V5EgsKA2tleRgBIAEoBBIQCghtZXNzYWdlcxgCIAEoDSIrCglDYW5jZWxSdW4SDgoGcnVuX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSIqCgVEcmFpbhINCgVkcmFpbhgBIAEoCBISCgpkZXJlZ2lzdGVyGAIgASgIIrABCgtFZGdlTWVzc2FnZRIoCgpyZWdpc3RlcmVkGAEgASgLMhIuaW9wLnYxLlJlZ2lzdGVyZWRIABInCgZhc3NpZ24YAiABKAsyFS5pb3AudjEuUnVuQXNzaWdubWVudEgAEiMKBmNhbmNlbBgDIAEoCzIRLmlvcC52MS5DYW5jZWxSdW5IABIeCgVkcmFpbhgEIAEoCzINLmlvcC52MS5EcmFpbkgAQgkKB21lc3NhZ2UizQEKBVVzYWdlEhoKDXByb21wdF90b2tlbnMYASABKA1IAIgBARIeChFjb21wbGV0aW9uX3Rva2VucxgCIAEoDUgBiAEBEhoKDWNhY2hlZF90b2tlbnMYAyABKA1IAogBARIdChByZWFzb25pbmdfdG9rZW5zGAQgASgNSAOIAQFCEAoOX3Byb21wdF90b2tlbnNCFAoSX2NvbXBsZXRpb25fdG9rZW5zQhAKDl9jYWNoZWRfdG9rZW5zQhMKEV9yZWFzb25pbmdfdG9rZW5zIqwDChNQcm92aWRlclR1bm5lbEZyYW1lEg4KBnJ1bl9pZBgBIAEoCRIuCgRraW5kGAIgASgOMiAuaW9wLnYxLlByb3ZpZGVyVHVubmVsRnJhbWUuS2luZBIOCgZzdGF0dXMYAyABKA0SOQoHaGVhZGVycxgEIAMoCzIoLmlvcC52MS5Qcm92aWRlclR1bm5lbEZyYW1lLkhlYWRlcnNFbnRyeRIMCgRib2R5GAUgASgMEhUKDWVycm9yX21lc3NhZ2UYByABKAkSHAoFdXNhZ2UYCCABKAsyDS5pb3AudjEuVXNhZ2USKAoKZXJyb3JfY29kZRgJIAEoDjIULmlvcC52MS5SdW5FcnJvckNvZGUaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiZwoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASEgoOUkVTUE9OU0VfU1RBUlQQARIICgRCT0RZEAISBwoDRU5EEAMSCQoFRVJST1IQBBIJCgVVU0FHRRAFEgwKCEFDQ0VQVEVEEAZKBAgGEAciDAoKUnVuU3VtbWFyeSrMAwoMUnVuRXJyb3JDb2RlEh4KGlJVTl9FUlJPUl9DT0RFX1VOU1BFQ0lGSUVEEAASIQodUlVOX0VSUk9SX0NPREVfQ09OTkVDVF9GQUlMRUQQARIgChxSVU5fRVJST1JfQ09ERV9CQUNLRU5EX1JFU0VUEAISJQohUlVOX0VSUk9SX0NPREVfRklSU1RfQllURV9USU1FT1VUEAMSHwobUlVOX0VSUk9SX0NPREVfSURMRV9USU1FT1VUEAQSHAoYUlVOX0VSUk9SX0NPREVfQ0FOQ0VMTEVEEAUSHgoaUlVOX0VSUk9SX0NPREVfQVRfQ0FQQUNJVFkQBhIbChdSVU5fRVJST1JfQ09ERV9JTlRFUk5BTBAHEiUKIVJVTl9FUlJPUl9DT0RFX0FHRU5UX0RJU0NPTk5FQ1RFRBAIEh8KG1JVTl9FUlJPUl9DT0RFX1JVTl9SRUpFQ1RFRBAJEiEKHVJVTl9FUlJPUl9DT0RFX1JVTl9DQUxMX1JFU0VUEAoSJwojUlVOX0VSUk9SX0NPREVfUlVOX0FDQ0VQVEVEX1RJTUVPVVQQCxIgChxSVU5fRVJST1JfQ09ERV9FREdFX1NIVVRET1dOEAwyhQEKDVR1bm5lbFNlcnZpY2USOAoHQ29udHJvbBIULmlvcC52MS5BZ2VudE1lc3NhZ2UaEy5pb3AudjEuRWRnZU1lc3NhZ2UoATABEjoKA1J1bhIbLmlvcC52MS5Qcm92aWRlclR1bm5lbEZyYW1lGhIuaW9wLnYxLlJ1blN1bW1hcnkoATABYgZwcm90bzM");
 
 /**
  * A model that an agent serves.
@@ -566,30 +566,31 @@ export const EdgeMessageSchema: GenMessage<EdgeMessage> = /*@__PURE__*/
   messageDesc(file_iop_v1_tunnel, 12);
 
 /**
- * Token usage of a run, as the backend reported it.
+ * Token usage of a run, as the backend reported it. A count the backend did not report is absent (explicit
+ * presence), never 0; 0 is a count the backend reported as 0. An edge older than presence reads an absent count as 0.
  *
  * @generated from message iop.v1.Usage
  */
 export type Usage = Message<"iop.v1.Usage"> & {
   /**
-   * @generated from field: uint32 prompt_tokens = 1;
+   * @generated from field: optional uint32 prompt_tokens = 1;
    */
-  promptTokens: number;
+  promptTokens?: number | undefined;
 
   /**
-   * @generated from field: uint32 completion_tokens = 2;
+   * @generated from field: optional uint32 completion_tokens = 2;
    */
-  completionTokens: number;
+  completionTokens?: number | undefined;
 
   /**
-   * @generated from field: uint32 cached_tokens = 3;
+   * @generated from field: optional uint32 cached_tokens = 3;
    */
-  cachedTokens: number;
+  cachedTokens?: number | undefined;
 
   /**
-   * @generated from field: uint32 reasoning_tokens = 4;
+   * @generated from field: optional uint32 reasoning_tokens = 4;
    */
-  reasoningTokens: number;
+  reasoningTokens?: number | undefined;
 };
 
 /**
@@ -635,14 +636,6 @@ export type ProviderTunnelFrame = Message<"iop.v1.ProviderTunnelFrame"> & {
   body: Uint8Array;
 
   /**
-   * ERROR: a stable code (see the agent's RunErrorCode: "connect_failed", "backend_reset",
-   * "first_byte_timeout", "idle_timeout", "cancelled", "at_capacity", "internal") and a message.
-   *
-   * @generated from field: string error_code = 6;
-   */
-  errorCode: string;
-
-  /**
    * @generated from field: string error_message = 7;
    */
   errorMessage: string;
@@ -653,6 +646,13 @@ export type ProviderTunnelFrame = Message<"iop.v1.ProviderTunnelFrame"> & {
    * @generated from field: iop.v1.Usage usage = 8;
    */
   usage?: Usage | undefined;
+
+  /**
+   * ERROR: why the run failed.
+   *
+   * @generated from field: iop.v1.RunErrorCode error_code = 9;
+   */
+  errorCode: RunErrorCode;
 };
 
 /**
@@ -737,6 +737,117 @@ export type RunSummary = Message<"iop.v1.RunSummary"> & {
  */
 export const RunSummarySchema: GenMessage<RunSummary> = /*@__PURE__*/
   messageDesc(file_iop_v1_tunnel, 15);
+
+/**
+ * Why a run failed: the ERROR frame's code. The agent sends CONNECT_FAILED to INTERNAL; the edge synthesizes the others
+ * for failures of the tunnel itself. What each means for a retry and for the client is one table
+ * (packages/backend/src/run-errors.ts).
+ *
+ * Wire compatibility: this enum is field 9 of ProviderTunnelFrame; until it, the code was a string in field 6 (now
+ * reserved). Agents and edges of the same version agree; an ERROR frame from an agent older than the enum reads as
+ * UNSPECIFIED (an unknown failure, retried as a run that gave no response), and an older edge reads this one's
+ * ERROR frames with an empty code.
+ *
+ * @generated from enum iop.v1.RunErrorCode
+ */
+export enum RunErrorCode {
+  /**
+   * Not set, or a value this side does not know (a newer peer).
+   *
+   * @generated from enum value: RUN_ERROR_CODE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The backend could not be reached (refused, DNS, connect timeout).
+   *
+   * @generated from enum value: RUN_ERROR_CODE_CONNECT_FAILED = 1;
+   */
+  CONNECT_FAILED = 1,
+
+  /**
+   * The backend connection broke after the request was sent.
+   *
+   * @generated from enum value: RUN_ERROR_CODE_BACKEND_RESET = 2;
+   */
+  BACKEND_RESET = 2,
+
+  /**
+   * No first body byte within the first-byte timeout.
+   *
+   * @generated from enum value: RUN_ERROR_CODE_FIRST_BYTE_TIMEOUT = 3;
+   */
+  FIRST_BYTE_TIMEOUT = 3,
+
+  /**
+   * No body byte for longer than the idle timeout.
+   *
+   * @generated from enum value: RUN_ERROR_CODE_IDLE_TIMEOUT = 4;
+   */
+  IDLE_TIMEOUT = 4,
+
+  /**
+   * The edge cancelled the run, the Run stream ended, or the agent shut down.
+   *
+   * @generated from enum value: RUN_ERROR_CODE_CANCELLED = 5;
+   */
+  CANCELLED = 5,
+
+  /**
+   * The agent runs max_concurrency runs already.
+   *
+   * @generated from enum value: RUN_ERROR_CODE_AT_CAPACITY = 6;
+   */
+  AT_CAPACITY = 6,
+
+  /**
+   * Anything else on the agent.
+   *
+   * @generated from enum value: RUN_ERROR_CODE_INTERNAL = 7;
+   */
+  INTERNAL = 7,
+
+  /**
+   * Edge: the agent's Control stream or Run stream went away.
+   *
+   * @generated from enum value: RUN_ERROR_CODE_AGENT_DISCONNECTED = 8;
+   */
+  AGENT_DISCONNECTED = 8,
+
+  /**
+   * Edge: the agent refused the assignment (RunRejected).
+   *
+   * @generated from enum value: RUN_ERROR_CODE_RUN_REJECTED = 9;
+   */
+  RUN_REJECTED = 9,
+
+  /**
+   * Edge: the transport reset the run's call before the agent accepted it.
+   *
+   * @generated from enum value: RUN_ERROR_CODE_RUN_CALL_RESET = 10;
+   */
+  RUN_CALL_RESET = 10,
+
+  /**
+   * Edge: the agent did not accept the run within the run-accepted timeout.
+   *
+   * @generated from enum value: RUN_ERROR_CODE_RUN_ACCEPTED_TIMEOUT = 11;
+   */
+  RUN_ACCEPTED_TIMEOUT = 11,
+
+  /**
+   * Edge: the edge is shutting down.
+   *
+   * @generated from enum value: RUN_ERROR_CODE_EDGE_SHUTDOWN = 12;
+   */
+  EDGE_SHUTDOWN = 12,
+}
+
+/**
+ * Describes the enum iop.v1.RunErrorCode.
+ */
+export const RunErrorCodeSchema: GenEnum<RunErrorCode> = /*@__PURE__*/
+  enumDesc(file_iop_v1_tunnel, 0);
 
 /**
  * @generated from service iop.v1.TunnelService

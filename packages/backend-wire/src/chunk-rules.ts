@@ -15,8 +15,9 @@
  *   tool call is `stop`, `stop` after tool calls is `tool_calls` (`withDeliveredFinish`; the scanner sends only such
  *   chunks here).
  */
-import { IopError, deliveredFinishReason, iopErrorOf, sseFrame, sseJson } from '@iop/core';
-import { errorEventFromUpstream } from '../dialects.js';
+import { IopError, deliveredFinishReason, iopErrorOf, sseFrame, sseJson, type Usage } from '@iop/core';
+import { chatUsageOf } from './chat-usage.js';
+import { classifyChunk, hasFinishReason, isJsonObject as isObject, type JsonObject } from './chunk.js';
 
 export type ChunkVerdict =
   /**
@@ -24,25 +25,9 @@ export type ChunkVerdict =
    */
   { kind: 'emit'; bytes: Buffer | 'original' | 'none'; finished: boolean } | { kind: 'error'; error: IopError };
 
-type JsonObject = Record<string, unknown>;
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /** One SSE event carrying `payload` as a single data line. */
 export function dataEvent(payload: unknown): Buffer {
   return Buffer.from(sseJson(payload));
-}
-
-/** Whether any choice of `chunk` carries a finish reason. */
-export function hasFinishReason(chunk: JsonObject): boolean {
-  const choices = chunk.choices;
-  if (!Array.isArray(choices)) return false;
-  for (const choice of choices) {
-    if (isObject(choice) && typeof choice.finish_reason === 'string' && choice.finish_reason.length > 0) return true;
-  }
-  return false;
 }
 
 /**
@@ -91,10 +76,10 @@ export class ChunkRules {
   /** The usage chunk to send before `[DONE]` (include_usage only): parsed, or a conformant chunk's own bytes. */
   private heldUsage: JsonObject | Buffer | undefined;
   /**
-   * The last usage object parsed here (multi-line events, usage on a chunk with choices): billing's fallback when the
-   * agent's usage scan missed it.
+   * The last usage parsed here (multi-line events, usage on a chunk with choices; `chatUsageOf`: a count not reported
+   * stays undefined): billing's fallback when the agent's usage scan missed it.
    */
-  parsedUsage: JsonObject | undefined;
+  parsedUsage: Usage | undefined;
 
   constructor(private readonly includeUsage: boolean) {}
 
@@ -102,8 +87,9 @@ export class ChunkRules {
    * Applies the rules to one parsed chunk. `errorEvent`: the SSE event type was `error`.
    * `reframe`: the original bytes cannot be sent as they are (multi-line data).
    */
-  apply(chunk: unknown, options: { errorEvent: boolean; reframe: boolean }): ChunkVerdict {
-    if (!isObject(chunk))
+  apply(value: unknown, options: { errorEvent: boolean; reframe: boolean }): ChunkVerdict {
+    const read = classifyChunk(value, options.errorEvent ? 'error' : undefined);
+    if (read.kind === 'not-object')
       return {
         kind: 'error',
         error: new IopError(
@@ -111,13 +97,12 @@ export class ChunkRules {
           'upstream failure: the backend sent a stream chunk that is not a JSON object',
         ),
       };
-    if (chunk.error !== undefined && chunk.error !== null)
-      return { kind: 'error', error: iopErrorOf(errorEventFromUpstream(chunk.error)) };
-    if (options.errorEvent) return { kind: 'error', error: iopErrorOf(errorEventFromUpstream(chunk)) };
+    if (read.kind === 'error') return { kind: 'error', error: iopErrorOf(read.error) };
+    const chunk = read.chunk;
     const finished = hasFinishReason(chunk);
     const usage = chunk.usage;
     if (!isObject(usage)) return { kind: 'emit', bytes: options.reframe ? dataEvent(chunk) : 'original', finished };
-    this.parsedUsage = usage;
+    this.parsedUsage = chatUsageOf(usage);
     const choices = chunk.choices;
     const hasChoices = Array.isArray(choices) && choices.length > 0;
     if (this.includeUsage) this.heldUsage = { ...chunk, choices: [], usage };

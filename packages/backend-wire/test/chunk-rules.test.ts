@@ -1,4 +1,4 @@
-import { deliveredAnswer } from '../../../src/http/chunk-rules.js';
+import { deliveredAnswer } from '../src/chunk-rules.js';
 
 const answer = (message: Record<string, unknown>, finish: string) =>
   Buffer.from(

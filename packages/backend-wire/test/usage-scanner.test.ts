@@ -1,6 +1,7 @@
 import { splitAt } from '@iop/test-support';
 import fc from 'fast-check';
-import { UsageScanner, usageBodyKindOf, usageOfJson } from '../src/usage-scanner';
+import { chatUsageOfJson } from '../src/chat-usage';
+import { UsageScanner, usageBodyKindOf } from '../src/usage-scanner';
 
 const enc = (text: string): Uint8Array => new TextEncoder().encode(text);
 
@@ -9,7 +10,7 @@ const chunk = (content: string): string =>
 
 const USAGE_EVENT =
   'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":17,"completion_tokens":5,"total_tokens":22,"prompt_tokens_details":{"cached_tokens":8},"completion_tokens_details":{"reasoning_tokens":3}}}\n\n';
-const EXPECTED = { promptTokens: 17, completionTokens: 5, cachedTokens: 8, reasoningTokens: 3 };
+const EXPECTED = { inputTokens: 17, outputTokens: 5, cachedInputTokens: 8, reasoningTokens: 3 };
 
 function scan(kind: 'sse' | 'json', slices: Uint8Array[]): ReturnType<UsageScanner['finish']> {
   const scanner = new UsageScanner(kind);
@@ -42,16 +43,12 @@ describe('UsageScanner', () => {
 
   test('spaced JSON (`"usage": {`), CRLF lines, and a last event without a trailing newline', () => {
     const spaced = enc('data: {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 4}}\r\n\r\n');
-    expect(scan('sse', [spaced])).toEqual({
-      promptTokens: 3,
-      completionTokens: 4,
-      cachedTokens: 0,
-      reasoningTokens: 0,
-    });
+    // Fields the backend did not report stay absent: not 0.
+    expect(scan('sse', [spaced])).toEqual({ inputTokens: 3, outputTokens: 4 });
     const unterminated = enc(chunk('a') + 'data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}}');
     expect(scan('sse', splitAt(unterminated, [unterminated.length - 5]))).toMatchObject({
-      promptTokens: 1,
-      completionTokens: 2,
+      inputTokens: 1,
+      outputTokens: 2,
     });
   });
 
@@ -62,7 +59,7 @@ describe('UsageScanner', () => {
     );
     fc.assert(
       fc.property(fc.array(fc.nat(body.length), { maxLength: 10 }), (offsets) => {
-        expect(scan('sse', splitAt(body, offsets))).toMatchObject({ promptTokens: 9, completionTokens: 2 });
+        expect(scan('sse', splitAt(body, offsets))).toMatchObject({ inputTokens: 9, outputTokens: 2 });
       }),
     );
   });
@@ -83,14 +80,46 @@ describe('UsageScanner', () => {
     fc.assert(
       fc.property(fc.array(fc.nat(body.length), { maxLength: 8 }), (offsets) => {
         expect(scan('json', splitAt(body, offsets))).toEqual({
-          promptTokens: 12,
-          completionTokens: 7,
-          cachedTokens: 2,
-          reasoningTokens: 0,
+          inputTokens: 12,
+          outputTokens: 7,
+          cachedInputTokens: 2,
         });
       }),
     );
-    expect(usageOfJson('{"error":{"message":"x"}}')).toBeUndefined();
+    expect(chatUsageOfJson('{"error":{"message":"x"}}')).toBeUndefined();
+  });
+
+  test('any usage, with any of its counts not reported (or reported as 0), in any split: the same usage', () => {
+    const count = fc.option(fc.nat(1_000_000), { nil: undefined });
+    const usage = fc.record({
+      prompt: count,
+      completion: count,
+      cached: count,
+      reasoning: count,
+      spaced: fc.boolean(),
+    });
+    const splits = fc.array(fc.nat(4000), { maxLength: 30 });
+    fc.assert(
+      fc.property(usage, splits, ({ prompt, completion, cached, reasoning, spaced }, offsets) => {
+        const object: Record<string, unknown> = {};
+        if (prompt !== undefined) object.prompt_tokens = prompt;
+        if (completion !== undefined) object.completion_tokens = completion;
+        if (cached !== undefined) object.prompt_tokens_details = { cached_tokens: cached };
+        if (reasoning !== undefined) object.completion_tokens_details = { reasoning_tokens: reasoning };
+        const json = JSON.stringify({ id: 'c', choices: [], usage: object });
+        const event = `data: ${spaced ? json.replace('"usage":', '"usage": ') : json}\n\n`;
+        const body = enc(chunk('a') + event + 'data: [DONE]\n\n');
+        const expected: Record<string, number> = {};
+        if (prompt !== undefined) expected.inputTokens = prompt;
+        if (completion !== undefined) expected.outputTokens = completion;
+        if (cached !== undefined) expected.cachedInputTokens = cached;
+        if (reasoning !== undefined) expected.reasoningTokens = reasoning;
+        const cuts = offsets.map((offset) => offset % (body.length + 1));
+        expect(scan('sse', splitAt(body, cuts))).toEqual(expected);
+        expect(scan('json', splitAt(enc(json), cuts))).toEqual(expected);
+      }),
+      { numRuns: 300 },
+    );
   });
 
   test('body kind from content-type', () => {

@@ -11,17 +11,11 @@
  * - JSON bodies (`application/json`): slices are kept (by reference) and parsed once at the end,
  *   up to `maxJsonBytes`.
  *
- * Field mapping (docs/protocols.md "Chat response", "Usage"): `prompt_tokens`, `completion_tokens`,
- * `prompt_tokens_details.cached_tokens`, `completion_tokens_details.reasoning_tokens`.
+ * The usage object is read by `chatUsageOf` (chat-usage.ts): a count the backend did not report stays undefined,
+ * never 0.
  */
-
-/** Token counts; a field the backend did not report is 0. */
-export interface TokenUsage {
-  promptTokens: number;
-  completionTokens: number;
-  cachedTokens: number;
-  reasoningTokens: number;
-}
+import type { Usage } from '@iop/core';
+import { chatUsageOfJson } from './chat-usage.js';
 
 export type UsageBodyKind = 'sse' | 'json' | 'none';
 
@@ -46,7 +40,7 @@ export function usageBodyKindOf(contentType: string | undefined): UsageBodyKind 
 }
 
 export class UsageScanner {
-  private usage: TokenUsage | undefined;
+  private usage: Usage | undefined;
   /** Slices of the current, unfinished line: `pending[0]` counts from `pendingStart`. */
   private readonly pending: Buffer[] = [];
   private pendingStart = 0;
@@ -77,11 +71,11 @@ export class UsageScanner {
   }
 
   /** The usage found, after the last slice; undefined when the body carried none. */
-  finish(): TokenUsage | undefined {
+  finish(): Usage | undefined {
     if (this.kind === 'json' && this.jsonBytes <= this.maxJsonBytes && this.pending.length > 0) {
       const text = Buffer.concat(this.pending).toString('utf8');
       this.pending.length = 0;
-      this.usage = usageOfJson(text) ?? this.usage;
+      this.usage = chatUsageOfJson(text) ?? this.usage;
     } else if (this.kind === 'sse' && this.capturing) {
       this.completeLine(undefined, 0); // a last line without LF
     }
@@ -220,7 +214,7 @@ export class UsageScanner {
   private parseLine(line: Buffer): void {
     let text = line.toString('utf8');
     if (text.startsWith('data:')) text = text.slice(text.charCodeAt(5) === 0x20 ? 6 : 5);
-    this.usage = usageOfJson(text) ?? this.usage;
+    this.usage = chatUsageOfJson(text) ?? this.usage;
   }
 }
 
@@ -235,36 +229,4 @@ function indexOfPattern(slice: Buffer, from: number): number {
     if (slice[next] === OPEN_BRACE) return at;
   }
   return -1;
-}
-
-/** Reads `usage` from an OpenAI Chat response or chunk; undefined when absent or not JSON. */
-export function usageOfJson(text: string): TokenUsage | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== 'object' || value === null) return undefined;
-  return usageOf((value as { usage?: unknown }).usage);
-}
-
-/** Reads an OpenAI `usage` object (already parsed); undefined when it is not an object. */
-export function usageOf(usage: unknown): TokenUsage | undefined {
-  if (typeof usage !== 'object' || usage === null) return undefined;
-  const record = usage as Record<string, unknown>;
-  return {
-    promptTokens: count(record.prompt_tokens),
-    completionTokens: count(record.completion_tokens),
-    cachedTokens: count(detail(record.prompt_tokens_details, 'cached_tokens')),
-    reasoningTokens: count(detail(record.completion_tokens_details, 'reasoning_tokens')),
-  };
-}
-
-function detail(details: unknown, key: string): unknown {
-  return typeof details === 'object' && details !== null ? (details as Record<string, unknown>)[key] : undefined;
-}
-
-function count(value: unknown): number {
-  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0;
 }
