@@ -23,30 +23,29 @@
  * (cpu-pinning.ts; `BENCH_PIN=0` shares every CPU). `BENCH_GATEWAY_NODE_ARGS` adds flags to the
  * `node` command of the edges and agents (V8 heap flags such as `--max-semi-space-size=8`).
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { cpuPlan, pinProcess, type CpuPlan } from './cpu-pinning.js';
 import { measureIdleStreams, type IdleStreamsResult } from './idle-streams.js';
-import { launch, launchAgent, procStats, type LaunchOptions, type Proc } from './processes.js';
+import { procStats } from './processes.js';
 import { summarize } from './stats.js';
 import { runWorkload } from './workload.js';
 import type { RequestResult } from './request.js';
+import { fixed, printOverhead, printTable, type Row, type Target } from './gateway-report.js';
+import {
+  API_KEY,
+  INSTANT_MODEL,
+  MODEL,
+  OUTPUT_TOKENS,
+  startStack,
+  stopStack,
+  type SimKind,
+  type Stack,
+} from './gateway-stack.js';
 
-const API_KEY = 'sk-iop-bench-key-0001';
-const JOIN_TOKEN = 'iop-bench-join-token';
-const OUTPUT_TOKENS = 20;
 const scale = Number(process.env.BENCH_SCALE ?? '1');
-const profile = process.env.BENCH_CPU_PROF === '1';
 /** The gateway on a core of its own, load generator and sim on the others (cpu-pinning.ts); a string says why not. */
 const plan = cpuPlan();
 const pins: CpuPlan | undefined = typeof plan === 'string' ? undefined : plan;
-
-interface SimKind {
-  name: 'instant' | 'paced';
-  args: string[];
-  requests: Record<number, number>;
-}
 
 const SIMS: SimKind[] = [
   { name: 'instant', args: ['--ttft-ms', '0', '--itl-ms', '0'], requests: { 1: 1000, 16: 2000, 64: 3000 } },
@@ -56,10 +55,6 @@ const CONCURRENCY =
   process.env.BENCH_CONCURRENCY === undefined ? [1, 16, 64] : process.env.BENCH_CONCURRENCY.split(',').map(Number);
 const simNames = process.env.BENCH_SIMS?.split(',');
 
-/**
- * `direct`: straight to the sim; `iop`: edge → tunnel → agent → sim; `edge`: an edge with the sim as a direct provider.
- */
-type Target = 'direct' | 'iop' | 'edge';
 const TARGETS: Target[] =
   process.env.BENCH_TARGETS === undefined
     ? ['direct', 'iop', 'edge']
@@ -67,136 +62,6 @@ const TARGETS: Target[] =
 const IDLE_STREAMS = Number(process.env.BENCH_IDLE_STREAMS ?? '10000');
 /** Requests per target and mode before any row (see the header). */
 const WARMUP = Math.round(Number(process.env.BENCH_WARMUP ?? '10000') * scale);
-const MODEL = 'bench-model';
-/** The sim without delays, whatever its flags (the sim's `instant` knob as a model-name suffix). */
-const INSTANT_MODEL = `${MODEL}@instant`;
-
-interface Row {
-  sim: string;
-  mode: 'non-stream' | 'stream';
-  concurrency: number;
-  target: Target;
-  requests: number;
-  errors: number;
-  rps: number;
-  latencyP50: number;
-  latencyP99: number;
-  ttftP50: number;
-  ttftP99: number;
-  itlP99: number;
-  tokensPerSecond: number;
-  edgeCpuMsPerRequest?: number;
-  agentCpuMsPerRequest?: number;
-  edgeRssMiB?: number;
-  agentRssMiB?: number;
-}
-
-interface Stack {
-  sim: Proc;
-  simUrl: string;
-  edge: Proc;
-  edgeUrl: string;
-  agent: Proc;
-  /** Agents beyond the first (the idle-streams stack: one per 1 000 streams). */
-  moreAgents: Proc[];
-  /** A second edge with the sim as a direct provider (no agent): the edge's cost alone. */
-  edgeAlone?: Proc;
-  edgeAloneUrl?: string;
-}
-
-async function startEdge(
-  name: string,
-  args: string[],
-  options: LaunchOptions,
-): Promise<{ proc: Proc; port: number; tunnelPort: number }> {
-  const proc = launch(
-    'edge',
-    'apps/edge/dist/main.js',
-    ['--port', '0', '--tunnel-port', '0', '--api-keys', API_KEY, '--join-tokens', JOIN_TOKEN, ...args],
-    { IOP_LOG_LEVEL: 'info', IOP_DATA_DIR: mkdtempSync(path.join(os.tmpdir(), `iop-bench-${name}-`)) },
-    options,
-  );
-  const ready = await proc.ready();
-  return { proc, port: ready.port as number, tunnelPort: ready.tunnelPort as number };
-}
-
-async function startStack(
-  sim: SimKind,
-  options: { agents?: number; agentMaxConcurrency?: number; edgeAlone?: boolean; pins?: CpuPlan | undefined } = {},
-): Promise<Stack> {
-  const simProc = launch(
-    'sim',
-    'apps/sim/dist/main.js',
-    ['--port', '0', '--host', '127.0.0.1', '--models', MODEL, '--output-tokens', String(OUTPUT_TOKENS), ...sim.args],
-    {},
-    { cpus: options.pins?.load },
-  );
-  const simPort = (await simProc.ready()).port as number;
-  const simUrl = `http://127.0.0.1:${simPort}`;
-  /** A gateway process: on the gateway's CPU, profiled when `BENCH_CPU_PROF=1`. */
-  const gateway = (name: string): LaunchOptions => ({
-    execArgv: [
-      ...(process.env.BENCH_GATEWAY_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
-      ...(profile
-        ? ['--cpu-prof', `--cpu-prof-dir=${process.cwd()}/profiles`, `--cpu-prof-name=${name}-${sim.name}.cpuprofile`]
-        : []),
-    ],
-    cpus: options.pins?.gateway,
-  });
-  const edge = await startEdge('edge', [], gateway('edge'));
-  const agents: Proc[] = [];
-  for (let i = 0; i < (options.agents ?? 1); i++) {
-    agents.push(
-      launchAgent(
-        'agent',
-        {
-          tunnelPort: edge.tunnelPort,
-          joinToken: JOIN_TOKEN,
-          agentId: `bench-agent-${i}`,
-          backendUrl: simUrl,
-          models: `${MODEL},${INSTANT_MODEL}`,
-          maxConcurrency: options.agentMaxConcurrency ?? 256,
-        },
-        i === 0 ? gateway('agent') : { cpus: options.pins?.gateway },
-      ),
-    );
-  }
-  await Promise.all(agents.map((agent) => agent.ready(30_000)));
-  const [agent, ...moreAgents] = agents as [Proc, ...Proc[]];
-  let alone: Awaited<ReturnType<typeof startEdge>> | undefined;
-  if (options.edgeAlone === true) {
-    const config = path.join(mkdtempSync(path.join(os.tmpdir(), 'iop-bench-direct-')), 'edge.json');
-    writeFileSync(
-      config,
-      JSON.stringify({
-        pool: {
-          directProviders: [{ id: 'sim', baseUrl: simUrl, models: [MODEL, INSTANT_MODEL], maxConcurrency: 256 }],
-        },
-      }),
-    );
-    alone = await startEdge('edge-alone', ['--config', config], gateway('edge-alone'));
-  }
-  for (const proc of [simProc, edge.proc, ...agents, ...(alone === undefined ? [] : [alone.proc])]) proc.detach();
-  return {
-    sim: simProc,
-    simUrl,
-    edge: edge.proc,
-    edgeUrl: `http://127.0.0.1:${edge.port}`,
-    agent,
-    moreAgents,
-    ...(alone === undefined ? {} : { edgeAlone: alone.proc, edgeAloneUrl: `http://127.0.0.1:${alone.port}` }),
-  };
-}
-
-async function stopStack(stack: Stack): Promise<void> {
-  await Promise.all([
-    stack.agent.kill('SIGTERM'),
-    ...stack.moreAgents.map((agent) => agent.kill('SIGTERM')),
-    stack.edge.kill('SIGTERM'),
-    stack.edgeAlone?.kill('SIGTERM'),
-  ]);
-  await stack.sim.kill('SIGTERM');
-}
 
 function rowOf(
   base: Omit<
@@ -293,72 +158,6 @@ async function measure(stack: Stack, sim: SimKind, stream: boolean, concurrency:
     row.agentRssMiB = agentRss / 1024 / 1024;
   }
   return row;
-}
-
-const fixed = (value: number | undefined, digits = 2) =>
-  value === undefined || Number.isNaN(value) ? '-' : value.toFixed(digits);
-
-function printTable(rows: Row[]): void {
-  const header = [
-    'sim',
-    'mode',
-    'conc',
-    'target',
-    'reqs',
-    'err',
-    'req/s',
-    'p50 ms',
-    'p99 ms',
-    'TTFT p50',
-    'TTFT p99',
-    'ITL p99',
-    'tok/s',
-    'edge CPU ms/req',
-    'agent CPU ms/req',
-    'edge RSS MiB',
-    'agent RSS MiB',
-  ];
-  const lines = rows.map((row) => [
-    row.sim,
-    row.mode,
-    String(row.concurrency),
-    row.target,
-    String(row.requests),
-    String(row.errors),
-    fixed(row.rps, 0),
-    fixed(row.latencyP50),
-    fixed(row.latencyP99),
-    fixed(row.ttftP50),
-    fixed(row.ttftP99),
-    fixed(row.itlP99),
-    fixed(row.tokensPerSecond, 0),
-    fixed(row.edgeCpuMsPerRequest, 3),
-    fixed(row.agentCpuMsPerRequest, 3),
-    fixed(row.edgeRssMiB, 0),
-    fixed(row.agentRssMiB, 0),
-  ]);
-  console.log(`| ${header.join(' | ')} |`);
-  console.log(`|${header.map(() => '---').join('|')}|`);
-  for (const line of lines) console.log(`| ${line.join(' | ')} |`);
-}
-
-function printOverhead(rows: Row[]): void {
-  console.log('\nOverhead against direct (iop: edge + tunnel + agent; edge: the edge alone, direct provider):');
-  console.log(
-    '| sim | mode | conc | target | added p50 latency ms | ratio p50 | added p50 TTFT ms | added p99 ITL ms | CPU ms/req (edge + agent) |',
-  );
-  console.log('|---|---|---|---|---|---|---|---|---|');
-  for (const iop of rows.filter((row) => row.target !== 'direct')) {
-    const direct = rows.find(
-      (row) =>
-        row.target === 'direct' && row.sim === iop.sim && row.mode === iop.mode && row.concurrency === iop.concurrency,
-    );
-    if (direct === undefined) continue; // `BENCH_TARGETS` without direct: nothing to compare with
-    const cpu = (iop.edgeCpuMsPerRequest ?? 0) + (iop.agentCpuMsPerRequest ?? 0);
-    console.log(
-      `| ${iop.sim} | ${iop.mode} | ${iop.concurrency} | ${iop.target} | ${fixed(iop.latencyP50 - direct.latencyP50)} | ${fixed(iop.latencyP50 / direct.latencyP50)} | ${fixed(iop.ttftP50 - direct.ttftP50)} | ${iop.mode === 'stream' ? fixed(iop.itlP99 - direct.itlP99) : '-'} | ${fixed(cpu, 3)} |`,
-    );
-  }
 }
 
 /** Runs one agent takes in the idle-streams stack (agents cap `--max-concurrency` at 1 024). */

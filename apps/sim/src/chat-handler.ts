@@ -10,7 +10,8 @@ import { ChatStream, MID_STREAM_FAULTS, type MidStreamFault, type StreamSetup } 
 import { ChunkFramer, type StreamUsageMode } from './chunk-framer.js';
 import { resetSocket, sendError, type Exchange } from './exchange.js';
 import type { FaultQueue } from './fault-queue.js';
-import { knobsFromHeaders, type FaultName, type Knobs } from './knobs.js';
+import { knobsFromHeaders } from './knob-specs.js';
+import type { FaultName, Knobs } from './knobs.js';
 import { parseModelName } from './model-name.js';
 import { buildOutputPlan, type OutputPlan } from './output-plan.js';
 import { mixSeed, seededRandom, type Random } from './prng.js';

@@ -5,7 +5,8 @@
  */
 import { CommanderError, type Command } from 'commander';
 import { iopCommand } from '@iop/core';
-import { KNOB_SPECS, parseKnob, type Knobs } from './knobs.js';
+import { KNOB_SPECS, parseKnob } from './knob-specs.js';
+import type { Knobs } from './knobs.js';
 import type { SimOptions } from './server.js';
 import { GPU_PROFILES } from './gpu-profile.js';
 

@@ -2,7 +2,8 @@
  * Faults queued through the control API (`POST /_sim/faults`): each entry applies its fault and
  * knobs to the next `count` chat completion requests, in order.
  */
-import { FAULT_NAMES, parseKnob, type FaultName, type Knobs } from './knobs.js';
+import { parseKnob } from './knob-specs.js';
+import { FAULT_NAMES, type FaultName, type Knobs } from './knobs.js';
 import { SimInputError } from './sim-error.js';
 
 export interface QueuedFault {

@@ -1,9 +1,8 @@
 export { startSim, type SimOptions, type SimServer } from './server.js';
+export { KNOB_SPECS, parseKnob } from './knob-specs.js';
 export {
   DEFAULT_KNOBS,
   FAULT_NAMES,
-  KNOB_SPECS,
-  parseKnob,
   type Knobs,
   type FaultName,
   type ContentMode,

@@ -7,7 +7,8 @@
  * `sim-model@fault=cut,fault-after=3`, `sim-model@tool-calls=2,xml-tool-calls`.
  * Responses echo the full requested name (suffix included) in `model`.
  */
-import { parseKnob, type Knobs } from './knobs.js';
+import { parseKnob } from './knob-specs.js';
+import type { Knobs } from './knobs.js';
 import { SimInputError } from './sim-error.js';
 
 export interface ModelName {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { parseCli } from '../../src/cli.js';
 import { DEFAULT_KNOBS, parseModelName, splitTokens, countTokens } from '../../src/index.js';
-import { knobsFromHeaders } from '../../src/knobs.js';
+import { knobsFromHeaders } from '../../src/knob-specs.js';
 import { buildOutputPlan, type PlanInput } from '../../src/output-plan.js';
 import { seededRandom } from '../../src/prng.js';
 

@@ -1,4 +1,9 @@
-/** Test helpers: parse Anthropic SSE text, and run it through the official SDK's MessageStream. */
+/**
+ * Test helpers: decode a Messages body (and expect its 400), parse Anthropic SSE text, and run it through the official
+ * SDK's MessageStream.
+ */
+import { IopError } from '@iop/core';
+import { anthropicMessages } from '../../src/anthropic-messages/dialect.js';
 import type { EncodeContext, InferenceRequest, StreamEvent } from '@iop/core';
 import { SseReader } from '@iop/core';
 import { MessageStream } from '@anthropic-ai/sdk/lib/MessageStream';
@@ -64,3 +69,25 @@ export async function sdkFinalMessage(text: string): Promise<Message> {
   // The accumulator keeps tool input behind a lazy getter; a JSON round trip yields plain values.
   return JSON.parse(JSON.stringify(message)) as Message;
 }
+
+/** The Messages request decoder of the dialect. */
+export const decode = (body: unknown) => anthropicMessages.decodeRequest(body);
+
+/** Asserts a 400 naming `param`. */
+export function expectBadRequest(
+  body: unknown,
+  param: string,
+  code: 'invalid_request' | 'unsupported_field' = 'invalid_request',
+): void {
+  let caught: unknown;
+  try {
+    decode(body);
+  } catch (error) {
+    caught = error;
+  }
+  expect(caught).toBeInstanceOf(IopError);
+  expect(caught).toMatchObject({ code, status: 400, param });
+}
+
+/** The smallest valid body. */
+export const base = { model: 'claude-sonnet-4-5', max_tokens: 1024, messages: [{ role: 'user', content: 'hi' }] };

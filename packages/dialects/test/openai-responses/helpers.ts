@@ -90,3 +90,39 @@ export async function viaSdk(sse: string): Promise<{ events: { type: string }[];
   for await (const event of stream) events.push(event);
   return { events, final: await stream.finalResponse() };
 }
+
+/** The hub events most tests start and end with, and a request with one tool of each kind. */
+export const start: StreamEvent = {
+  type: 'response-start',
+  id: 'chatcmpl-1',
+  model: 'Qwen/Qwen3-8B',
+  created: 1764500000,
+};
+export const usage: StreamEvent = {
+  type: 'usage',
+  usage: { inputTokens: 12, outputTokens: 5, cachedInputTokens: 8, reasoningTokens: 2 },
+};
+
+export const TOOLS = {
+  tools: [
+    {
+      type: 'function',
+      name: 'get_weather',
+      parameters: { type: 'object', properties: { city: { type: 'string' } } },
+      strict: false,
+    },
+    { type: 'function', name: 'get_time', parameters: null, strict: null },
+    {
+      type: 'custom',
+      name: 'apply_patch',
+      description: 'Apply a patch',
+      format: { type: 'grammar', syntax: 'lark', definition: 'start: "x"' },
+    },
+    {
+      type: 'namespace',
+      name: 'github',
+      description: 'GitHub',
+      tools: [{ type: 'function', name: 'get_issue', parameters: { type: 'object' } }],
+    },
+  ],
+};

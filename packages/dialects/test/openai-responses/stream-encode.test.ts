@@ -1,40 +1,8 @@
-import fc from 'fast-check';
+/** The Responses stream encoder over SSE: event order, items, tools, usage (docs/protocols.md "Responses stream"). */
 import type { StreamEvent } from '@iop/core';
-import { createResponsesLinesEncoder } from '../../src/openai-responses/stream-encode.js';
-import { encodeResponsesResponse } from '../../src/openai-responses/response-encode.js';
 import { openaiResponses } from '../../src/openai-responses/dialect.js';
-import { checkGrammar, contextFor, encode, parseFrames, viaSdk } from './helpers.js';
+import { checkGrammar, contextFor, encode, parseFrames, start, TOOLS, usage, viaSdk } from './helpers.js';
 import type { ResponseObject } from '../../src/openai-responses/wire-types.js';
-
-const start: StreamEvent = { type: 'response-start', id: 'chatcmpl-1', model: 'Qwen/Qwen3-8B', created: 1764500000 };
-const usage: StreamEvent = {
-  type: 'usage',
-  usage: { inputTokens: 12, outputTokens: 5, cachedInputTokens: 8, reasoningTokens: 2 },
-};
-
-const TOOLS = {
-  tools: [
-    {
-      type: 'function',
-      name: 'get_weather',
-      parameters: { type: 'object', properties: { city: { type: 'string' } } },
-      strict: false,
-    },
-    { type: 'function', name: 'get_time', parameters: null, strict: null },
-    {
-      type: 'custom',
-      name: 'apply_patch',
-      description: 'Apply a patch',
-      format: { type: 'grammar', syntax: 'lark', definition: 'start: "x"' },
-    },
-    {
-      type: 'namespace',
-      name: 'github',
-      description: 'GitHub',
-      tools: [{ type: 'function', name: 'get_issue', parameters: { type: 'object' } }],
-    },
-  ],
-};
 
 describe('Responses stream encoder', () => {
   it('renders a text answer in the exact order of a Responses stream, with usage from a trailing usage event', async () => {
@@ -354,90 +322,5 @@ describe('Responses stream encoder', () => {
       type: 'response.incomplete',
       response: { status: 'incomplete', usage: { input_tokens: 12 } },
     });
-  });
-});
-
-describe('Responses non-stream encoder', () => {
-  it('builds the Response object with output_text and usage', () => {
-    const response = encodeResponsesResponse(
-      [
-        start,
-        { type: 'reasoning-delta', text: 'think' },
-        { type: 'text-delta', text: 'Hi' },
-        { type: 'tool-call-delta', index: 0, id: 'call_1', name: 'get_time', argumentsDelta: '{}' },
-        { type: 'finish', reason: 'tool_calls', raw: 'tool_calls' },
-        usage,
-      ],
-      contextFor(TOOLS),
-    );
-    expect(response).toMatchObject({
-      object: 'response',
-      status: 'completed',
-      output_text: 'Hi',
-      output: [
-        { type: 'reasoning' },
-        { type: 'message', status: 'completed' },
-        { type: 'function_call', call_id: 'call_1', name: 'get_time', status: 'completed' },
-      ],
-      usage: { total_tokens: 17 },
-    });
-  });
-
-  it('throws the error event as an IopError with its code and status', () => {
-    expect(() =>
-      encodeResponsesResponse([start, { type: 'error', code: 'rate_limited', message: 'slow down' }], contextFor()),
-    ).toThrow(expect.objectContaining({ code: 'rate_limited', status: 429, message: 'slow down' }));
-    expect(() => encodeResponsesResponse([start, { type: 'text-delta', text: 'x' }], contextFor())).toThrow(
-      expect.objectContaining({ code: 'upstream_error' }),
-    );
-  });
-});
-
-describe('Responses stream encoder, JSON-line framing (Responses over WebSocket)', () => {
-  /** Ids and completion times differ between two encoders: replaced before comparing. */
-  const stable = (json: string) =>
-    json
-      .replace(/"(resp|msg|rs|fc|ctc|call)_[A-Za-z0-9]{24}"/g, '"$1_X"')
-      .replace(/"completed_at":\d+/g, '"completed_at":0');
-
-  const eventArbitrary: fc.Arbitrary<StreamEvent> = fc.oneof(
-    fc.record({ type: fc.constant('text-delta' as const), text: fc.string() }),
-    fc.record({ type: fc.constant('reasoning-delta' as const), text: fc.string({ minLength: 1 }) }),
-    fc.record({
-      type: fc.constant('tool-call-delta' as const),
-      index: fc.integer({ min: 0, max: 2 }),
-      id: fc.constantFrom('call_a', 'call_b'),
-      name: fc.constant('get_weather'),
-      argumentsDelta: fc.constantFrom('', '{"city"', ':"Paris"}'),
-    }),
-    fc.constant<StreamEvent>(usage),
-  );
-  const endArbitrary: fc.Arbitrary<StreamEvent[]> = fc.constantFrom(
-    [{ type: 'finish', reason: 'stop', raw: 'stop' }],
-    [{ type: 'finish', reason: 'length', raw: 'length' }],
-    [{ type: 'error', code: 'upstream_error', message: 'backend failed' }],
-    [],
-  );
-
-  it('gives exactly the SSE stream’s events, one JSON object per line, for any event sequence', () => {
-    fc.assert(
-      fc.property(fc.array(eventArbitrary, { maxLength: 12 }), endArbitrary, (middle, end) => {
-        const events = [start, ...middle, ...end];
-        const context = contextFor(TOOLS);
-        const { sse } = encode(events, context);
-        const lines = createResponsesLinesEncoder(context);
-        let text = '';
-        for (const event of events) text += lines.push(event);
-        text += lines.end();
-        expect(text.endsWith('\n')).toBe(true);
-        const messages = text.slice(0, -1).split('\n');
-        const frames = checkGrammar(sse);
-        expect(messages.map(stable)).toEqual(frames.map((frame) => stable(JSON.stringify(frame.data))));
-        for (const [index, message] of messages.entries())
-          expect((JSON.parse(message) as { type: string }).type).toBe(frames[index]!.event);
-        expect(lines.result()?.status).toBe(JSON.parse(messages.at(-1)!).response.status);
-      }),
-      { numRuns: 200 },
-    );
   });
 });
