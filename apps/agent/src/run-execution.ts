@@ -7,16 +7,16 @@
  * read; while HTTP/2 holds the call's writes (flow control from a slow edge) it pauses the backend
  * body, so a slow edge slows the backend socket, never a buffer.
  *
- * The first frame is ACCEPTED, sent before the backend is asked: the edge's run-accepted timeout
- * ends there and its first-byte clock starts (a non-stream answer's RESPONSE_START may come
- * minutes later).
+ * The first frame is ACCEPTED, sent as soon as the backend request has left (the Run call opens
+ * right after it, see `execute`): the edge's run-accepted timeout ends there and its first-byte
+ * clock starts (a non-stream answer's RESPONSE_START may come minutes later).
  *
  * Stopping: `cancel()` (CancelRun, shutdown), a timeout, or the Run call failing or ending from
  * the edge side aborts the run's AbortSignal, which aborts the backend request at once (undici
  * destroys the socket; the embedded backend stops generating).
  */
-import type { RunAssignment } from '@iop/proto';
-import { RunFailure, acceptedFrame, relayBackend } from '@iop/backend';
+import type { ProviderTunnelFrame, RunAssignment } from '@iop/proto';
+import { RunFailure, acceptedFrame, relayBackend, type FrameSink } from '@iop/backend';
 import type { Logger } from 'pino';
 import { traceFieldsOf } from '@iop/core';
 import type { Backend } from './backends/backend.js';
@@ -56,7 +56,9 @@ export class RunExecution {
   /** Settles (never rejects) once the run is over and its Run call closed. */
   readonly done: Promise<void>;
   private readonly controller = new AbortController();
-  private readonly logger: Logger;
+  private childLogger: Logger | undefined;
+  /** Whether the agent logs at debug: the per-run debug lines are skipped whole when it does not. */
+  private readonly debug: boolean;
   private finished = false;
   private readonly startedAt = performance.now();
   private bytes = 0;
@@ -71,12 +73,17 @@ export class RunExecution {
     private readonly options: RunExecutionOptions,
   ) {
     this.runId = assignment.runId;
-    this.logger = options.logger.child({
-      requestId: assignment.requestId,
-      runId: assignment.runId,
-      ...traceFieldsOf(assignment.headers),
-    });
+    this.debug = options.logger.isLevelEnabled('debug');
     this.done = this.execute();
+  }
+
+  /** The run's logger (its request and run ids, trace fields), made at its first line: most runs log none. */
+  private get logger(): Logger {
+    return (this.childLogger ??= this.options.logger.child({
+      requestId: this.assignment.requestId,
+      runId: this.assignment.runId,
+      ...traceFieldsOf(this.assignment.headers),
+    }));
   }
 
   /**
@@ -93,23 +100,32 @@ export class RunExecution {
   }
 
   private async execute(): Promise<void> {
-    this.logger.debug(
-      { method: this.assignment.method, path: this.assignment.path, model: this.assignment.model },
-      'run started',
-    );
+    if (this.debug)
+      this.logger.debug(
+        { method: this.assignment.method, path: this.assignment.path, model: this.assignment.model },
+        'run started',
+      );
+    // The backend request goes first, the Run call (its HEADERS with ACCEPTED) after it, at the check phase: undici
+    // writes a request on a reused keep-alive socket at the check phase too (its idle-socket check), and the edge,
+    // woken by the Run call on the same core, would otherwise take the CPU before the backend request left. Frames the
+    // relay makes before the call is open (an immediate failure) wait for it; ACCEPTED is always the first.
     let call: RunCall | undefined;
+    const early: ProviderTunnelFrame[] = [];
+    const gauge = this.options.backendGauge;
+    gauge.open++;
+    const relayed = this.relay((frame) => {
+      if (call !== undefined) return call.push(frame);
+      early.push(frame);
+      return undefined;
+    }).finally(() => gauge.open--);
     try {
+      await new Promise<void>((resolve) => setImmediate(resolve));
       call = await RunCall.open(this.options.connection, this.options.sessionId, (error) =>
         this.cancel(`Run call ended by the edge: ${error.rawMessage}`),
       );
       call.push(acceptedFrame(this.runId));
-      const gauge = this.options.backendGauge;
-      gauge.open++;
-      try {
-        await this.relay(call);
-      } finally {
-        gauge.open--;
-      }
+      for (const frame of early.splice(0)) call.push(frame);
+      await relayed;
       await call.end();
     } catch (error) {
       if (!this.finished) {
@@ -119,10 +135,12 @@ export class RunExecution {
       if (call === undefined || !call.answered) this.options.onCallReset?.();
     } finally {
       if (!this.finished) this.cancel('Run stream ended');
+      // The backend request stops with the run (a Run call that could not be opened); the relay never rejects.
+      await relayed;
     }
   }
 
-  private relay(call: RunCall): Promise<void> {
+  private relay(sink: FrameSink): Promise<void> {
     return relayBackend(
       this.options.backend,
       {
@@ -140,9 +158,11 @@ export class RunExecution {
             : this.options.idleTimeoutMs,
       },
       this.controller,
-      (frame) => call.push(frame),
+      sink,
       {
-        onFirstByte: (status) => this.logger.debug({ status, ttfbMs: this.elapsedMs() }, 'run first byte'),
+        onFirstByte: (status) => {
+          if (this.debug) this.logger.debug({ status, ttfbMs: this.elapsedMs() }, 'run first byte');
+        },
         onBytes: (total) => {
           this.bytes = total;
         },
@@ -150,7 +170,7 @@ export class RunExecution {
           this.finished = true;
           // debug: the edge logs every request at info with this agent's id, status, duration and
           // usage; a second line per run here was ~10 % of the agent's CPU at 64 concurrent runs.
-          this.logger.debug({ status, bytes, durationMs: this.elapsedMs(), usage }, 'run ended');
+          if (this.debug) this.logger.debug({ status, bytes, durationMs: this.elapsedMs(), usage }, 'run ended');
         },
         onFailure: (failure, bytes, error) => {
           this.finished = true;
