@@ -7,20 +7,26 @@
  * read; while HTTP/2 holds the call's writes (flow control from a slow edge) it pauses the backend
  * body, so a slow edge slows the backend socket, never a buffer.
  *
- * The first frame is ACCEPTED, sent as soon as the backend request has left (the Run call opens
- * right after it, see `execute`): the edge's run-accepted timeout ends there and its first-byte
- * clock starts (a non-stream answer's RESPONSE_START may come minutes later).
+ * The first frame is ACCEPTED, sent once the backend request has left, with the backend's first
+ * frame or at most `ACCEPTED_HOLD_MS` later (see `execute`): the edge's run-accepted timeout ends
+ * there and its first-byte clock starts (a non-stream answer's RESPONSE_START may come minutes later).
  *
  * Stopping: `cancel()` (CancelRun, shutdown), a timeout, or the Run call failing or ending from
  * the edge side aborts the run's AbortSignal, which aborts the backend request at once (undici
  * destroys the socket; the embedded backend stops generating).
  */
 import type { ProviderTunnelFrame, RunAssignment } from '@iop/proto';
-import { RunFailure, acceptedFrame, relayBackend, type FrameSink } from '@iop/backend';
+import { FrameKind, RunFailure, acceptedFrame, isFinalFrame, relayBackend, type FrameSink } from '@iop/backend';
 import type { Logger } from 'pino';
 import { traceFieldsOf } from '@iop/core';
 import type { Backend } from './backends/backend.js';
 import { RunCall, type RunConnection } from './run-call.js';
+
+/**
+ * Longest time a run's ACCEPTED waits for the backend's first frame to leave with it, ms: far below the edge's
+ * run-accepted timeout (100 ms at the least), above a fast backend's answer (a cached or tiny one: well under 1 ms).
+ */
+export const ACCEPTED_HOLD_MS = 2;
 
 export interface RunExecutionOptions {
   /** The HTTP/2 connection to the edge that assigned the run. */
@@ -105,26 +111,52 @@ export class RunExecution {
         { method: this.assignment.method, path: this.assignment.path, model: this.assignment.model },
         'run started',
       );
-    // The backend request goes first, the Run call (its HEADERS with ACCEPTED) after it, at the check phase: undici
-    // writes a request on a reused keep-alive socket at the check phase too (its idle-socket check), and the edge,
-    // woken by the Run call on the same core, would otherwise take the CPU before the backend request left. Frames the
-    // relay makes before the call is open (an immediate failure) wait for it; ACCEPTED is always the first.
+    // The backend request goes first; the Run call (its HEADERS with ACCEPTED) opens at the check phase after the
+    // backend's first frame, or `ACCEPTED_HOLD_MS` after the request when the backend takes longer, with every frame
+    // made by then: a fast answer (a non-stream one whole, a stream's first token) and its acceptance reach the edge
+    // in one write, one wake-up of the edge instead of two. On the core edge and agent may share, the Run call opened
+    // first also held the backend request back: the edge, woken by it, took the CPU before undici wrote the request
+    // (undici writes on a reused keep-alive socket at the check phase). ACCEPTED is always the first frame; while
+    // the call is being opened (a connection redialling) the relay waits for it.
     let call: RunCall | undefined;
     const early: ProviderTunnelFrame[] = [];
+    let opening: Promise<void> | undefined;
+    let markOpen!: () => void;
+    let openNow!: () => void;
+    const due = new Promise<void>((resolve) => (openNow = resolve));
     const gauge = this.options.backendGauge;
     gauge.open++;
+    // An answer's end, or a stream's first token, opens the call at once (its write then leaves in this loop turn).
+    let eventStream = false;
+    let openAtOnce!: () => void;
+    const complete = new Promise<void>((resolve) => (openAtOnce = resolve));
     const relayed = this.relay((frame) => {
       if (call !== undefined) return call.push(frame);
       early.push(frame);
-      return undefined;
+      openNow();
+      if (frame.kind === FrameKind.RESPONSE_START)
+        eventStream = frame.headers['content-type']?.startsWith('text/event-stream') === true;
+      else if (isFinalFrame(frame) || (eventStream && frame.kind === FrameKind.BODY)) openAtOnce();
+      return opening;
     }).finally(() => gauge.open--);
+    const hold = setTimeout(openNow, ACCEPTED_HOLD_MS);
     try {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      call = await RunCall.open(this.options.connection, this.options.sessionId, (error) =>
-        this.cancel(`Run call ended by the edge: ${error.rawMessage}`),
-      );
-      call.push(acceptedFrame(this.runId));
-      for (const frame of early.splice(0)) call.push(frame);
+      await due;
+      clearTimeout(hold);
+      // Else the rest of this loop turn's frames join the first.
+      await Promise.race([complete, new Promise<void>((resolve) => setImmediate(resolve))]);
+      opening = new Promise<void>((resolve) => (markOpen = resolve));
+      try {
+        call = await RunCall.open(
+          this.options.connection,
+          this.options.sessionId,
+          (error) => this.cancel(`Run call ended by the edge: ${error.rawMessage}`),
+          [acceptedFrame(this.runId), ...early.splice(0)],
+        );
+        for (const frame of early.splice(0)) call.push(frame);
+      } finally {
+        markOpen();
+      }
       await relayed;
       await call.end();
     } catch (error) {
