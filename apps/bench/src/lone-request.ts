@@ -29,7 +29,7 @@ const OUTPUT_TOKENS = 20;
 const PROMPT = 'the a little cat dog sun ran jumped over happy tree house bird sky play friend';
 
 /** A target of the lone-request rounds: where requests go, and the gateway processes behind it. */
-interface LoneTarget {
+export interface LoneTarget {
   name: string;
   origin: string;
   client: Client;
