@@ -94,12 +94,15 @@ export class RunCall {
    * @param sessionId the `session_id` of the Control session that assigned the run (from Registered).
    * @param onClosedEarly called once if the call ends (edge answer, reset, lost connection) before
    *   every frame was sent: the caller stops the backend at once instead of at its next frame.
+   * @param initial the call's first frames (ACCEPTED first), written at once in one message block: they leave with
+   *   the stream's HEADERS in one write.
    * @throws what the connection throws when no stream can be opened (connection lost, GOAWAY).
    */
   static async open(
     connection: RunConnection,
     sessionId: string,
     onClosedEarly: (error: ConnectError) => void,
+    initial: readonly ProviderTunnelFrame[] = [],
   ): Promise<RunCall> {
     const headers: OutgoingHttpHeaders = {
       'content-type': 'application/grpc+proto',
@@ -109,7 +112,22 @@ export class RunCall {
     };
     const stream = await connection.request('POST', RUN_PATH, headers, {});
     stream.on('data', () => connection.notifyResponseByteRead(stream));
-    return new RunCall(stream, onClosedEarly);
+    const call = new RunCall(stream, onClosedEarly);
+    if (initial.length > 0) call.writeInitial(initial);
+    return call;
+  }
+
+  /** Writes the call's first frames as one block (one write, no hold): see `open`. */
+  private writeInitial(frames: readonly ProviderTunnelFrame[]): void {
+    this.first = false;
+    for (const frame of frames) {
+      if (frame.kind === FrameKind.RESPONSE_START)
+        this.eventStream = frame.headers['content-type']?.startsWith('text/event-stream') === true;
+      if (frame.kind === FrameKind.END || frame.kind === FrameKind.ERROR) this.allSent = true;
+    }
+    this.stream.write(
+      frames.length === 1 ? encodeFrameMessage(frames[0]!) : Buffer.concat(frames.map(encodeFrameMessage)),
+    );
   }
 
   /**

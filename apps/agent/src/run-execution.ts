@@ -7,20 +7,34 @@
  * read; while HTTP/2 holds the call's writes (flow control from a slow edge) it pauses the backend
  * body, so a slow edge slows the backend socket, never a buffer.
  *
- * The first frame is ACCEPTED, sent before the backend is asked: the edge's run-accepted timeout
- * ends there and its first-byte clock starts (a non-stream answer's RESPONSE_START may come
- * minutes later).
+ * The first frame is ACCEPTED, sent once the backend request has left, with the backend's first
+ * frame or at most `ACCEPTED_HOLD_MS` later (see `execute`): the edge's run-accepted timeout ends
+ * there and its first-byte clock starts (a non-stream answer's RESPONSE_START may come minutes later).
  *
  * Stopping: `cancel()` (CancelRun, shutdown), a timeout, or the Run call failing or ending from
  * the edge side aborts the run's AbortSignal, which aborts the backend request at once (undici
  * destroys the socket; the embedded backend stops generating).
  */
-import type { RunAssignment } from '@iop/proto';
-import { RunErrorCode, RunFailure, acceptedFrame, relayBackend } from '@iop/backend';
+import type { ProviderTunnelFrame, RunAssignment } from '@iop/proto';
+import {
+  FrameKind,
+  RunErrorCode,
+  RunFailure,
+  acceptedFrame,
+  isFinalFrame,
+  relayBackend,
+  type FrameSink,
+} from '@iop/backend';
 import type { Logger } from 'pino';
 import { traceFieldsOf } from '@iop/core';
 import type { Backend } from './backends/backend.js';
 import { RunCall, type RunConnection } from './run-call.js';
+
+/**
+ * Longest time a run's ACCEPTED waits for the backend's first frame to leave with it, ms: far below the edge's
+ * run-accepted timeout (100 ms at the least), above a fast backend's answer (a cached or tiny one: well under 1 ms).
+ */
+export const ACCEPTED_HOLD_MS = 2;
 
 export interface RunExecutionOptions {
   /** The HTTP/2 connection to the edge that assigned the run. */
@@ -56,7 +70,9 @@ export class RunExecution {
   /** Settles (never rejects) once the run is over and its Run call closed. */
   readonly done: Promise<void>;
   private readonly controller = new AbortController();
-  private readonly logger: Logger;
+  private childLogger: Logger | undefined;
+  /** Whether the agent logs at debug: the per-run debug lines are skipped whole when it does not. */
+  private readonly debug: boolean;
   private finished = false;
   private readonly startedAt = performance.now();
   private bytes = 0;
@@ -71,12 +87,17 @@ export class RunExecution {
     private readonly options: RunExecutionOptions,
   ) {
     this.runId = assignment.runId;
-    this.logger = options.logger.child({
-      requestId: assignment.requestId,
-      runId: assignment.runId,
-      ...traceFieldsOf(assignment.headers),
-    });
+    this.debug = options.logger.isLevelEnabled('debug');
     this.done = this.execute();
+  }
+
+  /** The run's logger (its request and run ids, trace fields), made at its first line: most runs log none. */
+  private get logger(): Logger {
+    return (this.childLogger ??= this.options.logger.child({
+      requestId: this.assignment.requestId,
+      runId: this.assignment.runId,
+      ...traceFieldsOf(this.assignment.headers),
+    }));
   }
 
   /**
@@ -93,23 +114,58 @@ export class RunExecution {
   }
 
   private async execute(): Promise<void> {
-    this.logger.debug(
-      { method: this.assignment.method, path: this.assignment.path, model: this.assignment.model },
-      'run started',
-    );
-    let call: RunCall | undefined;
-    try {
-      call = await RunCall.open(this.options.connection, this.options.sessionId, (error) =>
-        this.cancel(`Run call ended by the edge: ${error.rawMessage}`),
+    if (this.debug)
+      this.logger.debug(
+        { method: this.assignment.method, path: this.assignment.path, model: this.assignment.model },
+        'run started',
       );
-      call.push(acceptedFrame(this.runId));
-      const gauge = this.options.backendGauge;
-      gauge.open++;
+    // The backend request goes first; the Run call (its HEADERS with ACCEPTED) opens at the check phase after the
+    // backend's first frame, or `ACCEPTED_HOLD_MS` after the request when the backend takes longer, with every frame
+    // made by then: a fast answer (a non-stream one whole, a stream's first token) and its acceptance reach the edge
+    // in one write, one wake-up of the edge instead of two. On the core edge and agent may share, the Run call opened
+    // first also held the backend request back: the edge, woken by it, took the CPU before undici wrote the request
+    // (undici writes on a reused keep-alive socket at the check phase). ACCEPTED is always the first frame; while
+    // the call is being opened (a connection redialling) the relay waits for it.
+    let call: RunCall | undefined;
+    const early: ProviderTunnelFrame[] = [];
+    let opening: Promise<void> | undefined;
+    let markOpen!: () => void;
+    let openNow!: () => void;
+    const due = new Promise<void>((resolve) => (openNow = resolve));
+    const gauge = this.options.backendGauge;
+    gauge.open++;
+    // An answer's end, or a stream's first token, opens the call at once (its write then leaves in this loop turn).
+    let eventStream = false;
+    let openAtOnce!: () => void;
+    const complete = new Promise<void>((resolve) => (openAtOnce = resolve));
+    const relayed = this.relay((frame) => {
+      if (call !== undefined) return call.push(frame);
+      early.push(frame);
+      openNow();
+      if (frame.kind === FrameKind.RESPONSE_START)
+        eventStream = frame.headers['content-type']?.startsWith('text/event-stream') === true;
+      else if (isFinalFrame(frame) || (eventStream && frame.kind === FrameKind.BODY)) openAtOnce();
+      return opening;
+    }).finally(() => gauge.open--);
+    const hold = setTimeout(openNow, ACCEPTED_HOLD_MS);
+    try {
+      await due;
+      clearTimeout(hold);
+      // Else the rest of this loop turn's frames join the first.
+      await Promise.race([complete, new Promise<void>((resolve) => setImmediate(resolve))]);
+      opening = new Promise<void>((resolve) => (markOpen = resolve));
       try {
-        await this.relay(call);
+        call = await RunCall.open(
+          this.options.connection,
+          this.options.sessionId,
+          (error) => this.cancel(`Run call ended by the edge: ${error.rawMessage}`),
+          [acceptedFrame(this.runId), ...early.splice(0)],
+        );
+        for (const frame of early.splice(0)) call.push(frame);
       } finally {
-        gauge.open--;
+        markOpen();
       }
+      await relayed;
       await call.end();
     } catch (error) {
       if (!this.finished) {
@@ -119,10 +175,12 @@ export class RunExecution {
       if (call === undefined || !call.answered) this.options.onCallReset?.();
     } finally {
       if (!this.finished) this.cancel('Run stream ended');
+      // The backend request stops with the run (a Run call that could not be opened); the relay never rejects.
+      await relayed;
     }
   }
 
-  private relay(call: RunCall): Promise<void> {
+  private relay(sink: FrameSink): Promise<void> {
     return relayBackend(
       this.options.backend,
       {
@@ -140,9 +198,11 @@ export class RunExecution {
             : this.options.idleTimeoutMs,
       },
       this.controller,
-      (frame) => call.push(frame),
+      sink,
       {
-        onFirstByte: (status) => this.logger.debug({ status, ttfbMs: this.elapsedMs() }, 'run first byte'),
+        onFirstByte: (status) => {
+          if (this.debug) this.logger.debug({ status, ttfbMs: this.elapsedMs() }, 'run first byte');
+        },
         onBytes: (total) => {
           this.bytes = total;
         },
@@ -150,7 +210,7 @@ export class RunExecution {
           this.finished = true;
           // debug: the edge logs every request at info with this agent's id, status, duration and
           // usage; a second line per run here was ~10 % of the agent's CPU at 64 concurrent runs.
-          this.logger.debug({ status, bytes, durationMs: this.elapsedMs(), usage }, 'run ended');
+          if (this.debug) this.logger.debug({ status, bytes, durationMs: this.elapsedMs(), usage }, 'run ended');
         },
         onFailure: (failure, bytes, error) => {
           this.finished = true;

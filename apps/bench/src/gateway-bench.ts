@@ -22,10 +22,13 @@
  * CPUs: the gateway runs on a core of its own, the load generator and the sim on the others
  * (cpu-pinning.ts; `BENCH_PIN=0` shares every CPU). `BENCH_GATEWAY_NODE_ARGS` adds flags to the
  * `node` command of the edges and agents (V8 heap flags such as `--max-semi-space-size=8`).
+ *
+ * `npm run bench -- lone`: one request at a time instead (lone-request.ts).
  */
 import os from 'node:os';
 import { cpuPlan, pinProcess, type CpuPlan } from './cpu-pinning.js';
 import { measureIdleStreams, type IdleStreamsResult } from './idle-streams.js';
+import { loneMain } from './lone-request.js';
 import { procStats } from './processes.js';
 import { summarize } from './stats.js';
 import { runWorkload } from './workload.js';
@@ -235,7 +238,7 @@ async function main(): Promise<void> {
   if (process.env.BENCH_JSON !== undefined) console.log(JSON.stringify({ rows, idle }));
 }
 
-main().catch((error: unknown) => {
+(process.argv[2] === 'lone' ? loneMain() : main()).catch((error: unknown) => {
   console.error(error);
   process.exit(1);
 });

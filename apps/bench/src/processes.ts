@@ -119,7 +119,10 @@ export interface LaunchOptions {
   cpus?: string;
 }
 
-/** Starts `node <root>/<script> ...args`; the child inherits the environment plus `env`. */
+/**
+ * Starts `node <root>/<script> ...args` (`script` relative to the repository root, or absolute); the child inherits
+ * the environment plus `env`.
+ */
 export function launch(
   name: string,
   script: string,
@@ -128,7 +131,7 @@ export function launch(
   options: LaunchOptions = {},
 ): Proc {
   const root = repoRoot();
-  const entry = path.join(root, script);
+  const entry = path.resolve(root, script);
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first`);
   const [command, ...argv] = onCpus(options.cpus, [process.execPath, ...(options.execArgv ?? []), entry, ...args]);
   const child = spawn(command, argv, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -149,13 +152,15 @@ export interface AgentLaunch {
   logLevel?: string;
   /** More flags (e.g. `--kv-events-endpoint`). */
   args?: string[];
+  /** The agent's entry point; default this repository's `apps/agent/dist/main.js`. */
+  script?: string;
 }
 
 /** Starts an agent (`--backend openai`) in front of `backendUrl`, joined to the edge on `tunnelPort`. */
 export function launchAgent(name: string, agent: AgentLaunch, options: LaunchOptions = {}): Proc {
   return launch(
     name,
-    'apps/agent/dist/main.js',
+    agent.script ?? 'apps/agent/dist/main.js',
     [
       '--edge',
       `http://127.0.0.1:${agent.tunnelPort}`,

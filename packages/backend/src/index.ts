@@ -1,8 +1,8 @@
 /** The package's public surface: what the other workspaces import (tests inside the package import modules by path). */
-export { acceptedFrame, errorFrame, FrameKind } from './frames.js';
+export { acceptedFrame, errorFrame, FrameKind, isFinalFrame } from './frames.js';
 export type { BackendCall, BackendRequest, BackendResponse } from './backend-call.js';
 export { basePathOf, OpenAiClient } from './openai-client.js';
-export { relayBackend } from './relay.js';
+export { relayBackend, type FrameSink } from './relay.js';
 export {
   RunErrorCode,
   runErrorInfo,

@@ -5,7 +5,7 @@
  */
 export { openaiChat } from './openai-chat/dialect.js';
 export { toBackendChatRequest } from './openai-chat/backend-request.js';
-export { errorEventFromUpstream, normalizeUpstreamError, toOpenAIErrorBody } from './openai-chat/errors.js';
+export { toOpenAIErrorBody } from './openai-chat/errors.js';
 export { validateChatPassthrough, type ChatPassthroughRequest } from './openai-chat/request-decode.js';
 export { createChatStreamDecoder } from './openai-chat/stream-decode.js';
 export { restoreToolIds, type ToolIdMap } from './openai-chat/tool-ids.js';

@@ -25,6 +25,7 @@ export {
   type RunAssignment,
   type RunRejected,
   RunRejectedSchema,
+  RunErrorCode,
   type RunSummary,
   RunSummarySchema,
   TunnelService,

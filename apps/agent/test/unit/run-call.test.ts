@@ -153,6 +153,27 @@ describe('RunCall', () => {
     expect(chunks).toHaveLength(2);
   });
 
+  test('frames given to open leave with the HEADERS in one DATA frame, ACCEPTED first, and end the call', async () => {
+    const { chunks, received } = countingDataFrames();
+    const call = await RunCall.open(connection, 'ses_test', jest.fn(), [
+      frame(Kind.ACCEPTED),
+      frame(Kind.RESPONSE_START),
+      frame(Kind.BODY, '{"id":"chatcmpl-1"}'),
+      frame(Kind.USAGE),
+      frame(Kind.END),
+    ]);
+    await call.end();
+    expect(received.map((item) => item.kind)).toEqual([
+      Kind.ACCEPTED,
+      Kind.RESPONSE_START,
+      Kind.BODY,
+      Kind.USAGE,
+      Kind.END,
+    ]);
+    expect(received[2]!.body.toString()).toBe('{"id":"chatcmpl-1"}');
+    expect(chunks).toHaveLength(1);
+  });
+
   test('a token of an event stream leaves at the end of its tick, never held for the turn', async () => {
     const { chunks, received } = countingDataFrames();
     const sse = (): ProviderTunnelFrame =>
