@@ -90,9 +90,10 @@ export function pickResident<P extends ResidentCandidate>(
   index: ResidencyIndex,
   context: CostContext,
 ): ResidentPick<P> | undefined {
-  const { options, tokensPerChar } = context;
+  const { options, tokensPerChar, loadFactor } = context;
   // Pass 1: eligibility, live load, and which candidates report residency.
-  const reporting = new Map<string, number>();
+  const reporting = scratch;
+  reporting.clear();
   let totalLoad = 0;
   let totalCapacity = 0;
   let eligible = 0;
@@ -117,23 +118,19 @@ export function pickResident<P extends ResidentCandidate>(
       }
     }
   }
-  const last = keys.chars.length - 1;
-  const totalChars = keys.chars[last] ?? 0;
+  const totalChars = keys.chars[keys.chars.length - 1] ?? 0;
   const promptTokens = totalChars * tokensPerChar;
-  const sharedOnly = (k: number) => k === 0 && keys.leadingSystem && keys.messages[0] === 1 && keys.total > 1;
-  const bound = (provider: P) =>
-    Math.ceil((context.loadFactor * (totalLoad + 1) * provider.maxConcurrency * provider.weight) / totalCapacity);
+  // Key 0 names only the shared system message: holding it does not make a session's home.
+  const sharedKey = keys.leadingSystem && keys.messages[0] === 1 && keys.total > 1 ? 0 : -1;
+  const boundScale = (loadFactor * (totalLoad + 1)) / totalCapacity;
 
   // Pass 2: each candidate's cost; the home (most cached of a session's own prefix), the cheapest
   // of all, and the cheapest within the bounded load.
-  let home: P | undefined;
-  let homeCached = 0;
-  let best: P | undefined;
-  let bestCost = Infinity;
-  let bounded: P | undefined;
-  let boundedCost = Infinity;
-  let sample: { tokens: number; chars: number } | undefined;
-  const figures = new Map<P, { cached: number; uncached: number; cost: number }>();
+  const home = new Scored<P>();
+  const best = new Scored<P>();
+  const bounded = new Scored<P>();
+  let sampleTokens = 0;
+  let sampleChars = 0;
   for (let i = 0; i < candidates.length; i++) {
     const provider = candidates[i]!;
     if (!isEligible(provider, options)) continue;
@@ -143,41 +140,73 @@ export function pickResident<P extends ResidentCandidate>(
     if (k !== undefined && k >= 0) {
       cached = index.cachedTokens(provider.sessionId!, keys.keys[k]!);
       const heldChars = keys.chars[k]!;
-      if (heldChars > 0 && (sample === undefined || cached * sample.chars > sample.tokens * heldChars))
-        sample = { tokens: cached, chars: heldChars };
-      uncached = Math.max((totalChars - heldChars) * tokensPerChar, promptTokens - cached);
-      if (!sharedOnly(k) && cached > homeCached) {
-        home = provider;
-        homeCached = cached;
+      if (heldChars > 0 && (sampleChars === 0 || cached * sampleChars > sampleTokens * heldChars)) {
+        sampleTokens = cached;
+        sampleChars = heldChars;
       }
+      uncached = Math.max((totalChars - heldChars) * tokensPerChar, promptTokens - cached);
     }
-    const backlog = context.backlogMs?.(provider) ?? 0;
-    const cost = expectedCostMs(backlog, uncached, context.prefillTokensPerS * provider.weight);
-    figures.set(provider, { cached, uncached, cost });
-    const load = loadOf(provider);
-    if (cost < bestCost || (cost === bestCost && lighter(provider, best!))) {
-      best = provider;
-      bestCost = cost;
-    }
-    if (load < bound(provider) && (cost < boundedCost || (cost === boundedCost && lighter(provider, bounded!)))) {
-      bounded = provider;
-      boundedCost = cost;
-    }
+    const cost = expectedCostMs(
+      context.backlogMs?.(provider) ?? 0,
+      uncached,
+      context.prefillTokensPerS * provider.weight,
+    );
+    if (k !== undefined && k > sharedKey && cached > home.cached) home.set(provider, cached, uncached, cost);
+    if (best.beaten(provider, cost)) best.set(provider, cached, uncached, cost);
+    if (loadOf(provider) < bound(provider, boundScale) && bounded.beaten(provider, cost))
+      bounded.set(provider, cached, uncached, cost);
   }
-  const result = (provider: P, reason: ResidentPick<P>['reason']): ResidentPick<P> => {
-    const { cached, uncached, cost } = figures.get(provider)!;
-    const prefillMs = expectedCostMs(0, uncached, context.prefillTokensPerS * provider.weight);
-    return { provider, cachedTokens: cached, uncachedTokens: uncached, costMs: cost, reason, sample, prefillMs };
-  };
-  if (home !== undefined && loadOf(home) < HOME_BOUND_FACTOR * bound(home)) {
-    const stay = figures.get(home)!.cost;
-    // `best` is defined: the home itself is eligible.
-    if (best !== home && bestCost * STAY_FACTOR < stay && loadOf(best!) < HOME_BOUND_FACTOR * bound(best!))
-      return result(best!, 'moved');
+  const sample = sampleChars === 0 ? undefined : { tokens: sampleTokens, chars: sampleChars };
+  const result = (scored: Scored<P>, reason: ResidentPick<P>['reason']): ResidentPick<P> => ({
+    provider: scored.provider!,
+    cachedTokens: scored.cached,
+    uncachedTokens: scored.uncached,
+    costMs: scored.cost,
+    reason,
+    sample,
+    prefillMs: expectedCostMs(0, scored.uncached, context.prefillTokensPerS * scored.provider!.weight),
+  });
+  const homeLimit = (provider: P) => HOME_BOUND_FACTOR * bound(provider, boundScale);
+  if (home.provider !== undefined && loadOf(home.provider) < homeLimit(home.provider)) {
+    // `best` is set: the home itself is eligible.
+    if (
+      best.provider !== home.provider &&
+      best.cost * STAY_FACTOR < home.cost &&
+      loadOf(best.provider!) < homeLimit(best.provider!)
+    )
+      return result(best, 'moved');
     return result(home, 'home');
   }
   // Some eligible candidate is always within the bound (the bounds sum to more than L while c ≥ 1).
-  return result(bounded ?? best!, home === undefined ? 'spread' : 'moved');
+  return result(bounded.provider === undefined ? best : bounded, home.provider === undefined ? 'spread' : 'moved');
+}
+
+/** Session → index of its longest held key (-1: none yet); reused by every pick (picks run one at a time). */
+const scratch = new Map<string, number>();
+
+/** The bounded load of decision 003 for `provider`: ⌈c × (L + 1) × cap_i / C⌉, `scale` = c × (L + 1) / C. */
+function bound(provider: RoutedProvider, scale: number): number {
+  return Math.ceil(scale * provider.maxConcurrency * provider.weight);
+}
+
+/** The best candidate so far by one criterion, with its figures. */
+class Scored<P extends RoutedProvider> {
+  provider: P | undefined = undefined;
+  cached = 0;
+  uncached = 0;
+  cost = Infinity;
+
+  /** Whether `provider` at `cost` beats the one held: cheaper, or as cheap and less loaded. */
+  beaten(provider: P, cost: number): boolean {
+    return cost < this.cost || (cost === this.cost && this.provider !== undefined && lighter(provider, this.provider));
+  }
+
+  set(provider: P, cached: number, uncached: number, cost: number): void {
+    this.provider = provider;
+    this.cached = cached;
+    this.uncached = uncached;
+    this.cost = cost;
+  }
 }
 
 /** Whether `a` is less loaded than `b` relative to capacity. */
