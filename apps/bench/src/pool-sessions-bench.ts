@@ -264,6 +264,8 @@ export async function main(): Promise<void> {
         },
         gpuTtft: { sumMs: after.ttftSumMs - before.ttftSumMs, count: after.ttftCount - before.ttftCount },
       });
+      // The edge's own figures (queue wait, TTFT as the edge saw it, residency picks) beside the samples.
+      writeFileSync(path.join(out, `${policy}-edge-metrics.txt`), await (await fetch(`${pool.origin}/metrics`)).text());
     } finally {
       await Promise.all(pool.all.map((proc) => proc.kill()));
     }
