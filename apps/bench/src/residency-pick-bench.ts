@@ -121,18 +121,21 @@ function main(): void {
     };
   });
   const ledger = new PrefillLedger(() => performance.now());
+  // One clock read per pick, as the router does.
+  let now = performance.now();
   // Queued prefill of 60–60.4 s per agent: it stays queued (and varied) for the whole timed run.
   candidates.forEach((candidate, a) => ledger.charge(candidate.id, 60_000 + (a % 5) * 100));
   const context: Context = {
     loadFactor: 1.25,
     prefillTokensPerS: 10_000,
     tokensPerChar: 0.25,
-    backlogMs: (provider) => ledger.backlogMs(provider.id),
+    backlogMs: (provider) => ledger.backlogMs(provider.id, now),
   };
   const samples = new Float64Array(picks);
   let chosen = 0;
   for (let i = 0; i < picks; i++) {
     const started = process.hrtime.bigint();
+    now = performance.now();
     if ((pickResident(requests[i % requests.length]!, candidates, index, context)?.cachedTokens ?? 0) > 0) chosen++;
     samples[i] = Number(process.hrtime.bigint() - started) / 1_000;
   }

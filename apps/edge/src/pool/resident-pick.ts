@@ -66,8 +66,12 @@ export interface ResidentPick<P> {
   costMs: number;
   /** `home`: a later turn kept (or moved) by cost; `spread`: a first turn or cold prompt within the bounded load. */
   reason: 'home' | 'moved' | 'spread';
-  /** The held prefix with the most tokens per character (a sample for `TokenRatio`), when any is held. */
-  sample: { tokens: number; chars: number } | undefined;
+  /**
+   * The held prefix with the most tokens per character (a sample for `TokenRatio`): its cached tokens and
+   * characters, 0 and 0 when none is held.
+   */
+  sampleTokens: number;
+  sampleChars: number;
   /** The chosen candidate's prefill time for the request alone (without its backlog), ms. */
   prefillMs: number;
 }
@@ -92,28 +96,36 @@ export function pickResident<P extends ResidentCandidate>(
 ): ResidentPick<P> | undefined {
   const { options, tokensPerChar, loadFactor } = context;
   // Pass 1: eligibility, live load, and which candidates report residency.
-  const reporting = scratch;
+  const reporting = scratchSessions;
   reporting.clear();
+  const { eligibleAt, keyAt, tokensAt } = scratch;
   let totalLoad = 0;
   let totalCapacity = 0;
   let eligible = 0;
   for (let i = 0; i < candidates.length; i++) {
     const provider = candidates[i]!;
-    if (!isEligible(provider, options)) continue;
+    eligibleAt[i] = isEligible(provider, options);
+    keyAt[i] = NOT_REPORTING;
+    if (!eligibleAt[i]) continue;
     eligible++;
     totalLoad += loadOf(provider);
     totalCapacity += provider.maxConcurrency * provider.weight;
-    if (provider.sessionId !== undefined && index.sizeOf(provider.sessionId) > 0) reporting.set(provider.sessionId, -1);
+    if (provider.sessionId !== undefined && index.sizeOf(provider.sessionId) > 0) {
+      reporting.set(provider.sessionId, i);
+      keyAt[i] = NONE_HELD;
+    }
   }
   if (eligible === 0) return undefined;
-  // The longest held key of each reporting candidate (its index into `keys`), longest first.
+  // The longest held key of each reporting candidate (its index into `keys`) and its cached tokens, longest first.
   let resolved = 0;
   for (let k = keys.keys.length - 1; k >= 0 && resolved < reporting.size; k--) {
     const holders = index.holders(keys.keys[k]!);
     if (holders === undefined) continue;
-    for (const session of holders.keys()) {
-      if (reporting.get(session) === -1) {
-        reporting.set(session, k);
+    for (const [session, tokens] of holders) {
+      const i = reporting.get(session);
+      if (i !== undefined && keyAt[i] === NONE_HELD) {
+        keyAt[i] = k;
+        tokensAt[i] = tokens;
         resolved++;
       }
     }
@@ -126,19 +138,19 @@ export function pickResident<P extends ResidentCandidate>(
 
   // Pass 2: each candidate's cost; the home (most cached of a session's own prefix), the cheapest
   // of all, and the cheapest within the bounded load.
-  const home = new Scored<P>();
-  const best = new Scored<P>();
-  const bounded = new Scored<P>();
+  const home = scratchHome.reset() as Scored<P>;
+  const best = scratchBest.reset() as Scored<P>;
+  const bounded = scratchBounded.reset() as Scored<P>;
   let sampleTokens = 0;
   let sampleChars = 0;
   for (let i = 0; i < candidates.length; i++) {
+    if (!eligibleAt[i]) continue;
     const provider = candidates[i]!;
-    if (!isEligible(provider, options)) continue;
-    const k = provider.sessionId === undefined ? undefined : reporting.get(provider.sessionId);
+    const k = keyAt[i]!;
     let cached = 0;
     let uncached = promptTokens;
-    if (k !== undefined && k >= 0) {
-      cached = index.cachedTokens(provider.sessionId!, keys.keys[k]!);
+    if (k >= 0) {
+      cached = tokensAt[i]!;
       const heldChars = keys.chars[k]!;
       if (heldChars > 0 && (sampleChars === 0 || cached * sampleChars > sampleTokens * heldChars)) {
         sampleTokens = cached;
@@ -151,19 +163,19 @@ export function pickResident<P extends ResidentCandidate>(
       uncached,
       context.prefillTokensPerS * provider.weight,
     );
-    if (k !== undefined && k > sharedKey && cached > home.cached) home.set(provider, cached, uncached, cost);
+    if (k > sharedKey && cached > home.cached) home.set(provider, cached, uncached, cost);
     if (best.beaten(provider, cost)) best.set(provider, cached, uncached, cost);
     if (loadOf(provider) < bound(provider, boundScale) && bounded.beaten(provider, cost))
       bounded.set(provider, cached, uncached, cost);
   }
-  const sample = sampleChars === 0 ? undefined : { tokens: sampleTokens, chars: sampleChars };
   const result = (scored: Scored<P>, reason: ResidentPick<P>['reason']): ResidentPick<P> => ({
     provider: scored.provider!,
     cachedTokens: scored.cached,
     uncachedTokens: scored.uncached,
     costMs: scored.cost,
     reason,
-    sample,
+    sampleTokens,
+    sampleChars,
     prefillMs: expectedCostMs(0, scored.uncached, context.prefillTokensPerS * scored.provider!.weight),
   });
   const homeLimit = (provider: P) => HOME_BOUND_FACTOR * bound(provider, boundScale);
@@ -181,8 +193,12 @@ export function pickResident<P extends ResidentCandidate>(
   return result(bounded.provider === undefined ? best : bounded, home.provider === undefined ? 'spread' : 'moved');
 }
 
-/** Session → index of its longest held key (-1: none yet); reused by every pick (picks run one at a time). */
-const scratch = new Map<string, number>();
+// Reused by every pick (picks run one at a time, synchronously): reporting session → its candidate's
+// index, and per candidate index its eligibility, the index of its longest held key and that key's tokens.
+const NOT_REPORTING = -2;
+const NONE_HELD = -1;
+const scratchSessions = new Map<string, number>();
+const scratch = { eligibleAt: [] as boolean[], keyAt: [] as number[], tokensAt: [] as number[] };
 
 /** The bounded load of decision 003 for `provider`: ⌈c × (L + 1) × cap_i / C⌉, `scale` = c × (L + 1) / C. */
 function bound(provider: RoutedProvider, scale: number): number {
@@ -201,6 +217,14 @@ class Scored<P extends RoutedProvider> {
     return cost < this.cost || (cost === this.cost && this.provider !== undefined && lighter(provider, this.provider));
   }
 
+  reset(): this {
+    this.provider = undefined;
+    this.cost = Infinity;
+    this.cached = 0;
+    this.uncached = 0;
+    return this;
+  }
+
   set(provider: P, cached: number, uncached: number, cost: number): void {
     this.provider = provider;
     this.cached = cached;
@@ -208,6 +232,11 @@ class Scored<P extends RoutedProvider> {
     this.cost = cost;
   }
 }
+
+// The running bests of `pickResident`, reused by every pick.
+const scratchHome = new Scored<RoutedProvider>();
+const scratchBest = new Scored<RoutedProvider>();
+const scratchBounded = new Scored<RoutedProvider>();
 
 /** Whether `a` is less loaded than `b` relative to capacity. */
 function lighter(a: RoutedProvider, b: RoutedProvider): boolean {

@@ -145,7 +145,7 @@ export class Router {
         options: pickOptions,
       });
       if (resident === undefined) return undefined;
-      if (resident.sample !== undefined) this.tokenRatio.observe(resident.sample.tokens, resident.sample.chars);
+      if (resident.sampleChars > 0) this.tokenRatio.observe(resident.sampleTokens, resident.sampleChars);
       this.options.metrics.residencyPicks.inc({
         group: group.name,
         result: resident.cachedTokens > 0 ? 'resident' : 'cold',

@@ -133,7 +133,7 @@ describe('pickResident', () => {
       reason: 'home',
     });
     // the largest tokens-per-character held is the sample the ratio learns from: 0.2 here
-    expect(pick.sample!.tokens / pick.sample!.chars).toBe(0.2);
+    expect(pick.sampleTokens / pick.sampleChars).toBe(0.2);
   });
 
   it('moves a later turn only when its home is clearly worse: 120 ms against 100 stays, 520 against 100 moves', () => {
