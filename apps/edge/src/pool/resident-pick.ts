@@ -28,7 +28,8 @@
  * candidate is eligible.
  *
  * Cost: one map read per key (at most `MAX_PREFIX_KEYS`), longest first, until every reporting
- * candidate is resolved, and two passes over the candidates; no allocation but one small map.
+ * candidate is resolved, and two passes over the candidates, with scratch arrays and a map reused
+ * by every pick (not reentrant; picks run one at a time): no allocation but the result.
  */
 import { isEligible, type PickOptions } from './p2c.js';
 import type { PrefixKeys } from './prefix-keys.js';
