@@ -15,7 +15,15 @@
  * read from `GET /_sim/stats` before and after). Progress (elapsed and remaining) goes to stderr
  * every few seconds, also when it is not a terminal.
  *
- * Workload knobs (environment): BENCH_SESSIONS (64), BENCH_PROJECTS (4), BENCH_TURNS (8),
+ * The kv-events edge is told its GPUs' prefill rate (`pool.affinity.prefillTokensPerS`): the
+ * profile's (`BENCH_PREFILL_TOKENS_PER_S` overrides it) divided by the time scale, as an operator
+ * configures it for the GPUs they run. The table's `GPU TTFT mean` is the sims' own
+ * (`vllm:time_to_first_token_seconds`: the GPU model's queue and prefill, without the path's or the
+ * host's delays), so a gap between it and the measured mean is the host's CPU, not the routing.
+ *
+ * Workload knobs (environment): BENCH_WORKLOAD (`projects`, the default: sessions share their
+ * project's system prompt; `private`: every session its own system prompt, no prefix shared
+ * between sessions), BENCH_SESSIONS (64), BENCH_PROJECTS (4), BENCH_TURNS (8),
  * BENCH_SYSTEM_TOKENS (8000:20000), BENCH_USER_TOKENS (200:800), BENCH_MAX_TOKENS (100:300),
  * BENCH_THINK_MS (2000:8000, simulated: multiplied by the time scale), BENCH_SEED (1),
  * BENCH_REPLAY (a JSONL file instead of the synthetic sessions), BENCH_MAX_CONCURRENCY (per agent, 32).
@@ -23,6 +31,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { resolveProfile } from '@iop/sim';
 import { launch, launchAgent, repoRoot, type Proc } from './processes.js';
 import { idealCache } from './sessions/ideal-cache.js';
 import { runSessions } from './sessions/session-runner.js';
@@ -41,7 +50,7 @@ const pair = (name: string, fallback: string): [number, number] => {
   return [min!, max!];
 };
 
-const POLICIES: Record<string, Record<string, unknown>> = {
+const POLICIES: Record<string, { pool: Record<string, unknown> }> = {
   'round-robin': { pool: { balancer: 'round-robin', affinity: { enabled: false } } },
   p2c: { pool: { affinity: { enabled: false } } },
   affinity: { pool: {} },
@@ -120,26 +129,56 @@ async function startPool(
   return { origin: `http://127.0.0.1:${listening.port as number}`, simOrigins, all };
 }
 
-async function cacheCounters(simOrigins: readonly string[]): Promise<{ queriedTokens: number; hitTokens: number }> {
+interface SimCounters {
+  queriedTokens: number;
+  hitTokens: number;
+  /** vLLM's `time_to_first_token_seconds` sum (ms) and count over the sims. */
+  ttftSumMs: number;
+  ttftCount: number;
+}
+
+/** A counter's value summed over its series in a Prometheus text exposition. */
+function metricSum(text: string, name: string): number {
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const rest = line.slice(name.length);
+    if (rest[0] !== ' ' && rest[0] !== '{') continue;
+    total += Number(rest.slice(rest.lastIndexOf(' ') + 1)) || 0;
+  }
+  return total;
+}
+
+async function cacheCounters(simOrigins: readonly string[]): Promise<SimCounters> {
   let queriedTokens = 0;
   let hitTokens = 0;
+  let ttftSumMs = 0;
+  let ttftCount = 0;
   for (const origin of simOrigins) {
     const stats = (await (await fetch(`${origin}/_sim/stats`)).json()) as {
       gpu: { prefixCacheQueries: number; prefixCacheHits: number } | null;
     };
     queriedTokens += stats.gpu?.prefixCacheQueries ?? 0;
     hitTokens += stats.gpu?.prefixCacheHits ?? 0;
+    const metrics = await (await fetch(`${origin}/metrics`)).text();
+    ttftSumMs += metricSum(metrics, 'vllm:time_to_first_token_seconds_sum') * 1000;
+    ttftCount += metricSum(metrics, 'vllm:time_to_first_token_seconds_count');
   }
-  return { queriedTokens, hitTokens };
+  return { queriedTokens, hitTokens, ttftSumMs, ttftCount };
 }
 
 function workload(timeScale: number): { sessions: Session[]; label: string } {
   const replay = process.env.BENCH_REPLAY;
   if (replay !== undefined) return { sessions: replaySessions(replay, 256), label: `replay of ${replay}` };
   const think = pair('BENCH_THINK_MS', '2000:8000');
+  const kind = env('BENCH_WORKLOAD', 'projects');
+  if (kind !== 'projects' && kind !== 'private')
+    throw new Error(`BENCH_WORKLOAD: expected projects or private, got ${kind}`);
+  const sessions = Number(env('BENCH_SESSIONS', '64'));
   const options = {
-    sessions: Number(env('BENCH_SESSIONS', '64')),
-    projects: Number(env('BENCH_PROJECTS', '4')),
+    sessions,
+    // `private`: one project per session, so no two sessions share a prefix.
+    projects: kind === 'private' ? sessions : Number(env('BENCH_PROJECTS', '4')),
     turns: Number(env('BENCH_TURNS', '8')),
     systemTokens: pair('BENCH_SYSTEM_TOKENS', '8000:20000'),
     userTokens: pair('BENCH_USER_TOKENS', '200:800'),
@@ -150,7 +189,7 @@ function workload(timeScale: number): { sessions: Session[]; label: string } {
   };
   return {
     sessions: syntheticSessions(options),
-    label: `${options.sessions} sessions × ${options.turns} turns in ${options.projects} projects, system prompts ${options.systemTokens.join('–')} tokens, user turns ${options.userTokens.join('–')}, answers ${options.maxTokens.join('–')}, think ${think.join('–')} ms`,
+    label: `${options.sessions} sessions × ${options.turns} turns in ${options.projects} projects${kind === 'private' ? ' (no shared prefix)' : ''}, system prompts ${options.systemTokens.join('–')} tokens, user turns ${options.userTokens.join('–')}, answers ${options.maxTokens.join('–')}, think ${think.join('–')} ms`,
   };
 }
 
@@ -188,9 +227,15 @@ export async function main(): Promise<void> {
     `${label}; ${agents} agents on ${profile} sims at time-scale ${timeScale}; policies ${policies.join(', ')}\n`,
   );
   const runs: PolicyRun[] = [];
+  // The edge's clock is the wall clock: a sim at time-scale s prefills 1/s times faster than its profile.
+  const prefillTokensPerS =
+    Number(env('BENCH_PREFILL_TOKENS_PER_S', String(resolveProfile(profile).prefillTokensPerS))) / timeScale;
   for (const policy of policies) {
+    const config = KV_EVENT_POLICIES.has(policy)
+      ? { pool: { ...POLICIES[policy]!.pool, affinity: { prefillTokensPerS } } }
+      : POLICIES[policy]!;
     const pool = await startPool(
-      POLICIES[policy]!,
+      config,
       agents,
       ['--profile', profile, '--time-scale', String(timeScale)],
       maxConcurrency,
@@ -217,7 +262,10 @@ export async function main(): Promise<void> {
           queriedTokens: after.queriedTokens - before.queriedTokens,
           hitTokens: after.hitTokens - before.hitTokens,
         },
+        gpuTtft: { sumMs: after.ttftSumMs - before.ttftSumMs, count: after.ttftCount - before.ttftCount },
       });
+      // The edge's own figures (queue wait, TTFT as the edge saw it, residency picks) beside the samples.
+      writeFileSync(path.join(out, `${policy}-edge-metrics.txt`), await (await fetch(`${pool.origin}/metrics`)).text());
     } finally {
       await Promise.all(pool.all.map((proc) => proc.kill()));
     }

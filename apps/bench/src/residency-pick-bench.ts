@@ -1,7 +1,8 @@
 /**
  * The cost of the edge's cache-aware pick (docs/decisions/007-cache-aware-routing.md "Costs and
  * bounds"): 16 agents × 10 000 resident prefix keys each in the edge's residency index, requests
- * of 32 prefix keys of which a few are resident somewhere, `pickResident` timed per call.
+ * of 32 prefix keys of which a few are resident somewhere, `pickResident` (the expected-cost pick, with
+ * a `PrefillLedger` holding every agent's queued prefill) timed per call.
  * Prints p50/p99/max in µs and the index's heap per entry. Runs the compiled edge
  * (`npm run build` first): `node apps/bench/dist/residency-pick-bench.js [--agents 16] [--keys 10000]`.
  * Run with `--expose-gc` for the heap figure.
@@ -30,13 +31,32 @@ const edgeDist = path.join(repoRoot(__dirname), 'apps/edge/dist/pool');
 const { ResidencyIndex } = require(path.join(edgeDist, 'residency-index.js')) as {
   ResidencyIndex: new (options?: { maxKeysPerHolder?: number }) => Index;
 };
+interface Keys {
+  keys: number[];
+  messages: number[];
+  chars: number[];
+  total: number;
+  leadingSystem: boolean;
+}
+interface Context {
+  loadFactor: number;
+  prefillTokensPerS: number;
+  tokensPerChar: number;
+  backlogMs: (provider: Candidate) => number;
+}
 const { pickResident } = require(path.join(edgeDist, 'resident-pick.js')) as {
   pickResident: (
-    keys: { keys: number[]; messages: number[]; total: number; leadingSystem: boolean },
+    keys: Keys,
     candidates: Candidate[],
     index: Index,
-    loadFactor: number,
-  ) => unknown;
+    context: Context,
+  ) => { cachedTokens: number } | undefined;
+};
+const { PrefillLedger } = require(path.join(edgeDist, 'prefill-ledger.js')) as {
+  PrefillLedger: new (now: () => number) => {
+    backlogMs(id: string, now?: number): number;
+    charge(id: string, ms: number, now?: number): void;
+  };
 };
 /* eslint-enable @typescript-eslint/no-require-imports */
 
@@ -92,13 +112,31 @@ function main(): void {
       keys.push(
         i < 3 ? keyOf(((r + i) % agents) * keysPerAgent + ((r * 7 + i) % keysPerAgent)) : keyOf(1e9 + r * 32 + i),
       );
-    return { keys, messages: keys.map((_, i) => i + 1), total: 32, leadingSystem: true };
+    return {
+      keys,
+      messages: keys.map((_, i) => i + 1),
+      chars: keys.map((_, i) => 4_000 * (i + 1)),
+      total: 32,
+      leadingSystem: true,
+    };
   });
+  const ledger = new PrefillLedger(() => performance.now());
+  // One clock read per pick, as the router does.
+  let now = performance.now();
+  // Queued prefill of 60–60.4 s per agent: it stays queued (and varied) for the whole timed run.
+  candidates.forEach((candidate, a) => ledger.charge(candidate.id, 60_000 + (a % 5) * 100));
+  const context: Context = {
+    loadFactor: 1.25,
+    prefillTokensPerS: 10_000,
+    tokensPerChar: 0.25,
+    backlogMs: (provider) => ledger.backlogMs(provider.id, now),
+  };
   const samples = new Float64Array(picks);
   let chosen = 0;
   for (let i = 0; i < picks; i++) {
     const started = process.hrtime.bigint();
-    if (pickResident(requests[i % requests.length]!, candidates, index, 1.25) !== undefined) chosen++;
+    now = performance.now();
+    if ((pickResident(requests[i % requests.length]!, candidates, index, context)?.cachedTokens ?? 0) > 0) chosen++;
     samples[i] = Number(process.hrtime.bigint() - started) / 1_000;
   }
   // The first fifth is warm-up (JIT); the figures are over the rest.

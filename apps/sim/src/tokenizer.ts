@@ -47,9 +47,43 @@ export function countMessageTokens(messages: readonly unknown[]): number {
   let count = 0;
   for (const message of messages) {
     if (message !== null && typeof message === 'object')
-      count += countTokens(contentText((message as { content?: unknown }).content));
+      count += textTokenIds(contentText((message as { content?: unknown }).content)).length;
   }
   return count;
+}
+
+/** Texts shorter than this are tokenized every time (cheap); longer ones are remembered. */
+const MEMO_MIN_CHARS = 512;
+/** Token ids remembered in all (about 8 bytes each): 4 Mi ids, ~32 MB. */
+const MEMO_MAX_IDS = 4 * 1024 * 1024;
+/** Text → its token ids, least recently used first. */
+const memo = new Map<string, readonly number[]>();
+let memoIds = 0;
+
+/**
+ * The token ids of one text. A multi-turn conversation sends the same long texts again and again (a
+ * project's system prompt, the history), and the GPU model, `/tokenize` and the prompt count each
+ * need their ids: a 20 000-token text takes ~30 ms to split, which on a shared host delayed every
+ * stream the sim serves. So texts of 512 characters or more are remembered (LRU, 4 Mi ids in all);
+ * the result is shared: do not mutate.
+ */
+export function textTokenIds(text: string): readonly number[] {
+  if (text.length < MEMO_MIN_CHARS) return splitTokens(text).map(tokenId);
+  const known = memo.get(text);
+  if (known !== undefined) {
+    memo.delete(text);
+    memo.set(text, known);
+    return known;
+  }
+  const ids = splitTokens(text).map(tokenId);
+  memo.set(text, ids);
+  memoIds += ids.length;
+  for (const [oldest, oldIds] of memo) {
+    if (memoIds <= MEMO_MAX_IDS || oldest === text) break;
+    memo.delete(oldest);
+    memoIds -= oldIds.length;
+  }
+  return ids;
 }
 
 /**
@@ -61,7 +95,7 @@ export function promptTokenIds(messages: readonly unknown[]): number[] {
   const ids: number[] = [];
   for (const message of messages) {
     if (message === null || typeof message !== 'object') continue;
-    for (const token of splitTokens(contentText((message as { content?: unknown }).content))) ids.push(tokenId(token));
+    for (const id of textTokenIds(contentText((message as { content?: unknown }).content))) ids.push(id);
   }
   return ids;
 }

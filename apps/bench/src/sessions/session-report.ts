@@ -18,6 +18,11 @@ export interface PolicyRun {
   ideal: IdealCache;
   /** Prompt tokens the backends served from cache (their own counters), when known. */
   measured?: { queriedTokens: number; hitTokens: number };
+  /**
+   * The backends' own TTFT (vLLM's `time_to_first_token_seconds`: queue and prefill as the GPU model schedules them,
+   * without the path's or the host's delays), summed over requests, ms, when known.
+   */
+  gpuTtft?: { sumMs: number; count: number };
 }
 
 export interface PolicySummary {
@@ -25,6 +30,8 @@ export interface PolicySummary {
   requests: number;
   errors: number;
   ttftMs: { p50: number; p90: number; p99: number; mean: number } | null;
+  /** Mean of the backends' own TTFT, ms (see `PolicyRun.gpuTtft`). */
+  gpuTtftMeanMs: number | null;
   itlP99Ms: number | null;
   outputTokensPerS: number;
   cacheHitShare: number | null;
@@ -68,6 +75,7 @@ export function summarize(run: PolicyRun): PolicySummary {
             p99: ms(ttft.getValueAtPercentile(99)),
             mean: ms(ttft.mean),
           },
+    gpuTtftMeanMs: run.gpuTtft === undefined || run.gpuTtft.count === 0 ? null : run.gpuTtft.sumMs / run.gpuTtft.count,
     itlP99Ms: itl === undefined ? null : ms(itl.getValueAtPercentile(99)),
     outputTokensPerS: run.wallMs > 0 ? (outputTokens * 1000) / run.wallMs : 0,
     cacheHitShare:
@@ -93,6 +101,7 @@ export function formatTable(summaries: readonly PolicySummary[]): string {
     'p90',
     'p99',
     'mean',
+    'GPU TTFT mean',
     'ITL p99 ms',
     'output tok/s',
     'prefill from cache',
@@ -107,6 +116,7 @@ export function formatTable(summaries: readonly PolicySummary[]): string {
     fixed(summary.ttftMs?.p90),
     fixed(summary.ttftMs?.p99),
     fixed(summary.ttftMs?.mean),
+    fixed(summary.gpuTtftMeanMs),
     fixed(summary.itlP99Ms, 1),
     fixed(summary.outputTokensPerS),
     percent(summary.cacheHitShare),

@@ -124,6 +124,7 @@ describe('session report', () => {
       wallMs: 10_000,
       ideal: { queriedTokens: 100, hitTokens: 90 },
       measured: { queriedTokens: 100, hitTokens: 80 },
+      gpuTtft: { sumMs: 4_000, count: 100 },
     });
     expect(summary).toMatchObject({
       policy: 'p2c',
@@ -131,6 +132,7 @@ describe('session report', () => {
       errors: 1,
       outputTokensPerS: 100,
       cacheHitShare: 0.8,
+      gpuTtftMeanMs: 40,
       idealHitShare: 0.9,
       perAgent: { a: 50, b: 50 },
     });

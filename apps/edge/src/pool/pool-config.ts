@@ -77,6 +77,8 @@ export interface AffinityConfig {
   prefixMessages: number;
   /** Bounded-load factor c ≥ 1 (see `PrefixAffinity`). */
   loadFactor: number;
+  /** Prompt tokens a provider of weight 1 prefills per second: the cache-aware pick's cost (resident-pick.ts). */
+  prefillTokensPerS: number;
 }
 
 export interface PoolConfig {
@@ -289,6 +291,12 @@ const affinitySchema = Type.Object(
       description: 'Leading messages hashed into the affinity key.',
     }),
     loadFactor: Type.Number({ minimum: 1, maximum: 100, default: 1.25, description: 'Bounded-load factor c >= 1.' }),
+    prefillTokensPerS: Type.Number({
+      minimum: 1,
+      default: 10_000,
+      description:
+        'Prompt tokens a provider of weight 1 prefills per second (cache-aware routing weighs a cache hit on a busy agent against recomputing on an idle one).',
+    }),
   },
   { additionalProperties: false, default: {} },
 );

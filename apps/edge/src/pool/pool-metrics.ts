@@ -13,8 +13,8 @@
  *   while ejected or probing).
  * - `iop_pool_queue_rejections_total{group,reason="full|timeout"}` and `iop_pool_queued{group}`.
  * - `iop_pool_queue_wait_seconds{group}`: time from admission to a provider slot (0 when one was free).
- * - `iop_residency_picks_total{group,result="resident|fallback"}`: picks of requests with prefix
- *   keys while some agent reports residency: sent where their prefix is cached, or by the usual policy.
+ * - `iop_residency_picks_total{group,result="resident|cold"}`: cache-aware picks (requests with prefix
+ *   keys while some agent reports residency): to an agent holding part of the prompt, or to one holding none.
  * - `iop_residency_reports_refused_total{reason}`: agents' residency reports refused
  *   (`too_many_prefixes`, `bad_key`, `absurd_tokens`).
  * - `iop_residency_prefixes`: (agent session, prefix key) entries in the edge's residency index.
@@ -38,7 +38,7 @@ export class PoolMetrics {
     const registers = [registry];
     this.residencyPicks = new Counter({
       name: 'iop_residency_picks_total',
-      help: 'Picks of requests with prefix keys while agents report residency: where the prefix is cached (resident) or by the usual policy (fallback).',
+      help: 'Cache-aware picks (requests with prefix keys while agents report residency): to an agent holding part of the prompt (resident) or none (cold).',
       labelNames: ['group', 'result'] as const,
       registers,
     });

@@ -30,6 +30,11 @@ export interface PrefixKeys {
   readonly keys: readonly number[];
   /** `messages[i]`: how many leading messages `keys[i]` covers (≥ 1, increasing). */
   readonly messages: readonly number[];
+  /**
+   * `chars[i]`: characters of text hashed into `keys[i]` (UTF-16 code units, roles and tools included): the size of
+   * the prefix, which the cache-aware pick turns into tokens (resident-pick.ts). The last entry is the whole prompt's.
+   */
+  readonly chars: readonly number[];
   /** Messages in the body: `messages[i] === total` for the whole prompt's key. */
   readonly total: number;
   /**
@@ -57,8 +62,11 @@ const PRIME = 0x01000193;
 class Lanes {
   low = 0x811c9dc5;
   high = 0x050c5d1f;
+  /** Characters fed so far. */
+  chars = 0;
 
   feed(text: string): void {
+    this.chars += text.length;
     let low = this.low;
     let high = this.high;
     for (let i = 0; i < text.length; i++) {
@@ -81,6 +89,7 @@ class Lanes {
 class Collector {
   private readonly keys: number[] = [];
   private readonly counts: number[] = [];
+  private readonly chars: number[] = [];
 
   constructor(
     private readonly total: number,
@@ -92,12 +101,19 @@ class Collector {
     if (messages > 1 && messages <= this.total - (MAX_PREFIX_KEYS - 1)) return;
     this.keys.push(lanes.key());
     this.counts.push(messages);
+    this.chars.push(lanes.chars);
   }
 
   result(): PrefixKeys | undefined {
     return this.keys.length === 0
       ? undefined
-      : { keys: this.keys, messages: this.counts, total: this.total, leadingSystem: this.leadingSystem };
+      : {
+          keys: this.keys,
+          messages: this.counts,
+          chars: this.chars,
+          total: this.total,
+          leadingSystem: this.leadingSystem,
+        };
   }
 }
 

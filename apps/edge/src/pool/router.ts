@@ -3,9 +3,9 @@
  * It owns each group's runtime state (`PoolGroupState`: the outlier detector and the prefix-
  * affinity ring) and picks:
  *
- * - cache-aware (resident-pick.ts) when the request has prefix keys and some candidate's agent
- *   reports holding one of them in its KV cache (residency-index.ts): the candidate within the
- *   bounded load that holds the longest prefix; else
+ * - cache-aware (resident-pick.ts) when the request has prefix keys (some connected agent reports
+ *   its KV cache, residency-index.ts): the candidate with the lowest expected time to first token
+ *   (its uncached prompt tokens and the prefill work already sent to it, prefill-ledger.ts); else
  * - prefix affinity (consistent hashing with bounded load) when the request has an affinity key
  *   and affinity is enabled, else power of two choices on live load (`P2cPicker`), or round robin
  *   (`pool.balancer`, a baseline); targets are drawn by weight first when a group has several;
@@ -26,6 +26,7 @@ import type { PoolMetrics } from './pool-metrics.js';
 import type { PoolGroupState } from './pool-snapshot.js';
 import { PrefixAffinity } from './prefix-affinity.js';
 import type { PrefixKeys } from './prefix-keys.js';
+import { PrefillLedger, TokenRatio } from './prefill-ledger.js';
 import { pickResident } from './resident-pick.js';
 import type { ResidencyIndex } from './residency-index.js';
 import type { Clock, PoolProvider, Random } from './provider.js';
@@ -35,6 +36,8 @@ export interface PoolPick {
   provider: PoolProvider;
   /** Served model id (the target's `model`). */
   model: string;
+  /** The prefill time the cache-aware pick expects of it, ms (charged to its queue when the run starts). */
+  prefillMs?: number;
 }
 
 export interface RouteOptions {
@@ -60,9 +63,15 @@ export class Router {
   private readonly states = new Map<string, PoolGroupState>();
   private readonly picker: P2cPicker;
   private readonly roundRobin = new RoundRobinPicker();
+  /** The prefill work sent to each provider and not done yet, as the cache-aware pick estimates it. */
+  private readonly prefill: PrefillLedger;
+  private readonly tokenRatio = new TokenRatio();
+  /** The last cache-aware pick, charged by `started` when its run starts (`pick` has no side effect). */
+  private lastPick: PoolPick | undefined;
 
   constructor(private readonly options: RouterOptions) {
     this.picker = new P2cPicker({ random: options.random });
+    this.prefill = new PrefillLedger(options.now);
   }
 
   /** The group serving a client's model name (configured group or alias, else implicit). */
@@ -123,21 +132,32 @@ export class Router {
       exclude: options.exclude,
       allow: (provider) => state.outliers.allows(provider.id),
     };
+    this.lastPick = undefined;
     let chosen: PoolProvider | undefined;
-    if (options.prefixKeys !== undefined && !this.options.residency.empty) {
-      chosen = pickResident(
-        options.prefixKeys,
-        candidates.providers,
-        this.options.residency,
-        this.options.catalog.config.affinity.loadFactor,
-        pickOptions,
-      )?.provider;
+    if (options.prefixKeys !== undefined) {
+      const { affinity } = this.options.catalog.config;
+      const now = this.options.now();
+      const resident = pickResident(options.prefixKeys, candidates.providers, this.options.residency, {
+        loadFactor: affinity.loadFactor,
+        prefillTokensPerS: affinity.prefillTokensPerS,
+        tokensPerChar: this.tokenRatio.value,
+        backlogMs: (provider) => this.prefill.backlogMs(provider.id, now),
+        options: pickOptions,
+      });
+      if (resident === undefined) return undefined;
+      if (resident.sampleChars > 0) this.tokenRatio.observe(resident.sampleTokens, resident.sampleChars);
       this.options.metrics.residencyPicks.inc({
         group: group.name,
-        result: chosen === undefined ? 'fallback' : 'resident',
+        result: resident.cachedTokens > 0 ? 'resident' : 'cold',
       });
+      const pick: PoolPick = {
+        provider: resident.provider,
+        model: candidates.targets.get(resident.provider)!.model,
+        prefillMs: resident.prefillMs,
+      };
+      this.lastPick = pick;
+      return pick;
     }
-    if (chosen !== undefined) return { provider: chosen, model: candidates.targets.get(chosen)!.model };
     if (options.affinityKey !== undefined && this.options.catalog.config.affinity.enabled) {
       chosen = state.affinity.pick(options.affinityKey, candidates.providers, pickOptions);
     } else {
@@ -150,8 +170,16 @@ export class Router {
     return chosen === undefined ? undefined : { provider: chosen, model: candidates.targets.get(chosen)!.model };
   }
 
-  /** A run started on `providerId` for `group`: the ticket its verdict is reported with. */
+  /**
+   * A run started on `providerId` for `group`: the ticket its verdict is reported with. When the
+   * last pick (made just before, as `ProviderPool` picks and starts in one step) chose it by expected
+   * cost, its prefill time is added to the provider's queue.
+   */
   started(group: ModelGroup, providerId: string): OutlierTicket {
+    const pick = this.lastPick;
+    this.lastPick = undefined;
+    if (pick !== undefined && pick.provider.id === providerId && pick.prefillMs !== undefined)
+      this.prefill.charge(providerId, pick.prefillMs);
     return this.stateOf(group).outliers.onStart(providerId);
   }
 
@@ -167,6 +195,7 @@ export class Router {
 
   /** An agent left: every group forgets its outlier state. */
   forgetProvider(providerId: string): void {
+    this.prefill.forget(providerId);
     for (const state of this.states.values()) state.outliers.remove(providerId);
   }
 

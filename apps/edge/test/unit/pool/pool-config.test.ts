@@ -39,7 +39,7 @@ describe('parsePoolConfig', () => {
       maxEjectionMs: 300_000,
       maxEjectedPercent: 50,
     });
-    expect(config.affinity).toEqual({ enabled: true, prefixMessages: 2, loadFactor: 1.25 });
+    expect(config.affinity).toEqual({ enabled: true, prefixMessages: 2, loadFactor: 1.25, prefillTokensPerS: 10_000 });
     expect(config.queue).toEqual({ maxQueued: 256, maxWaitMs: 30_000 });
     expect(config.modelGroups[0]!.targets[0]).toEqual({
       model: 'Qwen/Qwen3-8B',
