@@ -1,5 +1,6 @@
 /** The token estimate every dialect's requests share (docs/protocols.md "Token counting"). */
 import { decodeCountTokensRequest } from '../../src/anthropic-messages/count-tokens.js';
+import { COUNT_TOKENS_BODY } from '../fixtures/count-tokens-body.js';
 import {
   estimateRequestTokens,
   estimateTokens,
@@ -9,23 +10,7 @@ import {
 } from '../../src/shared/token-estimate.js';
 
 describe('token estimate (docs/protocols.md "Token counting")', () => {
-  const body = {
-    model: 'claude-sonnet-4-5',
-    system: 'Be terse.',
-    messages: [
-      { role: 'user', content: 'What is in /a?' },
-      { role: 'assistant', content: [{ type: 'tool_use', id: 't', name: 'Read', input: { path: '/a' } }] },
-      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'hello' }] },
-    ],
-    tools: [
-      {
-        name: 'Read',
-        description: 'Read a file',
-        input_schema: { type: 'object', properties: { path: { type: 'string' } } },
-      },
-    ],
-    thinking: { type: 'enabled', budget_tokens: 2048 },
-  };
+  const body = COUNT_TOKENS_BODY;
 
   it('renders system, messages and tool definitions as the text to count', () => {
     expect(renderCountTokensText(decodeCountTokensRequest(body))).toBe(
